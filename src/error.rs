@@ -1,0 +1,100 @@
+//! The error type every zooid operation returns.
+
+use std::time::Duration;
+
+use crate::range::IdRange;
+
+/// What went wrong, with enough detail to act on it.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ZooidError {
+    /// The category has no free IDs left.
+    #[error("category {category} is exhausted: no free IDs remain")]
+    Exhausted { category: String },
+
+    /// The category's pool node does not exist. Categories are created explicitly.
+    #[error("category {category} does not exist (create it with create_category / `zooid init`)")]
+    NotFound { category: String },
+
+    /// `create_category` found the node already there.
+    #[error("category {category} already exists")]
+    CategoryExists { category: String },
+
+    /// A caller-supplied value is unusable.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+
+    /// Pushed IDs lie outside the category's bounds.
+    #[error("cannot push {range} to {category}: outside the category's bounds {bounds}")]
+    OutOfBounds {
+        category: String,
+        range: IdRange,
+        bounds: IdRange,
+    },
+
+    /// Pushed IDs are already free in the pool (a double push); nothing was changed.
+    #[error("cannot push {range} to {category}: those IDs are already free (double push)")]
+    AlreadyFree { category: String, range: IdRange },
+
+    /// The pool node's content is not a valid pool; it is left untouched.
+    #[error("corrupt pool node {path}, line {line} ({content:?}): {reason}")]
+    CorruptPool {
+        path: String,
+        line: usize,
+        content: String,
+        reason: String,
+    },
+
+    /// Recording the push would make the pool node larger than its limit; nothing was changed.
+    #[error("cannot push to {category}: the pool would grow to {bytes} bytes, over its limit of {limit} (too fragmented); the IDs were not recycled")]
+    PoolFull {
+        category: String,
+        bytes: usize,
+        limit: usize,
+    },
+
+    /// Version conflicts went on past the retry budget.
+    #[error("{category}: gave up after {attempts} attempts in {elapsed:?} of version conflicts")]
+    Contention {
+        category: String,
+        attempts: u32,
+        elapsed: Duration,
+    },
+
+    /// A write's reply was lost and whether it applied could not be determined. A take's IDs are
+    /// leaked (never handed out); a push is not repeated. `ids` names the IDs concerned.
+    #[error("{category}: outcome of {op} unknown after a lost reply; IDs {} were not handed out and are leaked", fmt_ranges(.ids))]
+    OutcomeUnknown {
+        category: String,
+        op: &'static str,
+        ids: Vec<IdRange>,
+    },
+
+    /// The store could not be reached before the deadline; nothing was changed.
+    #[error("{category}: store unreachable: {reason}")]
+    ConnectionLost { category: String, reason: String },
+
+    /// The operation ran out of time; nothing was changed.
+    #[error("{what}: timed out after {after:?}")]
+    Timeout { what: String, after: Duration },
+
+    /// The node's 32-bit data version reached its maximum; a further write would wrap it.
+    #[error("pool node {path} reached data version {version}; another write would wrap the version counter (recreate the category above its last ID)")]
+    VersionWrap { path: String, version: i32 },
+
+    /// The store refused or failed the request in a way not listed above.
+    #[error("store error on {path}: {reason}")]
+    Store { path: String, reason: String },
+
+    /// A blocking call was made from inside an async runtime thread.
+    #[error("blocking zooid call made from an async runtime thread; use the async API there")]
+    RuntimeThread,
+}
+
+fn fmt_ranges(ids: &[IdRange]) -> String {
+    let parts: Vec<String> = ids.iter().map(ToString::to_string).collect();
+    format!("[{}]", parts.join(" "))
+}
+
+/// Shorthand for results of zooid operations.
+pub type Result<T, E = ZooidError> = std::result::Result<T, E>;

@@ -1,0 +1,169 @@
+//! ID categories and the sets of IDs handed to callers.
+
+use std::fmt;
+
+use crate::error::{Result, ZooidError};
+use crate::range::IdRange;
+
+/// A named pool of IDs: the path of its pool node, such as `/eventpublish/idgen/did`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct IdCategory {
+    path: String,
+}
+
+impl IdCategory {
+    /// A category at `path`: absolute, no trailing `/`, no empty, `.` or `..` segments, no NUL.
+    pub fn new(path: impl Into<String>) -> Result<Self> {
+        let path = path.into();
+        let bad = |why: &str| {
+            Err(ZooidError::InvalidArgument(format!(
+                "category path {path:?} {why}"
+            )))
+        };
+        if !path.starts_with('/') {
+            return bad("must start with '/'");
+        }
+        if path.len() == 1 {
+            return bad("must name a node below the root");
+        }
+        if path.ends_with('/') {
+            return bad("must not end with '/'");
+        }
+        if path.contains('\0') {
+            return bad("must not contain NUL");
+        }
+        if path[1..]
+            .split('/')
+            .any(|seg| seg.is_empty() || seg == "." || seg == "..")
+        {
+            return bad("has an empty, '.' or '..' segment");
+        }
+        Ok(Self { path })
+    }
+
+    /// The pool node's path; also the category's name.
+    pub fn name(&self) -> &str {
+        &self.path
+    }
+}
+
+impl fmt::Display for IdCategory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.path)
+    }
+}
+
+/// IDs handed out by one take: ascending ranges, consumed one ID at a time with [`IdSet::take_id`].
+///
+/// Taking an ID is local: no I/O, no allocation, no lock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdSet {
+    category: IdCategory,
+    ranges: Vec<IdRange>,
+    /// Index of the range the next ID comes from.
+    pos: usize,
+    /// The next ID to hand out, inside `ranges[pos]` when `pos < ranges.len()`.
+    next: i64,
+}
+
+impl IdSet {
+    /// A set over `ranges` (ascending, disjoint) of `category`.
+    pub fn new(category: IdCategory, ranges: Vec<IdRange>) -> Self {
+        let next = ranges.first().map_or(0, IdRange::start);
+        Self {
+            category,
+            ranges,
+            pos: 0,
+            next,
+        }
+    }
+
+    /// The category the IDs belong to.
+    pub fn category(&self) -> &IdCategory {
+        &self.category
+    }
+
+    /// The next unused ID, or `None` when the set is used up.
+    #[inline]
+    pub fn take_id(&mut self) -> Option<i64> {
+        let range = *self.ranges.get(self.pos)?;
+        let id = self.next;
+        if id == range.end() {
+            self.pos += 1;
+            self.next = self.ranges.get(self.pos).map_or(0, IdRange::start);
+        } else {
+            self.next = id + 1;
+        }
+        Some(id)
+    }
+
+    /// Whether unused IDs remain.
+    #[inline]
+    pub fn has_more_ids(&self) -> bool {
+        self.pos < self.ranges.len()
+    }
+
+    /// How many unused IDs remain.
+    pub fn count_ids(&self) -> u64 {
+        self.ranges().iter().map(IdRange::len).sum()
+    }
+
+    /// The unused IDs as ascending ranges (the first one trimmed to what is left of it).
+    pub fn ranges(&self) -> Vec<IdRange> {
+        let mut rest: Vec<IdRange> = self.ranges[self.pos.min(self.ranges.len())..].to_vec();
+        if let Some(first) = rest.first_mut() {
+            *first = IdRange::new(self.next, first.end()).unwrap_or(*first);
+        }
+        rest
+    }
+
+    /// Every range the set was created with, used or not.
+    pub fn original_ranges(&self) -> &[IdRange] {
+        &self.ranges
+    }
+
+    /// Marks every remaining ID as used (after they were pushed back).
+    pub(crate) fn clear(&mut self) {
+        self.pos = self.ranges.len();
+        self.next = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(start: i64, end: i64) -> IdRange {
+        IdRange::new(start, end).unwrap()
+    }
+
+    #[test]
+    fn category_paths_are_validated() {
+        assert!(IdCategory::new("/a/b").is_ok());
+        for bad in ["", "/", "a/b", "/a/", "/a//b", "/a/./b", "/a/../b", "/a\0"] {
+            let err = IdCategory::new(bad).unwrap_err();
+            assert!(
+                matches!(err, ZooidError::InvalidArgument(_)),
+                "{bad:?}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn take_id_walks_every_range_then_stops() {
+        let cat = IdCategory::new("/c").unwrap();
+        let mut set = IdSet::new(cat, vec![r(1, 2), r(5, 5), r(i64::MAX - 1, i64::MAX)]);
+        assert_eq!(set.count_ids(), 5);
+        assert_eq!(set.take_id(), Some(1));
+        assert_eq!(
+            set.ranges(),
+            vec![r(2, 2), r(5, 5), r(i64::MAX - 1, i64::MAX)]
+        );
+        let rest: Vec<i64> = std::iter::from_fn(|| set.take_id()).collect();
+        assert_eq!(rest, vec![2, 5, i64::MAX - 1, i64::MAX]);
+        assert!(!set.has_more_ids());
+        assert_eq!(set.count_ids(), 0);
+        assert!(set.ranges().is_empty());
+        assert_eq!(set.take_id(), None);
+    }
+}

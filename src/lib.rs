@@ -1,0 +1,37 @@
+//! zooid: unique integer IDs for distributed workers through Apache ZooKeeper.
+//!
+//! Workers take batches of IDs from a *category* (a pool node holding the free ranges as text),
+//! use them one by one locally, and push back what they did not use; pushed IDs are handed out
+//! again, lowest first. No ID is ever handed out twice: every change is a versioned
+//! compare-and-set, and a write whose reply was lost is resolved from the operation log kept in
+//! the node (docs/DESIGN.md).
+//!
+//! ```
+//! # fn main() -> zooid::Result<()> {
+//! use zooid::{blocking::IdGeneratorService, ConnectOptions, IdCategory, ServiceOptions};
+//!
+//! let service = IdGeneratorService::connect("mem:", &ConnectOptions::default(), ServiceOptions::default())?;
+//! let category = IdCategory::new("/eventpublish/idgen/did")?;
+//! service.create_category(&category, 1, 123456789)?;
+//! let mut ids = service.take_ids(&category, 10000)?;
+//! assert_eq!(ids.take_id(), Some(1));
+//! service.push_ids(&mut ids)?; // the 9999 unused IDs go back to the pool
+//! # Ok(()) }
+//! ```
+
+pub mod blocking;
+pub mod error;
+pub mod idset;
+pub mod pool;
+pub mod range;
+pub mod retry;
+mod runtime;
+pub mod service;
+pub mod store;
+
+pub use error::{Result, ZooidError};
+pub use idset::{IdCategory, IdSet};
+pub use range::{IdRange, RangeSet};
+pub use retry::RetryPolicy;
+pub use service::{IdGeneratorService, PoolInfo, ServiceOptions};
+pub use store::{AnyStore, ConnectOptions, Store};

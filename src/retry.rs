@@ -1,0 +1,86 @@
+//! The retry budget: jittered exponential backoff bounded by attempts and a deadline.
+
+use std::time::{Duration, Instant};
+
+/// How long and how often an operation retries version conflicts and disconnects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Most write attempts one operation makes.
+    pub max_attempts: u32,
+    /// Longest time one operation may take, retries included.
+    pub deadline: Duration,
+    /// First backoff ceiling; doubles per retry.
+    pub base_delay: Duration,
+    /// Largest backoff ceiling.
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_attempts: 100,
+            deadline: Duration::from_secs(30),
+            base_delay: Duration::from_millis(2),
+            max_delay: Duration::from_millis(500),
+        }
+    }
+}
+
+/// One operation's use of a [`RetryPolicy`].
+#[derive(Debug)]
+pub(crate) struct Budget {
+    policy: RetryPolicy,
+    started: Instant,
+    attempts: u32,
+}
+
+impl Budget {
+    pub(crate) fn start(policy: RetryPolicy) -> Self {
+        Self {
+            policy,
+            started: Instant::now(),
+            attempts: 0,
+        }
+    }
+
+    /// Counts an attempt; false when the attempts or the deadline are used up.
+    pub(crate) fn try_attempt(&mut self) -> bool {
+        if self.attempts >= self.policy.max_attempts || self.expired() {
+            return false;
+        }
+        self.attempts += 1;
+        true
+    }
+
+    pub(crate) fn expired(&self) -> bool {
+        self.started.elapsed() >= self.policy.deadline
+    }
+
+    pub(crate) fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    pub(crate) fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    pub(crate) fn deadline(&self) -> Duration {
+        self.policy.deadline
+    }
+
+    /// Sleeps a random time up to the current backoff ceiling ("full jitter"), never past the
+    /// deadline.
+    pub(crate) async fn backoff(&self) {
+        let exponent = self.attempts.saturating_sub(1).min(20);
+        let ceiling = self
+            .policy
+            .base_delay
+            .saturating_mul(1 << exponent)
+            .min(self.policy.max_delay);
+        let left = self.policy.deadline.saturating_sub(self.started.elapsed());
+        let nanos = u64::try_from(ceiling.min(left).as_nanos()).unwrap_or(u64::MAX);
+        if nanos > 0 {
+            tokio::time::sleep(Duration::from_nanos(rand::random_range(0..=nanos))).await;
+        }
+    }
+}

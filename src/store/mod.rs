@@ -1,0 +1,187 @@
+//! Versioned key-value stores with compare-and-set: ZooKeeper, and the embedded ones.
+//!
+//! The service needs only what ZooKeeper offers a single znode: read data with its version,
+//! create, and set data if the version is still the expected one.
+
+mod file;
+mod local;
+mod memory;
+mod zookeeper;
+
+use std::future::Future;
+use std::time::Duration;
+
+pub use file::FileStore;
+pub use memory::MemoryStore;
+pub use zookeeper::ZkStore;
+
+use crate::error::{Result, ZooidError};
+
+/// A node's data and its data version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Versioned {
+    /// The node's content.
+    pub data: Vec<u8>,
+    /// ZooKeeper's 32-bit data version: 0 at creation, +1 per write.
+    pub version: i32,
+}
+
+/// Why a store operation failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreError {
+    /// The node does not exist.
+    NoNode,
+    /// `create` found the node already there.
+    NodeExists,
+    /// The node's version is not the expected one.
+    BadVersion,
+    /// The request may or may not have been applied: its reply was lost (connection loss,
+    /// timeout, session expiry while in flight).
+    Unknown(String),
+    /// The store could not be reached; the request was not sent.
+    Unavailable(String),
+    /// The store refused the request for another reason (auth, size, bad path).
+    Refused(String),
+}
+
+impl StoreError {
+    /// Converts to the public error for an operation on `path` that did not apply.
+    pub(crate) fn into_zooid(self, path: &str) -> ZooidError {
+        ZooidError::Store {
+            path: path.to_string(),
+            reason: self.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreError::NoNode => f.write_str("node does not exist"),
+            StoreError::NodeExists => f.write_str("node already exists"),
+            StoreError::BadVersion => f.write_str("version conflict"),
+            StoreError::Unknown(why) => write!(f, "outcome unknown: {why}"),
+            StoreError::Unavailable(why) => write!(f, "unavailable: {why}"),
+            StoreError::Refused(why) => write!(f, "refused: {why}"),
+        }
+    }
+}
+
+/// A store of versioned nodes addressed by ZooKeeper-style paths.
+pub trait Store: Send + Sync + 'static {
+    /// Reads a node.
+    fn get(&self, path: &str) -> impl Future<Output = Result<Versioned, StoreError>> + Send;
+
+    /// Creates a node (and any missing parents) holding `data`, at version 0.
+    fn create(
+        &self,
+        path: &str,
+        data: &[u8],
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Replaces a node's data if its version is `expected` (never -1); returns the new version.
+    fn set(
+        &self,
+        path: &str,
+        data: &[u8],
+        expected: i32,
+    ) -> impl Future<Output = Result<i32, StoreError>> + Send;
+
+    /// Makes the next read of `path` see every write the store has committed (ZooKeeper `sync`).
+    fn sync(&self, path: &str) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// The names of a node's children, sorted.
+    fn children(&self, path: &str) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send;
+
+    /// Deletes a node that has no children if its version is `expected`.
+    fn delete(
+        &self,
+        path: &str,
+        expected: i32,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
+
+/// Options for opening a store from a connect string.
+#[derive(Clone, Debug)]
+pub struct ConnectOptions {
+    /// ZooKeeper session timeout.
+    pub session_timeout: Duration,
+    /// ZooKeeper `digest` authentication as (user, password).
+    pub digest_auth: Option<(String, String)>,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        Self {
+            session_timeout: Duration::from_secs(10),
+            digest_auth: None,
+        }
+    }
+}
+
+/// Any of zooid's stores, chosen by connect string.
+pub enum AnyStore {
+    /// An Apache ZooKeeper ensemble.
+    ZooKeeper(ZkStore),
+    /// Process memory.
+    Memory(MemoryStore),
+    /// A local directory shared by the processes of one machine.
+    File(FileStore),
+}
+
+impl AnyStore {
+    /// Opens the store a connect string names:
+    /// - `mem:` or `mem:NAME`: in-memory (a name shares one store within the process);
+    /// - `file:DIR`: the embedded file store in directory `DIR`;
+    /// - anything else: a ZooKeeper connect string, `host:port[,host:port...][/chroot]`.
+    pub async fn open(connect: &str, options: &ConnectOptions) -> Result<Self> {
+        if let Some(name) = connect.strip_prefix("mem:") {
+            Ok(AnyStore::Memory(MemoryStore::named(name)))
+        } else if let Some(dir) = connect.strip_prefix("file:") {
+            Ok(AnyStore::File(FileStore::open(dir)?))
+        } else {
+            Ok(AnyStore::ZooKeeper(
+                ZkStore::connect(connect, options).await?,
+            ))
+        }
+    }
+}
+
+macro_rules! dispatch {
+    ($self:ident, $store:ident => $call:expr) => {
+        match $self {
+            AnyStore::ZooKeeper($store) => $call.await,
+            AnyStore::Memory($store) => $call.await,
+            AnyStore::File($store) => $call.await,
+        }
+    };
+}
+
+impl Store for AnyStore {
+    async fn get(&self, path: &str) -> Result<Versioned, StoreError> {
+        dispatch!(self, s => s.get(path))
+    }
+    async fn create(&self, path: &str, data: &[u8]) -> Result<(), StoreError> {
+        dispatch!(self, s => s.create(path, data))
+    }
+    async fn set(&self, path: &str, data: &[u8], expected: i32) -> Result<i32, StoreError> {
+        dispatch!(self, s => s.set(path, data, expected))
+    }
+    async fn sync(&self, path: &str) -> Result<(), StoreError> {
+        dispatch!(self, s => s.sync(path))
+    }
+    async fn children(&self, path: &str) -> Result<Vec<String>, StoreError> {
+        dispatch!(self, s => s.children(path))
+    }
+    async fn delete(&self, path: &str, expected: i32) -> Result<(), StoreError> {
+        dispatch!(self, s => s.delete(path, expected))
+    }
+}
+
+/// The parent of a path (`/a/b` -> `/a`), or `None` for top-level nodes.
+pub(crate) fn parent(path: &str) -> Option<&str> {
+    match path.rfind('/') {
+        Some(0) | None => None,
+        Some(i) => Some(&path[..i]),
+    }
+}
