@@ -55,6 +55,11 @@ impl IdGeneratorService {
         block_on(self.inner.list_categories(parent))?
     }
 
+    /// See [`AsyncService::read_node`].
+    pub fn read_raw(&self, path: &str) -> Result<Vec<u8>> {
+        block_on(self.inner.read_node(path))?
+    }
+
     /// The async service underneath.
     pub fn as_async(&self) -> &AsyncService<AnyStore> {
         &self.inner

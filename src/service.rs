@@ -264,6 +264,12 @@ impl<S: Store> IdGeneratorService<S> {
         })
     }
 
+    /// The raw content of any node (for migration tools, such as reading a legacy counter).
+    pub async fn read_node(&self, path: &str) -> Result<Vec<u8>> {
+        let mut budget = Budget::start(self.options.retry);
+        Ok(self.read(path, &mut budget).await?.data)
+    }
+
     /// The categories directly below `parent` (by path), for discovery.
     pub async fn list_categories(&self, parent: &str) -> Result<Vec<String>> {
         self.store.children(parent).await.map_err(|e| match e {
