@@ -17,6 +17,9 @@ pub const MAX_TAKE: u64 = i32::MAX as u64;
 /// Default ceiling on a pool node's size: half of ZooKeeper's default 1 MiB `jute.maxbuffer`.
 pub const DEFAULT_MAX_POOL_BYTES: usize = 512 * 1024;
 
+/// The longest `#op` line: `#op <i32> <kind> <16 hex> <u64>\n`.
+const MAX_OP_LINE_BYTES: usize = 4 + 11 + 7 + 17 + 21;
+
 /// Tuning for an [`IdGeneratorService`].
 #[derive(Clone, Debug)]
 pub struct ServiceOptions {
@@ -280,6 +283,13 @@ impl<S: Store> IdGeneratorService<S> {
         })
     }
 
+    /// The node's size once its operation log is full: a push must leave room for the log so
+    /// that later takes, which never add ranges, always fit.
+    fn projected_size(&self, pool: &Pool, bytes: usize) -> usize {
+        let missing = self.options.op_log_len.saturating_sub(pool.log().count());
+        bytes + missing * MAX_OP_LINE_BYTES
+    }
+
     fn slot(&self, category: &IdCategory) -> Arc<tokio::sync::Mutex<Option<Cached>>> {
         // The map is only ever inserted into, so a poisoned lock is safe to reuse.
         let mut map = self.categories.lock().unwrap_or_else(|p| p.into_inner());
@@ -340,11 +350,16 @@ impl<S: Store> IdGeneratorService<S> {
                 self.options.op_log_len,
             );
             let bytes = next.render().into_bytes();
-            if bytes.len() > self.options.max_pool_bytes {
+            if kind == OpKind::Push
+                && self.projected_size(&next, bytes.len()) > self.options.max_pool_bytes
+            {
+                if !current.fresh {
+                    continue; // Decide on what the store holds now, not on a remembered state.
+                }
                 *cached = Some(current);
                 return Err(ZooidError::PoolFull {
                     category: path.to_string(),
-                    bytes: bytes.len(),
+                    bytes: self.projected_size(&next, bytes.len()),
                     limit: self.options.max_pool_bytes,
                 });
             }
