@@ -1,0 +1,53 @@
+//! Test support shared by the integration tests: a real Apache ZooKeeper (standalone server or
+//! a 3-server ensemble, run as JVM child processes) and a fault-injecting TCP proxy that speaks
+//! just enough of ZooKeeper's wire protocol to lose precisely the reply a test cares about.
+//!
+//! Use it from a test file with
+//!
+//! ```ignore
+//! mod support;
+//! use support::{FaultProxy, ZkEnsemble, ZkServer, op};
+//! ```
+//!
+//! The ZooKeeper jars must already be on disk (`bash scripts/fetch-zookeeper.sh`); tests never
+//! download anything. Every process started here is owned by a Rust value and is killed by PID
+//! and reaped when that value drops, also when the test panics.
+#![allow(dead_code, unused_imports)]
+
+pub mod proxy;
+pub mod zookeeper;
+
+use std::time::{Duration, Instant};
+
+pub use proxy::{op, FaultProxy, Mode, ProxyStats, RequestMatch, ResetPoint};
+pub use zookeeper::{four_letter_word, zk_lib_dir, ZkEnsemble, ZkServer};
+
+/// Installs a `tracing` subscriber once per test binary, filtered by `RUST_LOG`
+/// (default `warn`), writing through the test harness's captured output.
+pub fn init_tracing() {
+    use std::sync::Once;
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_test_writer()
+            .try_init();
+    });
+}
+
+/// Polls `cond` every 50 ms until it returns true or `timeout` passes; returns whether it held.
+/// Blocking: from async code prefer a loop with `tokio::time::sleep`.
+pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
