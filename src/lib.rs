@@ -22,6 +22,7 @@
 pub mod blocking;
 pub mod error;
 pub mod idset;
+pub mod java;
 pub mod pool;
 pub mod range;
 pub mod retry;

@@ -1,0 +1,61 @@
+package io.zooid;
+
+/**
+ * Why an {@link IDGeneratorException} was thrown. The numbers are those of the C API's
+ * {@code zooid_status} for the same conditions.
+ */
+public enum ErrorCode {
+    /** The category has no free IDs left ({@link IDsExhaustedException}). */
+    EXHAUSTED(2),
+    /** The category's pool node does not exist ({@link CategoryNotFoundException}). */
+    NOT_FOUND(3),
+    /** {@code createCategory} found the node already there ({@link CategoryExistsException}). */
+    CATEGORY_EXISTS(4),
+    /** Pushed IDs lie outside the category's bounds ({@link IDsOutOfBoundsException}). */
+    OUT_OF_BOUNDS(5),
+    /** Pushed IDs are already free: a double push ({@link IDsAlreadyFreeException}). */
+    ALREADY_FREE(6),
+    /** The pool node is not a valid pool ({@link CorruptPoolException}). */
+    CORRUPT_POOL(7),
+    /** The push would make the pool node too large ({@link PoolFullException}). */
+    POOL_FULL(8),
+    /** Version conflicts went on past the retry budget ({@link ContentionException}). */
+    CONTENTION(9),
+    /** A write's reply was lost and its outcome is unknown ({@link OutcomeUnknownException}). */
+    OUTCOME_UNKNOWN(10),
+    /** ZooKeeper could not be reached in time ({@link ConnectionLostException}). */
+    CONNECTION_LOST(11),
+    /** The operation ran out of time ({@link OperationTimeoutException}). */
+    TIMEOUT(12),
+    /** The pool node's 32-bit data version is about to wrap; recreate the category. */
+    VERSION_WRAP(13),
+    /** ZooKeeper refused or failed the request otherwise (for example an ACL refused it). */
+    STORE(14),
+    /** A blocking call was made from an async runtime thread. */
+    RUNTIME_THREAD(15),
+    /** The native code panicked (a bug in zooid); the JVM is unaffected. */
+    PANIC(17),
+    /** Any other failure of the native code. */
+    OTHER(18);
+
+    private final int value;
+
+    ErrorCode(int value) {
+        this.value = value;
+    }
+
+    /** The stable number of this code. */
+    public int getValue() {
+        return value;
+    }
+
+    /** The code numbered {@code value}, or {@link #OTHER} for an unknown number. */
+    public static ErrorCode fromValue(int value) {
+        for (ErrorCode code : values()) {
+            if (code.value == value) {
+                return code;
+            }
+        }
+        return OTHER;
+    }
+}

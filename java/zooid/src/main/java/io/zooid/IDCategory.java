@@ -1,0 +1,70 @@
+package io.zooid;
+
+import java.util.Objects;
+
+/**
+ * A named pool of IDs: the path of its pool node in ZooKeeper, such as
+ * {@code /eventpublish/idgen/did}.
+ *
+ * <p>The path must be absolute, name a node below the root, not end with {@code /}, and have no
+ * empty, {@code .} or {@code ..} segments and no NUL character. Immutable and thread-safe.
+ */
+public final class IDCategory {
+    private final String name;
+
+    /**
+     * A category at {@code name}.
+     *
+     * @throws NullPointerException if {@code name} is null
+     * @throws IllegalArgumentException if {@code name} is not a valid category path
+     */
+    public IDCategory(String name) {
+        Objects.requireNonNull(name, "name");
+        String problem = problem(name);
+        if (problem != null) {
+            throw new IllegalArgumentException("category path \"" + name + "\" " + problem);
+        }
+        this.name = name;
+    }
+
+    private static String problem(String path) {
+        if (!path.startsWith("/")) {
+            return "must start with '/'";
+        }
+        if (path.length() == 1) {
+            return "must name a node below the root";
+        }
+        if (path.endsWith("/")) {
+            return "must not end with '/'";
+        }
+        if (path.indexOf('\0') >= 0) {
+            return "must not contain NUL";
+        }
+        for (String segment : path.substring(1).split("/", -1)) {
+            if (segment.isEmpty() || segment.equals(".") || segment.equals("..")) {
+                return "has an empty, '.' or '..' segment";
+            }
+        }
+        return null;
+    }
+
+    /** The pool node's path, which is also the category's name. */
+    public String getName() {
+        return name;
+    }
+
+    @Override
+    public boolean equals(Object other) {
+        return other instanceof IDCategory && ((IDCategory) other).name.equals(name);
+    }
+
+    @Override
+    public int hashCode() {
+        return name.hashCode();
+    }
+
+    @Override
+    public String toString() {
+        return name;
+    }
+}

@@ -1,0 +1,110 @@
+package io.zooid;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * How {@link IDGeneratorService#open(String, IDGeneratorOptions)} connects and how long its
+ * operations may try. Unset options keep zooid's defaults (session timeout 10 s, operation deadline
+ * 30 s, 100 attempts, pool node limit 512 KiB). The service copies the options when it opens;
+ * changing them afterwards has no effect on it. Not thread-safe.
+ */
+public final class IDGeneratorOptions {
+    private long sessionTimeoutMillis;
+    private String digestUser;
+    private String digestPassword;
+    private long operationTimeoutMillis;
+    private int maxAttempts;
+    private long maxPoolBytes;
+
+    /** Options with every default. */
+    public IDGeneratorOptions() {}
+
+    /** The ZooKeeper session timeout (at least 1 ms). */
+    public IDGeneratorOptions sessionTimeout(Duration timeout) {
+        this.sessionTimeoutMillis = positiveMillis(timeout, "sessionTimeout");
+        return this;
+    }
+
+    /**
+     * ZooKeeper {@code digest} authentication. Categories created with it are readable and
+     * writable only by that user.
+     *
+     * @throws IllegalArgumentException if {@code user} is empty or contains ':'
+     */
+    public IDGeneratorOptions digestAuth(String user, String password) {
+        Objects.requireNonNull(user, "user");
+        Objects.requireNonNull(password, "password");
+        if (user.isEmpty() || user.indexOf(':') >= 0) {
+            throw new IllegalArgumentException("digest auth user must be non-empty without ':'");
+        }
+        this.digestUser = user;
+        this.digestPassword = password;
+        return this;
+    }
+
+    /** The longest one operation may take, retries included (at least 1 ms). */
+    public IDGeneratorOptions operationTimeout(Duration timeout) {
+        this.operationTimeoutMillis = positiveMillis(timeout, "operationTimeout");
+        return this;
+    }
+
+    /** The most write attempts one operation makes on version conflicts (at least 1). */
+    public IDGeneratorOptions maxAttempts(int attempts) {
+        if (attempts < 1) {
+            throw new IllegalArgumentException("maxAttempts must be at least 1, got " + attempts);
+        }
+        this.maxAttempts = attempts;
+        return this;
+    }
+
+    /** The largest pool node a push may write, in bytes (at least 1). */
+    public IDGeneratorOptions maxPoolBytes(long bytes) {
+        if (bytes < 1) {
+            throw new IllegalArgumentException("maxPoolBytes must be at least 1, got " + bytes);
+        }
+        this.maxPoolBytes = bytes;
+        return this;
+    }
+
+    private static long positiveMillis(Duration duration, String name) {
+        Objects.requireNonNull(duration, name);
+        if (duration.isNegative() || duration.isZero()) {
+            throw new IllegalArgumentException(name + " must be positive, got " + duration);
+        }
+        long millis;
+        try {
+            millis = duration.toMillis();
+        } catch (ArithmeticException e) {
+            millis = Long.MAX_VALUE;
+        }
+        if (millis < 1) {
+            throw new IllegalArgumentException(name + " must be at least 1 ms, got " + duration);
+        }
+        return millis;
+    }
+
+    long sessionTimeoutMillis() {
+        return sessionTimeoutMillis;
+    }
+
+    String digestUser() {
+        return digestUser;
+    }
+
+    String digestPassword() {
+        return digestPassword;
+    }
+
+    long operationTimeoutMillis() {
+        return operationTimeoutMillis;
+    }
+
+    int maxAttempts() {
+        return maxAttempts;
+    }
+
+    long maxPoolBytes() {
+        return maxPoolBytes;
+    }
+}

@@ -1,0 +1,227 @@
+package io.zooid;
+
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.Lock;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+
+/**
+ * Hands out unique IDs from categories kept in ZooKeeper.
+ *
+ * <p>Take IDs in batches with {@link #takeIDs}, use them one by one with {@link IDSet#takeID()}
+ * (no I/O), and give back what is left with {@link #pushIDs}; pushed IDs are handed out again,
+ * lowest first. Every change is a versioned compare-and-set, so no ID is ever handed out twice.
+ *
+ * <pre>{@code
+ * IDCategory did = new IDCategory("/com/demdex/eventpublish/idgen/did");
+ * try (IDGeneratorService service = IDGeneratorService.open("zk1:2181,zk2:2181,zk3:2181")) {
+ *     IDSet ids = null;
+ *     try {
+ *         while (moreEvents()) {
+ *             if (ids == null || !ids.hasMoreIDs()) {
+ *                 ids = service.takeIDs(did, 10000);
+ *             }
+ *             publish(nextEvent(), ids.takeID());
+ *         }
+ *     } finally {
+ *         if (ids != null && ids.hasMoreIDs()) {
+ *             service.pushIDs(ids);
+ *         }
+ *     }
+ * }
+ * }</pre>
+ *
+ * <p>Thread-safe: share one service between threads (an {@link IDSet} belongs to one thread).
+ * Each service holds one ZooKeeper session; close it when done. {@link #close()} is idempotent,
+ * waits for calls in progress, and any later call throws {@link IllegalStateException}.
+ */
+public final class IDGeneratorService implements AutoCloseable {
+    private final long handle;
+    private final String connect;
+    private final AtomicBoolean closed = new AtomicBoolean();
+    /** Calls hold the read lock; {@link #close()} takes the write lock to free the handle. */
+    private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
+
+    private IDGeneratorService(long handle, String connect) {
+        this.handle = handle;
+        this.connect = connect;
+    }
+
+    /**
+     * Opens a service with default options. See {@link #open(String, IDGeneratorOptions)}.
+     */
+    public static IDGeneratorService open(String connect) throws IDGeneratorException {
+        return open(connect, new IDGeneratorOptions());
+    }
+
+    /**
+     * Opens a service on the store {@code connect} names:
+     *
+     * <ul>
+     *   <li>a ZooKeeper connect string, {@code host:port[,host:port...][/chroot]};
+     *   <li>{@code mem:} or {@code mem:NAME}: an in-process store (a name shares one store within
+     *       the library instance), for tests;
+     *   <li>{@code file:DIR}: an embedded store in directory {@code DIR}, shared by the processes
+     *       of one machine.
+     * </ul>
+     *
+     * @throws NullPointerException if an argument is null
+     * @throws IllegalArgumentException if {@code connect} is unusable
+     * @throws ConnectionLostException if ZooKeeper cannot be reached in time
+     * @throws IDGeneratorException if the store cannot be opened for another reason
+     */
+    public static IDGeneratorService open(String connect, IDGeneratorOptions options)
+            throws IDGeneratorException {
+        Objects.requireNonNull(connect, "connect");
+        Objects.requireNonNull(options, "options");
+        long handle = ZooidNative.open(
+                connect,
+                options.sessionTimeoutMillis(),
+                options.digestUser(),
+                options.digestPassword(),
+                options.operationTimeoutMillis(),
+                options.maxAttempts(),
+                options.maxPoolBytes());
+        return new IDGeneratorService(handle, connect);
+    }
+
+    /**
+     * Creates a category whose IDs are {@code firstID..lastID} (inclusive), all free.
+     *
+     * @throws IllegalArgumentException unless {@code 1 <= firstID <= lastID}
+     * @throws CategoryExistsException if the category exists already (it is never reset)
+     */
+    public void createCategory(IDCategory category, long firstID, long lastID) throws IDGeneratorException {
+        Objects.requireNonNull(category, "category");
+        if (firstID < 1 || firstID > lastID) {
+            throw new IllegalArgumentException(
+                    "category bounds " + firstID + ".." + lastID + ": need 1 <= first <= last");
+        }
+        Lock held = enter();
+        try {
+            ZooidNative.createCategory(handle, category.getName(), firstID, lastID);
+        } finally {
+            held.unlock();
+        }
+    }
+
+    /**
+     * Takes up to {@code numIDs} of the lowest free IDs of {@code category}: fewer when fewer
+     * remain.
+     *
+     * @throws IllegalArgumentException if {@code numIDs < 1}
+     * @throws IDsExhaustedException if no free IDs remain
+     * @throws CategoryNotFoundException if the category does not exist
+     * @throws OutcomeUnknownException if the write's reply was lost; its IDs are leaked, never
+     *     handed out
+     * @throws ConnectionLostException if ZooKeeper was unreachable; nothing was taken
+     * @throws ContentionException if conflicts outlasted the retry budget; nothing was taken
+     * @throws OperationTimeoutException if the deadline passed; nothing was taken
+     * @throws CorruptPoolException if the pool node is not a valid pool
+     */
+    public IDSet takeIDs(IDCategory category, int numIDs) throws IDGeneratorException {
+        Objects.requireNonNull(category, "category");
+        if (numIDs < 1) {
+            throw new IllegalArgumentException("take of " + numIDs + " IDs: ask for at least 1");
+        }
+        Lock held = enter();
+        try {
+            return new IDSet(category, ZooidNative.takeIds(handle, category.getName(), numIDs));
+        } finally {
+            held.unlock();
+        }
+    }
+
+    /**
+     * Returns the unused IDs of {@code ids} to their category, to be handed out again, and empties
+     * {@code ids}. Does nothing when {@code ids} is used up.
+     *
+     * <p>When the push fails, nothing was changed and {@code ids} keeps its IDs, except on
+     * {@link OutcomeUnknownException}, after which the push is not repeated and {@code ids} is
+     * emptied (its IDs may or may not be free again; they are never handed out twice).
+     *
+     * @throws IDsOutOfBoundsException if an ID lies outside the category's bounds
+     * @throws IDsAlreadyFreeException if an ID is already free (a double push)
+     * @throws PoolFullException if the pool would grow past its size limit
+     */
+    public void pushIDs(IDSet ids) throws IDGeneratorException {
+        Objects.requireNonNull(ids, "ids");
+        Lock held = enter();
+        try {
+            long[] ranges = ids.remainingRanges();
+            if (ranges.length == 0) {
+                return;
+            }
+            try {
+                ZooidNative.pushIds(handle, ids.getCategory().getName(), ranges);
+            } catch (OutcomeUnknownException e) {
+                ids.clear();
+                throw e;
+            }
+            ids.clear();
+        } finally {
+            held.unlock();
+        }
+    }
+
+    /**
+     * Reads {@code category}'s pool node afresh: its bounds, free ranges and version.
+     *
+     * @throws CategoryNotFoundException if the category does not exist
+     * @throws CorruptPoolException if the pool node is not a valid pool
+     */
+    public PoolInfo getPoolInfo(IDCategory category) throws IDGeneratorException {
+        Objects.requireNonNull(category, "category");
+        Lock held = enter();
+        try {
+            return new PoolInfo(category, ZooidNative.poolInfo(handle, category.getName()));
+        } finally {
+            held.unlock();
+        }
+    }
+
+    /** Whether {@link #close()} was called. */
+    public boolean isClosed() {
+        return closed.get();
+    }
+
+    /**
+     * Closes the ZooKeeper session. Waits for calls in progress on other threads to finish;
+     * later calls throw {@link IllegalStateException}. Closing again does nothing.
+     */
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        Lock exclusive = lock.writeLock();
+        exclusive.lock();
+        try {
+            ZooidNative.close(handle);
+        } finally {
+            exclusive.unlock();
+        }
+    }
+
+    /** The version of the native library, and where it was loaded from. */
+    public static String nativeLibraryInfo() {
+        ZooidNative.ensureLoaded();
+        return "zooid " + ZooidNative.version() + " (" + NativeLoader.loadedFrom() + ")";
+    }
+
+    @Override
+    public String toString() {
+        return "IDGeneratorService[" + connect + (closed.get() ? ", closed]" : "]");
+    }
+
+    /** Holds the read lock for a call on the handle; throws if the service is closed. */
+    private Lock enter() {
+        Lock shared = lock.readLock();
+        shared.lock();
+        if (closed.get()) {
+            shared.unlock();
+            throw new IllegalStateException("IDGeneratorService is closed");
+        }
+        return shared;
+    }
+}

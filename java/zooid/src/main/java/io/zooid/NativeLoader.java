@@ -1,0 +1,176 @@
+package io.zooid;
+
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * Loads the zooid native library, trying in order:
+ *
+ * <ol>
+ *   <li>the file named by the system property {@value #PATH_PROPERTY}, if set (and only it);
+ *   <li>{@code libzooid.so} on {@code java.library.path};
+ *   <li>the copy in this jar, {@code /native/<os>-<arch>/libzooid.so}, extracted to a uniquely
+ *       named temporary file (in {@value #TMPDIR_PROPERTY} if set, else {@code java.io.tmpdir})
+ *       that is deleted once loaded.
+ * </ol>
+ *
+ * <p>The JVM loads a given file in one class loader only. When the file found in steps 1 or 2 is
+ * already held by another class loader, a private temporary copy of it is loaded instead, so any
+ * number of class loaders in one JVM (web apps, Hadoop and Spark task loaders, tests) can each
+ * load zooid; each gets its own copy of the native state.
+ */
+final class NativeLoader {
+    /** System property naming the native library file to load. */
+    static final String PATH_PROPERTY = "zooid.native.path";
+    /** System property naming the directory to extract the bundled library to. */
+    static final String TMPDIR_PROPERTY = "zooid.native.tmpdir";
+
+    private static final String LIBRARY = "zooid";
+
+    /** How the library was loaded; null until it is. Guarded by the class lock. */
+    private static String loadedFrom;
+
+    private NativeLoader() {}
+
+    /** Loads the library once per class loader; throws {@link UnsatisfiedLinkError} if it cannot. */
+    static synchronized void load() {
+        if (loadedFrom != null) {
+            return;
+        }
+        String override = System.getProperty(PATH_PROPERTY);
+        if (override != null && !override.isEmpty()) {
+            File file = new File(override).getAbsoluteFile();
+            loadedFrom = loadFile(file, "system property " + PATH_PROPERTY);
+            return;
+        }
+        List<String> tried = new ArrayList<>();
+        try {
+            System.loadLibrary(LIBRARY);
+            loadedFrom = "java.library.path";
+            return;
+        } catch (UnsatisfiedLinkError e) {
+            File held = heldByAnotherLoader(e);
+            if (held != null) {
+                loadedFrom = loadCopy(held, "java.library.path");
+                return;
+            }
+            tried.add("java.library.path: " + e.getMessage());
+        }
+        String resource = "/native/" + platform() + "/" + System.mapLibraryName(LIBRARY);
+        loadedFrom = loadResource(resource, tried);
+    }
+
+    /** How the library was loaded, for diagnostics; null if it is not loaded. */
+    static synchronized String loadedFrom() {
+        return loadedFrom;
+    }
+
+    /** {@code <os>-<arch>} as used in the jar's {@code /native/} directory. */
+    static String platform() {
+        String os = System.getProperty("os.name", "").toLowerCase(Locale.ROOT);
+        String arch = System.getProperty("os.arch", "").toLowerCase(Locale.ROOT);
+        if (os.startsWith("linux")) {
+            os = "linux";
+        } else if (os.startsWith("mac") || os.startsWith("darwin")) {
+            os = "darwin";
+        } else if (os.startsWith("windows")) {
+            os = "windows";
+        }
+        if (arch.equals("amd64") || arch.equals("x86_64")) {
+            arch = "x86_64";
+        } else if (arch.equals("aarch64") || arch.equals("arm64")) {
+            arch = "aarch64";
+        }
+        return os + "-" + arch;
+    }
+
+    private static String loadFile(File file, String source) {
+        try {
+            System.load(file.getPath());
+            return source + " (" + file + ")";
+        } catch (UnsatisfiedLinkError e) {
+            if (isHeldByAnotherLoader(e)) {
+                return loadCopy(file, source);
+            }
+            throw linkError("cannot load " + file + " named by " + source + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Loads a private temporary copy of {@code file}. */
+    private static String loadCopy(File file, String source) {
+        try (InputStream in = Files.newInputStream(file.toPath())) {
+            return extractAndLoad(in, source + ", a private copy of " + file);
+        } catch (IOException e) {
+            throw linkError("cannot copy " + file + " (from " + source + "): " + e, e);
+        }
+    }
+
+    private static String loadResource(String resource, List<String> tried) {
+        InputStream in = NativeLoader.class.getResourceAsStream(resource);
+        if (in == null) {
+            throw new UnsatisfiedLinkError("zooid: no native library for platform " + platform()
+                    + ": not in this jar (" + resource + ") and " + String.join("; ", tried)
+                    + ". Set -D" + PATH_PROPERTY + "=/path/to/" + System.mapLibraryName(LIBRARY) + ".");
+        }
+        try (InputStream stream = in) {
+            return extractAndLoad(stream, "the jar (" + resource + ")");
+        } catch (IOException e) {
+            throw linkError("cannot extract " + resource + ": " + e, e);
+        }
+    }
+
+    /** Copies {@code in} to a new, uniquely named temporary file, loads it and deletes it. */
+    private static String extractAndLoad(InputStream in, String source) throws IOException {
+        String dirName = System.getProperty(TMPDIR_PROPERTY);
+        Path dir = Paths.get(dirName != null && !dirName.isEmpty() ? dirName : System.getProperty("java.io.tmpdir"));
+        Files.createDirectories(dir);
+        Path file = Files.createTempFile(dir, "libzooid-", ".so");
+        try {
+            Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
+            System.load(file.toAbsolutePath().toString());
+        } finally {
+            // Once mapped, the library no longer needs its file (Linux, macOS). Where it cannot be
+            // deleted while loaded, delete it when the JVM exits.
+            try {
+                Files.deleteIfExists(file);
+            } catch (IOException e) {
+                file.toFile().deleteOnExit();
+            }
+        }
+        return source + ", extracted to " + file;
+    }
+
+    /** The file on java.library.path that another class loader holds, or null. */
+    private static File heldByAnotherLoader(UnsatisfiedLinkError e) {
+        if (!isHeldByAnotherLoader(e)) {
+            return null;
+        }
+        String name = System.mapLibraryName(LIBRARY);
+        for (String dir : System.getProperty("java.library.path", "").split(File.pathSeparator)) {
+            File candidate = new File(dir.isEmpty() ? "." : dir, name).getAbsoluteFile();
+            if (candidate.isFile()) {
+                return candidate;
+            }
+        }
+        return null;
+    }
+
+    private static boolean isHeldByAnotherLoader(UnsatisfiedLinkError e) {
+        String message = e.getMessage();
+        return message != null && message.contains("already loaded in another classloader");
+    }
+
+    private static UnsatisfiedLinkError linkError(String message, Throwable cause) {
+        UnsatisfiedLinkError error = new UnsatisfiedLinkError("zooid: " + message);
+        error.initCause(cause);
+        return error;
+    }
+}

@@ -1,0 +1,292 @@
+//! Rust errors and panics as Java exceptions.
+//!
+//! Every failure becomes one call of `io.zooid.NativeErrors.create(code, message, category,
+//! operation, ranges)`, which picks the exception class (the `IDGeneratorException` subclass for
+//! the code, or a standard runtime exception for misuse); the native method then throws what it
+//! returns. The class and method are looked up once, in `JNI_OnLoad`.
+
+use std::any::Any;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use jni::errors::{Error as JniError, ErrorPolicy};
+use jni::objects::{JClass, JObject, JString, JThrowable};
+use jni::refs::Global;
+use jni::signature::ReturnType;
+use jni::sys::jvalue;
+use jni::{ids::JStaticMethodID, jni_sig, jni_str, Env};
+
+use crate::{IdRange, ZooidError};
+
+/// Error codes understood by `io.zooid.NativeErrors`: the numbers of the C ABI's `zooid_status`
+/// for the same conditions, plus two negative ones for misuse.
+pub(crate) mod code {
+    pub const INVALID_ARGUMENT: i32 = 1;
+    pub const EXHAUSTED: i32 = 2;
+    pub const NOT_FOUND: i32 = 3;
+    pub const CATEGORY_EXISTS: i32 = 4;
+    pub const OUT_OF_BOUNDS: i32 = 5;
+    pub const ALREADY_FREE: i32 = 6;
+    pub const CORRUPT_POOL: i32 = 7;
+    pub const POOL_FULL: i32 = 8;
+    pub const CONTENTION: i32 = 9;
+    pub const OUTCOME_UNKNOWN: i32 = 10;
+    pub const CONNECTION_LOST: i32 = 11;
+    pub const TIMEOUT: i32 = 12;
+    pub const VERSION_WRAP: i32 = 13;
+    pub const STORE: i32 = 14;
+    pub const RUNTIME_THREAD: i32 = 15;
+    pub const PANIC: i32 = 17;
+    pub const OTHER: i32 = 18;
+    /// A null argument: `NullPointerException`.
+    pub const NULL_ARGUMENT: i32 = -1;
+    /// An object used in the wrong state: `IllegalStateException`.
+    pub const ILLEGAL_STATE: i32 = -2;
+}
+
+/// Why a native method failed.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// An operation of the core failed.
+    Zooid(ZooidError),
+    /// A required argument was null (the Java side checks first; this is the backstop).
+    NullArgument(String),
+    /// A handle that does not (or no longer) name a live object.
+    IllegalState(String),
+    /// A JNI call failed; it may have left a Java exception pending, which then propagates.
+    Jni(JniError),
+    /// Rust code panicked (a bug); the panic was caught at the boundary.
+    Panic(String),
+}
+
+impl From<ZooidError> for Failure {
+    fn from(err: ZooidError) -> Self {
+        Failure::Zooid(err)
+    }
+}
+
+impl From<JniError> for Failure {
+    fn from(err: JniError) -> Self {
+        Failure::Jni(err)
+    }
+}
+
+/// What `NativeErrors.create` needs to build the exception.
+struct Described {
+    code: i32,
+    message: String,
+    category: Option<String>,
+    operation: Option<&'static str>,
+    ranges: Vec<IdRange>,
+}
+
+impl Described {
+    fn plain(code: i32, message: String) -> Self {
+        Self {
+            code,
+            message,
+            category: None,
+            operation: None,
+            ranges: Vec::new(),
+        }
+    }
+
+    fn of_zooid(err: &ZooidError) -> Self {
+        let message = err.to_string();
+        let (code, category, operation, ranges): (i32, Option<&str>, _, Vec<IdRange>) = match err {
+            ZooidError::Exhausted { category } => (code::EXHAUSTED, Some(category), None, vec![]),
+            ZooidError::NotFound { category } => (code::NOT_FOUND, Some(category), None, vec![]),
+            ZooidError::CategoryExists { category } => {
+                (code::CATEGORY_EXISTS, Some(category), None, vec![])
+            }
+            ZooidError::InvalidArgument(_) => (code::INVALID_ARGUMENT, None, None, vec![]),
+            ZooidError::OutOfBounds {
+                category,
+                range,
+                bounds,
+            } => (
+                code::OUT_OF_BOUNDS,
+                Some(category),
+                None,
+                vec![*range, *bounds],
+            ),
+            ZooidError::AlreadyFree { category, range } => {
+                (code::ALREADY_FREE, Some(category), None, vec![*range])
+            }
+            ZooidError::CorruptPool { path, .. } => (code::CORRUPT_POOL, Some(path), None, vec![]),
+            ZooidError::PoolFull { category, .. } => {
+                (code::POOL_FULL, Some(category), None, vec![])
+            }
+            ZooidError::Contention { category, .. } => {
+                (code::CONTENTION, Some(category), None, vec![])
+            }
+            ZooidError::OutcomeUnknown { category, op, ids } => (
+                code::OUTCOME_UNKNOWN,
+                Some(category),
+                Some(*op),
+                ids.clone(),
+            ),
+            ZooidError::ConnectionLost { category, .. } => {
+                (code::CONNECTION_LOST, Some(category), None, vec![])
+            }
+            ZooidError::Timeout { what, .. } => (code::TIMEOUT, Some(what), None, vec![]),
+            ZooidError::VersionWrap { path, .. } => (code::VERSION_WRAP, Some(path), None, vec![]),
+            ZooidError::Store { path, .. } => (code::STORE, Some(path), None, vec![]),
+            ZooidError::RuntimeThread => (code::RUNTIME_THREAD, None, None, vec![]),
+        };
+        Self {
+            code,
+            message,
+            category: category.filter(|c| !c.is_empty()).map(str::to_string),
+            operation,
+            ranges,
+        }
+    }
+
+    fn of_failure(failure: &Failure) -> Self {
+        match failure {
+            Failure::Zooid(err) => Self::of_zooid(err),
+            Failure::NullArgument(name) => {
+                Self::plain(code::NULL_ARGUMENT, format!("{name} must not be null"))
+            }
+            Failure::IllegalState(why) => Self::plain(code::ILLEGAL_STATE, why.clone()),
+            Failure::Jni(err) => Self::plain(code::OTHER, format!("JNI call failed: {err}")),
+            Failure::Panic(why) => Self::plain(code::PANIC, why.clone()),
+        }
+    }
+}
+
+/// `io.zooid.NativeErrors` and its `create` method, looked up in `JNI_OnLoad`.
+pub(crate) struct Factory {
+    class: Global<JClass<'static>>,
+    create: JStaticMethodID,
+}
+
+impl Factory {
+    pub(crate) fn look_up(env: &mut Env<'_>) -> Result<Self, JniError> {
+        let class = env.find_class(jni_str!("io/zooid/NativeErrors"))?;
+        let create = env.get_static_method_id(
+            &class,
+            jni_str!("create"),
+            jni_sig!(
+                (
+                    int,
+                    java.lang.String,
+                    java.lang.String,
+                    java.lang.String,
+                    long[]
+                ) -> java.lang.Throwable
+            ),
+        )?;
+        let class = env.new_global_ref(class)?;
+        Ok(Self { class, create })
+    }
+
+    /// Builds the exception for `what` and makes it pending.
+    fn throw(&self, env: &mut Env<'_>, what: &Described) -> Result<(), JniError> {
+        let message = JString::from_str(env, &what.message)?;
+        let category: JObject = match &what.category {
+            Some(category) => JString::from_str(env, category)?.into(),
+            None => JObject::null(),
+        };
+        let operation: JObject = match what.operation {
+            Some(op) => JString::from_str(env, op)?.into(),
+            None => JObject::null(),
+        };
+        let ranges: JObject = if what.ranges.is_empty() {
+            JObject::null()
+        } else {
+            super::service::ranges_to_java(env, &what.ranges)?.into()
+        };
+        let args = [
+            jvalue { i: what.code },
+            jvalue {
+                l: message.as_raw(),
+            },
+            jvalue {
+                l: category.as_raw(),
+            },
+            jvalue {
+                l: operation.as_raw(),
+            },
+            jvalue { l: ranges.as_raw() },
+        ];
+        // SAFETY: `create` was looked up on `class` with exactly this signature:
+        // (int, String, String, String, long[]) -> Throwable.
+        let made = unsafe {
+            env.call_static_method_unchecked(&self.class, self.create, ReturnType::Object, &args)
+        }?;
+        let throwable = env.cast_local::<JThrowable>(made.l()?)?;
+        if throwable.is_null() {
+            return Err(JniError::NullPtr("NativeErrors.create returned null"));
+        }
+        match env.throw(&throwable) {
+            // Throw reports the now pending exception as JavaException: that is the success case.
+            Ok(()) | Err(JniError::JavaException) => Ok(()),
+            Err(other) => Err(other),
+        }
+    }
+}
+
+/// Throws the Java exception for `failure`, unless a Java exception is already pending (it then
+/// propagates as it is: it is the more precise account of what went wrong).
+fn throw_failure(env: &mut Env<'_>, failure: &Failure) -> Result<(), JniError> {
+    if env.exception_check() {
+        return Ok(());
+    }
+    let described = Described::of_failure(failure);
+    match super::CACHED.get() {
+        Some(cached) => cached.errors.throw(env, &described),
+        // Unreachable in practice: the native methods are registered after the cache is filled.
+        None => match env.throw_new(
+            jni_str!("java/lang/IllegalStateException"),
+            jni::strings::JNIString::new(&described.message),
+        ) {
+            Ok(()) | Err(JniError::JavaException) => Ok(()),
+            Err(other) => Err(other),
+        },
+    }
+}
+
+/// The text of a panic payload; the payload is dropped without letting a panic escape.
+fn panic_message(payload: Box<dyn Any + Send + 'static>) -> String {
+    let text = if let Some(s) = payload.downcast_ref::<&'static str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_string()
+    };
+    if let Err(drop_panic) = catch_unwind(AssertUnwindSafe(|| drop(payload))) {
+        std::mem::forget(drop_panic);
+    }
+    text
+}
+
+/// The error policy of every native method: a [`Failure`] becomes the matching Java exception, a
+/// panic becomes an `IDGeneratorException` with code `PANIC`; the method then returns the
+/// default value (0, null), which Java never sees since an exception is pending.
+#[derive(Debug, Default)]
+pub(crate) struct ThrowJava;
+
+impl<T: Default> ErrorPolicy<T, Failure> for ThrowJava {
+    type Captures<'unowned_env_local: 'native_method, 'native_method> = ();
+
+    fn on_error<'unowned_env_local: 'native_method, 'native_method>(
+        env: &mut Env<'unowned_env_local>,
+        _cap: &mut Self::Captures<'unowned_env_local, 'native_method>,
+        err: Failure,
+    ) -> jni::errors::Result<T> {
+        throw_failure(env, &err)?;
+        Ok(T::default())
+    }
+
+    fn on_panic<'unowned_env_local: 'native_method, 'native_method>(
+        env: &mut Env<'unowned_env_local>,
+        _cap: &mut Self::Captures<'unowned_env_local, 'native_method>,
+        payload: Box<dyn Any + Send + 'static>,
+    ) -> jni::errors::Result<T> {
+        let message = format!("zooid native code panicked: {}", panic_message(payload));
+        throw_failure(env, &Failure::Panic(message))?;
+        Ok(T::default())
+    }
+}
