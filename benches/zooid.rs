@@ -1,0 +1,205 @@
+//! `cargo bench --bench zooid`: prints a table of zooid's costs, each next to a baseline measured
+//! in the same run (absolute times on shared machines are noise; ratios are not).
+//!
+//! - taking an ID from a local `IdSet` vs iterating a plain `i64` range;
+//! - `take_ids` / `push_ids` round trips vs a raw compare-and-set `set_data` round trip of the
+//!   same size, interleaved, on the same real ZooKeeper server (started on loopback for the run),
+//!   and likewise on the embedded file and memory stores.
+
+#[path = "../tests/support/mod.rs"]
+#[allow(dead_code)]
+mod support;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use zooid::{
+    ConnectOptions, IdCategory, IdGeneratorService, IdRange, IdSet, ServiceOptions, Store,
+};
+
+/// Counts allocations, to show that taking IDs from a local set allocates nothing.
+struct CountingAlloc;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+unsafe impl GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: CountingAlloc = CountingAlloc;
+
+/// Median of `rounds` timings of `f`, in nanoseconds.
+fn median_ns(rounds: usize, mut f: impl FnMut()) -> f64 {
+    let mut samples: Vec<u128> = (0..rounds)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_nanos()
+        })
+        .collect();
+    samples.sort_unstable();
+    samples[rounds / 2] as f64
+}
+
+fn row(name: &str, value: f64, unit: &str, baseline: &str, ratio: f64) {
+    println!("| {name:<44} | {value:>12.1} {unit:<6} | {baseline:<34} | {ratio:>8.2}x |");
+}
+
+fn local_take_id() {
+    const IDS: i64 = 4_000_000;
+    let category = IdCategory::new("/bench").expect("category");
+    let ranges: Vec<IdRange> = (0..4)
+        .map(|i| IdRange::new(i * 2 * IDS + 1, i * 2 * IDS + IDS / 4).expect("range"))
+        .collect();
+    let per_set = ranges.iter().map(IdRange::len).sum::<u64>() as f64;
+    let idset = median_ns(15, || {
+        let mut set = IdSet::new(category.clone(), ranges.clone());
+        let mut sum = 0i64;
+        while let Some(id) = set.take_id() {
+            sum = sum.wrapping_add(black_box(id));
+        }
+        black_box(sum);
+    }) / per_set;
+    let plain = median_ns(15, || {
+        let mut sum = 0i64;
+        for r in &ranges {
+            for id in black_box(r.start())..=black_box(r.end()) {
+                sum = sum.wrapping_add(black_box(id));
+            }
+        }
+        black_box(sum);
+    }) / per_set;
+    row(
+        "IdSet::take_id (local, per ID)",
+        idset,
+        "ns",
+        "plain i64 range loop",
+        idset / plain,
+    );
+    let mut set = IdSet::new(category.clone(), ranges.clone());
+    let before = ALLOCATIONS.load(Ordering::SeqCst);
+    let mut taken = 0u64;
+    while let Some(id) = set.take_id() {
+        black_box(id);
+        taken += 1;
+    }
+    let allocations = ALLOCATIONS.load(Ordering::SeqCst) - before;
+    println!(
+        "|   (memory: IdSet {} bytes + 16 per range; {allocations} allocations while taking {taken} IDs)",
+        std::mem::size_of::<IdSet>()
+    );
+}
+
+/// Interleaves zooid's take and push round trips with raw compare-and-set writes of the same
+/// size to another node of the same store, so both see the same conditions.
+fn round_trips(rt: &tokio::runtime::Runtime, connect: &str, label: &str) {
+    rt.block_on(async {
+        let options = ConnectOptions {
+            session_timeout: Duration::from_secs(10),
+            digest_auth: None,
+        };
+        let svc = IdGeneratorService::connect(connect, &options, ServiceOptions::default())
+            .await
+            .expect("connect");
+        let cat = IdCategory::new("/bench/pool").expect("category");
+        svc.create_category(&cat, 1, i64::MAX)
+            .await
+            .expect("create");
+        let store = svc.store();
+        let raw_data = svc.read_node(cat.name()).await.expect("read");
+        store
+            .create("/bench/raw", &raw_data)
+            .await
+            .expect("create raw");
+        let mut version = 0;
+        let mut raw_write = || {
+            let v = version;
+            version += 1;
+            let data = raw_data.clone();
+            async move { store.set("/bench/raw", &data, v).await.expect("raw set") }
+        };
+        for _ in 0..100 {
+            raw_write().await; // warm-up
+        }
+        let (mut raw, mut take, mut push) = (Vec::new(), Vec::new(), Vec::new());
+        let mut sets = Vec::new();
+        for _ in 0..300 {
+            let t = Instant::now();
+            raw_write().await;
+            raw.push(t.elapsed().as_nanos());
+            let t = Instant::now();
+            sets.push(svc.take_ids(&cat, 1000).await.expect("take"));
+            take.push(t.elapsed().as_nanos());
+        }
+        for set in sets.iter_mut().step_by(2) {
+            set.take_id();
+            let t = Instant::now();
+            svc.push_ids(set).await.expect("push");
+            push.push(t.elapsed().as_nanos());
+            let t = Instant::now();
+            raw_write().await;
+            raw.push(t.elapsed().as_nanos());
+        }
+        let median = |mut v: Vec<u128>| {
+            v.sort_unstable();
+            v[v.len() / 2] as f64 / 1000.0
+        };
+        let (raw, take, push) = (median(raw), median(take), median(push));
+        let baseline = format!("raw set_data, {label}");
+        row(
+            &format!("raw set_data round trip, {label}"),
+            raw,
+            "us",
+            "itself",
+            1.0,
+        );
+        row(
+            &format!("take_ids(1000) round trip, {label}"),
+            take,
+            "us",
+            &baseline,
+            take / raw,
+        );
+        row(
+            &format!("push_ids round trip, {label}"),
+            push,
+            "us",
+            &baseline,
+            push / raw,
+        );
+        let info = svc.pool_info(&cat).await.expect("info");
+        println!(
+            "|   (pool node after 150 fragmenting pushes: {} bytes, {} ranges)",
+            info.bytes,
+            info.free.len()
+        );
+    })
+}
+
+fn main() {
+    println!(
+        "| {:<44} | {:>19} | {:<34} | {:>9} |",
+        "measure", "median", "baseline (same run)", "ratio"
+    );
+    println!("|{:-<46}|{:-<21}|{:-<36}|{:-<11}|", "", "", "", "");
+    local_take_id();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let zk = support::ZkServer::start();
+    round_trips(&rt, &zk.connect_string(), "ZooKeeper");
+    let dir = tempfile::tempdir().expect("tempdir");
+    round_trips(&rt, &format!("file:{}", dir.path().display()), "file store");
+    round_trips(&rt, "mem:bench", "memory store");
+}
