@@ -21,6 +21,7 @@
 
 pub mod blocking;
 pub mod error;
+pub mod ffi;
 pub mod idset;
 pub mod java;
 pub mod pool;

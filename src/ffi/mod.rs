@@ -30,6 +30,7 @@ use crate::ZooidError;
 pub use status::zooid_status;
 
 /// Why an export failed, before it is turned into a status and a last-error message.
+#[derive(Debug)]
 pub(crate) enum Failure {
     /// A required pointer argument was NULL.
     Null(&'static str),
@@ -103,7 +104,10 @@ pub(crate) unsafe fn arg_mut<'a, T>(ptr: *mut T, name: &'static str) -> Result<&
 ///
 /// # Safety
 /// A non-NULL `ptr` must point to a NUL-terminated string that lives for `'a`.
-pub(crate) unsafe fn arg_str<'a>(ptr: *const c_char, name: &'static str) -> Result<&'a str, Failure> {
+pub(crate) unsafe fn arg_str<'a>(
+    ptr: *const c_char,
+    name: &'static str,
+) -> Result<&'a str, Failure> {
     if ptr.is_null() {
         return Err(Failure::Null(name));
     }
@@ -196,17 +200,13 @@ mod tests {
         let mut buf = [0x55 as c_char; 8];
         let mut full = 0usize;
         // "zé" is 3 bytes; a 3-byte buffer holds 2 bytes + NUL, which would split 'é'.
-        unsafe { copy_text("zé!", buf.as_mut_ptr(), 3, &mut full) }.ok().unwrap();
+        unsafe { copy_text("zé!", buf.as_mut_ptr(), 3, &mut full) }.unwrap();
         assert_eq!(full, 4);
         assert_eq!(&buf[..2], &[b'z' as c_char, 0]);
-        unsafe { copy_text("abc", buf.as_mut_ptr(), 8, std::ptr::null_mut()) }
-            .ok()
-            .unwrap();
+        unsafe { copy_text("abc", buf.as_mut_ptr(), 8, std::ptr::null_mut()) }.unwrap();
         assert_eq!(&buf[..4], &[97, 98, 99, 0]);
         // Length query.
-        unsafe { copy_text("abcdef", std::ptr::null_mut(), 0, &mut full) }
-            .ok()
-            .unwrap();
+        unsafe { copy_text("abcdef", std::ptr::null_mut(), 0, &mut full) }.unwrap();
         assert_eq!(full, 6);
         assert!(matches!(
             unsafe { copy_text("a", std::ptr::null_mut(), 1, &mut full) },

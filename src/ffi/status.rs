@@ -1,0 +1,288 @@
+//! The status every export returns, with stable numbers, and its mapping from [`ZooidError`].
+
+use std::ffi::c_char;
+
+use super::Failure;
+use crate::ZooidError;
+
+/// The outcome of a zooid call. `ZOOID_STATUS_OK` (0) is success; every other value is an error
+/// whose message is this thread's last error (`zooid_last_error_message`).
+///
+/// The numbers are stable: a value keeps its meaning in every later version, and new values
+/// are only ever added. Treat a value you do not know like `ZOOID_STATUS_OTHER`.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum zooid_status {
+    /// Success.
+    ZOOID_STATUS_OK = 0,
+    /// An argument is unusable: a NULL pointer, a string that is not UTF-8, a bad connect
+    /// string or category path, `n == 0`, a too-small buffer. Nothing was changed.
+    ZOOID_STATUS_INVALID_ARGUMENT = 1,
+    /// The category has no free IDs left. Nothing was changed.
+    ZOOID_STATUS_EXHAUSTED = 2,
+    /// The category does not exist (categories are created explicitly with
+    /// `zooid_service_create_category`).
+    ZOOID_STATUS_NOT_FOUND = 3,
+    /// `zooid_service_create_category` found the category already there; it was left as it is.
+    ZOOID_STATUS_CATEGORY_EXISTS = 4,
+    /// Pushed IDs lie outside the category's bounds. Nothing was changed.
+    ZOOID_STATUS_OUT_OF_BOUNDS = 5,
+    /// Pushed IDs are already free (a double push). Nothing was changed.
+    ZOOID_STATUS_ALREADY_FREE = 6,
+    /// The category's pool node does not hold a valid pool. It was left untouched; an operator
+    /// has to repair it.
+    ZOOID_STATUS_CORRUPT_POOL = 7,
+    /// The push would make the pool node larger than its limit (too fragmented). Nothing was
+    /// changed; the IDs were not recycled.
+    ZOOID_STATUS_POOL_FULL = 8,
+    /// Version conflicts with other writers went on past the retry budget. Nothing was
+    /// changed; retrying later may succeed.
+    ZOOID_STATUS_CONTENTION = 9,
+    /// A write's reply was lost and whether it applied could not be determined. A take's IDs
+    /// are leaked (never handed out to anyone); a push is not repeated. The IDs concerned are
+    /// available from `zooid_last_error_ranges`.
+    ZOOID_STATUS_OUTCOME_UNKNOWN = 10,
+    /// The store could not be reached before the deadline. Nothing was changed.
+    ZOOID_STATUS_CONNECTION_LOST = 11,
+    /// The operation ran out of time. Nothing was changed.
+    ZOOID_STATUS_TIMEOUT = 12,
+    /// The pool node's 32-bit data version reached its maximum; the category has to be
+    /// recreated above its last ID.
+    ZOOID_STATUS_VERSION_WRAP = 13,
+    /// The store refused or failed the request in another way (authentication, ACL, I/O).
+    ZOOID_STATUS_STORE = 14,
+    /// A blocking call was made from one of zooid's own runtime threads.
+    ZOOID_STATUS_RUNTIME_THREAD = 15,
+    /// The ID set has no unused IDs left (`zooid_id_set_take_id`). Not an error of the
+    /// category: take a new set.
+    ZOOID_STATUS_EMPTY = 16,
+    /// zooid panicked (a bug). The panic was caught at the boundary; the handles involved
+    /// may be freed but should not be used further.
+    ZOOID_STATUS_PANIC = 17,
+    /// An error this version of the C API does not classify further; see the message.
+    ZOOID_STATUS_OTHER = 18,
+}
+
+impl zooid_status {
+    /// Every status, in numeric order.
+    pub(crate) const ALL: [zooid_status; 19] = [
+        Self::ZOOID_STATUS_OK,
+        Self::ZOOID_STATUS_INVALID_ARGUMENT,
+        Self::ZOOID_STATUS_EXHAUSTED,
+        Self::ZOOID_STATUS_NOT_FOUND,
+        Self::ZOOID_STATUS_CATEGORY_EXISTS,
+        Self::ZOOID_STATUS_OUT_OF_BOUNDS,
+        Self::ZOOID_STATUS_ALREADY_FREE,
+        Self::ZOOID_STATUS_CORRUPT_POOL,
+        Self::ZOOID_STATUS_POOL_FULL,
+        Self::ZOOID_STATUS_CONTENTION,
+        Self::ZOOID_STATUS_OUTCOME_UNKNOWN,
+        Self::ZOOID_STATUS_CONNECTION_LOST,
+        Self::ZOOID_STATUS_TIMEOUT,
+        Self::ZOOID_STATUS_VERSION_WRAP,
+        Self::ZOOID_STATUS_STORE,
+        Self::ZOOID_STATUS_RUNTIME_THREAD,
+        Self::ZOOID_STATUS_EMPTY,
+        Self::ZOOID_STATUS_PANIC,
+        Self::ZOOID_STATUS_OTHER,
+    ];
+
+    /// The status for an error of the library.
+    pub fn of(err: &ZooidError) -> Self {
+        #[allow(unreachable_patterns)] // ZooidError is #[non_exhaustive]: future variants.
+        match err {
+            ZooidError::Exhausted { .. } => Self::ZOOID_STATUS_EXHAUSTED,
+            ZooidError::NotFound { .. } => Self::ZOOID_STATUS_NOT_FOUND,
+            ZooidError::CategoryExists { .. } => Self::ZOOID_STATUS_CATEGORY_EXISTS,
+            ZooidError::InvalidArgument(_) => Self::ZOOID_STATUS_INVALID_ARGUMENT,
+            ZooidError::OutOfBounds { .. } => Self::ZOOID_STATUS_OUT_OF_BOUNDS,
+            ZooidError::AlreadyFree { .. } => Self::ZOOID_STATUS_ALREADY_FREE,
+            ZooidError::CorruptPool { .. } => Self::ZOOID_STATUS_CORRUPT_POOL,
+            ZooidError::PoolFull { .. } => Self::ZOOID_STATUS_POOL_FULL,
+            ZooidError::Contention { .. } => Self::ZOOID_STATUS_CONTENTION,
+            ZooidError::OutcomeUnknown { .. } => Self::ZOOID_STATUS_OUTCOME_UNKNOWN,
+            ZooidError::ConnectionLost { .. } => Self::ZOOID_STATUS_CONNECTION_LOST,
+            ZooidError::Timeout { .. } => Self::ZOOID_STATUS_TIMEOUT,
+            ZooidError::VersionWrap { .. } => Self::ZOOID_STATUS_VERSION_WRAP,
+            ZooidError::Store { .. } => Self::ZOOID_STATUS_STORE,
+            ZooidError::RuntimeThread => Self::ZOOID_STATUS_RUNTIME_THREAD,
+            _ => Self::ZOOID_STATUS_OTHER,
+        }
+    }
+
+    /// The status for a failure at the boundary.
+    pub(crate) fn of_failure(failure: &Failure) -> Self {
+        match failure {
+            Failure::Null(_) | Failure::Invalid(_) => Self::ZOOID_STATUS_INVALID_ARGUMENT,
+            Failure::Empty => Self::ZOOID_STATUS_EMPTY,
+            Failure::Zooid(err) => Self::of(err),
+            Failure::Panic(_) => Self::ZOOID_STATUS_PANIC,
+        }
+    }
+
+    /// The constant's name, NUL-terminated.
+    fn name(self) -> &'static str {
+        match self {
+            Self::ZOOID_STATUS_OK => "ZOOID_STATUS_OK\0",
+            Self::ZOOID_STATUS_INVALID_ARGUMENT => "ZOOID_STATUS_INVALID_ARGUMENT\0",
+            Self::ZOOID_STATUS_EXHAUSTED => "ZOOID_STATUS_EXHAUSTED\0",
+            Self::ZOOID_STATUS_NOT_FOUND => "ZOOID_STATUS_NOT_FOUND\0",
+            Self::ZOOID_STATUS_CATEGORY_EXISTS => "ZOOID_STATUS_CATEGORY_EXISTS\0",
+            Self::ZOOID_STATUS_OUT_OF_BOUNDS => "ZOOID_STATUS_OUT_OF_BOUNDS\0",
+            Self::ZOOID_STATUS_ALREADY_FREE => "ZOOID_STATUS_ALREADY_FREE\0",
+            Self::ZOOID_STATUS_CORRUPT_POOL => "ZOOID_STATUS_CORRUPT_POOL\0",
+            Self::ZOOID_STATUS_POOL_FULL => "ZOOID_STATUS_POOL_FULL\0",
+            Self::ZOOID_STATUS_CONTENTION => "ZOOID_STATUS_CONTENTION\0",
+            Self::ZOOID_STATUS_OUTCOME_UNKNOWN => "ZOOID_STATUS_OUTCOME_UNKNOWN\0",
+            Self::ZOOID_STATUS_CONNECTION_LOST => "ZOOID_STATUS_CONNECTION_LOST\0",
+            Self::ZOOID_STATUS_TIMEOUT => "ZOOID_STATUS_TIMEOUT\0",
+            Self::ZOOID_STATUS_VERSION_WRAP => "ZOOID_STATUS_VERSION_WRAP\0",
+            Self::ZOOID_STATUS_STORE => "ZOOID_STATUS_STORE\0",
+            Self::ZOOID_STATUS_RUNTIME_THREAD => "ZOOID_STATUS_RUNTIME_THREAD\0",
+            Self::ZOOID_STATUS_EMPTY => "ZOOID_STATUS_EMPTY\0",
+            Self::ZOOID_STATUS_PANIC => "ZOOID_STATUS_PANIC\0",
+            Self::ZOOID_STATUS_OTHER => "ZOOID_STATUS_OTHER\0",
+        }
+    }
+}
+
+/// The name of a status constant, such as `"ZOOID_STATUS_EXHAUSTED"`, as a static
+/// NUL-terminated string (never NULL, never to be freed); `"ZOOID_STATUS_UNKNOWN"` for a number
+/// this version does not know. Takes the number rather than the enum so that any value is safe.
+#[no_mangle]
+pub extern "C" fn zooid_status_name(status: u32) -> *const c_char {
+    let name = zooid_status::ALL
+        .get(status as usize)
+        .map_or("ZOOID_STATUS_UNKNOWN\0", |s| s.name());
+    name.as_ptr().cast()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CStr;
+
+    #[test]
+    fn numbers_are_stable_and_names_match() {
+        for (n, status) in zooid_status::ALL.iter().enumerate() {
+            assert_eq!(*status as u32, n as u32);
+            let name = unsafe { CStr::from_ptr(zooid_status_name(n as u32)) };
+            assert_eq!(name.to_str().unwrap(), format!("{status:?}"));
+        }
+        let unknown = unsafe { CStr::from_ptr(zooid_status_name(1000)) };
+        assert_eq!(unknown.to_str().unwrap(), "ZOOID_STATUS_UNKNOWN");
+    }
+
+    #[test]
+    fn every_library_error_has_its_own_status() {
+        use crate::IdRange;
+        use std::time::Duration;
+        let c = || "/c".to_string();
+        let range = IdRange::single(1);
+        let cases = [
+            (
+                ZooidError::Exhausted { category: c() },
+                zooid_status::ZOOID_STATUS_EXHAUSTED,
+            ),
+            (
+                ZooidError::NotFound { category: c() },
+                zooid_status::ZOOID_STATUS_NOT_FOUND,
+            ),
+            (
+                ZooidError::CategoryExists { category: c() },
+                zooid_status::ZOOID_STATUS_CATEGORY_EXISTS,
+            ),
+            (
+                ZooidError::InvalidArgument(c()),
+                zooid_status::ZOOID_STATUS_INVALID_ARGUMENT,
+            ),
+            (
+                ZooidError::OutOfBounds {
+                    category: c(),
+                    range,
+                    bounds: range,
+                },
+                zooid_status::ZOOID_STATUS_OUT_OF_BOUNDS,
+            ),
+            (
+                ZooidError::AlreadyFree {
+                    category: c(),
+                    range,
+                },
+                zooid_status::ZOOID_STATUS_ALREADY_FREE,
+            ),
+            (
+                ZooidError::CorruptPool {
+                    path: c(),
+                    line: 1,
+                    content: c(),
+                    reason: c(),
+                },
+                zooid_status::ZOOID_STATUS_CORRUPT_POOL,
+            ),
+            (
+                ZooidError::PoolFull {
+                    category: c(),
+                    bytes: 2,
+                    limit: 1,
+                },
+                zooid_status::ZOOID_STATUS_POOL_FULL,
+            ),
+            (
+                ZooidError::Contention {
+                    category: c(),
+                    attempts: 1,
+                    elapsed: Duration::ZERO,
+                },
+                zooid_status::ZOOID_STATUS_CONTENTION,
+            ),
+            (
+                ZooidError::OutcomeUnknown {
+                    category: c(),
+                    op: "take",
+                    ids: vec![range],
+                },
+                zooid_status::ZOOID_STATUS_OUTCOME_UNKNOWN,
+            ),
+            (
+                ZooidError::ConnectionLost {
+                    category: c(),
+                    reason: c(),
+                },
+                zooid_status::ZOOID_STATUS_CONNECTION_LOST,
+            ),
+            (
+                ZooidError::Timeout {
+                    what: c(),
+                    after: Duration::ZERO,
+                },
+                zooid_status::ZOOID_STATUS_TIMEOUT,
+            ),
+            (
+                ZooidError::VersionWrap {
+                    path: c(),
+                    version: i32::MAX,
+                },
+                zooid_status::ZOOID_STATUS_VERSION_WRAP,
+            ),
+            (
+                ZooidError::Store {
+                    path: c(),
+                    reason: c(),
+                },
+                zooid_status::ZOOID_STATUS_STORE,
+            ),
+            (
+                ZooidError::RuntimeThread,
+                zooid_status::ZOOID_STATUS_RUNTIME_THREAD,
+            ),
+        ];
+        for (err, status) in &cases {
+            assert_eq!(zooid_status::of(err), *status, "{err}");
+        }
+        let mut seen: Vec<u32> = cases.iter().map(|(_, s)| *s as u32).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), cases.len(), "two errors share a status");
+    }
+}
