@@ -223,6 +223,36 @@ fn spawn_with_parent_death_signal(mut cmd: Command) -> io::Result<Child> {
     reply_rx.recv().expect("zk-spawner thread is gone")
 }
 
+/// Waits until every thread of `pid` is stopped (`stopped`) or none is, reading
+/// `/proc/<pid>/task/*/stat`. Dead or vanished threads count as either.
+fn wait_threads(pid: u32, timeout: Duration, stopped: bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let all = match fs::read_dir(format!("/proc/{pid}/task")) {
+            Err(_) => return true, // process gone
+            Ok(tasks) => tasks.flatten().all(|task| {
+                let stat = fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+                // "tid (comm) S ...": the state follows the last ')'.
+                let state = stat
+                    .rsplit_once(')')
+                    .and_then(|(_, rest)| rest.trim_start().chars().next());
+                match state {
+                    None | Some('Z') | Some('X') | Some('x') => true,
+                    Some('T') | Some('t') => stopped,
+                    Some(_) => !stopped,
+                }
+            }),
+        };
+        if all {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// One JVM child process. Killed (SIGKILL) and reaped on drop.
 struct Jvm {
     child: Child,
@@ -484,6 +514,15 @@ impl Node {
             .unwrap_or_else(|| panic!("{}: pause: not running", self.label));
         jvm.signal(libc::SIGSTOP).expect("SIGSTOP");
         jvm.paused = true;
+        // kill(2) returns before the threads have stopped; wait until they have, so that
+        // a probe right after `pause` cannot be answered.
+        let pid = jvm.pid;
+        if !wait_threads(pid, Duration::from_secs(10), true) {
+            panic!(
+                "{}: pid {pid} did not stop within 10 s of SIGSTOP",
+                self.label
+            );
+        }
     }
 
     fn resume(&mut self) {
@@ -493,6 +532,13 @@ impl Node {
             .unwrap_or_else(|| panic!("{}: resume: not running", self.label));
         jvm.signal(libc::SIGCONT).expect("SIGCONT");
         jvm.paused = false;
+        let pid = jvm.pid;
+        if !wait_threads(pid, Duration::from_secs(10), false) {
+            panic!(
+                "{}: pid {pid} did not continue within 10 s of SIGCONT",
+                self.label
+            );
+        }
     }
 
     /// Deletes the data (snapshots, transaction logs), keeping `myid`.
