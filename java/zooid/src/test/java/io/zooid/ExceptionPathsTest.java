@@ -1,0 +1,254 @@
+package io.zooid;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.zookeeper.ZooKeeper;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** Every exception a caller can act on, each provoked for real against ZooKeeper. */
+class ExceptionPathsTest {
+    private static final AtomicInteger NEXT = new AtomicInteger();
+    private static TestZooKeeper zk;
+
+    @BeforeAll
+    static void startZooKeeper() throws Exception {
+        zk = TestZooKeeper.start();
+    }
+
+    @AfterAll
+    static void stopZooKeeper() throws Exception {
+        zk.close();
+    }
+
+    private static IDCategory fresh() {
+        return new IDCategory("/zooid-java-test/errors/c" + NEXT.incrementAndGet());
+    }
+
+    @Test
+    void missingCategoryIsNotFound() throws Exception {
+        IDCategory cat = fresh();
+        try (IDGeneratorService service = IDGeneratorService.open(zk.connectString())) {
+            CategoryNotFoundException e = assertThrows(CategoryNotFoundException.class, () -> service.takeIDs(cat, 1));
+            assertEquals(ErrorCode.NOT_FOUND, e.getCode());
+            assertEquals(cat.getName(), e.getCategory());
+            assertThrows(CategoryNotFoundException.class, () -> service.getPoolInfo(cat));
+        }
+    }
+
+    @Test
+    void creatingTwiceIsCategoryExistsAndNeverResets() throws Exception {
+        IDCategory cat = fresh();
+        try (IDGeneratorService service = IDGeneratorService.open(zk.connectString())) {
+            service.createCategory(cat, 1, 100);
+            service.takeIDs(cat, 40);
+            CategoryExistsException e = assertThrows(CategoryExistsException.class, () -> service.createCategory(cat, 1, 100));
+            assertEquals(ErrorCode.CATEGORY_EXISTS, e.getCode());
+            assertEquals(60, service.getPoolInfo(cat).countFreeIDs());
+        }
+    }
+
+    @Test
+    void emptyCategoryIsExhausted() throws Exception {
+        IDCategory cat = fresh();
+        try (IDGeneratorService service = IDGeneratorService.open(zk.connectString())) {
+            service.createCategory(cat, 1, 10);
+            assertEquals(10, service.takeIDs(cat, 10).countIDs());
+            IDsExhaustedException e = assertThrows(IDsExhaustedException.class, () -> service.takeIDs(cat, 10));
+            assertEquals(ErrorCode.EXHAUSTED, e.getCode());
+            assertTrue(e.getMessage().contains(cat.getName()), e.getMessage());
+        }
+    }
+
+    @Test
+    void pushOutsideTheBoundsIsRejectedAndTheSetKeepsItsIds() throws Exception {
+        IDCategory cat = fresh();
+        try (IDGeneratorService service = IDGeneratorService.open(zk.connectString())) {
+            service.createCategory(cat, 1, 100);
+            IDSet foreign = new IDSet(cat, new long[] {500, 600});
+            IDsOutOfBoundsException e = assertThrows(IDsOutOfBoundsException.class, () -> service.pushIDs(foreign));
+            assertEquals("500:600", e.getRange().toString());
+            assertEquals("1:100", e.getBounds().toString());
+            assertEquals(101, foreign.countIDs());
+            assertEquals(100, service.getPoolInfo(cat).countFreeIDs());
+        }
+    }
+
+    @Test
+    void doublePushIsAlreadyFree() throws Exception {
+        IDCategory cat = fresh();
+        try (IDGeneratorService service = IDGeneratorService.open(zk.connectString())) {
+            service.createCategory(cat, 1, 100);
+            IDSet ids = service.takeIDs(cat, 10);
+            IDSet copy = new IDSet(cat, ids.remainingRanges());
+            service.pushIDs(ids);
+            IDsAlreadyFreeException e = assertThrows(IDsAlreadyFreeException.class, () -> service.pushIDs(copy));
+            assertEquals("1:10", e.getRange().toString());
+            assertEquals(10, copy.countIDs(), "a rejected push keeps the IDs");
+            assertEquals(100, service.getPoolInfo(cat).countFreeIDs());
+        }
+    }
+
+    @Test
+    void garbageInThePoolNodeIsCorruptPoolAndIsLeftUntouched() throws Exception {
+        IDCategory cat = fresh();
+        byte[] garbage = "this is not a pool\n12:oops\n".getBytes(StandardCharsets.UTF_8);
+        try (IDGeneratorService service = IDGeneratorService.open(zk.connectString());
+                ZooKeeper client = zk.client()) {
+            service.createCategory(cat, 1, 100);
+            client.setData(cat.getName(), garbage, -1);
+            CorruptPoolException e = assertThrows(CorruptPoolException.class, () -> service.takeIDs(cat, 5));
+            assertEquals(ErrorCode.CORRUPT_POOL, e.getCode());
+            assertEquals(cat.getName(), e.getCategory());
+            assertThrows(CorruptPoolException.class, () -> service.getPoolInfo(cat));
+            assertArrayEquals(garbage, client.getData(cat.getName(), false, null));
+        }
+    }
+
+    @Test
+    void pushThatWouldOutgrowTheSizeLimitIsPoolFull() throws Exception {
+        IDCategory cat = fresh();
+        try (IDGeneratorService service = IDGeneratorService.open(zk.connectString())) {
+            service.createCategory(cat, 1, 1000);
+            IDSet ids = service.takeIDs(cat, 10);
+            long size = service.getPoolInfo(cat).getSizeBytes();
+            try (IDGeneratorService capped = IDGeneratorService.open(
+                    zk.connectString(), new IDGeneratorOptions().maxPoolBytes(size))) {
+                PoolFullException e = assertThrows(PoolFullException.class, () -> capped.pushIDs(ids));
+                assertEquals(ErrorCode.POOL_FULL, e.getCode());
+            }
+            assertEquals(10, ids.countIDs(), "the IDs were not recycled and stay in the set");
+            service.pushIDs(ids);
+            assertEquals(1000, service.getPoolInfo(cat).countFreeIDs());
+        }
+    }
+
+    @Test
+    void versionConflictsPastTheRetryBudgetAreContention() throws Exception {
+        IDCategory cat = fresh();
+        IDGeneratorOptions oneAttempt = new IDGeneratorOptions().maxAttempts(1);
+        try (IDGeneratorService a = IDGeneratorService.open(zk.connectString(), oneAttempt);
+                IDGeneratorService b = IDGeneratorService.open(zk.connectString())) {
+            a.createCategory(cat, 1, 1000);
+            assertEquals(1, a.takeIDs(cat, 10).takeID()); // a now remembers version 1
+            assertEquals(11, b.takeIDs(cat, 10).takeID()); // b moves the node on
+            ContentionException e = assertThrows(ContentionException.class, () -> a.takeIDs(cat, 10));
+            assertEquals(ErrorCode.CONTENTION, e.getCode());
+            assertEquals(21, a.takeIDs(cat, 10).takeID(), "the next call reads afresh and succeeds");
+        }
+    }
+
+    @Test
+    void budgetSpentBeforeAnyWriteIsTimeout() throws Exception {
+        IDCategory cat = fresh();
+        IDGeneratorOptions oneAttempt = new IDGeneratorOptions().maxAttempts(1);
+        try (IDGeneratorService a = IDGeneratorService.open(zk.connectString(), oneAttempt);
+                IDGeneratorService b = IDGeneratorService.open(zk.connectString())) {
+            a.createCategory(cat, 1, 10);
+            IDSet all = a.takeIDs(cat, 10); // a remembers an empty pool
+            b.pushIDs(all); // the store has IDs again; a does not know
+            // a's remembered pool says "exhausted", which it may not report without reading afresh,
+            // and its single attempt is spent.
+            OperationTimeoutException e = assertThrows(OperationTimeoutException.class, () -> a.takeIDs(cat, 1));
+            assertEquals(ErrorCode.TIMEOUT, e.getCode());
+            assertEquals(1, a.takeIDs(cat, 1).takeID());
+        }
+    }
+
+    @Test
+    void unreachableZooKeeperIsConnectionLost() throws Exception {
+        IDCategory cat = fresh();
+        IDGeneratorOptions quick = new IDGeneratorOptions()
+                .sessionTimeout(Duration.ofSeconds(2))
+                .operationTimeout(Duration.ofSeconds(2));
+        try (TestZooKeeper doomed = TestZooKeeper.start()) {
+            String connect = doomed.connectString();
+            try (IDGeneratorService service = IDGeneratorService.open(connect, quick)) {
+                service.createCategory(cat, 1, 100);
+                doomed.stop();
+                IDCategory unread = new IDCategory(cat.getName() + "-never-read");
+                ConnectionLostException e = assertThrows(ConnectionLostException.class, () -> service.getPoolInfo(unread));
+                assertEquals(ErrorCode.CONNECTION_LOST, e.getCode());
+                assertThrows(ConnectionLostException.class, () -> service.takeIDs(unread, 1));
+            }
+            assertThrows(ConnectionLostException.class, () -> IDGeneratorService.open(connect, quick));
+        }
+    }
+
+    @Test
+    void lostRepliesAreOutcomeUnknownNamingTheIdsConcerned() throws Exception {
+        IDCategory cat = fresh();
+        IDGeneratorOptions quick = new IDGeneratorOptions()
+                .sessionTimeout(Duration.ofSeconds(2))
+                .operationTimeout(Duration.ofSeconds(3));
+        try (ReplyDroppingProxy proxy = new ReplyDroppingProxy(zk.connectString())) {
+            try (IDGeneratorService service = IDGeneratorService.open(proxy.connectString(), quick)) {
+                service.createCategory(cat, 1, 100);
+                assertEquals(1, service.takeIDs(cat, 10).takeID());
+                proxy.dropReplies(); // the server applies the next write; its reply is lost
+                OutcomeUnknownException take = assertThrows(OutcomeUnknownException.class, () -> service.takeIDs(cat, 10));
+                assertEquals(ErrorCode.OUTCOME_UNKNOWN, take.getCode());
+                assertEquals("take", take.getOperation());
+                assertEquals(cat.getName(), take.getCategory());
+                assertEquals("[11:20]", take.getLeakedIDs().toString());
+                assertEquals(10, take.countLeakedIDs());
+            }
+            proxy.heal();
+            try (IDGeneratorService service = IDGeneratorService.open(proxy.connectString(), quick)) {
+                IDSet held = service.takeIDs(cat, 5);
+                assertEquals("/" + cat.getName().substring(1) + " [21:25]", held.toString());
+                proxy.dropReplies();
+                OutcomeUnknownException push = assertThrows(OutcomeUnknownException.class, () -> service.pushIDs(held));
+                assertEquals("push", push.getOperation());
+                assertEquals("[21:25]", push.getLeakedIDs().toString());
+                assertFalse(held.hasMoreIDs(), "a push with an unknown outcome is not repeated: the set is emptied");
+            }
+            proxy.heal();
+        }
+        // Both writes did apply: 11:20 are leaked (never handed out again), 21:25 are free again.
+        try (IDGeneratorService direct = IDGeneratorService.open(zk.connectString())) {
+            assertEquals("[21:100]", direct.getPoolInfo(cat).getFreeRanges().toString());
+            assertEquals(21, direct.takeIDs(cat, 10).takeID());
+        }
+    }
+
+    @Test
+    void refusedByAclIsAStoreError() throws Exception {
+        IDCategory cat = fresh();
+        try (IDGeneratorService alice = IDGeneratorService.open(
+                        zk.connectString(), new IDGeneratorOptions().digestAuth("alice", "secret"));
+                IDGeneratorService anonymous = IDGeneratorService.open(zk.connectString());
+                IDGeneratorService mallory = IDGeneratorService.open(
+                        zk.connectString(), new IDGeneratorOptions().digestAuth("mallory", "guess"))) {
+            alice.createCategory(cat, 1, 100);
+            assertEquals(1, alice.takeIDs(cat, 1).takeID());
+            for (IDGeneratorService other : new IDGeneratorService[] {anonymous, mallory}) {
+                IDGeneratorException e = assertThrows(IDGeneratorException.class, () -> other.takeIDs(cat, 1));
+                assertEquals(ErrorCode.STORE, e.getCode(), e.toString());
+            }
+            assertEquals(99, alice.getPoolInfo(cat).countFreeIDs());
+        }
+    }
+
+    @Test
+    void aRustPanicBecomesAnExceptionAndTheLibraryKeepsWorking() throws Exception {
+        for (int i = 0; i < 3; i++) {
+            IDGeneratorException e = assertThrows(IDGeneratorException.class, ZooidNative::panicForTest);
+            assertEquals(ErrorCode.PANIC, e.getCode());
+            assertTrue(e.getMessage().contains("deliberate panic"), e.getMessage());
+        }
+        IDCategory cat = fresh();
+        try (IDGeneratorService service = IDGeneratorService.open(zk.connectString())) {
+            service.createCategory(cat, 1, 10);
+            assertEquals(1, service.takeIDs(cat, 1).takeID());
+        }
+    }
+}

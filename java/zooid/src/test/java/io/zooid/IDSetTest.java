@@ -1,0 +1,99 @@
+package io.zooid;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.NoSuchElementException;
+import org.junit.jupiter.api.Test;
+
+/** IDSet, IDRange and IDCategory on their own: no native code involved. */
+class IDSetTest {
+    private static final IDCategory CAT = new IDCategory("/c");
+
+    @Test
+    void takeIdWalksEveryRangeInOrderThenStops() {
+        IDSet set = new IDSet(CAT, new long[] {1, 2, 5, 5, Long.MAX_VALUE - 1, Long.MAX_VALUE});
+        assertEquals(5, set.countIDs());
+        assertEquals(1, set.takeID());
+        assertEquals("/c [2:2 5:5 9223372036854775806:9223372036854775807]", set.toString());
+        List<Long> rest = new ArrayList<>();
+        while (set.hasMoreIDs()) {
+            rest.add(set.takeID());
+        }
+        assertEquals(java.util.Arrays.asList(2L, 5L, Long.MAX_VALUE - 1, Long.MAX_VALUE), rest);
+        assertEquals(0, set.countIDs());
+        assertFalse(set.getRanges().hasNext());
+        assertThrows(NoSuchElementException.class, set::takeID);
+    }
+
+    @Test
+    void getRangesReturnsTheUnusedIdsAsCopies() {
+        IDSet set = new IDSet(CAT, new long[] {10, 19, 30, 39});
+        for (int i = 0; i < 12; i++) {
+            set.takeID();
+        }
+        Iterator<IDRange> ranges = set.getRanges();
+        IDRange first = ranges.next();
+        assertEquals(32, first.getStartID());
+        assertEquals(39, first.getEndID());
+        assertEquals(CAT, first.getCategory());
+        assertFalse(ranges.hasNext());
+        assertEquals(32, first.takeID());
+        assertEquals(7, first.countIDs());
+        assertEquals(8, set.countIDs(), "taking from a copy leaves the set alone");
+        assertEquals(32, set.takeID());
+        assertThrows(UnsupportedOperationException.class, () -> set.getRanges().remove());
+    }
+
+    @Test
+    void emptySetAndClear() {
+        IDSet empty = new IDSet(CAT, new long[0]);
+        assertFalse(empty.hasMoreIDs());
+        assertEquals(0, empty.remainingRanges().length);
+        IDSet set = new IDSet(CAT, new long[] {1, 100});
+        set.clear();
+        assertFalse(set.hasMoreIDs());
+        assertEquals(0, set.countIDs());
+    }
+
+    @Test
+    void setRejectsMalformedRanges() {
+        assertThrows(IllegalArgumentException.class, () -> new IDSet(CAT, new long[] {1}));
+        assertThrows(IllegalArgumentException.class, () -> new IDSet(CAT, new long[] {5, 4}));
+        assertThrows(IllegalArgumentException.class, () -> new IDSet(CAT, new long[] {1, 5, 5, 9}));
+        assertThrows(NullPointerException.class, () -> new IDSet(null, new long[0]));
+    }
+
+    @Test
+    void rangeCountsAndStopsAtTheTopOfTheIdSpace() {
+        IDRange range = new IDRange(CAT, Long.MAX_VALUE - 2, Long.MAX_VALUE);
+        assertEquals(3, range.countIDs());
+        assertEquals(Long.MAX_VALUE - 2, range.takeID());
+        assertEquals(Long.MAX_VALUE - 1, range.takeID());
+        assertEquals(Long.MAX_VALUE, range.takeID());
+        assertFalse(range.hasMoreIDs());
+        assertEquals(0, range.countIDs());
+        assertThrows(NoSuchElementException.class, range::takeID);
+        assertEquals(Long.MAX_VALUE, new IDRange(CAT, Long.MIN_VALUE, Long.MAX_VALUE).countIDs());
+        assertEquals("9223372036854775805:9223372036854775807", range.toString());
+        assertThrows(IllegalArgumentException.class, () -> new IDRange(CAT, 2, 1));
+        assertThrows(NullPointerException.class, () -> new IDRange(null, 1, 2));
+    }
+
+    @Test
+    void categoryPathsAreValidatedLikeTheCore() {
+        assertEquals("/a/b", new IDCategory("/a/b").getName());
+        assertEquals(new IDCategory("/a/b"), new IDCategory("/a/b"));
+        assertEquals(new IDCategory("/a/b").hashCode(), new IDCategory("/a/b").hashCode());
+        for (String bad : new String[] {"", "/", "a/b", "/a/", "/a//b", "/a/./b", "/a/../b", "/a\0"}) {
+            assertThrows(IllegalArgumentException.class, () -> new IDCategory(bad), bad);
+        }
+        assertThrows(NullPointerException.class, () -> new IDCategory(null));
+        assertTrue(new IDCategory("/x").toString().equals("/x"));
+    }
+}

@@ -1,0 +1,165 @@
+package io.zooid;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Opening, the basic operations, the embedded stores, misuse and close semantics. */
+class ServiceTest {
+    private static final AtomicInteger NEXT = new AtomicInteger();
+    private static TestZooKeeper zk;
+
+    @BeforeAll
+    static void startZooKeeper() throws Exception {
+        zk = TestZooKeeper.start();
+    }
+
+    @AfterAll
+    static void stopZooKeeper() throws Exception {
+        zk.close();
+    }
+
+    static IDCategory freshCategory() {
+        return new IDCategory("/zooid-java-test/service/c" + NEXT.incrementAndGet());
+    }
+
+    @Test
+    void takePushAndPoolInfoOnZooKeeper() throws Exception {
+        IDCategory cat = freshCategory();
+        try (IDGeneratorService service = IDGeneratorService.open(zk.connectString())) {
+            service.createCategory(cat, 100, 199);
+            PoolInfo fresh = service.getPoolInfo(cat);
+            assertEquals(100, fresh.getFirstID());
+            assertEquals(199, fresh.getLastID());
+            assertEquals(100, fresh.countFreeIDs());
+            assertFalse(fresh.isLegacy());
+            assertTrue(fresh.getSizeBytes() > 0);
+
+            IDSet ids = service.takeIDs(cat, 30);
+            assertEquals(cat, ids.getCategory());
+            assertEquals(30, ids.countIDs());
+            assertEquals(100, ids.takeID());
+            assertEquals(101, ids.takeID());
+            service.pushIDs(ids);
+            assertFalse(ids.hasMoreIDs(), "a push empties the set");
+            service.pushIDs(ids); // nothing left: a no-op
+
+            PoolInfo after = service.getPoolInfo(cat);
+            assertEquals(98, after.countFreeIDs());
+            assertEquals("[102:199]", after.getFreeRanges().toString());
+            assertTrue(after.getVersion() > fresh.getVersion());
+
+            IDSet rest = service.takeIDs(cat, 1000);
+            assertEquals(98, rest.countIDs(), "a take gets what is left when less than asked");
+            assertThrows(IDsExhaustedException.class, () -> service.takeIDs(cat, 1));
+        }
+    }
+
+    @Test
+    void chrootedConnectStringAndSessionOptions() throws Exception {
+        IDCategory cat = new IDCategory("/chrooted");
+        IDGeneratorOptions options = new IDGeneratorOptions()
+                .sessionTimeout(Duration.ofSeconds(6))
+                .operationTimeout(Duration.ofSeconds(20))
+                .maxAttempts(50)
+                .maxPoolBytes(64 * 1024);
+        try (org.apache.zookeeper.ZooKeeper client = zk.client()) {
+            // ZooKeeper requires the chroot node to exist.
+            client.create("/zooid-java-chroot", new byte[0],
+                    org.apache.zookeeper.ZooDefs.Ids.OPEN_ACL_UNSAFE, org.apache.zookeeper.CreateMode.PERSISTENT);
+        }
+        try (IDGeneratorService service = IDGeneratorService.open(zk.connectString() + "/zooid-java-chroot", options)) {
+            service.createCategory(cat, 1, 10);
+            assertEquals(1, service.takeIDs(cat, 1).takeID());
+        }
+        try (org.apache.zookeeper.ZooKeeper client = zk.client()) {
+            assertTrue(client.exists("/zooid-java-chroot/chrooted", false) != null, "the node lives under the chroot");
+        }
+    }
+
+    @Test
+    void embeddedMemoryAndFileStores(@TempDir Path dir) throws Exception {
+        IDCategory cat = new IDCategory("/embedded");
+        try (IDGeneratorService mem = IDGeneratorService.open("mem:service-test")) {
+            mem.createCategory(cat, 1, 5);
+            assertEquals(1, mem.takeIDs(cat, 2).takeID());
+        }
+        try (IDGeneratorService mem = IDGeneratorService.open("mem:service-test")) {
+            assertEquals(3, mem.takeIDs(cat, 1).takeID(), "a named memory store outlives one service");
+        }
+        try (IDGeneratorService file = IDGeneratorService.open("file:" + dir)) {
+            file.createCategory(cat, 1, 5);
+            assertEquals(1, file.takeIDs(cat, 2).takeID());
+        }
+        try (IDGeneratorService file = IDGeneratorService.open("file:" + dir)) {
+            assertEquals(3, file.takeIDs(cat, 1).takeID(), "the file store persists");
+        }
+        assertTrue(Files.list(dir).findAny().isPresent());
+    }
+
+    @Test
+    void misuseThrowsStandardRuntimeExceptions() throws Exception {
+        IDCategory cat = freshCategory();
+        assertThrows(NullPointerException.class, () -> IDGeneratorService.open(null));
+        assertThrows(NullPointerException.class, () -> IDGeneratorService.open("mem:", null));
+        assertThrows(IllegalArgumentException.class, () -> IDGeneratorService.open(""),
+                "an empty ZooKeeper connect string is rejected by the core");
+        assertThrows(IllegalArgumentException.class, () -> new IDGeneratorOptions().maxAttempts(0));
+        assertThrows(IllegalArgumentException.class, () -> new IDGeneratorOptions().sessionTimeout(Duration.ZERO));
+        assertThrows(IllegalArgumentException.class, () -> new IDGeneratorOptions().operationTimeout(Duration.ofNanos(10)));
+        assertThrows(IllegalArgumentException.class, () -> new IDGeneratorOptions().digestAuth("a:b", "p"));
+        assertThrows(IllegalArgumentException.class, () -> new IDGeneratorOptions().maxPoolBytes(0));
+        try (IDGeneratorService service = IDGeneratorService.open("mem:")) {
+            assertThrows(NullPointerException.class, () -> service.takeIDs(null, 1));
+            assertThrows(NullPointerException.class, () -> service.pushIDs(null));
+            assertThrows(NullPointerException.class, () -> service.createCategory(null, 1, 2));
+            assertThrows(NullPointerException.class, () -> service.getPoolInfo(null));
+            assertThrows(IllegalArgumentException.class, () -> service.createCategory(cat, 0, 10));
+            assertThrows(IllegalArgumentException.class, () -> service.createCategory(cat, 10, 9));
+            service.createCategory(cat, 1, 10);
+            assertThrows(IllegalArgumentException.class, () -> service.takeIDs(cat, 0));
+            assertThrows(IllegalArgumentException.class, () -> service.takeIDs(cat, -5));
+        }
+    }
+
+    @Test
+    void closeIsIdempotentAndUseAfterCloseThrowsIllegalState() throws Exception {
+        IDCategory cat = freshCategory();
+        IDGeneratorService service = IDGeneratorService.open(zk.connectString());
+        service.createCategory(cat, 1, 100);
+        IDSet ids = service.takeIDs(cat, 10);
+        assertFalse(service.isClosed());
+        service.close();
+        assertTrue(service.isClosed());
+        service.close();
+        assertThrows(IllegalStateException.class, () -> service.takeIDs(cat, 1));
+        assertThrows(IllegalStateException.class, () -> service.pushIDs(ids));
+        assertThrows(IllegalStateException.class, () -> service.createCategory(freshCategory(), 1, 2));
+        assertThrows(IllegalStateException.class, () -> service.getPoolInfo(cat));
+        assertEquals(10, ids.countIDs(), "a failed push keeps the IDs");
+        assertTrue(service.toString().contains("closed"));
+
+        // The IDs were not lost: another service can still push them back.
+        try (IDGeneratorService other = IDGeneratorService.open(zk.connectString())) {
+            other.pushIDs(ids);
+            assertEquals(100, other.getPoolInfo(cat).countFreeIDs());
+        }
+    }
+
+    @Test
+    void nativeLibraryReportsItsVersionAndOrigin() {
+        String info = IDGeneratorService.nativeLibraryInfo();
+        assertTrue(info.startsWith("zooid 0."), info);
+        assertTrue(info.contains("extracted to"), "loaded from the bundled copy: " + info);
+    }
+}
