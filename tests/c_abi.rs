@@ -13,12 +13,14 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use harness::{compile, run_ok, Link};
+use harness::{compile, run, run_ok, Link};
 use support::{op, FaultProxy, ZkServer};
 
 /// Compiles each C test program once per link kind, shared by the tests of this binary.
+type Built = Vec<(String, Link, &'static Path)>;
+
 fn program(name: &str, link: Link) -> &'static Path {
-    static BUILT: OnceLock<std::sync::Mutex<Vec<(String, Link, &'static Path)>>> = OnceLock::new();
+    static BUILT: OnceLock<std::sync::Mutex<Built>> = OnceLock::new();
     let built = BUILT.get_or_init(Default::default);
     let mut built = built.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, _, path)) = built.iter().find(|(n, l, _)| n == name && *l == link) {
@@ -367,4 +369,86 @@ fn lost_reply_names_the_leaked_ids() {
         out.contains("lost-reply OK: ZOOID_STATUS_OUTCOME_UNKNOWN"),
         "{out}"
     );
+}
+
+/// The C programs under valgrind: no invalid access, no uninitialised read, no leak (definite
+/// or possible; tests/c/valgrind.supp only covers the library's process-lifetime runtime
+/// threads). valgrind must be installed in CI (`CI` set); elsewhere the test says it skipped.
+#[test]
+fn valgrind_reports_no_errors_and_no_leaks() {
+    let have_valgrind = Command::new("valgrind")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !have_valgrind {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "valgrind is required in CI (apt-get install valgrind)"
+        );
+        eprintln!("SKIPPED: valgrind is not installed");
+        return;
+    }
+    let dir = temp_dir();
+    let file_store = format!("file:{}", dir.path().display());
+    type Run<'a> = (&'a str, Link, Vec<&'a str>);
+    let runs: Vec<Run> = vec![
+        ("worked_example", Link::Shared, vec!["mem:"]),
+        ("worked_example", Link::Static, vec![&file_store]),
+        ("errors", Link::Shared, vec!["mem:"]),
+        ("threads", Link::Shared, vec!["mem:", "", "4", "10"]),
+        (
+            "corrupt_pool",
+            Link::Static,
+            vec![&file_store, "/eventpublish/idgen/did/x"],
+        ),
+    ];
+    // corrupt_pool needs a corrupt node: one below the worked example's category.
+    let node_dir = dir.path().join("eventpublish/idgen/did/x");
+    std::fs::create_dir_all(&node_dir).unwrap();
+    std::fs::write(
+        node_dir.join(".node"),
+        [b"zooid-node 0\n".as_slice(), GARBAGE].concat(),
+    )
+    .unwrap();
+    let started = Instant::now();
+    for (name, link, args) in runs {
+        let out = run(Command::new("valgrind")
+            .args([
+                "--leak-check=full",
+                "--errors-for-leak-kinds=definite,possible",
+                "--error-exitcode=99",
+                "--track-origins=yes",
+            ])
+            .arg(format!(
+                "--suppressions={}",
+                harness::repo().join("tests/c/valgrind.supp").display()
+            ))
+            .arg(program(name, link))
+            .args(&args));
+        let report = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "{name} ({}) under valgrind: {}\n{report}",
+            link.name(),
+            out.status
+        );
+        for clean in [
+            "definitely lost: 0 bytes",
+            "indirectly lost: 0 bytes",
+            "possibly lost: 0 bytes",
+            "ERROR SUMMARY: 0 errors",
+        ] {
+            // valgrind omits the leak lines when nothing at all is left on the heap.
+            let leak_line = clean.contains("lost");
+            assert!(
+                report.contains(clean)
+                    || (leak_line && report.contains("All heap blocks were freed")),
+                "{name} ({}): valgrind did not report \"{clean}\"\n{report}",
+                link.name()
+            );
+        }
+    }
+    eprintln!("valgrind runs took {:?}", started.elapsed());
 }
