@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh clone: fetches what the tests need (ZooKeeper server jars,
+# crates, Maven artifacts), then runs the Rust tests (unit, property, embedded stores, real
+# ZooKeeper, C ABI incl. valgrind, fault suite on a 3-server ensemble) and the Java tests
+# (JUnit on a real ZooKeeper, the Hadoop local-runner job).
+#
+#   bash scripts/test-all.sh
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "ZooKeeper server jars"
+bash scripts/fetch-zookeeper.sh
+
+step "Rust: build"
+cargo build --all-targets --locked
+
+step "Rust: tests (unit, property, stores, ZooKeeper, C ABI, faults)"
+# Test binaries run one after another; tests inside a binary in parallel (2 threads).
+cargo test --locked -- --test-threads=2
+
+if [ -f java/pom.xml ]; then
+    step "Java: native library (release) and jar, JUnit + Hadoop local runner"
+    cargo build --release --lib --locked
+    mvn -B -q -f java/pom.xml verify
+    echo "Java tests passed"
+fi
+
+step "all tests passed"
