@@ -7,7 +7,6 @@
 //!   and likewise on the embedded file and memory stores.
 
 #[path = "../tests/support/mod.rs"]
-#[allow(dead_code)]
 mod support;
 
 use std::alloc::{GlobalAlloc, Layout, System};

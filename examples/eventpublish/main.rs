@@ -159,7 +159,7 @@ fn parent(cli: &Cli) -> Result<bool, AnyError> {
     println!(
         "  {:<40}{}",
         "workers (processes x threads)",
-        format!("{} x {}", cli.processes, job.threads)
+        format_args!("{} x {}", cli.processes, job.threads)
     );
     let rows = [
         ("events published", report.used),
@@ -178,7 +178,7 @@ fn parent(cli: &Cli) -> Result<bool, AnyError> {
     println!(
         "  {:<40}{}",
         "conservation",
-        format!(
+        format_args!(
             "{} used + {} free = {} in category",
             report.used, report.free, report.category_size
         )

@@ -120,6 +120,7 @@ impl Default for ConnectOptions {
 }
 
 /// Any of zooid's stores, chosen by connect string.
+#[allow(clippy::large_enum_variant)] // One per service; boxing would only add an indirection.
 pub enum AnyStore {
     /// An Apache ZooKeeper ensemble.
     ZooKeeper(ZkStore),

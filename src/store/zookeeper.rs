@@ -163,7 +163,7 @@ impl Store for ZkStore {
     async fn create(&self, path: &str, data: &[u8]) -> Result<(), StoreError> {
         let acls = self.acls();
         if let Some(parent) = super::parent(path) {
-            let options = CreateMode::Persistent.with_acls(acls.clone());
+            let options = CreateMode::Persistent.with_acls(acls);
             self.call(true, |c| async move { c.mkdir(parent, &options).await })
                 .await?;
         }
