@@ -48,4 +48,5 @@ cases!(
     lost_replies_are_resolved,
     unresolvable_outcomes_leak_never_duplicate,
     version_wrap_is_refused,
+    contention_is_bounded,
 );

@@ -473,6 +473,43 @@ pub async fn version_wrap_is_refused(ctx: &Ctx) {
     );
 }
 
+/// Version conflicts are retried with backoff; past the attempt budget the caller gets
+/// `Contention` and nothing of theirs was applied.
+pub async fn contention_is_bounded(ctx: &Ctx) {
+    let retry = zooid::RetryPolicy {
+        max_attempts: 4,
+        ..zooid::RetryPolicy::default()
+    };
+    let svc = ctx
+        .faulty(ServiceOptions {
+            retry,
+            ..ServiceOptions::default()
+        })
+        .await;
+    let cat = ctx.category("contended");
+    svc.create_category(&cat, 1, 1000).await.unwrap();
+    for _ in 0..3 {
+        svc.store().arm(Fault::OtherWinsRace);
+    }
+    // Three lost races, then the fourth attempt wins: the IDs after the others' three.
+    assert_eq!(
+        svc.take_ids(&cat, 10).await.unwrap().ranges(),
+        vec![r(4, 13)]
+    );
+    for _ in 0..4 {
+        svc.store().arm(Fault::OtherWinsRace);
+    }
+    match svc.take_ids(&cat, 10).await {
+        Err(ZooidError::Contention { attempts: 4, .. }) => {}
+        other => panic!("expected Contention after 4 attempts, got {other:?}"),
+    }
+    assert_eq!(
+        free_of(&svc, &cat).await,
+        vec![r(18, 1000)],
+        "only the others' four takes applied"
+    );
+}
+
 /// Every case, by name, for runners that go through them in one test.
 pub const CASES: &[&str] = &[
     "worked_example",
@@ -486,6 +523,7 @@ pub const CASES: &[&str] = &[
     "lost_replies_are_resolved",
     "unresolvable_outcomes_leak_never_duplicate",
     "version_wrap_is_refused",
+    "contention_is_bounded",
 ];
 
 /// Runs the case called `name`.
@@ -504,6 +542,7 @@ pub async fn run(name: &str, ctx: &Ctx) {
             unresolvable_outcomes_leak_never_duplicate(ctx).await
         }
         "version_wrap_is_refused" => version_wrap_is_refused(ctx).await,
+        "contention_is_bounded" => contention_is_bounded(ctx).await,
         other => panic!("no case {other}"),
     }
 }

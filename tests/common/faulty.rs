@@ -20,6 +20,8 @@ pub enum Fault {
     LoseReplyThenOthersWrite(u32),
     /// Let `n` other clients take one ID each, drop this write, report the reply lost.
     OthersWriteThenLoseRequest(u32),
+    /// Another client takes one ID first, so this write meets a version conflict.
+    OtherWinsRace,
 }
 
 /// Wraps a store; faults are consumed one per `set`, in order.
@@ -105,6 +107,10 @@ impl<S: Store> Store for FaultyStore<S> {
                 for _ in 0..n {
                     self.foreign_take(path).await;
                 }
+            }
+            Fault::OtherWinsRace => {
+                self.foreign_take(path).await;
+                return self.inner.set(path, data, expected).await;
             }
         }
         Err(StoreError::Unknown("injected: reply lost".into()))
