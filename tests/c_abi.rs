@@ -452,3 +452,20 @@ fn valgrind_reports_no_errors_and_no_leaks() {
     }
     eprintln!("valgrind runs took {:?}", started.elapsed());
 }
+
+/// The C side of `cargo bench --bench c_abi` keeps building and checks the IDs it takes.
+#[test]
+fn c_bench_builds_and_takes_the_right_ids() {
+    for link in Link::BOTH {
+        let exe = compile("bench_take_id", &["benches/c/take_id.c"], link, &["-O2"]);
+        let out = run_ok(Command::new(exe).args(["mem:", "100000", "3"]));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        for key in ["take_id_ns ", "plain_loop_ns "] {
+            let value: f64 = stdout
+                .lines()
+                .find_map(|l| l.strip_prefix(key)?.parse().ok())
+                .unwrap_or_else(|| panic!("no {key} in {stdout}"));
+            assert!(value > 0.0 && value < 10_000.0, "{key}{value}");
+        }
+    }
+}
