@@ -251,6 +251,8 @@ fn c_programs_against_zookeeper() {
         Link::Shared,
         &[&connect, "/c-abi/threads", "8", "25"],
     );
+    let out = run_program("digest_auth", Link::Static, &[&connect, "/c-abi/auth/did"]);
+    assert!(out.contains("digest auth OK"), "{out}");
 
     // Garbage in a pool node, written with the ZooKeeper client.
     let rt = tokio::runtime::Builder::new_current_thread()
