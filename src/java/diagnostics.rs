@@ -38,7 +38,7 @@ fn version<'local>(
 /// Panics on purpose, so that tests can check that a panic becomes an exception rather than
 /// aborting the JVM.
 fn panic_for_test<'local>(_env: &mut Env<'local>, _class: JClass<'local>) -> Result<(), Failure> {
-    panic!("panic_for_test: deliberate panic to exercise the JNI panic boundary")
+    panic!("panic_for_test: deliberate panic to test the native boundary")
 }
 
 /// Takes up to `count` IDs one by one with [`IdSet::take_id`] from a set over `ranges` and

@@ -149,9 +149,8 @@ fn create_category<'local>(
     first: jlong,
     last: jlong,
 ) -> Result<(), Failure> {
-    let service = service(handle)?;
     let category = category_arg(env, &category)?;
-    Ok(service.create_category(&category, first, last)?)
+    Ok(service(handle)?.create_category(&category, first, last)?)
 }
 
 fn take_ids<'local>(
@@ -161,7 +160,6 @@ fn take_ids<'local>(
     category: JString<'local>,
     count: jint,
 ) -> Result<JLongArray<'local>, Failure> {
-    let service = service(handle)?;
     let category = category_arg(env, &category)?;
     let count = u64::try_from(count)
         .ok()
@@ -169,7 +167,7 @@ fn take_ids<'local>(
         .ok_or_else(|| {
             ZooidError::InvalidArgument(format!("take of {count} IDs: ask for at least 1"))
         })?;
-    let ids = service.take_ids(&category, count)?;
+    let ids = service(handle)?.take_ids(&category, count)?;
     Ok(ranges_to_java(env, &ids.ranges())?)
 }
 
@@ -180,11 +178,10 @@ fn push_ids<'local>(
     category: JString<'local>,
     ranges: JLongArray<'local>,
 ) -> Result<(), Failure> {
-    let service = service(handle)?;
     let category = category_arg(env, &category)?;
     let ranges = ranges_from_java(env, &ranges)?;
     let mut ids = IdSet::new(category, ranges);
-    Ok(service.push_ids(&mut ids)?)
+    Ok(service(handle)?.push_ids(&mut ids)?)
 }
 
 fn pool_info<'local>(
@@ -193,9 +190,8 @@ fn pool_info<'local>(
     handle: jlong,
     category: JString<'local>,
 ) -> Result<JLongArray<'local>, Failure> {
-    let service = service(handle)?;
     let category = category_arg(env, &category)?;
-    let info = service.pool_info(&category)?;
+    let info = service(handle)?.pool_info(&category)?;
     // Layout read by io.zooid.PoolInfo: bounds start, bounds end, version, bytes, legacy (0/1),
     // free count, then the free ranges as start/end pairs.
     let mut values = vec![

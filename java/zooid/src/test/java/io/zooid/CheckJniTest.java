@@ -1,0 +1,47 @@
+package io.zooid;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Runs {@link JniWorkload} in a JVM started with {@code -Xcheck:jni}, which checks every JNI call
+ * the library makes (pending exceptions, reference types and lifetimes, local reference capacity)
+ * and prints a warning, or aborts, on misuse. The run must be clean.
+ */
+class CheckJniTest {
+    private static TestZooKeeper zk;
+
+    @BeforeAll
+    static void startZooKeeper() throws Exception {
+        zk = TestZooKeeper.start();
+    }
+
+    @AfterAll
+    static void stopZooKeeper() throws Exception {
+        zk.close();
+    }
+
+    @Test
+    void workloadUnderXcheckJniIsClean() throws Exception {
+        ChildJvm child = ChildJvm.run(Arrays.asList("-Xcheck:jni", "-Xmx256m"), JniWorkload.class, zk.connectString());
+        assertEquals(0, child.exitCode, child.toString());
+        assertTrue(child.output.contains("WORKLOAD OK"), child.toString());
+        List<String> suspicious = new ArrayList<>();
+        for (String line : child.output.split("\n")) {
+            String lower = line.toLowerCase(Locale.ROOT);
+            if (lower.contains("jni") || lower.contains("native method") || lower.contains("warning")
+                    || lower.contains("fatal")) {
+                suspicious.add(line);
+            }
+        }
+        assertEquals(new ArrayList<String>(), suspicious, "-Xcheck:jni reported problems:\n" + child.output);
+    }
+}

@@ -1,0 +1,65 @@
+package io.zooid;
+
+import java.io.ByteArrayOutputStream;
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/** Runs a main class of the test classpath in a new JVM and collects what it prints. */
+final class ChildJvm {
+    final int exitCode;
+    final String output;
+
+    private ChildJvm(int exitCode, String output) {
+        this.exitCode = exitCode;
+        this.output = output;
+    }
+
+    static ChildJvm run(List<String> jvmOptions, Class<?> main, String... args) throws IOException, InterruptedException {
+        List<String> command = new ArrayList<>();
+        command.add(System.getProperty("java.home") + File.separator + "bin" + File.separator + "java");
+        command.addAll(jvmOptions);
+        command.add("-cp");
+        command.add(System.getProperty("java.class.path"));
+        command.add(main.getName());
+        command.addAll(Arrays.asList(args));
+        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
+        builder.environment().remove("LD_LIBRARY_PATH");
+        Process process = builder.start();
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        Thread reader = new Thread(() -> {
+            byte[] buffer = new byte[8192];
+            try (InputStream in = process.getInputStream()) {
+                int n;
+                while ((n = in.read(buffer)) >= 0) {
+                    synchronized (out) {
+                        out.write(buffer, 0, n);
+                    }
+                }
+            } catch (IOException e) {
+                // The process ended.
+            }
+        });
+        reader.start();
+        if (!process.waitFor(3, TimeUnit.MINUTES)) {
+            process.destroyForcibly();
+            process.waitFor();
+        }
+        reader.join(10_000);
+        String text;
+        synchronized (out) {
+            text = new String(out.toByteArray(), StandardCharsets.UTF_8);
+        }
+        return new ChildJvm(process.exitValue(), text);
+    }
+
+    @Override
+    public String toString() {
+        return "exit " + exitCode + ", output:\n" + output;
+    }
+}

@@ -1,0 +1,105 @@
+package io.zooid;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.File;
+import java.net.URL;
+import java.net.URLClassLoader;
+import java.util.Arrays;
+import java.util.Collections;
+import org.junit.jupiter.api.Test;
+
+/** How the native library is found and loaded: the jar copy, the override, java.library.path. */
+class NativeLoaderTest {
+    private static final File CLASSES = new File(System.getProperty("zooid.test.classes", "target/classes"));
+    private static final File BUNDLED = new File(CLASSES, "native/linux-x86_64/libzooid.so");
+
+    @Test
+    void theBuildBundlesTheLibraryUnderItsPlatformPath() {
+        assertEquals("linux-x86_64", NativeLoader.platform());
+        assertTrue(BUNDLED.isFile(), BUNDLED + " must be in the jar's classes");
+        assertTrue(NativeLoader.class.getResource("/native/linux-x86_64/libzooid.so") != null);
+    }
+
+    /** Two class loaders in one JVM each load zooid: each gets its own extracted copy. */
+    @Test
+    void twoClassLoadersInOneJvmBothWork() throws Exception {
+        try (URLClassLoader first = isolatedLoader();
+                URLClassLoader second = isolatedLoader()) {
+            Class<?> a = first.loadClass(IDGeneratorService.class.getName());
+            Class<?> b = second.loadClass(IDGeneratorService.class.getName());
+            assertNotSame(a, b);
+            assertNotSame(IDGeneratorService.class, a);
+            // Each copy of the library has its own in-memory stores: both can create /probe.
+            assertEquals(1L, LoaderProbe.takeOne(first));
+            assertEquals(1L, LoaderProbe.takeOne(second));
+            java.lang.reflect.InvocationTargetException again = org.junit.jupiter.api.Assertions.assertThrows(
+                    java.lang.reflect.InvocationTargetException.class, () -> LoaderProbe.takeOne(first));
+            assertEquals("io.zooid.CategoryExistsException", again.getCause().getClass().getName(),
+                    "the first copy's store still holds /probe");
+            String infoA = (String) a.getMethod("nativeLibraryInfo").invoke(null);
+            String infoB = (String) b.getMethod("nativeLibraryInfo").invoke(null);
+            assertTrue(infoA.contains("extracted to"), infoA);
+            assertTrue(infoB.contains("extracted to"), infoB);
+            assertNotEquals(infoA, infoB, "each loader extracts to its own uniquely named file");
+        }
+        // And the test's own class loader still works alongside them.
+        try (IDGeneratorService service = IDGeneratorService.open("mem:")) {
+            IDCategory cat = new IDCategory("/alongside");
+            service.createCategory(cat, 1, 2);
+            assertEquals(1, service.takeIDs(cat, 1).takeID());
+        }
+    }
+
+    @Test
+    void theOverridePropertyWinsAndServesTwoLoaders() throws Exception {
+        ChildJvm child = ChildJvm.run(
+                Arrays.asList("-D" + NativeLoader.PATH_PROPERTY + "=" + BUNDLED.getAbsolutePath(),
+                        "-Dzooid.test.classes=" + CLASSES.getAbsolutePath()),
+                LoaderProbe.class, "two-loaders");
+        assertEquals(0, child.exitCode, child.toString());
+        assertTrue(child.output.contains("probe 1: zooid ") && child.output.contains("system property zooid.native.path ("),
+                child.toString());
+        assertTrue(child.output.contains("a private copy of " + BUNDLED.getAbsolutePath()),
+                "the second loader cannot load the same file: it loads a copy\n" + child);
+        assertTrue(child.output.contains("probe 1 took 1") && child.output.contains("probe 2 took 1"), child.toString());
+    }
+
+    @Test
+    void aMissingOverrideFileIsAClearError() throws Exception {
+        ChildJvm child = ChildJvm.run(
+                Collections.singletonList("-D" + NativeLoader.PATH_PROPERTY + "=/nonexistent/libzooid.so"),
+                LoaderProbe.class);
+        assertNotEquals(0, child.exitCode, child.toString());
+        assertTrue(child.output.contains("UnsatisfiedLinkError")
+                && child.output.contains("/nonexistent/libzooid.so named by system property zooid.native.path"),
+                child.toString());
+    }
+
+    @Test
+    void javaLibraryPathIsUsedWhenItHoldsTheLibrary() throws Exception {
+        ChildJvm child = ChildJvm.run(
+                Arrays.asList("-Djava.library.path=" + BUNDLED.getParentFile().getAbsolutePath(),
+                        "-Dzooid.test.classes=" + CLASSES.getAbsolutePath()),
+                LoaderProbe.class, "two-loaders");
+        assertEquals(0, child.exitCode, child.toString());
+        assertTrue(child.output.contains("probe 1: zooid ") && child.output.contains("(java.library.path)"), child.toString());
+        assertTrue(child.output.contains("java.library.path, a private copy of"), child.toString());
+        assertTrue(child.output.contains("probe 2 took 1"), child.toString());
+    }
+
+    @Test
+    void withNoPropertiesTheJarCopyIsExtracted() throws Exception {
+        ChildJvm child = ChildJvm.run(Collections.<String>emptyList(), LoaderProbe.class);
+        assertEquals(0, child.exitCode, child.toString());
+        assertTrue(child.output.contains("the jar (/native/linux-x86_64/libzooid.so), extracted to"), child.toString());
+    }
+
+    private static URLClassLoader isolatedLoader() throws Exception {
+        // Parent null: the bootstrap loader, so io.zooid comes from CLASSES, not from the test's loader.
+        return new URLClassLoader(new URL[] {CLASSES.toURI().toURL()}, null);
+    }
+}
