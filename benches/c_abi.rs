@@ -39,8 +39,8 @@ fn rust_take_id_ns() -> f64 {
     samples[ROUNDS / 2]
 }
 
-/// Runs the C bench linked to `link`; returns (take_id ns, plain loop ns).
-fn c_take_id_ns(link: Link) -> (f64, f64) {
+/// Runs the C bench linked to `link`; returns ns/ID of (take_id, take_range, plain loop).
+fn c_take_id_ns(link: Link) -> (f64, f64, f64) {
     let exe = harness::compile("bench_take_id", &["benches/c/take_id.c"], link, &["-O2"]);
     let out =
         harness::run_ok(Command::new(exe).args(["mem:", &IDS.to_string(), &ROUNDS.to_string()]));
@@ -50,14 +50,18 @@ fn c_take_id_ns(link: Link) -> (f64, f64) {
             .find_map(|line| line.strip_prefix(key)?.trim().parse().ok())
             .unwrap_or_else(|| panic!("no {key} in the C bench output:\n{text}"))
     };
-    (value("take_id_ns"), value("plain_loop_ns"))
+    (
+        value("take_id_ns"),
+        value("take_range_ns"),
+        value("plain_loop_ns"),
+    )
 }
 
 fn main() {
     // `cargo bench` passes --bench; `cargo test --benches` runs it too, which is fine: it is quick.
     let rust = rust_take_id_ns();
-    let (shared, plain) = c_take_id_ns(Link::Shared);
-    let (statik, _) = c_take_id_ns(Link::Static);
+    let (shared, shared_bulk, plain) = c_take_id_ns(Link::Shared);
+    let (statik, static_bulk, _) = c_take_id_ns(Link::Static);
     println!();
     println!("take one ID from a local ID set ({IDS} IDs, median of {ROUNDS} rounds)");
     println!(
@@ -71,5 +75,7 @@ fn main() {
     row("Rust IdSet::take_id", rust);
     row("C zooid_id_set_take_id, libzooid.so", shared);
     row("C zooid_id_set_take_id, libzooid.a", statik);
+    row("C zooid_id_set_take_range(1024) + loop, .so", shared_bulk);
+    row("C zooid_id_set_take_range(1024) + loop, .a", static_bulk);
     row("C plain loop over the same range (floor)", plain);
 }

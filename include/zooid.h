@@ -259,6 +259,31 @@ zooid_status zooid_id_set_ranges(const struct zooid_id_set *set,
 zooid_status zooid_id_set_take_id(struct zooid_id_set *set, int64_t *out_id);
 
 /**
+ * Takes the next run of up to `max` (>= 1) consecutive unused IDs of `set` into
+ * `*out_range`, for callers that hand out IDs in bulk and iterate them with a plain loop:
+ *
+ * ```c
+ * zooid_range run;
+ * while (zooid_id_set_take_range(set, rows_left, &run) == ZOOID_STATUS_OK) {
+ *     for (int64_t id = run.start;; id++) { assign(id); if (id == run.end) break; }
+ *     rows_left -= run.end - run.start + 1;
+ * }
+ * ```
+ *
+ * Every ID of the run counts as used, exactly as if taken with `zooid_id_set_take_id`. A run
+ * never spans two of the set's ranges, so it may hold fewer than `max` IDs even when more
+ * remain. Returns `ZOOID_STATUS_EMPTY` when the set is used up (then nothing is written). Local:
+ * no I/O, no allocation, no lock.
+ *
+ * # Safety
+ * `set` must be NULL or a live ID set not used by another thread during the call;
+ * `out_range` NULL or valid for a write.
+ */
+zooid_status zooid_id_set_take_range(struct zooid_id_set *set,
+                                     uint64_t max,
+                                     struct zooid_range *out_range);
+
+/**
  * Copies the message of the last call on this thread that failed into `buf`, like `snprintf`:
  * at most `len - 1` bytes (cut at a UTF-8 character boundary) and a terminating NUL. If
  * `out_len` is not NULL it receives the message's full length in bytes (without the NUL), so

@@ -462,7 +462,7 @@ fn c_bench_builds_and_takes_the_right_ids() {
         let exe = compile("bench_take_id", &["benches/c/take_id.c"], link, &["-O2"]);
         let out = run_ok(Command::new(exe).args(["mem:", "100000", "3"]));
         let stdout = String::from_utf8_lossy(&out.stdout);
-        for key in ["take_id_ns ", "plain_loop_ns "] {
+        for key in ["take_id_ns ", "take_range_ns ", "plain_loop_ns "] {
             let value: f64 = stdout
                 .lines()
                 .find_map(|l| l.strip_prefix(key)?.parse().ok())

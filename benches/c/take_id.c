@@ -8,6 +8,7 @@
  *
  * Prints, for the median round:
  *   take_id_ns <ns per ID through zooid_id_set_take_id>
+ *   take_range_ns <ns per ID through zooid_id_set_take_range runs of 1024, each a plain loop>
  *   plain_loop_ns <ns per ID of a plain C loop over the same range, the floor>
  */
 #include <stdio.h>
@@ -53,7 +54,8 @@ int main(int argc, char **argv) {
 
     double *take = malloc(sizeof(double) * (size_t)rounds);
     double *plain = malloc(sizeof(double) * (size_t)rounds);
-    if (take == NULL || plain == NULL) return 1;
+    double *bulk = malloc(sizeof(double) * (size_t)rounds);
+    if (take == NULL || plain == NULL || bulk == NULL) return 1;
     for (int round = 0; round < rounds; round++) {
         zooid_id_set *set = NULL;
         status = zooid_service_take_ids(service, "/bench/c", (uint64_t)ids, &set);
@@ -79,6 +81,30 @@ int main(int argc, char **argv) {
             return 1;
         }
 
+        /* In bulk: runs of up to 1024 IDs, each iterated with a plain loop. */
+        zooid_id_set_free(set);
+        status = zooid_service_take_ids(service, "/bench/c", (uint64_t)ids, &set);
+        if (status != ZOOID_STATUS_OK) die("take", status);
+        status = zooid_id_set_ranges(set, &range, 1, &n);
+        if (status != ZOOID_STATUS_OK || n != 1) die("ranges", status);
+        zooid_range run;
+        sum = 0;
+        count = 0;
+        t = now_ns();
+        while (zooid_id_set_take_range(set, 1024, &run) == ZOOID_STATUS_OK) {
+            for (int64_t i = run.start; i <= run.end; i++) {
+                sum += i;
+                count++;
+            }
+        }
+        bulk[round] = (now_ns() - t) / (double)count;
+        want = (range.start + range.end) * (range.end - range.start + 1) / 2;
+        if (count != ids || sum != want) {
+            fprintf(stderr, "bulk: took %lld IDs summing to %lld, expected %lld summing to %lld\n",
+                    (long long)count, (long long)sum, ids, (long long)want);
+            return 1;
+        }
+
         /* The floor: a plain loop over the same IDs. */
         volatile int64_t sink = 0;
         int64_t plain_sum = 0;
@@ -93,7 +119,10 @@ int main(int argc, char **argv) {
     }
     qsort(take, (size_t)rounds, sizeof *take, compare_doubles);
     qsort(plain, (size_t)rounds, sizeof *plain, compare_doubles);
-    printf("take_id_ns %.3f\nplain_loop_ns %.3f\n", take[rounds / 2], plain[rounds / 2]);
+    qsort(bulk, (size_t)rounds, sizeof *bulk, compare_doubles);
+    printf("take_id_ns %.3f\ntake_range_ns %.3f\nplain_loop_ns %.3f\n", take[rounds / 2],
+           bulk[rounds / 2], plain[rounds / 2]);
+    free(bulk);
     free(take);
     free(plain);
     zooid_service_free(service);

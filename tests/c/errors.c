@@ -148,7 +148,15 @@ int main(int argc, char **argv) {
     CHECK_EQ(0, n);
     CHECK_OK(zooid_service_push_ids(service, first)); /* nothing left: a no-op */
 
+    zooid_range run = {-1, -1};
+    EXPECT_STATUS(ZOOID_STATUS_EMPTY, zooid_id_set_take_range(first, 10, &run));
+    CHECK_EQ(-1, run.start);
+
     /* ID set arguments. */
+    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_id_set_take_range(NULL, 1, &run));
+    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_id_set_take_range(first, 1, NULL));
+    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_id_set_take_range(first, 0, &run));
+    CHECK_LAST_ERROR_CONTAINS("max must be at least 1");
     EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_id_set_take_id(NULL, &id));
     CHECK_LAST_ERROR_CONTAINS("set is NULL");
     EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_id_set_take_id(first, NULL));
@@ -197,6 +205,15 @@ int main(int argc, char **argv) {
     CHECK_EQ(108, both[0].end);
     CHECK_EQ(112, both[1].start);
     CHECK_EQ(113, both[1].end);
+    /* A bulk take stops at the end of a range. */
+    zooid_range run2;
+    CHECK_OK(zooid_id_set_take_range(two, 100, &run2));
+    CHECK_EQ(106, run2.start);
+    CHECK_EQ(108, run2.end);
+    CHECK_OK(zooid_id_set_take_range(two, UINT64_MAX, &run2));
+    CHECK_EQ(112, run2.start);
+    CHECK_EQ(113, run2.end);
+    EXPECT_STATUS(ZOOID_STATUS_EMPTY, zooid_id_set_take_range(two, 1, &run2));
     /* Category copied like snprintf: cut short, always terminated, full length reported. */
     char small[5];
     size_t full = 0;
@@ -220,8 +237,13 @@ int main(int argc, char **argv) {
     CHECK_OK(zooid_service_pool_info(service, category, &info));
     const zooid_range *free_ranges = NULL;
     CHECK_OK(zooid_pool_info_free_ranges(info, &free_ranges, &n));
-    CHECK_EQ(1, n); /* everything pushed back merges into one range again */
+    /* Used: 1-5 and the bulk-taken 106-108, 112-113; the rest was pushed back and merged. */
+    CHECK_EQ(3, n);
     CHECK_EQ(6, free_ranges[0].start);
+    CHECK_EQ(105, free_ranges[0].end);
+    CHECK_EQ(109, free_ranges[1].start);
+    CHECK_EQ(111, free_ranges[1].end);
+    CHECK_EQ(114, free_ranges[2].start);
     EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_pool_info_free_ranges(NULL, &free_ranges, &n));
     EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_pool_info_free_ranges(info, NULL, &n));
     EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_pool_info_free_ranges(info, &free_ranges, NULL));

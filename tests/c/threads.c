@@ -44,11 +44,24 @@ static void *work(void *arg) {
         CHECK_EQ(n, count);
         /* Use all of them, or only some and push the rest back. */
         uint64_t use = next_random(&w->seed) % 2 ? n : next_random(&w->seed) % (n + 1);
-        for (uint64_t i = 0; i < use; i++) {
-            int64_t id = 0;
-            CHECK_OK(zooid_id_set_take_id(set, &id));
-            CHECK(w->used_len < w->used_cap);
-            w->used[w->used_len++] = id;
+        if (round % 2) {
+            for (uint64_t i = 0; i < use; i++) {
+                int64_t id = 0;
+                CHECK_OK(zooid_id_set_take_id(set, &id));
+                CHECK(w->used_len < w->used_cap);
+                w->used[w->used_len++] = id;
+            }
+        } else {
+            /* In bulk: runs of at most 64 IDs. */
+            for (uint64_t left = use; left > 0;) {
+                zooid_range run;
+                CHECK_OK(zooid_id_set_take_range(set, left < 64 ? left : 64, &run));
+                for (int64_t id = run.start; id <= run.end; id++) {
+                    CHECK(w->used_len < w->used_cap);
+                    w->used[w->used_len++] = id;
+                }
+                left -= (uint64_t)(run.end - run.start + 1);
+            }
         }
         if (use < n) {
             CHECK_OK(zooid_service_push_ids(w->service, set));

@@ -39,10 +39,21 @@ int main(int argc, char **argv) {
     /* Each uses 9000 of them and pushes back its last 1000. */
     for (int64_t w = 0; w < 3; w++) {
         zooid_id_set *set = sets[w];
-        for (int64_t i = 1; i <= 9000; i++) {
-            int64_t id = 0;
-            CHECK_OK(zooid_id_set_take_id(set, &id));
-            CHECK_EQ(w * 10000 + i, id);
+        if (w < 2) {
+            for (int64_t i = 1; i <= 9000; i++) {
+                int64_t id = 0;
+                CHECK_OK(zooid_id_set_take_id(set, &id));
+                CHECK_EQ(w * 10000 + i, id);
+            }
+        } else {
+            /* The third worker takes its 9000 in bulk: 5000, then 4000. */
+            zooid_range run;
+            CHECK_OK(zooid_id_set_take_range(set, 5000, &run));
+            CHECK_EQ(20001, run.start);
+            CHECK_EQ(25000, run.end);
+            CHECK_OK(zooid_id_set_take_range(set, 4000, &run));
+            CHECK_EQ(25001, run.start);
+            CHECK_EQ(29000, run.end);
         }
         bool more = false;
         CHECK_OK(zooid_id_set_has_more(set, &more));
