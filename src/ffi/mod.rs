@@ -3,8 +3,8 @@
 //! from this module by cbindgen (see `build.rs`); every doc comment here ends up in the header.
 //!
 //! Conventions every export follows:
-//! - its body runs inside [`guard`], so no panic crosses the boundary: a panic becomes
-//!   [`zooid_status::ZOOID_STATUS_PANIC`];
+//! - its body runs inside one panic guard (`guard`, a `catch_unwind`), so no panic crosses the
+//!   boundary: a panic becomes [`zooid_status::ZOOID_STATUS_PANIC`];
 //! - pointer arguments are checked (NULL, bad UTF-8) and give
 //!   [`zooid_status::ZOOID_STATUS_INVALID_ARGUMENT`] rather than a crash;
 //! - out-parameters are checked before any work is done and written only on success;
