@@ -229,3 +229,14 @@ pub unsafe extern "C" fn zooid_service_free(service: *const zooid_service) {
         }
     })
 }
+
+// The documented sharing rules, checked by the compiler: a service is shared between threads,
+// an ID set and options may move between threads, pool info may be read from several.
+const _: () = {
+    const fn shared<T: Send + Sync>() {}
+    const fn movable<T: Send>() {}
+    shared::<zooid_service>();
+    shared::<zooid_pool_info>();
+    movable::<zooid_id_set>();
+    movable::<zooid_options>();
+};
