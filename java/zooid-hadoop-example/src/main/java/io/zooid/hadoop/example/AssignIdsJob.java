@@ -1,0 +1,72 @@
+package io.zooid.hadoop.example;
+
+import org.apache.hadoop.conf.Configured;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.io.LongWritable;
+import org.apache.hadoop.io.Text;
+import org.apache.hadoop.mapreduce.Job;
+import org.apache.hadoop.mapreduce.lib.input.FileInputFormat;
+import org.apache.hadoop.mapreduce.lib.input.TextInputFormat;
+import org.apache.hadoop.mapreduce.lib.output.FileOutputFormat;
+import org.apache.hadoop.mapreduce.lib.output.TextOutputFormat;
+import org.apache.hadoop.util.Tool;
+import org.apache.hadoop.util.ToolRunner;
+
+/**
+ * A map-only job that writes every input line with a unique ID: {@code id<TAB>line}.
+ *
+ * <pre>
+ * export HADOOP_CLASSPATH=zooid-0.1.0.jar
+ * hadoop jar zooid-hadoop-example-0.1.0.jar io.zooid.hadoop.example.AssignIdsJob \
+ *     -libjars zooid-0.1.0.jar \
+ *     -D zooid.connect=zk1:2181,zk2:2181,zk3:2181 \
+ *     -D zooid.category=/eventpublish/idgen/did \
+ *     -D zooid.batch.size=10000 \
+ *     /input/events /output/events-with-ids
+ * </pre>
+ *
+ * The zooid jar carries its native library, so the tasks need nothing else installed. The
+ * category must exist (create it once with {@code IDGeneratorService.createCategory} or
+ * {@code zooid init}).
+ */
+public class AssignIdsJob extends Configured implements Tool {
+    /** ZooKeeper connect string, {@code host:port,...[/chroot]}. */
+    public static final String CONNECT = "zooid.connect";
+    /** The category (pool node path) the IDs come from. */
+    public static final String CATEGORY = "zooid.category";
+    /** IDs per take. */
+    public static final String BATCH_SIZE = "zooid.batch.size";
+    /** ZooKeeper session timeout in milliseconds. */
+    public static final String SESSION_TIMEOUT_MS = "zooid.session.timeout.ms";
+
+    @Override
+    public int run(String[] args) throws Exception {
+        if (args.length != 2) {
+            System.err.println("usage: AssignIdsJob [generic options] -D " + CONNECT + "=... -D " + CATEGORY
+                    + "=... <input> <output>");
+            ToolRunner.printGenericCommandUsage(System.err);
+            return 2;
+        }
+        Job job = createJob(args[0], args[1]);
+        return job.waitForCompletion(true) ? 0 : 1;
+    }
+
+    /** The configured job, not yet submitted. */
+    public Job createJob(String input, String output) throws Exception {
+        Job job = Job.getInstance(getConf(), "zooid: assign IDs");
+        job.setJarByClass(AssignIdsJob.class);
+        job.setMapperClass(AssignIdsMapper.class);
+        job.setNumReduceTasks(0);
+        job.setInputFormatClass(TextInputFormat.class);
+        job.setOutputFormatClass(TextOutputFormat.class);
+        job.setOutputKeyClass(LongWritable.class);
+        job.setOutputValueClass(Text.class);
+        FileInputFormat.addInputPath(job, new Path(input));
+        FileOutputFormat.setOutputPath(job, new Path(output));
+        return job;
+    }
+
+    public static void main(String[] args) throws Exception {
+        System.exit(ToolRunner.run(new AssignIdsJob(), args));
+    }
+}
