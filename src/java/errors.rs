@@ -290,3 +290,104 @@ impl<T: Default> ErrorPolicy<T, Failure> for ThrowJava {
         Ok(T::default())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ffi::zooid_status;
+
+    fn range(start: i64, end: i64) -> IdRange {
+        IdRange::new(start, end).unwrap()
+    }
+
+    /// The Java codes are the C ABI's status numbers, variant for variant.
+    #[test]
+    fn codes_match_the_c_status_numbers() {
+        let errors = [
+            ZooidError::Exhausted {
+                category: "/c".into(),
+            },
+            ZooidError::NotFound {
+                category: "/c".into(),
+            },
+            ZooidError::CategoryExists {
+                category: "/c".into(),
+            },
+            ZooidError::InvalidArgument("x".into()),
+            ZooidError::OutOfBounds {
+                category: "/c".into(),
+                range: range(5, 6),
+                bounds: range(1, 4),
+            },
+            ZooidError::AlreadyFree {
+                category: "/c".into(),
+                range: range(1, 2),
+            },
+            ZooidError::CorruptPool {
+                path: "/c".into(),
+                line: 1,
+                content: "x".into(),
+                reason: "bad".into(),
+            },
+            ZooidError::PoolFull {
+                category: "/c".into(),
+                bytes: 2,
+                limit: 1,
+            },
+            ZooidError::Contention {
+                category: "/c".into(),
+                attempts: 1,
+                elapsed: std::time::Duration::ZERO,
+            },
+            ZooidError::OutcomeUnknown {
+                category: "/c".into(),
+                op: "take",
+                ids: vec![range(1, 10)],
+            },
+            ZooidError::ConnectionLost {
+                category: "/c".into(),
+                reason: "down".into(),
+            },
+            ZooidError::Timeout {
+                what: "/c".into(),
+                after: std::time::Duration::ZERO,
+            },
+            ZooidError::VersionWrap {
+                path: "/c".into(),
+                version: i32::MAX,
+            },
+            ZooidError::Store {
+                path: "/c".into(),
+                reason: "refused".into(),
+            },
+            ZooidError::RuntimeThread,
+        ];
+        for err in errors {
+            let described = Described::of_zooid(&err);
+            assert_eq!(described.code, zooid_status::of(&err) as i32, "{err:?}");
+            assert_eq!(described.message, err.to_string());
+        }
+        assert_eq!(code::PANIC, zooid_status::ZOOID_STATUS_PANIC as i32);
+        assert_eq!(code::OTHER, zooid_status::ZOOID_STATUS_OTHER as i32);
+    }
+
+    #[test]
+    fn errors_that_name_ids_carry_them() {
+        let lost = Described::of_zooid(&ZooidError::OutcomeUnknown {
+            category: "/c".into(),
+            op: "push",
+            ids: vec![range(1, 10), range(20, 29)],
+        });
+        assert_eq!(lost.operation, Some("push"));
+        assert_eq!(lost.ranges, vec![range(1, 10), range(20, 29)]);
+        assert_eq!(lost.category.as_deref(), Some("/c"));
+        let out = Described::of_zooid(&ZooidError::OutOfBounds {
+            category: "/c".into(),
+            range: range(5, 6),
+            bounds: range(1, 4),
+        });
+        assert_eq!(out.ranges, vec![range(5, 6), range(1, 4)]);
+        let thread = Described::of_zooid(&ZooidError::RuntimeThread);
+        assert_eq!(thread.category, None);
+    }
+}
