@@ -23,8 +23,8 @@ cargo test --locked -- --test-threads=2
 if [ -f java/pom.xml ]; then
     step "Java: native library (release) and jar, JUnit + Hadoop local runner"
     cargo build --release --lib --locked
-    mvn -B -q -f java/pom.xml verify
-    echo "Java tests passed"
+    mvn -B -ntp -f java/pom.xml verify
+    cat java/zooid/target/take-id-benchmark.txt
 fi
 
 step "all tests passed"
