@@ -341,36 +341,49 @@ fn server_down_gives_a_clear_status() {
     }
 }
 
-/// The server applies a take, its reply is lost, and the server goes away before the outcome
-/// can be resolved: C gets ZOOID_STATUS_OUTCOME_UNKNOWN and the leaked IDs.
+/// The server applies a take, its reply is lost (the proxy swallows it and closes the
+/// connection), and every later connection leads nowhere, so the outcome cannot be resolved:
+/// C gets ZOOID_STATUS_OUTCOME_UNKNOWN and the leaked IDs, which the server did take.
 #[test]
 fn lost_reply_names_the_leaked_ids() {
     support::init_tracing();
     let zk = ZkServer::start();
     let proxy = FaultProxy::start(zk.addr());
+    // A loopback port nothing listens on (bound by the OS, then released).
+    let nowhere = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("an ephemeral loopback port");
     let category = "/c-abi/lossy/did";
     let out = server_down(
         Link::Static,
         "lost-reply",
         &proxy.connect_string(),
         category,
-        || proxy.drop_reply_to(op::SET_DATA, category),
         || {
-            let deadline = Instant::now() + Duration::from_secs(20);
-            while proxy.dropped_replies() == 0 {
-                assert!(
-                    Instant::now() < deadline,
-                    "the proxy never dropped the reply"
-                );
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            zk.kill();
+            // The open connection stays with the server; reconnects go nowhere.
+            proxy.set_upstream(nowhere);
+            proxy.drop_reply_to(op::SET_DATA, category);
         },
+        || {},
     );
     assert!(
         out.contains("lost-reply OK: ZOOID_STATUS_OUTCOME_UNKNOWN"),
         "{out}"
     );
+    assert_eq!(proxy.dropped_replies(), 1, "the fault must have happened");
+    // The take did apply: IDs 11..20 are gone from the pool, never handed out.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (data, _) = rt.block_on(async {
+        let client = zookeeper_client::Client::connect(&zk.connect_string())
+            .await
+            .unwrap();
+        client.get_data(category).await.unwrap()
+    });
+    let pool = String::from_utf8_lossy(&data);
+    assert!(pool.lines().any(|l| l == "21:1000"), "{pool}");
 }
 
 /// The C programs under valgrind: no invalid access, no uninitialised read, no leak (definite

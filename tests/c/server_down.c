@@ -9,8 +9,8 @@
  *       ZOOID_STATUS_CONNECTION_LOST, ZOOID_STATUS_TIMEOUT, or ZOOID_STATUS_OUTCOME_UNKNOWN
  *       naming the leaked IDs (which must lie after the 10 taken), within the deadline.
  *   server_down lost-reply CONNECT CATEGORY
- *       Like "killed", but the test first makes its proxy drop the reply to the take's write
- *       and kills the server once the reply was dropped: the take must fail with
+ *       Like "killed", but the server stays up behind the test's proxy, which swallows the
+ *       reply to the take's write and sends every reconnect nowhere: the take must fail with
  *       ZOOID_STATUS_OUTCOME_UNKNOWN naming exactly the IDs 11..20 as leaked.
  */
 #include <time.h>
