@@ -68,6 +68,11 @@ impl Budget {
         self.policy.deadline
     }
 
+    /// Time left before the deadline.
+    pub(crate) fn remaining(&self) -> Duration {
+        self.policy.deadline.saturating_sub(self.started.elapsed())
+    }
+
     /// Sleeps a random time up to the current backoff ceiling ("full jitter"), never past the
     /// deadline.
     pub(crate) async fn backoff(&self) {

@@ -306,9 +306,16 @@ impl<S: Store> IdGeneratorService<S> {
         plan: impl Fn(&Pool) -> Result<(Pool, Vec<IdRange>, u64)>,
     ) -> Result<Vec<IdRange>> {
         let path = category.name();
-        let slot = self.slot(category);
-        let mut cached = slot.lock().await;
+        // The deadline counts from the call, including the wait behind this process's other
+        // operations on the category.
         let mut budget = Budget::start(self.options.retry);
+        let slot = self.slot(category);
+        let Ok(mut cached) = tokio::time::timeout(budget.remaining(), slot.lock()).await else {
+            return Err(ZooidError::Timeout {
+                what: path.to_string(),
+                after: budget.elapsed(),
+            });
+        };
         let mut failure = LastFailure::None;
         while budget.try_attempt() {
             let current = match cached.take() {
