@@ -97,6 +97,30 @@ impl IdSet {
         Some(id)
     }
 
+    /// Takes up to `max` consecutive unused IDs at once, as one range (never spanning two of the
+    /// set's ranges); `None` when the set is used up or `max` is 0.
+    #[inline]
+    pub fn take_run(&mut self, max: u64) -> Option<IdRange> {
+        let range = *self.ranges.get(self.pos)?;
+        if max == 0 {
+            return None;
+        }
+        let start = self.next;
+        let room = range.end().abs_diff(start); // IDs after `start` left in this range
+        let end = if max > room {
+            range.end()
+        } else {
+            start.saturating_add_unsigned(max - 1)
+        };
+        if end == range.end() {
+            self.pos += 1;
+            self.next = self.ranges.get(self.pos).map_or(0, IdRange::start);
+        } else {
+            self.next = end + 1;
+        }
+        IdRange::new(start, end)
+    }
+
     /// Whether unused IDs remain.
     #[inline]
     pub fn has_more_ids(&self) -> bool {
@@ -105,7 +129,13 @@ impl IdSet {
 
     /// How many unused IDs remain.
     pub fn count_ids(&self) -> u64 {
-        self.ranges().iter().map(IdRange::len).sum()
+        match self.ranges.get(self.pos) {
+            None => 0,
+            Some(current) => {
+                let rest: u64 = self.ranges[self.pos + 1..].iter().map(IdRange::len).sum();
+                current.end().abs_diff(self.next) + 1 + rest
+            }
+        }
     }
 
     /// The unused IDs as ascending ranges (the first one trimmed to what is left of it).
@@ -165,5 +195,26 @@ mod tests {
         assert_eq!(set.count_ids(), 0);
         assert!(set.ranges().is_empty());
         assert_eq!(set.take_id(), None);
+    }
+
+    #[test]
+    fn take_run_hands_out_what_take_id_would() {
+        let cat = IdCategory::new("/c").unwrap();
+        let ranges = vec![r(1, 10), r(20, 20), r(i64::MAX - 2, i64::MAX)];
+        for max in [1u64, 2, 3, 7, 10, 11, u64::MAX] {
+            let mut by_run = IdSet::new(cat.clone(), ranges.clone());
+            let mut by_id = IdSet::new(cat.clone(), ranges.clone());
+            assert_eq!(by_run.take_run(0), None);
+            while let Some(run) = by_run.take_run(max) {
+                assert!(run.len() <= max);
+                for expected in run.start()..=run.end() {
+                    assert_eq!(by_id.take_id(), Some(expected), "max {max}");
+                }
+                assert_eq!(by_run.count_ids(), by_id.count_ids());
+                assert_eq!(by_run.ranges(), by_id.ranges());
+            }
+            assert_eq!(by_id.take_id(), None);
+            assert_eq!(by_run.count_ids(), 0);
+        }
     }
 }

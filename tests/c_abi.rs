@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use harness::{compile, run, run_ok, Link};
 use support::{op, FaultProxy, ZkServer};
