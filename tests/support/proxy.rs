@@ -116,13 +116,41 @@ pub enum RequestMatch {
     /// The next request with this opcode whose path contains `path_contains`. For requests
     /// without a leading path (multi, multiRead), any occurrence in the body matches.
     Op { opcode: i32, path_contains: String },
+    /// The next request for which the predicate, given the opcode and the whole frame (length
+    /// prefix included), returns true.
+    Custom(MatchFn),
 }
+
+/// A request predicate for [`RequestMatch::Custom`]: `(opcode, frame) -> matches`.
+#[derive(Clone)]
+pub struct MatchFn(pub Arc<dyn Fn(i32, &[u8]) -> bool + Send + Sync>);
+
+impl MatchFn {
+    pub fn new(f: impl Fn(i32, &[u8]) -> bool + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+}
+
+impl std::fmt::Debug for MatchFn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MatchFn(..)")
+    }
+}
+
+impl PartialEq for MatchFn {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for MatchFn {}
 
 impl RequestMatch {
     fn matches(&self, opcode: i32, frame: &[u8]) -> bool {
         match self {
             RequestMatch::Any => true,
             RequestMatch::Contains(pattern) => contains(frame, pattern),
+            RequestMatch::Custom(f) => (f.0)(opcode, frame),
             RequestMatch::Op {
                 opcode: want,
                 path_contains,

@@ -1,0 +1,784 @@
+//! One fault test's world: a real 3-server ZooKeeper ensemble, one [`FaultProxy`] in front of
+//! each server, a category, and worker processes (examples/faultload.rs) connected through the
+//! proxies, each thread writing its ledger into one directory. [`Rig::finish`] stops the
+//! workers, reads the final pool and runs the checker; [`Rig::assert_guarantees`] asserts what
+//! every fault test asserts.
+//!
+//! Everything started here is owned by the rig and killed by PID when it drops, also when the
+//! test panics.
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use tempfile::TempDir;
+use zooid::blocking::IdGeneratorService;
+use zooid::{ConnectOptions, IdCategory, IdRange, RetryPolicy, ServiceOptions};
+
+use crate::check::{analyse, Analysis};
+use crate::support::{FaultProxy, RequestMatch, ZkEnsemble};
+
+/// Runs the tests of this file one at a time, whatever `--test-threads` says: each starts
+/// three JVMs and several client processes on a small machine.
+pub fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `ZOOID_FAULT_SCALE` (default 1): multiplies how long the workload runs around each fault and
+/// how often repeatable faults are injected. The soak runs the suite with a larger value.
+pub fn scale() -> f64 {
+    std::env::var("ZOOID_FAULT_SCALE")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .filter(|s| *s > 0.0)
+        .unwrap_or(1.0)
+}
+
+pub fn scaled(d: Duration) -> Duration {
+    d.mul_f64(scale())
+}
+
+pub fn scaled_count(n: u64) -> u64 {
+    ((n as f64) * scale()).round().max(1.0) as u64
+}
+
+pub fn unix_ms() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis())
+}
+
+/// The workload binary, built once per test binary in the profile the tests run in.
+pub fn faultload_binary() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().expect("current_exe");
+        // <target>/<profile>/deps/faults-HASH
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("test binary in <target>/<profile>/deps")
+            .to_path_buf();
+        let profile = profile_dir
+            .file_name()
+            .expect("profile dir name")
+            .to_string_lossy()
+            .into_owned();
+        let target = profile_dir.parent().expect("target dir").to_path_buf();
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "--quiet", "--example", "faultload"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("CARGO_TARGET_DIR", &target);
+        match profile.as_str() {
+            "debug" => {}
+            "release" => {
+                cmd.arg("--release");
+            }
+            other => {
+                cmd.args(["--profile", other]);
+            }
+        }
+        let status = cmd.status().expect("run cargo build");
+        assert!(status.success(), "building examples/faultload.rs failed");
+        let bin = profile_dir.join("examples/faultload");
+        assert!(bin.is_file(), "{} missing after the build", bin.display());
+        bin
+    })
+    .clone()
+}
+
+/// The workload's shape.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Worker processes started with the rig.
+    pub processes: usize,
+    /// Threads per worker process (sharing one service and session).
+    pub threads: usize,
+    /// IDs per take.
+    pub batch: u64,
+    /// Longest pause between using IDs and pushing the rest back.
+    pub pace_ms: u64,
+    /// The workers' ZooKeeper session timeout.
+    pub session_timeout: Duration,
+    /// The workers' per-operation deadline (`RetryPolicy::deadline`).
+    pub op_deadline: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            processes: 3,
+            threads: 2,
+            batch: 100,
+            pace_ms: 10,
+            session_timeout: Duration::from_secs(3),
+            op_deadline: Duration::from_secs(5),
+        }
+    }
+}
+
+/// What a test allows beyond the absolute guarantees.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Expect {
+    /// Operations whose outcome the protocol cannot tell may happen (each leaks at most one
+    /// batch). When false, there must be none and nothing may leak.
+    pub unknown_allowed: bool,
+}
+
+pub enum WorkerState {
+    Running,
+    Paused,
+    Killed,
+    Exited(ExitStatus),
+}
+
+pub struct Worker {
+    pub name: String,
+    child: Child,
+    pub state: WorkerState,
+    pub pid: u32,
+}
+
+impl Worker {
+    fn signal(&self, sig: libc::c_int) {
+        // SAFETY: kill(2) on our own child, which is not reaped before `Rig` reaps it, so the PID
+        // cannot have been reused.
+        unsafe {
+            libc::kill(self.pid as libc::pid_t, sig);
+        }
+    }
+}
+
+/// Sum of every proxy's counters.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ProxyTotals {
+    pub dropped_replies: u64,
+    pub resets: u64,
+    pub blackholes: u64,
+    pub forced_closes: u64,
+}
+
+impl ProxyTotals {
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        for (n, what) in [
+            (self.dropped_replies, "replies dropped"),
+            (self.resets, "connections reset"),
+            (self.blackholes, "blackholes"),
+            (self.forced_closes, "connections closed"),
+        ] {
+            if n > 0 {
+                parts.push(format!("{n} {what}"));
+            }
+        }
+        if parts.is_empty() {
+            "none".into()
+        } else {
+            parts.join(", ")
+        }
+    }
+}
+
+pub struct Rig {
+    pub name: String,
+    pub cfg: Config,
+    // Dropped in this order: workers (by `Drop for Rig`), admin, proxies, the ensemble.
+    admin: Option<IdGeneratorService>,
+    pub proxies: Vec<FaultProxy>,
+    pub zk: ZkEnsemble,
+    pub category: IdCategory,
+    pub bounds: IdRange,
+    pub workers: Vec<Worker>,
+    dir: TempDir,
+    stop_file: PathBuf,
+    started: Instant,
+    /// Worker threads killed with their process.
+    pub killed_threads: u64,
+}
+
+impl Rig {
+    /// Starts the ensemble, the proxies and `cfg.processes` workers.
+    pub fn start(name: &str, cfg: Config) -> Rig {
+        crate::support::init_tracing();
+        let started = Instant::now();
+        let bin = faultload_binary();
+        assert!(bin.is_file());
+        let zk = ZkEnsemble::start(3);
+        let proxies: Vec<FaultProxy> = (0..zk.len())
+            .map(|i| FaultProxy::start(zk.server_addr(i)))
+            .collect();
+        let admin = IdGeneratorService::connect(
+            &zk.connect_string(),
+            &ConnectOptions {
+                session_timeout: Duration::from_secs(10),
+                digest_auth: None,
+            },
+            ServiceOptions {
+                retry: RetryPolicy {
+                    deadline: Duration::from_secs(60),
+                    ..RetryPolicy::default()
+                },
+                ..ServiceOptions::default()
+            },
+        )
+        .expect("admin connects to the ensemble");
+        let category = IdCategory::new("/faults/ids").unwrap();
+        let bounds = IdRange::new(1, 1_000_000_000).unwrap();
+        admin
+            .create_category(&category, bounds.start(), bounds.end())
+            .expect("create the category");
+        let dir = tempfile::Builder::new()
+            .prefix("zooid-faults-")
+            .tempdir()
+            .unwrap();
+        let stop_file = dir.path().join("STOP");
+        let mut rig = Rig {
+            name: name.to_string(),
+            cfg: cfg.clone(),
+            admin: Some(admin),
+            proxies,
+            zk,
+            category,
+            bounds,
+            workers: Vec::new(),
+            dir,
+            stop_file,
+            started,
+            killed_threads: 0,
+        };
+        for _ in 0..cfg.processes {
+            rig.spawn_worker();
+        }
+        eprintln!(
+            "[{}] ensemble + {} workers up in {:.1?}",
+            rig.name,
+            cfg.processes,
+            rig.started.elapsed()
+        );
+        rig
+    }
+
+    /// The proxies' addresses: what the workers connect to.
+    pub fn connect_string(&self) -> String {
+        self.proxies
+            .iter()
+            .map(FaultProxy::connect_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Starts one more worker process; returns its index.
+    pub fn spawn_worker(&mut self) -> usize {
+        let index = self.workers.len();
+        let name = format!("p{index}");
+        let stderr = fs::File::create(self.dir().join(format!("{name}.stderr"))).unwrap();
+        let mut cmd = Command::new(faultload_binary());
+        cmd.arg("--connect")
+            .arg(self.connect_string())
+            .arg("--category")
+            .arg(self.category.name())
+            .arg("--dir")
+            .arg(self.dir())
+            .arg("--name")
+            .arg(&name)
+            .arg("--threads")
+            .arg(self.cfg.threads.to_string())
+            .arg("--batch")
+            .arg(self.cfg.batch.to_string())
+            .arg("--pace-ms")
+            .arg(self.cfg.pace_ms.to_string())
+            .arg("--session-timeout-ms")
+            .arg(self.cfg.session_timeout.as_millis().to_string())
+            .arg("--op-deadline-ms")
+            .arg(self.cfg.op_deadline.as_millis().to_string())
+            .arg("--stop-file")
+            .arg(&self.stop_file)
+            .arg("--max-seconds")
+            .arg("900")
+            .env("RUST_LOG", "zooid=info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr);
+        // SAFETY: prctl and getppid are async-signal-safe. The worker dies with the test process.
+        unsafe {
+            let parent = libc::getpid();
+            cmd.pre_exec(move || {
+                libc::prctl(
+                    libc::PR_SET_PDEATHSIG,
+                    libc::SIGKILL as libc::c_ulong,
+                    0,
+                    0,
+                    0,
+                );
+                if libc::getppid() != parent {
+                    libc::_exit(1);
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().expect("start a faultload worker");
+        let pid = child.id();
+        self.workers.push(Worker {
+            name,
+            child,
+            state: WorkerState::Running,
+            pid,
+        });
+        index
+    }
+
+    /// SIGKILL worker `i` and reap it.
+    pub fn kill_worker(&mut self, i: usize) -> ExitStatus {
+        let threads = self.cfg.threads as u64;
+        let w = &mut self.workers[i];
+        assert!(matches!(
+            w.state,
+            WorkerState::Running | WorkerState::Paused
+        ));
+        w.signal(libc::SIGKILL);
+        let status = w.child.wait().expect("reap a killed worker");
+        w.state = WorkerState::Killed;
+        self.killed_threads += threads;
+        status
+    }
+
+    /// SIGSTOP worker `i` and wait until all its threads are stopped.
+    pub fn pause_worker(&mut self, i: usize) {
+        let w = &mut self.workers[i];
+        w.signal(libc::SIGSTOP);
+        w.state = WorkerState::Paused;
+        assert!(
+            wait_threads(w.pid, true, Duration::from_secs(10)),
+            "worker {} did not stop",
+            w.name
+        );
+    }
+
+    /// SIGCONT worker `i`.
+    pub fn resume_worker(&mut self, i: usize) {
+        let w = &mut self.workers[i];
+        w.signal(libc::SIGCONT);
+        w.state = WorkerState::Running;
+        assert!(
+            wait_threads(w.pid, false, Duration::from_secs(10)),
+            "worker {} did not continue",
+            w.name
+        );
+    }
+
+    /// Indexes of the workers still running (not paused, killed or exited).
+    pub fn running_workers(&self) -> Vec<usize> {
+        (0..self.workers.len())
+            .filter(|&i| matches!(self.workers[i].state, WorkerState::Running))
+            .collect()
+    }
+
+    /// Successful operations so far (all workers, or those whose name starts with `prefix`),
+    /// counting only those that started at or after `since` (unix ms).
+    pub fn ok_ops(&self, prefix: &str, since: u128) -> u64 {
+        let mut n = 0;
+        for entry in fs::read_dir(self.dir()).unwrap().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !name.ends_with(".ops") || !name.starts_with(prefix) {
+                continue;
+            }
+            let text = fs::read_to_string(entry.path()).unwrap_or_default();
+            n += text
+                .lines()
+                .filter(|l| l.starts_with("< ") && l.contains(" ok "))
+                .filter(|l| {
+                    l.split_whitespace()
+                        .nth(4)
+                        .and_then(|s| s.parse::<u128>().ok())
+                        .is_some_and(|start| start >= since)
+                })
+                .count() as u64;
+        }
+        n
+    }
+
+    /// Waits until `n` more operations of workers named `prefix*` succeeded; returns whether
+    /// they did within `timeout`.
+    pub fn wait_ops(&self, prefix: &str, since: u128, n: u64, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self.ok_ops(prefix, since) >= n {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Lets the workload get going (at least 30 successful operations) and run for a second.
+    pub fn warm_up(&self) {
+        assert!(
+            self.wait_ops("", 0, 30, Duration::from_secs(60)),
+            "[{}] the workload did not get going:\n{}",
+            self.name,
+            self.worker_logs()
+        );
+        self.run_for(Duration::from_secs(1));
+    }
+
+    /// Lets the workload run for `d` (scaled by `ZOOID_FAULT_SCALE`).
+    pub fn run_for(&self, d: Duration) {
+        std::thread::sleep(scaled(d));
+    }
+
+    /// Whether worker `i`'s stderr contains `text`.
+    pub fn worker_log_contains(&self, i: usize, text: &str) -> bool {
+        let name = &self.workers[i].name;
+        fs::read_to_string(self.dir().join(format!("{name}.stderr")))
+            .unwrap_or_default()
+            .contains(text)
+    }
+
+    /// The last lines of every worker's stderr.
+    pub fn worker_logs(&self) -> String {
+        let mut out = String::new();
+        for w in &self.workers {
+            let text = fs::read_to_string(self.dir().join(format!("{}.stderr", w.name)))
+                .unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            out.push_str(&format!("--- {} ---\n", w.name));
+            for l in &lines[lines.len().saturating_sub(15)..] {
+                out.push_str(l);
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    pub fn proxy_totals(&self) -> ProxyTotals {
+        let mut t = ProxyTotals::default();
+        for p in &self.proxies {
+            let s = p.stats();
+            t.dropped_replies += s.dropped_replies;
+            t.resets += s.resets;
+            t.blackholes += s.blackholes;
+            t.forced_closes += s.forced_closes;
+        }
+        t
+    }
+
+    /// Arms `fault` on every proxy (re-arming those whose fault fired) until the proxies
+    /// counted `target` injections by `counter`, or `timeout` passes. Disarms what is left.
+    pub fn inject_until(
+        &self,
+        arm: impl Fn(&FaultProxy),
+        counter: impl Fn(&ProxyTotals) -> u64,
+        target: u64,
+        timeout: Duration,
+    ) -> u64 {
+        let deadline = Instant::now() + timeout;
+        while counter(&self.proxy_totals()) < target && Instant::now() < deadline {
+            for p in &self.proxies {
+                if p.armed_faults() == 0 {
+                    arm(p);
+                }
+            }
+            // Space the faults out so that the workload runs between them.
+            std::thread::sleep(Duration::from_millis(150));
+        }
+        for p in &self.proxies {
+            p.clear_faults();
+        }
+        counter(&self.proxy_totals())
+    }
+
+    /// Spawns workers until at least one client connection goes through server `i`'s proxy
+    /// (clients pick a server at random). Returns how many connections it has.
+    pub fn ensure_clients_on(&mut self, i: usize) -> u64 {
+        for _ in 0..8 {
+            let before = self.workers.len();
+            let deadline = Instant::now() + Duration::from_secs(3);
+            while Instant::now() < deadline {
+                let open = self.proxies[i].open_connections();
+                if open > 0 {
+                    return open;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            self.spawn_worker();
+            let since = unix_ms();
+            let name = format!("p{before}-");
+            assert!(
+                self.wait_ops(
+                    &name,
+                    since.saturating_sub(60_000),
+                    1,
+                    Duration::from_secs(30)
+                ),
+                "new worker {name} made no progress"
+            );
+        }
+        panic!("no client connected through server {i}'s proxy after 8 more workers");
+    }
+
+    /// Stops the workload (workers push back what they hold and exit), reads the final pool and
+    /// checks every ledger against it. Prints the account.
+    pub fn finish(&mut self) -> Analysis {
+        fs::write(&self.stop_file, b"stop").unwrap();
+        let deadline = Instant::now() + Duration::from_secs(150);
+        let mut failed = Vec::new();
+        for i in 0..self.workers.len() {
+            if matches!(self.workers[i].state, WorkerState::Paused) {
+                self.resume_worker(i);
+            }
+            let w = &mut self.workers[i];
+            if !matches!(w.state, WorkerState::Running) {
+                continue;
+            }
+            let status = loop {
+                if let Some(status) = w.child.try_wait().unwrap() {
+                    break status;
+                }
+                if Instant::now() >= deadline {
+                    w.signal(libc::SIGKILL);
+                    let _ = w.child.wait();
+                    panic!("[{}] worker {} did not stop", self.name, w.name);
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            };
+            w.state = WorkerState::Exited(status);
+            if !status.success() {
+                failed.push(format!("{} exited with {status}", w.name));
+            }
+        }
+        self.zk.wait_for_quorum(Duration::from_secs(60));
+        let admin = self.admin.as_ref().unwrap();
+        let info = admin
+            .pool_info(&self.category)
+            .expect("read the final pool");
+        let killed: Vec<String> = self
+            .workers
+            .iter()
+            .filter(|w| matches!(w.state, WorkerState::Killed))
+            .map(|w| w.name.clone())
+            .collect();
+        let mut a = analyse(self.dir(), info.bounds, &info.free, &killed);
+        for f in failed {
+            a.problems.push(f);
+        }
+        // Cross-check with eventpublish's own checker on the same ledgers. It knows nothing of
+        // killed workers or unknown pushes, so only its duplicate findings count here.
+        let theirs = crate::ledger::check(self.dir(), info.bounds, &info.free)
+            .expect("eventpublish's ledger check");
+        if theirs.duplicates != 0 || theirs.used != a.used {
+            a.problems.push(format!(
+                "ledger::check disagrees: {} duplicates, {} used (ours: {} used)",
+                theirs.duplicates, theirs.used, a.used
+            ));
+        }
+        for p in theirs.problems {
+            if p.contains("twice") || p.contains("holds used IDs") || p.contains("unreadable") {
+                a.problems.push(format!("ledger::check: {p}"));
+            }
+        }
+        eprintln!(
+            "[{}] after {:.1?}; proxies: {}\n{}",
+            self.name,
+            self.started.elapsed(),
+            self.proxy_totals().describe(),
+            a.describe()
+        );
+        if !a.problems.is_empty() {
+            eprintln!("{}", self.worker_logs());
+        }
+        self.report(&a);
+        a
+    }
+
+    /// Appends a row to `$ZOOID_FAULT_REPORT` (a markdown table body) if set.
+    fn report(&self, a: &Analysis) {
+        let Some(path) = std::env::var_os("ZOOID_FAULT_REPORT") else {
+            return;
+        };
+        let row = format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} / {} / {} / {} ({} IDs) | {} | {} | {:.0} s |\n",
+            self.name,
+            self.proxy_totals().describe(),
+            a.operations(),
+            a.handed_out,
+            a.used,
+            a.duplicates(),
+            a.leaked,
+            a.held_by_killed + a.unexplained,
+            a.ambiguous_ops,
+            a.ambiguous_ok,
+            a.ambiguous_err,
+            a.ambiguous_unknown,
+            a.unknown_take_ids + a.unknown_push_ids,
+            a.session_renewals,
+            a.error_summary(),
+            self.started.elapsed().as_secs_f64(),
+        );
+        let mut file = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .expect("open $ZOOID_FAULT_REPORT");
+        file.write_all(row.as_bytes()).unwrap();
+    }
+
+    /// What every fault test asserts: no duplicates, exact conservation, and bounded leaks.
+    pub fn assert_guarantees(&self, a: &Analysis, expect: Expect) {
+        let batch = self.cfg.batch;
+        let ctx = || format!("[{}]\n{}", self.name, a.describe());
+        assert!(a.problems.is_empty(), "problems found\n{}", ctx());
+        assert_eq!(a.duplicates(), 0, "duplicates\n{}", ctx());
+        assert_eq!(a.conservation_sum(), a.category, "conservation\n{}", ctx());
+        assert_eq!(a.held_by_live, 0, "IDs held by live workers\n{}", ctx());
+        assert!(
+            a.used > 0 && a.handed_out > 0,
+            "no work was done\n{}",
+            ctx()
+        );
+        // Every outcome-unknown operation followed a lost reply (the checker verifies it per
+        // operation), and named at most one batch.
+        assert_eq!(a.unknown_ops(), a.ambiguous_unknown, "{}", ctx());
+        assert_eq!(
+            a.errors.get("outcome-unknown").copied().unwrap_or(0),
+            a.unknown_ops(),
+            "the ledgers' outcome-unknown reports and the operation logs disagree\n{}",
+            ctx()
+        );
+        assert!(
+            a.ambiguous_ops <= a.lost_replies(),
+            "the workers' logs show fewer lost replies than their operations counted\n{}",
+            ctx()
+        );
+        assert!(a.largest_unknown <= batch, "{}", ctx());
+        assert!(
+            a.leaked <= batch * a.unknown_ops(),
+            "leaked more than one batch per outcome-unknown operation\n{}",
+            ctx()
+        );
+        if !expect.unknown_allowed {
+            assert_eq!(
+                a.unknown_ops(),
+                0,
+                "the protocol should have told every outcome\n{}",
+                ctx()
+            );
+            assert_eq!(a.leaked, 0, "{}", ctx());
+        }
+        // A killed thread held at most one batch, or had at most one take in flight.
+        assert!(
+            a.held_by_killed + a.unexplained <= batch * self.killed_threads,
+            "more IDs lost with killed workers than one batch per killed thread ({} threads)\n{}",
+            self.killed_threads,
+            ctx()
+        );
+        for kind in a.errors.keys() {
+            assert!(
+                matches!(
+                    kind.as_str(),
+                    "connection-lost" | "timeout" | "contention" | "outcome-unknown"
+                ),
+                "unexpected error kind {kind}\n{}",
+                ctx()
+            );
+        }
+    }
+
+    /// A request matcher for the pool node's `setData` whose newest `#op` line is of `kind`
+    /// (`take` or `push`): the write of one take or one push.
+    pub fn pool_write(&self, kind: &'static str) -> RequestMatch {
+        let path = self.category.name().as_bytes().to_vec();
+        RequestMatch::Custom(crate::support::MatchFn::new(move |opcode, frame| {
+            opcode == crate::support::op::SET_DATA
+                && frame.windows(path.len()).any(|w| w == path)
+                && newest_op_kind(frame) == Some(kind.as_bytes())
+        }))
+    }
+
+    /// Every setData on the pool node.
+    pub fn any_pool_write(&self) -> RequestMatch {
+        RequestMatch::Op {
+            opcode: crate::support::op::SET_DATA,
+            path_contains: self.category.name().to_string(),
+        }
+    }
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        for w in &mut self.workers {
+            if matches!(w.state, WorkerState::Running | WorkerState::Paused) {
+                w.signal(libc::SIGCONT);
+                w.signal(libc::SIGKILL);
+                let _ = w.child.wait();
+                w.state = WorkerState::Killed;
+            }
+        }
+        let keep = std::env::var_os("ZOOID_FAULT_KEEP").is_some();
+        if std::thread::panicking() || keep {
+            eprintln!(
+                "[{}] ledgers and logs in {}{}",
+                self.name,
+                self.dir().display(),
+                if keep {
+                    ""
+                } else {
+                    " (deleted; set ZOOID_FAULT_KEEP=1 to keep them)"
+                }
+            );
+        }
+        if keep {
+            let _ = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap()).keep();
+        }
+        drop(self.admin.take());
+    }
+}
+
+/// The kind word of the last `#op` line in a setData frame.
+fn newest_op_kind(frame: &[u8]) -> Option<&[u8]> {
+    let marker = b"\n#op ";
+    let at = frame.windows(marker.len()).rposition(|w| w == marker)?;
+    let line = &frame[at + marker.len()..];
+    let end = line.iter().position(|&b| b == b'\n').unwrap_or(line.len());
+    let mut words = line[..end].split(|&b| b == b' ');
+    words.next()?; // version
+    words.next()
+}
+
+/// Waits until every thread of `pid` is stopped (`stopped`) or running.
+fn wait_threads(pid: u32, stopped: bool, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let all = match fs::read_dir(format!("/proc/{pid}/task")) {
+            Err(_) => return true,
+            Ok(tasks) => tasks.flatten().all(|task| {
+                let stat = fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+                let state = stat
+                    .rsplit_once(')')
+                    .and_then(|(_, rest)| rest.trim_start().chars().next());
+                match state {
+                    None | Some('Z') | Some('X') => true,
+                    Some('T') | Some('t') => stopped,
+                    Some(_) => !stopped,
+                }
+            }),
+        };
+        if all {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
