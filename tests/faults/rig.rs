@@ -199,6 +199,8 @@ pub struct Rig {
     started: Instant,
     /// Worker threads killed with their process.
     pub killed_threads: u64,
+    /// Faults injected other than through the proxies, for the report.
+    faults: Vec<String>,
 }
 
 impl Rig {
@@ -250,6 +252,7 @@ impl Rig {
             stop_file,
             started,
             killed_threads: 0,
+            faults: Vec::new(),
         };
         for _ in 0..cfg.processes {
             rig.spawn_worker();
@@ -348,7 +351,37 @@ impl Rig {
         let status = w.child.wait().expect("reap a killed worker");
         w.state = WorkerState::Killed;
         self.killed_threads += threads;
+        self.faults.push("client SIGKILL".into());
         status
+    }
+
+    /// Notes a fault injected by the test itself (e.g. "leader SIGKILL"), for the report.
+    pub fn record_fault(&mut self, what: &str) {
+        self.faults.push(what.to_string());
+    }
+
+    /// Every fault injected: the proxies' counters and the recorded ones, counted.
+    pub fn faults_injected(&self) -> String {
+        let mut counts: Vec<(String, usize)> = Vec::new();
+        for f in &self.faults {
+            match counts.iter_mut().find(|(k, _)| k == f) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((f.clone(), 1)),
+            }
+        }
+        let mut parts: Vec<String> = counts
+            .into_iter()
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect();
+        let proxies = self.proxy_totals().describe();
+        if proxies != "none" {
+            parts.insert(0, proxies);
+        }
+        if parts.is_empty() {
+            "none".into()
+        } else {
+            parts.join(", ")
+        }
     }
 
     /// SIGSTOP worker `i` and wait until all its threads are stopped.
@@ -356,6 +389,8 @@ impl Rig {
         let w = &mut self.workers[i];
         w.signal(libc::SIGSTOP);
         w.state = WorkerState::Paused;
+        self.faults.push("client SIGSTOP".into());
+        let w = &self.workers[i];
         assert!(
             wait_threads(w.pid, true, Duration::from_secs(10)),
             "worker {} did not stop",
@@ -588,10 +623,10 @@ impl Rig {
             }
         }
         eprintln!(
-            "[{}] after {:.1?}; proxies: {}\n{}",
+            "[{}] after {:.1?}; faults: {}\n{}",
             self.name,
             self.started.elapsed(),
-            self.proxy_totals().describe(),
+            self.faults_injected(),
             a.describe()
         );
         if !a.problems.is_empty() {
@@ -609,7 +644,7 @@ impl Rig {
         let row = format!(
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} / {} / {} / {} ({} IDs) | {} | {} | {:.0} s |\n",
             self.name,
-            self.proxy_totals().describe(),
+            self.faults_injected(),
             a.operations(),
             a.handed_out,
             a.used,
