@@ -76,19 +76,19 @@ fn reply_lost_after(kind: &'static str, name: &str) {
     rig.assert_guarantees(&a, DECIDABLE);
 }
 
-/// 1. The server applied a take, its reply never came: the take returns its own IDs.
+/// Fault 1: The server applied a take, its reply never came: the take returns its own IDs.
 #[test]
 fn f1a_reply_lost_after_take_applied() {
     reply_lost_after("take", "1a reply lost after a take applied");
 }
 
-/// 1. The server applied a push, its reply never came: the push is not applied twice.
+/// Fault 1: The server applied a push, its reply never came: the push is not applied twice.
 #[test]
 fn f1b_reply_lost_after_push_applied() {
     reply_lost_after("push", "1b reply lost after a push applied");
 }
 
-/// 2. The connection is reset while a write is in flight: before it reached the server, after
+/// Fault 2: The connection is reset while a write is in flight: before it reached the server, after
 /// half of its frame did (torn), and after all of it did (the reply is lost).
 #[test]
 fn f2_connection_reset_mid_request() {
@@ -142,7 +142,7 @@ fn blackhole_all(rig: &Rig, hold: Duration, rounds: u64) {
     }
 }
 
-/// 3. A blackhole longer than the client's connection timeout (it drops the connection) but
+/// Fault 3: A blackhole longer than the client's connection timeout (it drops the connection) but
 /// shorter than the session timeout: the session survives, in-flight writes are resolved.
 #[test]
 fn f3a_blackhole_shorter_than_session_timeout() {
@@ -169,8 +169,8 @@ fn f3a_blackhole_shorter_than_session_timeout() {
     rig.assert_guarantees(&a, DECIDABLE);
 }
 
-/// 3. A blackhole of 2.5 session timeouts: every session expires, the workers open new ones and
-/// resolve the writes they had in flight.
+/// Fault 3: A blackhole of 2.5 session timeouts: every session expires, the workers open new ones
+/// and resolve the writes they had in flight.
 #[test]
 fn f3b_blackhole_longer_than_session_timeout() {
     let _serial = serial();
@@ -198,7 +198,7 @@ fn f3b_blackhole_longer_than_session_timeout() {
     rig.assert_guarantees(&a, AMBIGUOUS);
 }
 
-/// 4. Client processes SIGKILLed at random moments (until at least one died inside an
+/// Fault 4: Client processes SIGKILLed at random moments (until at least one died inside an
 /// operation) and replaced: nothing is duplicated; each killed thread loses at most its batch.
 #[test]
 fn f4a_client_killed_mid_operation() {
@@ -247,8 +247,8 @@ fn inside_operation(dir: &std::path::Path, name: &str) -> u64 {
     n
 }
 
-/// 4. A client process SIGSTOPped for twice its session timeout: its session expires while the
-/// others carry on; on SIGCONT it opens a new session and goes on without duplicates.
+/// Fault 4: A client process SIGSTOPped for twice its session timeout: its session expires while
+/// the others carry on; on SIGCONT it opens a new session and goes on without duplicates.
 #[test]
 fn f4b_client_paused_past_session_timeout() {
     let _serial = serial();
@@ -282,7 +282,7 @@ fn f4b_client_paused_past_session_timeout() {
     rig.assert_guarantees(&a, AMBIGUOUS);
 }
 
-/// 5. The leader is SIGKILLed under load; a new one is elected; the old one comes back.
+/// Fault 5: The leader is SIGKILLed under load; a new one is elected; the old one comes back.
 #[test]
 fn f5a_leader_killed() {
     let _serial = serial();
@@ -306,7 +306,7 @@ fn f5a_leader_killed() {
     rig.assert_guarantees(&a, AMBIGUOUS);
 }
 
-/// 5. A follower that serves clients is SIGKILLed: the quorum remains, its clients move on.
+/// Fault 5: A follower that serves clients is SIGKILLed: the quorum remains, its clients move on.
 #[test]
 fn f5b_follower_killed() {
     let _serial = serial();
@@ -335,8 +335,8 @@ fn f5b_follower_killed() {
     rig.assert_guarantees(&a, AMBIGUOUS);
 }
 
-/// 5. The leader is SIGSTOPped past the followers' sync limit: they elect a new leader; the old
-/// one, resumed, finds itself deposed and rejoins.
+/// Fault 5: The leader is SIGSTOPped past the followers' sync limit: they elect a new leader; the
+/// old one, resumed, finds itself deposed and rejoins.
 #[test]
 fn f5c_leader_paused() {
     let _serial = serial();
@@ -368,8 +368,8 @@ fn f5c_leader_paused() {
     rig.assert_guarantees(&a, AMBIGUOUS);
 }
 
-/// 6. Two of three servers down: operations fail with a clear error within their deadline, and
-/// the workload carries on once the quorum is back.
+/// Fault 6: Two of three servers down: operations fail with a clear error within their deadline,
+/// and the workload carries on once the quorum is back.
 #[test]
 fn f6_quorum_lost() {
     let _serial = serial();
@@ -439,7 +439,7 @@ fn f6_quorum_lost() {
     }
 }
 
-/// 7. Every server SIGKILLed at once, then restarted from its data.
+/// Fault 7: Every server SIGKILLed at once, then restarted from its data.
 #[test]
 fn f7_all_servers_killed_and_restarted() {
     let _serial = serial();

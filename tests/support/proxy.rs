@@ -121,9 +121,12 @@ pub enum RequestMatch {
     Custom(MatchFn),
 }
 
-/// A request predicate for [`RequestMatch::Custom`]: `(opcode, frame) -> matches`.
+/// `(opcode, frame) -> matches`.
+pub type MatchPredicate = dyn Fn(i32, &[u8]) -> bool + Send + Sync;
+
+/// A request predicate for [`RequestMatch::Custom`].
 #[derive(Clone)]
-pub struct MatchFn(pub Arc<dyn Fn(i32, &[u8]) -> bool + Send + Sync>);
+pub struct MatchFn(pub Arc<MatchPredicate>);
 
 impl MatchFn {
     pub fn new(f: impl Fn(i32, &[u8]) -> bool + Send + Sync + 'static) -> Self {
