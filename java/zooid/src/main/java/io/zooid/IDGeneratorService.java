@@ -97,12 +97,10 @@ public final class IDGeneratorService implements AutoCloseable {
             throw new IllegalArgumentException(
                     "category bounds " + firstID + ".." + lastID + ": need 1 <= first <= last");
         }
-        Lock held = enter();
-        try {
-            ZooidNative.createCategory(handle, category.getName(), firstID, lastID);
-        } finally {
-            held.unlock();
-        }
+        withHandle(h -> {
+            ZooidNative.createCategory(h, category.getName(), firstID, lastID);
+            return null;
+        });
     }
 
     /**
@@ -124,12 +122,7 @@ public final class IDGeneratorService implements AutoCloseable {
         if (numIDs < 1) {
             throw new IllegalArgumentException("take of " + numIDs + " IDs: ask for at least 1");
         }
-        Lock held = enter();
-        try {
-            return new IDSet(category, ZooidNative.takeIds(handle, category.getName(), numIDs));
-        } finally {
-            held.unlock();
-        }
+        return withHandle(h -> new IDSet(category, ZooidNative.takeIds(h, category.getName(), numIDs)));
     }
 
     /**
@@ -146,22 +139,20 @@ public final class IDGeneratorService implements AutoCloseable {
      */
     public void pushIDs(IDSet ids) throws IDGeneratorException {
         Objects.requireNonNull(ids, "ids");
-        Lock held = enter();
-        try {
+        withHandle(h -> {
             long[] ranges = ids.remainingRanges();
             if (ranges.length == 0) {
-                return;
+                return null;
             }
             try {
-                ZooidNative.pushIds(handle, ids.getCategory().getName(), ranges);
+                ZooidNative.pushIds(h, ids.getCategory().getName(), ranges);
             } catch (OutcomeUnknownException e) {
                 ids.clear();
                 throw e;
             }
             ids.clear();
-        } finally {
-            held.unlock();
-        }
+            return null;
+        });
     }
 
     /**
@@ -172,12 +163,7 @@ public final class IDGeneratorService implements AutoCloseable {
      */
     public PoolInfo getPoolInfo(IDCategory category) throws IDGeneratorException {
         Objects.requireNonNull(category, "category");
-        Lock held = enter();
-        try {
-            return new PoolInfo(category, ZooidNative.poolInfo(handle, category.getName()));
-        } finally {
-            held.unlock();
-        }
+        return withHandle(h -> new PoolInfo(category, ZooidNative.poolInfo(h, category.getName())));
     }
 
     /** Whether {@link #close()} was called. */
@@ -214,14 +200,25 @@ public final class IDGeneratorService implements AutoCloseable {
         return "IDGeneratorService[" + connect + (closed.get() ? ", closed]" : "]");
     }
 
-    /** Holds the read lock for a call on the handle; throws if the service is closed. */
-    private Lock enter() {
+    /** A call on the native handle. */
+    private interface HandleCall<T> {
+        T call(long handle) throws IDGeneratorException;
+    }
+
+    /**
+     * Makes {@code call} on the handle while holding the read lock, so that {@link #close()} cannot
+     * free the handle meanwhile; throws {@link IllegalStateException} if the service is closed.
+     */
+    private <T> T withHandle(HandleCall<T> call) throws IDGeneratorException {
         Lock shared = lock.readLock();
         shared.lock();
-        if (closed.get()) {
+        try {
+            if (closed.get()) {
+                throw new IllegalStateException("IDGeneratorService is closed");
+            }
+            return call.call(handle);
+        } finally {
             shared.unlock();
-            throw new IllegalStateException("IDGeneratorService is closed");
         }
-        return shared;
     }
 }

@@ -7,9 +7,8 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Runs {@link JniWorkload} in a JVM started with {@code -Xcheck:jni}, which checks every JNI call
@@ -17,17 +16,8 @@ import org.junit.jupiter.api.Test;
  * and prints a warning, or aborts, on misuse. The run must be clean.
  */
 class CheckJniTest {
-    private static TestZooKeeper zk;
-
-    @BeforeAll
-    static void startZooKeeper() throws Exception {
-        zk = TestZooKeeper.start();
-    }
-
-    @AfterAll
-    static void stopZooKeeper() throws Exception {
-        zk.close();
-    }
+    @RegisterExtension
+    static final SharedZooKeeper zk = new SharedZooKeeper();
 
     @Test
     void workloadUnderXcheckJniIsClean() throws Exception {

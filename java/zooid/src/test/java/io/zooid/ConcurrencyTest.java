@@ -15,23 +15,13 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** Many task threads sharing one service (and several services), as map tasks do. */
 class ConcurrencyTest {
-    private static TestZooKeeper zk;
-
-    @BeforeAll
-    static void startZooKeeper() throws Exception {
-        zk = TestZooKeeper.start();
-    }
-
-    @AfterAll
-    static void stopZooKeeper() throws Exception {
-        zk.close();
-    }
+    @RegisterExtension
+    static final SharedZooKeeper zk = new SharedZooKeeper();
 
     /**
      * Threads take batches, use a random part of each, and push back the rest, like the seed's

@@ -10,32 +10,33 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.zookeeper.ZooKeeper;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** Every exception a caller can act on, each provoked for real against ZooKeeper. */
 class ExceptionPathsTest {
     private static final AtomicInteger NEXT = new AtomicInteger();
-    private static TestZooKeeper zk;
 
-    @BeforeAll
-    static void startZooKeeper() throws Exception {
-        zk = TestZooKeeper.start();
-    }
+    @RegisterExtension
+    static final SharedZooKeeper zk = new SharedZooKeeper();
 
-    @AfterAll
-    static void stopZooKeeper() throws Exception {
-        zk.close();
-    }
+    /** A category no other test uses: JUnit makes a new instance of this class for each test. */
+    private final IDCategory cat = new IDCategory("/zooid-java-test/errors/c" + NEXT.incrementAndGet());
 
-    private static IDCategory fresh() {
-        return new IDCategory("/zooid-java-test/errors/c" + NEXT.incrementAndGet());
+    /** A service on the shared server, with {@link #cat} created as {@code 1..lastID}. */
+    private IDGeneratorService openWithCategory(long lastID) throws IDGeneratorException {
+        IDGeneratorService service = IDGeneratorService.open(zk.connectString());
+        try {
+            service.createCategory(cat, 1, lastID);
+        } catch (IDGeneratorException | RuntimeException e) {
+            service.close();
+            throw e;
+        }
+        return service;
     }
 
     @Test
     void missingCategoryIsNotFound() throws Exception {
-        IDCategory cat = fresh();
         try (IDGeneratorService service = IDGeneratorService.open(zk.connectString())) {
             CategoryNotFoundException e = assertThrows(CategoryNotFoundException.class, () -> service.takeIDs(cat, 1));
             assertEquals(ErrorCode.NOT_FOUND, e.getCode());
@@ -46,9 +47,7 @@ class ExceptionPathsTest {
 
     @Test
     void creatingTwiceIsCategoryExistsAndNeverResets() throws Exception {
-        IDCategory cat = fresh();
-        try (IDGeneratorService service = IDGeneratorService.open(zk.connectString())) {
-            service.createCategory(cat, 1, 100);
+        try (IDGeneratorService service = openWithCategory(100)) {
             service.takeIDs(cat, 40);
             CategoryExistsException e = assertThrows(CategoryExistsException.class, () -> service.createCategory(cat, 1, 100));
             assertEquals(ErrorCode.CATEGORY_EXISTS, e.getCode());
@@ -58,9 +57,7 @@ class ExceptionPathsTest {
 
     @Test
     void emptyCategoryIsExhausted() throws Exception {
-        IDCategory cat = fresh();
-        try (IDGeneratorService service = IDGeneratorService.open(zk.connectString())) {
-            service.createCategory(cat, 1, 10);
+        try (IDGeneratorService service = openWithCategory(10)) {
             assertEquals(10, service.takeIDs(cat, 10).countIDs());
             IDsExhaustedException e = assertThrows(IDsExhaustedException.class, () -> service.takeIDs(cat, 10));
             assertEquals(ErrorCode.EXHAUSTED, e.getCode());
@@ -70,9 +67,7 @@ class ExceptionPathsTest {
 
     @Test
     void pushOutsideTheBoundsIsRejectedAndTheSetKeepsItsIds() throws Exception {
-        IDCategory cat = fresh();
-        try (IDGeneratorService service = IDGeneratorService.open(zk.connectString())) {
-            service.createCategory(cat, 1, 100);
+        try (IDGeneratorService service = openWithCategory(100)) {
             IDSet foreign = new IDSet(cat, new long[] {500, 600});
             IDsOutOfBoundsException e = assertThrows(IDsOutOfBoundsException.class, () -> service.pushIDs(foreign));
             assertEquals("500:600", e.getRange().toString());
@@ -84,9 +79,7 @@ class ExceptionPathsTest {
 
     @Test
     void doublePushIsAlreadyFree() throws Exception {
-        IDCategory cat = fresh();
-        try (IDGeneratorService service = IDGeneratorService.open(zk.connectString())) {
-            service.createCategory(cat, 1, 100);
+        try (IDGeneratorService service = openWithCategory(100)) {
             IDSet ids = service.takeIDs(cat, 10);
             IDSet copy = new IDSet(cat, ids.remainingRanges());
             service.pushIDs(ids);
@@ -99,11 +92,9 @@ class ExceptionPathsTest {
 
     @Test
     void garbageInThePoolNodeIsCorruptPoolAndIsLeftUntouched() throws Exception {
-        IDCategory cat = fresh();
         byte[] garbage = "this is not a pool\n12:oops\n".getBytes(StandardCharsets.UTF_8);
-        try (IDGeneratorService service = IDGeneratorService.open(zk.connectString());
+        try (IDGeneratorService service = openWithCategory(100);
                 ZooKeeper client = zk.client()) {
-            service.createCategory(cat, 1, 100);
             client.setData(cat.getName(), garbage, -1);
             CorruptPoolException e = assertThrows(CorruptPoolException.class, () -> service.takeIDs(cat, 5));
             assertEquals(ErrorCode.CORRUPT_POOL, e.getCode());
@@ -115,9 +106,7 @@ class ExceptionPathsTest {
 
     @Test
     void pushThatWouldOutgrowTheSizeLimitIsPoolFull() throws Exception {
-        IDCategory cat = fresh();
-        try (IDGeneratorService service = IDGeneratorService.open(zk.connectString())) {
-            service.createCategory(cat, 1, 1000);
+        try (IDGeneratorService service = openWithCategory(1000)) {
             IDSet ids = service.takeIDs(cat, 10);
             long size = service.getPoolInfo(cat).getSizeBytes();
             try (IDGeneratorService capped = IDGeneratorService.open(
@@ -133,7 +122,6 @@ class ExceptionPathsTest {
 
     @Test
     void versionConflictsPastTheRetryBudgetAreContention() throws Exception {
-        IDCategory cat = fresh();
         IDGeneratorOptions oneAttempt = new IDGeneratorOptions().maxAttempts(1);
         try (IDGeneratorService a = IDGeneratorService.open(zk.connectString(), oneAttempt);
                 IDGeneratorService b = IDGeneratorService.open(zk.connectString())) {
@@ -148,7 +136,6 @@ class ExceptionPathsTest {
 
     @Test
     void budgetSpentBeforeAnyWriteIsTimeout() throws Exception {
-        IDCategory cat = fresh();
         IDGeneratorOptions oneAttempt = new IDGeneratorOptions().maxAttempts(1);
         try (IDGeneratorService a = IDGeneratorService.open(zk.connectString(), oneAttempt);
                 IDGeneratorService b = IDGeneratorService.open(zk.connectString())) {
@@ -165,7 +152,6 @@ class ExceptionPathsTest {
 
     @Test
     void unreachableZooKeeperIsConnectionLost() throws Exception {
-        IDCategory cat = fresh();
         IDGeneratorOptions quick = new IDGeneratorOptions()
                 .sessionTimeout(Duration.ofSeconds(2))
                 .operationTimeout(Duration.ofSeconds(2));
@@ -185,7 +171,6 @@ class ExceptionPathsTest {
 
     @Test
     void lostRepliesAreOutcomeUnknownNamingTheIdsConcerned() throws Exception {
-        IDCategory cat = fresh();
         IDGeneratorOptions quick = new IDGeneratorOptions()
                 .sessionTimeout(Duration.ofSeconds(2))
                 .operationTimeout(Duration.ofSeconds(3));
@@ -222,7 +207,6 @@ class ExceptionPathsTest {
 
     @Test
     void refusedByAclIsAStoreError() throws Exception {
-        IDCategory cat = fresh();
         try (IDGeneratorService alice = IDGeneratorService.open(
                         zk.connectString(), new IDGeneratorOptions().digestAuth("alice", "secret"));
                 IDGeneratorService anonymous = IDGeneratorService.open(zk.connectString());
@@ -245,9 +229,7 @@ class ExceptionPathsTest {
             assertEquals(ErrorCode.PANIC, e.getCode());
             assertTrue(e.getMessage().contains("deliberate panic"), e.getMessage());
         }
-        IDCategory cat = fresh();
-        try (IDGeneratorService service = IDGeneratorService.open(zk.connectString())) {
-            service.createCategory(cat, 1, 10);
+        try (IDGeneratorService service = openWithCategory(10)) {
             assertEquals(1, service.takeIDs(cat, 1).takeID());
         }
     }

@@ -6,23 +6,13 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** The worked example of the design document, against a real ZooKeeper server. */
 class SeedExampleTest {
-    private static TestZooKeeper zk;
-
-    @BeforeAll
-    static void startZooKeeper() throws Exception {
-        zk = TestZooKeeper.start();
-    }
-
-    @AfterAll
-    static void stopZooKeeper() throws Exception {
-        zk.close();
-    }
+    @RegisterExtension
+    static final SharedZooKeeper zk = new SharedZooKeeper();
 
     @Test
     void threeTasksRecycleTheirLeftoversAndTheNextTakeFillsTheHolesFirst() throws Exception {

@@ -9,25 +9,16 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /** Opening, the basic operations, the embedded stores, misuse and close semantics. */
 class ServiceTest {
     private static final AtomicInteger NEXT = new AtomicInteger();
-    private static TestZooKeeper zk;
 
-    @BeforeAll
-    static void startZooKeeper() throws Exception {
-        zk = TestZooKeeper.start();
-    }
-
-    @AfterAll
-    static void stopZooKeeper() throws Exception {
-        zk.close();
-    }
+    @RegisterExtension
+    static final SharedZooKeeper zk = new SharedZooKeeper();
 
     static IDCategory freshCategory() {
         return new IDCategory("/zooid-java-test/service/c" + NEXT.incrementAndGet());
