@@ -74,6 +74,38 @@ enum Resolution {
     Unknown(String),
 }
 
+/// A write whose reply was lost, as its author knows it.
+struct LostWrite<'a> {
+    token: OpToken,
+    /// The version the write expected.
+    expected: i32,
+    bytes: &'a [u8],
+    kind: OpKind,
+    /// The IDs the write took or pushed.
+    moved: &'a [IdRange],
+}
+
+impl LostWrite<'_> {
+    /// Whether the write applied, judged from a later free list (whose version is past
+    /// `expected`, so the write can no longer apply), when the operation log no longer says.
+    ///
+    /// IDs a client holds are never free. A take that applied handed its IDs to no one but its
+    /// author, who never used them: none of them can be free later. A push that did not apply
+    /// left its IDs with its author: none of them can be free either. So one free ID among
+    /// `moved` tells: the take did not apply, the push did. With none free, it cannot be told.
+    fn told_by_free_list(&self, pool: &Pool) -> Option<bool> {
+        let any_free = self
+            .moved
+            .iter()
+            .any(|r| pool.free().first_overlap(r).is_some());
+        match (self.kind, any_free) {
+            (OpKind::Take, true) => Some(false),
+            (OpKind::Push, true) => Some(true),
+            _ => None,
+        }
+    }
+}
+
 /// Why the last attempt of an operation did not succeed.
 enum LastFailure {
     None,
@@ -396,7 +428,14 @@ impl<S: Store> IdGeneratorService<S> {
                 Err(StoreError::Unknown(why)) => {
                     tracing::warn!(category = path, %why, op = kind.as_str(), "reply lost; resolving the outcome");
                     let expected = current.version;
-                    match self.resolve(path, token, expected, &bytes, next).await? {
+                    let write = LostWrite {
+                        token,
+                        expected,
+                        bytes: &bytes,
+                        kind,
+                        moved: &moved,
+                    };
+                    match self.resolve(path, write, next).await? {
                         Resolution::Applied(state) => {
                             *cached = Some(state);
                             return Ok(moved);
@@ -426,14 +465,13 @@ impl<S: Store> IdGeneratorService<S> {
     /// version has moved past `expected`, version `expected + 1` tells whose write won. While it
     /// has not moved, the identical write is sent again: both copies expect `expected`, so at most
     /// one of them can ever apply.
-    async fn resolve(
-        &self,
-        path: &str,
-        token: OpToken,
-        expected: i32,
-        bytes: &[u8],
-        next: Pool,
-    ) -> Result<Resolution> {
+    async fn resolve(&self, path: &str, write: LostWrite<'_>, next: Pool) -> Result<Resolution> {
+        let LostWrite {
+            token,
+            expected,
+            bytes,
+            ..
+        } = write;
         let mut budget = Budget::start(self.options.retry);
         loop {
             if budget.expired() {
@@ -493,11 +531,15 @@ impl<S: Store> IdGeneratorService<S> {
             return Ok(match state.pool.op_at(expected + 1) {
                 Some(op) if op.token == token => Resolution::Applied(state),
                 Some(_) => Resolution::NotApplied(state),
-                None => Resolution::Unknown(format!(
-                    "version {} is no longer in the node's operation log (now at {})",
-                    expected + 1,
-                    node.version
-                )),
+                None => match write.told_by_free_list(&state.pool) {
+                    Some(true) => Resolution::Applied(state),
+                    Some(false) => Resolution::NotApplied(state),
+                    None => Resolution::Unknown(format!(
+                        "version {} is no longer in the node's operation log (now at {})",
+                        expected + 1,
+                        node.version
+                    )),
+                },
             });
         }
     }

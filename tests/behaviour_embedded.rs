@@ -49,4 +49,5 @@ cases!(
     unresolvable_outcomes_leak_never_duplicate,
     version_wrap_is_refused,
     contention_is_bounded,
+    free_list_resolves_past_the_log,
 );

@@ -436,15 +436,47 @@ pub async fn unresolvable_outcomes_leak_never_duplicate(ctx: &Ctx) {
     let next = svc.take_ids(&cat, 5).await.unwrap();
     assert_eq!(next.ranges(), vec![r(104, 108)]);
 
-    let mut back = IdSet::new(cat.clone(), vec![r(50, 60)]);
+    // The others' takes consume every pushed ID, so the free list cannot tell either.
+    let mut back = IdSet::new(cat.clone(), vec![r(50, 51)]);
     svc.store().arm(Fault::LoseReplyThenOthersWrite(3));
     match svc.push_ids(&mut back).await {
         Err(ZooidError::OutcomeUnknown {
             ids, op: "push", ..
-        }) => assert_eq!(ids, vec![r(50, 60)]),
+        }) => assert_eq!(ids, vec![r(50, 51)]),
         other => panic!("expected OutcomeUnknown, got {other:?}"),
     }
     assert!(!back.has_more_ids(), "an unresolved push is never repeated");
+}
+
+/// Past the operation log, the free list still tells a lost write's outcome whenever one of
+/// its IDs is free: a take that applied would have removed them all, a push that did not apply
+/// would have left them all with its author.
+pub async fn free_list_resolves_past_the_log(ctx: &Ctx) {
+    let options = ServiceOptions {
+        op_log_len: 2,
+        ..ServiceOptions::default()
+    };
+    let svc = ctx.faulty(options).await;
+    svc.store().foreign_log_len.store(2, Ordering::SeqCst);
+    let cat = ctx.category("past-log");
+    svc.create_category(&cat, 1, 1000).await.unwrap();
+    // The take never arrived; three others took 1, 2, 3; 4-100 are still free: not applied.
+    svc.store().arm(Fault::OthersWriteThenLoseRequest(3));
+    assert_eq!(
+        svc.take_ids(&cat, 100).await.unwrap().ranges(),
+        vec![r(4, 103)]
+    );
+    // The push applied; the others took 4, 5, 6 of it; 7-20 are free: applied, not repeated.
+    let mut back = IdSet::new(cat.clone(), vec![r(4, 20)]);
+    svc.store().arm(Fault::LoseReplyThenOthersWrite(3));
+    svc.push_ids(&mut back).await.unwrap();
+    assert!(!back.has_more_ids());
+    assert_eq!(
+        free_of(&svc, &cat).await,
+        vec![r(7, 20), r(104, 1000)],
+        "pushed once"
+    );
+    assert_eq!(svc.store().injected.load(Ordering::SeqCst), 2);
 }
 
 /// The data version is never allowed to wrap (servers before 3.9.1 would read -1 as "any").
@@ -524,6 +556,7 @@ pub const CASES: &[&str] = &[
     "unresolvable_outcomes_leak_never_duplicate",
     "version_wrap_is_refused",
     "contention_is_bounded",
+    "free_list_resolves_past_the_log",
 ];
 
 /// Runs the case called `name`.
@@ -543,6 +576,7 @@ pub async fn run(name: &str, ctx: &Ctx) {
         }
         "version_wrap_is_refused" => version_wrap_is_refused(ctx).await,
         "contention_is_bounded" => contention_is_bounded(ctx).await,
+        "free_list_resolves_past_the_log" => free_list_resolves_past_the_log(ctx).await,
         other => panic!("no case {other}"),
     }
 }
