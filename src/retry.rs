@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 pub struct RetryPolicy {
     /// Most write attempts one operation makes.
     pub max_attempts: u32,
-    /// Longest time one operation may take, retries included.
+    /// Time after which an operation starts no new attempt. A request already in flight may
+    /// add up to a session timeout, and a write whose reply was lost gets up to one more
+    /// deadline to find out whether it applied (rather than leak its IDs sooner).
     pub deadline: Duration,
     /// First backoff ceiling; doubles per retry.
     pub base_delay: Duration,
