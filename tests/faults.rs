@@ -184,11 +184,7 @@ fn f3b_blackhole_longer_than_session_timeout() {
     rig.warm_up();
     let rounds = scaled_count(1);
     blackhole_all(&rig, hold, rounds);
-    let since = unix_ms();
-    assert!(
-        rig.wait_ops("", since, 20, Duration::from_secs(60)),
-        "the workload did not carry on after the blackhole"
-    );
+    rig.assert_progress(20, "the blackhole");
     let a = rig.finish();
     assert!(rig.proxy_totals().blackholes >= 3 * rounds);
     assert!(
@@ -292,15 +288,9 @@ fn f5a_leader_killed() {
     rig.ensure_clients_on(leader);
     rig.zk.kill(leader);
     rig.record_fault("leader SIGKILL");
-    let new_leader = rig.zk.wait_for_new_leader(leader, Duration::from_secs(60));
-    assert_ne!(new_leader, leader);
-    let since = unix_ms();
-    assert!(
-        rig.wait_ops("", since, 20, Duration::from_secs(60)),
-        "no progress under the new leader"
-    );
-    rig.zk.restart(leader);
-    rig.zk.wait_for_quorum(Duration::from_secs(60));
+    rig.new_leader_after(leader);
+    rig.assert_progress(20, "the leader was killed");
+    rig.restart_server(leader);
     rig.run_for(secs(1.5));
     let a = rig.finish();
     rig.assert_guarantees(&a, AMBIGUOUS);
@@ -318,14 +308,9 @@ fn f5b_follower_killed() {
     rig.ensure_clients_on(follower);
     rig.zk.kill(follower);
     rig.record_fault("follower SIGKILL");
-    let since = unix_ms();
-    assert!(
-        rig.wait_ops("", since, 20, Duration::from_secs(60)),
-        "no progress with a follower down"
-    );
+    rig.assert_progress(20, "a follower was killed");
     rig.run_for(secs(1.0));
-    rig.zk.restart(follower);
-    rig.zk.wait_for_quorum(Duration::from_secs(60));
+    rig.restart_server(follower);
     rig.run_for(secs(1.0));
     let a = rig.finish();
     assert!(
@@ -346,13 +331,8 @@ fn f5c_leader_paused() {
     rig.ensure_clients_on(leader);
     rig.zk.pause(leader);
     rig.record_fault("leader SIGSTOP");
-    let new_leader = rig.zk.wait_for_new_leader(leader, Duration::from_secs(60));
-    assert_ne!(new_leader, leader);
-    let since = unix_ms();
-    assert!(
-        rig.wait_ops("", since, 20, Duration::from_secs(60)),
-        "no progress under the new leader"
-    );
+    rig.new_leader_after(leader);
+    rig.assert_progress(20, "the leader was paused");
     rig.zk.resume(leader);
     let deadline = Instant::now() + Duration::from_secs(60);
     while rig.zk.mode(leader).as_deref() != Some("follower") {
@@ -460,12 +440,7 @@ fn f7_all_servers_killed_and_restarted() {
         (0..3).all(|i| rig.zk.pid(i) != pids[i]),
         "servers not restarted"
     );
-    let since = unix_ms();
-    assert!(
-        rig.wait_ops("", since, 30, Duration::from_secs(60)),
-        "the workload did not carry on after the restart:\n{}",
-        rig.worker_logs()
-    );
+    rig.assert_progress(30, "all servers were restarted");
     rig.run_for(secs(1.0));
     let a = rig.finish();
     rig.assert_guarantees(&a, AMBIGUOUS);

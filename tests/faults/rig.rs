@@ -456,6 +456,31 @@ impl Rig {
         }
     }
 
+    /// Asserts that `n` more operations succeed from now on, within a minute: the workload
+    /// carries on `after` the fault.
+    pub fn assert_progress(&self, n: u64, after: &str) {
+        let since = unix_ms();
+        assert!(
+            self.wait_ops("", since, n, Duration::from_secs(60)),
+            "[{}] no progress after {after}:\n{}",
+            self.name,
+            self.worker_logs()
+        );
+    }
+
+    /// Waits for a leader other than `old` and returns it.
+    pub fn new_leader_after(&self, old: usize) -> usize {
+        let leader = self.zk.wait_for_new_leader(old, Duration::from_secs(60));
+        assert_ne!(leader, old, "[{}] the leader did not change", self.name);
+        leader
+    }
+
+    /// Restarts server `i` and waits until the ensemble has a quorum again.
+    pub fn restart_server(&self, i: usize) {
+        self.zk.restart(i);
+        self.zk.wait_for_quorum(Duration::from_secs(60));
+    }
+
     /// Lets the workload get going (at least 30 successful operations) and run for a second.
     pub fn warm_up(&self) {
         assert!(
