@@ -20,6 +20,7 @@ use zooid::blocking::IdGeneratorService;
 use zooid::{ConnectOptions, IdCategory, IdRange, RetryPolicy, ServiceOptions};
 
 use crate::check::{analyse, Analysis};
+use crate::support::zookeeper::wait_threads;
 use crate::support::{FaultProxy, RequestMatch, ZkEnsemble};
 
 /// Runs the tests of this file one at a time, whatever `--test-threads` says: each starts
@@ -392,7 +393,7 @@ impl Rig {
         self.faults.push("client SIGSTOP".into());
         let w = &self.workers[i];
         assert!(
-            wait_threads(w.pid, true, Duration::from_secs(10)),
+            wait_threads(w.pid, Duration::from_secs(10), true),
             "worker {} did not stop",
             w.name
         );
@@ -404,7 +405,7 @@ impl Rig {
         w.signal(libc::SIGCONT);
         w.state = WorkerState::Running;
         assert!(
-            wait_threads(w.pid, false, Duration::from_secs(10)),
+            wait_threads(w.pid, Duration::from_secs(10), false),
             "worker {} did not continue",
             w.name
         );
@@ -813,32 +814,4 @@ fn newest_op_kind(frame: &[u8]) -> Option<&[u8]> {
     let mut words = line[..end].split(|&b| b == b' ');
     words.next()?; // version
     words.next()
-}
-
-/// Waits until every thread of `pid` is stopped (`stopped`) or running.
-fn wait_threads(pid: u32, stopped: bool, timeout: Duration) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        let all = match fs::read_dir(format!("/proc/{pid}/task")) {
-            Err(_) => return true,
-            Ok(tasks) => tasks.flatten().all(|task| {
-                let stat = fs::read_to_string(task.path().join("stat")).unwrap_or_default();
-                let state = stat
-                    .rsplit_once(')')
-                    .and_then(|(_, rest)| rest.trim_start().chars().next());
-                match state {
-                    None | Some('Z') | Some('X') => true,
-                    Some('T') | Some('t') => stopped,
-                    Some(_) => !stopped,
-                }
-            }),
-        };
-        if all {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }

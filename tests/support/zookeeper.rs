@@ -225,7 +225,7 @@ fn spawn_with_parent_death_signal(mut cmd: Command) -> io::Result<Child> {
 
 /// Waits until every thread of `pid` is stopped (`stopped`) or none is, reading
 /// `/proc/<pid>/task/*/stat`. Dead or vanished threads count as either.
-fn wait_threads(pid: u32, timeout: Duration, stopped: bool) -> bool {
+pub fn wait_threads(pid: u32, timeout: Duration, stopped: bool) -> bool {
     let deadline = Instant::now() + timeout;
     loop {
         let all = match fs::read_dir(format!("/proc/{pid}/task")) {
