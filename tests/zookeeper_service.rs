@@ -29,6 +29,21 @@ fn options(session_ms: u64) -> ConnectOptions {
     }
 }
 
+/// The ZooKeeper session a service is using.
+async fn session_of(svc: &IdGeneratorService) -> i64 {
+    match svc.store() {
+        zooid::AnyStore::ZooKeeper(zk) => zk.session_id().await,
+        _ => panic!("not a ZooKeeper store"),
+    }
+}
+
+/// Opens a service on `connect` with the given session timeout.
+async fn open(connect: &str, session_ms: u64, options: ServiceOptions) -> IdGeneratorService {
+    IdGeneratorService::connect(connect, &self::options(session_ms), options)
+        .await
+        .unwrap()
+}
+
 /// Every case of the behaviour suite, on one server (each case in its own subtree).
 #[test]
 fn behaviour_suite_on_zookeeper() {
@@ -54,13 +69,7 @@ fn real_lost_replies_are_resolved() {
     let proxy = FaultProxy::start(zk.addr());
     let rt = runtime();
     rt.block_on(async {
-        let svc = IdGeneratorService::connect(
-            &proxy.connect_string(),
-            &options(4000),
-            ServiceOptions::default(),
-        )
-        .await
-        .unwrap();
+        let svc = open(&proxy.connect_string(), 4000, ServiceOptions::default()).await;
         let cat = IdCategory::new("/lossy/did").unwrap();
         svc.create_category(&cat, 1, 123456789).await.unwrap();
         let mut warm = svc.take_ids(&cat, 10).await.unwrap();
@@ -109,26 +118,14 @@ fn service_survives_session_expiry() {
     let proxy = FaultProxy::start(zk.addr());
     let rt = runtime();
     rt.block_on(async {
-        let svc = IdGeneratorService::connect(
-            &proxy.connect_string(),
-            &options(2000),
-            ServiceOptions::default(),
-        )
-        .await
-        .unwrap();
+        let svc = open(&proxy.connect_string(), 2000, ServiceOptions::default()).await;
         let cat = IdCategory::new("/expiry/did").unwrap();
         svc.create_category(&cat, 1, 1_000_000).await.unwrap();
         let first = svc.take_ids(&cat, 100).await.unwrap();
-        let session = match svc.store() {
-            zooid::AnyStore::ZooKeeper(zk) => zk.session_id().await,
-            _ => unreachable!(),
-        };
+        let session = session_of(&svc).await;
         proxy.blackhole_then_close(Duration::from_millis(5000));
         let second = svc.take_ids(&cat, 100).await.unwrap();
-        let renewed = match svc.store() {
-            zooid::AnyStore::ZooKeeper(zk) => zk.session_id().await,
-            _ => unreachable!(),
-        };
+        let renewed = session_of(&svc).await;
         assert_ne!(session, renewed, "a new session was opened");
         assert!(proxy.stats().blackholes >= 1);
         assert_eq!(first.ranges(), vec![r(1, 100)]);
