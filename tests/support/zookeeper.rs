@@ -508,34 +508,32 @@ impl Node {
     }
 
     fn pause(&mut self) {
-        let jvm = self
-            .jvm
-            .as_mut()
-            .unwrap_or_else(|| panic!("{}: pause: not running", self.label));
-        jvm.signal(libc::SIGSTOP).expect("SIGSTOP");
-        jvm.paused = true;
-        // kill(2) returns before the threads have stopped; wait until they have, so that
-        // a probe right after `pause` cannot be answered.
-        let pid = jvm.pid;
-        if !wait_threads(pid, Duration::from_secs(10), true) {
-            panic!(
-                "{}: pid {pid} did not stop within 10 s of SIGSTOP",
-                self.label
-            );
-        }
+        self.stop_or_continue(true);
     }
 
     fn resume(&mut self) {
+        self.stop_or_continue(false);
+    }
+
+    /// SIGSTOP (`stop`) or SIGCONT the JVM and wait until its threads have all stopped or all
+    /// continued: kill(2) returns before they have, and a probe right after `pause` must not be
+    /// answered.
+    fn stop_or_continue(&mut self, stop: bool) {
+        let (signal, name) = if stop {
+            (libc::SIGSTOP, "SIGSTOP")
+        } else {
+            (libc::SIGCONT, "SIGCONT")
+        };
         let jvm = self
             .jvm
             .as_mut()
-            .unwrap_or_else(|| panic!("{}: resume: not running", self.label));
-        jvm.signal(libc::SIGCONT).expect("SIGCONT");
-        jvm.paused = false;
+            .unwrap_or_else(|| panic!("{}: {name}: not running", self.label));
+        jvm.signal(signal).expect(name);
+        jvm.paused = stop;
         let pid = jvm.pid;
-        if !wait_threads(pid, Duration::from_secs(10), false) {
+        if !wait_threads(pid, Duration::from_secs(10), stop) {
             panic!(
-                "{}: pid {pid} did not continue within 10 s of SIGCONT",
+                "{}: pid {pid} did not react within 10 s of {name}",
                 self.label
             );
         }
