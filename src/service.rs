@@ -480,6 +480,7 @@ impl<S: Store> IdGeneratorService<S> {
                     budget.deadline()
                 )));
             }
+            // Only the deadline bounds resolution; counting attempts grows the backoff.
             budget.try_attempt();
             let node = match self.sync_and_read(path).await {
                 Ok(node) => node,
