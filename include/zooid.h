@@ -124,6 +124,28 @@ enum zooid_status
    * An error this version of the C API does not classify further; see the message.
    */
   ZOOID_STATUS_OTHER = 18,
+  /**
+   * A leader's fenced write was refused: this process does not lead the group (any more).
+   * Nothing was written.
+   */
+  ZOOID_STATUS_NOT_LEADER = 19,
+  /**
+   * The ZooKeeper session that held a claim or a candidacy ended, and it with it. Nothing was
+   * done on its behalf.
+   */
+  ZOOID_STATUS_SESSION_LOST = 20,
+  /**
+   * The queue holds its maximum number of items. Nothing was added.
+   */
+  ZOOID_STATUS_QUEUE_FULL = 21,
+  /**
+   * A value (a queue item, node data) is over its size limit. Nothing was written.
+   */
+  ZOOID_STATUS_TOO_LARGE = 22,
+  /**
+   * The handle was closed (or the candidacy resigned) before or during the call.
+   */
+  ZOOID_STATUS_CLOSED = 23,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L

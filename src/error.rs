@@ -86,6 +86,32 @@ pub enum ZooidError {
     #[error("store error on {path}: {reason}")]
     Store { path: String, reason: String },
 
+    /// A leader's fenced write was refused: this process does not lead the group (any more),
+    /// so nothing was written.
+    #[error("{group}: not the leader ({reason}); the fenced write was not applied")]
+    NotLeader { group: String, reason: String },
+
+    /// The ZooKeeper session that held something (a claim, a candidacy) ended, and that thing
+    /// with it; nothing was done on its behalf.
+    #[error("{what}: lost with its ZooKeeper session ({reason})")]
+    SessionLost { what: String, reason: String },
+
+    /// The queue already holds its maximum number of items; nothing was added.
+    #[error("queue {queue} is full: it holds its limit of {limit} items; nothing was added")]
+    QueueFull { queue: String, limit: usize },
+
+    /// A value is larger than its limit; nothing was written.
+    #[error("{what} is {bytes} bytes, over its limit of {limit}; nothing was written")]
+    TooLarge {
+        what: String,
+        bytes: usize,
+        limit: usize,
+    },
+
+    /// The handle was closed (or the candidacy resigned) before or during the call.
+    #[error("{what} is closed")]
+    Closed { what: String },
+
     /// A blocking call was made from inside an async runtime thread.
     #[error("blocking zooid call made from an async runtime thread; use the async API there")]
     RuntimeThread,

@@ -29,6 +29,7 @@ pub mod range;
 pub mod retry;
 mod runtime;
 pub mod service;
+pub mod session;
 pub mod store;
 
 pub use error::{Result, ZooidError};
@@ -36,4 +37,5 @@ pub use idset::{IdCategory, IdSet};
 pub use range::{IdRange, RangeSet};
 pub use retry::RetryPolicy;
 pub use service::{IdGeneratorService, PoolInfo, ServiceOptions};
+pub use session::{ConnectionState, Session, SessionStatus};
 pub use store::{AnyStore, ConnectOptions, Store};

@@ -136,6 +136,16 @@ impl IdGeneratorService<AnyStore> {
             options,
         ))
     }
+
+    /// A service on an already open ZooKeeper session, shared with the recipes.
+    pub fn on_session(session: crate::session::Session, options: ServiceOptions) -> Self {
+        Self::with_store(AnyStore::ZooKeeper(crate::store::ZkStore::on(session)), options)
+    }
+
+    /// The ZooKeeper session the service uses; `None` on the embedded stores.
+    pub fn session(&self) -> Option<&crate::session::Session> {
+        self.store.session()
+    }
 }
 
 impl<S: Store> IdGeneratorService<S> {

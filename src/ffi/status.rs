@@ -61,11 +61,23 @@ pub enum zooid_status {
     ZOOID_STATUS_PANIC = 17,
     /// An error this version of the C API does not classify further; see the message.
     ZOOID_STATUS_OTHER = 18,
+    /// A leader's fenced write was refused: this process does not lead the group (any more).
+    /// Nothing was written.
+    ZOOID_STATUS_NOT_LEADER = 19,
+    /// The ZooKeeper session that held a claim or a candidacy ended, and it with it. Nothing was
+    /// done on its behalf.
+    ZOOID_STATUS_SESSION_LOST = 20,
+    /// The queue holds its maximum number of items. Nothing was added.
+    ZOOID_STATUS_QUEUE_FULL = 21,
+    /// A value (a queue item, node data) is over its size limit. Nothing was written.
+    ZOOID_STATUS_TOO_LARGE = 22,
+    /// The handle was closed (or the candidacy resigned) before or during the call.
+    ZOOID_STATUS_CLOSED = 23,
 }
 
 impl zooid_status {
     /// Every status, in numeric order.
-    pub(crate) const ALL: [zooid_status; 19] = [
+    pub(crate) const ALL: [zooid_status; 24] = [
         Self::ZOOID_STATUS_OK,
         Self::ZOOID_STATUS_INVALID_ARGUMENT,
         Self::ZOOID_STATUS_EXHAUSTED,
@@ -85,6 +97,11 @@ impl zooid_status {
         Self::ZOOID_STATUS_EMPTY,
         Self::ZOOID_STATUS_PANIC,
         Self::ZOOID_STATUS_OTHER,
+        Self::ZOOID_STATUS_NOT_LEADER,
+        Self::ZOOID_STATUS_SESSION_LOST,
+        Self::ZOOID_STATUS_QUEUE_FULL,
+        Self::ZOOID_STATUS_TOO_LARGE,
+        Self::ZOOID_STATUS_CLOSED,
     ];
 
     /// The status for an error of the library.
@@ -106,6 +123,11 @@ impl zooid_status {
             ZooidError::VersionWrap { .. } => Self::ZOOID_STATUS_VERSION_WRAP,
             ZooidError::Store { .. } => Self::ZOOID_STATUS_STORE,
             ZooidError::RuntimeThread => Self::ZOOID_STATUS_RUNTIME_THREAD,
+            ZooidError::NotLeader { .. } => Self::ZOOID_STATUS_NOT_LEADER,
+            ZooidError::SessionLost { .. } => Self::ZOOID_STATUS_SESSION_LOST,
+            ZooidError::QueueFull { .. } => Self::ZOOID_STATUS_QUEUE_FULL,
+            ZooidError::TooLarge { .. } => Self::ZOOID_STATUS_TOO_LARGE,
+            ZooidError::Closed { .. } => Self::ZOOID_STATUS_CLOSED,
             _ => Self::ZOOID_STATUS_OTHER,
         }
     }
@@ -142,6 +164,11 @@ impl zooid_status {
             Self::ZOOID_STATUS_EMPTY => "ZOOID_STATUS_EMPTY\0",
             Self::ZOOID_STATUS_PANIC => "ZOOID_STATUS_PANIC\0",
             Self::ZOOID_STATUS_OTHER => "ZOOID_STATUS_OTHER\0",
+            Self::ZOOID_STATUS_NOT_LEADER => "ZOOID_STATUS_NOT_LEADER\0",
+            Self::ZOOID_STATUS_SESSION_LOST => "ZOOID_STATUS_SESSION_LOST\0",
+            Self::ZOOID_STATUS_QUEUE_FULL => "ZOOID_STATUS_QUEUE_FULL\0",
+            Self::ZOOID_STATUS_TOO_LARGE => "ZOOID_STATUS_TOO_LARGE\0",
+            Self::ZOOID_STATUS_CLOSED => "ZOOID_STATUS_CLOSED\0",
         }
     }
 }
@@ -275,6 +302,39 @@ mod tests {
             (
                 ZooidError::RuntimeThread,
                 zooid_status::ZOOID_STATUS_RUNTIME_THREAD,
+            ),
+            (
+                ZooidError::NotLeader {
+                    group: c(),
+                    reason: c(),
+                },
+                zooid_status::ZOOID_STATUS_NOT_LEADER,
+            ),
+            (
+                ZooidError::SessionLost {
+                    what: c(),
+                    reason: c(),
+                },
+                zooid_status::ZOOID_STATUS_SESSION_LOST,
+            ),
+            (
+                ZooidError::QueueFull {
+                    queue: c(),
+                    limit: 1,
+                },
+                zooid_status::ZOOID_STATUS_QUEUE_FULL,
+            ),
+            (
+                ZooidError::TooLarge {
+                    what: c(),
+                    bytes: 2,
+                    limit: 1,
+                },
+                zooid_status::ZOOID_STATUS_TOO_LARGE,
+            ),
+            (
+                ZooidError::Closed { what: c() },
+                zooid_status::ZOOID_STATUS_CLOSED,
             ),
         ];
         for (err, status) in &cases {

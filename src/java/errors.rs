@@ -37,6 +37,12 @@ pub(crate) mod code {
     pub const RUNTIME_THREAD: i32 = 15;
     pub const PANIC: i32 = 17;
     pub const OTHER: i32 = 18;
+    pub const NOT_LEADER: i32 = 19;
+    pub const SESSION_LOST: i32 = 20;
+    pub const QUEUE_FULL: i32 = 21;
+    pub const TOO_LARGE: i32 = 22;
+    /// A closed handle or resigned candidacy: `IllegalStateException` on the Java side.
+    pub const CLOSED: i32 = 23;
     /// A null argument: `NullPointerException`.
     pub const NULL_ARGUMENT: i32 = -1;
     /// An object used in the wrong state: `IllegalStateException`.
@@ -132,6 +138,11 @@ impl Described {
             ZooidError::VersionWrap { path, .. } => (code::VERSION_WRAP, Some(path), None, vec![]),
             ZooidError::Store { path, .. } => (code::STORE, Some(path), None, vec![]),
             ZooidError::RuntimeThread => (code::RUNTIME_THREAD, None, None, vec![]),
+            ZooidError::NotLeader { group, .. } => (code::NOT_LEADER, Some(group), None, vec![]),
+            ZooidError::SessionLost { what, .. } => (code::SESSION_LOST, Some(what), None, vec![]),
+            ZooidError::QueueFull { queue, .. } => (code::QUEUE_FULL, Some(queue), None, vec![]),
+            ZooidError::TooLarge { what, .. } => (code::TOO_LARGE, Some(what), None, vec![]),
+            ZooidError::Closed { what } => (code::CLOSED, Some(what), None, vec![]),
         };
         Self {
             code,
@@ -361,6 +372,24 @@ mod tests {
                 reason: "refused".into(),
             },
             ZooidError::RuntimeThread,
+            ZooidError::NotLeader {
+                group: "/g".into(),
+                reason: "gone".into(),
+            },
+            ZooidError::SessionLost {
+                what: "/q".into(),
+                reason: "expired".into(),
+            },
+            ZooidError::QueueFull {
+                queue: "/q".into(),
+                limit: 1,
+            },
+            ZooidError::TooLarge {
+                what: "/q".into(),
+                bytes: 2,
+                limit: 1,
+            },
+            ZooidError::Closed { what: "/g".into() },
         ];
         for err in errors {
             let described = Described::of_zooid(&err);

@@ -146,6 +146,14 @@ impl AnyStore {
             ))
         }
     }
+
+    /// The ZooKeeper session underneath, for the recipes; `None` for the embedded stores.
+    pub fn session(&self) -> Option<&crate::session::Session> {
+        match self {
+            AnyStore::ZooKeeper(zk) => Some(zk.session()),
+            AnyStore::Memory(_) | AnyStore::File(_) => None,
+        }
+    }
 }
 
 macro_rules! dispatch {

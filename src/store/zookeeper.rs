@@ -1,78 +1,75 @@
 //! The Apache ZooKeeper store, over the async `zookeeper-client` crate.
 //!
-//! One session serves every caller. Disconnects are ridden out by the client within the session;
-//! when the session expires, the next request opens a new one.
+//! The store runs every request on the process's shared [`Session`]; disconnects are ridden out
+//! within the session, and a lost session is replaced by the session layer.
 
 use std::future::Future;
 use std::time::Duration;
 
-use tokio::sync::RwLock;
 use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError};
 
 use super::{ConnectOptions, Store, StoreError, Versioned};
-use crate::error::{Result, ZooidError};
+use crate::error::Result;
+use crate::session::Session;
 
-/// A ZooKeeper ensemble reached through one session at a time.
+/// A ZooKeeper ensemble reached through the process's shared [`Session`].
+#[derive(Clone)]
 pub struct ZkStore {
-    connect: String,
-    options: ConnectOptions,
-    client: RwLock<Client>,
+    session: Session,
 }
 
 impl std::fmt::Debug for ZkStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ZkStore")
-            .field("connect", &self.connect)
+            .field("connect", &self.session.connect_string())
             .finish_non_exhaustive()
     }
 }
 
 impl ZkStore {
-    /// Connects to the ensemble named by a ZooKeeper connect string (`host:port,...[/chroot]`).
+    /// Opens a session on the ensemble named by a ZooKeeper connect string
+    /// (`host:port,...[/chroot]`) and a store over it.
     pub async fn connect(connect: &str, options: &ConnectOptions) -> Result<Self> {
-        if connect.trim().is_empty() {
-            return Err(ZooidError::InvalidArgument(
-                "empty ZooKeeper connect string".into(),
-            ));
-        }
-        if let Some((user, _)) = &options.digest_auth {
-            if user.is_empty() || user.contains(':') {
-                return Err(ZooidError::InvalidArgument(
-                    "digest auth user must be non-empty without ':'".into(),
-                ));
-            }
-        }
-        let client = open_session(connect, options).await?;
-        Ok(Self {
-            connect: connect.to_string(),
-            options: options.clone(),
-            client: RwLock::new(client),
-        })
+        Ok(Self::on(Session::connect(connect, options).await?))
+    }
+
+    /// A store over an already open session (shared with the recipes).
+    pub fn on(session: Session) -> Self {
+        Self { session }
+    }
+
+    /// The session the store uses.
+    pub fn session(&self) -> &Session {
+        &self.session
     }
 
     /// The ZooKeeper session currently in use.
     pub async fn session_id(&self) -> i64 {
-        self.client.read().await.session_id().0
+        self.session.client().0.session_id().0
     }
 
     fn acls(&self) -> Acls<'static> {
-        if self.options.digest_auth.is_some() {
+        if self.session.options().digest_auth.is_some() {
             Acls::creator_all()
         } else {
             Acls::anyone_all()
         }
     }
 
-    /// Runs one request on the current session, bounded by the session timeout; on session
-    /// expiry, replaces the session so the caller's retry runs on a fresh one.
+    /// Runs one request on the current session, bounded by the session timeout; when the
+    /// session turns out to be gone, has the session layer replace it so the caller's retry runs
+    /// on a fresh one.
     async fn call<T, F, Fut>(&self, write: bool, request: F) -> Result<T, StoreError>
     where
         F: FnOnce(Client) -> Fut,
         Fut: Future<Output = std::result::Result<T, ZkError>>,
     {
-        let client = self.client.read().await.clone();
-        let session = client.session_id();
-        let limit = self.options.session_timeout.max(Duration::from_millis(500));
+        let (client, generation) = self.session.client();
+        let limit = self
+            .session
+            .options()
+            .session_timeout
+            .max(Duration::from_millis(500));
         let outcome = match tokio::time::timeout(limit, request(client)).await {
             Ok(outcome) => outcome,
             Err(_) => {
@@ -89,46 +86,10 @@ impl ZkStore {
             Err(err) => err,
         };
         if matches!(err, ZkError::SessionExpired | ZkError::ClientClosed) {
-            self.renew_session(session).await;
+            self.session.report_lost(generation, &err.to_string()).await;
         }
         Err(classify(err, write))
     }
-
-    async fn renew_session(&self, expired: zookeeper_client::SessionId) {
-        let mut guard = self.client.write().await;
-        if guard.session_id() != expired {
-            return; // Another caller renewed it already.
-        }
-        match open_session(&self.connect, &self.options).await {
-            Ok(client) => {
-                tracing::info!(old = ?expired, new = ?client.session_id(), "ZooKeeper session renewed");
-                *guard = client;
-            }
-            Err(err) => tracing::warn!(%err, "could not renew the ZooKeeper session yet"),
-        }
-    }
-}
-
-async fn open_session(connect: &str, options: &ConnectOptions) -> Result<Client> {
-    let mut connector = Client::connector()
-        .with_session_timeout(options.session_timeout)
-        .with_connection_timeout((options.session_timeout / 3).max(Duration::from_millis(200)));
-    if let Some((user, password)) = &options.digest_auth {
-        connector = connector.with_auth("digest", format!("{user}:{password}").as_bytes());
-    }
-    connector.connect(connect).await.map_err(|err| match err {
-        ZkError::BadArguments(why) => {
-            ZooidError::InvalidArgument(format!("ZooKeeper connect string {connect:?}: {why}"))
-        }
-        ZkError::AuthFailed => ZooidError::Store {
-            path: connect.to_string(),
-            reason: "authentication failed".into(),
-        },
-        other => ZooidError::ConnectionLost {
-            category: connect.to_string(),
-            reason: format!("cannot open a ZooKeeper session: {other}"),
-        },
-    })
 }
 
 /// Maps a client error; for writes, anything that does not prove "no change" is ambiguous.

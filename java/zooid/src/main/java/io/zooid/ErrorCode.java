@@ -36,7 +36,17 @@ public enum ErrorCode {
     /** The native code panicked (a bug in zooid); the JVM is unaffected. */
     PANIC(17),
     /** Any other failure of the native code. */
-    OTHER(18);
+    OTHER(18),
+    /** A fenced write was refused: this process no longer leads the group ({@link NotLeaderException}). */
+    NOT_LEADER(19),
+    /** The ZooKeeper session holding a claim or candidacy ended ({@link SessionLostException}). */
+    SESSION_LOST(20),
+    /** The queue holds its maximum number of items ({@link QueueFullException}). */
+    QUEUE_FULL(21),
+    /** A value is over its size limit ({@link TooLargeException}). */
+    TOO_LARGE(22),
+    /** The handle was closed or the candidacy resigned (thrown as {@link IllegalStateException}). */
+    CLOSED(23);
 
     private final int value;
 

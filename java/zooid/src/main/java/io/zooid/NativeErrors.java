@@ -59,6 +59,16 @@ final class NativeErrors {
                 return new ConnectionLostException(message, category);
             case TIMEOUT:
                 return new OperationTimeoutException(message, category);
+            case NOT_LEADER:
+                return new NotLeaderException(message, category);
+            case SESSION_LOST:
+                return new SessionLostException(message, category);
+            case QUEUE_FULL:
+                return new QueueFullException(message, category);
+            case TOO_LARGE:
+                return new TooLargeException(message, category);
+            case CLOSED:
+                return new IllegalStateException(message);
             default:
                 return new IDGeneratorException(errorCode, message, category);
         }

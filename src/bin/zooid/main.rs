@@ -1,12 +1,14 @@
-//! `zooid`: the operator CLI. Creates categories, takes and pushes IDs, shows pools.
+//! `zooid`: the operator CLI. Creates categories, takes and pushes IDs, shows pools; one module
+//! per group of commands.
+
+mod ids;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use zooid::blocking::IdGeneratorService;
-use zooid::{ConnectOptions, IdCategory, IdRange, IdSet, ServiceOptions, ZooidError};
+use zooid::{ConnectOptions, ZooidError};
 
 /// Unique integer IDs for distributed workers, through Apache ZooKeeper.
 #[derive(Parser)]
@@ -108,89 +110,15 @@ fn run(cli: Cli) -> zooid::Result<()> {
         session_timeout: Duration::from_millis(cli.session_timeout_ms),
         digest_auth,
     };
-    let service = IdGeneratorService::connect(&connect, &options, ServiceOptions::default())?;
     match cli.command {
         Command::Init {
             category,
             first,
             last,
             after_counter,
-        } => {
-            let category = IdCategory::new(category)?;
-            let first = match after_counter {
-                Some(path) => legacy_counter(&service, &path)?
-                    .checked_add(1)
-                    .ok_or_else(|| {
-                        ZooidError::InvalidArgument(format!(
-                            "legacy counter {path} is at the largest ID"
-                        ))
-                    })?,
-                None => first,
-            };
-            service.create_category(&category, first, last)?;
-            println!("created {category} with IDs {first}:{last}");
-        }
-        Command::Take { category, n } => {
-            let ids = service.take_ids(&IdCategory::new(category)?, n)?;
-            for range in ids.ranges() {
-                println!("{range}");
-            }
-        }
-        Command::Push { category, ranges } => {
-            let category = IdCategory::new(category)?;
-            let mut parsed = ranges
-                .iter()
-                .map(|text| parse_range(text))
-                .collect::<zooid::Result<Vec<_>>>()?;
-            parsed.sort_unstable();
-            if let Some(pair) = parsed.windows(2).find(|p| p[0].overlaps(&p[1])) {
-                return Err(ZooidError::InvalidArgument(format!(
-                    "ranges {} and {} overlap",
-                    pair[0], pair[1]
-                )));
-            }
-            let mut ids = IdSet::new(category, parsed);
-            let count = ids.count_ids();
-            service.push_ids(&mut ids)?;
-            println!("pushed {count} IDs");
-        }
-        Command::Show { category } => {
-            let info = service.pool_info(&IdCategory::new(category.clone())?)?;
-            println!("category:   {category}");
-            println!("bounds:     {}", info.bounds);
-            println!("free IDs:   {}", info.free_count);
-            println!("ranges:     {}", info.free.len());
-            println!(
-                "node size:  {} bytes (version {}{})",
-                info.bytes,
-                info.version,
-                if info.legacy { ", legacy format" } else { "" }
-            );
-            println!("free list:");
-            for range in &info.free {
-                println!("  {range}");
-            }
-        }
+        } => ids::init(&connect, &options, &category, first, last, after_counter),
+        Command::Take { category, n } => ids::take(&connect, &options, &category, n),
+        Command::Push { category, ranges } => ids::push(&connect, &options, &category, &ranges),
+        Command::Show { category } => ids::show(&connect, &options, &category),
     }
-    Ok(())
-}
-
-fn parse_range(text: &str) -> zooid::Result<IdRange> {
-    let bad = || ZooidError::InvalidArgument(format!("{text:?} is not START:END or ID"));
-    let (start, end) = text.split_once(':').unwrap_or((text, text));
-    let start: i64 = start.trim().parse().map_err(|_| bad())?;
-    let end: i64 = end.trim().parse().map_err(|_| bad())?;
-    IdRange::new(start, end).ok_or_else(bad)
-}
-
-/// Reads a legacy counter node: an 8-byte big-endian long, the last ID handed out.
-fn legacy_counter(service: &IdGeneratorService, path: &str) -> zooid::Result<i64> {
-    let node = service.read_raw(path)?;
-    let bytes: [u8; 8] = node.as_slice().try_into().map_err(|_| {
-        ZooidError::InvalidArgument(format!(
-            "{path} holds {} bytes, not an 8-byte legacy counter",
-            node.len()
-        ))
-    })?;
-    Ok(i64::from_be_bytes(bytes))
 }

@@ -1,0 +1,375 @@
+//! One ZooKeeper session per process, shared by the ID service and every recipe, and the one
+//! place its state is interpreted (as Curator's connection-state listener is).
+//!
+//! [`Session`] owns the current `zookeeper_client::Client` and a monitor task that turns the
+//! client's raw states into a [`ConnectionState`] every part observes through
+//! [`Session::subscribe`]:
+//!
+//! - [`ConnectionState::Connected`]: a server answers; the session, its ephemeral nodes and its
+//!   watches are alive.
+//! - [`ConnectionState::Suspended`]: disconnected. The session may still be alive on the
+//!   servers, or may already have expired there: nobody can tell from here.
+//! - [`ConnectionState::Lost`]: the session is gone, so are its ephemeral nodes. Either a server
+//!   said so (expired, auth failed), or no server answered for the negotiated session timeout
+//!   (a client cut off from every server never hears "expired"; the servers expire it after that
+//!   long without a heartbeat, so the local timer can only fire later than the real expiry), or
+//!   the servers refused to resume the session (after a loss of their data they have not seen
+//!   the client's last zxid, so they turn it away until a fresh session is opened). The session
+//!   then opens a new session by itself and reports `Connected` with the next
+//!   [`SessionStatus::generation`].
+//! - [`ConnectionState::Closed`]: the application dropped its last handle.
+//!
+//! States are published on a `tokio::sync::watch` channel: a slow observer may miss an
+//! intermediate state, never the latest one, and a change of `generation` always tells it that
+//! the session it knew was lost, even if it never saw `Lost` itself.
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+use zookeeper_client::{Client, SessionState};
+
+use crate::error::{Result, ZooidError};
+use crate::store::ConnectOptions;
+
+/// The state of the process's ZooKeeper session, as every part of zooid interprets it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ConnectionState {
+    /// Connected to a server; the session is alive.
+    Connected,
+    /// Disconnected; the session may or may not still be alive on the servers.
+    Suspended,
+    /// The session is gone (expired, refused, or unreachable for its whole timeout); a new one
+    /// is being opened.
+    Lost,
+    /// The application closed the session.
+    Closed,
+}
+
+impl ConnectionState {
+    /// A lowercase name for logs and bindings.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConnectionState::Connected => "connected",
+            ConnectionState::Suspended => "suspended",
+            ConnectionState::Lost => "lost",
+            ConnectionState::Closed => "closed",
+        }
+    }
+}
+
+/// A snapshot of the session: its state and which session it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SessionStatus {
+    /// What the session layer concluded.
+    pub state: ConnectionState,
+    /// 1 for the first session, +1 each time a lost session was replaced by a new one.
+    pub generation: u64,
+    /// ZooKeeper's id of the session of this generation.
+    pub session_id: i64,
+    /// The session timeout the servers granted.
+    pub timeout: Duration,
+}
+
+/// The client of one generation.
+#[derive(Clone)]
+struct Current {
+    client: Client,
+    generation: u64,
+}
+
+struct Inner {
+    connect: String,
+    options: ConnectOptions,
+    current: RwLock<Current>,
+    status: watch::Sender<SessionStatus>,
+    /// Serializes the replacement of a lost session, so it is opened once.
+    replacing: tokio::sync::Mutex<()>,
+}
+
+/// A shared ZooKeeper session (cheap to clone; every clone is the same session).
+///
+/// Open one per process and hand it to the ID service and the recipes. Dropping the last clone
+/// closes the session and stops its monitor.
+#[derive(Clone)]
+pub struct Session {
+    inner: Arc<Inner>,
+    /// Dropped with the last handle, which stops the monitor task.
+    _alive: Arc<watch::Sender<()>>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("connect", &self.inner.connect)
+            .field("status", &self.status())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// Opens a session on the ensemble a ZooKeeper connect string names
+    /// (`host:port,...[/chroot]`). Must be called inside a tokio runtime; the monitor task runs
+    /// on it.
+    pub async fn connect(connect: &str, options: &ConnectOptions) -> Result<Session> {
+        if connect.trim().is_empty() {
+            return Err(ZooidError::InvalidArgument(
+                "empty ZooKeeper connect string".into(),
+            ));
+        }
+        if let Some((user, _)) = &options.digest_auth {
+            if user.is_empty() || user.contains(':') {
+                return Err(ZooidError::InvalidArgument(
+                    "digest auth user must be non-empty without ':'".into(),
+                ));
+            }
+        }
+        let client = open_client(connect, options).await?;
+        let status = SessionStatus {
+            state: ConnectionState::Connected,
+            generation: 1,
+            session_id: client.session_id().0,
+            timeout: client.session_timeout(),
+        };
+        let (status_tx, _) = watch::channel(status);
+        let inner = Arc::new(Inner {
+            connect: connect.to_string(),
+            options: options.clone(),
+            current: RwLock::new(Current {
+                client,
+                generation: 1,
+            }),
+            status: status_tx,
+            replacing: tokio::sync::Mutex::new(()),
+        });
+        let (alive_tx, alive_rx) = watch::channel(());
+        tokio::spawn(monitor(Arc::downgrade(&inner), alive_rx));
+        tracing::info!(session = %format_args!("{:#x}", status.session_id), timeout = ?status.timeout, "ZooKeeper session opened");
+        Ok(Session {
+            inner,
+            _alive: Arc::new(alive_tx),
+        })
+    }
+
+    /// The connect string the session was opened with.
+    pub fn connect_string(&self) -> &str {
+        &self.inner.connect
+    }
+
+    /// The options the session was opened with.
+    pub fn options(&self) -> &ConnectOptions {
+        &self.inner.options
+    }
+
+    /// The client of the current generation, and that generation. Requests made on it belong
+    /// to that session; after a loss the next call returns the new session's client.
+    pub fn client(&self) -> (Client, u64) {
+        let current = self.inner.read_current();
+        (current.client, current.generation)
+    }
+
+    /// The latest status.
+    pub fn status(&self) -> SessionStatus {
+        *self.inner.status.borrow()
+    }
+
+    /// A receiver of every status change (the latest one is always delivered).
+    pub fn subscribe(&self) -> watch::Receiver<SessionStatus> {
+        self.inner.status.subscribe()
+    }
+
+    /// Waits until the session is `Connected`, for at most `timeout`; returns the status then.
+    pub async fn wait_connected(&self, timeout: Duration) -> Result<SessionStatus> {
+        let mut rx = self.subscribe();
+        let wait = async {
+            rx.wait_for(|s| s.state == ConnectionState::Connected)
+                .await
+                .map(|status| *status)
+        };
+        match tokio::time::timeout(timeout, wait).await {
+            Ok(Ok(status)) => Ok(status),
+            Ok(Err(_)) => Err(ZooidError::ConnectionLost {
+                category: self.inner.connect.clone(),
+                reason: "the session was closed".into(),
+            }),
+            Err(_) => Err(ZooidError::Timeout {
+                what: format!("connecting to {}", self.inner.connect),
+                after: timeout,
+            }),
+        }
+    }
+
+    /// Tells the session layer that a request of `generation` failed because its session is
+    /// gone (expired, closed); returns once a newer generation is in place, or the replacement
+    /// failed for now (then the monitor keeps trying).
+    pub async fn report_lost(&self, generation: u64, why: &str) {
+        self.inner.replace(generation, why).await;
+    }
+}
+
+impl Inner {
+    fn read_current(&self) -> Current {
+        // Written only by whole assignments, so a poisoned lock still holds a valid value.
+        self.current
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn publish(&self, state: ConnectionState, generation: u64, client: &Client) {
+        let status = SessionStatus {
+            state,
+            generation,
+            session_id: client.session_id().0,
+            timeout: client.session_timeout(),
+        };
+        self.status.send_if_modified(|old| {
+            if *old == status {
+                return false;
+            }
+            tracing::info!(
+                state = state.as_str(),
+                generation,
+                session = %format_args!("{:#x}", status.session_id),
+                "ZooKeeper session state"
+            );
+            *old = status;
+            true
+        });
+    }
+
+    /// Replaces the session of `lost_generation` by a new one, once: callers reporting an older
+    /// generation find the replacement done. Returns whether a newer generation is in place.
+    async fn replace(&self, lost_generation: u64, why: &str) -> bool {
+        let _one_at_a_time = self.replacing.lock().await;
+        let current = self.read_current();
+        if current.generation != lost_generation {
+            return true;
+        }
+        self.publish(ConnectionState::Lost, current.generation, &current.client);
+        tracing::warn!(generation = lost_generation, why, "ZooKeeper session lost; opening a new one");
+        match open_client(&self.connect, &self.options).await {
+            Ok(client) => {
+                let generation = lost_generation + 1;
+                *self.current.write().unwrap_or_else(|p| p.into_inner()) = Current {
+                    client: client.clone(),
+                    generation,
+                };
+                self.publish(ConnectionState::Connected, generation, &client);
+                true
+            }
+            Err(err) => {
+                tracing::warn!(%err, "could not open a new ZooKeeper session yet");
+                false
+            }
+        }
+    }
+}
+
+/// Why the monitor decided a generation's session is lost.
+fn lost_reason(state: SessionState) -> Option<&'static str> {
+    match state {
+        SessionState::Expired => Some("the servers expired the session"),
+        SessionState::AuthFailed => Some("authentication failed"),
+        SessionState::Closed => Some("the client was closed"),
+        _ => None,
+    }
+}
+
+/// Follows the current generation's raw client states, publishes what they mean, declares the
+/// session lost when it expired or stayed disconnected for its whole timeout, and replaces it.
+/// Ends when the last [`Session`] handle is dropped.
+async fn monitor(inner: std::sync::Weak<Inner>, mut alive: watch::Receiver<()>) {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        let Some(strong) = inner.upgrade() else { return };
+        let Current { client, generation } = strong.read_current();
+        drop(strong);
+        let mut watcher = client.state_watcher();
+        let mut state = watcher.peek_state();
+        let mut suspended_since: Option<Instant> = None;
+        let mut status_rx = match inner.upgrade() {
+            Some(strong) => strong.status.subscribe(),
+            None => return,
+        };
+        let why = loop {
+            let Some(strong) = inner.upgrade() else { return };
+            if strong.read_current().generation != generation {
+                break None; // Replaced by a caller that reported the loss.
+            }
+            if let Some(why) = lost_reason(state) {
+                break Some(why);
+            }
+            let connected = matches!(
+                state,
+                SessionState::SyncConnected | SessionState::ConnectedReadOnly
+            );
+            if connected {
+                suspended_since = None;
+                strong.publish(ConnectionState::Connected, generation, &client);
+            } else {
+                suspended_since.get_or_insert_with(Instant::now);
+                strong.publish(ConnectionState::Suspended, generation, &client);
+            }
+            drop(strong);
+            let deadline = suspended_since.map(|since| since + client.session_timeout());
+            tokio::select! {
+                changed = alive.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                }
+                next = watcher.changed() => state = next,
+                _ = sleep_until_opt(deadline) => {
+                    break Some("no server answered for the whole session timeout");
+                }
+                // A caller may have replaced the generation: re-check it.
+                _ = status_rx.changed() => {}
+            }
+        };
+        let Some(why) = why else { continue };
+        let Some(strong) = inner.upgrade() else { return };
+        if strong.replace(generation, why).await {
+            backoff = Duration::from_millis(100);
+        } else {
+            drop(strong);
+            tokio::select! {
+                changed = alive.changed() => if changed.is_err() { return },
+                _ = tokio::time::sleep(backoff) => {}
+            }
+            backoff = (backoff * 2).min(Duration::from_secs(5));
+        }
+    }
+}
+
+async fn sleep_until_opt(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Opens a new ZooKeeper session (a new client: it carries no last-seen zxid, so servers that
+/// lost their data accept it).
+async fn open_client(connect: &str, options: &ConnectOptions) -> Result<Client> {
+    let mut connector = Client::connector()
+        .with_session_timeout(options.session_timeout)
+        .with_connection_timeout((options.session_timeout / 3).max(Duration::from_millis(200)));
+    if let Some((user, password)) = &options.digest_auth {
+        connector = connector.with_auth("digest", format!("{user}:{password}").as_bytes());
+    }
+    connector.connect(connect).await.map_err(|err| match err {
+        zookeeper_client::Error::BadArguments(why) => {
+            ZooidError::InvalidArgument(format!("ZooKeeper connect string {connect:?}: {why}"))
+        }
+        zookeeper_client::Error::AuthFailed => ZooidError::Store {
+            path: connect.to_string(),
+            reason: "authentication failed".into(),
+        },
+        other => ZooidError::ConnectionLost {
+            category: connect.to_string(),
+            reason: format!("cannot open a ZooKeeper session: {other}"),
+        },
+    })
+}
