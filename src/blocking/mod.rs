@@ -1,5 +1,5 @@
-//! The blocking facade over [`crate::IdGeneratorService`], for threads that are not async; the C
-//! and JNI bindings sit on it.
+//! The blocking facade over [`crate::IdGeneratorService`] and the recipes, for threads that are
+//! not async; the C and JNI bindings sit on it. One file per recipe beside this one.
 
 use std::mem::ManuallyDrop;
 
@@ -7,7 +7,18 @@ use crate::error::Result;
 use crate::idset::{IdCategory, IdSet};
 use crate::runtime::{block_on, runtime};
 use crate::service::{IdGeneratorService as AsyncService, PoolInfo, ServiceOptions};
+use crate::session::Session;
 use crate::store::{AnyStore, ConnectOptions};
+
+/// Opens a ZooKeeper session on zooid's own runtime, to share between the ID service and the
+/// recipes (see [`crate::session`]).
+pub fn open_session(connect: &str, options: &ConnectOptions) -> Result<Session> {
+    let runtime = runtime()?;
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Err(crate::ZooidError::RuntimeThread);
+    }
+    runtime.block_on(Session::connect(connect, options))
+}
 
 /// A blocking ID generator service. `Send + Sync`: share one between threads.
 ///
@@ -63,6 +74,16 @@ impl IdGeneratorService {
     /// The async service underneath.
     pub fn as_async(&self) -> &AsyncService<AnyStore> {
         &self.inner
+    }
+
+    /// The service's ZooKeeper session, which the recipes share; `InvalidArgument` on the
+    /// embedded stores (`mem:`, `file:`), which have no session.
+    pub fn session(&self) -> Result<Session> {
+        self.inner.session().cloned().ok_or_else(|| {
+            crate::ZooidError::InvalidArgument(
+                "this needs a ZooKeeper connect string; the embedded stores (mem:, file:) have no session".into(),
+            )
+        })
     }
 }
 
