@@ -101,13 +101,26 @@ pub trait Store: Send + Sync + 'static {
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 
-/// Options for opening a store from a connect string.
-#[derive(Clone, Debug)]
+/// Options for opening a store from a connect string. Its `Debug` output never shows the
+/// password.
+#[derive(Clone)]
 pub struct ConnectOptions {
     /// ZooKeeper session timeout.
     pub session_timeout: Duration,
     /// ZooKeeper `digest` authentication as (user, password).
     pub digest_auth: Option<(String, String)>,
+}
+
+impl std::fmt::Debug for ConnectOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectOptions")
+            .field("session_timeout", &self.session_timeout)
+            .field(
+                "digest_auth",
+                &self.digest_auth.as_ref().map(|(user, _)| (user, "<redacted>")),
+            )
+            .finish()
+    }
 }
 
 impl Default for ConnectOptions {
@@ -184,6 +197,22 @@ impl Store for AnyStore {
     }
     async fn delete(&self, path: &str, expected: i32) -> Result<(), StoreError> {
         dispatch!(self, s => s.delete(path, expected))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ConnectOptions;
+
+    #[test]
+    fn debug_output_hides_the_password() {
+        let options = ConnectOptions {
+            digest_auth: Some(("alice".into(), "s3cret-pw".into())),
+            ..ConnectOptions::default()
+        };
+        let shown = format!("{options:?}");
+        assert!(shown.contains("alice"), "{shown}");
+        assert!(!shown.contains("s3cret-pw"), "{shown}");
     }
 }
 
