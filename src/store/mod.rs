@@ -200,6 +200,14 @@ impl Store for AnyStore {
     }
 }
 
+/// The parent of a path (`/a/b` -> `/a`), or `None` for top-level nodes.
+pub(crate) fn parent(path: &str) -> Option<&str> {
+    match path.rfind('/') {
+        Some(0) | None => None,
+        Some(i) => Some(&path[..i]),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::ConnectOptions;
@@ -213,13 +221,5 @@ mod tests {
         let shown = format!("{options:?}");
         assert!(shown.contains("alice"), "{shown}");
         assert!(!shown.contains("s3cret-pw"), "{shown}");
-    }
-}
-
-/// The parent of a path (`/a/b` -> `/a`), or `None` for top-level nodes.
-pub(crate) fn parent(path: &str) -> Option<&str> {
-    match path.rfind('/') {
-        Some(0) | None => None,
-        Some(i) => Some(&path[..i]),
     }
 }
