@@ -708,12 +708,17 @@ mod tests {
             Err(ZooidError::InvalidArgument(_))
         ));
         assert!(matches!(
-            plan("/c", i64::MIN, u64::MAX),
+            plan("/c", -1, u64::MAX),
             Err(ZooidError::InvalidArgument(_))
         ));
+        // The whole span above i64::MIN: u64::MAX values, ending exactly at i64::MAX.
+        assert_eq!(
+            plan("/c", i64::MIN, u64::MAX).unwrap(),
+            IdRange::new(i64::MIN + 1, i64::MAX).unwrap()
+        );
         assert_eq!(
             plan("/c", i64::MIN, u64::MAX - 1).unwrap(),
-            IdRange::new(i64::MIN + 1, i64::MAX).unwrap()
+            IdRange::new(i64::MIN + 1, i64::MAX - 1).unwrap()
         );
     }
 
