@@ -6,7 +6,7 @@
 //! ok 17 19        (values 17..=19 handed out)
 //! skip 20 22      (OutcomeUnknown: 20..=22 skipped, never handed out)
 //! err MESSAGE     (any other error; nothing handed out)
-//! stats lost=3 applied=2 not_applied=1 resends=1 skipped=3   (per thread, at its end)
+//! stats lost=3 applied=2 not_applied=1 resends=1 skipped=3 lookalikes=1   (per thread)
 //! ```
 //!
 //! ```text
@@ -104,12 +104,13 @@ fn main() -> ExitCode {
                 }
                 if let Ok(s) = counter.stats() {
                     print(format!(
-                        "stats lost={} applied={} not_applied={} resends={} skipped={}",
+                        "stats lost={} applied={} not_applied={} resends={} skipped={} lookalikes={}",
                         s.lost_replies,
                         s.resolved_applied,
                         s.resolved_not_applied,
                         s.resends,
-                        s.skipped
+                        s.skipped,
+                        s.lookalikes
                     ));
                 }
             });

@@ -109,6 +109,9 @@ pub struct CounterStats {
     pub resends: u64,
     /// Values skipped (reported in `OutcomeUnknown`, never handed out).
     pub skipped: u64,
+    /// Lost writes found not applied although the node's next version held exactly the bytes
+    /// they would have written (another client's identical write: the seed's trap).
+    pub lookalikes: u64,
 }
 
 /// What a handle remembers between calls: its live marker and its counts.
@@ -508,15 +511,17 @@ impl Counter {
             }
             let lookup = async {
                 client.sync(&self.path).await?;
-                let (_, stat) = client.get_data(&self.path).await?;
+                let (data, stat) = client.get_data(&self.path).await?;
+                // The seed's trap: the version after ours holds exactly our bytes.
+                let lookalike = stat.version == write.version + 1 && data == write.value;
                 if stat.version == write.version {
-                    return Ok((stat.version, false));
+                    return Ok((stat.version, false, lookalike));
                 }
                 let marker = client.check_stat(write.marker).await?;
-                Ok((stat.version, marker.is_some()))
+                Ok((stat.version, marker.is_some(), lookalike))
             };
             match self.bounded(lookup).await {
-                Ok((version, _)) if version == write.version => {
+                Ok((version, _, _)) if version == write.version => {
                     stats.resends += 1;
                     match self.send(client, write).await {
                         Ok(()) => return Resolution::Applied,
@@ -536,7 +541,7 @@ impl Counter {
                         }
                     }
                 }
-                Ok((version, found)) => {
+                Ok((version, found, lookalike)) => {
                     if version < write.version {
                         return Resolution::Unknown(format!(
                             "the counter's version went back to {version} (node recreated?)"
@@ -550,6 +555,9 @@ impl Counter {
                     // that the session layer did not give it up meanwhile.
                     if session_gone(&self.session, generation) {
                         return Resolution::Unknown("the ZooKeeper session was lost".into());
+                    }
+                    if lookalike {
+                        stats.lookalikes += 1;
                     }
                     return Resolution::NotApplied;
                 }

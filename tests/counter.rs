@@ -100,6 +100,7 @@ struct Ledger {
     resends: u64,
     applied: u64,
     not_applied: u64,
+    lookalikes: u64,
 }
 
 impl Ledger {
@@ -126,6 +127,7 @@ impl Ledger {
                             "resends" => self.resends += value,
                             "applied" => self.applied += value,
                             "not_applied" => self.not_applied += value,
+                            "lookalikes" => self.lookalikes += value,
                             _ => {}
                         }
                     }
@@ -230,7 +232,8 @@ fn print_figures(name: &str, ledger: &Ledger, dropped: u64, initial: i64, last: 
     eprintln!(
         "counter figures [{name}]: calls ok={} values handed out={} skipped={} ({} ranges); \
          replies dropped by the proxy={dropped}; lost replies seen={} resolved applied={} \
-         not applied={} resends={}; errors={}; counter {initial} -> {last}",
+         not applied={} (of which the next version held our exact bytes: {}) resends={}; \
+         errors={}; counter {initial} -> {last}",
         ledger.handed.len(),
         Ledger::count(&ledger.handed),
         Ledger::count(&ledger.skipped),
@@ -238,6 +241,7 @@ fn print_figures(name: &str, ledger: &Ledger, dropped: u64, initial: i64, last: 
         ledger.lost,
         ledger.applied,
         ledger.not_applied,
+        ledger.lookalikes,
         ledger.resends,
         ledger.errors.len(),
     );
@@ -560,4 +564,72 @@ fn the_seeds_format_is_read_and_written() {
         let (data, _) = client.get_data("/counter/seed/neg").await.unwrap();
         assert_eq!(data, (-1_i64).to_be_bytes());
     });
+}
+
+/// The seed's trap, made to happen: client A reads version V and sends its write; just before
+/// the write reaches the server, client B (same protocol, same n) reserves the same values and
+/// writes the very bytes A would have written. A's write then fails on the version, and its reply
+/// is lost. The node now holds "A's value", but A must not take it as applied: its marker is
+/// absent, so A retries and gets the next values; nothing is handed out twice.
+#[test]
+fn an_identical_write_by_another_client_is_not_taken_for_ours() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+    use support::{MatchFn, RequestMatch};
+
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = FaultProxy::start(zk.addr());
+    let path = "/counter/trap/c";
+    let a = zooid::blocking::Counter::new(
+        zooid::blocking::open_session(&proxy.connect_string(), &options(4000)).unwrap(),
+        path,
+    )
+    .unwrap();
+    let b = Arc::new(
+        zooid::blocking::Counter::new(
+            zooid::blocking::open_session(&zk.connect_string(), &options(4000)).unwrap(),
+            path,
+        )
+        .unwrap(),
+    );
+    a.init(0).unwrap();
+
+    let b_got: Arc<Mutex<Option<IdRange>>> = Arc::default();
+    let fired = Arc::new(AtomicBool::new(false));
+    let predicate = {
+        let (b, b_got, fired) = (b.clone(), b_got.clone(), fired.clone());
+        MatchFn::new(move |opcode, frame| {
+            let ours =
+                opcode == op::MULTI && frame.windows(path.len()).any(|w| w == path.as_bytes());
+            if ours && !fired.swap(true, Ordering::SeqCst) {
+                // A's write is about to be forwarded: B goes first, on its own connection.
+                let b = b.clone();
+                let got = std::thread::spawn(move || b.next(3)).join().unwrap();
+                *b_got.lock().unwrap() = Some(got.unwrap());
+            }
+            ours
+        })
+    };
+    proxy.drop_reply(RequestMatch::Custom(predicate));
+    let a_got = a.next(3).unwrap();
+    assert_eq!(proxy.dropped_replies(), 1, "A's reply must have been lost");
+    let b_got = b_got.lock().unwrap().expect("B ran before A's write");
+    assert_eq!(b_got, IdRange::new(1, 3).unwrap());
+    assert_eq!(
+        a_got,
+        IdRange::new(4, 6).unwrap(),
+        "A retried instead of taking 1..3"
+    );
+    let stats = a.stats().unwrap();
+    assert_eq!(
+        (
+            stats.lost_replies,
+            stats.resolved_not_applied,
+            stats.lookalikes
+        ),
+        (1, 1, 1),
+        "{stats:?}"
+    );
+    assert_eq!(a.get().unwrap(), 6);
 }
