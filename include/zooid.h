@@ -156,6 +156,16 @@ typedef uint32_t zooid_status;
 #endif // __cplusplus
 
 /**
+ * A CAS counter: a ZooKeeper node holding the last value handed out as an 8-byte big-endian
+ * signed long (the format of existing deployments), advanced by versioned compare-and-set.
+ *
+ * Opened from a service with `zooid_counter_open`, freed with `zooid_counter_free`. Thread-safe:
+ * calls through one counter are serialized; open one counter per thread for parallel calls. A
+ * counter keeps the service's session open until it is freed.
+ */
+typedef struct zooid_counter zooid_counter;
+
+/**
  * The IDs handed out by one take (`zooid_service_take_ids`), used one at a time with
  * `zooid_id_set_take_id`, and whatever is left pushed back with `zooid_service_push_ids`.
  *
@@ -209,6 +219,74 @@ typedef struct zooid_range {
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Frees a counter; NULL is accepted and ignored.
+ *
+ * # Safety
+ * `counter` must be NULL or a counter from `zooid_counter_open` not yet freed and not in use
+ * by another thread; it must not be used afterwards.
+ */
+void zooid_counter_free(struct zooid_counter *counter);
+
+/**
+ * Reads the counter's value (the last value handed out) into `*out_value`.
+ *
+ * Errors: `ZOOID_STATUS_NOT_FOUND`, `ZOOID_STATUS_CORRUPT_POOL`, the store errors.
+ *
+ * # Safety
+ * `counter` must be NULL or a live counter; `out_value` NULL or valid for a write.
+ */
+zooid_status zooid_counter_get(const struct zooid_counter *counter, int64_t *out_value);
+
+/**
+ * Creates the counter node (and missing parents) holding `value`, the last value handed out:
+ * the first `zooid_counter_next` with n = 1 gets `value + 1`.
+ *
+ * Errors: `ZOOID_STATUS_CATEGORY_EXISTS` when the node is already there (it is left
+ * untouched), the store errors.
+ *
+ * # Safety
+ * `counter` must be NULL or a live counter.
+ */
+zooid_status zooid_counter_init(const struct zooid_counter *counter, int64_t value);
+
+/**
+ * Reserves the `n` values after the counter's value and writes the first and the last of them
+ * to `*out_first` and `*out_last` (`last - first + 1 == n`). Values are handed out only when
+ * the write is known to have applied.
+ *
+ * Errors (nothing reserved): `ZOOID_STATUS_INVALID_ARGUMENT` for n = 0 or a range past
+ * INT64_MAX, `ZOOID_STATUS_EXHAUSTED` at INT64_MAX, `ZOOID_STATUS_NOT_FOUND`,
+ * `ZOOID_STATUS_CORRUPT_POOL` (the node is not 8 bytes; it is never overwritten),
+ * `ZOOID_STATUS_CONTENTION`, `ZOOID_STATUS_CONNECTION_LOST`, `ZOOID_STATUS_TIMEOUT`.
+ * `ZOOID_STATUS_OUTCOME_UNKNOWN`: a lost reply could not be resolved; the values named by
+ * `zooid_last_error_ranges` are skipped (never handed out).
+ *
+ * # Safety
+ * `counter` must be NULL or a live counter; `out_first` and `out_last` NULL or valid for a
+ * write.
+ */
+zooid_status zooid_counter_next(const struct zooid_counter *counter,
+                                uint64_t n,
+                                int64_t *out_first,
+                                int64_t *out_last);
+
+/**
+ * Opens a counter at node `path` (absolute, not `/`) on the ZooKeeper session of `service`,
+ * following the service's retry policy, and writes it to `*out_counter`; the caller owns it.
+ * The node need not exist yet (see `zooid_counter_init`).
+ *
+ * Errors: `ZOOID_STATUS_INVALID_ARGUMENT` for a bad path or a service on an embedded store
+ * (`mem:`, `file:`), which has no ZooKeeper session.
+ *
+ * # Safety
+ * `service` must be NULL or a live service reference; `path` NULL or a NUL-terminated string;
+ * `out_counter` NULL or valid for a write.
+ */
+zooid_status zooid_counter_open(const struct zooid_service *service,
+                                const char *path,
+                                struct zooid_counter **out_counter);
 
 /**
  * Copies the path of the category the IDs of `set` belong to into `buf`, like `snprintf`: at

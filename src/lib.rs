@@ -20,6 +20,7 @@
 //! ```
 
 pub mod blocking;
+pub mod counter;
 pub mod error;
 pub mod ffi;
 pub mod idset;
@@ -32,6 +33,7 @@ pub mod service;
 pub mod session;
 pub mod store;
 
+pub use counter::Counter;
 pub use error::{Result, ZooidError};
 pub use idset::{IdCategory, IdSet};
 pub use range::{IdRange, RangeSet};

@@ -146,6 +146,12 @@ impl IdGeneratorService<AnyStore> {
     pub fn session(&self) -> Option<&crate::session::Session> {
         self.store.session()
     }
+
+    /// The options the service was opened with (the recipes opened from it follow its retry
+    /// policy).
+    pub fn options(&self) -> &ServiceOptions {
+        &self.options
+    }
 }
 
 impl<S: Store> IdGeneratorService<S> {

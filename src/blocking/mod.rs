@@ -1,6 +1,9 @@
 //! The blocking facade over [`crate::IdGeneratorService`] and the recipes, for threads that are
 //! not async; the C and JNI bindings sit on it. One file per recipe beside this one.
 
+mod counter;
+pub use counter::Counter;
+
 use std::mem::ManuallyDrop;
 
 use crate::error::Result;

@@ -17,6 +17,7 @@
 //! - **IDs in bulk.** A take returns its ranges as one `long[]` of start/end pairs and Java
 //!   iterates them: no JNI call per ID.
 
+mod counter;
 mod diagnostics;
 mod errors;
 mod service;
@@ -94,7 +95,10 @@ fn on_load(env: &mut Env<'_>) -> Result<(), JniError> {
         .collect();
     // SAFETY: every method is declared with `native_method!`, which checks at compile time that
     // the Rust function matches the JNI signature it is registered under.
-    unsafe { env.register_native_methods(&class, &methods) }
+    unsafe { env.register_native_methods(&class, &methods) }?;
+    let counter_class: JClass = env.find_class(jni_str!("io/zooid/Counter"))?;
+    // SAFETY: as above, every method is declared with `native_method!`.
+    unsafe { env.register_native_methods(&counter_class, counter::METHODS) }
 }
 
 /// The Rust string of a Java string argument; `NullPointerException` when it is null.

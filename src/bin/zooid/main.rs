@@ -1,6 +1,7 @@
 //! `zooid`: the operator CLI. Creates categories, takes and pushes IDs, shows pools; one module
 //! per group of commands.
 
+mod counter;
 mod ids;
 
 use std::path::PathBuf;
@@ -54,6 +55,35 @@ enum Command {
     },
     /// Show a category's free list and size.
     Show { category: String },
+    /// A CAS counter node (8-byte big-endian long, the last value handed out), in ZooKeeper.
+    #[command(subcommand)]
+    Counter(CounterCommand),
+}
+
+#[derive(Subcommand)]
+enum CounterCommand {
+    /// Create the counter node holding VALUE, the last value handed out.
+    Init {
+        path: String,
+        #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+        value: i64,
+    },
+    /// Reserve the next N values; prints them as one START:END line.
+    Next {
+        path: String,
+        #[arg(default_value_t = 1)]
+        n: u64,
+        /// Print the values in hex, as the seed did (Long.toHexString).
+        #[arg(long)]
+        hex: bool,
+    },
+    /// Print the counter's value (the last value handed out).
+    Get {
+        path: String,
+        /// Print the value in hex.
+        #[arg(long)]
+        hex: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -120,5 +150,14 @@ fn run(cli: Cli) -> zooid::Result<()> {
         Command::Take { category, n } => ids::take(&connect, &options, &category, n),
         Command::Push { category, ranges } => ids::push(&connect, &options, &category, &ranges),
         Command::Show { category } => ids::show(&connect, &options, &category),
+        Command::Counter(CounterCommand::Init { path, value }) => {
+            counter::init(&connect, &options, &path, value)
+        }
+        Command::Counter(CounterCommand::Next { path, n, hex }) => {
+            counter::next(&connect, &options, &path, n, hex)
+        }
+        Command::Counter(CounterCommand::Get { path, hex }) => {
+            counter::get(&connect, &options, &path, hex)
+        }
     }
 }

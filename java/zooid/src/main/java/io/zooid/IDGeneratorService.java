@@ -166,6 +166,19 @@ public final class IDGeneratorService implements AutoCloseable {
         return withHandle(h -> new PoolInfo(category, ZooidNative.poolInfo(h, category.getName())));
     }
 
+    /**
+     * Opens the CAS counter at node {@code path} on this service's ZooKeeper session, following
+     * this service's retry options. The node need not exist yet ({@link Counter#init(long)}).
+     * Close the counter when done; it keeps the session open until then.
+     *
+     * @throws IllegalArgumentException if {@code path} is not an absolute node path, or the
+     *     service runs on an embedded store ({@code mem:}, {@code file:}), which has no session
+     */
+    public Counter counter(String path) throws IDGeneratorException {
+        Objects.requireNonNull(path, "path");
+        return withHandle(h -> Counter.open(h, path));
+    }
+
     /** Whether {@link #close()} was called. */
     public boolean isClosed() {
         return closed.get();

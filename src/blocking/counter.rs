@@ -1,0 +1,79 @@
+//! The blocking facade over [`crate::counter::Counter`].
+
+use std::mem::ManuallyDrop;
+
+use crate::counter::{Counter as AsyncCounter, CounterStats};
+use crate::error::Result;
+use crate::range::IdRange;
+use crate::retry::RetryPolicy;
+use crate::runtime::{block_on, runtime};
+use crate::session::Session;
+
+/// A blocking CAS counter (see [`crate::counter`]). `Send + Sync`; calls through one handle are
+/// serialized.
+///
+/// Calls block the calling thread on zooid's own runtime and fail with
+/// [`crate::ZooidError::RuntimeThread`] when made from inside an async runtime.
+pub struct Counter {
+    inner: ManuallyDrop<AsyncCounter>,
+}
+
+impl Counter {
+    /// A counter at `path` on `session` (see [`crate::blocking::open_session`] and
+    /// [`crate::blocking::IdGeneratorService::session`]).
+    pub fn new(session: Session, path: &str) -> Result<Self> {
+        Self::with_policy(session, path, RetryPolicy::default())
+    }
+
+    /// A counter at `path` whose compare-and-set retries follow `policy`.
+    pub fn with_policy(session: Session, path: &str, policy: RetryPolicy) -> Result<Self> {
+        Ok(Self {
+            inner: ManuallyDrop::new(AsyncCounter::with_policy(session, path, policy)?),
+        })
+    }
+
+    /// See [`AsyncCounter::init`].
+    pub fn init(&self, value: i64) -> Result<()> {
+        block_on(self.inner.init(value))?
+    }
+
+    /// See [`AsyncCounter::next`].
+    pub fn next(&self, n: u64) -> Result<IdRange> {
+        block_on(self.inner.next(n))?
+    }
+
+    /// See [`AsyncCounter::get`].
+    pub fn get(&self) -> Result<i64> {
+        block_on(self.inner.get())?
+    }
+
+    /// See [`AsyncCounter::stats`].
+    pub fn stats(&self) -> Result<CounterStats> {
+        block_on(self.inner.stats())
+    }
+
+    /// The counter's node path.
+    pub fn path(&self) -> &str {
+        self.inner.path()
+    }
+
+    /// The async counter underneath.
+    pub fn as_async(&self) -> &AsyncCounter {
+        &self.inner
+    }
+}
+
+impl Drop for Counter {
+    fn drop(&mut self) {
+        // The session's ZooKeeper client spawns tasks when dropped, so drop it inside the runtime.
+        // SAFETY: `inner` is never used again after this.
+        let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
+        match runtime() {
+            Ok(rt) => {
+                let _guard = rt.enter();
+                drop(inner);
+            }
+            Err(_) => drop(inner),
+        }
+    }
+}
