@@ -20,6 +20,7 @@
 //! ```
 
 pub mod blocking;
+pub mod election;
 pub mod error;
 pub mod ffi;
 pub mod idset;
@@ -32,6 +33,10 @@ pub mod service;
 pub mod session;
 pub mod store;
 
+pub use election::{
+    Election, ElectionOptions, ElectionStatus, FencedOp, FencedResult, LeaderInfo, LeaderState,
+    PausePolicy,
+};
 pub use error::{Result, ZooidError};
 pub use idset::{IdCategory, IdSet};
 pub use range::{IdRange, RangeSet};
