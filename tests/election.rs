@@ -1,0 +1,283 @@
+//! Leader election against real ZooKeeper: in-process candidates for the API, candidate
+//! processes (examples/election_candidate.rs) for kills, SIGSTOP and the checker over the
+//! timestamped state transitions, the fault proxy for lost replies, partitions and short
+//! network pauses, and `zooid elect` end to end.
+//!
+//! Figures are printed with `FIGURES` prefixes (`cargo test --test election -- --nocapture`).
+
+mod support;
+#[path = "election/harness.rs"]
+mod harness;
+
+use std::time::{Duration, Instant};
+
+use harness::{active_terms, now_us, overlaps, tokens_grow, Candidate, Kind};
+use support::{op, FaultProxy, ZkEnsemble, ZkServer};
+use zooid::{
+    ConnectOptions, Election, ElectionOptions, ElectionStatus, FencedOp, FencedResult,
+    LeaderState, PausePolicy, Session, ZooidError,
+};
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn options(session_ms: u64) -> ConnectOptions {
+    ConnectOptions {
+        session_timeout: Duration::from_millis(session_ms),
+        digest_auth: None,
+    }
+}
+
+async fn session(connect: &str, session_ms: u64) -> Session {
+    Session::connect(connect, &options(session_ms)).await.unwrap()
+}
+
+fn opts(name: &str, policy: PausePolicy) -> ElectionOptions {
+    let mut o = ElectionOptions::new(name);
+    o.on_pause = policy;
+    o.data = format!("data-of-{name}").into_bytes();
+    o
+}
+
+/// Waits (async) until `cond` holds on the election's status.
+async fn wait_status(
+    e: &Election,
+    timeout: Duration,
+    cond: impl Fn(&ElectionStatus) -> bool,
+) -> ElectionStatus {
+    let mut rx = e.subscribe();
+    let found = match tokio::time::timeout(timeout, rx.wait_for(|s| cond(s))).await {
+        Ok(Ok(s)) => Some(s.clone()),
+        _ => None,
+    };
+    found.unwrap_or_else(|| {
+        panic!("{}: condition not reached in {timeout:?}; status {:?}", e.name(), e.status())
+    })
+}
+
+/// Records every status an election publishes.
+fn record(e: &Election) -> std::sync::Arc<std::sync::Mutex<Vec<ElectionStatus>>> {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(vec![e.status()]));
+    let mut rx = e.subscribe();
+    let out = seen.clone();
+    tokio::spawn(async move {
+        while rx.changed().await.is_ok() {
+            let s = rx.borrow_and_update().clone();
+            out.lock().unwrap().push(s);
+        }
+    });
+    seen
+}
+
+fn states(seen: &std::sync::Mutex<Vec<ElectionStatus>>) -> Vec<(LeaderState, Option<i64>)> {
+    let mut out: Vec<(LeaderState, Option<i64>)> = Vec::new();
+    for s in seen.lock().unwrap().iter() {
+        let key = (s.state, s.token);
+        if out.last() != Some(&key) {
+            out.push(key);
+        }
+    }
+    out
+}
+
+/// Candidate nodes of a group owned by a session.
+async fn nodes_of(observer: &Session, group: &str, owner: i64) -> Vec<String> {
+    let (client, _) = observer.client();
+    let mut mine = Vec::new();
+    for child in client.list_children(group).await.unwrap() {
+        let path = format!("{group}/{child}");
+        if let Ok((_, stat)) = client.get_data(&path).await {
+            if stat.ephemeral_owner == owner {
+                mine.push(path);
+            }
+        }
+    }
+    mine
+}
+
+/// Join, lead, observe, fenced writes, resign and drop, with three candidates in one process.
+#[test]
+fn join_lead_fence_resign_and_drop() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let rt = runtime();
+    rt.block_on(async {
+        let group = "/el/basic";
+        let s: Vec<Session> = futures_sessions(&zk.connect_string(), 3).await;
+        let c0 = Election::join(&s[0], group, opts("c0", PausePolicy::Keep)).await.unwrap();
+        let t0 = c0.await_leadership(Duration::from_secs(10)).await.unwrap();
+        let c1 = Election::join(&s[1], group, opts("c1", PausePolicy::Keep)).await.unwrap();
+        let c2 = Election::join(&s[2], group, opts("c2", PausePolicy::Stop)).await.unwrap();
+        for c in [&c1, &c2] {
+            wait_status(c, Duration::from_secs(10), |s| s.node.is_some()).await;
+            assert_eq!(c.state(), LeaderState::Inactive);
+            assert_eq!(c.token(), None);
+        }
+        assert!(matches!(
+            c1.await_leadership(Duration::from_millis(300)).await,
+            Err(ZooidError::Timeout { .. })
+        ));
+
+        // Observers see the leader without joining.
+        let info = zooid::election::leader(&s[2], group).await.unwrap().unwrap();
+        assert_eq!((info.name.as_str(), info.token), ("c0", t0));
+        assert_eq!(info.data, b"data-of-c0");
+        assert_eq!(zooid::election::leader(&s[2], "/el/none").await.unwrap(), None);
+
+        // Fenced writes: the leader's apply, a follower's are refused.
+        s[0].client().0.create("/el/resource", b"", &zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all())).await.unwrap();
+        let set = |who: &str| FencedOp::SetData { path: "/el/resource".into(), data: who.as_bytes().to_vec(), version: None };
+        assert_eq!(c0.fenced(&[set("c0")]).await.unwrap(), vec![FencedResult::Set { version: 1 }]);
+        assert!(matches!(c1.fenced(&[set("c1")]).await, Err(ZooidError::NotLeader { .. })));
+        // A failing op leaves nothing written.
+        let err = c0
+            .fenced(&[set("c0-again"), FencedOp::Check { path: "/el/resource".into(), version: 99 }])
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ZooidError::Store { .. }), "{err:?}");
+        assert_eq!(s[2].client().0.get_data("/el/resource").await.unwrap().0, b"c0");
+
+        // Resign: the next in line leads with a higher token, woken by one notification.
+        let last = c1.status();
+        c0.resign().await.unwrap();
+        assert!(c0.status().closed);
+        assert_eq!(c0.state(), LeaderState::Inactive);
+        assert!(matches!(c0.fenced(&[set("c0")]).await, Err(ZooidError::Closed { .. })));
+        assert!(matches!(c0.await_leadership(Duration::from_secs(1)).await, Err(ZooidError::Closed { .. })));
+        let changed = c1.wait_change(&last, Duration::from_secs(10)).await.unwrap();
+        assert_eq!(changed.state, LeaderState::Active);
+        let t1 = changed.token.unwrap();
+        assert!(t1 > t0, "token {t1} after {t0}");
+        assert_eq!(c1.status().watch_notifications, 1);
+        assert_eq!(c2.status().watch_notifications, 0, "c2 watches c1, not the leader");
+        assert_eq!(c1.fenced(&[set("c1")]).await.unwrap(), vec![FencedResult::Set { version: 2 }]);
+
+        // Drop leaves the group in the background.
+        drop(c1);
+        let t2 = c2.await_leadership(Duration::from_secs(10)).await.unwrap();
+        assert!(t2 > t1);
+        assert_eq!(c2.status().watch_notifications, 1);
+        assert_eq!(c2.status().terms, 1);
+        let (client, _) = s[0].client();
+        assert_eq!(client.list_children(group).await.unwrap().len(), 1);
+        eprintln!("FIGURES basic: tokens {t0:#x} -> {t1:#x} -> {t2:#x}; one notification per change");
+        c2.resign().await.unwrap();
+        assert_eq!(client.list_children(group).await.unwrap().len(), 0);
+    });
+}
+
+async fn futures_sessions(connect: &str, n: usize) -> Vec<Session> {
+    let mut out = Vec::new();
+    for _ in 0..n {
+        out.push(session(connect, 4000).await);
+    }
+    out
+}
+
+/// The reply to the candidate's create (the multi) is lost: the candidate finds its node again
+/// by its marker, owned by its session, instead of creating a second one; the group goes on.
+#[test]
+fn lost_reply_to_the_candidate_create() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = FaultProxy::start(zk.addr());
+    let rt = runtime();
+    rt.block_on(async {
+        let group = "/el/lost";
+        let observer = session(&zk.connect_string(), 4000).await;
+        // A first candidate leads, so the one behind the proxy must queue correctly too.
+        let first = Election::join(&observer, group, opts("first", PausePolicy::Keep)).await.unwrap();
+        first.await_leadership(Duration::from_secs(10)).await.unwrap();
+
+        let behind = session(&proxy.connect_string(), 4000).await;
+        proxy.drop_reply_to(op::MULTI, "");
+        let lost = Election::join(&behind, group, opts("lost", PausePolicy::Keep)).await.unwrap();
+        let status = wait_status(&lost, Duration::from_secs(15), |s| s.node.is_some()).await;
+        assert_eq!(proxy.dropped_replies(), 1, "the fault must have happened");
+        assert_eq!(status.session_generation, 1, "resolved on the same session");
+        let owner = behind.status().session_id;
+        let mine = nodes_of(&observer, group, owner).await;
+        assert_eq!(mine, vec![status.node.clone().unwrap()], "exactly one candidate node");
+        // Progress: the first resigns, the one that lost its reply leads.
+        let third = Election::join(&observer, group, opts("third", PausePolicy::Keep)).await.unwrap();
+        first.resign().await.unwrap();
+        let token = lost.await_leadership(Duration::from_secs(10)).await.unwrap();
+        let info = zooid::election::leader(&observer, group).await.unwrap().unwrap();
+        assert_eq!((info.name.as_str(), info.token), ("lost", token));
+        lost.resign().await.unwrap();
+        third.await_leadership(Duration::from_secs(10)).await.unwrap();
+        assert_eq!(observer.client().0.list_children(group).await.unwrap().len(), 1);
+        eprintln!("FIGURES lost-reply: dropped multi replies 1, candidate nodes of the process 1");
+    });
+}
+
+/// A network pause shorter than the session: Paused, then Active again with the same token
+/// (keep policy), or Paused then Inactive and back in line (stop policy).
+#[test]
+fn short_blackhole_keep_and_stop() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let rt = runtime();
+    rt.block_on(async {
+        let observer = session(&zk.connect_string(), 6000).await;
+        for policy in [PausePolicy::Keep, PausePolicy::Stop] {
+            let group = format!("/el/pause-{}", policy.as_str());
+            let proxy = FaultProxy::start(zk.addr());
+            let behind = session(&proxy.connect_string(), 6000).await;
+            let leader = Election::join(&behind, &group, opts("leader", policy)).await.unwrap();
+            let token = leader.await_leadership(Duration::from_secs(10)).await.unwrap();
+            let follower = Election::join(&observer, &group, opts("follower", PausePolicy::Stop)).await.unwrap();
+            wait_status(&follower, Duration::from_secs(10), |s| s.node.is_some()).await;
+            let seen = record(&leader);
+            let follower_seen = record(&follower);
+            let started = Instant::now();
+            proxy.blackhole_for(Duration::from_millis(3000));
+            wait_status(&leader, Duration::from_secs(5), |s| s.state == LeaderState::Paused).await;
+            let paused_after = started.elapsed();
+            assert!(proxy.is_blackholed(), "paused during the blackhole");
+            match policy {
+                PausePolicy::Keep => {
+                    // Fenced writes are allowed to be attempted while Paused under keep.
+                    let s = wait_status(&leader, Duration::from_secs(10), |s| s.state == LeaderState::Active).await;
+                    assert_eq!(s.token, Some(token), "same token after a short pause");
+                    assert_eq!(s.session_generation, 1, "the session survived");
+                    assert_eq!(states(&seen), vec![
+                        (LeaderState::Active, Some(token)),
+                        (LeaderState::Paused, Some(token)),
+                        (LeaderState::Active, Some(token)),
+                    ]);
+                    assert!(follower_seen.lock().unwrap().iter().all(|s| s.state == LeaderState::Inactive));
+                }
+                PausePolicy::Stop => {
+                    assert!(matches!(
+                        leader.fenced(&[FencedOp::Check { path: group.clone(), version: 0 }]).await,
+                        Err(ZooidError::NotLeader { .. })
+                    ), "stop policy: no fenced write while paused");
+                    let t2 = follower.await_leadership(Duration::from_secs(15)).await.unwrap();
+                    assert!(t2 > token);
+                    wait_status(&leader, Duration::from_secs(10), |s| s.node.is_some() && s.state == LeaderState::Inactive).await;
+                    let st = states(&seen);
+                    assert_eq!(&st[..3], &[
+                        (LeaderState::Active, Some(token)),
+                        (LeaderState::Paused, Some(token)),
+                        (LeaderState::Inactive, None),
+                    ], "{st:?}");
+                    assert_eq!(leader.status().session_generation, 1, "the session survived");
+                    // The ex-leader is back in line behind the new leader.
+                    let info = zooid::election::leader(&observer, &group).await.unwrap().unwrap();
+                    assert_eq!(info.name, "follower");
+                    assert_eq!(observer.client().0.list_children(&group).await.unwrap().len(), 2);
+                }
+            }
+            eprintln!("FIGURES pause-{}: paused {:?} into a 3 s blackhole (session 6 s); states {:?}", policy.as_str(), paused_after, states(&seen).iter().map(|s| s.0.as_str()).collect::<Vec<_>>());
+            drop(leader);
+            drop(follower);
+            drop(behind);
+        }
+    });
+}
