@@ -5,17 +5,17 @@
 //!
 //! Figures are printed with `FIGURES` prefixes (`cargo test --test election -- --nocapture`).
 
-mod support;
 #[path = "election/harness.rs"]
 mod harness;
+mod support;
 
 use std::time::{Duration, Instant};
 
 use harness::{active_terms, now_us, overlaps, tokens_grow, Candidate, Kind};
 use support::{op, FaultProxy, ZkEnsemble, ZkServer};
 use zooid::{
-    ConnectOptions, Election, ElectionOptions, ElectionStatus, FencedOp, FencedResult,
-    LeaderState, PausePolicy, Session, ZooidError,
+    ConnectOptions, Election, ElectionOptions, ElectionStatus, FencedOp, FencedResult, LeaderState,
+    PausePolicy, Session, ZooidError,
 };
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -34,7 +34,9 @@ fn options(session_ms: u64) -> ConnectOptions {
 }
 
 async fn session(connect: &str, session_ms: u64) -> Session {
-    Session::connect(connect, &options(session_ms)).await.unwrap()
+    Session::connect(connect, &options(session_ms))
+        .await
+        .unwrap()
 }
 
 fn opts(name: &str, policy: PausePolicy) -> ElectionOptions {
@@ -56,7 +58,11 @@ async fn wait_status(
         _ => None,
     };
     found.unwrap_or_else(|| {
-        panic!("{}: condition not reached in {timeout:?}; status {:?}", e.name(), e.status())
+        panic!(
+            "{}: condition not reached in {timeout:?}; status {:?}",
+            e.name(),
+            e.status()
+        )
     })
 }
 
@@ -109,10 +115,16 @@ fn join_lead_fence_resign_and_drop() {
     rt.block_on(async {
         let group = "/el/basic";
         let s: Vec<Session> = futures_sessions(&zk.connect_string(), 3).await;
-        let c0 = Election::join(&s[0], group, opts("c0", PausePolicy::Keep)).await.unwrap();
+        let c0 = Election::join(&s[0], group, opts("c0", PausePolicy::Keep))
+            .await
+            .unwrap();
         let t0 = c0.await_leadership(Duration::from_secs(10)).await.unwrap();
-        let c1 = Election::join(&s[1], group, opts("c1", PausePolicy::Keep)).await.unwrap();
-        let c2 = Election::join(&s[2], group, opts("c2", PausePolicy::Stop)).await.unwrap();
+        let c1 = Election::join(&s[1], group, opts("c1", PausePolicy::Keep))
+            .await
+            .unwrap();
+        let c2 = Election::join(&s[2], group, opts("c2", PausePolicy::Stop))
+            .await
+            .unwrap();
         for c in [&c1, &c2] {
             wait_status(c, Duration::from_secs(10), |s| s.node.is_some()).await;
             assert_eq!(c.state(), LeaderState::Inactive);
@@ -124,38 +136,88 @@ fn join_lead_fence_resign_and_drop() {
         ));
 
         // Observers see the leader without joining.
-        let info = zooid::election::leader(&s[2], group).await.unwrap().unwrap();
+        let info = zooid::election::leader(&s[2], group)
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!((info.name.as_str(), info.token), ("c0", t0));
         assert_eq!(info.data, b"data-of-c0");
-        assert_eq!(zooid::election::leader(&s[2], "/el/none").await.unwrap(), None);
+        assert_eq!(
+            zooid::election::leader(&s[2], "/el/none").await.unwrap(),
+            None
+        );
 
         // Fenced writes: the leader's apply, a follower's are refused.
-        s[0].client().0.create("/el/resource", b"", &zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all())).await.unwrap();
-        let set = |who: &str| FencedOp::SetData { path: "/el/resource".into(), data: who.as_bytes().to_vec(), version: None };
-        assert_eq!(c0.fenced(&[set("c0")]).await.unwrap(), vec![FencedResult::Set { version: 1 }]);
-        assert!(matches!(c1.fenced(&[set("c1")]).await, Err(ZooidError::NotLeader { .. })));
+        s[0].client()
+            .0
+            .create(
+                "/el/resource",
+                b"",
+                &zookeeper_client::CreateMode::Persistent
+                    .with_acls(zookeeper_client::Acls::anyone_all()),
+            )
+            .await
+            .unwrap();
+        let set = |who: &str| FencedOp::SetData {
+            path: "/el/resource".into(),
+            data: who.as_bytes().to_vec(),
+            version: None,
+        };
+        assert_eq!(
+            c0.fenced(&[set("c0")]).await.unwrap(),
+            vec![FencedResult::Set { version: 1 }]
+        );
+        assert!(matches!(
+            c1.fenced(&[set("c1")]).await,
+            Err(ZooidError::NotLeader { .. })
+        ));
         // A failing op leaves nothing written.
         let err = c0
-            .fenced(&[set("c0-again"), FencedOp::Check { path: "/el/resource".into(), version: 99 }])
+            .fenced(&[
+                set("c0-again"),
+                FencedOp::Check {
+                    path: "/el/resource".into(),
+                    version: 99,
+                },
+            ])
             .await
             .unwrap_err();
         assert!(matches!(err, ZooidError::Store { .. }), "{err:?}");
-        assert_eq!(s[2].client().0.get_data("/el/resource").await.unwrap().0, b"c0");
+        assert_eq!(
+            s[2].client().0.get_data("/el/resource").await.unwrap().0,
+            b"c0"
+        );
 
         // Resign: the next in line leads with a higher token, woken by one notification.
         let last = c1.status();
         c0.resign().await.unwrap();
         assert!(c0.status().closed);
         assert_eq!(c0.state(), LeaderState::Inactive);
-        assert!(matches!(c0.fenced(&[set("c0")]).await, Err(ZooidError::Closed { .. })));
-        assert!(matches!(c0.await_leadership(Duration::from_secs(1)).await, Err(ZooidError::Closed { .. })));
-        let changed = c1.wait_change(&last, Duration::from_secs(10)).await.unwrap();
+        assert!(matches!(
+            c0.fenced(&[set("c0")]).await,
+            Err(ZooidError::Closed { .. })
+        ));
+        assert!(matches!(
+            c0.await_leadership(Duration::from_secs(1)).await,
+            Err(ZooidError::Closed { .. })
+        ));
+        let changed = c1
+            .wait_change(&last, Duration::from_secs(10))
+            .await
+            .unwrap();
         assert_eq!(changed.state, LeaderState::Active);
         let t1 = changed.token.unwrap();
         assert!(t1 > t0, "token {t1} after {t0}");
         assert_eq!(c1.status().watch_notifications, 1);
-        assert_eq!(c2.status().watch_notifications, 0, "c2 watches c1, not the leader");
-        assert_eq!(c1.fenced(&[set("c1")]).await.unwrap(), vec![FencedResult::Set { version: 2 }]);
+        assert_eq!(
+            c2.status().watch_notifications,
+            0,
+            "c2 watches c1, not the leader"
+        );
+        assert_eq!(
+            c1.fenced(&[set("c1")]).await.unwrap(),
+            vec![FencedResult::Set { version: 2 }]
+        );
 
         // Drop leaves the group in the background.
         drop(c1);
@@ -165,7 +227,9 @@ fn join_lead_fence_resign_and_drop() {
         assert_eq!(c2.status().terms, 1);
         let (client, _) = s[0].client();
         assert_eq!(client.list_children(group).await.unwrap().len(), 1);
-        eprintln!("FIGURES basic: tokens {t0:#x} -> {t1:#x} -> {t2:#x}; one notification per change");
+        eprintln!(
+            "FIGURES basic: tokens {t0:#x} -> {t1:#x} -> {t2:#x}; one notification per change"
+        );
         c2.resign().await.unwrap();
         assert_eq!(client.list_children(group).await.unwrap().len(), 0);
     });
@@ -191,27 +255,58 @@ fn lost_reply_to_the_candidate_create() {
         let group = "/el/lost";
         let observer = session(&zk.connect_string(), 4000).await;
         // A first candidate leads, so the one behind the proxy must queue correctly too.
-        let first = Election::join(&observer, group, opts("first", PausePolicy::Keep)).await.unwrap();
-        first.await_leadership(Duration::from_secs(10)).await.unwrap();
+        let first = Election::join(&observer, group, opts("first", PausePolicy::Keep))
+            .await
+            .unwrap();
+        first
+            .await_leadership(Duration::from_secs(10))
+            .await
+            .unwrap();
 
         let behind = session(&proxy.connect_string(), 4000).await;
         proxy.drop_reply_to(op::MULTI, "");
-        let lost = Election::join(&behind, group, opts("lost", PausePolicy::Keep)).await.unwrap();
+        let lost = Election::join(&behind, group, opts("lost", PausePolicy::Keep))
+            .await
+            .unwrap();
         let status = wait_status(&lost, Duration::from_secs(15), |s| s.node.is_some()).await;
         assert_eq!(proxy.dropped_replies(), 1, "the fault must have happened");
         assert_eq!(status.session_generation, 1, "resolved on the same session");
         let owner = behind.status().session_id;
         let mine = nodes_of(&observer, group, owner).await;
-        assert_eq!(mine, vec![status.node.clone().unwrap()], "exactly one candidate node");
+        assert_eq!(
+            mine,
+            vec![status.node.clone().unwrap()],
+            "exactly one candidate node"
+        );
         // Progress: the first resigns, the one that lost its reply leads.
-        let third = Election::join(&observer, group, opts("third", PausePolicy::Keep)).await.unwrap();
+        let third = Election::join(&observer, group, opts("third", PausePolicy::Keep))
+            .await
+            .unwrap();
         first.resign().await.unwrap();
-        let token = lost.await_leadership(Duration::from_secs(10)).await.unwrap();
-        let info = zooid::election::leader(&observer, group).await.unwrap().unwrap();
+        let token = lost
+            .await_leadership(Duration::from_secs(10))
+            .await
+            .unwrap();
+        let info = zooid::election::leader(&observer, group)
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!((info.name.as_str(), info.token), ("lost", token));
         lost.resign().await.unwrap();
-        third.await_leadership(Duration::from_secs(10)).await.unwrap();
-        assert_eq!(observer.client().0.list_children(group).await.unwrap().len(), 1);
+        third
+            .await_leadership(Duration::from_secs(10))
+            .await
+            .unwrap();
+        assert_eq!(
+            observer
+                .client()
+                .0
+                .list_children(group)
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
         eprintln!("FIGURES lost-reply: dropped multi replies 1, candidate nodes of the process 1");
     });
 }
@@ -229,55 +324,419 @@ fn short_blackhole_keep_and_stop() {
             let group = format!("/el/pause-{}", policy.as_str());
             let proxy = FaultProxy::start(zk.addr());
             let behind = session(&proxy.connect_string(), 6000).await;
-            let leader = Election::join(&behind, &group, opts("leader", policy)).await.unwrap();
-            let token = leader.await_leadership(Duration::from_secs(10)).await.unwrap();
-            let follower = Election::join(&observer, &group, opts("follower", PausePolicy::Stop)).await.unwrap();
+            let leader = Election::join(&behind, &group, opts("leader", policy))
+                .await
+                .unwrap();
+            let token = leader
+                .await_leadership(Duration::from_secs(10))
+                .await
+                .unwrap();
+            let follower = Election::join(&observer, &group, opts("follower", PausePolicy::Stop))
+                .await
+                .unwrap();
             wait_status(&follower, Duration::from_secs(10), |s| s.node.is_some()).await;
             let seen = record(&leader);
             let follower_seen = record(&follower);
             let started = Instant::now();
             proxy.blackhole_for(Duration::from_millis(3000));
-            wait_status(&leader, Duration::from_secs(5), |s| s.state == LeaderState::Paused).await;
+            wait_status(&leader, Duration::from_secs(5), |s| {
+                s.state == LeaderState::Paused
+            })
+            .await;
             let paused_after = started.elapsed();
             assert!(proxy.is_blackholed(), "paused during the blackhole");
             match policy {
                 PausePolicy::Keep => {
                     // Fenced writes are allowed to be attempted while Paused under keep.
-                    let s = wait_status(&leader, Duration::from_secs(10), |s| s.state == LeaderState::Active).await;
+                    let s = wait_status(&leader, Duration::from_secs(10), |s| {
+                        s.state == LeaderState::Active
+                    })
+                    .await;
                     assert_eq!(s.token, Some(token), "same token after a short pause");
                     assert_eq!(s.session_generation, 1, "the session survived");
-                    assert_eq!(states(&seen), vec![
-                        (LeaderState::Active, Some(token)),
-                        (LeaderState::Paused, Some(token)),
-                        (LeaderState::Active, Some(token)),
-                    ]);
-                    assert!(follower_seen.lock().unwrap().iter().all(|s| s.state == LeaderState::Inactive));
+                    assert_eq!(
+                        states(&seen),
+                        vec![
+                            (LeaderState::Active, Some(token)),
+                            (LeaderState::Paused, Some(token)),
+                            (LeaderState::Active, Some(token)),
+                        ]
+                    );
+                    assert!(follower_seen
+                        .lock()
+                        .unwrap()
+                        .iter()
+                        .all(|s| s.state == LeaderState::Inactive));
                 }
                 PausePolicy::Stop => {
-                    assert!(matches!(
-                        leader.fenced(&[FencedOp::Check { path: group.clone(), version: 0 }]).await,
-                        Err(ZooidError::NotLeader { .. })
-                    ), "stop policy: no fenced write while paused");
-                    let t2 = follower.await_leadership(Duration::from_secs(15)).await.unwrap();
+                    assert!(
+                        matches!(
+                            leader
+                                .fenced(&[FencedOp::Check {
+                                    path: group.clone(),
+                                    version: 0
+                                }])
+                                .await,
+                            Err(ZooidError::NotLeader { .. })
+                        ),
+                        "stop policy: no fenced write while paused"
+                    );
+                    let t2 = follower
+                        .await_leadership(Duration::from_secs(15))
+                        .await
+                        .unwrap();
                     assert!(t2 > token);
-                    wait_status(&leader, Duration::from_secs(10), |s| s.node.is_some() && s.state == LeaderState::Inactive).await;
+                    wait_status(&leader, Duration::from_secs(10), |s| {
+                        s.node.is_some() && s.state == LeaderState::Inactive
+                    })
+                    .await;
                     let st = states(&seen);
-                    assert_eq!(&st[..3], &[
-                        (LeaderState::Active, Some(token)),
-                        (LeaderState::Paused, Some(token)),
-                        (LeaderState::Inactive, None),
-                    ], "{st:?}");
-                    assert_eq!(leader.status().session_generation, 1, "the session survived");
+                    assert_eq!(
+                        &st[..3],
+                        &[
+                            (LeaderState::Active, Some(token)),
+                            (LeaderState::Paused, Some(token)),
+                            (LeaderState::Inactive, None),
+                        ],
+                        "{st:?}"
+                    );
+                    assert_eq!(
+                        leader.status().session_generation,
+                        1,
+                        "the session survived"
+                    );
                     // The ex-leader is back in line behind the new leader.
-                    let info = zooid::election::leader(&observer, &group).await.unwrap().unwrap();
+                    let info = zooid::election::leader(&observer, &group)
+                        .await
+                        .unwrap()
+                        .unwrap();
                     assert_eq!(info.name, "follower");
-                    assert_eq!(observer.client().0.list_children(&group).await.unwrap().len(), 2);
+                    assert_eq!(
+                        observer
+                            .client()
+                            .0
+                            .list_children(&group)
+                            .await
+                            .unwrap()
+                            .len(),
+                        2
+                    );
                 }
             }
-            eprintln!("FIGURES pause-{}: paused {:?} into a 3 s blackhole (session 6 s); states {:?}", policy.as_str(), paused_after, states(&seen).iter().map(|s| s.0.as_str()).collect::<Vec<_>>());
+            eprintln!(
+                "FIGURES pause-{}: paused {:?} into a 3 s blackhole (session 6 s); states {:?}",
+                policy.as_str(),
+                paused_after,
+                states(&seen)
+                    .iter()
+                    .map(|s| s.0.as_str())
+                    .collect::<Vec<_>>()
+            );
             drop(leader);
             drop(follower);
             drop(behind);
         }
     });
+}
+
+/// The line of a group, by candidate name, lowest first (read by an observer).
+async fn line_order(observer: &Session, group: &str) -> Vec<String> {
+    let (client, _) = observer.client();
+    let mut children = client.list_children(group).await.unwrap_or_default();
+    children.sort_by_key(|c| c.rsplit("-n_").next().and_then(|s| s.parse::<i64>().ok()));
+    let mut names = Vec::new();
+    for child in children {
+        if let Ok((data, _)) = client.get_data(&format!("{group}/{child}")).await {
+            let text = String::from_utf8_lossy(&data);
+            names.push(text.split('\n').next().unwrap_or("").to_string());
+        }
+    }
+    names
+}
+
+fn by_name<'a>(cands: &'a mut [Candidate], name: &str) -> &'a mut Candidate {
+    cands
+        .iter_mut()
+        .find(|c| c.name == name)
+        .expect("candidate by name")
+}
+
+fn active_names(cands: &[Candidate]) -> Vec<String> {
+    cands
+        .iter()
+        .filter(|c| c.killed_at.is_none() && c.is_active())
+        .map(|c| c.name.clone())
+        .collect()
+}
+
+/// When a candidate's log first shows it Active after `after_us`, and with which token.
+fn active_since(c: &Candidate, after_us: u128) -> Option<(u128, i64)> {
+    c.events().into_iter().find_map(|e| match e.kind {
+        Kind::State(s) if s.state == "active" && e.t_us >= after_us => Some((e.t_us, s.token?)),
+        _ => None,
+    })
+}
+
+fn total_notifications(cands: &[Candidate]) -> u64 {
+    let refs: Vec<&Candidate> = cands.iter().collect();
+    harness::notifications(&refs).values().sum()
+}
+
+/// Five candidate processes: exactly one Active; SIGKILL the leader (three times): the next in
+/// line is Active within the session timeout plus a margin, with a higher token, woken by one
+/// notification; killing a middle candidate leaves the leader alone and re-links its successor.
+#[test]
+fn five_processes_kill_leader_and_middle() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let group = "/el/five";
+    let session_ms = 3000u64;
+    let observer = rt.block_on(session(&zk.connect_string(), 4000));
+    let mut cands: Vec<Candidate> = Vec::new();
+    let mut next = 0;
+    let mut start = |cands: &mut Vec<Candidate>| {
+        let name = format!("p{next}");
+        next += 1;
+        cands.push(Candidate::start(
+            dir.path(),
+            &zk.connect_string(),
+            group,
+            &name,
+            "keep",
+            session_ms,
+            None,
+        ));
+        let n = cands.len();
+        // Join one at a time, so the line order is the start order.
+        assert!(
+            harness::wait_for(Duration::from_secs(20), || rt
+                .block_on(line_order(&observer, group))
+                .contains(&name)),
+            "{name} joined"
+        );
+        n
+    };
+    for _ in 0..5 {
+        start(&mut cands);
+    }
+    assert!(harness::wait_for(Duration::from_secs(10), || active_names(
+        &cands
+    )
+    .len()
+        == 1));
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        active_names(&cands),
+        vec!["p0".to_string()],
+        "exactly one Active"
+    );
+
+    let mut failovers = Vec::new();
+    let mut notif_per_change = Vec::new();
+    for _ in 0..3 {
+        let line = rt.block_on(line_order(&observer, group));
+        let (leader, successor) = (line[0].clone(), line[1].clone());
+        let old_token = by_name(&mut cands, &leader)
+            .last_state()
+            .unwrap()
+            .token
+            .unwrap();
+        let before = total_notifications(&cands);
+        by_name(&mut cands, &leader).kill();
+        let killed = by_name(&mut cands, &leader).killed_at.unwrap();
+        let limit = Duration::from_millis(session_ms) + Duration::from_secs(3);
+        assert!(
+            harness::wait_for(limit, || active_since(
+                by_name(&mut cands, &successor),
+                killed
+            )
+            .is_some()),
+            "{successor} Active within {limit:?} after {leader} was killed"
+        );
+        let (t, token) = active_since(by_name(&mut cands, &successor), killed).unwrap();
+        assert!(token > old_token, "token {token} after {old_token}");
+        failovers.push((t - killed) as f64 / 1000.0);
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(
+            active_names(&cands),
+            vec![successor.clone()],
+            "exactly one Active"
+        );
+        notif_per_change.push(total_notifications(&cands) - before);
+        start(&mut cands);
+    }
+    assert!(
+        notif_per_change.iter().all(|&n| n == 1),
+        "one notification per leader change: {notif_per_change:?}"
+    );
+
+    // Kill a middle candidate: the leader is unaffected, its successor re-links.
+    let line = rt.block_on(line_order(&observer, group));
+    let (leader, middle, after) = (line[0].clone(), line[2].clone(), line[3].clone());
+    let leader_lines = by_name(&mut cands, &leader).events().len();
+    let after_notif = by_name(&mut cands, &after)
+        .last_state()
+        .unwrap()
+        .notifications;
+    by_name(&mut cands, &middle).kill();
+    assert!(
+        harness::wait_for(
+            Duration::from_millis(session_ms) + Duration::from_secs(3),
+            || {
+                by_name(&mut cands, &after)
+                    .last_state()
+                    .unwrap()
+                    .notifications
+                    == after_notif + 1
+            }
+        ),
+        "{after} notified once when {middle} left"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        by_name(&mut cands, &leader).events().len(),
+        leader_lines,
+        "leader unaffected"
+    );
+    assert_eq!(active_names(&cands), vec![leader.clone()]);
+    assert!(!by_name(&mut cands, &after).is_active());
+    let line = rt.block_on(line_order(&observer, group));
+    assert!(!line.contains(&middle));
+
+    let mut sorted = failovers.clone();
+    let median = harness::median(&mut sorted);
+    let max = failovers.iter().cloned().fold(0.0, f64::max);
+    eprintln!(
+        "FIGURES five-processes: leader changes {}, failover after SIGKILL median {median:.0} ms max {max:.0} ms (session {session_ms} ms), watch notifications per change {notif_per_change:?}, middle kill: 1 notification, leader unaffected",
+        failovers.len()
+    );
+    drop(cands);
+    drop(observer);
+}
+
+/// SIGSTOP the leader past its session timeout: a new leader with a higher token; the resumed
+/// ex-leader goes Paused/Inactive and none of its fenced writes applies after the new leader's.
+#[test]
+fn sigstopped_leader_is_fenced() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let group = "/el/stopped";
+    let resource = "/el/stopped-resource";
+    let session_ms = 2000u64;
+    let observer = rt.block_on(session(&zk.connect_string(), 4000));
+    rt.block_on(async {
+        let (client, _) = observer.client();
+        let opts = zookeeper_client::CreateMode::Persistent
+            .with_acls(zookeeper_client::Acls::anyone_all());
+        client.mkdir("/el", &opts).await.unwrap();
+        client.create(resource, b"", &opts).await.unwrap();
+    });
+    let mut a = Candidate::start(
+        dir.path(),
+        &zk.connect_string(),
+        group,
+        "a",
+        "keep",
+        session_ms,
+        Some(resource),
+    );
+    assert!(harness::wait_for(Duration::from_secs(20), || a.is_active()));
+    let mut b = Candidate::start(
+        dir.path(),
+        &zk.connect_string(),
+        group,
+        "b",
+        "keep",
+        session_ms,
+        Some(resource),
+    );
+    assert!(harness::wait_for(Duration::from_secs(20), || b
+        .last_state()
+        .is_some()));
+    std::thread::sleep(Duration::from_millis(300));
+    let a_token = a.last_state().unwrap().token.unwrap();
+
+    a.signal(libc::SIGSTOP);
+    let stopped = now_us();
+    assert!(
+        support::zookeeper::wait_threads(a.pid(), Duration::from_secs(5), true),
+        "a is stopped"
+    );
+    assert!(
+        harness::wait_for(Duration::from_secs(15), || b.is_active()),
+        "b leads while a is stopped"
+    );
+    let (b_active, b_token) = active_since(&b, stopped).unwrap();
+    assert!(b_token > a_token);
+    // Let b write with its token, then resume a while it still believes it leads.
+    assert!(harness::wait_for(Duration::from_secs(5), || b
+        .events()
+        .iter()
+        .any(
+            |e| matches!(&e.kind, Kind::Fenced { outcome, .. } if outcome == "ok")
+        )));
+    a.signal(libc::SIGCONT);
+    let resumed = now_us();
+    assert!(
+        harness::wait_for(Duration::from_secs(15), || {
+            a.events().iter().any(|e| {
+                e.t_us >= resumed && matches!(&e.kind, Kind::State(s) if s.state == "inactive")
+            })
+        }),
+        "a goes Inactive after resuming"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let after: Vec<_> = a
+        .events()
+        .into_iter()
+        .filter(|e| e.t_us >= resumed)
+        .collect();
+    let states: Vec<String> = after
+        .iter()
+        .filter_map(|e| match &e.kind {
+            Kind::State(s) => Some(s.state.clone()),
+            _ => None,
+        })
+        .collect();
+    let fenced: Vec<String> = after
+        .iter()
+        .filter_map(|e| match &e.kind {
+            Kind::Fenced {
+                outcome, detail, ..
+            } => Some(format!("{outcome}: {detail}")),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        fenced.iter().all(|f| !f.starts_with("ok")),
+        "no fenced write of a applied after resuming: {fenced:?}"
+    );
+    // The resource holds b's write, never a's after b took over.
+    let data = rt.block_on(async { observer.client().0.get_data(resource).await.unwrap().0 });
+    assert!(
+        String::from_utf8_lossy(&data).starts_with("b "),
+        "{}",
+        String::from_utf8_lossy(&data)
+    );
+    // Every ok of a happened before b was Active.
+    assert!(a.events().iter().all(
+        |e| !matches!(&e.kind, Kind::Fenced { outcome, .. } if outcome == "ok")
+            || e.t_us < b_active
+    ));
+    // a rejoined on a new session, behind b.
+    assert!(harness::wait_for(Duration::from_secs(10), || a
+        .last_state()
+        .is_some_and(|s| s.generation == 2)));
+    assert!(b.is_active() && !a.is_active());
+    eprintln!(
+        "FIGURES sigstop: b Active {} ms after a was stopped (session {session_ms} ms); a after SIGCONT: states {states:?}, fenced attempts {fenced:?}",
+        (b_active - stopped) / 1000
+    );
+    drop(a);
+    drop(b);
+    drop(observer);
 }

@@ -23,7 +23,10 @@ pub fn candidate_bin() -> PathBuf {
         if profile_dir.file_name().is_some_and(|n| n == "release") {
             cmd.arg("--release");
         }
-        assert!(cmd.status().expect("cargo build").success(), "building the candidate failed");
+        assert!(
+            cmd.status().expect("cargo build").success(),
+            "building the candidate failed"
+        );
         let bin = profile_dir.join("examples/election_candidate");
         assert!(bin.is_file(), "{} missing", bin.display());
         bin
@@ -37,7 +40,13 @@ pub fn die_with_parent(cmd: &mut Command) {
     unsafe {
         let parent = libc::getpid();
         cmd.pre_exec(move || {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            );
             if libc::getppid() != parent {
                 libc::_exit(1);
             }
@@ -73,17 +82,27 @@ impl Candidate {
         fence_node: Option<&str>,
     ) -> Candidate {
         let log = dir.join(format!("{name}.log"));
-        let stderr = std::fs::File::create(dir.join(format!("{name}.stderr"))).expect("stderr file");
+        let stderr =
+            std::fs::File::create(dir.join(format!("{name}.stderr"))).expect("stderr file");
         let mut cmd = Command::new(candidate_bin());
-        cmd.args(["--connect", connect, "--group", group, "--name", name, "--on-pause", policy])
-            .arg("--session-timeout-ms")
-            .arg(session_ms.to_string())
-            .arg("--log")
-            .arg(&log)
-            .env("RUST_LOG", "zooid=info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(stderr);
+        cmd.args([
+            "--connect",
+            connect,
+            "--group",
+            group,
+            "--name",
+            name,
+            "--on-pause",
+            policy,
+        ])
+        .arg("--session-timeout-ms")
+        .arg(session_ms.to_string())
+        .arg("--log")
+        .arg(&log)
+        .env("RUST_LOG", "zooid=info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr);
         if let Some(node) = fence_node {
             cmd.args(["--fence-node", node]);
         }
@@ -153,7 +172,11 @@ pub struct StateLine {
 pub enum Kind {
     Joined,
     State(StateLine),
-    Fenced { outcome: String, token: i64, detail: String },
+    Fenced {
+        outcome: String,
+        token: i64,
+        detail: String,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -218,11 +241,21 @@ pub fn active_terms(candidates: &[&Candidate], now: u128) -> Vec<Term> {
                     open = Some((s.token.unwrap_or(-1), e.t_us));
                 }
             } else if let Some((token, start)) = open.take() {
-                terms.push(Term { name: c.name.clone(), token, start, end: e.t_us });
+                terms.push(Term {
+                    name: c.name.clone(),
+                    token,
+                    start,
+                    end: e.t_us,
+                });
             }
         }
         if let Some((token, start)) = open {
-            terms.push(Term { name: c.name.clone(), token, start, end: c.killed_at.unwrap_or(now) });
+            terms.push(Term {
+                name: c.name.clone(),
+                token,
+                start,
+                end: c.killed_at.unwrap_or(now),
+            });
         }
     }
     terms.sort_by_key(|t| t.start);
@@ -247,14 +280,21 @@ pub fn overlaps(terms: &[Term], margin_us: u128) -> Vec<(Term, Term)> {
 /// The tokens of the successive terms, in start order, must strictly increase from one
 /// candidate's term to the next candidate's term (a Keep leader may resume its own term).
 pub fn tokens_grow(terms: &[Term]) -> bool {
-    terms.windows(2).all(|w| w[1].token >= w[0].token && (w[1].token > w[0].token || w[1].name == w[0].name))
+    terms
+        .windows(2)
+        .all(|w| w[1].token >= w[0].token && (w[1].token > w[0].token || w[1].name == w[0].name))
 }
 
 /// Sum of watch notifications per candidate (latest count in each log).
 pub fn notifications(candidates: &[&Candidate]) -> BTreeMap<String, u64> {
     candidates
         .iter()
-        .map(|c| (c.name.clone(), c.last_state().map_or(0, |s| s.notifications)))
+        .map(|c| {
+            (
+                c.name.clone(),
+                c.last_state().map_or(0, |s| s.notifications),
+            )
+        })
         .collect()
 }
 
