@@ -979,3 +979,234 @@ fn zooid_elect_end_to_end() {
         term.iter().map(|v| v.round()).collect::<Vec<_>>()
     );
 }
+
+/// A candidate process behind its own fault proxy.
+struct Proxied {
+    cand: Candidate,
+    proxy: FaultProxy,
+}
+
+/// The checker over the timestamped state transitions of every candidate, on the 3-server
+/// ensemble, stop policy: never two Active at once (margin: 25 ms of logging delay; one host,
+/// one clock), tokens growing, under a leader kill, a partition longer than the session, a
+/// network pause shorter than it, a lost reply to a candidate's create, and the ensemble's own
+/// leader killed.
+#[test]
+fn stop_policy_checker_on_an_ensemble() {
+    support::init_tracing();
+    let ens = ZkEnsemble::start(3);
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let group = "/el/checker";
+    let session_ms = 3000u64;
+    let observer = rt.block_on(session(&ens.connect_string(), 6000));
+    let mut cs: Vec<Proxied> = Vec::new();
+    let mut n = 0usize;
+    let mut add = |cs: &mut Vec<Proxied>, drop_create_reply: bool| -> usize {
+        let proxy = FaultProxy::start(ens.server_addr(n % 3));
+        if drop_create_reply {
+            proxy.drop_reply_to(op::MULTI, "");
+        }
+        let name = format!("c{n}");
+        n += 1;
+        let cand = Candidate::start(
+            dir.path(),
+            &proxy.connect_string(),
+            group,
+            &name,
+            "stop",
+            session_ms,
+            None,
+        );
+        cs.push(Proxied { cand, proxy });
+        cs.len() - 1
+    };
+    let alive_active = |cs: &[Proxied]| -> Vec<usize> {
+        (0..cs.len())
+            .filter(|&i| cs[i].cand.killed_at.is_none() && cs[i].cand.is_active())
+            .collect()
+    };
+    let wait_new_leader = |cs: &[Proxied], not: usize, what: &str| -> (usize, u128) {
+        let since = now_us();
+        let mut found = None;
+        assert!(
+            harness::wait_for(Duration::from_secs(30), || {
+                found = alive_active(cs).into_iter().find(|&i| i != not);
+                found.is_some()
+            }),
+            "a new leader after {what}"
+        );
+        (found.unwrap(), now_us() - since)
+    };
+    for _ in 0..3 {
+        add(&mut cs, false);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(harness::wait_for(Duration::from_secs(20), || alive_active(
+        &cs
+    )
+    .len()
+        == 1));
+    let mut figures = Vec::new();
+
+    // 1. Leader killed.
+    let leader = alive_active(&cs)[0];
+    cs[leader].cand.kill();
+    let (leader, took) = wait_new_leader(&cs, leader, "a leader kill");
+    figures.push(format!("kill: {} ms", took / 1000));
+    add(&mut cs, false);
+
+    // 2. Partition longer than the session.
+    cs[leader].proxy.blackhole();
+    let (next, took) = wait_new_leader(&cs, leader, "a partition");
+    figures.push(format!("partition: {} ms", took / 1000));
+    assert!(cs[leader].proxy.is_blackholed());
+    let old: Vec<String> = cs[leader]
+        .cand
+        .events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            Kind::State(s) => Some(s.state.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        old.iter().rev().take(3).any(|s| s == "paused"),
+        "partitioned leader went Paused: {old:?}"
+    );
+    cs[leader].proxy.heal();
+    let part = leader;
+    assert!(
+        harness::wait_for(Duration::from_secs(20), || cs[part]
+            .cand
+            .last_state()
+            .is_some_and(|s| s.generation >= 2)),
+        "the partitioned candidate rejoined on a new session"
+    );
+    let leader = next;
+
+    // 3. A network pause shorter than the session: stop policy gives the leadership up.
+    let gen_before = cs[leader].cand.last_state().unwrap().generation;
+    cs[leader].proxy.blackhole_for(Duration::from_millis(1800));
+    let (next, took) = wait_new_leader(&cs, leader, "a short pause");
+    figures.push(format!("short pause: {} ms", took / 1000));
+    let paused = leader;
+    assert!(harness::wait_for(Duration::from_secs(10), || cs[paused]
+        .cand
+        .last_state()
+        .is_some_and(|s| s.state == "inactive")));
+    assert_eq!(
+        cs[paused].cand.last_state().unwrap().generation,
+        gen_before,
+        "the session survived the short pause"
+    );
+    assert!(cs[paused].cand.events().iter().any(
+        |e| matches!(&e.kind, Kind::State(s) if s.state == "paused" && s.generation == gen_before)
+    ));
+    let leader = next;
+
+    // 4. Lost reply to a new candidate's create: exactly one node for it; the line moves on.
+    let lost = add(&mut cs, true);
+    assert!(
+        harness::wait_for(Duration::from_secs(20), || cs[lost].proxy.dropped_replies()
+            == 1),
+        "the multi's reply was dropped"
+    );
+    let lost_name = cs[lost].cand.name.clone();
+    assert!(harness::wait_for(Duration::from_secs(20), || rt
+        .block_on(line_order(&observer, group))
+        .contains(&lost_name)));
+    std::thread::sleep(Duration::from_millis(500));
+    let line = rt.block_on(line_order(&observer, group));
+    assert_eq!(
+        line.iter().filter(|n| **n == lost_name).count(),
+        1,
+        "one node for {lost_name}: {line:?}"
+    );
+
+    // 5. The ensemble's leader server dies; candidates behind it move to another server.
+    let zk_leader = ens.leader().expect("an ensemble leader");
+    let other = ens.server_addr((zk_leader + 1) % 3);
+    for c in &cs {
+        if c.proxy.upstream() == ens.server_addr(zk_leader) {
+            c.proxy.set_upstream(other);
+        }
+    }
+    ens.kill(zk_leader);
+    ens.wait_for_new_leader(zk_leader, Duration::from_secs(30));
+    assert!(
+        harness::wait_for(Duration::from_secs(30), || alive_active(&cs).len() == 1),
+        "a leader after the ensemble's leader died"
+    );
+    ens.restart(zk_leader);
+    let leader = {
+        let _ = leader;
+        alive_active(&cs)[0]
+    };
+
+    // 6. And one more leader kill: the line still moves.
+    cs[leader].cand.kill();
+    let (_, took) = wait_new_leader(&cs, leader, "the last kill");
+    figures.push(format!("kill: {} ms", took / 1000));
+    std::thread::sleep(Duration::from_millis(500));
+
+    let refs: Vec<&Candidate> = cs.iter().map(|c| &c.cand).collect();
+    let terms = active_terms(&refs, now_us());
+    let bad = overlaps(&terms, 25_000);
+    assert!(bad.is_empty(), "two Active at once: {bad:#?}");
+    assert!(tokens_grow(&terms), "tokens must grow: {terms:#?}");
+    assert!(terms.len() >= 6, "{terms:#?}");
+    eprintln!(
+        "FIGURES checker (ensemble, stop policy, session {session_ms} ms): {} Active terms over {} candidates, no overlap (margin 25 ms), tokens growing; time to a new leader: {}",
+        terms.len(),
+        cs.len(),
+        figures.join(", ")
+    );
+    drop(cs);
+    drop(observer);
+}
+
+/// The blocking facade: the same calls from plain threads.
+#[test]
+fn blocking_facade() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let opts4 = options(4000);
+    let s0 = zooid::blocking::open_session(&zk.connect_string(), &opts4).unwrap();
+    let s1 = zooid::blocking::open_session(&zk.connect_string(), &opts4).unwrap();
+    let a =
+        zooid::blocking::Election::join(&s0, "/el/blocking", opts("a", PausePolicy::Keep)).unwrap();
+    let token = a.await_leadership(Duration::from_secs(10)).unwrap();
+    let b =
+        zooid::blocking::Election::join(&s1, "/el/blocking", opts("b", PausePolicy::Stop)).unwrap();
+    let seen = b.status();
+    assert!(matches!(
+        b.wait_change(&seen, Duration::from_millis(200)),
+        Err(ZooidError::Timeout { .. })
+    ));
+    let info = zooid::blocking::leader(&s1, "/el/blocking")
+        .unwrap()
+        .unwrap();
+    assert_eq!((info.name.as_str(), info.token), ("a", token));
+    assert!(matches!(b.fenced(&[]), Err(ZooidError::NotLeader { .. })));
+    assert_eq!(a.fenced(&[]).unwrap(), vec![]);
+    drop(a); // leaves in the background
+    let changed = b.wait_change(&seen, Duration::from_secs(10)).unwrap();
+    assert_eq!(changed.state, LeaderState::Active);
+    assert!(changed.token.unwrap() > token);
+    b.resign().unwrap();
+    b.resign().unwrap();
+    assert!(b.status().closed);
+    // From inside a runtime the blocking calls refuse.
+    let rt = runtime();
+    rt.block_on(async {
+        assert!(matches!(
+            b.await_leadership(Duration::from_secs(1)),
+            Err(ZooidError::RuntimeThread)
+        ));
+    });
+    drop(b);
+    let _guard = rt.enter();
+    drop(s0);
+    drop(s1);
+}
