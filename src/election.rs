@@ -473,13 +473,22 @@ impl Election {
                         "ZooKeeper refused the write: {source}"
                     )))
                 }
-                ZkError::ConnectionLoss | ZkError::Timeout => Err(ZooidError::Store {
+                ZkError::NoNode
+                | ZkError::NoAuth
+                | ZkError::BadVersion
+                | ZkError::NoChildrenForEphemerals
+                | ZkError::NodeExists
+                | ZkError::NotEmpty
+                | ZkError::InvalidAcl
+                | ZkError::AuthFailed
+                | ZkError::BadArguments(_)
+                | ZkError::MarshallingError => Err(ZooidError::Store {
                     path: self.group.clone(),
-                    reason: format!("fenced write: {source}; outcome unknown"),
+                    reason: format!("fenced write refused: {source}; nothing was written"),
                 }),
                 other => Err(ZooidError::Store {
                     path: self.group.clone(),
-                    reason: format!("fenced write refused: {other}; nothing was written"),
+                    reason: format!("fenced write: {other}; outcome unknown"),
                 }),
             },
         }
@@ -1168,10 +1177,19 @@ impl Driver {
             node: node.path.clone(),
             generation,
         });
-        self.update(|s| {
-            s.terms += 1;
-            s.token = Some(node.token);
-        });
+        // The token and the state change together (never Inactive with a token); the term is
+        // counted with its first publication.
+        let mut first = true;
+        let mut publish = |driver: &Self, state: LeaderState| {
+            let new_term = std::mem::take(&mut first);
+            driver.update(|s| {
+                s.state = state;
+                s.token = Some(node.token);
+                if new_term {
+                    s.terms += 1;
+                }
+            });
+        };
         let mut interrupted = false;
         let mut own: Option<OneshotWatcher> = None;
         loop {
@@ -1187,7 +1205,7 @@ impl Driver {
                     // Stop policy: the suspension ended this leadership; go to the back.
                     return Exit::Rejoin { delete: true };
                 }
-                self.update(|s| s.state = LeaderState::Active);
+                publish(self, LeaderState::Active);
                 if own.is_none() {
                     // Watch our own node, so a deletion by someone else ends the leadership.
                     match self
@@ -1197,12 +1215,15 @@ impl Driver {
                         Ok((_, _, watcher)) => own = Some(watcher),
                         Err(ZkError::NoNode) => return Exit::Rejoin { delete: false },
                         Err(err) if is_gone(&err) => return Exit::SessionGone,
-                        Err(_) => {} // Connection trouble: the session state will tell.
+                        // Connection trouble: wait for the session state to tell.
+                        Err(_) => {}
                     }
-                    continue;
+                    if own.is_some() {
+                        continue;
+                    }
                 }
             } else {
-                self.update(|s| s.state = LeaderState::Paused);
+                publish(self, LeaderState::Paused);
                 if self.policy == PausePolicy::Stop {
                     interrupted = true;
                 }

@@ -80,6 +80,17 @@ fn record(e: &Election) -> std::sync::Arc<std::sync::Mutex<Vec<ElectionStatus>>>
     seen
 }
 
+/// Waits until the recorder has caught up with the election's current status.
+async fn caught_up(e: &Election, seen: &std::sync::Mutex<Vec<ElectionStatus>>) {
+    for _ in 0..200 {
+        if seen.lock().unwrap().last() == Some(&e.status()) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the recorder did not catch up");
+}
+
 fn states(seen: &std::sync::Mutex<Vec<ElectionStatus>>) -> Vec<(LeaderState, Option<i64>)> {
     let mut out: Vec<(LeaderState, Option<i64>)> = Vec::new();
     for s in seen.lock().unwrap().iter() {
@@ -354,6 +365,7 @@ fn short_blackhole_keep_and_stop() {
                     .await;
                     assert_eq!(s.token, Some(token), "same token after a short pause");
                     assert_eq!(s.session_generation, 1, "the session survived");
+                    caught_up(&leader, &seen).await;
                     assert_eq!(
                         states(&seen),
                         vec![
@@ -390,6 +402,7 @@ fn short_blackhole_keep_and_stop() {
                         s.node.is_some() && s.state == LeaderState::Inactive
                     })
                     .await;
+                    caught_up(&leader, &seen).await;
                     let st = states(&seen);
                     assert_eq!(
                         &st[..3],
@@ -635,7 +648,7 @@ fn sigstopped_leader_is_fenced() {
         client.mkdir("/el", &opts).await.unwrap();
         client.create(resource, b"", &opts).await.unwrap();
     });
-    let mut a = Candidate::start(
+    let a = Candidate::start(
         dir.path(),
         &zk.connect_string(),
         group,
@@ -645,7 +658,7 @@ fn sigstopped_leader_is_fenced() {
         Some(resource),
     );
     assert!(harness::wait_for(Duration::from_secs(20), || a.is_active()));
-    let mut b = Candidate::start(
+    let b = Candidate::start(
         dir.path(),
         &zk.connect_string(),
         group,
@@ -711,6 +724,12 @@ fn sigstopped_leader_is_fenced() {
             _ => None,
         })
         .collect();
+    assert!(
+        after
+            .iter()
+            .all(|e| !matches!(&e.kind, Kind::Fenced { token, .. } if *token != a_token)),
+        "a only ever tried with its old token"
+    );
     assert!(
         fenced.iter().all(|f| !f.starts_with("ok")),
         "no fenced write of a applied after resuming: {fenced:?}"
@@ -938,6 +957,11 @@ fn zooid_elect_end_to_end() {
     }
     // The last leader resigns; nobody else is left running when everything is stopped.
     for e in elects.iter_mut().filter(|e| e.killed_at.is_none()) {
+        // Its signal handlers are in place once it joined.
+        let log = dir.path().join(format!("{}.log", e.name));
+        assert!(harness::wait_for(Duration::from_secs(20), || {
+            std::fs::read_to_string(&log).is_ok_and(|t| t.contains(" joined "))
+        }));
         e.signal(libc::SIGTERM);
     }
     for e in elects.iter_mut().filter(|e| e.killed_at.is_none()) {

@@ -182,7 +182,6 @@ pub enum Kind {
 #[derive(Clone, Debug)]
 pub struct Event {
     pub t_us: u128,
-    pub name: String,
     pub kind: Kind,
 }
 
@@ -196,7 +195,7 @@ pub fn read_log(path: &Path) -> Vec<Event> {
         .filter_map(|line| {
             let mut w = line.split(' ');
             let t_us = w.next()?.parse().ok()?;
-            let name = w.next()?.to_string();
+            let _name = w.next()?;
             let _pid = w.next()?;
             let kind = match w.next()? {
                 "joined" => Kind::Joined,
@@ -214,7 +213,7 @@ pub fn read_log(path: &Path) -> Vec<Event> {
                 },
                 _ => return None,
             };
-            Some(Event { t_us, name, kind })
+            Some(Event { t_us, kind })
         })
         .collect()
 }
