@@ -336,7 +336,8 @@ impl Election {
 
     /// Waits until the status differs from `last_seen` in state, token or closedness (see
     /// [`ElectionStatus::same_state`]) and returns the new status; returns at once when it
-    /// already differs. `Timeout` when nothing changed within `timeout`.
+    /// already differs. `Timeout` when nothing changed within `timeout`; `Closed` when the
+    /// candidacy has ended and `last_seen` already is its final (closed) status.
     pub async fn wait_change(
         &self,
         last_seen: &ElectionStatus,
@@ -350,7 +351,15 @@ impl Election {
         };
         match tokio::time::timeout(timeout, wait).await {
             Ok(Ok(status)) => Ok(status),
-            Ok(Err(_)) => Ok(self.status()),
+            // The candidacy ended and nothing will change any more.
+            Ok(Err(_)) => {
+                let status = self.status();
+                if status.same_state(last_seen) {
+                    Err(self.closed_error())
+                } else {
+                    Ok(status)
+                }
+            }
             Err(_) => Err(ZooidError::Timeout {
                 what: format!("{}: waiting for an election state change", self.group),
                 after: timeout,

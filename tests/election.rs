@@ -322,6 +322,45 @@ fn lost_reply_to_the_candidate_create() {
     });
 }
 
+/// Every branch of the create's resolution in one join: a multi that never reached the server
+/// (reset before it), a torn one (reset mid-frame), a lost reply to the resolution's `sync`,
+/// and a lost reply to a multi that applied: the candidate resends the identical multi while the
+/// group version has not moved and finds its one node by its marker once it has.
+#[test]
+fn lost_requests_and_replies_while_joining() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = FaultProxy::start(zk.addr());
+    let rt = runtime();
+    rt.block_on(async {
+        let group = "/el/resolve";
+        let observer = session(&zk.connect_string(), 4000).await;
+        let behind = session(&proxy.connect_string(), 4000).await;
+        proxy.reset_on(op::MULTI, "", support::ResetPoint::BeforeRequest);
+        proxy.reset_on(op::MULTI, "", support::ResetPoint::MidRequest);
+        proxy.drop_reply_to(op::SYNC, group);
+        proxy.drop_reply_to(op::MULTI, "");
+        let e = Election::join(&behind, group, opts("resolver", PausePolicy::Keep))
+            .await
+            .unwrap();
+        let token = e.await_leadership(Duration::from_secs(30)).await.unwrap();
+        assert_eq!(proxy.armed_faults(), 0, "every fault fired");
+        assert_eq!(proxy.resets(), 2);
+        assert_eq!(proxy.dropped_replies(), 2);
+        let owner = behind.status().session_id;
+        assert_eq!(behind.status().generation, 1);
+        let mine = nodes_of(&observer, group, owner).await;
+        assert_eq!(mine.len(), 1, "exactly one candidate node: {mine:?}");
+        // The group node was written exactly once: by the one multi that applied.
+        let (_, stat) = observer.client().0.get_data(group).await.unwrap();
+        assert_eq!(stat.version, 1);
+        let info = zooid::election::leader(&observer, group).await.unwrap().unwrap();
+        assert_eq!(info.token, token);
+        eprintln!("FIGURES resolve: 2 lost requests + 2 lost replies while joining -> 1 node, group version 1");
+        e.resign().await.unwrap();
+    });
+}
+
 /// A network pause shorter than the session: Paused, then Active again with the same token
 /// (keep policy), or Paused then Inactive and back in line (stop policy).
 #[test]
@@ -1220,7 +1259,21 @@ fn blocking_facade() {
     assert!(changed.token.unwrap() > token);
     b.resign().unwrap();
     b.resign().unwrap();
-    assert!(b.status().closed);
+    let last = b.status();
+    assert!(last.closed);
+    assert_eq!(last.state, LeaderState::Inactive);
+    assert!(
+        matches!(
+            b.wait_change(&last, Duration::from_secs(5)),
+            Err(ZooidError::Closed { .. })
+        ),
+        "no change will come"
+    );
+    assert!(
+        b.wait_change(&changed, Duration::from_secs(5))
+            .unwrap()
+            .closed
+    );
     // From inside a runtime the blocking calls refuse.
     let rt = runtime();
     rt.block_on(async {
