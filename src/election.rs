@@ -34,8 +34,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use zookeeper_client::{
-    Acls, Client, CreateMode, Error as ZkError, EventType, MultiWriteError, MultiWriteResult,
-    OneshotWatcher, Stat,
+    Acls, Client, CreateMode, Error as ZkError, EventType, MultiWriteError, MultiWriteResult, Stat,
 };
 
 use crate::error::{Result, ZooidError};
@@ -1200,7 +1199,8 @@ impl Driver {
             });
         };
         let mut interrupted = false;
-        let mut own: Option<OneshotWatcher> = None;
+        // The watch on our own node, kept across session state changes.
+        let mut own: Option<OwnWatch> = None;
         loop {
             if self.closed() {
                 return Exit::Closed;
@@ -1221,14 +1221,14 @@ impl Driver {
                         .req(generation, client.get_and_watch_data(&node.path))
                         .await
                     {
-                        Ok((_, _, watcher)) => own = Some(watcher),
+                        Ok((_, _, watcher)) => {
+                            own = Some(Box::pin(watcher.changed()));
+                            continue;
+                        }
                         Err(ZkError::NoNode) => return Exit::Rejoin { delete: false },
                         Err(err) if is_gone(&err) => return Exit::SessionGone,
-                        // Connection trouble: wait for the session state to tell.
+                        // Connection trouble: the session state will tell, or we retry below.
                         Err(_) => {}
-                    }
-                    if own.is_some() {
-                        continue;
                     }
                 }
             } else {
@@ -1237,18 +1237,27 @@ impl Driver {
                     interrupted = true;
                 }
             }
+            let connected = status.state == ConnectionState::Connected;
             let own_changed = async {
-                match own.take() {
-                    Some(watcher) => watcher.changed().await,
+                match own.as_mut() {
+                    Some(watch) => Some(watch.as_mut().await),
+                    // Not armed while connected: a request failed; try again shortly.
+                    None if connected => {
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                        None
+                    }
                     None => std::future::pending().await,
                 }
             };
             tokio::select! {
                 event = own_changed => {
-                    if event.event_type == EventType::NodeDeleted {
-                        return Exit::Rejoin { delete: false };
+                    if let Some(event) = event {
+                        if event.event_type == EventType::NodeDeleted {
+                            return Exit::Rejoin { delete: false };
+                        }
+                        // Data changed or a session event: re-arm / re-check.
+                        own = None;
                     }
-                    // Data changed or a session event: re-arm / re-check.
                 }
                 _ = self.sess_rx.changed() => {}
                 _ = self.close.changed() => {}
@@ -1279,6 +1288,10 @@ impl Driver {
         );
     }
 }
+
+/// A pending notification of the watch on our own node.
+type OwnWatch =
+    std::pin::Pin<Box<dyn std::future::Future<Output = zookeeper_client::WatchedEvent> + Send>>;
 
 /// The fate of the candidate multis that expected one group version.
 enum Resolved {

@@ -1287,3 +1287,44 @@ fn blocking_facade() {
     drop(s0);
     drop(s1);
 }
+
+/// An operator deletes the leader's node: the leader notices (its own-node watch), goes
+/// Inactive, and rejoins at the back; the next in line leads.
+#[test]
+fn leader_node_deleted_by_an_operator() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let rt = runtime();
+    rt.block_on(async {
+        let group = "/el/deleted";
+        let s0 = session(&zk.connect_string(), 4000).await;
+        let s1 = session(&zk.connect_string(), 4000).await;
+        let a = Election::join(&s0, group, opts("a", PausePolicy::Keep))
+            .await
+            .unwrap();
+        let token = a.await_leadership(Duration::from_secs(10)).await.unwrap();
+        let b = Election::join(&s1, group, opts("b", PausePolicy::Keep))
+            .await
+            .unwrap();
+        wait_status(&b, Duration::from_secs(10), |s| s.node.is_some()).await;
+        // Let a's own-node watch be armed (a read after Active).
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let node = a.status().node.unwrap();
+        s1.client().0.delete(&node, None).await.unwrap();
+        let tb = b.await_leadership(Duration::from_secs(10)).await.unwrap();
+        assert!(tb > token);
+        let st = wait_status(&a, Duration::from_secs(10), |s| {
+            s.node.as_deref().is_some_and(|n| n != node)
+        })
+        .await;
+        assert_eq!(st.state, LeaderState::Inactive);
+        assert!(matches!(
+            a.fenced(&[]).await,
+            Err(ZooidError::NotLeader { .. })
+        ));
+        assert_eq!(
+            line_order(&s0, group).await,
+            vec!["b".to_string(), "a".to_string()]
+        );
+    });
+}
