@@ -773,6 +773,30 @@ fn sigstopped_leader_is_fenced() {
         fenced.iter().all(|f| !f.starts_with("ok")),
         "no fenced write of a applied after resuming: {fenced:?}"
     );
+    // Right after SIGCONT a tried a fenced write until it got a definite answer: refused.
+    assert!(
+        harness::wait_for(Duration::from_secs(10), || a.events().iter().any(
+            |e| matches!(&e.kind, Kind::FencedCont { outcome, .. } if outcome != "error")
+        )),
+        "a's fenced write after SIGCONT got a definite answer"
+    );
+    let cont: Vec<String> = a
+        .events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            Kind::FencedCont {
+                token,
+                outcome,
+                detail,
+            } => Some(format!("{outcome} (token {token:?}): {detail}")),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        cont.last().is_some_and(|c| c.starts_with("notleader")),
+        "{cont:?}"
+    );
+    assert!(cont.iter().all(|c| !c.starts_with("ok")), "{cont:?}");
     // The resource holds b's write, never a's after b took over.
     let data = rt.block_on(async { observer.client().0.get_data(resource).await.unwrap().0 });
     assert!(
@@ -791,7 +815,7 @@ fn sigstopped_leader_is_fenced() {
         .is_some_and(|s| s.generation == 2)));
     assert!(b.is_active() && !a.is_active());
     eprintln!(
-        "FIGURES sigstop: b Active {} ms after a was stopped (session {session_ms} ms); a after SIGCONT: states {states:?}, fenced attempts {fenced:?}",
+        "FIGURES sigstop: b Active {} ms after a was stopped (session {session_ms} ms); a after SIGCONT: states {states:?}, fenced attempts {fenced:?}, fenced right after SIGCONT {cont:?}",
         (b_active - stopped) / 1000
     );
     drop(a);

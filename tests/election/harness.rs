@@ -177,6 +177,12 @@ pub enum Kind {
         token: i64,
         detail: String,
     },
+    /// A fenced write attempted right after SIGCONT, whatever the state.
+    FencedCont {
+        token: Option<i64>,
+        outcome: String,
+        detail: String,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -206,6 +212,11 @@ pub fn read_log(path: &Path) -> Vec<Event> {
                     notifications: field(w.next(), "notif=")?,
                     terms: field(w.next(), "terms=")?,
                 }),
+                "fenced-cont" => Kind::FencedCont {
+                    token: w.next()?.parse().ok(),
+                    outcome: w.next()?.to_string(),
+                    detail: w.collect::<Vec<_>>().join(" "),
+                },
                 "fenced" => Kind::Fenced {
                     outcome: w.next()?.to_string(),
                     token: w.next()?.parse().ok()?,
