@@ -21,6 +21,7 @@
 
 pub mod blocking;
 pub mod counter;
+pub mod election;
 pub mod error;
 pub mod ffi;
 pub mod idset;
@@ -34,6 +35,10 @@ pub mod session;
 pub mod store;
 
 pub use counter::Counter;
+pub use election::{
+    Election, ElectionOptions, ElectionStatus, FencedOp, FencedResult, LeaderInfo, LeaderState,
+    PausePolicy,
+};
 pub use error::{Result, ZooidError};
 pub use idset::{IdCategory, IdSet};
 pub use range::{IdRange, RangeSet};

@@ -2,7 +2,10 @@
 //! not async; the C and JNI bindings sit on it. One file per recipe beside this one.
 
 mod counter;
+mod election;
+
 pub use counter::Counter;
+pub use election::{leader, Election};
 
 use std::mem::ManuallyDrop;
 

@@ -2,6 +2,7 @@
 //! per group of commands.
 
 mod counter;
+mod elect;
 mod ids;
 
 use std::path::PathBuf;
@@ -55,6 +56,31 @@ enum Command {
     },
     /// Show a category's free list and size.
     Show { category: String },
+    /// Run COMMAND only while this process leads GROUP (ZooKeeper only), with
+    /// ZOOID_FENCING_TOKEN and ZOOID_LEADER_NAME exported. The command is stopped (SIGTERM to its
+    /// process group, SIGKILL after --grace-ms) when the leadership ends, and started again when
+    /// it comes back. SIGTERM/SIGINT stop the command, resign and exit 0; when the command ends
+    /// by itself, zooid elect resigns and exits with its code. The command dies with zooid elect.
+    Elect {
+        group: String,
+        /// The candidate's name (default HOST:PID).
+        #[arg(long)]
+        name: Option<String>,
+        /// keep: a leader cut off from ZooKeeper keeps its command running until the session is
+        /// lost; stop: it stops the command at once and rejoins at the back of the line.
+        #[arg(long, default_value = "stop")]
+        on_pause: String,
+        /// Milliseconds between SIGTERM and SIGKILL when stopping the command.
+        #[arg(long, default_value_t = 5000)]
+        grace_ms: u64,
+        /// Append timestamped state transitions (unix microseconds) to this file.
+        #[arg(long)]
+        log: Option<PathBuf>,
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// Print the leader of GROUP (name, token, node, data); exit 10 when there is none.
+    Leader { group: String },
     /// A CAS counter node (8-byte big-endian long, the last value handed out), in ZooKeeper.
     #[command(subcommand)]
     Counter(CounterCommand),
@@ -89,7 +115,7 @@ enum CounterCommand {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(err) => {
             eprintln!("zooid: error: {err}");
             ExitCode::from(exit_code(&err))
@@ -123,7 +149,7 @@ fn default_connect() -> String {
     format!("file:{}", dir.display())
 }
 
-fn run(cli: Cli) -> zooid::Result<()> {
+fn run(cli: Cli) -> zooid::Result<ExitCode> {
     let connect = cli.connect.unwrap_or_else(default_connect);
     let digest_auth = match cli.auth {
         Some(auth) => match auth.split_once(':') {
@@ -146,18 +172,45 @@ fn run(cli: Cli) -> zooid::Result<()> {
             first,
             last,
             after_counter,
-        } => ids::init(&connect, &options, &category, first, last, after_counter),
-        Command::Take { category, n } => ids::take(&connect, &options, &category, n),
-        Command::Push { category, ranges } => ids::push(&connect, &options, &category, &ranges),
-        Command::Show { category } => ids::show(&connect, &options, &category),
+        } => ids::init(&connect, &options, &category, first, last, after_counter)
+            .map(|()| ExitCode::SUCCESS),
+        Command::Take { category, n } => {
+            ids::take(&connect, &options, &category, n).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Push { category, ranges } => {
+            ids::push(&connect, &options, &category, &ranges).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Show { category } => {
+            ids::show(&connect, &options, &category).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Elect {
+            group,
+            name,
+            on_pause,
+            grace_ms,
+            log,
+            command,
+        } => elect::elect(
+            &connect,
+            &options,
+            elect::ElectArgs {
+                group,
+                name,
+                on_pause: on_pause.parse()?,
+                grace: Duration::from_millis(grace_ms),
+                log,
+                command,
+            },
+        ),
+        Command::Leader { group } => elect::leader(&connect, &options, &group),
         Command::Counter(CounterCommand::Init { path, value }) => {
-            counter::init(&connect, &options, &path, value)
+            counter::init(&connect, &options, &path, value).map(|()| ExitCode::SUCCESS)
         }
         Command::Counter(CounterCommand::Next { path, n, hex }) => {
-            counter::next(&connect, &options, &path, n, hex)
+            counter::next(&connect, &options, &path, n, hex).map(|()| ExitCode::SUCCESS)
         }
         Command::Counter(CounterCommand::Get { path, hex }) => {
-            counter::get(&connect, &options, &path, hex)
+            counter::get(&connect, &options, &path, hex).map(|()| ExitCode::SUCCESS)
         }
     }
 }
