@@ -566,6 +566,54 @@ fn the_seeds_format_is_read_and_written() {
     });
 }
 
+type Shared<T> = std::sync::Arc<std::sync::Mutex<Option<T>>>;
+
+/// A proxy request predicate matching the first `multi` on `path`; just before that request is
+/// forwarded, it has `b` (on its own, direct connection) reserve 3 values, and keeps what `b` got.
+fn b_goes_first(
+    b: std::sync::Arc<zooid::blocking::Counter>,
+    path: &'static str,
+) -> (support::MatchFn, Shared<IdRange>) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let got: Shared<IdRange> = Default::default();
+    let fired = AtomicBool::new(false);
+    let kept = got.clone();
+    let predicate = support::MatchFn::new(move |opcode, frame| {
+        let ours = opcode == op::MULTI && frame.windows(path.len()).any(|w| w == path.as_bytes());
+        if ours && !fired.swap(true, Ordering::SeqCst) {
+            let b = b.clone();
+            let range = std::thread::spawn(move || b.next(3)).join().unwrap();
+            *kept.lock().unwrap() = Some(range.unwrap());
+        }
+        ours
+    });
+    (predicate, got)
+}
+
+/// Two blocking counters on `path`: `a` through `proxy`, `b` directly to the server.
+fn two_clients(
+    zk: &ZkServer,
+    proxy: &FaultProxy,
+    path: &str,
+    policy: RetryPolicy,
+) -> (
+    zooid::blocking::Counter,
+    std::sync::Arc<zooid::blocking::Counter>,
+) {
+    let a = zooid::blocking::Counter::with_policy(
+        zooid::blocking::open_session(&proxy.connect_string(), &options(4000)).unwrap(),
+        path,
+        policy,
+    )
+    .unwrap();
+    let b = zooid::blocking::Counter::new(
+        zooid::blocking::open_session(&zk.connect_string(), &options(4000)).unwrap(),
+        path,
+    )
+    .unwrap();
+    (a, std::sync::Arc::new(b))
+}
+
 /// The seed's trap, made to happen: client A reads version V and sends its write; just before
 /// the write reaches the server, client B (same protocol, same n) reserves the same values and
 /// writes the very bytes A would have written. A's write then fails on the version, and its reply
@@ -573,45 +621,14 @@ fn the_seeds_format_is_read_and_written() {
 /// absent, so A retries and gets the next values; nothing is handed out twice.
 #[test]
 fn an_identical_write_by_another_client_is_not_taken_for_ours() {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::{Arc, Mutex};
-    use support::{MatchFn, RequestMatch};
-
     support::init_tracing();
     let zk = ZkServer::start();
     let proxy = FaultProxy::start(zk.addr());
     let path = "/counter/trap/c";
-    let a = zooid::blocking::Counter::new(
-        zooid::blocking::open_session(&proxy.connect_string(), &options(4000)).unwrap(),
-        path,
-    )
-    .unwrap();
-    let b = Arc::new(
-        zooid::blocking::Counter::new(
-            zooid::blocking::open_session(&zk.connect_string(), &options(4000)).unwrap(),
-            path,
-        )
-        .unwrap(),
-    );
+    let (a, b) = two_clients(&zk, &proxy, path, RetryPolicy::default());
     a.init(0).unwrap();
-
-    let b_got: Arc<Mutex<Option<IdRange>>> = Arc::default();
-    let fired = Arc::new(AtomicBool::new(false));
-    let predicate = {
-        let (b, b_got, fired) = (b.clone(), b_got.clone(), fired.clone());
-        MatchFn::new(move |opcode, frame| {
-            let ours =
-                opcode == op::MULTI && frame.windows(path.len()).any(|w| w == path.as_bytes());
-            if ours && !fired.swap(true, Ordering::SeqCst) {
-                // A's write is about to be forwarded: B goes first, on its own connection.
-                let b = b.clone();
-                let got = std::thread::spawn(move || b.next(3)).join().unwrap();
-                *b_got.lock().unwrap() = Some(got.unwrap());
-            }
-            ours
-        })
-    };
-    proxy.drop_reply(RequestMatch::Custom(predicate));
+    let (predicate, b_got) = b_goes_first(b, path);
+    proxy.drop_reply(support::RequestMatch::Custom(predicate));
     let a_got = a.next(3).unwrap();
     assert_eq!(proxy.dropped_replies(), 1, "A's reply must have been lost");
     let b_got = b_got.lock().unwrap().expect("B ran before A's write");
@@ -632,4 +649,37 @@ fn an_identical_write_by_another_client_is_not_taken_for_ours() {
         "{stats:?}"
     );
     assert_eq!(a.get().unwrap(), 6);
+}
+
+/// Version conflicts past the retry budget give `Contention`, and nothing is written: here A has
+/// one attempt, B moves the counter right before A's write, which is then lost before reaching
+/// the server (the resolution finds B's version and no marker of A's).
+#[test]
+fn conflicts_past_the_budget_are_contention() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = FaultProxy::start(zk.addr());
+    let path = "/counter/contention/c";
+    let policy = RetryPolicy {
+        max_attempts: 1,
+        ..RetryPolicy::default()
+    };
+    let (a, b) = two_clients(&zk, &proxy, path, policy);
+    a.init(10).unwrap();
+    let (predicate, b_got) = b_goes_first(b, path);
+    proxy.reset_on_request(
+        support::RequestMatch::Custom(predicate),
+        support::ResetPoint::BeforeRequest,
+    );
+    match a.next(3) {
+        Err(ZooidError::Contention { attempts, .. }) => assert_eq!(attempts, 1),
+        other => panic!("expected Contention, got {other:?}"),
+    }
+    assert_eq!(proxy.resets(), 1, "the fault must have happened");
+    assert_eq!(
+        b_got.lock().unwrap().unwrap(),
+        IdRange::new(11, 13).unwrap()
+    );
+    assert_eq!(a.get().unwrap(), 13, "only B's write applied");
+    assert_eq!(a.stats().unwrap().resolved_not_applied, 1);
 }
