@@ -1352,3 +1352,41 @@ fn leader_node_deleted_by_an_operator() {
         );
     });
 }
+
+/// `zooid elect`'s own exits: the command's code when it ends by itself (after resigning, so
+/// nobody leads), 2 on the embedded stores; the token is exported to the command.
+#[test]
+fn zooid_elect_exit_codes() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let connect = zk.connect_string();
+    let zooid = env!("CARGO_BIN_EXE_zooid");
+    let out = std::process::Command::new(zooid)
+        .args([
+            "--connect",
+            &connect,
+            "elect",
+            "/el/exit",
+            "--name",
+            "once",
+            "--",
+        ])
+        .args([
+            "sh",
+            "-c",
+            "echo \"$ZOOID_LEADER_NAME $ZOOID_FENCING_TOKEN\"; exit 3",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (name, token) = text.trim().split_once(' ').unwrap();
+    assert_eq!(name, "once");
+    assert!(token.parse::<i64>().unwrap() > 0);
+    assert_eq!(zooid_leader(&connect, "/el/exit").0, Some(10), "resigned");
+    let out = std::process::Command::new(zooid)
+        .args(["--connect", "mem:", "elect", "/el/exit", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
