@@ -30,6 +30,10 @@ class NativeErrorsTest {
             {ErrorCode.RUNTIME_THREAD, IDGeneratorException.class},
             {ErrorCode.PANIC, IDGeneratorException.class},
             {ErrorCode.OTHER, IDGeneratorException.class},
+            {ErrorCode.NOT_LEADER, NotLeaderException.class},
+            {ErrorCode.SESSION_LOST, SessionLostException.class},
+            {ErrorCode.QUEUE_FULL, QueueFullException.class},
+            {ErrorCode.TOO_LARGE, TooLargeException.class},
         };
         Set<ErrorCode> seen = EnumSet.noneOf(ErrorCode.class);
         for (Object[] c : cases) {
@@ -42,7 +46,10 @@ class NativeErrorsTest {
             assertEquals("/cat", e.getCategory());
             seen.add(code);
         }
+        seen.add(ErrorCode.CLOSED); // checked below: a closed handle is an IllegalStateException
         assertEquals(EnumSet.allOf(ErrorCode.class), seen, "every code is covered");
+        assertInstanceOf(IllegalStateException.class,
+                NativeErrors.create(ErrorCode.CLOSED.getValue(), "closed", "/g", null, null));
     }
 
     @Test
