@@ -29,9 +29,8 @@
 //! unaffected by the markers.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError, MultiWriteError};
+use zookeeper_client::{Client, CreateMode, Error as ZkError, MultiWriteError};
 
 use crate::error::{Result, ZooidError};
 use crate::range::IdRange;
@@ -193,28 +192,12 @@ impl Counter {
         self.state.lock().await.stats
     }
 
-    fn acls(&self) -> Acls<'static> {
-        if self.session.options().digest_auth.is_some() {
-            Acls::creator_all()
-        } else {
-            Acls::anyone_all()
-        }
-    }
-
-    fn request_limit(&self) -> Duration {
-        self.session
-            .options()
-            .session_timeout
-            .max(Duration::from_millis(500))
-    }
-
     /// Runs one request bounded by the session timeout; a timeout is a lost reply.
     async fn bounded<T>(
         &self,
         request: impl std::future::Future<Output = std::result::Result<T, ZkError>>,
     ) -> std::result::Result<T, ZkError> {
-        let limit = self.request_limit();
-        tokio::time::timeout(limit, request)
+        tokio::time::timeout(self.session.request_limit(), request)
             .await
             .unwrap_or(Err(ZkError::ConnectionLoss))
     }
@@ -228,7 +211,7 @@ impl Counter {
     /// equivalent to, the node our lost create would have made).
     pub async fn init(&self, value: i64) -> Result<()> {
         let mut budget = Budget::start(self.policy);
-        let acls = self.acls();
+        let acls = self.session.default_acls();
         let options = CreateMode::Persistent.with_acls(acls);
         let data = encode(value);
         let mut lost = false;
@@ -451,7 +434,7 @@ impl Counter {
         client: &Client,
         write: &Write<'_>,
     ) -> std::result::Result<(), WriteError> {
-        let options = CreateMode::Ephemeral.with_acls(self.acls());
+        let options = CreateMode::Ephemeral.with_acls(self.session.default_acls());
         let mut multi = client.new_multi_writer();
         let built = multi
             .add_set_data(&self.path, &write.value, Some(write.version))
@@ -463,7 +446,7 @@ impl Counter {
         if let Err(err) = built {
             return Err(WriteError::Refused(err));
         }
-        let limit = self.request_limit();
+        let limit = self.session.request_limit();
         let result = match tokio::time::timeout(limit, multi.commit()).await {
             Ok(result) => result,
             Err(_) => return Err(WriteError::Lost(format!("no reply within {limit:?}"))),
@@ -506,7 +489,7 @@ impl Counter {
                 ));
             }
             budget.try_attempt();
-            if session_gone(&self.session, generation) {
+            if self.session.is_gone_generation(generation) {
                 return Resolution::Unknown("the ZooKeeper session was lost".into());
             }
             let lookup = async {
@@ -553,7 +536,7 @@ impl Counter {
                     // The lookup ran on the write's own session and succeeded, so that session
                     // was alive and its ephemeral marker would still be there. Check once more
                     // that the session layer did not give it up meanwhile.
-                    if session_gone(&self.session, generation) {
+                    if self.session.is_gone_generation(generation) {
                         return Resolution::Unknown("the ZooKeeper session was lost".into());
                     }
                     if lookalike {
@@ -580,7 +563,7 @@ impl Counter {
 
     /// Tells the session layer about a request that failed because its session is gone.
     async fn note_error(&self, err: &ZkError, generation: u64) {
-        if matches!(err, ZkError::SessionExpired | ZkError::ClientClosed) {
+        if crate::session::is_gone(err) {
             self.session.report_lost(generation, &err.to_string()).await;
         }
     }
@@ -608,17 +591,6 @@ impl Counter {
             ),
         }
     }
-}
-
-/// Whether the session layer gave up the session of `generation` (replaced it, or declared it
-/// lost and is opening the next one): its ephemeral nodes are gone, or may be at any moment.
-fn session_gone(session: &Session, generation: u64) -> bool {
-    let status = session.status();
-    status.generation != generation
-        || matches!(
-            status.state,
-            crate::session::ConnectionState::Lost | crate::session::ConnectionState::Closed
-        )
 }
 
 /// One write `multi`'s content, kept to send it again unchanged.
@@ -654,19 +626,7 @@ fn retryable(err: &ZkError) -> bool {
 }
 
 fn validate_path(path: &str) -> Result<()> {
-    let ok = path.starts_with('/')
-        && path.len() > 1
-        && !path.ends_with('/')
-        && !path.contains("//")
-        && !path.split('/').any(|part| part == "." || part == "..")
-        && !path.contains('\0');
-    if ok {
-        Ok(())
-    } else {
-        Err(ZooidError::InvalidArgument(format!(
-            "counter path {path:?} must be an absolute znode path other than /"
-        )))
-    }
+    crate::session::validate_path("counter path", path)
 }
 
 fn parent(path: &str) -> Option<&str> {

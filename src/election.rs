@@ -34,7 +34,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use zookeeper_client::{
-    Acls, Client, CreateMode, Error as ZkError, EventType, MultiWriteError, MultiWriteResult, Stat,
+    Client, CreateMode, Error as ZkError, EventType, MultiWriteError, MultiWriteResult, Stat,
 };
 
 use crate::error::{Result, ZooidError};
@@ -416,7 +416,7 @@ impl Election {
             return Err(not_leader("the session of the leadership was lost"));
         }
         let bad = |e: ZkError| ZooidError::InvalidArgument(format!("fenced op: {e}"));
-        let create = CreateMode::Persistent.with_acls(acls(&self.session));
+        let create = CreateMode::Persistent.with_acls(self.session.default_acls());
         let mut multi = client.new_multi_writer();
         multi.add_check_version(&leading.node, 0).map_err(bad)?;
         for op in ops {
@@ -432,7 +432,7 @@ impl Election {
             }
             .map_err(bad)?;
         }
-        let limit = request_limit(&self.session);
+        let limit = self.session.request_limit();
         let outcome = match tokio::time::timeout(limit, multi.commit()).await {
             Ok(outcome) => outcome,
             Err(_) => {
@@ -535,7 +535,7 @@ pub async fn leader(session: &Session, group: &str) -> Result<Option<LeaderInfo>
     let group = group.trim_end_matches('/');
     for _ in 0..16 {
         let (client, generation) = session.client();
-        let children = match observe(session, generation, client.list_children(group)).await {
+        let children = match session.run(generation, client.list_children(group)).await {
             Ok(children) => children,
             Err(ZkError::NoNode) => return Ok(None),
             Err(err) => return Err(read_error(group, err)),
@@ -544,7 +544,7 @@ pub async fn leader(session: &Session, group: &str) -> Result<Option<LeaderInfo>
             return Ok(None);
         };
         let path = format!("{group}/{}", lowest.name);
-        match observe(session, generation, client.get_data(&path)).await {
+        match session.run(generation, client.get_data(&path)).await {
             Ok((data, stat)) => {
                 let (name, data) = decode_payload(&data);
                 return Ok(Some(LeaderInfo {
@@ -641,45 +641,6 @@ fn decode_payload(payload: &[u8]) -> (String, Vec<u8>) {
     }
 }
 
-fn acls(session: &Session) -> Acls<'static> {
-    if session.options().digest_auth.is_some() {
-        Acls::creator_all()
-    } else {
-        Acls::anyone_all()
-    }
-}
-
-/// How long one request may go unanswered.
-fn request_limit(session: &Session) -> Duration {
-    session
-        .options()
-        .session_timeout
-        .max(Duration::from_millis(500))
-}
-
-/// Whether an error says the session itself is gone.
-fn is_gone(err: &ZkError) -> bool {
-    matches!(err, ZkError::SessionExpired | ZkError::ClientClosed)
-}
-
-/// Runs one request of `generation`'s session, bounded by the session timeout; reports a session
-/// found gone to the session layer.
-async fn observe<T>(
-    session: &Session,
-    generation: u64,
-    request: impl std::future::Future<Output = std::result::Result<T, ZkError>>,
-) -> std::result::Result<T, ZkError> {
-    let outcome = tokio::time::timeout(request_limit(session), request)
-        .await
-        .unwrap_or(Err(ZkError::Timeout));
-    if let Err(err) = &outcome {
-        if is_gone(err) {
-            session.report_lost(generation, &err.to_string()).await;
-        }
-    }
-    outcome
-}
-
 fn read_error(group: &str, err: ZkError) -> ZooidError {
     match err {
         ZkError::ConnectionLoss | ZkError::Timeout | ZkError::SessionExpired => {
@@ -700,11 +661,11 @@ fn read_error(group: &str, err: ZkError) -> ZooidError {
 
 /// Creates the group node and its parents when missing (idempotent, so retried freely).
 async fn ensure_group(session: &Session, group: &str) -> Result<()> {
-    let deadline = tokio::time::Instant::now() + 2 * request_limit(session);
-    let options = CreateMode::Persistent.with_acls(acls(session));
+    let deadline = tokio::time::Instant::now() + 2 * session.request_limit();
+    let options = CreateMode::Persistent.with_acls(session.default_acls());
     loop {
         let (client, generation) = session.client();
-        match observe(session, generation, client.mkdir(group, &options)).await {
+        match session.run(generation, client.mkdir(group, &options)).await {
             Ok(()) | Err(ZkError::NodeExists) => return Ok(()),
             Err(err @ (ZkError::ConnectionLoss | ZkError::Timeout | ZkError::SessionExpired))
                 if tokio::time::Instant::now() < deadline =>
@@ -921,7 +882,7 @@ impl Driver {
         generation: u64,
         request: impl std::future::Future<Output = std::result::Result<T, ZkError>>,
     ) -> std::result::Result<T, ZkError> {
-        observe(&self.session, generation, request).await
+        self.session.run(generation, request).await
     }
 
     /// After an error that is not "session gone": waits for the session to be usable again and
@@ -937,8 +898,8 @@ impl Driver {
     async fn candidacy(&mut self, client: &Client, generation: u64) -> Result<Node, Exit> {
         let marker = format!("{:032x}", rand::random::<u128>());
         let prefix = format!("{}/{MARKER_PREFIX}{marker}{SEQ_PREFIX}", self.group);
-        let create = CreateMode::EphemeralSequential.with_acls(acls(&self.session));
-        let limit = request_limit(&self.session);
+        let create = CreateMode::EphemeralSequential.with_acls(self.session.default_acls());
+        let limit = self.session.request_limit();
         'fresh: loop {
             if self.closed() {
                 // Nothing of this candidacy is unresolved here: every earlier copy of the multi
@@ -953,7 +914,7 @@ impl Driver {
                     }
                     continue;
                 }
-                Err(err) if is_gone(&err) => return Err(Exit::SessionGone),
+                Err(err) if crate::session::is_gone(&err) => return Err(Exit::SessionGone),
                 Err(_) => {
                     if !self.recover(generation).await {
                         return Err(Exit::SessionGone);
@@ -1008,7 +969,9 @@ impl Driver {
                             "creating the candidate node: {source}"
                         )))
                     }
-                    Err(MultiWriteError::RequestFailed { source }) if is_gone(&source) => {
+                    Err(MultiWriteError::RequestFailed { source })
+                        if crate::session::is_gone(&source) =>
+                    {
                         self.session
                             .report_lost(generation, &source.to_string())
                             .await;
@@ -1030,7 +993,7 @@ impl Driver {
                             return self.confirm(client, generation, &path).await
                         }
                         Ok(Resolved::Never) => continue 'fresh,
-                        Err(err) if is_gone(&err) => return Err(Exit::SessionGone),
+                        Err(err) if crate::session::is_gone(&err) => return Err(Exit::SessionGone),
                         Err(_) => {
                             if !self.recover(generation).await {
                                 return Err(Exit::SessionGone);
@@ -1076,7 +1039,7 @@ impl Driver {
             match self.req(generation, client.get_data(path)).await {
                 Ok((_, stat)) => return self.check_owner(client, path, &stat),
                 Err(ZkError::NoNode) => return Err(Exit::Rejoin { delete: false }),
-                Err(err) if is_gone(&err) => return Err(Exit::SessionGone),
+                Err(err) if crate::session::is_gone(&err) => return Err(Exit::SessionGone),
                 Err(_) => {
                     if !self.recover(generation).await {
                         return Err(Exit::SessionGone);
@@ -1125,7 +1088,7 @@ impl Driver {
             {
                 Ok(children) => children,
                 Err(ZkError::NoNode) => return Exit::Rejoin { delete: false },
-                Err(err) if is_gone(&err) => return Exit::SessionGone,
+                Err(err) if crate::session::is_gone(&err) => return Exit::SessionGone,
                 Err(_) => {
                     if !self.recover(generation).await {
                         return Exit::SessionGone;
@@ -1147,7 +1110,7 @@ impl Driver {
             {
                 Ok((_, _, watcher)) => watcher,
                 Err(ZkError::NoNode) => continue,
-                Err(err) if is_gone(&err) => return Exit::SessionGone,
+                Err(err) if crate::session::is_gone(&err) => return Exit::SessionGone,
                 Err(_) => {
                     if !self.recover(generation).await {
                         return Exit::SessionGone;
@@ -1226,7 +1189,7 @@ impl Driver {
                             continue;
                         }
                         Err(ZkError::NoNode) => return Exit::Rejoin { delete: false },
-                        Err(err) if is_gone(&err) => return Exit::SessionGone,
+                        Err(err) if crate::session::is_gone(&err) => return Exit::SessionGone,
                         // Connection trouble: the session state will tell, or we retry below.
                         Err(_) => {}
                     }
@@ -1267,11 +1230,11 @@ impl Driver {
 
     /// Deletes our node (idempotent: its name is unique and never reused), bounded in time.
     async fn delete_node(&mut self, client: &Client, generation: u64, path: &str) {
-        let deadline = tokio::time::Instant::now() + 2 * request_limit(&self.session);
+        let deadline = tokio::time::Instant::now() + 2 * self.session.request_limit();
         while tokio::time::Instant::now() < deadline {
             match self.req(generation, client.delete(path, None)).await {
                 Ok(()) | Err(ZkError::NoNode) => return,
-                Err(err) if is_gone(&err) => return,
+                Err(err) if crate::session::is_gone(&err) => return,
                 Err(err) => {
                     tracing::debug!(%err, path, "deleting the candidate node; retrying");
                     let wait = self.recover(generation);

@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::time::Instant;
-use zookeeper_client::{Client, SessionState};
+use zookeeper_client::{Acls, Client, Error as ZkError, SessionState};
 
 use crate::error::{Result, ZooidError};
 use crate::store::ConnectOptions;
@@ -200,6 +200,56 @@ impl Session {
         }
     }
 
+    /// The ACLs zooid gives the nodes it creates: creator-only on an authenticated session,
+    /// open otherwise.
+    pub fn default_acls(&self) -> Acls<'static> {
+        if self.inner.options.digest_auth.is_some() {
+            Acls::creator_all()
+        } else {
+            Acls::anyone_all()
+        }
+    }
+
+    /// How long one request may go unanswered before it counts as lost: the session timeout,
+    /// at least 500 ms.
+    pub fn request_limit(&self) -> Duration {
+        self.inner
+            .options
+            .session_timeout
+            .max(Duration::from_millis(500))
+    }
+
+    /// Runs one request made on the client of `generation`, bounded by
+    /// [`Session::request_limit`] (no reply in time: `ZkError::Timeout`, an outcome as unknown as
+    /// a connection loss). A request that finds its session gone (expired, closed) reports that
+    /// generation lost, so the next request runs on a new session.
+    pub async fn run<T>(
+        &self,
+        generation: u64,
+        request: impl std::future::Future<Output = std::result::Result<T, ZkError>>,
+    ) -> std::result::Result<T, ZkError> {
+        let outcome = tokio::time::timeout(self.request_limit(), request)
+            .await
+            .unwrap_or(Err(ZkError::Timeout));
+        if let Err(err) = &outcome {
+            if is_gone(err) {
+                self.report_lost(generation, &err.to_string()).await;
+            }
+        }
+        outcome
+    }
+
+    /// Whether the session of `generation` is given up: replaced by a newer one, or declared
+    /// lost or closed. Its ephemeral nodes are gone, or may go at any moment.
+    pub fn is_gone_generation(&self, generation: u64) -> bool {
+        let status = self.status();
+        status.generation != generation
+            || matches!(
+                status.state,
+                ConnectionState::Lost | ConnectionState::Closed
+            )
+    }
+
     /// Tells the session layer that a request of `generation` failed because its session is
     /// gone (expired, closed); returns once a newer generation is in place, or the replacement
     /// failed for now (then the monitor keeps trying).
@@ -268,6 +318,30 @@ impl Inner {
                 false
             }
         }
+    }
+}
+
+/// Whether a request's error says its session itself is gone.
+pub fn is_gone(err: &ZkError) -> bool {
+    matches!(err, ZkError::SessionExpired | ZkError::ClientClosed)
+}
+
+/// Checks a znode path that zooid will create or use: absolute, not `/`, no empty, `.` or `..`
+/// segment, no trailing `/`, no NUL. `what` names it in the error ("counter path", ...).
+pub fn validate_path(what: &str, path: &str) -> Result<()> {
+    let ok = path.starts_with('/')
+        && path.len() > 1
+        && !path.ends_with('/')
+        && !path.contains('\0')
+        && !path[1..]
+            .split('/')
+            .any(|part| part.is_empty() || part == "." || part == "..");
+    if ok {
+        Ok(())
+    } else {
+        Err(ZooidError::InvalidArgument(format!(
+            "{what} {path:?}: expected an absolute ZooKeeper path other than /, without empty, . or .. segments"
+        )))
     }
 }
 

@@ -117,7 +117,10 @@ impl std::fmt::Debug for ConnectOptions {
             .field("session_timeout", &self.session_timeout)
             .field(
                 "digest_auth",
-                &self.digest_auth.as_ref().map(|(user, _)| (user, "<redacted>")),
+                &self
+                    .digest_auth
+                    .as_ref()
+                    .map(|(user, _)| (user, "<redacted>")),
             )
             .finish()
     }

@@ -4,7 +4,6 @@
 //! within the session, and a lost session is replaced by the session layer.
 
 use std::future::Future;
-use std::time::Duration;
 
 use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError};
 
@@ -49,11 +48,7 @@ impl ZkStore {
     }
 
     fn acls(&self) -> Acls<'static> {
-        if self.session.options().digest_auth.is_some() {
-            Acls::creator_all()
-        } else {
-            Acls::anyone_all()
-        }
+        self.session.default_acls()
     }
 
     /// Runs one request on the current session, bounded by the session timeout; when the
@@ -65,30 +60,18 @@ impl ZkStore {
         Fut: Future<Output = std::result::Result<T, ZkError>>,
     {
         let (client, generation) = self.session.client();
-        let limit = self
-            .session
-            .options()
-            .session_timeout
-            .max(Duration::from_millis(500));
-        let outcome = match tokio::time::timeout(limit, request(client)).await {
-            Ok(outcome) => outcome,
-            Err(_) => {
-                let why = format!("no reply within {limit:?}");
-                return Err(if write {
+        match self.session.run(generation, request(client)).await {
+            Ok(value) => Ok(value),
+            Err(ZkError::Timeout) => {
+                let why = format!("no reply within {:?}", self.session.request_limit());
+                Err(if write {
                     StoreError::Unknown(why)
                 } else {
                     StoreError::Unavailable(why)
-                });
+                })
             }
-        };
-        let err = match outcome {
-            Ok(value) => return Ok(value),
-            Err(err) => err,
-        };
-        if matches!(err, ZkError::SessionExpired | ZkError::ClientClosed) {
-            self.session.report_lost(generation, &err.to_string()).await;
+            Err(err) => Err(classify(err, write)),
         }
-        Err(classify(err, write))
     }
 }
 
