@@ -25,6 +25,7 @@ pub mod ffi;
 pub mod idset;
 pub mod java;
 pub mod pool;
+pub mod queue;
 pub mod range;
 pub mod retry;
 mod runtime;
@@ -34,6 +35,7 @@ pub mod store;
 
 pub use error::{Result, ZooidError};
 pub use idset::{IdCategory, IdSet};
+pub use queue::{Claim, QueueOptions, WorkQueue};
 pub use range::{IdRange, RangeSet};
 pub use retry::RetryPolicy;
 pub use service::{IdGeneratorService, PoolInfo, ServiceOptions};

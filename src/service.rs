@@ -139,7 +139,10 @@ impl IdGeneratorService<AnyStore> {
 
     /// A service on an already open ZooKeeper session, shared with the recipes.
     pub fn on_session(session: crate::session::Session, options: ServiceOptions) -> Self {
-        Self::with_store(AnyStore::ZooKeeper(crate::store::ZkStore::on(session)), options)
+        Self::with_store(
+            AnyStore::ZooKeeper(crate::store::ZkStore::on(session)),
+            options,
+        )
     }
 
     /// The ZooKeeper session the service uses; `None` on the embedded stores.

@@ -1,6 +1,8 @@
 //! The blocking facade over [`crate::IdGeneratorService`] and the recipes, for threads that are
 //! not async; the C and JNI bindings sit on it. One file per recipe beside this one.
 
+mod queue;
+
 use std::mem::ManuallyDrop;
 
 use crate::error::Result;
@@ -9,6 +11,8 @@ use crate::runtime::{block_on, runtime};
 use crate::service::{IdGeneratorService as AsyncService, PoolInfo, ServiceOptions};
 use crate::session::Session;
 use crate::store::{AnyStore, ConnectOptions};
+
+pub use queue::{Claim, WorkQueue};
 
 /// Opens a ZooKeeper session on zooid's own runtime, to share between the ID service and the
 /// recipes (see [`crate::session`]).
