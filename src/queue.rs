@@ -549,8 +549,23 @@ struct Waiter {
     name: String,
 }
 
+impl Waiter {
+    /// Deletes the waiter node now.
+    async fn leave(mut self) {
+        let path = format!("{}/waiters/{}", self.queue.path, self.name);
+        self.name.clear();
+        let _ = self
+            .queue
+            .call(self.generation, self.client.delete(&path, None))
+            .await;
+    }
+}
+
 impl Drop for Waiter {
     fn drop(&mut self) {
+        if self.name.is_empty() {
+            return;
+        }
         let path = format!("{}/waiters/{}", self.queue.path, self.name);
         let client = self.client.clone();
         let queue = self.queue.clone();
@@ -925,14 +940,28 @@ impl Inner {
     }
 
     async fn claim(self: &Arc<Self>, timeout: Option<Duration>) -> Result<Option<Claim>> {
-        let deadline = timeout.map(|t| Instant::now() + t);
         let mut waiter: Option<Waiter> = None;
+        let out = self.claim_in_line(timeout, &mut waiter).await;
+        // Leave the line before returning, so the next waiter takes over at once (a cancelled
+        // claim leaves it in the background, through the waiter's Drop).
+        if let Some(w) = waiter.take() {
+            w.leave().await;
+        }
+        out
+    }
+
+    async fn claim_in_line(
+        self: &Arc<Self>,
+        timeout: Option<Duration>,
+        waiter: &mut Option<Waiter>,
+    ) -> Result<Option<Claim>> {
+        let deadline = timeout.map(|t| Instant::now() + t);
         let mut status = self.session.subscribe();
         let mut backoff = Duration::from_millis(20);
         loop {
             let (client, generation) = self.session.client();
             if waiter.as_ref().is_some_and(|w| w.generation != generation) {
-                waiter = None;
+                *waiter = None;
             }
             let position = match &waiter {
                 None => None,
@@ -950,7 +979,7 @@ impl Inner {
             let mut watches = Vec::new();
             match position {
                 Some(Position::Missing) => {
-                    waiter = None;
+                    *waiter = None;
                     continue;
                 }
                 Some(Position::Behind(pred)) => {
@@ -991,7 +1020,7 @@ impl Inner {
                             return Ok(None);
                         }
                         match self.join(&client, generation).await {
-                            Ok(w) => waiter = Some(w),
+                            Ok(w) => *waiter = Some(w),
                             Err(e) if fate(&e) == Fate::Refused => return Err(self.claim_error(e)),
                             Err(_) => {
                                 if !sleep_or_deadline(&mut backoff, deadline).await {

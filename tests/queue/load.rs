@@ -1,0 +1,1 @@
+// multi-process rig (next)
