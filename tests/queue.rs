@@ -12,6 +12,7 @@ mod support;
 #[path = "queue/load.rs"]
 mod load;
 
+use std::fs;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -496,4 +497,238 @@ async fn wait_for(cond: impl Fn() -> bool) {
         );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+}
+
+fn wait_lines(p: &load::Proc, timeout: Duration, what: &str, cond: impl Fn(&[String]) -> bool) {
+    assert!(
+        support::wait_until(timeout, || cond(&p.lines())),
+        "{}: {what} not seen in {timeout:?}; log:\n{}",
+        p.name,
+        p.lines().join("\n")
+    );
+}
+
+/// 3 producer and 4 consumer processes, 3000 items: every item completed exactly once, none
+/// lost, no item held by two live claims at once.
+#[test]
+fn three_producers_four_consumers_processes() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let stop = dir.path().join("STOP");
+    const PER_PRODUCER: usize = 1000;
+    let connect = zk.connect_string();
+    let q = "/load/q";
+    let started = std::time::Instant::now();
+    let consumers: Vec<load::Proc> = (0..4)
+        .map(|i| {
+            load::Proc::start(
+                dir.path(),
+                &format!("c{i}"),
+                &connect,
+                q,
+                4000,
+                &[
+                    "consume".into(),
+                    "--stop-file".into(),
+                    stop.display().to_string(),
+                ],
+            )
+        })
+        .collect();
+    let mut producers: Vec<load::Proc> = (0..3)
+        .map(|i| {
+            load::Proc::start(
+                dir.path(),
+                &format!("p{i}"),
+                &connect,
+                q,
+                4000,
+                &[
+                    "produce".into(),
+                    "--name".into(),
+                    format!("p{i}"),
+                    "--count".into(),
+                    PER_PRODUCER.to_string(),
+                ],
+            )
+        })
+        .collect();
+    for p in &mut producers {
+        assert!(
+            p.wait_exit(Duration::from_secs(120)),
+            "{} did not finish",
+            p.name
+        );
+    }
+    let put_done = started.elapsed();
+    let total = 3 * PER_PRODUCER;
+    let done = || -> usize {
+        consumers
+            .iter()
+            .map(|c| c.lines().iter().filter(|l| l.starts_with("D ")).count())
+            .sum()
+    };
+    assert!(
+        support::wait_until(Duration::from_secs(120), || done() >= total),
+        "only {} of {total} completed",
+        done()
+    );
+    let all_done = started.elapsed();
+    fs::write(&stop, b"").unwrap();
+    let mut consumers = consumers;
+    for c in &mut consumers {
+        assert!(
+            c.wait_exit(Duration::from_secs(20)),
+            "{} did not stop",
+            c.name
+        );
+    }
+    let report = load::check(
+        &producers.iter().collect::<Vec<_>>(),
+        &consumers.iter().collect::<Vec<_>>(),
+    );
+    let per: Vec<usize> = consumers
+        .iter()
+        .map(|c| c.lines().iter().filter(|l| l.starts_with("D ")).count())
+        .collect();
+    eprintln!(
+        "processes: {} items put by 3 producers in {put_done:?}, all completed after {all_done:?} by 4 consumers {per:?}; {} claims, {} lost, {} errors, {} violations",
+        report.put,
+        report.claims,
+        report.lost_claims,
+        report.errors.len(),
+        report.violations.len()
+    );
+    assert_eq!(report.put, total);
+    assert_eq!(report.completed, total);
+    assert!(
+        report.violations.is_empty(),
+        "violations: {:#?}",
+        &report.violations[..report.violations.len().min(20)]
+    );
+    // Consumers started before the first put see the queue missing until it exists.
+    let errors: Vec<&String> = report
+        .errors
+        .iter()
+        .filter(|e| !e.contains("does not exist"))
+        .collect();
+    assert!(errors.is_empty(), "errors: {errors:#?}");
+    assert!(per.iter().all(|&n| n > 0), "every consumer worked: {per:?}");
+}
+
+/// A consumer SIGKILLed while holding an item: another consumer processes it. A consumer
+/// SIGSTOPped past its session while holding an item: another consumer processes it, and the
+/// stopped one, resumed, is told its claim was lost.
+#[test]
+fn killed_and_paused_consumers_lose_their_items_to_others() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let stop = dir.path().join("STOP");
+    let connect = zk.connect_string();
+    let q = "/crash/q";
+    const SESSION_MS: u64 = 1500;
+    let consume = |hold_ms: u64| -> Vec<String> {
+        vec![
+            "consume".into(),
+            "--stop-file".into(),
+            stop.display().to_string(),
+            "--hold-ms".into(),
+            hold_ms.to_string(),
+        ]
+    };
+    let rt = runtime();
+    let s = rt.block_on(session(&connect, 4000));
+    let producer = queue(&s, q);
+    let put = |data: &str| rt.block_on(producer.put(data.as_bytes())).unwrap();
+
+    // SIGKILL while holding.
+    let victim = load::Proc::start(
+        dir.path(),
+        "killed",
+        &connect,
+        q,
+        SESSION_MS,
+        &consume(60_000),
+    );
+    let item = put("kill-me");
+    wait_lines(&victim, Duration::from_secs(20), "claim", |l| {
+        l.iter().any(|l| l.starts_with(&format!("C {item} ")))
+    });
+    victim.signal(libc::SIGKILL);
+    let killed_at = std::time::Instant::now();
+    let rescuer = load::Proc::start(dir.path(), "rescuer", &connect, q, SESSION_MS, &consume(0));
+    wait_lines(
+        &rescuer,
+        Duration::from_secs(20),
+        "completion of the killed consumer's item",
+        |l| l.iter().any(|l| l.starts_with(&format!("D {item} "))),
+    );
+    let rescued_after = killed_at.elapsed();
+
+    // SIGSTOP past the session while holding.
+    let paused = load::Proc::start(
+        dir.path(),
+        "paused",
+        &connect,
+        q,
+        SESSION_MS,
+        &consume(2_000),
+    );
+    // The rescuer would take the item first: stop it while the paused one claims.
+    rescuer.signal(libc::SIGSTOP);
+    let item2 = put("pause-me");
+    wait_lines(&paused, Duration::from_secs(20), "claim", |l| {
+        l.iter().any(|l| l.starts_with(&format!("C {item2} ")))
+    });
+    paused.signal(libc::SIGSTOP);
+    let paused_at = std::time::Instant::now();
+    rescuer.signal(libc::SIGCONT);
+    wait_lines(
+        &rescuer,
+        Duration::from_secs(20),
+        "completion of the paused consumer's item",
+        |l| l.iter().any(|l| l.starts_with(&format!("D {item2} "))),
+    );
+    let taken_over_after = paused_at.elapsed();
+    paused.signal(libc::SIGCONT);
+    wait_lines(
+        &paused,
+        Duration::from_secs(20),
+        "the lost claim reported",
+        |l| l.iter().any(|l| l.starts_with(&format!("L {item2} "))),
+    );
+    let lost_line = paused
+        .lines()
+        .into_iter()
+        .find(|l| l.starts_with(&format!("L {item2} ")))
+        .unwrap();
+    assert!(
+        lost_line.contains("lost with its ZooKeeper session"),
+        "{lost_line}"
+    );
+    assert!(
+        !paused
+            .lines()
+            .iter()
+            .any(|l| l.starts_with(&format!("D {item2} "))),
+        "the paused consumer must not complete an item it no longer holds"
+    );
+    fs::write(&stop, b"").unwrap();
+    let mut rescuer = rescuer;
+    let mut paused = paused;
+    assert!(rescuer.wait_exit(Duration::from_secs(20)));
+    assert!(paused.wait_exit(Duration::from_secs(20)));
+    let report = load::check(&[], &[&victim, &rescuer, &paused]);
+    assert!(
+        report.violations.iter().all(|v| v.contains("never put")),
+        "{:#?}",
+        report.violations
+    );
+    eprintln!(
+        "crash: killed consumer's item completed by another {rescued_after:?} after SIGKILL; paused consumer's item {taken_over_after:?} after SIGSTOP (session {SESSION_MS} ms); resumed consumer told: {lost_line}"
+    );
+    drop(producer);
+    rt.block_on(async move { drop(s) });
 }
