@@ -1,7 +1,8 @@
-//! `zooid`: the operator CLI. Creates categories, takes and pushes IDs, shows pools; one module
-//! per group of commands.
+//! `zooid`: the operator CLI. Creates categories, takes and pushes IDs, shows pools, runs work
+//! queues; one module per group of commands.
 
 mod ids;
+mod queue;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -54,6 +55,9 @@ enum Command {
     },
     /// Show a category's free list and size.
     Show { category: String },
+    /// A distributed work queue (needs ZooKeeper): put items, work on them, show them.
+    #[command(subcommand)]
+    Queue(queue::QueueCommand),
 }
 
 fn main() -> ExitCode {
@@ -77,6 +81,9 @@ fn exit_code(err: &ZooidError) -> u8 {
         ZooidError::CorruptPool { .. } => 6,
         ZooidError::OutcomeUnknown { .. } => 7,
         ZooidError::ConnectionLost { .. } | ZooidError::Timeout { .. } => 8,
+        ZooidError::QueueFull { .. } => 9,
+        ZooidError::TooLarge { .. } => 10,
+        ZooidError::SessionLost { .. } => 11,
         _ => 1,
     }
 }
@@ -120,5 +127,6 @@ fn run(cli: Cli) -> zooid::Result<()> {
         Command::Take { category, n } => ids::take(&connect, &options, &category, n),
         Command::Push { category, ranges } => ids::push(&connect, &options, &category, &ranges),
         Command::Show { category } => ids::show(&connect, &options, &category),
+        Command::Queue(command) => queue::run(&connect, &options, command),
     }
 }
