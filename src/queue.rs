@@ -215,12 +215,23 @@ enum Fate {
 fn fate(err: &ZkError) -> Fate {
     match err {
         ZkError::SessionExpired | ZkError::ClientClosed => Fate::Expired,
-        ZkError::ConnectionLoss
-        | ZkError::Timeout
-        | ZkError::NoHosts
-        | ZkError::SessionMoved
-        | ZkError::Throttled => Fate::Unknown,
-        _ => Fate::Refused,
+        // Answers from the server: the request did not apply.
+        ZkError::NoNode
+        | ZkError::NodeExists
+        | ZkError::BadVersion
+        | ZkError::NotEmpty
+        | ZkError::NoAuth
+        | ZkError::AuthFailed
+        | ZkError::InvalidAcl
+        | ZkError::NoChildrenForEphemerals
+        | ZkError::BadArguments(_)
+        | ZkError::MarshallingError
+        | ZkError::QuotaExceeded
+        | ZkError::Unimplemented
+        | ZkError::NotReadOnly => Fate::Refused,
+        // Anything else (connection loss, I/O errors, no reply in time) may hide an applied
+        // request.
+        _ => Fate::Unknown,
     }
 }
 
