@@ -995,12 +995,14 @@ impl Inner {
                 }
                 Some(Position::Behind(pred)) => {
                     let path = format!("{}/waiters/{pred}", self.path);
+                    // getData, not exists: a getData on a node already gone leaves no watch
+                    // behind (an exists watch on it would wait for ever for a creation).
                     match self
-                        .call(generation, client.check_and_watch_stat(&path))
+                        .call(generation, client.get_and_watch_data(&path))
                         .await
                     {
-                        Ok((Some(_), watcher)) => watches.push(watcher),
-                        Ok((None, _)) => continue,
+                        Ok((_, _, watcher)) => watches.push(watcher),
+                        Err(ZkError::NoNode) => continue,
                         Err(e) if fate(&e) == Fate::Refused => return Err(self.claim_error(e)),
                         Err(_) => {
                             if !sleep_or_deadline(&mut backoff, deadline).await {
