@@ -48,6 +48,9 @@ pub const DEFAULT_MAX_ITEM_BYTES: usize = 64 * 1024;
 /// one reply, both bounded by the default `jute.maxbuffer` (1 MiB - 1) with their headers.
 pub const MAX_MAX_ITEM_BYTES: usize = 1_000_000;
 
+/// After losing the race for an item, a claim jumps ahead by a random step below this.
+const COLLISION_SPREAD: usize = 16;
+
 /// How a [`WorkQueue`] handle behaves.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QueueOptions {
@@ -1185,10 +1188,22 @@ impl Inner {
         {
             self.clean_orphan_lock(client, generation, lock).await;
         }
-        for (sequence, name) in free {
-            match self.lock_item(client, generation, name, sequence).await? {
-                Some(claim) => return Ok(TryClaim::Claimed(Box::new(claim))),
-                None => continue,
+        // Oldest first. Losing the race for an item means other consumers work from the same
+        // listing and would lose the next ones too, one after another: after each loss, jump
+        // ahead by a random step within the next few items; the skipped ones move to the end
+        // (no free item is left untried).
+        let mut order: Vec<usize> = (0..free.len()).collect();
+        let mut at = 0;
+        while at < order.len() {
+            let (sequence, name) = free[order[at]];
+            if let Some(claim) = self.lock_item(client, generation, name, sequence).await? {
+                return Ok(TryClaim::Claimed(Box::new(claim)));
+            }
+            at += 1;
+            if order.len() - at > 1 {
+                let window = (order.len() - at).min(COLLISION_SPREAD);
+                let skip = rand::random_range(0..window);
+                order[at..].rotate_left(skip);
             }
         }
         Ok(TryClaim::Nothing)
