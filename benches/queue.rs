@@ -9,7 +9,6 @@
 //! are counted apart).
 
 #[path = "../tests/support/mod.rs"]
-#[allow(dead_code)]
 mod support;
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -17,7 +17,7 @@ use crate::session::Session;
 /// [`crate::ZooidError::RuntimeThread`] when made from inside an async runtime.
 #[derive(Clone, Debug)]
 pub struct WorkQueue {
-    inner: AsyncQueue,
+    inner: ManuallyDrop<AsyncQueue>,
 }
 
 impl WorkQueue {
@@ -25,7 +25,7 @@ impl WorkQueue {
     /// [`crate::blocking::IdGeneratorService::session`].
     pub fn open(session: &Session, path: &str, options: QueueOptions) -> Result<Self> {
         Ok(Self {
-            inner: AsyncQueue::open(session, path, options)?,
+            inner: ManuallyDrop::new(AsyncQueue::open(session, path, options)?),
         })
     }
 
@@ -60,6 +60,22 @@ impl WorkQueue {
     /// The async handle underneath.
     pub fn as_async(&self) -> &AsyncQueue {
         &self.inner
+    }
+}
+
+impl Drop for WorkQueue {
+    fn drop(&mut self) {
+        // The handle shares the session; if it is the last one, the ZooKeeper client goes with
+        // it and must be dropped inside the runtime.
+        // SAFETY: `inner` is never used again after this.
+        let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
+        match runtime() {
+            Ok(rt) => {
+                let _guard = rt.enter();
+                drop(inner);
+            }
+            Err(_) => drop(inner),
+        }
     }
 }
 
