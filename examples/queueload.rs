@@ -59,6 +59,9 @@ enum Mode {
         /// Hold each item this long before completing it.
         #[arg(long, default_value_t = 0)]
         hold_ms: u64,
+        /// Each claim waits this long for an item (the stop file is checked between claims).
+        #[arg(long, default_value_t = 300)]
+        claim_ms: u64,
     },
 }
 
@@ -118,8 +121,12 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Mode::Consume { stop_file, hold_ms } => loop {
-            match queue.claim(Some(Duration::from_millis(300))) {
+        Mode::Consume {
+            stop_file,
+            hold_ms,
+            claim_ms,
+        } => loop {
+            match queue.claim(Some(Duration::from_millis(claim_ms))) {
                 Ok(Some(claim)) => {
                     let data = String::from_utf8_lossy(claim.data()).into_owned();
                     let item = claim.item().to_string();

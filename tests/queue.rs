@@ -781,3 +781,74 @@ fn killed_and_paused_consumers_lose_their_items_to_others() {
     drop(producer);
     rt.block_on(async move { drop(s) });
 }
+
+/// The head of the line SIGSTOPped while the queue is empty: a put still reaches the waiter
+/// behind it, once the paused head's session expired (its waiter node vanishes).
+#[test]
+fn a_paused_head_of_the_line_delays_idle_consumers_only_until_its_session_ends() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let stop = dir.path().join("STOP"); // never written: the processes are killed
+    let connect = zk.connect_string();
+    let q = "/line/q";
+    const SESSION_MS: u64 = 1500;
+    let rt = runtime();
+    let s = rt.block_on(session(&connect, 4000));
+    let producer = queue(&s, q);
+    rt.block_on(producer.put(b"create")).unwrap();
+    rt.block_on(async {
+        producer
+            .claim(Some(Duration::ZERO))
+            .await
+            .unwrap()
+            .unwrap()
+            .complete()
+            .await
+    })
+    .unwrap();
+    let admin = rt
+        .block_on(zookeeper_client::Client::connect(&connect))
+        .unwrap();
+    let waiters = |n: usize| {
+        support::wait_until(Duration::from_secs(20), || {
+            rt.block_on(admin.list_children("/line/q/waiters"))
+                .unwrap()
+                .len()
+                == n
+        })
+    };
+    // Claims that wait long: a consumer polling with short claims would try the queue
+    // directly at each call and hide the line.
+    let args = vec![
+        "consume".into(),
+        "--stop-file".into(),
+        stop.display().to_string(),
+        "--claim-ms".into(),
+        "60000".into(),
+    ];
+    let head = load::Proc::start(dir.path(), "head", &connect, q, SESSION_MS, &args);
+    assert!(waiters(1), "the first consumer joined the line");
+    let behind = load::Proc::start(dir.path(), "behind", &connect, q, SESSION_MS, &args);
+    assert!(waiters(2), "the second consumer joined behind it");
+    head.signal(libc::SIGSTOP);
+    let paused_at = std::time::Instant::now();
+    let item = rt.block_on(producer.put(b"for whoever waits")).unwrap();
+    wait_lines(&behind, Duration::from_secs(20), "the claim", |l| {
+        l.iter().any(|l| l.starts_with(&format!("C {item} ")))
+    });
+    let delay = paused_at.elapsed();
+    assert!(!head
+        .lines()
+        .iter()
+        .any(|l| l.starts_with(&format!("C {item} "))));
+    eprintln!("line: with the head paused, the waiter behind it got the item {delay:?} after the put (session {SESSION_MS} ms)");
+    assert!(
+        delay >= Duration::from_millis(SESSION_MS / 2),
+        "the item went to the waiter behind the paused head only after that head's session ended"
+    );
+    // The processes are killed on drop (their claims wait for a minute).
+    drop((head, behind));
+    drop((producer, admin));
+    rt.block_on(async move { drop(s) });
+}
