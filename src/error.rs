@@ -13,7 +13,8 @@ pub enum ZooidError {
     Exhausted { category: String },
 
     /// The category's pool node does not exist. Categories are created explicitly.
-    #[error("category {category} does not exist (create it with create_category / `zooid init`)")]
+    /// Also a work queue that was never put to: then `category` is `queue <path>`.
+    #[error("{}", fmt_not_found(.category))]
     NotFound { category: String },
 
     /// `create_category` found the node already there.
@@ -115,6 +116,16 @@ pub enum ZooidError {
     /// A blocking call was made from inside an async runtime thread.
     #[error("blocking zooid call made from an async runtime thread; use the async API there")]
     RuntimeThread,
+}
+
+fn fmt_not_found(category: &str) -> String {
+    if category.starts_with("queue ") {
+        format!("{category} does not exist (a queue is created by its first put)")
+    } else {
+        format!(
+            "category {category} does not exist (create it with create_category / `zooid init`)"
+        )
+    }
 }
 
 fn fmt_ranges(ids: &[IdRange]) -> String {

@@ -27,6 +27,7 @@ pub mod ffi;
 pub mod idset;
 pub mod java;
 pub mod pool;
+pub mod queue;
 pub mod range;
 pub mod retry;
 mod runtime;
@@ -41,6 +42,7 @@ pub use election::{
 };
 pub use error::{Result, ZooidError};
 pub use idset::{IdCategory, IdSet};
+pub use queue::{Claim, QueueOptions, WorkQueue};
 pub use range::{IdRange, RangeSet};
 pub use retry::RetryPolicy;
 pub use service::{IdGeneratorService, PoolInfo, ServiceOptions};

@@ -948,8 +948,8 @@ fn zooid_elect_end_to_end() {
     let group = "/el/cli";
     assert_eq!(
         zooid_leader(&connect, group).0,
-        Some(10),
-        "no leader yet: exit 10"
+        Some(12),
+        "no leader yet: exit 12"
     );
     let mut elects: Vec<Elect> = Vec::new();
     let mut started = 0;
@@ -1383,7 +1383,7 @@ fn zooid_elect_exit_codes() {
     let (name, token) = text.trim().split_once(' ').unwrap();
     assert_eq!(name, "once");
     assert!(token.parse::<i64>().unwrap() > 0);
-    assert_eq!(zooid_leader(&connect, "/el/exit").0, Some(10), "resigned");
+    assert_eq!(zooid_leader(&connect, "/el/exit").0, Some(12), "resigned");
     let out = std::process::Command::new(zooid)
         .args(["--connect", "mem:", "elect", "/el/exit", "--", "true"])
         .output()

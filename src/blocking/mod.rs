@@ -3,6 +3,7 @@
 
 mod counter;
 mod election;
+mod queue;
 
 pub use counter::Counter;
 pub use election::{leader, Election};
@@ -15,6 +16,8 @@ use crate::runtime::{block_on, runtime};
 use crate::service::{IdGeneratorService as AsyncService, PoolInfo, ServiceOptions};
 use crate::session::Session;
 use crate::store::{AnyStore, ConnectOptions};
+
+pub use queue::{Claim, WorkQueue};
 
 /// Opens a ZooKeeper session on zooid's own runtime, to share between the ID service and the
 /// recipes (see [`crate::session`]).

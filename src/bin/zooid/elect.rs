@@ -15,7 +15,7 @@ use zooid::{
 };
 
 /// The exit code of `zooid leader` when the group has no leader.
-pub const NO_LEADER: u8 = 10;
+pub const NO_LEADER: u8 = 12;
 
 /// What `zooid elect` was asked to do.
 pub struct ElectArgs {

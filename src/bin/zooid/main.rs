@@ -1,9 +1,10 @@
-//! `zooid`: the operator CLI. Creates categories, takes and pushes IDs, shows pools; one module
-//! per group of commands.
+//! `zooid`: the operator CLI. Creates categories, takes and pushes IDs, shows pools, runs work
+//! queues; one module per group of commands.
 
 mod counter;
 mod elect;
 mod ids;
+mod queue;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -79,11 +80,14 @@ enum Command {
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
-    /// Print the leader of GROUP (name, token, node, data); exit 10 when there is none.
+    /// Print the leader of GROUP (name, token, node, data); exit 12 when there is none.
     Leader { group: String },
     /// A CAS counter node (8-byte big-endian long, the last value handed out), in ZooKeeper.
     #[command(subcommand)]
     Counter(CounterCommand),
+    /// A distributed work queue (needs ZooKeeper): put items, work on them, show them.
+    #[command(subcommand)]
+    Queue(queue::QueueCommand),
 }
 
 #[derive(Subcommand)]
@@ -133,6 +137,11 @@ fn exit_code(err: &ZooidError) -> u8 {
         ZooidError::CorruptPool { .. } => 6,
         ZooidError::OutcomeUnknown { .. } => 7,
         ZooidError::ConnectionLost { .. } | ZooidError::Timeout { .. } => 8,
+        ZooidError::QueueFull { .. } => 9,
+        ZooidError::TooLarge { .. } => 10,
+        ZooidError::SessionLost { .. } => 11,
+        // 12: `zooid leader` found no leader (not an error).
+        ZooidError::NotLeader { .. } => 13,
         _ => 1,
     }
 }
@@ -211,6 +220,9 @@ fn run(cli: Cli) -> zooid::Result<ExitCode> {
         }
         Command::Counter(CounterCommand::Get { path, hex }) => {
             counter::get(&connect, &options, &path, hex).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Queue(command) => {
+            queue::run(&connect, &options, command).map(|()| ExitCode::SUCCESS)
         }
     }
 }

@@ -1,0 +1,249 @@
+//! The work-queue commands: `queue put`, `queue work`, `queue show` (src/queue.rs).
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use clap::Subcommand;
+use tokio::io::AsyncWriteExt;
+use tokio::signal::unix::{signal, SignalKind};
+use zooid::queue::{Claim, QueueOptions, WorkQueue};
+use zooid::{ConnectOptions, Session, ZooidError};
+
+/// `zooid queue ...`
+#[derive(Subcommand)]
+pub enum QueueCommand {
+    /// Add an item (DATA, or `-` to read it from stdin); prints the item's name.
+    Put {
+        queue: String,
+        data: String,
+        /// Refuse the put when the queue holds this many items.
+        #[arg(long, default_value_t = zooid::queue::DEFAULT_MAX_ITEMS)]
+        max_items: usize,
+        /// Refuse items larger than this many bytes.
+        #[arg(long, default_value_t = zooid::queue::DEFAULT_MAX_ITEM_BYTES)]
+        max_item_bytes: usize,
+    },
+    /// Run COMMAND for each claimed item, the item's bytes on its stdin (and its name in
+    /// $ZOOID_QUEUE_ITEM): exit status 0 completes the item, anything else releases it. SIGTERM
+    /// or SIGINT lets the current item finish, or releases it after the grace period, then exits.
+    Work {
+        queue: String,
+        /// Stop after this many items (completed or released).
+        #[arg(long)]
+        max: Option<u64>,
+        /// Seconds a running COMMAND may go on after SIGTERM before it is killed and its item
+        /// released.
+        #[arg(long, default_value_t = 30)]
+        grace: u64,
+        /// The identity shown by `queue show` for this worker's claims (default host:pid).
+        #[arg(long)]
+        identity: Option<String>,
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// List the items in put order, and who holds the claimed ones.
+    Show { queue: String },
+}
+
+/// Runs one queue command on its own runtime.
+pub fn run(connect: &str, options: &ConnectOptions, command: QueueCommand) -> zooid::Result<()> {
+    if connect.starts_with("file:") || connect.starts_with("mem:") {
+        return Err(ZooidError::InvalidArgument(
+            "queues need ZooKeeper: pass --connect host:port (or set ZOOID_CONNECT)".into(),
+        ));
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| ZooidError::Store {
+            path: String::new(),
+            reason: format!("cannot start a runtime: {e}"),
+        })?;
+    rt.block_on(async {
+        let session = Session::connect(connect, options).await?;
+        let out = match command {
+            QueueCommand::Put {
+                queue,
+                data,
+                max_items,
+                max_item_bytes,
+            } => {
+                let opts = QueueOptions {
+                    max_items,
+                    max_item_bytes,
+                    ..QueueOptions::default()
+                };
+                put(&WorkQueue::open(&session, &queue, opts)?, &data).await
+            }
+            QueueCommand::Work {
+                queue,
+                max,
+                grace,
+                identity,
+                command,
+            } => {
+                let opts = QueueOptions {
+                    identity,
+                    ..QueueOptions::default()
+                };
+                let q = WorkQueue::open(&session, &queue, opts)?;
+                work(&q, max, Duration::from_secs(grace), &command).await
+            }
+            QueueCommand::Show { queue } => {
+                show(&WorkQueue::open(&session, &queue, QueueOptions::default())?).await
+            }
+        };
+        drop(session);
+        out
+    })
+}
+
+async fn put(queue: &WorkQueue, data: &str) -> zooid::Result<()> {
+    let bytes = if data == "-" {
+        let mut buf = Vec::new();
+        // A one-shot command: reading stdin on the runtime thread blocks nothing else.
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)
+            .map_err(|e| ZooidError::InvalidArgument(format!("reading stdin: {e}")))?;
+        buf
+    } else {
+        data.as_bytes().to_vec()
+    };
+    let name = queue.put(&bytes).await?;
+    println!("{name}");
+    Ok(())
+}
+
+async fn show(queue: &WorkQueue) -> zooid::Result<()> {
+    let items = queue.items().await?;
+    let claimed = items.iter().filter(|i| i.claimed_by.is_some()).count();
+    println!("queue:   {}", queue.path());
+    println!("items:   {} ({claimed} claimed)", items.len());
+    for item in items {
+        match item.claimed_by {
+            Some(holder) => println!(
+                "{:>10}  {}  {} bytes  claimed by {} (session {:#x})",
+                item.sequence, item.name, item.bytes, holder.identity, holder.session_id
+            ),
+            None => println!(
+                "{:>10}  {}  {} bytes  unclaimed",
+                item.sequence, item.name, item.bytes
+            ),
+        }
+    }
+    Ok(())
+}
+
+fn io_error(what: &str, e: std::io::Error) -> ZooidError {
+    ZooidError::InvalidArgument(format!("{what}: {e}"))
+}
+
+async fn work(
+    queue: &WorkQueue,
+    max: Option<u64>,
+    grace: Duration,
+    command: &[String],
+) -> zooid::Result<()> {
+    let mut term = signal(SignalKind::terminate()).map_err(|e| io_error("SIGTERM handler", e))?;
+    let mut int = signal(SignalKind::interrupt()).map_err(|e| io_error("SIGINT handler", e))?;
+    let mut handled = 0u64;
+    while max.is_none_or(|m| handled < m) {
+        let claim = tokio::select! {
+            claim = queue.claim(None) => claim?,
+            _ = term.recv() => break,
+            _ = int.recv() => break,
+        };
+        let Some(claim) = claim else { continue };
+        handled += 1;
+        let stop = run_one(claim, command, grace, &mut term, &mut int).await?;
+        if stop {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Runs COMMAND on one claimed item; returns whether a stop signal arrived.
+async fn run_one(
+    claim: Claim,
+    command: &[String],
+    grace: Duration,
+    term: &mut tokio::signal::unix::Signal,
+    int: &mut tokio::signal::unix::Signal,
+) -> zooid::Result<bool> {
+    let mut child = match tokio::process::Command::new(&command[0])
+        .args(&command[1..])
+        .env("ZOOID_QUEUE_ITEM", claim.item())
+        .stdin(Stdio::piped())
+        // Its own process group: a terminal's Ctrl-C reaches the worker only, which lets the
+        // command finish; past the grace period the whole group is killed.
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) => {
+            // Hand the item back before reporting that the command cannot run.
+            let _ = claim.release().await;
+            return Err(io_error(&format!("cannot run {:?}", command[0]), e));
+        }
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        let data = claim.data().to_vec();
+        tokio::spawn(async move {
+            // A command that does not read its input closes the pipe: that is its business.
+            let _ = stdin.write_all(&data).await;
+        });
+    }
+    let mut stopping = false;
+    let status = tokio::select! {
+        status = child.wait() => Some(status),
+        _ = term.recv() => { stopping = true; None }
+        _ = int.recv() => { stopping = true; None }
+    };
+    let status = match status {
+        Some(status) => Some(status),
+        None => {
+            eprintln!(
+                "zooid: stopping: letting {} finish for up to {grace:?}",
+                claim.item()
+            );
+            match tokio::time::timeout(grace, child.wait()).await {
+                Ok(status) => Some(status),
+                Err(_) => {
+                    if let Some(pid) = child.id() {
+                        // SAFETY: kill(2) on the process group we created for the command.
+                        unsafe {
+                            libc::kill(-(pid as i32), libc::SIGKILL);
+                        }
+                    }
+                    let _ = child.kill().await;
+                    None
+                }
+            }
+        }
+    };
+    let item = claim.item().to_string();
+    let outcome = match status {
+        Some(Ok(s)) if s.success() => claim.complete().await.map(|()| "completed"),
+        Some(Ok(s)) => {
+            eprintln!("zooid: {item}: command failed ({s}); releasing the item");
+            claim.release().await.map(|()| "released")
+        }
+        Some(Err(e)) => {
+            eprintln!("zooid: {item}: cannot wait for the command ({e}); releasing the item");
+            claim.release().await.map(|()| "released")
+        }
+        None => {
+            eprintln!("zooid: {item}: grace period over; command killed, releasing the item");
+            claim.release().await.map(|()| "released")
+        }
+    };
+    match outcome {
+        Ok(what) => eprintln!("zooid: {item} {what}"),
+        // A lost claim is redelivered elsewhere; the worker goes on.
+        Err(e @ ZooidError::SessionLost { .. }) => eprintln!("zooid: {e}"),
+        Err(e) => return Err(e),
+    }
+    Ok(stopping)
+}

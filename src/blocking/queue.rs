@@ -1,0 +1,145 @@
+//! The blocking facade over [`crate::queue`]: a work queue for threads that are not async (the C
+//! and JNI bindings sit on it).
+
+use std::mem::ManuallyDrop;
+use std::time::Duration;
+
+use crate::error::Result;
+use crate::queue::{
+    Claim as AsyncClaim, ItemInfo, QueueOptions, QueueStats, WorkQueue as AsyncQueue,
+};
+use crate::runtime::{block_on, runtime};
+use crate::session::Session;
+
+/// A blocking handle on a work queue (see [`crate::queue::WorkQueue`]). `Send + Sync`.
+///
+/// Calls block the calling thread on zooid's own runtime and fail with
+/// [`crate::ZooidError::RuntimeThread`] when made from inside an async runtime.
+#[derive(Clone, Debug)]
+pub struct WorkQueue {
+    inner: ManuallyDrop<AsyncQueue>,
+}
+
+impl WorkQueue {
+    /// See [`AsyncQueue::open`]; `session` comes from [`crate::blocking::open_session`] or
+    /// [`crate::blocking::IdGeneratorService::session`].
+    pub fn open(session: &Session, path: &str, options: QueueOptions) -> Result<Self> {
+        Ok(Self {
+            inner: ManuallyDrop::new(AsyncQueue::open(session, path, options)?),
+        })
+    }
+
+    /// See [`AsyncQueue::put`].
+    pub fn put(&self, data: &[u8]) -> Result<String> {
+        block_on(self.inner.put(data))?
+    }
+
+    /// See [`AsyncQueue::claim`]: `None` when `timeout` ran out (`None` timeout: wait for ever).
+    pub fn claim(&self, timeout: Option<Duration>) -> Result<Option<Claim>> {
+        let claim = block_on(self.inner.claim(timeout))??;
+        Ok(claim.map(|c| Claim {
+            inner: ManuallyDrop::new(Some(c)),
+        }))
+    }
+
+    /// See [`AsyncQueue::items`].
+    pub fn items(&self) -> Result<Vec<ItemInfo>> {
+        block_on(self.inner.items())?
+    }
+
+    /// See [`AsyncQueue::stats`].
+    pub fn stats(&self) -> QueueStats {
+        self.inner.stats()
+    }
+
+    /// The queue's path.
+    pub fn path(&self) -> &str {
+        self.inner.path()
+    }
+
+    /// The async handle underneath.
+    pub fn as_async(&self) -> &AsyncQueue {
+        &self.inner
+    }
+}
+
+impl Drop for WorkQueue {
+    fn drop(&mut self) {
+        // The handle shares the session; if it is the last one, the ZooKeeper client goes with
+        // it and must be dropped inside the runtime.
+        // SAFETY: `inner` is never used again after this.
+        let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
+        match runtime() {
+            Ok(rt) => {
+                let _guard = rt.enter();
+                drop(inner);
+            }
+            Err(_) => drop(inner),
+        }
+    }
+}
+
+/// A blocking claim (see [`crate::queue::Claim`]): complete or release it; dropped, it is
+/// released in the background.
+#[derive(Debug)]
+pub struct Claim {
+    inner: ManuallyDrop<Option<AsyncClaim>>,
+}
+
+impl Claim {
+    fn claim(&self) -> &AsyncClaim {
+        // Always Some until complete/release/drop take it.
+        self.inner.as_ref().expect("claim present until consumed")
+    }
+
+    /// The item's node name.
+    pub fn item(&self) -> &str {
+        self.claim().item()
+    }
+
+    /// The item's put order.
+    pub fn sequence(&self) -> u64 {
+        self.claim().sequence()
+    }
+
+    /// The item's bytes.
+    pub fn data(&self) -> &[u8] {
+        self.claim().data()
+    }
+
+    /// See [`AsyncClaim::is_lost`].
+    pub fn is_lost(&self) -> bool {
+        self.claim().is_lost()
+    }
+
+    /// See [`AsyncClaim::complete`].
+    pub fn complete(mut self) -> Result<()> {
+        let claim = self.take();
+        block_on(claim.complete())?
+    }
+
+    /// See [`AsyncClaim::release`].
+    pub fn release(mut self) -> Result<()> {
+        let claim = self.take();
+        block_on(claim.release())?
+    }
+
+    fn take(&mut self) -> AsyncClaim {
+        self.inner.take().expect("claim present until consumed")
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        // SAFETY: `inner` is never used again after this.
+        let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
+        // The claim releases itself on the runtime and holds a client: drop it in its context.
+        match runtime() {
+            Ok(rt) => {
+                let _guard = rt.enter();
+                drop(inner);
+            }
+            Err(_) => drop(inner),
+        }
+    }
+}
