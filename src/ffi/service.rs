@@ -17,7 +17,7 @@ use crate::{ConnectOptions, IdCategory, ServiceOptions};
 /// counted: `zooid_service_open` and `zooid_service_clone` each give a reference that is
 /// released with `zooid_service_free`; the session closes when the last one is released.
 pub struct zooid_service {
-    inner: IdGeneratorService,
+    pub(crate) inner: IdGeneratorService,
 }
 
 /// Reads a category path argument.
