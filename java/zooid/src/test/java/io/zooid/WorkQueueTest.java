@@ -293,6 +293,43 @@ class WorkQueueTest {
         }
     }
 
+    /**
+     * A consumer cut off from ZooKeeper past its session timeout loses its claim: the item goes to
+     * another consumer, and the cut-off consumer's complete throws SessionLostException.
+     */
+    @Test
+    void aClaimLostWithItsSessionIsRedeliveredAndCannotComplete() throws Exception {
+        String path = freshQueue();
+        IDGeneratorOptions quick = new IDGeneratorOptions().sessionTimeout(Duration.ofMillis(1500));
+        try (ReplyDroppingProxy proxy = new ReplyDroppingProxy(zk.connectString());
+                IDGeneratorService cutOff = IDGeneratorService.open(proxy.connectString(), quick);
+                WorkQueue theirs = WorkQueue.open(cutOff, path);
+                WorkQueue ours = WorkQueue.open(service, path)) {
+            String item = ours.put(bytes("job"));
+            WorkQueue.Claim lost = theirs.claim(10, TimeUnit.SECONDS);
+            assertEquals(item, lost.getItem());
+            assertNull(ours.claim(0, TimeUnit.SECONDS), "claimed: nobody else gets it");
+
+            proxy.dropReplies(); // no reply reaches the cut-off consumer any more
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (!lost.isLost() && System.nanoTime() < deadline) {
+                Thread.sleep(50);
+            }
+            assertTrue(lost.isLost(), "the fault happened: the session was declared lost");
+            proxy.heal(); // the old session is no longer kept alive and expires on the server
+
+            try (WorkQueue.Claim redelivered = ours.claim(30, TimeUnit.SECONDS)) {
+                assertNotNull(redelivered, "the lost claim's item was handed out again");
+                assertEquals(item, redelivered.getItem());
+                SessionLostException e = assertThrows(SessionLostException.class, lost::complete);
+                assertEquals(ErrorCode.SESSION_LOST, e.getCode());
+                assertTrue(lost.isFinished());
+                redelivered.complete();
+            }
+            assertNull(ours.claim(0, TimeUnit.SECONDS));
+        }
+    }
+
     /** Claim data is a copy. */
     @Test
     void claimDataIsACopy() throws Exception {
