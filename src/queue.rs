@@ -215,12 +215,23 @@ enum Fate {
 fn fate(err: &ZkError) -> Fate {
     match err {
         ZkError::SessionExpired | ZkError::ClientClosed => Fate::Expired,
-        ZkError::ConnectionLoss
-        | ZkError::Timeout
-        | ZkError::NoHosts
-        | ZkError::SessionMoved
-        | ZkError::Throttled => Fate::Unknown,
-        _ => Fate::Refused,
+        // Answers from the server: the request did not apply.
+        ZkError::NoNode
+        | ZkError::NodeExists
+        | ZkError::BadVersion
+        | ZkError::NotEmpty
+        | ZkError::NoAuth
+        | ZkError::AuthFailed
+        | ZkError::InvalidAcl
+        | ZkError::NoChildrenForEphemerals
+        | ZkError::BadArguments(_)
+        | ZkError::MarshallingError
+        | ZkError::QuotaExceeded
+        | ZkError::Unimplemented
+        | ZkError::NotReadOnly => Fate::Refused,
+        // Anything else (connection loss, I/O errors, no reply in time) may hide an applied
+        // request.
+        _ => Fate::Unknown,
     }
 }
 
@@ -984,12 +995,14 @@ impl Inner {
                 }
                 Some(Position::Behind(pred)) => {
                     let path = format!("{}/waiters/{pred}", self.path);
+                    // getData, not exists: a getData on a node already gone leaves no watch
+                    // behind (an exists watch on it would wait for ever for a creation).
                     match self
-                        .call(generation, client.check_and_watch_stat(&path))
+                        .call(generation, client.get_and_watch_data(&path))
                         .await
                     {
-                        Ok((Some(_), watcher)) => watches.push(watcher),
-                        Ok((None, _)) => continue,
+                        Ok((_, _, watcher)) => watches.push(watcher),
+                        Err(ZkError::NoNode) => continue,
                         Err(e) if fate(&e) == Fate::Refused => return Err(self.claim_error(e)),
                         Err(_) => {
                             if !sleep_or_deadline(&mut backoff, deadline).await {

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use support::{op, FaultProxy, MatchFn, RequestMatch, ZkServer};
+use support::{op, FaultProxy, MatchFn, RequestMatch, ResetPoint, ZkServer};
 use zooid::queue::{QueueOptions, WorkQueue};
 use zooid::{ConnectOptions, Session, ZooidError};
 
@@ -107,6 +107,21 @@ fn order_release_complete_and_listing() {
             "completed items never come back"
         );
         assert!(q.items().await.unwrap().is_empty());
+
+        // A lock whose item is gone (left by hand or older code) is cleaned up; a live claim's
+        // lock is not.
+        let admin = zookeeper_client::Client::connect(&zk.connect_string()).await.unwrap();
+        let stray = "/basic/q/locks/i-00000000deadbeef-0000000099";
+        let persistent = zookeeper_client::CreateMode::Persistent
+            .with_acls(zookeeper_client::Acls::anyone_all());
+        admin.create(stray, b"stale", &persistent).await.unwrap();
+        q.put(b"held").await.unwrap();
+        let held = q.claim(zero).await.unwrap().expect("held item");
+        assert!(admin.check_stat(stray).await.unwrap().is_none(), "the stray lock was deleted");
+        let listing = q.items().await.unwrap();
+        assert_eq!(listing.len(), 1);
+        assert!(listing[0].claimed_by.is_some(), "the live claim's lock stays");
+        held.complete().await.unwrap();
 
         // A claim waiting in line gets an item put later.
         let waiter = {
@@ -223,9 +238,9 @@ fn lost_replies_to_put_claim_complete_release() {
             .unwrap();
 
         // Puts: the reply of every other put multi is lost.
-        const PUTS: usize = 20;
+        const PUTS0: usize = 20;
         let mut names = Vec::new();
-        for i in 0..PUTS {
+        for i in 0..PUTS0 {
             if i % 2 == 0 {
                 proxy.drop_reply(multi_with("/lossy/q/guards/", None));
             }
@@ -234,7 +249,7 @@ fn lost_replies_to_put_claim_complete_release() {
         let dropped_puts = proxy.dropped_replies();
         assert_eq!(
             dropped_puts,
-            (PUTS / 2) as u64,
+            (PUTS0 / 2) as u64,
             "the put faults must have happened"
         );
         let listed = q.items().await.unwrap();
@@ -249,7 +264,33 @@ fn lost_replies_to_put_claim_complete_release() {
             data, names,
             "every put exactly once, in order, under the name put returned"
         );
-        assert!(q.stats().puts_resolved >= (PUTS / 2) as u64);
+        assert!(q.stats().puts_resolved >= (PUTS0 / 2) as u64);
+
+        // Puts whose request never reaches the server, or reaches it torn: the guard is still
+        // at V, so the identical multi is sent again and applies once.
+        let resets_before = proxy.resets();
+        for point in [
+            ResetPoint::BeforeRequest,
+            ResetPoint::MidRequest,
+            ResetPoint::AfterRequest,
+        ] {
+            proxy.reset_on_request(multi_with("/lossy/q/guards/", None), point);
+            names.push(q.put(format!("{point:?}").as_bytes()).await.unwrap());
+        }
+        assert_eq!(
+            proxy.resets() - resets_before,
+            3,
+            "the reset faults must have happened"
+        );
+        let listed: Vec<String> = q
+            .items()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|i| i.name)
+            .collect();
+        assert_eq!(listed, names, "reset puts applied exactly once each");
+        const PUTS: usize = PUTS0 + 3;
 
         // Claims: the reply to the lock-creating multi (it carries our identity) is lost.
         let other = session(&zk.connect_string(), 4000).await;

@@ -174,10 +174,8 @@ pub fn check(producers: &[&Proc], consumers: &[&Proc]) -> Report {
         for line in p.lines() {
             let f: Vec<&str> = line.split(' ').collect();
             match f.first() {
-                Some(&"P") => {
-                    if put.insert(f[1].to_string(), f[2].to_string()).is_some() {
-                        report.violations.push(format!("item {} put twice", f[1]));
-                    }
+                Some(&"P") if put.insert(f[1].to_string(), f[2].to_string()).is_some() => {
+                    report.violations.push(format!("item {} put twice", f[1]));
                 }
                 Some(&"E") => report.errors.push(format!("{}: {line}", p.name)),
                 _ => {}
