@@ -110,17 +110,25 @@ fn order_release_complete_and_listing() {
 
         // A lock whose item is gone (left by hand or older code) is cleaned up; a live claim's
         // lock is not.
-        let admin = zookeeper_client::Client::connect(&zk.connect_string()).await.unwrap();
+        let admin = zookeeper_client::Client::connect(&zk.connect_string())
+            .await
+            .unwrap();
         let stray = "/basic/q/locks/i-00000000deadbeef-0000000099";
         let persistent = zookeeper_client::CreateMode::Persistent
             .with_acls(zookeeper_client::Acls::anyone_all());
         admin.create(stray, b"stale", &persistent).await.unwrap();
         q.put(b"held").await.unwrap();
         let held = q.claim(zero).await.unwrap().expect("held item");
-        assert!(admin.check_stat(stray).await.unwrap().is_none(), "the stray lock was deleted");
+        assert!(
+            admin.check_stat(stray).await.unwrap().is_none(),
+            "the stray lock was deleted"
+        );
         let listing = q.items().await.unwrap();
         assert_eq!(listing.len(), 1);
-        assert!(listing[0].claimed_by.is_some(), "the live claim's lock stays");
+        assert!(
+            listing[0].claimed_by.is_some(),
+            "the live claim's lock stays"
+        );
         held.complete().await.unwrap();
 
         // A claim waiting in line gets an item put later.
