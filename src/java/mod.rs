@@ -1,8 +1,10 @@
 //! The Java binding: the native half of the `io.zooid` classes (JNI).
 //!
 //! Thin by design: each native method converts its arguments, calls
-//! [`crate::blocking::IdGeneratorService`] and converts the result back; the Java classes hold the
-//! API (`IDGeneratorService`, `IDSet`, `IDRange`, the exceptions). `java/zooid/` is the Java side.
+//! [`crate::blocking::IdGeneratorService`] (or the recipes' blocking facades, such as
+//! [`crate::blocking::WorkQueue`]) and converts the result back; the Java classes hold the API
+//! (`IDGeneratorService`, `IDSet`, `IDRange`, `WorkQueue`, the exceptions). `java/zooid/` is the
+//! Java side.
 //!
 //! - **Registration.** `JNI_OnLoad` binds every native method of `io.zooid.ZooidNative` with
 //!   `RegisterNatives` (no `Java_...` symbols are exported), so a signature mismatch between the

@@ -88,6 +88,7 @@ fn drop_in_runtime<T>(value: T) {
 
 /// Opens a queue on the session of the service `service`; non-positive numbers (negative for
 /// `max_item_bytes`, where 0 is a limit) and a null identity mean the default.
+#[allow(clippy::too_many_arguments)] // mirrors the Java signature
 fn queue_open<'local>(
     env: &mut Env<'local>,
     _class: JClass<'local>,
