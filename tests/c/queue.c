@@ -3,7 +3,7 @@
  * item back, complete removes it for good, a freed claim that was neither is released, a claim
  * waits for a put, and every error a caller can provoke: an oversize item, a full queue, a claim
  * on a missing queue, a claim that times out, a finished claim used again, bad arguments, a queue
- * on a store without a ZooKeeper session. Out-parameters must stay untouched on failure.
+ * on a store without a ZooKeeper session; and threads sharing one queue complete every item once. Out-parameters must stay untouched on failure.
  *
  *   queue CONNECT PREFIX
  */
@@ -57,6 +57,40 @@ struct waiter {
     zooid_status status;
     zooid_claim *claim;
 };
+
+#define SHARED_ITEMS 60
+#define CONSUMERS 4
+
+struct consumers {
+    const zooid_queue *queue;
+    pthread_mutex_t lock;
+    int completed[SHARED_ITEMS]; /* how often each item was completed */
+};
+
+/* Claims and completes until no item comes for a second; each item's data is its index. */
+static void *consume(void *arg) {
+    struct consumers *c = arg;
+    for (;;) {
+        zooid_claim *claim = NULL;
+        zooid_status status = zooid_queue_claim(c->queue, 1000, &claim);
+        if (status == ZOOID_STATUS_TIMEOUT) {
+            return NULL;
+        }
+        CHECK_OK(status);
+        const uint8_t *data = NULL;
+        size_t len = 0;
+        CHECK_OK(zooid_claim_data(claim, &data, &len));
+        CHECK(len == sizeof(int));
+        int index;
+        memcpy(&index, data, sizeof index);
+        CHECK(index >= 0 && index < SHARED_ITEMS);
+        CHECK_OK(zooid_claim_complete(claim));
+        zooid_claim_free(claim);
+        pthread_mutex_lock(&c->lock);
+        c->completed[index]++;
+        pthread_mutex_unlock(&c->lock);
+    }
+}
 
 static void *wait_for_item(void *arg) {
     struct waiter *w = arg;
@@ -231,6 +265,31 @@ int main(int argc, char **argv) {
     CHECK_EQ(0, len);
     CHECK_OK(zooid_claim_complete(w.claim));
     zooid_claim_free(w.claim);
+
+    /* Threads share one queue: every item is completed exactly once. */
+    struct consumers shared = {.queue = queue};
+    CHECK(pthread_mutex_init(&shared.lock, NULL) == 0);
+    zooid_queue_options *roomy = NULL;
+    CHECK_OK(zooid_queue_options_new(&roomy));
+    zooid_queue *producer = NULL;
+    CHECK_OK(zooid_queue_open(service, path, roomy, &producer));
+    zooid_queue_options_free(roomy);
+    for (int i = 0; i < SHARED_ITEMS; i++) {
+        CHECK_OK(zooid_queue_put(producer, (const uint8_t *)&i, sizeof i, NULL, 0, NULL));
+    }
+    pthread_t consumers[CONSUMERS];
+    for (int t = 0; t < CONSUMERS; t++) {
+        CHECK(pthread_create(&consumers[t], NULL, consume, &shared) == 0);
+    }
+    for (int t = 0; t < CONSUMERS; t++) {
+        CHECK(pthread_join(consumers[t], NULL) == 0);
+    }
+    for (int i = 0; i < SHARED_ITEMS; i++) {
+        CHECK_EQ(1, shared.completed[i]);
+    }
+    pthread_mutex_destroy(&shared.lock);
+    zooid_queue_free(producer);
+    printf("%d threads completed %d items, each once\n", CONSUMERS, SHARED_ITEMS);
 
     /* NULL handles and out-parameters. */
     EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_queue_claim(NULL, 0, &none));
