@@ -173,7 +173,9 @@ public final class IDGeneratorService implements AutoCloseable {
 
     /**
      * Closes the ZooKeeper session. Waits for calls in progress on other threads to finish;
-     * later calls throw {@link IllegalStateException}. Closing again does nothing.
+     * later calls throw {@link IllegalStateException}. Closing again does nothing. A
+     * {@link WorkQueue} opened on this service shares its session, which stays open until the
+     * queue and its claims are closed too.
      */
     @Override
     public void close() {
