@@ -11,7 +11,9 @@
  *   `ZOOID_STATUS_INVALID_ARGUMENT`, never a crash; no panic crosses the boundary.
  * - Handles are opaque. `zooid_service` is reference counted and thread-safe: share one between
  *   threads. `zooid_id_set`, `zooid_options` and `zooid_pool_info` are single-owner; an ID set
- *   or options must be used by one thread at a time. Every `_free` accepts NULL.
+ *   or options must be used by one thread at a time. A work queue (`zooid_queue`) is
+ *   single-owner and thread-safe; a claim (`zooid_claim`) and `zooid_queue_options` are
+ *   single-owner, used by one thread at a time. Every `_free` accepts NULL.
  * - Strings are NUL-terminated UTF-8.
  *
  * Taking an ID (`zooid_id_set_take_id`) is local: no I/O, no allocation, no lock.
@@ -25,6 +27,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/**
+ * A buffer of this many bytes always holds an item name and its terminating NUL
+ * (`zooid_queue_put`, `zooid_claim_item`); names are 29 bytes today.
+ */
+#define ZOOID_QUEUE_ITEM_NAME_MAX 64
 
 /**
  * The outcome of a zooid call. `ZOOID_STATUS_OK` (0) is success; every other value is an error
@@ -156,6 +164,18 @@ typedef uint32_t zooid_status;
 #endif // __cplusplus
 
 /**
+ * An item claimed from a queue: no other consumer gets it while the claim lives. Finish it with
+ * `zooid_claim_complete` (the item is deleted, never handed out again) or
+ * `zooid_claim_release` (it is handed out again), then free it with `zooid_claim_free`; a
+ * claim freed without either is released.
+ *
+ * Ownership: the caller owns it. Its item name and data stay readable until it is freed, also
+ * after completing or releasing. Not thread-safe: use it from one thread at a time (it may move
+ * between threads).
+ */
+typedef struct zooid_claim zooid_claim;
+
+/**
  * A CAS counter: a ZooKeeper node holding the last value handed out as an 8-byte big-endian
  * signed long (the format of existing deployments), advanced by versioned compare-and-set.
  *
@@ -193,6 +213,27 @@ typedef struct zooid_options zooid_options;
 typedef struct zooid_pool_info zooid_pool_info;
 
 /**
+ * A work queue: items put in order, each handed to one consumer at a time (a claim) until a
+ * consumer completes it. Delivery is at-least-once: a claim lost with its ZooKeeper session
+ * (the process crashed or was cut off past the session timeout) is handed out again.
+ *
+ * Ownership: `zooid_queue_open` gives a queue that the caller frees with `zooid_queue_free`.
+ * Thread-safe: one queue may be used from any number of threads at once. It shares the
+ * service's ZooKeeper session and keeps it open until the queue and its claims are freed too.
+ */
+typedef struct zooid_queue zooid_queue;
+
+/**
+ * Options for `zooid_queue_open`, created with the defaults by `zooid_queue_options_new`: at
+ * most 10000 items, items of at most 65536 bytes, 30 s for a put, complete or release to get
+ * through connection loss, and `"<hostname>:<pid>"` as the identity written into locks.
+ *
+ * Ownership: the caller owns the options and frees them with `zooid_queue_options_free`;
+ * opening a queue copies them. Not thread-safe: set them from one thread at a time.
+ */
+typedef struct zooid_queue_options zooid_queue_options;
+
+/**
  * An ID generator service: one session with a store (ZooKeeper, or an embedded store) that
  * hands out and takes back IDs of any number of categories.
  *
@@ -219,6 +260,90 @@ typedef struct zooid_range {
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Completes the claimed item: deletes it and its lock in one transaction that first checks the
+ * lock is still this claim's. The item is never handed out again. The claim is finished either
+ * way (only `zooid_claim_free` remains).
+ *
+ * Errors: `ZOOID_STATUS_SESSION_LOST` when the claim was lost with its session (nothing was
+ * done; the item is or will be handed out again); `ZOOID_STATUS_TIMEOUT` when no server
+ * answered within the operation timeout (outcome unknown); `ZOOID_STATUS_CLOSED` for a claim
+ * already completed or released.
+ *
+ * # Safety
+ * `claim` must be NULL or a live claim not used by another thread during the call.
+ */
+zooid_status zooid_claim_complete(struct zooid_claim *claim);
+
+/**
+ * Writes a pointer to the claimed item's bytes to `*out_data` and their number to `*out_len`.
+ * The bytes are owned by `claim` and stay valid until it is freed.
+ *
+ * # Safety
+ * `claim` must be NULL or a live claim; `out_data` and `out_len` NULL or valid for a write.
+ */
+zooid_status zooid_claim_data(const struct zooid_claim *claim,
+                              const uint8_t **out_data,
+                              size_t *out_len);
+
+/**
+ * Frees a claim; NULL is accepted and ignored. A claim neither completed nor released is
+ * released in the background: this returns at once, and the item is handed out again once
+ * ZooKeeper deleted the lock (or, should that fail, when the session ends).
+ *
+ * # Safety
+ * `claim` must be NULL or a claim from `zooid_queue_claim` not yet freed, not in use by another
+ * thread; it must not be used afterwards (nor its data).
+ */
+void zooid_claim_free(struct zooid_claim *claim);
+
+/**
+ * Writes to `*out_lost` whether the claim is known to be lost (its ZooKeeper session ended):
+ * `true` means another consumer may get the item, `false` is no promise. Also `true` once the
+ * claim was completed or released.
+ *
+ * # Safety
+ * `claim` must be NULL or a live claim; `out_lost` NULL or valid for a write.
+ */
+zooid_status zooid_claim_is_lost(const struct zooid_claim *claim, bool *out_lost);
+
+/**
+ * Copies the claimed item's name (such as `"i-3f2a...-0000000007"`) into `buf` like
+ * `snprintf`: at most `len - 1` bytes and a terminating NUL; `*out_len` (if not NULL) receives
+ * the full length. Pass `buf = NULL, len = 0` to ask for the length only.
+ *
+ * # Safety
+ * `claim` must be NULL or a live claim; `buf` valid for `len` bytes of writes; `out_len` NULL or
+ * valid for a write.
+ */
+zooid_status zooid_claim_item(const struct zooid_claim *claim,
+                              char *buf,
+                              size_t len,
+                              size_t *out_len);
+
+/**
+ * Releases the claimed item: deletes its lock, so that it is handed out again (it keeps its
+ * place in the queue). The claim is finished either way (only `zooid_claim_free` remains).
+ *
+ * Errors: `ZOOID_STATUS_SESSION_LOST` when the claim was lost with its session (the lock is gone
+ * already); `ZOOID_STATUS_TIMEOUT` when no server answered within the operation timeout (the
+ * lock goes with the session at the latest); `ZOOID_STATUS_CLOSED` for a claim already
+ * completed or released.
+ *
+ * # Safety
+ * `claim` must be NULL or a live claim not used by another thread during the call.
+ */
+zooid_status zooid_claim_release(struct zooid_claim *claim);
+
+/**
+ * Writes the claimed item's put order (ZooKeeper's sequence number; lower was put earlier) to
+ * `*out_sequence`.
+ *
+ * # Safety
+ * `claim` must be NULL or a live claim; `out_sequence` NULL or valid for a write.
+ */
+zooid_status zooid_claim_sequence(const struct zooid_claim *claim, uint64_t *out_sequence);
 
 /**
  * Frees a counter; NULL is accepted and ignored.
@@ -524,6 +649,133 @@ zooid_status zooid_pool_info_free_ranges(const struct zooid_pool_info *info,
 zooid_status zooid_pool_info_node(const struct zooid_pool_info *info,
                                   int32_t *out_version,
                                   size_t *out_bytes);
+
+/**
+ * Claims the oldest unclaimed item of the queue and writes the claim to `*out_claim`; the
+ * caller owns it. Waits up to `timeout_ms` milliseconds for an item: 0 tries once without
+ * waiting, a negative value waits for ever. Idle consumers wait in line: only the first one
+ * watches the queue, so a put wakes one consumer, not all.
+ *
+ * Errors: `ZOOID_STATUS_TIMEOUT` when no item came within the timeout (nothing is claimed);
+ * `ZOOID_STATUS_NOT_FOUND` for a queue that was never put to; `ZOOID_STATUS_CLOSED` when the
+ * session was closed while waiting; `ZOOID_STATUS_STORE`, `ZOOID_STATUS_CONNECTION_LOST`.
+ *
+ * # Safety
+ * `queue` must be NULL or a live queue; `out_claim` NULL or valid for a write.
+ */
+zooid_status zooid_queue_claim(const struct zooid_queue *queue,
+                               int64_t timeout_ms,
+                               struct zooid_claim **out_claim);
+
+/**
+ * Frees a queue; NULL is accepted and ignored. Claims from it stay valid (and must still be
+ * freed).
+ *
+ * # Safety
+ * `queue` must be NULL or a queue from `zooid_queue_open` not yet freed, not in use by a call
+ * on another thread; it must not be used afterwards.
+ */
+void zooid_queue_free(struct zooid_queue *queue);
+
+/**
+ * Opens the work queue at `path` (an absolute ZooKeeper path) on the service's ZooKeeper
+ * session and writes it to `*out_queue`. Touches nothing on the servers: the first put creates
+ * the queue. `options` may be NULL for the defaults; it is copied.
+ *
+ * Errors: `ZOOID_STATUS_INVALID_ARGUMENT` for a bad path or options, and for a service on an
+ * embedded store (`mem:`, `file:`), which has no ZooKeeper session.
+ *
+ * # Safety
+ * `service` must be NULL or a live service reference; `path` NULL or a NUL-terminated string;
+ * `options` NULL or live queue options; `out_queue` NULL or valid for a write.
+ */
+zooid_status zooid_queue_open(const struct zooid_service *service,
+                              const char *path,
+                              const struct zooid_queue_options *options,
+                              struct zooid_queue **out_queue);
+
+/**
+ * Frees queue options; NULL is accepted and ignored.
+ *
+ * # Safety
+ * `options` must be NULL or options from `zooid_queue_options_new` not yet freed; they must not
+ * be used afterwards.
+ */
+void zooid_queue_options_free(struct zooid_queue_options *options);
+
+/**
+ * Creates queue options with the defaults and writes them to `*out_options`.
+ *
+ * # Safety
+ * `out_options` must be NULL or valid for a write.
+ */
+zooid_status zooid_queue_options_new(struct zooid_queue_options **out_options);
+
+/**
+ * Sets the identity written into this process's locks, which `zooid queue show` prints (at
+ * most 256 bytes; copied).
+ *
+ * # Safety
+ * `options` must be NULL or live queue options not used by another thread during the call;
+ * `identity` NULL or a NUL-terminated string.
+ */
+zooid_status zooid_queue_options_set_identity(struct zooid_queue_options *options,
+                                              const char *identity);
+
+/**
+ * Sets the largest item, in bytes (0 to 1000000); a bigger put fails with
+ * `ZOOID_STATUS_TOO_LARGE`. Checked by `zooid_queue_open`.
+ *
+ * # Safety
+ * `options` must be NULL or live queue options not used by another thread during the call.
+ */
+zooid_status zooid_queue_options_set_max_item_bytes(struct zooid_queue_options *options,
+                                                    size_t max_item_bytes);
+
+/**
+ * Sets the most items the queue may hold (1 to 25000); a put beyond it fails with
+ * `ZOOID_STATUS_QUEUE_FULL`. The limit keeps a listing of the queue within ZooKeeper's
+ * `jute.maxbuffer`. Checked by `zooid_queue_open`.
+ *
+ * # Safety
+ * `options` must be NULL or live queue options not used by another thread during the call.
+ */
+zooid_status zooid_queue_options_set_max_items(struct zooid_queue_options *options,
+                                               size_t max_items);
+
+/**
+ * Sets how long a put, complete or release may retry through connection loss, in milliseconds
+ * (> 0); past it the call fails with `ZOOID_STATUS_TIMEOUT` and its outcome is unknown.
+ *
+ * # Safety
+ * `options` must be NULL or live queue options not used by another thread during the call.
+ */
+zooid_status zooid_queue_options_set_op_timeout_ms(struct zooid_queue_options *options,
+                                                   uint64_t timeout_ms);
+
+/**
+ * Adds an item holding the `len` bytes at `data` (`data` may be NULL when `len` is 0) to the
+ * end of the queue, creating the queue if needed. Exactly once: a put whose reply was lost is
+ * resolved, never repeated. The item's name is copied into `name_buf` like `snprintf` (at most
+ * `name_len - 1` bytes and a NUL; `ZOOID_QUEUE_ITEM_NAME_MAX` bytes always suffice);
+ * `*out_name_len` (if not NULL) gets its full length. Pass `name_buf = NULL, name_len = 0` when
+ * the name is not wanted.
+ *
+ * Errors: `ZOOID_STATUS_TOO_LARGE` for an item over the queue's item size limit and
+ * `ZOOID_STATUS_QUEUE_FULL` when the queue holds its maximum number of items (nothing was
+ * added); `ZOOID_STATUS_TIMEOUT` when no server answered within the operation timeout (the
+ * item may or may not have been added); `ZOOID_STATUS_STORE`, `ZOOID_STATUS_CONNECTION_LOST`.
+ *
+ * # Safety
+ * `queue` must be NULL or a live queue; `data` valid for `len` bytes of reads; `name_buf` valid
+ * for `name_len` bytes of writes; `out_name_len` NULL or valid for a write.
+ */
+zooid_status zooid_queue_put(const struct zooid_queue *queue,
+                             const uint8_t *data,
+                             size_t len,
+                             char *name_buf,
+                             size_t name_len,
+                             size_t *out_name_len);
 
 /**
  * Writes a new reference to the same service to `*out_service` (for example one per thread,

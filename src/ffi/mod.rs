@@ -21,6 +21,7 @@ pub mod error;
 pub mod idset;
 pub mod options;
 pub mod pool_info;
+pub mod queue;
 pub mod service;
 pub mod status;
 

@@ -1,8 +1,10 @@
 //! The Java binding: the native half of the `io.zooid` classes (JNI).
 //!
 //! Thin by design: each native method converts its arguments, calls
-//! [`crate::blocking::IdGeneratorService`] and converts the result back; the Java classes hold the
-//! API (`IDGeneratorService`, `IDSet`, `IDRange`, the exceptions). `java/zooid/` is the Java side.
+//! [`crate::blocking::IdGeneratorService`] (or the recipes' blocking facades, such as
+//! [`crate::blocking::WorkQueue`]) and converts the result back; the Java classes hold the API
+//! (`IDGeneratorService`, `IDSet`, `IDRange`, `WorkQueue`, the exceptions). `java/zooid/` is the
+//! Java side.
 //!
 //! - **Registration.** `JNI_OnLoad` binds every native method of `io.zooid.ZooidNative` with
 //!   `RegisterNatives` (no `Java_...` symbols are exported), so a signature mismatch between the
@@ -20,6 +22,7 @@
 mod counter;
 mod diagnostics;
 mod errors;
+mod queue;
 mod service;
 
 use std::ffi::c_void;
@@ -91,6 +94,7 @@ fn on_load(env: &mut Env<'_>) -> Result<(), JniError> {
     let methods: Vec<NativeMethod> = service::METHODS
         .iter()
         .chain(diagnostics::METHODS.iter())
+        .chain(queue::METHODS.iter())
         .copied()
         .collect();
     // SAFETY: every method is declared with `native_method!`, which checks at compile time that

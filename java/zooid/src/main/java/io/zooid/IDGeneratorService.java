@@ -186,7 +186,9 @@ public final class IDGeneratorService implements AutoCloseable {
 
     /**
      * Closes the ZooKeeper session. Waits for calls in progress on other threads to finish;
-     * later calls throw {@link IllegalStateException}. Closing again does nothing.
+     * later calls throw {@link IllegalStateException}. Closing again does nothing. A
+     * {@link WorkQueue} opened on this service shares its session, which stays open until the
+     * queue and its claims are closed too.
      */
     @Override
     public void close() {
@@ -214,15 +216,16 @@ public final class IDGeneratorService implements AutoCloseable {
     }
 
     /** A call on the native handle. */
-    private interface HandleCall<T> {
+    interface HandleCall<T> {
         T call(long handle) throws IDGeneratorException;
     }
 
     /**
      * Makes {@code call} on the handle while holding the read lock, so that {@link #close()} cannot
      * free the handle meanwhile; throws {@link IllegalStateException} if the service is closed.
+     * Also used by {@link WorkQueue#open} to reach the service's session.
      */
-    private <T> T withHandle(HandleCall<T> call) throws IDGeneratorException {
+    <T> T withHandle(HandleCall<T> call) throws IDGeneratorException {
         Lock shared = lock.readLock();
         shared.lock();
         try {

@@ -6,7 +6,8 @@ package io.zooid;
  * do not relocate the {@code io.zooid} package when shading.
  *
  * <p>Handles are {@code IdGeneratorService} pointers; {@link IDGeneratorService} guarantees that
- * a handle is used only while open and closed exactly once. Ranges are {@code long[]} start/end
+ * a handle is used only while open and closed exactly once. Queue and claim handles likewise, by
+ * {@link WorkQueue} and {@link WorkQueue.Claim}. Ranges are {@code long[]} start/end
  * pairs.
  */
 final class ZooidNative {
@@ -43,6 +44,39 @@ final class ZooidNative {
 
     /** bounds start, bounds end, version, bytes, legacy (0/1), free count, free pairs... */
     static native long[] poolInfo(long handle, String category) throws IDGeneratorException;
+
+    /**
+     * Opens a work queue on the session of service {@code service}; non-positive numbers (negative
+     * for {@code maxItemBytes}) and a null identity mean the default.
+     */
+    static native long queueOpen(
+            long service, String path, int maxItems, int maxItemBytes, long operationTimeoutMillis, String identity)
+            throws IDGeneratorException;
+
+    static native void queueClose(long queue);
+
+    /** Returns the item's name. */
+    static native String queuePut(long queue, byte[] data) throws IDGeneratorException;
+
+    /** Returns a claim handle, or 0 when no item came within {@code timeoutMillis} (negative: for ever). */
+    static native long queueClaim(long queue, long timeoutMillis) throws IDGeneratorException;
+
+    static native String claimItem(long claim) throws IDGeneratorException;
+
+    static native byte[] claimData(long claim) throws IDGeneratorException;
+
+    static native long claimSequence(long claim) throws IDGeneratorException;
+
+    static native boolean claimIsLost(long claim);
+
+    /** Completes and frees the claim. */
+    static native void claimComplete(long claim) throws IDGeneratorException;
+
+    /** Releases and frees the claim. */
+    static native void claimRelease(long claim) throws IDGeneratorException;
+
+    /** Frees the claim; one neither completed nor released is released in the background. */
+    static native void claimFree(long claim);
 
     /** The version of the Rust crate the library was built from. */
     static native String version();

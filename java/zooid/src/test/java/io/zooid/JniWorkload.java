@@ -35,6 +35,42 @@ public final class JniWorkload {
             service.getPoolInfo(cat);
             ZooidNative.benchTakeIds(new long[] {1, 1000}, 1000);
         }
+        // The work queue's natives and their error paths.
+        try (WorkQueue queue = WorkQueue.open(service, "/zooid-java-test/checkjni/queue",
+                new WorkQueueOptions().maxItems(5).maxItemBytes(64))) {
+            WorkQueue missing = WorkQueue.open(service, "/zooid-java-test/checkjni/no-queue");
+            for (int i = 0; i < 100; i++) {
+                String name = queue.put(new byte[i % 64]);
+                try (WorkQueue.Claim claim = queue.claim(10, java.util.concurrent.TimeUnit.SECONDS)) {
+                    if (!claim.getItem().equals(name) || claim.getData().length != i % 64 || claim.isLost()) {
+                        throw new AssertionError("claimed " + claim + " after putting " + name);
+                    }
+                    if (i % 2 == 0) {
+                        claim.complete();
+                    } else if (i % 4 == 1) {
+                        claim.release();
+                        queue.claim(10, java.util.concurrent.TimeUnit.SECONDS).complete();
+                    } else {
+                        claim.close();
+                        queue.claim(10, java.util.concurrent.TimeUnit.SECONDS).complete();
+                    }
+                }
+                expect(TooLargeException.class, () -> queue.put(new byte[65]));
+                expect(CategoryNotFoundException.class, () -> missing.claim(0, java.util.concurrent.TimeUnit.SECONDS));
+                expect(IllegalArgumentException.class, () -> WorkQueue.open(service, "relative"));
+                expect(NullPointerException.class, () -> ZooidNative.queuePut(0, null));
+                expect(IllegalStateException.class, () -> ZooidNative.queuePut(0, new byte[1]));
+                expect(IllegalStateException.class, () -> ZooidNative.claimComplete(0));
+                if (queue.claim(0, java.util.concurrent.TimeUnit.SECONDS) != null) {
+                    throw new AssertionError("the queue should be empty");
+                }
+            }
+            for (int i = 0; i < 5; i++) {
+                queue.put(new byte[1]);
+            }
+            expect(QueueFullException.class, () -> queue.put(new byte[1]));
+            missing.close();
+        }
         expect(CategoryExistsException.class, () -> service.createCategory(cat, 1, 2));
         expect(IllegalArgumentException.class, () -> IDGeneratorService.open(""));
         try (IDGeneratorService mem = IDGeneratorService.open("mem:")) {
