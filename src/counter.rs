@@ -607,22 +607,7 @@ struct Write<'a> {
 /// every kind (connection loss, reset, timeouts, throttling) and a session being replaced are
 /// transient.
 fn retryable(err: &ZkError) -> bool {
-    !matches!(
-        err,
-        ZkError::NoNode
-            | ZkError::NodeExists
-            | ZkError::BadVersion
-            | ZkError::NoAuth
-            | ZkError::AuthFailed
-            | ZkError::InvalidAcl
-            | ZkError::BadArguments(_)
-            | ZkError::NotEmpty
-            | ZkError::NoChildrenForEphemerals
-            | ZkError::MarshallingError
-            | ZkError::Unimplemented
-            | ZkError::QuotaExceeded
-            | ZkError::NotReadOnly
-    )
+    crate::session::fate(err) != crate::session::Fate::Refused
 }
 
 fn validate_path(path: &str) -> Result<()> {

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 use zookeeper_client::{
-    Acls, Client, CreateMode, Error as ZkError, MultiWriteError, MultiWriteResult, OneshotWatcher,
+    Client, CreateMode, Error as ZkError, MultiWriteError, MultiWriteResult, OneshotWatcher,
 };
 
 use crate::error::{Result, ZooidError};
@@ -204,39 +204,7 @@ impl std::fmt::Debug for Claim {
     }
 }
 
-/// How a ZooKeeper error bears on what to do next.
-#[derive(Debug, PartialEq, Eq)]
-enum Fate {
-    /// The request may or may not have applied (connection loss, no reply in time).
-    Unknown,
-    /// The session is gone; the request did not apply on a live session.
-    Expired,
-    /// The server answered with this error: the request did not apply.
-    Refused,
-}
-
-fn fate(err: &ZkError) -> Fate {
-    match err {
-        ZkError::SessionExpired | ZkError::ClientClosed => Fate::Expired,
-        // Answers from the server: the request did not apply.
-        ZkError::NoNode
-        | ZkError::NodeExists
-        | ZkError::BadVersion
-        | ZkError::NotEmpty
-        | ZkError::NoAuth
-        | ZkError::AuthFailed
-        | ZkError::InvalidAcl
-        | ZkError::NoChildrenForEphemerals
-        | ZkError::BadArguments(_)
-        | ZkError::MarshallingError
-        | ZkError::QuotaExceeded
-        | ZkError::Unimplemented
-        | ZkError::NotReadOnly => Fate::Refused,
-        // Anything else (connection loss, I/O errors, no reply in time) may hide an applied
-        // request.
-        _ => Fate::Unknown,
-    }
-}
+use crate::session::{fate, Fate};
 
 /// The error and, for a multi, the index of the operation that failed.
 fn multi_err(err: MultiWriteError) -> (Option<usize>, ZkError) {
@@ -270,22 +238,11 @@ fn default_identity() -> String {
 }
 
 fn validate_path(path: &str) -> Result<()> {
-    let bad = |why: &str| {
-        Err(ZooidError::InvalidArgument(format!(
-            "queue path {path:?}: {why}"
-        )))
-    };
-    if !path.starts_with('/') || path.len() < 2 {
-        return bad("must be an absolute ZooKeeper path below /");
-    }
-    if path.ends_with('/') || path.contains("//") {
-        return bad("must not contain empty segments or end with /");
-    }
-    if path.split('/').any(|s| s == "." || s == "..") || path.contains('\0') {
-        return bad("must not contain . or .. segments or NUL");
-    }
+    crate::session::validate_path("queue path", path)?;
     if path.len() > 1024 {
-        return bad("longer than 1024 bytes");
+        return Err(ZooidError::InvalidArgument(format!(
+            "queue path {path:?}: longer than 1024 bytes"
+        )));
     }
     Ok(())
 }
@@ -476,7 +433,7 @@ impl Claim {
                 }
                 multi.commit().await.map_err(multi_err)
             };
-            let outcome = match tokio::time::timeout(q.request_limit(), attempt).await {
+            let outcome = match tokio::time::timeout(q.session.request_limit(), attempt).await {
                 Ok(outcome) => outcome,
                 Err(_) => Err((None, ZkError::Timeout)),
             };
@@ -537,7 +494,7 @@ impl Drop for Claim {
             handle.spawn(async move {
                 stats.stats.request();
                 let _ = tokio::time::timeout(
-                    stats.request_limit(),
+                    stats.session.request_limit(),
                     client.delete(&lock, Some(version)),
                 )
                 .await;
@@ -587,7 +544,8 @@ impl Drop for Waiter {
             handle.spawn(async move {
                 queue.stats.request();
                 let _ =
-                    tokio::time::timeout(queue.request_limit(), client.delete(&path, None)).await;
+                    tokio::time::timeout(queue.session.request_limit(), client.delete(&path, None))
+                        .await;
             });
         }
     }
@@ -601,22 +559,6 @@ enum TryClaim {
 }
 
 impl Inner {
-    fn acls(&self) -> Acls<'static> {
-        if self.session.options().digest_auth.is_some() {
-            Acls::creator_all()
-        } else {
-            Acls::anyone_all()
-        }
-    }
-
-    /// The longest a single request may take before it counts as unanswered.
-    fn request_limit(&self) -> Duration {
-        self.session
-            .options()
-            .session_timeout
-            .max(Duration::from_millis(500))
-    }
-
     fn items_path(&self) -> String {
         format!("{}/items", self.path)
     }
@@ -635,16 +577,7 @@ impl Inner {
         fut: impl std::future::Future<Output = std::result::Result<T, ZkError>>,
     ) -> std::result::Result<T, ZkError> {
         self.stats.request();
-        let out = match tokio::time::timeout(self.request_limit(), fut).await {
-            Ok(out) => out,
-            Err(_) => Err(ZkError::Timeout),
-        };
-        if let Err(err) = &out {
-            if fate(err) == Fate::Expired {
-                self.session.report_lost(generation, &err.to_string()).await;
-            }
-        }
-        out
+        self.session.run(generation, fut).await
     }
 
     async fn list(
@@ -686,7 +619,7 @@ impl Inner {
         client: &Client,
         generation: u64,
     ) -> std::result::Result<(), ZkError> {
-        let acls = self.acls();
+        let acls = self.session.default_acls();
         let options = CreateMode::Persistent.with_acls(acls);
         for sub in ["items", "locks", "waiters", "guards"] {
             let path = format!("{}/{sub}", self.path);
@@ -851,7 +784,7 @@ impl Inner {
                 client.session_id().0,
                 random_marker()
             );
-            let options = CreateMode::Ephemeral.with_acls(self.acls());
+            let options = CreateMode::Ephemeral.with_acls(self.session.default_acls());
             match self
                 .call(generation, client.create(&path, b"", &options))
                 .await
@@ -886,7 +819,7 @@ impl Inner {
             *guard_slot = None;
             return Ok(None);
         }
-        let options = CreateMode::PersistentSequential.with_acls(self.acls());
+        let options = CreateMode::PersistentSequential.with_acls(self.session.default_acls());
         let attempt = async {
             let mut multi = client.new_multi_writer();
             multi
@@ -898,7 +831,7 @@ impl Inner {
             multi.commit().await.map_err(multi_err)
         };
         self.stats.request();
-        let outcome = match tokio::time::timeout(self.request_limit(), attempt).await {
+        let outcome = match tokio::time::timeout(self.session.request_limit(), attempt).await {
             Ok(outcome) => outcome,
             Err(_) => Err((None, ZkError::Timeout)),
         };
@@ -1085,7 +1018,7 @@ impl Inner {
     ) -> std::result::Result<Waiter, ZkError> {
         let marker = random_marker();
         let prefix = format!("{}/waiters/w-{marker}-", self.path);
-        let options = CreateMode::EphemeralSequential.with_acls(self.acls());
+        let options = CreateMode::EphemeralSequential.with_acls(self.session.default_acls());
         let name = match self
             .call(generation, client.create(&prefix, b"", &options))
             .await
@@ -1231,7 +1164,7 @@ impl Inner {
         let item = format!("{}/items/{name}", self.path);
         let lock = format!("{}/locks/{name}", self.path);
         let session_id = client.session_id().0;
-        let options = CreateMode::Ephemeral.with_acls(self.acls());
+        let options = CreateMode::Ephemeral.with_acls(self.session.default_acls());
         let mut in_doubt = false;
         let lock_version = loop {
             let attempt = async {
@@ -1243,7 +1176,7 @@ impl Inner {
                 multi.commit().await.map_err(multi_err)
             };
             self.stats.request();
-            let outcome = match tokio::time::timeout(self.request_limit(), attempt).await {
+            let outcome = match tokio::time::timeout(self.session.request_limit(), attempt).await {
                 Ok(outcome) => outcome,
                 Err(_) => Err((None, ZkError::Timeout)),
             };

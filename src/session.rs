@@ -321,9 +321,42 @@ impl Inner {
     }
 }
 
+/// What a failed request's error says about whether it applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fate {
+    /// The request may or may not have applied (connection loss, no reply in time, I/O).
+    Unknown,
+    /// The session is gone (expired, closed); the request did not apply on a live session.
+    Expired,
+    /// The server answered with this error: the request did not apply.
+    Refused,
+}
+
+/// Classifies a failed request: an answer of the server proves it did not apply; anything else
+/// may hide an applied request.
+pub fn fate(err: &ZkError) -> Fate {
+    match err {
+        ZkError::SessionExpired | ZkError::ClientClosed => Fate::Expired,
+        ZkError::NoNode
+        | ZkError::NodeExists
+        | ZkError::BadVersion
+        | ZkError::NotEmpty
+        | ZkError::NoAuth
+        | ZkError::AuthFailed
+        | ZkError::InvalidAcl
+        | ZkError::NoChildrenForEphemerals
+        | ZkError::BadArguments(_)
+        | ZkError::MarshallingError
+        | ZkError::QuotaExceeded
+        | ZkError::Unimplemented
+        | ZkError::NotReadOnly => Fate::Refused,
+        _ => Fate::Unknown,
+    }
+}
+
 /// Whether a request's error says its session itself is gone.
 pub fn is_gone(err: &ZkError) -> bool {
-    matches!(err, ZkError::SessionExpired | ZkError::ClientClosed)
+    fate(err) == Fate::Expired
 }
 
 /// Checks a znode path that zooid will create or use: absolute, not `/`, no empty, `.` or `..`
