@@ -64,7 +64,10 @@ fn now_us() -> u128 {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cli = Cli::parse();
     let policy: PausePolicy = cli.on_pause.parse()?;
-    let mut log = OpenOptions::new().create(true).append(true).open(&cli.log)?;
+    let mut log = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&cli.log)?;
     let pid = std::process::id();
     let name = cli.name.clone();
     let mut line = move |text: String| {
@@ -86,7 +89,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut last = None;
     loop {
         let status = rx.borrow_and_update().clone();
-        let key = (status.state, status.token, status.session_generation, status.watch_notifications);
+        let key = (
+            status.state,
+            status.token,
+            status.session_generation,
+            status.watch_notifications,
+        );
         if last != Some(key) {
             last = Some(key);
             line(format!(
