@@ -18,6 +18,7 @@
 //!   iterates them: no JNI call per ID.
 
 mod diagnostics;
+mod election;
 mod errors;
 mod service;
 
@@ -90,6 +91,7 @@ fn on_load(env: &mut Env<'_>) -> Result<(), JniError> {
     let methods: Vec<NativeMethod> = service::METHODS
         .iter()
         .chain(diagnostics::METHODS.iter())
+        .chain(election::METHODS.iter())
         .copied()
         .collect();
     // SAFETY: every method is declared with `native_method!`, which checks at compile time that

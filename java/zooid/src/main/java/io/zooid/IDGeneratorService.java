@@ -201,15 +201,16 @@ public final class IDGeneratorService implements AutoCloseable {
     }
 
     /** A call on the native handle. */
-    private interface HandleCall<T> {
+    interface HandleCall<T> {
         T call(long handle) throws IDGeneratorException;
     }
 
     /**
      * Makes {@code call} on the handle while holding the read lock, so that {@link #close()} cannot
      * free the handle meanwhile; throws {@link IllegalStateException} if the service is closed.
+     * Also used by the recipes ({@link LeaderElection}) to reach the service's session.
      */
-    private <T> T withHandle(HandleCall<T> call) throws IDGeneratorException {
+    <T> T withHandle(HandleCall<T> call) throws IDGeneratorException {
         Lock shared = lock.readLock();
         shared.lock();
         try {
