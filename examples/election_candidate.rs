@@ -48,7 +48,9 @@ struct Cli {
     /// The file the lines are appended to.
     #[arg(long)]
     log: PathBuf,
-    /// Attempt a fenced setData of this (existing) node every 100 ms while holding a token.
+    /// Attempt a fenced setData of this (existing) node every 100 ms while holding a token,
+    /// and after a SIGCONT (resumed from SIGSTOP) at once, whatever the state, every 100 ms
+    /// until ZooKeeper or the candidate gives a definite answer (logged as `fenced-cont`).
     #[arg(long)]
     fence_node: Option<String>,
 }
@@ -86,6 +88,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     line("joined".to_string());
     let mut rx = election.subscribe();
     let mut fence_tick = tokio::time::interval(Duration::from_millis(100));
+    let mut cont =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::from_raw(libc::SIGCONT))?;
     let mut last = None;
     loop {
         let status = rx.borrow_and_update().clone();
@@ -108,6 +112,27 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         tokio::select! {
             changed = rx.changed() => if changed.is_err() { break },
+            _ = cont.recv(), if cli.fence_node.is_some() => {
+                let node = cli.fence_node.clone().unwrap_or_default();
+                for _ in 0..50 {
+                    let token = election.token();
+                    let op = FencedOp::SetData {
+                        path: node.clone(),
+                        data: format!("{} {token:?}", cli.name).into_bytes(),
+                        version: None,
+                    };
+                    let (definite, outcome) = match election.fenced(&[op]).await {
+                        Ok(results) => (true, format!("ok {results:?}")),
+                        Err(ZooidError::NotLeader { reason, .. }) => (true, format!("notleader {reason}")),
+                        Err(err) => (false, format!("error {err}")),
+                    };
+                    line(format!("fenced-cont {} {outcome}", token.map_or("-".into(), |t| t.to_string())));
+                    if definite {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
             _ = fence_tick.tick(), if cli.fence_node.is_some() => {
                 let Some(token) = status.token else { continue };
                 if status.state == LeaderState::Inactive {

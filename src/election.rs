@@ -34,8 +34,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use zookeeper_client::{
-    Acls, Client, CreateMode, Error as ZkError, EventType, MultiWriteError, MultiWriteResult,
-    OneshotWatcher, Stat,
+    Acls, Client, CreateMode, Error as ZkError, EventType, MultiWriteError, MultiWriteResult, Stat,
 };
 
 use crate::error::{Result, ZooidError};
@@ -336,7 +335,8 @@ impl Election {
 
     /// Waits until the status differs from `last_seen` in state, token or closedness (see
     /// [`ElectionStatus::same_state`]) and returns the new status; returns at once when it
-    /// already differs. `Timeout` when nothing changed within `timeout`.
+    /// already differs. `Timeout` when nothing changed within `timeout`; `Closed` when the
+    /// candidacy has ended and `last_seen` already is its final (closed) status.
     pub async fn wait_change(
         &self,
         last_seen: &ElectionStatus,
@@ -350,7 +350,15 @@ impl Election {
         };
         match tokio::time::timeout(timeout, wait).await {
             Ok(Ok(status)) => Ok(status),
-            Ok(Err(_)) => Ok(self.status()),
+            // The candidacy ended and nothing will change any more.
+            Ok(Err(_)) => {
+                let status = self.status();
+                if status.same_state(last_seen) {
+                    Err(self.closed_error())
+                } else {
+                    Ok(status)
+                }
+            }
             Err(_) => Err(ZooidError::Timeout {
                 what: format!("{}: waiting for an election state change", self.group),
                 after: timeout,
@@ -473,13 +481,22 @@ impl Election {
                         "ZooKeeper refused the write: {source}"
                     )))
                 }
-                ZkError::ConnectionLoss | ZkError::Timeout => Err(ZooidError::Store {
+                ZkError::NoNode
+                | ZkError::NoAuth
+                | ZkError::BadVersion
+                | ZkError::NoChildrenForEphemerals
+                | ZkError::NodeExists
+                | ZkError::NotEmpty
+                | ZkError::InvalidAcl
+                | ZkError::AuthFailed
+                | ZkError::BadArguments(_)
+                | ZkError::MarshallingError => Err(ZooidError::Store {
                     path: self.group.clone(),
-                    reason: format!("fenced write: {source}; outcome unknown"),
+                    reason: format!("fenced write refused: {source}; nothing was written"),
                 }),
                 other => Err(ZooidError::Store {
                     path: self.group.clone(),
-                    reason: format!("fenced write refused: {other}; nothing was written"),
+                    reason: format!("fenced write: {other}; outcome unknown"),
                 }),
             },
         }
@@ -1168,12 +1185,22 @@ impl Driver {
             node: node.path.clone(),
             generation,
         });
-        self.update(|s| {
-            s.terms += 1;
-            s.token = Some(node.token);
-        });
+        // The token and the state change together (never Inactive with a token); the term is
+        // counted with its first publication.
+        let mut first = true;
+        let mut publish = |driver: &Self, state: LeaderState| {
+            let new_term = std::mem::take(&mut first);
+            driver.update(|s| {
+                s.state = state;
+                s.token = Some(node.token);
+                if new_term {
+                    s.terms += 1;
+                }
+            });
+        };
         let mut interrupted = false;
-        let mut own: Option<OneshotWatcher> = None;
+        // The watch on our own node, kept across session state changes.
+        let mut own: Option<OwnWatch> = None;
         loop {
             if self.closed() {
                 return Exit::Closed;
@@ -1187,38 +1214,50 @@ impl Driver {
                     // Stop policy: the suspension ended this leadership; go to the back.
                     return Exit::Rejoin { delete: true };
                 }
-                self.update(|s| s.state = LeaderState::Active);
+                publish(self, LeaderState::Active);
                 if own.is_none() {
                     // Watch our own node, so a deletion by someone else ends the leadership.
                     match self
                         .req(generation, client.get_and_watch_data(&node.path))
                         .await
                     {
-                        Ok((_, _, watcher)) => own = Some(watcher),
+                        Ok((_, _, watcher)) => {
+                            own = Some(Box::pin(watcher.changed()));
+                            continue;
+                        }
                         Err(ZkError::NoNode) => return Exit::Rejoin { delete: false },
                         Err(err) if is_gone(&err) => return Exit::SessionGone,
-                        Err(_) => {} // Connection trouble: the session state will tell.
+                        // Connection trouble: the session state will tell, or we retry below.
+                        Err(_) => {}
                     }
-                    continue;
                 }
             } else {
-                self.update(|s| s.state = LeaderState::Paused);
+                publish(self, LeaderState::Paused);
                 if self.policy == PausePolicy::Stop {
                     interrupted = true;
                 }
             }
+            let connected = status.state == ConnectionState::Connected;
             let own_changed = async {
-                match own.take() {
-                    Some(watcher) => watcher.changed().await,
+                match own.as_mut() {
+                    Some(watch) => Some(watch.as_mut().await),
+                    // Not armed while connected: a request failed; try again shortly.
+                    None if connected => {
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                        None
+                    }
                     None => std::future::pending().await,
                 }
             };
             tokio::select! {
                 event = own_changed => {
-                    if event.event_type == EventType::NodeDeleted {
-                        return Exit::Rejoin { delete: false };
+                    if let Some(event) = event {
+                        if event.event_type == EventType::NodeDeleted {
+                            return Exit::Rejoin { delete: false };
+                        }
+                        // Data changed or a session event: re-arm / re-check.
+                        own = None;
                     }
-                    // Data changed or a session event: re-arm / re-check.
                 }
                 _ = self.sess_rx.changed() => {}
                 _ = self.close.changed() => {}
@@ -1249,6 +1288,10 @@ impl Driver {
         );
     }
 }
+
+/// A pending notification of the watch on our own node.
+type OwnWatch =
+    std::pin::Pin<Box<dyn std::future::Future<Output = zookeeper_client::WatchedEvent> + Send>>;
 
 /// The fate of the candidate multis that expected one group version.
 enum Resolved {

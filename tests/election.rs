@@ -80,6 +80,17 @@ fn record(e: &Election) -> std::sync::Arc<std::sync::Mutex<Vec<ElectionStatus>>>
     seen
 }
 
+/// Waits until the recorder has caught up with the election's current status.
+async fn caught_up(e: &Election, seen: &std::sync::Mutex<Vec<ElectionStatus>>) {
+    for _ in 0..200 {
+        if seen.lock().unwrap().last() == Some(&e.status()) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the recorder did not catch up");
+}
+
 fn states(seen: &std::sync::Mutex<Vec<ElectionStatus>>) -> Vec<(LeaderState, Option<i64>)> {
     let mut out: Vec<(LeaderState, Option<i64>)> = Vec::new();
     for s in seen.lock().unwrap().iter() {
@@ -311,6 +322,45 @@ fn lost_reply_to_the_candidate_create() {
     });
 }
 
+/// Every branch of the create's resolution in one join: a multi that never reached the server
+/// (reset before it), a torn one (reset mid-frame), a lost reply to the resolution's `sync`,
+/// and a lost reply to a multi that applied: the candidate resends the identical multi while the
+/// group version has not moved and finds its one node by its marker once it has.
+#[test]
+fn lost_requests_and_replies_while_joining() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = FaultProxy::start(zk.addr());
+    let rt = runtime();
+    rt.block_on(async {
+        let group = "/el/resolve";
+        let observer = session(&zk.connect_string(), 4000).await;
+        let behind = session(&proxy.connect_string(), 4000).await;
+        proxy.reset_on(op::MULTI, "", support::ResetPoint::BeforeRequest);
+        proxy.reset_on(op::MULTI, "", support::ResetPoint::MidRequest);
+        proxy.drop_reply_to(op::SYNC, group);
+        proxy.drop_reply_to(op::MULTI, "");
+        let e = Election::join(&behind, group, opts("resolver", PausePolicy::Keep))
+            .await
+            .unwrap();
+        let token = e.await_leadership(Duration::from_secs(30)).await.unwrap();
+        assert_eq!(proxy.armed_faults(), 0, "every fault fired");
+        assert_eq!(proxy.resets(), 2);
+        assert_eq!(proxy.dropped_replies(), 2);
+        let owner = behind.status().session_id;
+        assert_eq!(behind.status().generation, 1);
+        let mine = nodes_of(&observer, group, owner).await;
+        assert_eq!(mine.len(), 1, "exactly one candidate node: {mine:?}");
+        // The group node was written exactly once: by the one multi that applied.
+        let (_, stat) = observer.client().0.get_data(group).await.unwrap();
+        assert_eq!(stat.version, 1);
+        let info = zooid::election::leader(&observer, group).await.unwrap().unwrap();
+        assert_eq!(info.token, token);
+        eprintln!("FIGURES resolve: 2 lost requests + 2 lost replies while joining -> 1 node, group version 1");
+        e.resign().await.unwrap();
+    });
+}
+
 /// A network pause shorter than the session: Paused, then Active again with the same token
 /// (keep policy), or Paused then Inactive and back in line (stop policy).
 #[test]
@@ -354,6 +404,7 @@ fn short_blackhole_keep_and_stop() {
                     .await;
                     assert_eq!(s.token, Some(token), "same token after a short pause");
                     assert_eq!(s.session_generation, 1, "the session survived");
+                    caught_up(&leader, &seen).await;
                     assert_eq!(
                         states(&seen),
                         vec![
@@ -390,6 +441,7 @@ fn short_blackhole_keep_and_stop() {
                         s.node.is_some() && s.state == LeaderState::Inactive
                     })
                     .await;
+                    caught_up(&leader, &seen).await;
                     let st = states(&seen);
                     assert_eq!(
                         &st[..3],
@@ -635,7 +687,7 @@ fn sigstopped_leader_is_fenced() {
         client.mkdir("/el", &opts).await.unwrap();
         client.create(resource, b"", &opts).await.unwrap();
     });
-    let mut a = Candidate::start(
+    let a = Candidate::start(
         dir.path(),
         &zk.connect_string(),
         group,
@@ -645,7 +697,7 @@ fn sigstopped_leader_is_fenced() {
         Some(resource),
     );
     assert!(harness::wait_for(Duration::from_secs(20), || a.is_active()));
-    let mut b = Candidate::start(
+    let b = Candidate::start(
         dir.path(),
         &zk.connect_string(),
         group,
@@ -712,9 +764,39 @@ fn sigstopped_leader_is_fenced() {
         })
         .collect();
     assert!(
+        after
+            .iter()
+            .all(|e| !matches!(&e.kind, Kind::Fenced { token, .. } if *token != a_token)),
+        "a only ever tried with its old token"
+    );
+    assert!(
         fenced.iter().all(|f| !f.starts_with("ok")),
         "no fenced write of a applied after resuming: {fenced:?}"
     );
+    // Right after SIGCONT a tried a fenced write until it got a definite answer: refused.
+    assert!(
+        harness::wait_for(Duration::from_secs(10), || a.events().iter().any(
+            |e| matches!(&e.kind, Kind::FencedCont { outcome, .. } if outcome != "error")
+        )),
+        "a's fenced write after SIGCONT got a definite answer"
+    );
+    let cont: Vec<String> = a
+        .events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            Kind::FencedCont {
+                token,
+                outcome,
+                detail,
+            } => Some(format!("{outcome} (token {token:?}): {detail}")),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        cont.last().is_some_and(|c| c.starts_with("notleader")),
+        "{cont:?}"
+    );
+    assert!(cont.iter().all(|c| !c.starts_with("ok")), "{cont:?}");
     // The resource holds b's write, never a's after b took over.
     let data = rt.block_on(async { observer.client().0.get_data(resource).await.unwrap().0 });
     assert!(
@@ -733,7 +815,7 @@ fn sigstopped_leader_is_fenced() {
         .is_some_and(|s| s.generation == 2)));
     assert!(b.is_active() && !a.is_active());
     eprintln!(
-        "FIGURES sigstop: b Active {} ms after a was stopped (session {session_ms} ms); a after SIGCONT: states {states:?}, fenced attempts {fenced:?}",
+        "FIGURES sigstop: b Active {} ms after a was stopped (session {session_ms} ms); a after SIGCONT: states {states:?}, fenced attempts {fenced:?}, fenced right after SIGCONT {cont:?}",
         (b_active - stopped) / 1000
     );
     drop(a);
@@ -938,6 +1020,11 @@ fn zooid_elect_end_to_end() {
     }
     // The last leader resigns; nobody else is left running when everything is stopped.
     for e in elects.iter_mut().filter(|e| e.killed_at.is_none()) {
+        // Its signal handlers are in place once it joined.
+        let log = dir.path().join(format!("{}.log", e.name));
+        assert!(harness::wait_for(Duration::from_secs(20), || {
+            std::fs::read_to_string(&log).is_ok_and(|t| t.contains(" joined "))
+        }));
         e.signal(libc::SIGTERM);
     }
     for e in elects.iter_mut().filter(|e| e.killed_at.is_none()) {
@@ -1196,7 +1283,21 @@ fn blocking_facade() {
     assert!(changed.token.unwrap() > token);
     b.resign().unwrap();
     b.resign().unwrap();
-    assert!(b.status().closed);
+    let last = b.status();
+    assert!(last.closed);
+    assert_eq!(last.state, LeaderState::Inactive);
+    assert!(
+        matches!(
+            b.wait_change(&last, Duration::from_secs(5)),
+            Err(ZooidError::Closed { .. })
+        ),
+        "no change will come"
+    );
+    assert!(
+        b.wait_change(&changed, Duration::from_secs(5))
+            .unwrap()
+            .closed
+    );
     // From inside a runtime the blocking calls refuse.
     let rt = runtime();
     rt.block_on(async {
@@ -1209,4 +1310,83 @@ fn blocking_facade() {
     let _guard = rt.enter();
     drop(s0);
     drop(s1);
+}
+
+/// An operator deletes the leader's node: the leader notices (its own-node watch), goes
+/// Inactive, and rejoins at the back; the next in line leads.
+#[test]
+fn leader_node_deleted_by_an_operator() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let rt = runtime();
+    rt.block_on(async {
+        let group = "/el/deleted";
+        let s0 = session(&zk.connect_string(), 4000).await;
+        let s1 = session(&zk.connect_string(), 4000).await;
+        let a = Election::join(&s0, group, opts("a", PausePolicy::Keep))
+            .await
+            .unwrap();
+        let token = a.await_leadership(Duration::from_secs(10)).await.unwrap();
+        let b = Election::join(&s1, group, opts("b", PausePolicy::Keep))
+            .await
+            .unwrap();
+        wait_status(&b, Duration::from_secs(10), |s| s.node.is_some()).await;
+        // Let a's own-node watch be armed (a read after Active).
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let node = a.status().node.unwrap();
+        s1.client().0.delete(&node, None).await.unwrap();
+        let tb = b.await_leadership(Duration::from_secs(10)).await.unwrap();
+        assert!(tb > token);
+        let st = wait_status(&a, Duration::from_secs(10), |s| {
+            s.node.as_deref().is_some_and(|n| n != node)
+        })
+        .await;
+        assert_eq!(st.state, LeaderState::Inactive);
+        assert!(matches!(
+            a.fenced(&[]).await,
+            Err(ZooidError::NotLeader { .. })
+        ));
+        assert_eq!(
+            line_order(&s0, group).await,
+            vec!["b".to_string(), "a".to_string()]
+        );
+    });
+}
+
+/// `zooid elect`'s own exits: the command's code when it ends by itself (after resigning, so
+/// nobody leads), 2 on the embedded stores; the token is exported to the command.
+#[test]
+fn zooid_elect_exit_codes() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let connect = zk.connect_string();
+    let zooid = env!("CARGO_BIN_EXE_zooid");
+    let out = std::process::Command::new(zooid)
+        .args([
+            "--connect",
+            &connect,
+            "elect",
+            "/el/exit",
+            "--name",
+            "once",
+            "--",
+        ])
+        .args([
+            "sh",
+            "-c",
+            "echo \"$ZOOID_LEADER_NAME $ZOOID_FENCING_TOKEN\"; exit 3",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (name, token) = text.trim().split_once(' ').unwrap();
+    assert_eq!(name, "once");
+    assert!(token.parse::<i64>().unwrap() > 0);
+    assert_eq!(zooid_leader(&connect, "/el/exit").0, Some(10), "resigned");
+    let out = std::process::Command::new(zooid)
+        .args(["--connect", "mem:", "elect", "/el/exit", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
 }

@@ -177,12 +177,17 @@ pub enum Kind {
         token: i64,
         detail: String,
     },
+    /// A fenced write attempted right after SIGCONT, whatever the state.
+    FencedCont {
+        token: Option<i64>,
+        outcome: String,
+        detail: String,
+    },
 }
 
 #[derive(Clone, Debug)]
 pub struct Event {
     pub t_us: u128,
-    pub name: String,
     pub kind: Kind,
 }
 
@@ -196,7 +201,7 @@ pub fn read_log(path: &Path) -> Vec<Event> {
         .filter_map(|line| {
             let mut w = line.split(' ');
             let t_us = w.next()?.parse().ok()?;
-            let name = w.next()?.to_string();
+            let _name = w.next()?;
             let _pid = w.next()?;
             let kind = match w.next()? {
                 "joined" => Kind::Joined,
@@ -207,6 +212,11 @@ pub fn read_log(path: &Path) -> Vec<Event> {
                     notifications: field(w.next(), "notif=")?,
                     terms: field(w.next(), "terms=")?,
                 }),
+                "fenced-cont" => Kind::FencedCont {
+                    token: w.next()?.parse().ok(),
+                    outcome: w.next()?.to_string(),
+                    detail: w.collect::<Vec<_>>().join(" "),
+                },
                 "fenced" => Kind::Fenced {
                     outcome: w.next()?.to_string(),
                     token: w.next()?.parse().ok()?,
@@ -214,7 +224,7 @@ pub fn read_log(path: &Path) -> Vec<Event> {
                 },
                 _ => return None,
             };
-            Some(Event { t_us, name, kind })
+            Some(Event { t_us, kind })
         })
         .collect()
 }
