@@ -17,14 +17,34 @@
  *       proxy); A rejoins on a new session behind B, B resigns, A leads again with a token
  *       higher than B's. Prints "expire OK".
  */
+#include <pthread.h>
 #include <time.h>
 
 #include "check.h"
+
+/* A thread blocked in zooid_election_wait_change on a handle another thread resigns. */
+struct waiter {
+    const zooid_election *election;
+    zooid_election_status seen;
+    zooid_status status;
+    double waited;
+};
 
 static double now_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void *wait_for_change(void *arg) {
+    struct waiter *w = arg;
+    double started = now_seconds();
+    /* Resigning may publish Inactive before the final closed status: wait for the latter. */
+    do {
+        w->status = zooid_election_wait_change(w->election, &w->seen, 20000, &w->seen);
+    } while (w->status == ZOOID_STATUS_OK && !w->seen.closed);
+    w->waited = now_seconds() - started;
+    return NULL;
 }
 
 static const zooid_service *open_service(const char *connect, uint64_t session_ms) {
@@ -179,8 +199,22 @@ static void basic(const char *connect, const char *group) {
     CHECK_EQ(1, version);
     EXPECT_STATUS(ZOOID_STATUS_NOT_LEADER, zooid_election_fenced_delete(b, resource, 0, true));
 
-    /* A resigns: B's blocking wait sees it become Active with a higher token. */
+    /* A resigns while another thread waits on A: the waiter wakes with the closed status. */
+    struct waiter w = {.election = a, .status = ZOOID_STATUS_OTHER};
+    CHECK_OK(zooid_election_get_status(a, &w.seen));
+    CHECK_EQ(ZOOID_LEADER_ACTIVE, w.seen.state);
+    pthread_t thread;
+    CHECK(pthread_create(&thread, NULL, wait_for_change, &w) == 0);
+    struct timespec settle = {0, 100 * 1000 * 1000};
+    nanosleep(&settle, NULL); /* not needed for correctness: the wait returns at once anyway */
     CHECK_OK(zooid_election_resign(a));
+    CHECK(pthread_join(thread, NULL) == 0);
+    CHECK_EQ(ZOOID_STATUS_OK, w.status);
+    CHECK(w.seen.closed);
+    CHECK_EQ(ZOOID_LEADER_INACTIVE, w.seen.state);
+    CHECK(w.waited < 10);
+
+    /* B's blocking wait sees it become Active with a higher token. */
     CHECK_OK(zooid_election_resign(a));
     zooid_election_status after = wait_state(b, ZOOID_LEADER_ACTIVE, 20);
     token_b = after.token;
