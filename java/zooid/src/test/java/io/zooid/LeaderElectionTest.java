@@ -152,6 +152,37 @@ class LeaderElectionTest {
         assertThrows(IllegalStateException.class, () -> LeaderElection.join(closed, "/g", "x"));
     }
 
+    /** close() from one thread wakes another blocked in awaitLeadership, which then throws. */
+    @Test
+    void closeWakesAThreadAwaitingLeadership() throws Exception {
+        String group = freshGroup();
+        try (IDGeneratorService service = IDGeneratorService.open(zk.connectString());
+                LeaderElection leader = LeaderElection.join(service, group, "leader")) {
+            leader.awaitLeadership(20, TimeUnit.SECONDS);
+            LeaderElection waiting = LeaderElection.join(service, group, "waiting");
+            BlockingQueue<Throwable> outcome = new LinkedBlockingQueue<>();
+            Thread awaiter = new Thread(() -> {
+                try {
+                    waiting.awaitLeadership(60, TimeUnit.SECONDS);
+                    outcome.add(new AssertionError("led while the leader stayed"));
+                } catch (Throwable t) {
+                    outcome.add(t);
+                }
+            });
+            awaiter.start();
+            // Guard: the awaiter is inside the native wait when close() comes.
+            assertTrue(waitFor(Duration.ofSeconds(10), () -> java.util.Arrays.stream(awaiter.getStackTrace())
+                    .anyMatch(f -> f.getMethodName().equals("electionAwaitLeadership"))));
+            long started = System.nanoTime();
+            waiting.close();
+            Throwable thrown = outcome.poll(20, TimeUnit.SECONDS);
+            assertTrue(thrown instanceof IllegalStateException, String.valueOf(thrown));
+            assertTrue(TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - started) < 10, "close was prompt");
+            awaiter.join(10_000);
+            assertEquals("leader", LeaderElection.leader(service, group).get().getName());
+        }
+    }
+
     /** A listener that closes its own election from its callback does not deadlock. */
     @Test
     void listenerMayCloseItsOwnElection() throws Exception {
