@@ -164,6 +164,63 @@ typedef uint32_t zooid_status;
 #endif // __cplusplus
 
 /**
+ * A candidate's state. The numbers are stable.
+ */
+enum zooid_leader_state
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Not leading: waiting in line, session lost, resigned or freed.
+   */
+  ZOOID_LEADER_INACTIVE = 0,
+  /**
+   * Leading, with a connected session.
+   */
+  ZOOID_LEADER_ACTIVE = 1,
+  /**
+   * Led when the session was suspended (disconnected); the session may still be alive.
+   */
+  ZOOID_LEADER_PAUSED = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum zooid_leader_state zooid_leader_state;
+#else
+typedef uint32_t zooid_leader_state;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * What a leader does when its session is suspended. The numbers are stable.
+ */
+enum zooid_pause_policy
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Keep leading through a suspension: Paused, then Active again with the same token when
+   * the same session reconnects; Inactive only once the session is lost (at least one
+   * leader).
+   */
+  ZOOID_PAUSE_KEEP = 0,
+  /**
+   * A suspension ends the leadership: Paused (fenced writes refused locally), then Inactive
+   * on reconnection, and the candidate rejoins at the back of the line (at most one leader).
+   */
+  ZOOID_PAUSE_STOP = 1,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum zooid_pause_policy zooid_pause_policy;
+#else
+typedef uint32_t zooid_pause_policy;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * An item claimed from a queue: no other consumer gets it while the claim lives. Finish it with
  * `zooid_claim_complete` (the item is deleted, never handed out again) or
  * `zooid_claim_release` (it is handed out again), then free it with `zooid_claim_free`; a
@@ -184,6 +241,17 @@ typedef struct zooid_claim zooid_claim;
  * counter keeps the service's session open until it is freed.
  */
 typedef struct zooid_counter zooid_counter;
+
+/**
+ * A candidacy in one group's election, from `zooid_election_join`.
+ *
+ * Thread-safe: any number of threads may call it at once (for example one waiting in
+ * `zooid_election_wait_change` while another resigns), except `zooid_election_free`, which
+ * must be the last call. Ownership: the caller owns it and frees it with
+ * `zooid_election_free`. It keeps the service's session open until freed, even after the
+ * service itself is freed.
+ */
+typedef struct zooid_election zooid_election;
 
 /**
  * The IDs handed out by one take (`zooid_service_take_ids`), used one at a time with
@@ -242,6 +310,67 @@ typedef struct zooid_queue_options zooid_queue_options;
  * released with `zooid_service_free`; the session closes when the last one is released.
  */
 typedef struct zooid_service zooid_service;
+
+/**
+ * A snapshot of a candidate's view (`zooid_election_get_status`, `zooid_election_wait_change`).
+ */
+typedef struct zooid_election_status {
+  /**
+   * Active, Paused or Inactive.
+   */
+  zooid_leader_state state;
+  /**
+   * The fencing token of the leadership while Active or Paused (the leader's candidate node
+   * creation zxid: positive, strictly increasing from one leader to the next); 0 while
+   * Inactive.
+   */
+  int64_t token;
+  /**
+   * True once the candidacy ended for good (resigned, or the session closed); the state is
+   * then Inactive and stays so.
+   */
+  bool closed;
+  /**
+   * How many times this candidate became leader.
+   */
+  uint64_t terms;
+  /**
+   * Watch notifications this candidate received (one per succession step in front of it).
+   */
+  uint64_t watch_notifications;
+  /**
+   * The generation of the ZooKeeper session the candidacy belongs to (it grows when a lost
+   * session is replaced).
+   */
+  uint64_t session_generation;
+} zooid_election_status;
+
+/**
+ * Who leads a group, from `zooid_election_leader`. Ownership: the caller owns it and frees it
+ * with `zooid_leader_info_free`; every pointer in it is valid until then. Immutable.
+ */
+typedef struct zooid_leader_info {
+  /**
+   * The leader's candidate name (NUL-terminated UTF-8).
+   */
+  const char *name;
+  /**
+   * The leader's candidate data, `data_len` bytes (NULL when `data_len` is 0).
+   */
+  const uint8_t *data;
+  /**
+   * The length of `data` in bytes.
+   */
+  size_t data_len;
+  /**
+   * The leader's fencing token.
+   */
+  int64_t token;
+  /**
+   * The leader's candidate node path (NUL-terminated).
+   */
+  const char *node;
+} zooid_leader_info;
 
 /**
  * An inclusive range of IDs, `start` to `end` (`start <= end`).
@@ -414,6 +543,192 @@ zooid_status zooid_counter_open(const struct zooid_service *service,
                                 struct zooid_counter **out_counter);
 
 /**
+ * Blocks until the candidate is Active, for at most `timeout_ms` milliseconds, and writes its
+ * fencing token to `*out_token`.
+ *
+ * Errors: `ZOOID_STATUS_TIMEOUT`, `ZOOID_STATUS_CLOSED` (the candidacy ended: resigned or the
+ * session closed), `ZOOID_STATUS_RUNTIME_THREAD`.
+ *
+ * # Safety
+ * `election` must be NULL or a live candidacy; `out_token` NULL or valid for a write.
+ */
+zooid_status zooid_election_await_leadership(const struct zooid_election *election,
+                                             uint64_t timeout_ms,
+                                             int64_t *out_token);
+
+/**
+ * A fenced `create`: creates the persistent node `path` (its parent must exist) holding
+ * `data_len` bytes of `data`, only while this candidate still leads.
+ *
+ * Errors: as `zooid_election_fenced_set_data` (`ZOOID_STATUS_STORE` when the node exists or
+ * its parent does not).
+ *
+ * # Safety
+ * `election` must be NULL or a live candidacy; `path` NULL or a NUL-terminated string; `data`
+ * NULL or valid for `data_len` bytes.
+ */
+zooid_status zooid_election_fenced_create(const struct zooid_election *election,
+                                          const char *path,
+                                          const uint8_t *data,
+                                          size_t data_len);
+
+/**
+ * A fenced `delete` of `path` at data version `version` (0 to 2^31 - 1), or at any version
+ * with `any_version = true`, only while this candidate still leads.
+ *
+ * Errors: as `zooid_election_fenced_set_data` (`ZOOID_STATUS_STORE` when the node is missing,
+ * at another version or has children).
+ *
+ * # Safety
+ * `election` must be NULL or a live candidacy; `path` NULL or a NUL-terminated string.
+ */
+zooid_status zooid_election_fenced_delete(const struct zooid_election *election,
+                                          const char *path,
+                                          int64_t version,
+                                          bool any_version);
+
+/**
+ * A fenced `setData`: sets `path`'s data to `data_len` bytes of `data` only while this
+ * candidate still leads (one ZooKeeper `multi` whose first op checks the leader's own
+ * candidate node), and writes the node's new data version to `*out_version` (may be NULL).
+ *
+ * `version` is the node's expected data version (0 to 2^31 - 1). There is no "-1 means any
+ * version" here: pass `any_version = true` (and any `version`) to write whatever the version
+ * is; a negative `version` without it is `ZOOID_STATUS_INVALID_ARGUMENT`.
+ *
+ * Errors: `ZOOID_STATUS_NOT_LEADER` (this candidate does not lead, by its own view or
+ * ZooKeeper's: nothing was written), `ZOOID_STATUS_STORE` (the node is missing or at another
+ * version, nothing was written; or the reply was lost and the message says the outcome is
+ * unknown), `ZOOID_STATUS_CLOSED` (after resign), `ZOOID_STATUS_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `election` must be NULL or a live candidacy; `path` NULL or a NUL-terminated string; `data`
+ * NULL or valid for `data_len` bytes; `out_version` NULL or valid for a write.
+ */
+zooid_status zooid_election_fenced_set_data(const struct zooid_election *election,
+                                            const char *path,
+                                            const uint8_t *data,
+                                            size_t data_len,
+                                            int64_t version,
+                                            bool any_version,
+                                            int32_t *out_version);
+
+/**
+ * Frees a candidacy; NULL is accepted and ignored. If it did not resign, it leaves the group
+ * in the background (its candidate node is deleted shortly after; use
+ * `zooid_election_resign` first to wait for that).
+ *
+ * # Safety
+ * `election` must be NULL or a candidacy from `zooid_election_join` not yet freed and not in
+ * use by a call on another thread; it must not be used afterwards.
+ */
+void zooid_election_free(struct zooid_election *election);
+
+/**
+ * Writes a snapshot of the candidate's view to `*out_status`. No I/O.
+ *
+ * # Safety
+ * `election` must be NULL or a live candidacy; `out_status` NULL or valid for a write.
+ */
+zooid_status zooid_election_get_status(const struct zooid_election *election,
+                                       struct zooid_election_status *out_status);
+
+/**
+ * Joins the election of `group` (an absolute node path, created with its parents when
+ * missing) on `service`'s ZooKeeper session, as candidate `name` (non-empty UTF-8, at most
+ * 256 bytes, no newline) with `data_len` bytes of `data` shown to observers (at most 64 KiB;
+ * `data` may be NULL when `data_len` is 0), with the pause policy `on_pause` (a
+ * `zooid_pause_policy` value), and writes the new candidacy to `*out_election`;
+ * the caller owns it and frees it with `zooid_election_free`.
+ *
+ * It returns once the group node exists; the candidate node is created in the background and
+ * the state starts `ZOOID_LEADER_INACTIVE`. Wait for leadership with
+ * `zooid_election_await_leadership`, or for any change with `zooid_election_wait_change`.
+ *
+ * Errors: `ZOOID_STATUS_INVALID_ARGUMENT` (bad group or name, or a service on an embedded
+ * store, which has no session), `ZOOID_STATUS_TOO_LARGE`, `ZOOID_STATUS_CONNECTION_LOST` /
+ * `ZOOID_STATUS_TIMEOUT` (the group node could not be ensured), `ZOOID_STATUS_CLOSED`.
+ *
+ * # Safety
+ * `service` must be NULL or a live service reference; `group` and `name` NULL or
+ * NUL-terminated strings; `data` NULL or valid for `data_len` bytes; `out_election` NULL or
+ * valid for a write.
+ */
+zooid_status zooid_election_join(const struct zooid_service *service,
+                                 const char *group,
+                                 const char *name,
+                                 const uint8_t *data,
+                                 size_t data_len,
+                                 uint32_t on_pause,
+                                 struct zooid_election **out_election);
+
+/**
+ * Asks who leads `group` without joining it, on `service`'s ZooKeeper session, and writes the
+ * answer to `*out_info`: a new `zooid_leader_info` the caller owns and frees with
+ * `zooid_leader_info_free`, or NULL (with `ZOOID_STATUS_OK`) when the group has no candidate
+ * or does not exist.
+ *
+ * Errors: `ZOOID_STATUS_INVALID_ARGUMENT` (bad group path, or an embedded store),
+ * `ZOOID_STATUS_CONNECTION_LOST`, `ZOOID_STATUS_TIMEOUT`, `ZOOID_STATUS_STORE`.
+ *
+ * # Safety
+ * `service` must be NULL or a live service reference; `group` NULL or a NUL-terminated string;
+ * `out_info` NULL or valid for a write.
+ */
+zooid_status zooid_election_leader(const struct zooid_service *service,
+                                   const char *group,
+                                   struct zooid_leader_info **out_info);
+
+/**
+ * Leaves the group: ends the candidacy, deletes the candidate node and waits for that
+ * (bounded by the session timeout). The status ends Inactive and closed; a waiter in
+ * `zooid_election_wait_change` wakes with it, `zooid_election_await_leadership` returns
+ * `ZOOID_STATUS_CLOSED`. Repeating it is harmless. The handle must still be freed.
+ *
+ * Errors: `ZOOID_STATUS_RUNTIME_THREAD`.
+ *
+ * # Safety
+ * `election` must be NULL or a live candidacy.
+ */
+zooid_status zooid_election_resign(const struct zooid_election *election);
+
+/**
+ * Writes the candidate's current state to `*out_state` and its fencing token to `*out_token`
+ * (0 while Inactive). `out_token` may be NULL. No I/O.
+ *
+ * # Safety
+ * `election` must be NULL or a live candidacy; `out_state` NULL or valid for a write;
+ * `out_token` NULL or valid for a write.
+ */
+zooid_status zooid_election_state(const struct zooid_election *election,
+                                  zooid_leader_state *out_state,
+                                  int64_t *out_token);
+
+/**
+ * Blocks until the candidate's state, token or closedness differs from `*last_seen` (a
+ * status from `zooid_election_get_status` or from the previous wait; only those three fields are
+ * compared), for at most `timeout_ms` milliseconds, and writes the new status to
+ * `*out_status` (which may be the same pointer as `last_seen`). Returns at once when it
+ * already differs, so no change between two calls is missed; a change that is undone before
+ * the wait looks may go unseen (only the latest status is kept).
+ *
+ * After the candidacy closed (resigned, or the session closed) it returns the closed status at
+ * once if `last_seen` was not closed yet; with a closed `last_seen` nothing can change any more
+ * and it returns `ZOOID_STATUS_CLOSED` at once, so a loop over this call ends.
+ *
+ * Errors: `ZOOID_STATUS_TIMEOUT` when nothing changed in time (`*out_status` untouched),
+ * `ZOOID_STATUS_CLOSED` (see above), `ZOOID_STATUS_RUNTIME_THREAD`.
+ *
+ * # Safety
+ * `election` must be NULL or a live candidacy; `last_seen` NULL or a valid status;
+ * `out_status` NULL or valid for a write.
+ */
+zooid_status zooid_election_wait_change(const struct zooid_election *election,
+                                        const struct zooid_election_status *last_seen,
+                                        uint64_t timeout_ms,
+                                        struct zooid_election_status *out_status);
+
+/**
  * Copies the path of the category the IDs of `set` belong to into `buf`, like `snprintf`: at
  * most `len - 1` bytes and a terminating NUL; `*out_len` (if not NULL) receives the full length
  * without the NUL. Pass `buf = NULL, len = 0` to ask for the length only.
@@ -537,6 +852,21 @@ zooid_status zooid_last_error_message(char *buf, size_t len, size_t *out_len);
  * `buf` must be valid for `cap` writes of `zooid_range`; `out_count` valid for a write.
  */
 zooid_status zooid_last_error_ranges(struct zooid_range *buf, size_t cap, size_t *out_count);
+
+/**
+ * Frees leader info from `zooid_election_leader`; NULL is accepted and ignored.
+ *
+ * # Safety
+ * `info` must be NULL or leader info from `zooid_election_leader` not yet freed; it (and the
+ * pointers in it) must not be used afterwards.
+ */
+void zooid_leader_info_free(struct zooid_leader_info *info);
+
+/**
+ * The name of a leader state (`"inactive"`, `"active"`, `"paused"`), a static string; `"?"`
+ * for a value that is not a state.
+ */
+const char *zooid_leader_state_name(uint32_t state);
 
 /**
  * Frees options; NULL is accepted and ignored.

@@ -17,6 +17,7 @@
 #![allow(non_camel_case_types)]
 
 pub mod counter;
+pub mod election;
 pub mod error;
 pub mod idset;
 pub mod options;

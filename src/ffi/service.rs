@@ -20,6 +20,13 @@ pub struct zooid_service {
     pub(crate) inner: IdGeneratorService,
 }
 
+impl zooid_service {
+    /// The blocking service, for the recipes' handles that share its session.
+    pub(crate) fn inner(&self) -> &IdGeneratorService {
+        &self.inner
+    }
+}
+
 /// Reads a category path argument.
 ///
 /// # Safety

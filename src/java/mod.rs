@@ -21,6 +21,7 @@
 
 mod counter;
 mod diagnostics;
+mod election;
 mod errors;
 mod queue;
 mod service;
@@ -95,6 +96,7 @@ fn on_load(env: &mut Env<'_>) -> Result<(), JniError> {
         .iter()
         .chain(diagnostics::METHODS.iter())
         .chain(queue::METHODS.iter())
+        .chain(election::METHODS.iter())
         .copied()
         .collect();
     // SAFETY: every method is declared with `native_method!`, which checks at compile time that

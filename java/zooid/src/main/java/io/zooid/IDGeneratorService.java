@@ -223,7 +223,8 @@ public final class IDGeneratorService implements AutoCloseable {
     /**
      * Makes {@code call} on the handle while holding the read lock, so that {@link #close()} cannot
      * free the handle meanwhile; throws {@link IllegalStateException} if the service is closed.
-     * Also used by {@link WorkQueue#open} to reach the service's session.
+     * Also used by the recipes ({@link WorkQueue#open}, {@link LeaderElection}) to reach the
+     * service's session.
      */
     <T> T withHandle(HandleCall<T> call) throws IDGeneratorException {
         Lock shared = lock.readLock();

@@ -78,6 +78,37 @@ final class ZooidNative {
     /** Frees the claim; one neither completed nor released is released in the background. */
     static native void claimFree(long claim);
 
+    /**
+     * Joins an election on the service's session; returns the candidacy handle, which {@link
+     * LeaderElection} uses only while open and frees exactly once with {@link #electionFree}.
+     */
+    static native long electionJoin(long serviceHandle, String group, String name, byte[] data, int stopOnPause)
+            throws IDGeneratorException;
+
+    /** state (0 inactive, 1 active, 2 paused), token (0 when none), closed (0/1), terms, notifications, generation. */
+    static native long[] electionStatus(long handle);
+
+    /** The new status as {@link #electionStatus}, or null when nothing changed in time. */
+    static native long[] electionWaitChange(long handle, int lastState, long lastToken, int lastClosed, long timeoutMillis)
+            throws IDGeneratorException;
+
+    static native long electionAwaitLeadership(long handle, long timeoutMillis) throws IDGeneratorException;
+
+    /** A fenced setData at an explicit version (>= 0); returns the new data version. */
+    static native int electionSetData(long handle, String path, byte[] data, int version) throws IDGeneratorException;
+
+    static native void electionCreate(long handle, String path, byte[] data) throws IDGeneratorException;
+
+    /** A fenced delete at an explicit version (>= 0). */
+    static native void electionDelete(long handle, String path, int version) throws IDGeneratorException;
+
+    static native void electionResign(long handle) throws IDGeneratorException;
+
+    static native void electionFree(long handle);
+
+    /** Null when nobody leads, else token (8 bytes), name and node (4-byte length + UTF-8), data. */
+    static native byte[] electionLeader(long serviceHandle, String group) throws IDGeneratorException;
+
     /** The version of the Rust crate the library was built from. */
     static native String version();
 

@@ -81,10 +81,54 @@ public final class JniWorkload {
         if (ZooidNative.version().isEmpty()) {
             throw new AssertionError("empty native version");
         }
+        election(service, connect);
         service.close();
         service.close();
         expect(IllegalStateException.class, () -> service.takeIDs(cat, 1));
         System.out.println(sum > 0 ? "WORKLOAD OK" : "WORKLOAD BROKEN");
+    }
+
+    /** Every election native: join, status, waits, fenced writes, leader, resign, free, errors. */
+    private static void election(IDGeneratorService service, String connect) throws Exception {
+        String group = "/zooid-java-test/checkjni/election";
+        java.util.concurrent.atomic.AtomicInteger changes = new java.util.concurrent.atomic.AtomicInteger();
+        try (IDGeneratorService other = IDGeneratorService.open(connect)) {
+            LeaderElection a = LeaderElection.join(service, group, "a", new byte[] {1, 2}, PausePolicy.KEEP,
+                    (state, token) -> changes.incrementAndGet());
+            long token = a.awaitLeadership(20, java.util.concurrent.TimeUnit.SECONDS);
+            LeaderElection b = LeaderElection.join(other, group, "b", null, PausePolicy.STOP, null);
+            String resource = group + "-resource";
+            a.create(resource, new byte[] {0});
+            for (int i = 0; i < 200; i++) {
+                a.setData(resource, new byte[] {(byte) i}, i);
+                if (a.getState() != LeaderState.ACTIVE || a.getFencingToken() != token) {
+                    throw new AssertionError("the leader changed");
+                }
+                LeaderInfo info = LeaderElection.leader(other, group).get();
+                if (info.getFencingToken() != token || info.getData().length != 2) {
+                    throw new AssertionError("wrong leader info " + info);
+                }
+                expect(NotLeaderException.class, () -> b.setData(resource, new byte[0], 0));
+                expect(IllegalArgumentException.class, () -> a.setData(resource, new byte[0], -1));
+                expect(NullPointerException.class, () -> ZooidNative.electionSetData(0, null, null, 0));
+                expect(IllegalStateException.class, () -> ZooidNative.electionStatus(0));
+            }
+            expect(OperationTimeoutException.class, () -> b.awaitLeadership(50, java.util.concurrent.TimeUnit.MILLISECONDS));
+            if (ZooidNative.electionWaitChange(a.handleForTest(), 1, token, 0, 10) != null) {
+                throw new AssertionError("a wait with no change returned a status");
+            }
+            a.delete(resource, 200);
+            a.close();
+            if (b.awaitLeadership(20, java.util.concurrent.TimeUnit.SECONDS) <= token) {
+                throw new AssertionError("the token did not grow");
+            }
+            b.resign();
+            expect(IllegalStateException.class, () -> ZooidNative.electionWaitChange(b.handleForTest(), 0, 0, 1, 10));
+            b.close();
+            if (LeaderElection.leader(other, group).isPresent() || changes.get() < 2) {
+                throw new AssertionError("leader left over or listener silent: " + changes.get());
+            }
+        }
     }
 
     interface Call {

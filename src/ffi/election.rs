@@ -1,0 +1,710 @@
+//! Leader election from C: a candidacy handle over [`crate::blocking::Election`], joined through
+//! a service's ZooKeeper session, with blocking waits (no callbacks) and fenced writes; and the
+//! observer query `zooid_election_leader`.
+
+use std::ffi::{c_char, CString};
+use std::time::Duration;
+
+use super::service::zooid_service;
+use super::{arg_ref, arg_str, guard, guard_void, zooid_status, Failure, Out};
+use crate::blocking::{self, Election};
+use crate::election::{ElectionOptions, ElectionStatus, FencedOp, FencedResult, LeaderInfo};
+use crate::runtime::runtime;
+use crate::Session;
+use crate::{LeaderState, PausePolicy};
+
+/// A candidate's state. The numbers are stable.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum zooid_leader_state {
+    /// Not leading: waiting in line, session lost, resigned or freed.
+    ZOOID_LEADER_INACTIVE = 0,
+    /// Leading, with a connected session.
+    ZOOID_LEADER_ACTIVE = 1,
+    /// Led when the session was suspended (disconnected); the session may still be alive.
+    ZOOID_LEADER_PAUSED = 2,
+}
+
+impl From<LeaderState> for zooid_leader_state {
+    fn from(state: LeaderState) -> Self {
+        match state {
+            LeaderState::Inactive => Self::ZOOID_LEADER_INACTIVE,
+            LeaderState::Active => Self::ZOOID_LEADER_ACTIVE,
+            LeaderState::Paused => Self::ZOOID_LEADER_PAUSED,
+        }
+    }
+}
+
+/// What a leader does when its session is suspended. The numbers are stable.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum zooid_pause_policy {
+    /// Keep leading through a suspension: Paused, then Active again with the same token when
+    /// the same session reconnects; Inactive only once the session is lost (at least one
+    /// leader).
+    ZOOID_PAUSE_KEEP = 0,
+    /// A suspension ends the leadership: Paused (fenced writes refused locally), then Inactive
+    /// on reconnection, and the candidate rejoins at the back of the line (at most one leader).
+    ZOOID_PAUSE_STOP = 1,
+}
+
+/// A snapshot of a candidate's view (`zooid_election_get_status`, `zooid_election_wait_change`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct zooid_election_status {
+    /// Active, Paused or Inactive.
+    pub state: zooid_leader_state,
+    /// The fencing token of the leadership while Active or Paused (the leader's candidate node
+    /// creation zxid: positive, strictly increasing from one leader to the next); 0 while
+    /// Inactive.
+    pub token: i64,
+    /// True once the candidacy ended for good (resigned, or the session closed); the state is
+    /// then Inactive and stays so.
+    pub closed: bool,
+    /// How many times this candidate became leader.
+    pub terms: u64,
+    /// Watch notifications this candidate received (one per succession step in front of it).
+    pub watch_notifications: u64,
+    /// The generation of the ZooKeeper session the candidacy belongs to (it grows when a lost
+    /// session is replaced).
+    pub session_generation: u64,
+}
+
+impl From<&ElectionStatus> for zooid_election_status {
+    fn from(status: &ElectionStatus) -> Self {
+        Self {
+            state: status.state.into(),
+            token: status.token.unwrap_or(0),
+            closed: status.closed,
+            terms: status.terms,
+            watch_notifications: status.watch_notifications,
+            session_generation: status.session_generation,
+        }
+    }
+}
+
+/// A candidacy in one group's election, from `zooid_election_join`.
+///
+/// Thread-safe: any number of threads may call it at once (for example one waiting in
+/// `zooid_election_wait_change` while another resigns), except `zooid_election_free`, which
+/// must be the last call. Ownership: the caller owns it and frees it with
+/// `zooid_election_free`. It keeps the service's session open until freed, even after the
+/// service itself is freed.
+pub struct zooid_election {
+    inner: Election,
+}
+
+/// Who leads a group, from `zooid_election_leader`. Ownership: the caller owns it and frees it
+/// with `zooid_leader_info_free`; every pointer in it is valid until then. Immutable.
+#[repr(C)]
+pub struct zooid_leader_info {
+    /// The leader's candidate name (NUL-terminated UTF-8).
+    pub name: *const c_char,
+    /// The leader's candidate data, `data_len` bytes (NULL when `data_len` is 0).
+    pub data: *const u8,
+    /// The length of `data` in bytes.
+    pub data_len: usize,
+    /// The leader's fencing token.
+    pub token: i64,
+    /// The leader's candidate node path (NUL-terminated).
+    pub node: *const c_char,
+}
+
+/// The owner of a [`zooid_leader_info`]'s memory; the public struct is its first field, so a
+/// pointer to it is a pointer to the whole.
+#[repr(C)]
+struct LeaderInfoBox {
+    public: zooid_leader_info,
+    name: CString,
+    data: Vec<u8>,
+    node: CString,
+}
+
+// The raw pointers point into the box's own immutable strings.
+// SAFETY: nothing mutates the pointed-to memory before `zooid_leader_info_free`.
+unsafe impl Send for zooid_leader_info {}
+// SAFETY: as above; reads only.
+unsafe impl Sync for zooid_leader_info {}
+
+fn text(value: String, what: &str) -> Result<CString, Failure> {
+    CString::new(value).map_err(|_| Failure::Invalid(format!("{what} contains a NUL byte")))
+}
+
+impl LeaderInfoBox {
+    fn new(info: LeaderInfo) -> Result<Box<Self>, Failure> {
+        let mut boxed = Box::new(LeaderInfoBox {
+            public: zooid_leader_info {
+                name: std::ptr::null(),
+                data: std::ptr::null(),
+                data_len: 0,
+                token: info.token,
+                node: std::ptr::null(),
+            },
+            name: text(info.name, "the leader's name")?,
+            data: info.data,
+            node: text(info.node, "the leader's node path")?,
+        });
+        boxed.public.name = boxed.name.as_ptr();
+        boxed.public.node = boxed.node.as_ptr();
+        boxed.public.data_len = boxed.data.len();
+        if !boxed.data.is_empty() {
+            boxed.public.data = boxed.data.as_ptr();
+        }
+        Ok(boxed)
+    }
+}
+
+/// `len` bytes at `ptr`, which may be NULL only when `len` is 0.
+///
+/// # Safety
+/// A non-NULL `ptr` must be valid for `len` bytes of reads for `'a`.
+unsafe fn bytes_arg<'a>(
+    ptr: *const u8,
+    len: usize,
+    name: &'static str,
+) -> Result<&'a [u8], Failure> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if ptr.is_null() {
+        return Err(Failure::Null(name));
+    }
+    // SAFETY: non-NULL and readable for `len` bytes by the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
+}
+
+/// The expected version of a fenced write: `version` (>= 0) unless `any_version`.
+fn expected_version(version: i64, any_version: bool) -> Result<Option<i32>, Failure> {
+    if any_version {
+        return Ok(None);
+    }
+    i32::try_from(version)
+        .ok()
+        .filter(|v| *v >= 0)
+        .map(Some)
+        .ok_or_else(|| {
+            Failure::Invalid(format!(
+                "expected version {version}: give a data version from 0 to 2^31 - 1, or set \
+                 any_version (-1 is not \"any\" here)"
+            ))
+        })
+}
+
+/// Drops a session handle inside zooid's runtime (the last handle's client spawns tasks when
+/// dropped).
+fn drop_in_runtime(session: Session) {
+    match runtime() {
+        Ok(rt) => {
+            let _guard = rt.enter();
+            drop(session);
+        }
+        Err(_) => drop(session),
+    }
+}
+
+fn millis(timeout_ms: u64) -> Duration {
+    Duration::from_millis(timeout_ms)
+}
+
+/// The pause policy of a `zooid_pause_policy` number from C.
+fn pause_policy(value: u32) -> Result<PausePolicy, Failure> {
+    match value {
+        v if v == zooid_pause_policy::ZOOID_PAUSE_KEEP as u32 => Ok(PausePolicy::Keep),
+        v if v == zooid_pause_policy::ZOOID_PAUSE_STOP as u32 => Ok(PausePolicy::Stop),
+        other => Err(Failure::Invalid(format!(
+            "on_pause {other}: expected ZOOID_PAUSE_KEEP (0) or ZOOID_PAUSE_STOP (1)"
+        ))),
+    }
+}
+
+/// The leader state of a number from C.
+fn leader_state(value: u32) -> Result<LeaderState, Failure> {
+    match value {
+        0 => Ok(LeaderState::Inactive),
+        1 => Ok(LeaderState::Active),
+        2 => Ok(LeaderState::Paused),
+        other => Err(Failure::Invalid(format!(
+            "leader state {other} is not a zooid_leader_state"
+        ))),
+    }
+}
+
+/// Joins the election of `group` (an absolute node path, created with its parents when
+/// missing) on `service`'s ZooKeeper session, as candidate `name` (non-empty UTF-8, at most
+/// 256 bytes, no newline) with `data_len` bytes of `data` shown to observers (at most 64 KiB;
+/// `data` may be NULL when `data_len` is 0), with the pause policy `on_pause` (a
+/// `zooid_pause_policy` value), and writes the new candidacy to `*out_election`;
+/// the caller owns it and frees it with `zooid_election_free`.
+///
+/// It returns once the group node exists; the candidate node is created in the background and
+/// the state starts `ZOOID_LEADER_INACTIVE`. Wait for leadership with
+/// `zooid_election_await_leadership`, or for any change with `zooid_election_wait_change`.
+///
+/// Errors: `ZOOID_STATUS_INVALID_ARGUMENT` (bad group or name, or a service on an embedded
+/// store, which has no session), `ZOOID_STATUS_TOO_LARGE`, `ZOOID_STATUS_CONNECTION_LOST` /
+/// `ZOOID_STATUS_TIMEOUT` (the group node could not be ensured), `ZOOID_STATUS_CLOSED`.
+///
+/// # Safety
+/// `service` must be NULL or a live service reference; `group` and `name` NULL or
+/// NUL-terminated strings; `data` NULL or valid for `data_len` bytes; `out_election` NULL or
+/// valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn zooid_election_join(
+    service: *const zooid_service,
+    group: *const c_char,
+    name: *const c_char,
+    data: *const u8,
+    data_len: usize,
+    on_pause: u32,
+    out_election: *mut *mut zooid_election,
+) -> zooid_status {
+    guard(|| {
+        // SAFETY: forwarded from this function's contract.
+        let service = unsafe { arg_ref(service, "service") }?;
+        // SAFETY: forwarded from this function's contract.
+        let group = unsafe { arg_str(group, "group") }?;
+        // SAFETY: forwarded from this function's contract.
+        let name = unsafe { arg_str(name, "name") }?;
+        // SAFETY: forwarded from this function's contract.
+        let data = unsafe { bytes_arg(data, data_len, "data") }?;
+        let out = Out::new(out_election, "out_election")?;
+        let options = ElectionOptions {
+            name: name.to_string(),
+            data: data.to_vec(),
+            on_pause: pause_policy(on_pause)?,
+        };
+        let session = service.inner().session()?;
+        let inner = Election::join(&session, group, options)?;
+        // The election keeps its own clone of the session; this one is dropped in the runtime.
+        drop_in_runtime(session);
+        let handle = Box::new(zooid_election { inner });
+        // SAFETY: forwarded from this function's contract.
+        unsafe { out.write(Box::into_raw(handle)) };
+        Ok(())
+    })
+}
+
+/// Writes the candidate's current state to `*out_state` and its fencing token to `*out_token`
+/// (0 while Inactive). `out_token` may be NULL. No I/O.
+///
+/// # Safety
+/// `election` must be NULL or a live candidacy; `out_state` NULL or valid for a write;
+/// `out_token` NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn zooid_election_state(
+    election: *const zooid_election,
+    out_state: *mut zooid_leader_state,
+    out_token: *mut i64,
+) -> zooid_status {
+    guard(|| {
+        // SAFETY: forwarded from this function's contract.
+        let election = unsafe { arg_ref(election, "election") }?;
+        let out = Out::new(out_state, "out_state")?;
+        let status = election.inner.status();
+        // SAFETY: forwarded from this function's contract.
+        unsafe {
+            out.write(status.state.into());
+            if !out_token.is_null() {
+                out_token.write(status.token.unwrap_or(0));
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Writes a snapshot of the candidate's view to `*out_status`. No I/O.
+///
+/// # Safety
+/// `election` must be NULL or a live candidacy; `out_status` NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn zooid_election_get_status(
+    election: *const zooid_election,
+    out_status: *mut zooid_election_status,
+) -> zooid_status {
+    guard(|| {
+        // SAFETY: forwarded from this function's contract.
+        let election = unsafe { arg_ref(election, "election") }?;
+        let out = Out::new(out_status, "out_status")?;
+        let status = zooid_election_status::from(&election.inner.status());
+        // SAFETY: forwarded from this function's contract.
+        unsafe { out.write(status) };
+        Ok(())
+    })
+}
+
+/// The error for a wait on a candidacy that has ended.
+fn closed_error(election: &zooid_election) -> crate::ZooidError {
+    crate::ZooidError::Closed {
+        what: format!(
+            "election candidacy {:?} in {}",
+            election.inner.name(),
+            election.inner.group()
+        ),
+    }
+}
+
+/// Blocks until the candidate's state, token or closedness differs from `*last_seen` (a
+/// status from `zooid_election_get_status` or from the previous wait; only those three fields are
+/// compared), for at most `timeout_ms` milliseconds, and writes the new status to
+/// `*out_status` (which may be the same pointer as `last_seen`). Returns at once when it
+/// already differs, so no change between two calls is missed; a change that is undone before
+/// the wait looks may go unseen (only the latest status is kept).
+///
+/// After the candidacy closed (resigned, or the session closed) it returns the closed status at
+/// once if `last_seen` was not closed yet; with a closed `last_seen` nothing can change any more
+/// and it returns `ZOOID_STATUS_CLOSED` at once, so a loop over this call ends.
+///
+/// Errors: `ZOOID_STATUS_TIMEOUT` when nothing changed in time (`*out_status` untouched),
+/// `ZOOID_STATUS_CLOSED` (see above), `ZOOID_STATUS_RUNTIME_THREAD`.
+///
+/// # Safety
+/// `election` must be NULL or a live candidacy; `last_seen` NULL or a valid status;
+/// `out_status` NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn zooid_election_wait_change(
+    election: *const zooid_election,
+    last_seen: *const zooid_election_status,
+    timeout_ms: u64,
+    out_status: *mut zooid_election_status,
+) -> zooid_status {
+    guard(|| {
+        // SAFETY: forwarded from this function's contract.
+        let election = unsafe { arg_ref(election, "election") }?;
+        if last_seen.is_null() {
+            return Err(Failure::Null("last_seen"));
+        }
+        // Read field by field through the raw pointer: the state is the number C wrote, checked
+        // before it becomes a Rust enum (no reference to a possibly invalid enum is made).
+        // SAFETY: non-NULL, and a valid status by this function's contract.
+        let (state, token, closed) = unsafe {
+            (
+                std::ptr::addr_of!((*last_seen).state).cast::<u32>().read(),
+                std::ptr::addr_of!((*last_seen).token).read(),
+                std::ptr::addr_of!((*last_seen).closed).cast::<u8>().read() != 0,
+            )
+        };
+        let out = Out::new(out_status, "out_status")?;
+        if closed {
+            return Err(closed_error(election).into());
+        }
+        // `same_state` compares state, token and closed only; the rest is filler.
+        let last = ElectionStatus {
+            state: leader_state(state)?,
+            token: (token != 0).then_some(token),
+            session_generation: 0,
+            node: None,
+            watch_notifications: 0,
+            terms: 0,
+            closed,
+        };
+        let status = election.inner.wait_change(&last, millis(timeout_ms))?;
+        // SAFETY: forwarded from this function's contract.
+        unsafe { out.write(zooid_election_status::from(&status)) };
+        Ok(())
+    })
+}
+
+/// Blocks until the candidate is Active, for at most `timeout_ms` milliseconds, and writes its
+/// fencing token to `*out_token`.
+///
+/// Errors: `ZOOID_STATUS_TIMEOUT`, `ZOOID_STATUS_CLOSED` (the candidacy ended: resigned or the
+/// session closed), `ZOOID_STATUS_RUNTIME_THREAD`.
+///
+/// # Safety
+/// `election` must be NULL or a live candidacy; `out_token` NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn zooid_election_await_leadership(
+    election: *const zooid_election,
+    timeout_ms: u64,
+    out_token: *mut i64,
+) -> zooid_status {
+    guard(|| {
+        // SAFETY: forwarded from this function's contract.
+        let election = unsafe { arg_ref(election, "election") }?;
+        let out = Out::new(out_token, "out_token")?;
+        let token = election.inner.await_leadership(millis(timeout_ms))?;
+        // SAFETY: forwarded from this function's contract.
+        unsafe { out.write(token) };
+        Ok(())
+    })
+}
+
+/// Runs one fenced op and returns its result.
+fn fenced_one(election: &zooid_election, op: FencedOp) -> Result<FencedResult, Failure> {
+    let mut results = election.inner.fenced(std::slice::from_ref(&op))?;
+    results
+        .pop()
+        .ok_or_else(|| Failure::Invalid("ZooKeeper returned no result for the fenced op".into()))
+}
+
+/// A fenced `setData`: sets `path`'s data to `data_len` bytes of `data` only while this
+/// candidate still leads (one ZooKeeper `multi` whose first op checks the leader's own
+/// candidate node), and writes the node's new data version to `*out_version` (may be NULL).
+///
+/// `version` is the node's expected data version (0 to 2^31 - 1). There is no "-1 means any
+/// version" here: pass `any_version = true` (and any `version`) to write whatever the version
+/// is; a negative `version` without it is `ZOOID_STATUS_INVALID_ARGUMENT`.
+///
+/// Errors: `ZOOID_STATUS_NOT_LEADER` (this candidate does not lead, by its own view or
+/// ZooKeeper's: nothing was written), `ZOOID_STATUS_STORE` (the node is missing or at another
+/// version, nothing was written; or the reply was lost and the message says the outcome is
+/// unknown), `ZOOID_STATUS_CLOSED` (after resign), `ZOOID_STATUS_INVALID_ARGUMENT`.
+///
+/// # Safety
+/// `election` must be NULL or a live candidacy; `path` NULL or a NUL-terminated string; `data`
+/// NULL or valid for `data_len` bytes; `out_version` NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn zooid_election_fenced_set_data(
+    election: *const zooid_election,
+    path: *const c_char,
+    data: *const u8,
+    data_len: usize,
+    version: i64,
+    any_version: bool,
+    out_version: *mut i32,
+) -> zooid_status {
+    guard(|| {
+        // SAFETY: forwarded from this function's contract.
+        let election = unsafe { arg_ref(election, "election") }?;
+        // SAFETY: forwarded from this function's contract.
+        let path = unsafe { arg_str(path, "path") }?;
+        // SAFETY: forwarded from this function's contract.
+        let data = unsafe { bytes_arg(data, data_len, "data") }?;
+        let version = expected_version(version, any_version)?;
+        let op = FencedOp::SetData {
+            path: path.to_string(),
+            data: data.to_vec(),
+            version,
+        };
+        let new_version = match fenced_one(election, op)? {
+            FencedResult::Set { version } => version,
+            other => {
+                return Err(Failure::Invalid(format!(
+                    "unexpected result of a fenced setData: {other:?}"
+                )))
+            }
+        };
+        if !out_version.is_null() {
+            // SAFETY: non-NULL and writable by this function's contract.
+            unsafe { out_version.write(new_version) };
+        }
+        Ok(())
+    })
+}
+
+/// A fenced `create`: creates the persistent node `path` (its parent must exist) holding
+/// `data_len` bytes of `data`, only while this candidate still leads.
+///
+/// Errors: as `zooid_election_fenced_set_data` (`ZOOID_STATUS_STORE` when the node exists or
+/// its parent does not).
+///
+/// # Safety
+/// `election` must be NULL or a live candidacy; `path` NULL or a NUL-terminated string; `data`
+/// NULL or valid for `data_len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn zooid_election_fenced_create(
+    election: *const zooid_election,
+    path: *const c_char,
+    data: *const u8,
+    data_len: usize,
+) -> zooid_status {
+    guard(|| {
+        // SAFETY: forwarded from this function's contract.
+        let election = unsafe { arg_ref(election, "election") }?;
+        // SAFETY: forwarded from this function's contract.
+        let path = unsafe { arg_str(path, "path") }?;
+        // SAFETY: forwarded from this function's contract.
+        let data = unsafe { bytes_arg(data, data_len, "data") }?;
+        fenced_one(
+            election,
+            FencedOp::Create {
+                path: path.to_string(),
+                data: data.to_vec(),
+            },
+        )?;
+        Ok(())
+    })
+}
+
+/// A fenced `delete` of `path` at data version `version` (0 to 2^31 - 1), or at any version
+/// with `any_version = true`, only while this candidate still leads.
+///
+/// Errors: as `zooid_election_fenced_set_data` (`ZOOID_STATUS_STORE` when the node is missing,
+/// at another version or has children).
+///
+/// # Safety
+/// `election` must be NULL or a live candidacy; `path` NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn zooid_election_fenced_delete(
+    election: *const zooid_election,
+    path: *const c_char,
+    version: i64,
+    any_version: bool,
+) -> zooid_status {
+    guard(|| {
+        // SAFETY: forwarded from this function's contract.
+        let election = unsafe { arg_ref(election, "election") }?;
+        // SAFETY: forwarded from this function's contract.
+        let path = unsafe { arg_str(path, "path") }?;
+        let version = expected_version(version, any_version)?;
+        fenced_one(
+            election,
+            FencedOp::Delete {
+                path: path.to_string(),
+                version,
+            },
+        )?;
+        Ok(())
+    })
+}
+
+/// Leaves the group: ends the candidacy, deletes the candidate node and waits for that
+/// (bounded by the session timeout). The status ends Inactive and closed; a waiter in
+/// `zooid_election_wait_change` wakes with it, `zooid_election_await_leadership` returns
+/// `ZOOID_STATUS_CLOSED`. Repeating it is harmless. The handle must still be freed.
+///
+/// Errors: `ZOOID_STATUS_RUNTIME_THREAD`.
+///
+/// # Safety
+/// `election` must be NULL or a live candidacy.
+#[no_mangle]
+pub unsafe extern "C" fn zooid_election_resign(election: *const zooid_election) -> zooid_status {
+    guard(|| {
+        // SAFETY: forwarded from this function's contract.
+        let election = unsafe { arg_ref(election, "election") }?;
+        election.inner.resign()?;
+        Ok(())
+    })
+}
+
+/// Frees a candidacy; NULL is accepted and ignored. If it did not resign, it leaves the group
+/// in the background (its candidate node is deleted shortly after; use
+/// `zooid_election_resign` first to wait for that).
+///
+/// # Safety
+/// `election` must be NULL or a candidacy from `zooid_election_join` not yet freed and not in
+/// use by a call on another thread; it must not be used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn zooid_election_free(election: *mut zooid_election) {
+    guard_void(|| {
+        if !election.is_null() {
+            // SAFETY: from `Box::into_raw`, freed once; `Election`'s drop enters the runtime.
+            drop(unsafe { Box::from_raw(election) });
+        }
+    })
+}
+
+/// Asks who leads `group` without joining it, on `service`'s ZooKeeper session, and writes the
+/// answer to `*out_info`: a new `zooid_leader_info` the caller owns and frees with
+/// `zooid_leader_info_free`, or NULL (with `ZOOID_STATUS_OK`) when the group has no candidate
+/// or does not exist.
+///
+/// Errors: `ZOOID_STATUS_INVALID_ARGUMENT` (bad group path, or an embedded store),
+/// `ZOOID_STATUS_CONNECTION_LOST`, `ZOOID_STATUS_TIMEOUT`, `ZOOID_STATUS_STORE`.
+///
+/// # Safety
+/// `service` must be NULL or a live service reference; `group` NULL or a NUL-terminated string;
+/// `out_info` NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn zooid_election_leader(
+    service: *const zooid_service,
+    group: *const c_char,
+    out_info: *mut *mut zooid_leader_info,
+) -> zooid_status {
+    guard(|| {
+        // SAFETY: forwarded from this function's contract.
+        let service = unsafe { arg_ref(service, "service") }?;
+        // SAFETY: forwarded from this function's contract.
+        let group = unsafe { arg_str(group, "group") }?;
+        let out = Out::new(out_info, "out_info")?;
+        let session = service.inner().session()?;
+        let found = blocking::leader(&session, group);
+        drop_in_runtime(session);
+        let info = match found? {
+            Some(info) => Box::into_raw(LeaderInfoBox::new(info)?).cast::<zooid_leader_info>(),
+            None => std::ptr::null_mut(),
+        };
+        // SAFETY: forwarded from this function's contract.
+        unsafe { out.write(info) };
+        Ok(())
+    })
+}
+
+/// Frees leader info from `zooid_election_leader`; NULL is accepted and ignored.
+///
+/// # Safety
+/// `info` must be NULL or leader info from `zooid_election_leader` not yet freed; it (and the
+/// pointers in it) must not be used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn zooid_leader_info_free(info: *mut zooid_leader_info) {
+    guard_void(|| {
+        if !info.is_null() {
+            // SAFETY: `info` is the first field of a `LeaderInfoBox` from `Box::into_raw`
+            // (`#[repr(C)]`, so the addresses are equal), freed once.
+            drop(unsafe { Box::from_raw(info.cast::<LeaderInfoBox>()) });
+        }
+    })
+}
+
+/// The name of a leader state (`"inactive"`, `"active"`, `"paused"`), a static string; `"?"`
+/// for a value that is not a state.
+#[no_mangle]
+pub extern "C" fn zooid_leader_state_name(state: u32) -> *const c_char {
+    let name: &'static [u8] = match state {
+        0 => b"inactive\0",
+        1 => b"active\0",
+        2 => b"paused\0",
+        _ => b"?\0",
+    };
+    name.as_ptr().cast()
+}
+
+// The documented sharing rules, checked by the compiler.
+const _: () = {
+    const fn shared<T: Send + Sync>() {}
+    shared::<zooid_election>();
+    shared::<zooid_leader_info>();
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expected_versions_have_no_minus_one_shortcut() {
+        assert_eq!(expected_version(0, false).unwrap(), Some(0));
+        assert_eq!(expected_version(7, false).unwrap(), Some(7));
+        assert_eq!(expected_version(-1, true).unwrap(), None);
+        assert!(matches!(
+            expected_version(-1, false),
+            Err(Failure::Invalid(_))
+        ));
+        assert!(matches!(
+            expected_version(i64::from(i32::MAX) + 1, false),
+            Err(Failure::Invalid(_))
+        ));
+    }
+
+    #[test]
+    fn leader_info_points_into_its_own_box() {
+        let info = LeaderInfoBox::new(LeaderInfo {
+            name: "a".into(),
+            data: vec![1, 2],
+            token: 9,
+            node: "/g/_c_x-n_0000000001".into(),
+        })
+        .unwrap();
+        let raw = Box::into_raw(info).cast::<zooid_leader_info>();
+        // SAFETY: just created; freed below.
+        let public = unsafe { &*raw };
+        assert_eq!(public.data_len, 2);
+        assert_eq!(public.token, 9);
+        // SAFETY: NUL-terminated, owned by the box.
+        let name = unsafe { std::ffi::CStr::from_ptr(public.name) };
+        assert_eq!(name.to_str().unwrap(), "a");
+        // SAFETY: from `zooid_election_leader`'s allocation path.
+        unsafe { zooid_leader_info_free(raw) };
+        // SAFETY: NULL is accepted.
+        unsafe { zooid_leader_info_free(std::ptr::null_mut()) };
+    }
+}
