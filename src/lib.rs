@@ -25,6 +25,7 @@ pub mod ffi;
 pub mod idset;
 pub mod java;
 pub mod pool;
+pub mod prefetch;
 pub mod range;
 pub mod retry;
 mod runtime;
