@@ -2,6 +2,7 @@
 //! per group of commands.
 
 mod ids;
+mod prefetch;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -54,6 +55,24 @@ enum Command {
     },
     /// Show a category's free list and size.
     Show { category: String },
+    /// Draw N IDs one at a time from a prefetching source (as a worker would), push back what
+    /// it holds, and print the IDs drawn as START:END lines.
+    Draw {
+        category: String,
+        n: u64,
+        /// Threads sharing the source.
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+        /// First batch size.
+        #[arg(long, default_value_t = 1_000)]
+        initial_batch: u64,
+        /// Smallest refill.
+        #[arg(long, default_value_t = 100)]
+        min_batch: u64,
+        /// Largest refill.
+        #[arg(long, default_value_t = 1_000_000)]
+        max_batch: u64,
+    },
 }
 
 fn main() -> ExitCode {
@@ -120,5 +139,27 @@ fn run(cli: Cli) -> zooid::Result<()> {
         Command::Take { category, n } => ids::take(&connect, &options, &category, n),
         Command::Push { category, ranges } => ids::push(&connect, &options, &category, &ranges),
         Command::Show { category } => ids::show(&connect, &options, &category),
+        Command::Draw {
+            category,
+            n,
+            threads,
+            initial_batch,
+            min_batch,
+            max_batch,
+        } => prefetch::draw(
+            &connect,
+            &options,
+            prefetch::Draw {
+                category,
+                n,
+                threads,
+                options: zooid::prefetch::SourceOptions {
+                    initial_batch,
+                    min_batch,
+                    max_batch,
+                    ..Default::default()
+                },
+            },
+        ),
     }
 }
