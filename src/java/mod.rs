@@ -19,6 +19,7 @@
 
 mod diagnostics;
 mod errors;
+mod prefetch;
 mod service;
 
 use std::ffi::c_void;
@@ -90,6 +91,7 @@ fn on_load(env: &mut Env<'_>) -> Result<(), JniError> {
     let methods: Vec<NativeMethod> = service::METHODS
         .iter()
         .chain(diagnostics::METHODS.iter())
+        .chain(prefetch::METHODS.iter())
         .copied()
         .collect();
     // SAFETY: every method is declared with `native_method!`, which checks at compile time that
