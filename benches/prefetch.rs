@@ -15,12 +15,96 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use zooid::blocking::{IdGeneratorService, IdSource};
 use zooid::prefetch::SourceOptions;
 use zooid::{ConnectOptions, IdCategory, ServiceOptions};
+
+/// Counts allocations, to show that the C per-ID call allocates nothing.
+struct CountingAlloc;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: forwards to the system allocator.
+unsafe impl GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: forwarded contract.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded contract.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: CountingAlloc = CountingAlloc;
+
+/// Allocations made by the C entry point `zooid_id_source_next`: over a batch with no refill
+/// due, and over batches refilled in the background.
+fn c_next_allocations(connect: &str) {
+    use std::ffi::CString;
+    use std::ptr;
+    use zooid::ffi::prefetch::*;
+    use zooid::ffi::service::*;
+    use zooid::ffi::zooid_status::ZOOID_STATUS_OK;
+    let connect = CString::new(connect).expect("connect");
+    let category = CString::new("/bench/prefetch-c").expect("category");
+    // SAFETY: every pointer below is live and used as the header documents.
+    unsafe {
+        let mut service = ptr::null();
+        assert_eq!(
+            zooid_service_open(connect.as_ptr(), ptr::null(), &mut service),
+            ZOOID_STATUS_OK
+        );
+        assert_eq!(
+            zooid_service_create_category(service, category.as_ptr(), 1, i64::MAX),
+            ZOOID_STATUS_OK
+        );
+        let mut options = ptr::null_mut();
+        assert_eq!(zooid_source_options_new(&mut options), ZOOID_STATUS_OK);
+        let mut measure = |batch: u64, percent: u32, ids: u64| {
+            assert_eq!(
+                zooid_source_options_set_batch(options, batch, batch, batch),
+                ZOOID_STATUS_OK
+            );
+            assert_eq!(
+                zooid_source_options_set_refill_when_used_percent(options, percent),
+                ZOOID_STATUS_OK
+            );
+            let mut source = ptr::null_mut();
+            assert_eq!(
+                zooid_id_source_open(service, category.as_ptr(), options, &mut source),
+                ZOOID_STATUS_OK
+            );
+            let mut id = 0i64;
+            let before = ALLOCATIONS.load(Ordering::SeqCst);
+            for _ in 0..ids {
+                assert_eq!(zooid_id_source_next(source, &mut id), ZOOID_STATUS_OK);
+                black_box(id);
+            }
+            let allocations = ALLOCATIONS.load(Ordering::SeqCst) - before;
+            let mut stats = zooid_source_stats::default();
+            assert_eq!(zooid_id_source_stats(source, &mut stats), ZOOID_STATUS_OK);
+            assert_eq!(zooid_id_source_close(source), ZOOID_STATUS_OK);
+            zooid_id_source_free(source);
+            println!(
+                "C zooid_id_source_next: {allocations} allocations (counted process-wide) over {ids} IDs, {} batches taken in the background, {} waits",
+                stats.refills - 1,
+                stats.waits
+            );
+        };
+        measure(1_000_000, 100, 999_999); // no refill falls due
+        measure(100_000, 10, 1_000_000); // refills in the background
+        zooid_source_options_free(options);
+        zooid_service_free(service);
+    }
+}
 
 /// Busy work of about `ns` nanoseconds (calibrated spin), standing in for using an ID.
 struct Work {
@@ -302,6 +386,7 @@ fn main() {
             p.waited_ms / t.waited_ms.max(1e-9)
         );
     }
+    c_next_allocations(&zk.connect_string());
     let info = service.pool_info(&category).expect("info");
     println!(
         "(pool after the runs: {} free ranges; every source was closed)",
