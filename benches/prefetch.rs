@@ -68,7 +68,7 @@ fn c_next_allocations(connect: &str) {
         );
         let mut options = ptr::null_mut();
         assert_eq!(zooid_source_options_new(&mut options), ZOOID_STATUS_OK);
-        let mut measure = |batch: u64, percent: u32, ids: u64| {
+        let measure = |batch: u64, percent: u32, ids: u64| {
             assert_eq!(
                 zooid_source_options_set_batch(options, batch, batch, batch),
                 ZOOID_STATUS_OK
