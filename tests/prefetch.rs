@@ -9,7 +9,7 @@ use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use support::{wait_until, ZkServer};
+use support::{op, wait_until, FaultProxy, ZkServer};
 use zooid::blocking::{IdGeneratorService, IdSource};
 use zooid::prefetch::SourceOptions;
 use zooid::{ConnectOptions, IdCategory, RetryPolicy, ServiceOptions, ZooidError};
@@ -270,4 +270,70 @@ fn batch_size_follows_the_consumption_rate() {
     assert_eq!(sizes, vec![800, 400, 200, 100]);
     assert_eq!(slow.stats().waits, 0, "a slow consumer must never wait");
     slow.close().unwrap();
+}
+
+/// A refill whose reply is lost is resolved (its batch is used, not leaked), and a partition
+/// longer than the session timeout costs nothing: the local IDs keep flowing without a wait while
+/// ZooKeeper is unreachable, and the refills carry on with the new session. After close, the pool
+/// lacks exactly the IDs drawn.
+#[test]
+fn lost_refill_reply_and_session_expiry_lose_no_id() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = FaultProxy::start(zk.addr());
+    let connect_options = ConnectOptions {
+        session_timeout: Duration::from_secs(2),
+        digest_auth: None,
+    };
+    let service = IdGeneratorService::connect(
+        &proxy.connect_string(),
+        &connect_options,
+        ServiceOptions::default(),
+    )
+    .unwrap();
+    let category = IdCategory::new("/prefetch/lossy").unwrap();
+    service.create_category(&category, 1, LAST).unwrap();
+    let session = service.session().unwrap();
+    let first_generation = session.status().generation;
+    let options = SourceOptions {
+        initial_batch: 100,
+        min_batch: 100,
+        max_batch: 100,
+        ..SourceOptions::default()
+    };
+    let source = IdSource::open(&service, &category, options).unwrap();
+    let mut drawn = HashSet::new();
+
+    proxy.drop_reply_to(op::SET_DATA, "/prefetch/lossy");
+    for _ in 0..1_000 {
+        assert!(drawn.insert(source.next().unwrap()), "an ID twice");
+    }
+    assert_eq!(
+        proxy.dropped_replies(),
+        1,
+        "the refill's reply must have been lost"
+    );
+
+    // Let the prefetch land, then partition for longer than the session timeout.
+    assert!(wait_until(Duration::from_secs(10), || source.stats().local >= 100));
+    let before = source.stats();
+    proxy.blackhole_then_close(Duration::from_secs(5));
+    for _ in 0..before.local {
+        assert!(drawn.insert(source.next().unwrap()), "an ID twice");
+    }
+    assert_eq!(
+        source.stats().waits,
+        before.waits,
+        "no wait while local IDs remain, ZooKeeper unreachable"
+    );
+    for _ in 0..1_000 {
+        assert!(drawn.insert(source.next().unwrap()), "an ID twice");
+    }
+    assert!(proxy.stats().blackholes >= 1);
+    assert!(
+        session.status().generation > first_generation,
+        "the session expired and was replaced"
+    );
+    source.close().unwrap();
+    assert_eq!(free(&service, &category), LAST as u64 - drawn.len() as u64);
 }
