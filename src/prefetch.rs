@@ -663,4 +663,41 @@ mod tests {
         let info = service.pool_info(source.category()).await.unwrap();
         assert_eq!(info.free_count, 1_000_000 - used.len());
     }
+
+    /// A category running dry: every ID is handed out, then `Exhausted` comes, only when the
+    /// local IDs are used up.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn exhaustion_surfaces_only_when_the_local_ids_run_out() {
+        let service = Arc::new(
+            IdGeneratorService::connect(
+                "mem:",
+                &crate::ConnectOptions::default(),
+                ServiceOptions::default(),
+            )
+            .await
+            .unwrap(),
+        );
+        let category = IdCategory::new("/prefetch/small").unwrap();
+        service.create_category(&category, 1, 250).await.unwrap();
+        let options = SourceOptions {
+            initial_batch: 100,
+            min_batch: 100,
+            max_batch: 100,
+            ..SourceOptions::default()
+        };
+        let source = IdSource::open(Arc::clone(&service), category, options)
+            .await
+            .unwrap();
+        for expected in 1..=250 {
+            assert_eq!(source.next().await.unwrap(), expected);
+        }
+        let err = source.next().await.unwrap_err();
+        assert!(matches!(err, ZooidError::Exhausted { .. }), "{err:?}");
+        assert_eq!(source.stats().batches, vec![100, 100, 50]);
+        assert!(matches!(
+            source.next().await,
+            Err(ZooidError::Exhausted { .. })
+        ));
+        source.close().await.unwrap();
+    }
 }
