@@ -10,7 +10,8 @@
 //! and the ratios of the prefetching to the non-prefetching figures.
 //!
 //! Environment: `ZOOID_ZK_LIB` (ZooKeeper jars), `PREFETCH_BENCH_IDS` (IDs per run, default
-//! 2,000,000), `PREFETCH_BENCH_WORK_NS` (busy work per ID, default 200).
+//! 2,000,000), `PREFETCH_BENCH_WORK_NS` (busy work per ID, default 200), `PREFETCH_BENCH_CONNECT`
+//! (another store instead of the ZooKeeper server, such as `mem:`).
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -155,6 +156,12 @@ impl Histogram {
         self.samples.push(u32::try_from(ns).unwrap_or(u32::MAX));
     }
 
+    /// The latest sample.
+    #[inline]
+    fn last(&self) -> u32 {
+        self.samples.last().copied().unwrap_or(0)
+    }
+
     fn summary(mut self) -> Summary {
         self.samples.sort_unstable();
         let at = |q: f64| {
@@ -216,10 +223,20 @@ fn prefetching(
 ) -> Summary {
     let source = IdSource::open(service, category, options(10_000)).expect("open source");
     let mut hist = Histogram::with_capacity(ids);
+    // The slowest call that did not wait on ZooKeeper. `next` is `try_next` and, only when that
+    // finds no local ID, a blocking wait: the same calls, told apart.
+    let mut max_local = 0u32;
     for _ in 0..ids {
         let t = Instant::now();
-        black_box(source.next().expect("next"));
+        let (id, local) = match source.try_next().expect("try_next") {
+            Some(id) => (id, true),
+            None => (source.next().expect("next"), false),
+        };
+        black_box(id);
         hist.record(t);
+        if local {
+            max_local = max_local.max(hist.last());
+        }
         work.run();
     }
     let stats = source.stats();
@@ -229,7 +246,12 @@ fn prefetching(
         "IdSource::next, 1 thread",
         &s,
         stats.waits,
-        &format!("{} batches {:?}", stats.refills, short(&stats.batches)),
+        &format!(
+            "slowest call without a wait {:.1} us; {} batches {:?}",
+            f64::from(max_local) / 1e3,
+            stats.refills,
+            short(&stats.batches)
+        ),
     );
     s
 }
@@ -281,11 +303,14 @@ fn taking(service: &IdGeneratorService, category: &IdCategory, ids: usize, work:
     let mut set = service.take_ids(category, BATCH).expect("take");
     let mut hist = Histogram::with_capacity(ids);
     let mut takes = 0u64;
+    let mut max_local = 0u32;
     for _ in 0..ids {
         let t = Instant::now();
+        let mut local = true;
         let id = match set.take_id() {
             Some(id) => id,
             None => {
+                local = false;
                 takes += 1;
                 set = service.take_ids(category, BATCH).expect("take");
                 set.take_id().expect("a fresh batch")
@@ -293,6 +318,9 @@ fn taking(service: &IdGeneratorService, category: &IdCategory, ids: usize, work:
         };
         black_box(id);
         hist.record(t);
+        if local {
+            max_local = max_local.max(hist.last());
+        }
         work.run();
     }
     service.push_ids(&mut set).expect("push");
@@ -301,7 +329,10 @@ fn taking(service: &IdGeneratorService, category: &IdCategory, ids: usize, work:
         "take_ids(10000) + IdSet::take_id",
         &s,
         takes,
-        "a blocking take per 10000 IDs",
+        &format!(
+            "slowest call without a wait {:.1} us; a blocking take per 10000 IDs",
+            f64::from(max_local) / 1e3
+        ),
     );
     s
 }
@@ -337,9 +368,18 @@ fn main() {
     let ids = env_or("PREFETCH_BENCH_IDS", 2_000_000) as usize;
     let work_ns = env_or("PREFETCH_BENCH_WORK_NS", 200);
     let work = Work::calibrate(work_ns);
-    let zk = support::ZkServer::start();
+    // PREFETCH_BENCH_CONNECT (such as `mem:`) replaces the ZooKeeper server, to tell the
+    // source's own stalls from those of a JVM sharing the cores.
+    let (_zk, connect) = match std::env::var("PREFETCH_BENCH_CONNECT") {
+        Ok(connect) => (None, connect),
+        Err(_) => {
+            let zk = support::ZkServer::start();
+            let connect = zk.connect_string();
+            (Some(zk), connect)
+        }
+    };
     let service = IdGeneratorService::connect(
-        &zk.connect_string(),
+        &connect,
         &ConnectOptions {
             session_timeout: Duration::from_secs(10),
             digest_auth: None,
@@ -358,7 +398,7 @@ fn main() {
     }
     warm.close().expect("close");
 
-    println!("per-ID take latency, {ids} IDs per row, ~{work_ns} ns of work between IDs, real ZooKeeper on loopback (ns)");
+    println!("per-ID take latency, {ids} IDs per row, ~{work_ns} ns of work between IDs, store {connect} (ns)");
     println!(
         "| {:<40} | {:>6} | {:>6} | {:>6} | {:>9} | {:>9} | {:>6} | {:>8} | {:>6} | notes",
         "path", "p50", "p99", "p99.9", "p99.99", "max", ">1us", ">100us ms", "waits"
@@ -376,6 +416,8 @@ fn main() {
         pairs.push((prefetch, take));
     }
     prefetching_shared(&service, &category, ids, 2, &work);
+    prefetching_shared(&service, &category, ids, 4, &work);
+    noise_floor(ids, &work);
     for (p, t) in &pairs {
         println!(
             "ratio prefetch / take: p50 {:.2}x, p99.9 {:.2}x, p99.99 {:.4}x, max {:.3}x, time in calls over 100 us {:.4}x",
@@ -386,7 +428,7 @@ fn main() {
             p.waited_ms / t.waited_ms.max(1e-9)
         );
     }
-    c_next_allocations(&zk.connect_string());
+    c_next_allocations(&connect);
     let info = service.pool_info(&category).expect("info");
     println!(
         "(pool after the runs: {} free ranges; every source was closed)",

@@ -294,28 +294,37 @@ impl<S: Store> Shared<S> {
 
     async fn refill(&self, n: u64) {
         let result = self.service.take_ids(&self.category, n).await;
-        let mut st = self.lock();
-        st.refilling = false;
-        match result {
+        // Logged before locking: the callers' critical sections stay a few instructions long.
+        let result = match result {
             Ok(ids) => {
                 let len = ids.count_ids();
                 tracing::debug!(category = %self.category, asked = n, got = len, "prefetched a batch");
+                Ok((ids, len))
+            }
+            Err(err) => {
+                tracing::warn!(category = %self.category, %err, "refill failed; the caller sees it when local IDs run out");
+                Err((err, Instant::now()))
+            }
+        };
+        let mut st = self.lock();
+        st.refilling = false;
+        match result {
+            Ok((ids, len)) => {
                 st.failure = None;
                 st.stats.refills += 1;
                 if st.stats.batches.len() == BATCH_HISTORY {
                     st.stats.batches.remove(0);
                 }
-                st.stats.batches.push(len);
+                st.stats.batches.push(len); // within the capacity reserved at open
                 if st.left == 0 && st.next.is_none() {
                     st.install(ids, self.options.refill_when_used);
                 } else {
                     st.next = Some(ids);
                 }
             }
-            Err(err) => {
-                tracing::warn!(category = %self.category, %err, "refill failed; the caller sees it when local IDs run out");
+            Err(failure) => {
                 st.stats.refill_failures += 1;
-                st.failure = Some((err, Instant::now()));
+                st.failure = Some(failure);
             }
         }
         drop(st);
@@ -432,6 +441,7 @@ impl<S: Store> IdSource<S> {
             },
         };
         st.stats.refills = 1;
+        st.stats.batches.reserve_exact(BATCH_HISTORY);
         st.stats.batches.push(first.count_ids());
         st.install(first, options.refill_when_used);
         Ok(Self {
