@@ -111,7 +111,7 @@ pub struct SourceStats {
     pub waits: u64,
     /// Sizes of the batches taken, oldest first (the most recent 256).
     pub batches: Vec<u64>,
-    /// The size the next refill will start from.
+    /// The size the latest refill asked for; the next one doubles, keeps or halves it.
     pub next_batch: u64,
     /// IDs held locally (the current batch's rest and the prefetched batch).
     pub local: u64,
