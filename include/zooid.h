@@ -263,6 +263,18 @@ typedef struct zooid_election zooid_election;
 typedef struct zooid_id_set zooid_id_set;
 
 /**
+ * A prefetching source of IDs of one category: `zooid_id_source_next` hands out IDs one at a
+ * time from a local batch while the next batch is taken in the background, so a call blocks on
+ * ZooKeeper only when both are used up.
+ *
+ * Ownership: the caller owns the source and frees it with `zooid_id_source_free`, after
+ * `zooid_id_source_close`. Thread-safe: any number of threads may call
+ * `zooid_id_source_next` on one source at once. The source keeps the service's session open
+ * until it is freed, so the service reference may be released first.
+ */
+typedef struct zooid_id_source zooid_id_source;
+
+/**
  * Options for `zooid_service_open`, created with defaults by `zooid_options_new`: a 10 s
  * ZooKeeper session timeout, no authentication, up to 100 attempts within 30 s per operation.
  *
@@ -310,6 +322,16 @@ typedef struct zooid_queue_options zooid_queue_options;
  * released with `zooid_service_free`; the session closes when the last one is released.
  */
 typedef struct zooid_service zooid_service;
+
+/**
+ * Options for `zooid_id_source_open`, created with defaults by `zooid_source_options_new`: a
+ * first batch of 1,000 IDs, refills of 100 to 1,000,000 IDs sized so that a batch lasts about
+ * 30 s, the next batch requested once 10% of the current one is used.
+ *
+ * Ownership: the caller owns the options and frees them with `zooid_source_options_free`;
+ * opening a source copies them. Not thread-safe: set them from one thread at a time.
+ */
+typedef struct zooid_source_options zooid_source_options;
 
 /**
  * A snapshot of a candidate's view (`zooid_election_get_status`, `zooid_election_wait_change`).
@@ -385,6 +407,36 @@ typedef struct zooid_range {
    */
   int64_t end;
 } zooid_range;
+
+/**
+ * What a source has done so far (`zooid_id_source_stats`).
+ */
+typedef struct zooid_source_stats {
+  /**
+   * IDs handed out.
+   */
+  uint64_t handed_out;
+  /**
+   * Batches taken from the pool, the first one included.
+   */
+  uint64_t refills;
+  /**
+   * Takes of a batch that failed.
+   */
+  uint64_t refill_failures;
+  /**
+   * Calls that found no local ID and waited on ZooKeeper.
+   */
+  uint64_t waits;
+  /**
+   * Size of the last batch taken.
+   */
+  uint64_t last_batch;
+  /**
+   * IDs held locally (the current batch's rest and the prefetched batch).
+   */
+  uint64_t local;
+} zooid_source_stats;
 
 #ifdef __cplusplus
 extern "C" {
@@ -824,6 +876,74 @@ zooid_status zooid_id_set_take_range(struct zooid_id_set *set,
                                      struct zooid_range *out_range);
 
 /**
+ * Stops the source and pushes back every ID it holds, the prefetched batch included (waiting
+ * for a refill in flight). Later `zooid_id_source_next` calls fail with `ZOOID_STATUS_CLOSED`.
+ * If the push fails (store errors), the IDs stay with the source and close may be called again.
+ *
+ * # Safety
+ * `source` must be NULL or a live source.
+ */
+zooid_status zooid_id_source_close(const struct zooid_id_source *source);
+
+/**
+ * Frees a source; NULL is accepted and ignored. A source not closed first pushes its IDs back
+ * in the background, best effort (call `zooid_id_source_close` to know the outcome).
+ *
+ * # Safety
+ * `source` must be NULL or a source from `zooid_id_source_open` not yet freed, not in use by
+ * another thread; it must not be used afterwards.
+ */
+void zooid_id_source_free(struct zooid_id_source *source);
+
+/**
+ * Writes the next ID to `*out_id`. From the local batch when one is held: no I/O, no
+ * allocation, one short lock. Blocks on ZooKeeper only when no ID is held locally.
+ *
+ * Errors: a background refill's failure is reported only here, once the local IDs are used up
+ * (`ZOOID_STATUS_EXHAUSTED`, `ZOOID_STATUS_CONNECTION_LOST`, `ZOOID_STATUS_OUTCOME_UNKNOWN`
+ * naming leaked IDs, ...); the next call tries again. `ZOOID_STATUS_CLOSED` after
+ * `zooid_id_source_close`.
+ *
+ * # Safety
+ * `source` must be NULL or a live source; `out_id` NULL or valid for a write.
+ */
+zooid_status zooid_id_source_next(const struct zooid_id_source *source, int64_t *out_id);
+
+/**
+ * Opens a prefetching source over `category` of `service`, taking its first batch now, and
+ * writes it to `*out_source`. `options` may be NULL for the defaults; it is copied.
+ *
+ * Errors: as `zooid_service_take_ids` (`ZOOID_STATUS_NOT_FOUND`, `ZOOID_STATUS_EXHAUSTED`,
+ * the store errors), `ZOOID_STATUS_INVALID_ARGUMENT` for inconsistent options.
+ *
+ * # Safety
+ * `service` must be NULL or a live service reference; `category` NULL or a NUL-terminated
+ * string; `options` NULL or live options; `out_source` NULL or valid for a write.
+ */
+zooid_status zooid_id_source_open(const struct zooid_service *service,
+                                  const char *category,
+                                  const struct zooid_source_options *options,
+                                  struct zooid_id_source **out_source);
+
+/**
+ * Writes what the source has done so far to `*out_stats`.
+ *
+ * # Safety
+ * `source` must be NULL or a live source; `out_stats` NULL or valid for a write.
+ */
+zooid_status zooid_id_source_stats(const struct zooid_id_source *source,
+                                   struct zooid_source_stats *out_stats);
+
+/**
+ * Like `zooid_id_source_next` but never blocks: `ZOOID_STATUS_EMPTY` (nothing written) when no
+ * ID is held locally and a refill is on its way.
+ *
+ * # Safety
+ * `source` must be NULL or a live source; `out_id` NULL or valid for a write.
+ */
+zooid_status zooid_id_source_try_next(const struct zooid_id_source *source, int64_t *out_id);
+
+/**
  * Copies the message of the last call on this thread that failed into `buf`, like `snprintf`:
  * at most `len - 1` bytes (cut at a UTF-8 character boundary) and a terminating NUL. If
  * `out_len` is not NULL it receives the message's full length in bytes (without the NUL), so
@@ -1215,6 +1335,54 @@ zooid_status zooid_service_take_ids(const struct zooid_service *service,
                                     const char *category,
                                     uint64_t n,
                                     struct zooid_id_set **out_set);
+
+/**
+ * Frees source options; NULL is accepted and ignored.
+ *
+ * # Safety
+ * `options` must be NULL or options from `zooid_source_options_new` not yet freed.
+ */
+void zooid_source_options_free(struct zooid_source_options *options);
+
+/**
+ * Creates source options with the defaults and writes them to `*out_options`.
+ *
+ * # Safety
+ * `out_options` must be NULL or valid for a write.
+ */
+zooid_status zooid_source_options_new(struct zooid_source_options **out_options);
+
+/**
+ * Sets the batch sizes: the first batch `initial`, and refills between `min` and `max`
+ * (1 <= min <= initial <= max <= 2^31 - 1; checked when the source opens).
+ *
+ * # Safety
+ * `options` must be NULL or live options not used by another thread during the call.
+ */
+zooid_status zooid_source_options_set_batch(struct zooid_source_options *options,
+                                            uint64_t initial,
+                                            uint64_t min,
+                                            uint64_t max);
+
+/**
+ * Sets when the next batch is requested: once `percent` (1 to 100) percent of the current
+ * batch is used.
+ *
+ * # Safety
+ * `options` must be NULL or live options not used by another thread during the call.
+ */
+zooid_status zooid_source_options_set_refill_when_used_percent(struct zooid_source_options *options,
+                                                               uint32_t percent);
+
+/**
+ * Sets how long a batch should last at the observed consumption rate, in milliseconds (> 0):
+ * each refill doubles or halves the batch towards it.
+ *
+ * # Safety
+ * `options` must be NULL or live options not used by another thread during the call.
+ */
+zooid_status zooid_source_options_set_target_batch_ms(struct zooid_source_options *options,
+                                                      uint64_t target_ms);
 
 /**
  * The name of a status constant, such as `"ZOOID_STATUS_EXHAUSTED"`, as a static

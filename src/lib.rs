@@ -27,6 +27,7 @@ pub mod ffi;
 pub mod idset;
 pub mod java;
 pub mod pool;
+pub mod prefetch;
 pub mod queue;
 pub mod range;
 pub mod retry;

@@ -3,12 +3,16 @@
 
 mod counter;
 mod election;
+mod prefetch;
 mod queue;
 
 pub use counter::Counter;
 pub use election::{leader, Election};
+pub use prefetch::IdSource;
+pub use queue::{Claim, WorkQueue};
 
 use std::mem::ManuallyDrop;
+use std::sync::Arc;
 
 use crate::error::Result;
 use crate::idset::{IdCategory, IdSet};
@@ -16,8 +20,6 @@ use crate::runtime::{block_on, runtime};
 use crate::service::{IdGeneratorService as AsyncService, PoolInfo, ServiceOptions};
 use crate::session::Session;
 use crate::store::{AnyStore, ConnectOptions};
-
-pub use queue::{Claim, WorkQueue};
 
 /// Opens a ZooKeeper session on zooid's own runtime, to share between the ID service and the
 /// recipes (see [`crate::session`]).
@@ -34,7 +36,7 @@ pub fn open_session(connect: &str, options: &ConnectOptions) -> Result<Session> 
 /// Calls block the calling thread on zooid's own runtime and fail with
 /// [`crate::ZooidError::RuntimeThread`] when made from inside an async runtime.
 pub struct IdGeneratorService {
-    inner: ManuallyDrop<AsyncService<AnyStore>>,
+    inner: ManuallyDrop<Arc<AsyncService<AnyStore>>>,
 }
 
 impl IdGeneratorService {
@@ -46,7 +48,7 @@ impl IdGeneratorService {
     ) -> Result<Self> {
         let inner = block_on(AsyncService::connect(connect, connect_options, options))??;
         Ok(Self {
-            inner: ManuallyDrop::new(inner),
+            inner: ManuallyDrop::new(Arc::new(inner)),
         })
     }
 
@@ -83,6 +85,13 @@ impl IdGeneratorService {
     /// The async service underneath.
     pub fn as_async(&self) -> &AsyncService<AnyStore> {
         &self.inner
+    }
+
+    /// A shared reference to the async service underneath, for objects that outlive a call (a
+    /// prefetching [`IdSource`]). The session stays open while any reference lives; drop it
+    /// inside zooid's runtime or on a thread outside any runtime.
+    pub fn shared(&self) -> Arc<AsyncService<AnyStore>> {
+        Arc::clone(&self.inner)
     }
 
     /// The service's ZooKeeper session, which the recipes share; `InvalidArgument` on the

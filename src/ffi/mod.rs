@@ -22,6 +22,7 @@ pub mod error;
 pub mod idset;
 pub mod options;
 pub mod pool_info;
+pub mod prefetch;
 pub mod queue;
 pub mod service;
 pub mod status;

@@ -27,11 +27,18 @@ impl zooid_service {
     }
 }
 
+impl zooid_service {
+    /// The blocking service behind the handle, for the other handles built on it.
+    pub(super) fn blocking(&self) -> &IdGeneratorService {
+        &self.inner
+    }
+}
+
 /// Reads a category path argument.
 ///
 /// # Safety
 /// `path` must be NULL or a NUL-terminated string.
-unsafe fn category(path: *const c_char) -> Result<IdCategory, Failure> {
+pub(super) unsafe fn category(path: *const c_char) -> Result<IdCategory, Failure> {
     // SAFETY: forwarded from this function's contract.
     let path = unsafe { arg_str(path, "category") }?;
     Ok(IdCategory::new(path)?)

@@ -23,6 +23,7 @@ mod counter;
 mod diagnostics;
 mod election;
 mod errors;
+mod prefetch;
 mod queue;
 mod service;
 
@@ -97,6 +98,7 @@ fn on_load(env: &mut Env<'_>) -> Result<(), JniError> {
         .chain(diagnostics::METHODS.iter())
         .chain(queue::METHODS.iter())
         .chain(election::METHODS.iter())
+        .chain(prefetch::METHODS.iter())
         .copied()
         .collect();
     // SAFETY: every method is declared with `native_method!`, which checks at compile time that

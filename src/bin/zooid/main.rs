@@ -4,6 +4,7 @@
 mod counter;
 mod elect;
 mod ids;
+mod prefetch;
 mod queue;
 
 use std::path::PathBuf;
@@ -88,6 +89,24 @@ enum Command {
     /// A distributed work queue (needs ZooKeeper): put items, work on them, show them.
     #[command(subcommand)]
     Queue(queue::QueueCommand),
+    /// Draw N IDs one at a time from a prefetching source (as a worker would), push back what
+    /// it holds, and print the IDs drawn as START:END lines.
+    Draw {
+        category: String,
+        n: u64,
+        /// Threads sharing the source.
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+        /// First batch size.
+        #[arg(long, default_value_t = 1_000)]
+        initial_batch: u64,
+        /// Smallest refill.
+        #[arg(long, default_value_t = 100)]
+        min_batch: u64,
+        /// Largest refill.
+        #[arg(long, default_value_t = 1_000_000)]
+        max_batch: u64,
+    },
 }
 
 #[derive(Subcommand)]
@@ -224,5 +243,28 @@ fn run(cli: Cli) -> zooid::Result<ExitCode> {
         Command::Queue(command) => {
             queue::run(&connect, &options, command).map(|()| ExitCode::SUCCESS)
         }
+        Command::Draw {
+            category,
+            n,
+            threads,
+            initial_batch,
+            min_batch,
+            max_batch,
+        } => prefetch::draw(
+            &connect,
+            &options,
+            prefetch::Draw {
+                category,
+                n,
+                threads,
+                options: zooid::prefetch::SourceOptions {
+                    initial_batch,
+                    min_batch,
+                    max_batch,
+                    ..Default::default()
+                },
+            },
+        )
+        .map(|()| ExitCode::SUCCESS),
     }
 }

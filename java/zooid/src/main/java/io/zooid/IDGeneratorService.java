@@ -179,6 +179,30 @@ public final class IDGeneratorService implements AutoCloseable {
         return withHandle(h -> Counter.open(h, path));
     }
 
+    /**
+     * Opens a prefetching {@link IDSource} over {@code category} with default options, taking its
+     * first batch now.
+     *
+     * @throws CategoryNotFoundException if the category does not exist
+     * @throws IDsExhaustedException if no free IDs remain
+     */
+    public IDSource openSource(IDCategory category) throws IDGeneratorException {
+        return openSource(category, new IDSourceOptions());
+    }
+
+    /**
+     * Opens a prefetching {@link IDSource} over {@code category}, taking its first batch now. The
+     * source shares this service's session and keeps it open until the source is closed.
+     *
+     * @throws CategoryNotFoundException if the category does not exist
+     * @throws IDsExhaustedException if no free IDs remain
+     */
+    public IDSource openSource(IDCategory category, IDSourceOptions options) throws IDGeneratorException {
+        Objects.requireNonNull(category, "category");
+        Objects.requireNonNull(options, "options");
+        return withHandle(h -> IDSource.open(h, category, options));
+    }
+
     /** Whether {@link #close()} was called. */
     public boolean isClosed() {
         return closed.get();

@@ -109,6 +109,28 @@ final class ZooidNative {
     /** Null when nobody leads, else token (8 bytes), name and node (4-byte length + UTF-8), data. */
     static native byte[] electionLeader(long serviceHandle, String group) throws IDGeneratorException;
 
+    /** Opens a prefetching source on a service handle; returns the source handle. */
+    static native long sourceOpen(
+            long serviceHandle,
+            String category,
+            long initialBatch,
+            long minBatch,
+            long maxBatch,
+            double refillWhenUsed,
+            long targetBatchMillis)
+            throws IDGeneratorException;
+
+    /** Writes the next run of at most {@code max} IDs to {@code out[0]..out[1]}. */
+    static native void sourceNextRun(long handle, long max, long[] out) throws IDGeneratorException;
+
+    /** Closes a source, pushing back its IDs and {@code unused} (start/end pairs). */
+    static native void sourceClose(long handle, long[] unused) throws IDGeneratorException;
+
+    /** handed out, refills, refill failures, waits, last batch, held locally. */
+    static native long[] sourceStats(long handle) throws IDGeneratorException;
+
+    static native void sourceFree(long handle);
+
     /** The version of the Rust crate the library was built from. */
     static native String version();
 

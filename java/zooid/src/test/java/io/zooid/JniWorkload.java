@@ -71,6 +71,27 @@ public final class JniWorkload {
             expect(QueueFullException.class, () -> queue.put(new byte[1]));
             missing.close();
         }
+
+        // The prefetching source: runs of 7 IDs per native call, refills in the background.
+        for (int i = 0; i < 20; i++) {
+            IDSource source = service.openSource(cat, new IDSourceOptions().batch(100, 50, 400).chunk(7));
+            long last = 0;
+            for (int n = 0; n < 2_000; n++) {
+                long id = source.next();
+                if (id <= last) {
+                    throw new AssertionError("IDs from one source must ascend: " + last + " then " + id);
+                }
+                last = id;
+            }
+            source.stats();
+            source.close();
+            expect(IllegalStateException.class, source::next);
+        }
+        expect(CategoryNotFoundException.class,
+                () -> service.openSource(new IDCategory("/zooid-java-test/checkjni/none")));
+        expect(NullPointerException.class, () -> ZooidNative.sourceNextRun(0, 1, null));
+        expect(IllegalStateException.class, () -> ZooidNative.sourceNextRun(0, 1, new long[2]));
+        expect(IllegalStateException.class, () -> ZooidNative.sourceStats(0));
         expect(CategoryExistsException.class, () -> service.createCategory(cat, 1, 2));
         expect(IllegalArgumentException.class, () -> IDGeneratorService.open(""));
         try (IDGeneratorService mem = IDGeneratorService.open("mem:")) {

@@ -34,7 +34,7 @@ public class AssignIdsJob extends Configured implements Tool {
     public static final String CONNECT = "zooid.connect";
     /** The category (pool node path) the IDs come from. */
     public static final String CATEGORY = "zooid.category";
-    /** IDs per take. */
+    /** IDs in the first batch; later batches adapt to the task's consumption rate. */
     public static final String BATCH_SIZE = "zooid.batch.size";
     /** ZooKeeper session timeout in milliseconds. */
     public static final String SESSION_TIMEOUT_MS = "zooid.session.timeout.ms";

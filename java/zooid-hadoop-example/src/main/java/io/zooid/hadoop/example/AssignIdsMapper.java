@@ -4,7 +4,8 @@ import io.zooid.IDCategory;
 import io.zooid.IDGeneratorException;
 import io.zooid.IDGeneratorOptions;
 import io.zooid.IDGeneratorService;
-import io.zooid.IDSet;
+import io.zooid.IDSource;
+import io.zooid.IDSourceOptions;
 import java.io.IOException;
 import java.time.Duration;
 import org.apache.hadoop.conf.Configuration;
@@ -14,9 +15,11 @@ import org.apache.hadoop.mapreduce.Mapper;
 
 /**
  * Assigns a unique ID to every input record, as the design document's {@code publishEvents}
- * does: IDs come in batches from {@link IDGeneratorService#takeIDs}, are used one by one, and
- * whatever is left of the last batch goes back with {@link IDGeneratorService#pushIDs} when the
- * task ends (in {@link #cleanup}, which Hadoop runs even when a map call fails).
+ * does, from a prefetching {@link IDSource}: IDs are used one by one from a local batch while the
+ * next batch is taken in the background (so a record never waits on ZooKeeper while one is
+ * ready), and whatever the source holds goes back when the task ends (in {@link #cleanup}, which
+ * Hadoop runs even when a map call fails). The first batch is {@value AssignIdsJob#BATCH_SIZE}
+ * IDs; later ones double or halve with the task's consumption rate.
  *
  * <p>Output: {@code (id, record)}. Configuration: {@value AssignIdsJob#CONNECT} (required),
  * {@value AssignIdsJob#CATEGORY} (required), {@value AssignIdsJob#BATCH_SIZE} (default 10000),
@@ -25,18 +28,19 @@ import org.apache.hadoop.mapreduce.Mapper;
 public class AssignIdsMapper extends Mapper<LongWritable, Text, LongWritable, Text> {
     /** Counters of the job. */
     public enum Ids {
-        /** Batches taken. */
+        /** Batches taken (by the source, in the background after the first). */
         BATCHES,
         /** IDs assigned to records. */
         ASSIGNED,
         /** Unused IDs pushed back at the end of a task. */
-        PUSHED_BACK
+        PUSHED_BACK,
+        /** Records that waited for a batch from ZooKeeper. */
+        WAITED
     }
 
     private IDGeneratorService service;
     private IDCategory category;
-    private int batchSize;
-    private IDSet ids;
+    private IDSource ids;
     private final LongWritable outKey = new LongWritable();
 
     @Override
@@ -44,7 +48,7 @@ public class AssignIdsMapper extends Mapper<LongWritable, Text, LongWritable, Te
         Configuration conf = context.getConfiguration();
         String connect = required(conf, AssignIdsJob.CONNECT);
         category = new IDCategory(required(conf, AssignIdsJob.CATEGORY));
-        batchSize = conf.getInt(AssignIdsJob.BATCH_SIZE, 10000);
+        int batchSize = conf.getInt(AssignIdsJob.BATCH_SIZE, 10000);
         IDGeneratorOptions options = new IDGeneratorOptions();
         long sessionTimeoutMs = conf.getLong(AssignIdsJob.SESSION_TIMEOUT_MS, 0);
         if (sessionTimeoutMs > 0) {
@@ -55,19 +59,23 @@ public class AssignIdsMapper extends Mapper<LongWritable, Text, LongWritable, Te
         } catch (IDGeneratorException e) {
             throw new IOException("cannot open zooid on " + connect, e);
         }
+        try {
+            IDSourceOptions sourceOptions = new IDSourceOptions()
+                    .batch(batchSize, Math.min(batchSize, 100), Math.max(batchSize, 1_000_000));
+            ids = service.openSource(category, sourceOptions);
+        } catch (IDGeneratorException e) {
+            service.close();
+            throw new IOException("cannot take IDs from " + category, e);
+        }
     }
 
     @Override
     protected void map(LongWritable offset, Text record, Context context) throws IOException, InterruptedException {
-        if (ids == null || !ids.hasMoreIDs()) {
-            try {
-                ids = service.takeIDs(category, batchSize);
-            } catch (IDGeneratorException e) {
-                throw new IOException("cannot take IDs from " + category, e);
-            }
-            context.getCounter(Ids.BATCHES).increment(1);
+        try {
+            outKey.set(ids.next());
+        } catch (IDGeneratorException e) {
+            throw new IOException("cannot take IDs from " + category, e);
         }
-        outKey.set(ids.takeID());
         context.write(outKey, record);
         context.getCounter(Ids.ASSIGNED).increment(1);
     }
@@ -75,10 +83,12 @@ public class AssignIdsMapper extends Mapper<LongWritable, Text, LongWritable, Te
     @Override
     protected void cleanup(Context context) throws IOException {
         try {
-            if (ids != null && ids.hasMoreIDs()) {
-                long left = ids.countIDs();
-                service.pushIDs(ids);
-                context.getCounter(Ids.PUSHED_BACK).increment(left);
+            if (ids != null) {
+                long[] stats = ids.stats(); // handed out, batches, failures, waits, last, held
+                ids.close();
+                context.getCounter(Ids.BATCHES).increment(stats[1]);
+                context.getCounter(Ids.WAITED).increment(stats[3]);
+                context.getCounter(Ids.PUSHED_BACK).increment(stats[5]);
             }
         } catch (IDGeneratorException e) {
             throw new IOException("cannot push the unused IDs " + ids + " back", e);

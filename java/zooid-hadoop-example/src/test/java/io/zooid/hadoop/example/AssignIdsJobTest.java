@@ -95,10 +95,11 @@ class AssignIdsJobTest {
         long records = (long) FILES * RECORDS_PER_FILE;
         assertEquals(records, counters.findCounter(TaskCounter.MAP_OUTPUT_RECORDS).getValue());
         assertEquals(records, counters.findCounter(AssignIdsMapper.Ids.ASSIGNED).getValue());
-        // 2500 records per task = two whole batches and 500 of a third; 500 go back per task.
-        assertEquals(FILES * 3, counters.findCounter(AssignIdsMapper.Ids.BATCHES).getValue());
+        // Each task's source took its first batch and prefetched more as the task ran.
+        long batches = counters.findCounter(AssignIdsMapper.Ids.BATCHES).getValue();
+        assertTrue(batches > FILES, "the sources refilled: " + batches + " batches");
         long pushedBack = counters.findCounter(AssignIdsMapper.Ids.PUSHED_BACK).getValue();
-        assertEquals(FILES * (3L * BATCH - RECORDS_PER_FILE), pushedBack);
+        assertTrue(pushedBack > 0, "the sources pushed back what they held: " + pushedBack);
 
         // Every record appears once, with an ID no other record has.
         Map<String, Long> idOf = new HashMap<>();
@@ -120,10 +121,10 @@ class AssignIdsJobTest {
             }
         }
 
-        // Nothing leaked: the tasks took 12 batches (12000 IDs) and used 10000; the 2000 pushed
-        // back are either free again or were handed out again to a later take. So the free count
-        // is exactly what the records did not use, and every ID up to the highest one assigned is
-        // either assigned or free.
+        // Nothing leaked: the IDs the sources held when the tasks ended (the rest of the current
+        // batch and the prefetched one) were pushed back, and are either free again or were handed
+        // out again to a later take. So the free count is exactly what the records did not use,
+        // and every ID up to the highest one assigned is either assigned or free.
         try (IDGeneratorService service = IDGeneratorService.open(connect())) {
             PoolInfo pool = service.getPoolInfo(category);
             assertEquals(LAST_ID - records, pool.countFreeIDs(), "leftovers were recycled: " + pool);

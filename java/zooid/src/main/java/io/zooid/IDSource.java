@@ -1,0 +1,148 @@
+package io.zooid;
+
+import java.util.Objects;
+
+/**
+ * A prefetching source of IDs of one category: {@link #next()} hands out IDs one at a time and
+ * never waits on ZooKeeper while a prefetched batch is available.
+ *
+ * <p>The native side keeps two batches: the current one, and the next, which its own background
+ * task takes from ZooKeeper once 10% of the current one is used (see {@link IDSourceOptions});
+ * the batch size doubles or halves so that a batch lasts about a target time. Java moves runs of
+ * consecutive IDs (up to {@link IDSourceOptions#chunk(int)}) from it with one native call per
+ * run, written into a reused {@code long[2]}, and counts through each run in Java: no native
+ * call per ID, no allocation per ID or per run. A native call blocks only when both batches are
+ * used up.
+ *
+ * <p>A failed background refill is reported by the {@code next()} call that finds no ID left
+ * ({@link IDsExhaustedException}, {@link ConnectionLostException}, {@link
+ * OutcomeUnknownException} naming leaked IDs, ...), never earlier; the call after it tries again.
+ *
+ * <pre>{@code
+ * try (IDSource ids = service.openSource(new IDCategory("/eventpublish/idgen/did"))) {
+ *     while (moreEvents()) {
+ *         publish(nextEvent(), ids.next());
+ *     }
+ * } // close() pushes back the unused IDs, the prefetched batch included
+ * }</pre>
+ *
+ * <p>Thread-safe: threads may share a source ({@code next()} is a short synchronized section).
+ * {@link #close()} pushes back every ID not handed out; a second close does nothing, and
+ * {@code next()} after close throws {@link IllegalStateException}. The source keeps the service's
+ * ZooKeeper session open until it is closed, even if the service is closed first.
+ */
+public final class IDSource implements AutoCloseable {
+    private final IDCategory category;
+    private final int chunk;
+    /** The native source; 0 once freed. Guarded by {@code this}. */
+    private long handle;
+    /** The next ID of the current run and how many of the run are left. Guarded by {@code this}. */
+    private long nextId;
+    private long left;
+    /** Where the native call writes a run, reused. */
+    private final long[] run = new long[2];
+    /** Native calls made by {@link #next()}, for tests. Guarded by {@code this}. */
+    private long nativeCalls;
+
+    private IDSource(IDCategory category, int chunk, long handle) {
+        this.category = category;
+        this.chunk = chunk;
+        this.handle = handle;
+    }
+
+    /** Opens a source over {@code category} of the service behind {@code serviceHandle}. */
+    static IDSource open(long serviceHandle, IDCategory category, IDSourceOptions options)
+            throws IDGeneratorException {
+        long handle = ZooidNative.sourceOpen(
+                serviceHandle,
+                category.getName(),
+                options.initialBatch(),
+                options.minBatch(),
+                options.maxBatch(),
+                options.refillWhenUsed(),
+                options.targetBatchMillis());
+        return new IDSource(category, options.chunk(), handle);
+    }
+
+    /** The category the IDs come from. */
+    public IDCategory getCategory() {
+        return category;
+    }
+
+    /**
+     * The next ID. From the current run when one is held (a few instructions); otherwise one
+     * native call that returns the next run at once while the native source holds IDs, and
+     * waits for a refill only when it holds none.
+     *
+     * @throws IllegalStateException if the source is closed
+     * @throws IDsExhaustedException if the category has no free IDs left
+     * @throws ConnectionLostException if a refill could not reach ZooKeeper
+     * @throws OutcomeUnknownException if a refill's reply was lost; its IDs are leaked
+     */
+    public synchronized long next() throws IDGeneratorException {
+        if (left > 0) {
+            left--;
+            return nextId++;
+        }
+        if (handle == 0) {
+            throw new IllegalStateException("IDSource of " + category + " is closed");
+        }
+        nativeCalls++;
+        ZooidNative.sourceNextRun(handle, chunk, run);
+        nextId = run[0];
+        left = run[1] - run[0];
+        return nextId++;
+    }
+
+    /**
+     * What the source has done so far: {@code [IDs handed out, batches taken, failed refills,
+     * calls that waited on ZooKeeper, last batch size, IDs held]}.
+     *
+     * @throws IllegalStateException if the source is closed
+     */
+    public synchronized long[] stats() throws IDGeneratorException {
+        if (handle == 0) {
+            throw new IllegalStateException("IDSource of " + category + " is closed");
+        }
+        long[] stats = ZooidNative.sourceStats(handle);
+        stats[0] -= left; // pulled into Java but not handed out yet
+        stats[5] += left;
+        return stats;
+    }
+
+    /** How many native calls {@link #next()} has made (one per run, none per ID). */
+    synchronized long nativeCallsForTest() {
+        return nativeCalls;
+    }
+
+    /** Whether {@link #close()} completed. */
+    public synchronized boolean isClosed() {
+        return handle == 0;
+    }
+
+    /**
+     * Pushes back every ID not handed out: the rest of the current run, the rest of the native
+     * batch and the prefetched batch (after waiting for a refill in flight), and frees the native
+     * source. Closing again does nothing.
+     *
+     * <p>If the push fails, the IDs stay with the source, {@code next()} throws {@link
+     * IllegalStateException}, and close may be called again.
+     */
+    @Override
+    public synchronized void close() throws IDGeneratorException {
+        if (handle == 0) {
+            return;
+        }
+        long[] unused = left > 0 ? new long[] {nextId, nextId + left - 1} : new long[0];
+        left = 0; // handed to the native source, which keeps them if the push fails
+        ZooidNative.sourceClose(handle, unused);
+        long freed = handle;
+        handle = 0;
+        ZooidNative.sourceFree(freed);
+    }
+
+    @Override
+    public String toString() {
+        return "IDSource[" + category + (isClosed() ? ", closed]" : "]");
+    }
+}
