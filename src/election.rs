@@ -20,7 +20,7 @@
 //! copy has applied yet and the identical multi is sent again (both copies expect `V`, so at most
 //! one of them can ever apply); a version past `V` means the first copy's fate is fixed (it
 //! applied atomically with the bump, or it never will), and looking for the marker among the
-//! children, owned by our session, decides. See docs/recipes/election.md.
+//! children, owned by our session, decides. See docs/RECIPES.md.
 //!
 //! **Fencing token.** The leader's token is its candidate node's creation zxid (`czxid`), which
 //! strictly increases from one leader to the next. [`Election::fenced`] runs writes as one

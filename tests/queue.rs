@@ -4,7 +4,7 @@
 //! consumers from examples/queueload.rs) with a checker over their timestamped logs, also with a
 //! consumer SIGKILLed or SIGSTOPped while it holds an item.
 //!
-//! `cargo test --test queue -- --nocapture` prints the figures (docs/recipes/queue.md).
+//! `cargo test --test queue -- --nocapture` prints the figures (docs/RECIPES.md).
 
 mod support;
 
