@@ -310,6 +310,12 @@ impl Inner {
                     client: client.clone(),
                     generation,
                 };
+                tracing::info!(
+                    old = %format_args!("{:#x}", current.client.session_id().0),
+                    new = %format_args!("{:#x}", client.session_id().0),
+                    generation,
+                    "ZooKeeper session renewed"
+                );
                 self.publish(ConnectionState::Connected, generation, &client);
                 true
             }
