@@ -1,6 +1,8 @@
 //! The library-owned tokio runtime behind every blocking entry point (Rust, C and Java).
 
 use std::future::Future;
+use std::mem::ManuallyDrop;
+use std::ops::{Deref, DerefMut};
 
 use once_cell::sync::Lazy;
 use tokio::runtime::{Builder, Handle, Runtime};
@@ -30,4 +32,54 @@ pub(crate) fn block_on<F: Future>(future: F) -> Result<F::Output> {
         return Err(ZooidError::RuntimeThread);
     }
     Ok(runtime()?.block_on(future))
+}
+
+/// A value that is dropped inside zooid's runtime context: objects holding a ZooKeeper client (a
+/// session, a service, a recipe handle) spawn tasks when dropped, which needs a runtime, while
+/// the blocking facades are dropped on ordinary threads.
+pub(crate) struct DropInRuntime<T>(ManuallyDrop<T>);
+
+impl<T> DropInRuntime<T> {
+    pub(crate) fn new(value: T) -> Self {
+        Self(ManuallyDrop::new(value))
+    }
+}
+
+impl<T> Deref for DropInRuntime<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T> DerefMut for DropInRuntime<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.0
+    }
+}
+
+impl<T: Clone> Clone for DropInRuntime<T> {
+    fn clone(&self) -> Self {
+        Self::new((*self.0).clone())
+    }
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for DropInRuntime<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl<T> Drop for DropInRuntime<T> {
+    fn drop(&mut self) {
+        // SAFETY: the value is taken exactly once, here, and never used again.
+        let value = unsafe { ManuallyDrop::take(&mut self.0) };
+        match runtime() {
+            Ok(rt) => {
+                let _guard = rt.enter();
+                drop(value);
+            }
+            Err(_) => drop(value),
+        }
+    }
 }

@@ -1,12 +1,11 @@
 //! The blocking facade over [`crate::counter::Counter`].
 
-use std::mem::ManuallyDrop;
 
 use crate::counter::{Counter as AsyncCounter, CounterStats};
 use crate::error::Result;
 use crate::range::IdRange;
 use crate::retry::RetryPolicy;
-use crate::runtime::{block_on, runtime};
+use crate::runtime::{block_on, DropInRuntime};
 use crate::session::Session;
 
 /// A blocking CAS counter (see [`crate::counter`]). `Send + Sync`; calls through one handle are
@@ -15,7 +14,7 @@ use crate::session::Session;
 /// Calls block the calling thread on zooid's own runtime and fail with
 /// [`crate::ZooidError::RuntimeThread`] when made from inside an async runtime.
 pub struct Counter {
-    inner: ManuallyDrop<AsyncCounter>,
+    inner: DropInRuntime<AsyncCounter>,
 }
 
 impl Counter {
@@ -28,7 +27,7 @@ impl Counter {
     /// A counter at `path` whose compare-and-set retries follow `policy`.
     pub fn with_policy(session: Session, path: &str, policy: RetryPolicy) -> Result<Self> {
         Ok(Self {
-            inner: ManuallyDrop::new(AsyncCounter::with_policy(session, path, policy)?),
+            inner: DropInRuntime::new(AsyncCounter::with_policy(session, path, policy)?),
         })
     }
 
@@ -63,17 +62,3 @@ impl Counter {
     }
 }
 
-impl Drop for Counter {
-    fn drop(&mut self) {
-        // The session's ZooKeeper client spawns tasks when dropped, so drop it inside the runtime.
-        // SAFETY: `inner` is never used again after this.
-        let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
-        match runtime() {
-            Ok(rt) => {
-                let _guard = rt.enter();
-                drop(inner);
-            }
-            Err(_) => drop(inner),
-        }
-    }
-}

@@ -1,6 +1,5 @@
 //! The blocking facade of [`crate::election`].
 
-use std::mem::ManuallyDrop;
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -10,7 +9,7 @@ use crate::election::{
     LeaderInfo, LeaderState,
 };
 use crate::error::Result;
-use crate::runtime::{block_on, runtime};
+use crate::runtime::{block_on, DropInRuntime};
 use crate::session::Session;
 
 /// A blocking candidacy in one group's election (see [`AsyncElection`]). `Send + Sync`.
@@ -18,7 +17,7 @@ use crate::session::Session;
 ///
 /// Calls fail with [`crate::ZooidError::RuntimeThread`] when made from an async runtime thread.
 pub struct Election {
-    inner: ManuallyDrop<AsyncElection>,
+    inner: DropInRuntime<AsyncElection>,
 }
 
 impl std::fmt::Debug for Election {
@@ -33,7 +32,7 @@ impl Election {
     pub fn join(session: &Session, group: &str, options: ElectionOptions) -> Result<Election> {
         let inner = block_on(AsyncElection::join(session, group, options))??;
         Ok(Election {
-            inner: ManuallyDrop::new(inner),
+            inner: DropInRuntime::new(inner),
         })
     }
 
@@ -97,19 +96,6 @@ impl Election {
     }
 }
 
-impl Drop for Election {
-    fn drop(&mut self) {
-        // SAFETY: `inner` is never used again after this.
-        let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
-        match runtime() {
-            Ok(rt) => {
-                let _guard = rt.enter();
-                drop(inner);
-            }
-            Err(_) => drop(inner),
-        }
-    }
-}
 
 /// See [`election::leader`].
 pub fn leader(session: &Session, group: &str) -> Result<Option<LeaderInfo>> {

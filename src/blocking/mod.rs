@@ -11,12 +11,11 @@ pub use election::{leader, Election};
 pub use prefetch::IdSource;
 pub use queue::{Claim, WorkQueue};
 
-use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 use crate::error::Result;
 use crate::idset::{IdCategory, IdSet};
-use crate::runtime::{block_on, runtime};
+use crate::runtime::{block_on, runtime, DropInRuntime};
 use crate::service::{IdGeneratorService as AsyncService, PoolInfo, ServiceOptions};
 use crate::session::Session;
 use crate::store::{AnyStore, ConnectOptions};
@@ -36,7 +35,7 @@ pub fn open_session(connect: &str, options: &ConnectOptions) -> Result<Session> 
 /// Calls block the calling thread on zooid's own runtime and fail with
 /// [`crate::ZooidError::RuntimeThread`] when made from inside an async runtime.
 pub struct IdGeneratorService {
-    inner: ManuallyDrop<Arc<AsyncService<AnyStore>>>,
+    inner: DropInRuntime<Arc<AsyncService<AnyStore>>>,
 }
 
 impl IdGeneratorService {
@@ -48,7 +47,7 @@ impl IdGeneratorService {
     ) -> Result<Self> {
         let inner = block_on(AsyncService::connect(connect, connect_options, options))??;
         Ok(Self {
-            inner: ManuallyDrop::new(Arc::new(inner)),
+            inner: DropInRuntime::new(Arc::new(inner)),
         })
     }
 
@@ -105,17 +104,3 @@ impl IdGeneratorService {
     }
 }
 
-impl Drop for IdGeneratorService {
-    fn drop(&mut self) {
-        // The ZooKeeper client spawns tasks when dropped, so drop it inside the runtime.
-        // SAFETY: `inner` is never used again after this.
-        let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
-        match runtime() {
-            Ok(rt) => {
-                let _guard = rt.enter();
-                drop(inner);
-            }
-            Err(_) => drop(inner),
-        }
-    }
-}

@@ -1,12 +1,11 @@
 //! The blocking prefetching ID source (see [`crate::prefetch`]).
 
-use std::mem::ManuallyDrop;
 
 use crate::error::Result;
 use crate::idset::IdCategory;
 use crate::prefetch::{IdSource as AsyncSource, SourceOptions, SourceStats};
 use crate::range::IdRange;
-use crate::runtime::{block_on, runtime};
+use crate::runtime::{block_on, runtime, DropInRuntime};
 use crate::store::AnyStore;
 
 use super::IdGeneratorService;
@@ -18,7 +17,7 @@ use super::IdGeneratorService;
 /// only when the current and the prefetched batch are both used up. Refills run on zooid's
 /// runtime. The source keeps the service's session open until it is dropped.
 pub struct IdSource {
-    inner: ManuallyDrop<AsyncSource<AnyStore>>,
+    inner: DropInRuntime<AsyncSource<AnyStore>>,
 }
 
 impl IdSource {
@@ -36,7 +35,7 @@ impl IdSource {
             options,
         ))??;
         Ok(Self {
-            inner: ManuallyDrop::new(inner),
+            inner: DropInRuntime::new(inner),
         })
     }
 
@@ -90,18 +89,3 @@ impl IdSource {
     }
 }
 
-impl Drop for IdSource {
-    fn drop(&mut self) {
-        // The source may hold the last reference to the service, whose ZooKeeper client spawns
-        // tasks when dropped: drop it inside the runtime.
-        // SAFETY: `inner` is never used again after this.
-        let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
-        match runtime() {
-            Ok(rt) => {
-                let _guard = rt.enter();
-                drop(inner);
-            }
-            Err(_) => drop(inner),
-        }
-    }
-}

@@ -1,14 +1,13 @@
 //! The blocking facade over [`crate::queue`]: a work queue for threads that are not async (the C
 //! and JNI bindings sit on it).
 
-use std::mem::ManuallyDrop;
 use std::time::Duration;
 
 use crate::error::Result;
 use crate::queue::{
     Claim as AsyncClaim, ItemInfo, QueueOptions, QueueStats, WorkQueue as AsyncQueue,
 };
-use crate::runtime::{block_on, runtime};
+use crate::runtime::{block_on, DropInRuntime};
 use crate::session::Session;
 
 /// A blocking handle on a work queue (see [`crate::queue::WorkQueue`]). `Send + Sync`.
@@ -17,7 +16,7 @@ use crate::session::Session;
 /// [`crate::ZooidError::RuntimeThread`] when made from inside an async runtime.
 #[derive(Clone, Debug)]
 pub struct WorkQueue {
-    inner: ManuallyDrop<AsyncQueue>,
+    inner: DropInRuntime<AsyncQueue>,
 }
 
 impl WorkQueue {
@@ -25,7 +24,7 @@ impl WorkQueue {
     /// [`crate::blocking::IdGeneratorService::session`].
     pub fn open(session: &Session, path: &str, options: QueueOptions) -> Result<Self> {
         Ok(Self {
-            inner: ManuallyDrop::new(AsyncQueue::open(session, path, options)?),
+            inner: DropInRuntime::new(AsyncQueue::open(session, path, options)?),
         })
     }
 
@@ -38,7 +37,7 @@ impl WorkQueue {
     pub fn claim(&self, timeout: Option<Duration>) -> Result<Option<Claim>> {
         let claim = block_on(self.inner.claim(timeout))??;
         Ok(claim.map(|c| Claim {
-            inner: ManuallyDrop::new(Some(c)),
+            inner: DropInRuntime::new(Some(c)),
         }))
     }
 
@@ -63,27 +62,12 @@ impl WorkQueue {
     }
 }
 
-impl Drop for WorkQueue {
-    fn drop(&mut self) {
-        // The handle shares the session; if it is the last one, the ZooKeeper client goes with
-        // it and must be dropped inside the runtime.
-        // SAFETY: `inner` is never used again after this.
-        let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
-        match runtime() {
-            Ok(rt) => {
-                let _guard = rt.enter();
-                drop(inner);
-            }
-            Err(_) => drop(inner),
-        }
-    }
-}
 
 /// A blocking claim (see [`crate::queue::Claim`]): complete or release it; dropped, it is
 /// released in the background.
 #[derive(Debug)]
 pub struct Claim {
-    inner: ManuallyDrop<Option<AsyncClaim>>,
+    inner: DropInRuntime<Option<AsyncClaim>>,
 }
 
 impl Claim {
@@ -129,17 +113,3 @@ impl Claim {
     }
 }
 
-impl Drop for Claim {
-    fn drop(&mut self) {
-        // SAFETY: `inner` is never used again after this.
-        let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
-        // The claim releases itself on the runtime and holds a client: drop it in its context.
-        match runtime() {
-            Ok(rt) => {
-                let _guard = rt.enter();
-                drop(inner);
-            }
-            Err(_) => drop(inner),
-        }
-    }
-}
