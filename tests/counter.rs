@@ -13,24 +13,9 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use support::{op, FaultProxy, ZkEnsemble, ZkServer};
+use support::{op, runtime, session_options, FaultProxy, ZkEnsemble, ZkServer};
 use zooid::counter::{Counter, MARKER_PREFIX};
-use zooid::{ConnectOptions, IdRange, RetryPolicy, Session, ZooidError};
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-fn options(session_ms: u64) -> ConnectOptions {
-    ConnectOptions {
-        session_timeout: Duration::from_millis(session_ms),
-        digest_auth: None,
-    }
-}
+use zooid::{IdRange, RetryPolicy, Session, ZooidError};
 
 /// A raw `zookeeper_client` connection, independent of zooid.
 async fn raw(connect: &str) -> zookeeper_client::Client {
@@ -258,7 +243,7 @@ fn concurrent_next_through_lost_replies_on_a_standalone_server() {
     let path = "/counter/standalone/c";
     let initial = 1000;
     rt.block_on(async {
-        let session = Session::connect(&zk.connect_string(), &options(4000))
+        let session = Session::connect(&zk.connect_string(), &session_options(4000))
             .await
             .unwrap();
         Counter::new(session, path)
@@ -302,7 +287,7 @@ fn concurrent_next_through_lost_replies_on_an_ensemble() {
     let path = "/counter/ensemble/c";
     let initial = -50;
     rt.block_on(async {
-        let session = Session::connect(&ensemble.connect_string(), &options(4000))
+        let session = Session::connect(&ensemble.connect_string(), &session_options(4000))
             .await
             .unwrap();
         Counter::new(session, path)
@@ -345,7 +330,7 @@ fn a_lost_reply_and_a_lost_session_skip_the_values() {
     let rt = runtime();
     let path = "/counter/lostsession/c";
     rt.block_on(async {
-        let session = Session::connect(&proxy.connect_string(), &options(2000))
+        let session = Session::connect(&proxy.connect_string(), &session_options(2000))
             .await
             .unwrap();
         let policy = RetryPolicy {
@@ -400,7 +385,7 @@ fn lost_replies_are_resolved_on_the_same_session() {
     let rt = runtime();
     let path = "/counter/resolve/c";
     rt.block_on(async {
-        let session = Session::connect(&proxy.connect_string(), &options(4000))
+        let session = Session::connect(&proxy.connect_string(), &session_options(4000))
             .await
             .unwrap();
         let counter = Counter::new(session.clone(), path).unwrap();
@@ -433,7 +418,7 @@ fn bad_input_is_refused_and_nothing_is_written() {
     let zk = ZkServer::start();
     let rt = runtime();
     rt.block_on(async {
-        let session = Session::connect(&zk.connect_string(), &options(4000))
+        let session = Session::connect(&zk.connect_string(), &session_options(4000))
             .await
             .unwrap();
         let client = raw(&zk.connect_string()).await;
@@ -547,7 +532,7 @@ fn the_seeds_format_is_read_and_written() {
             )
             .await
             .unwrap();
-        let session = Session::connect(&zk.connect_string(), &options(4000))
+        let session = Session::connect(&zk.connect_string(), &session_options(4000))
             .await
             .unwrap();
         let c = Counter::new(session, "/counter/seed/c").unwrap();
@@ -601,13 +586,13 @@ fn two_clients(
     std::sync::Arc<zooid::blocking::Counter>,
 ) {
     let a = zooid::blocking::Counter::with_policy(
-        zooid::blocking::open_session(&proxy.connect_string(), &options(4000)).unwrap(),
+        zooid::blocking::open_session(&proxy.connect_string(), &session_options(4000)).unwrap(),
         path,
         policy,
     )
     .unwrap();
     let b = zooid::blocking::Counter::new(
-        zooid::blocking::open_session(&zk.connect_string(), &options(4000)).unwrap(),
+        zooid::blocking::open_session(&zk.connect_string(), &session_options(4000)).unwrap(),
         path,
     )
     .unwrap();

@@ -127,18 +127,7 @@ fn lost_reply_names_the_skipped_values_in_c() {
 /// blocks "possibly lost", so they are reported but not counted as errors here.
 #[test]
 fn counter_from_c_under_valgrind() {
-    let have_valgrind = Command::new("valgrind")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !have_valgrind {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "valgrind is required in CI (apt-get install valgrind)"
-        );
-        eprintln!("SKIPPED: valgrind is not installed");
+    if !harness::valgrind_available() {
         return;
     }
     let zk = ZkServer::start();

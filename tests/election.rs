@@ -12,29 +12,14 @@ mod support;
 use std::time::{Duration, Instant};
 
 use harness::{active_terms, now_us, overlaps, tokens_grow, Candidate, Kind};
-use support::{op, FaultProxy, ZkEnsemble, ZkServer};
+use support::{op, runtime, session_options, FaultProxy, ZkEnsemble, ZkServer};
 use zooid::{
-    ConnectOptions, Election, ElectionOptions, ElectionStatus, FencedOp, FencedResult, LeaderState,
-    PausePolicy, Session, ZooidError,
+    Election, ElectionOptions, ElectionStatus, FencedOp, FencedResult, LeaderState, PausePolicy,
+    Session, ZooidError,
 };
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-fn options(session_ms: u64) -> ConnectOptions {
-    ConnectOptions {
-        session_timeout: Duration::from_millis(session_ms),
-        digest_auth: None,
-    }
-}
-
 async fn session(connect: &str, session_ms: u64) -> Session {
-    Session::connect(connect, &options(session_ms))
+    Session::connect(connect, &session_options(session_ms))
         .await
         .unwrap()
 }
@@ -1258,7 +1243,7 @@ fn stop_policy_checker_on_an_ensemble() {
 fn blocking_facade() {
     support::init_tracing();
     let zk = ZkServer::start();
-    let opts4 = options(4000);
+    let opts4 = session_options(4000);
     let s0 = zooid::blocking::open_session(&zk.connect_string(), &opts4).unwrap();
     let s1 = zooid::blocking::open_session(&zk.connect_string(), &opts4).unwrap();
     let a =

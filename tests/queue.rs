@@ -17,27 +17,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use support::{op, FaultProxy, MatchFn, RequestMatch, ResetPoint, ZkServer};
+use support::{
+    op, runtime, session_options, FaultProxy, MatchFn, RequestMatch, ResetPoint, ZkServer,
+};
 use zooid::queue::{QueueOptions, WorkQueue};
-use zooid::{ConnectOptions, Session, ZooidError};
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-fn options(session_ms: u64) -> ConnectOptions {
-    ConnectOptions {
-        session_timeout: Duration::from_millis(session_ms),
-        digest_auth: None,
-    }
-}
+use zooid::{Session, ZooidError};
 
 async fn session(connect: &str, session_ms: u64) -> Session {
-    Session::connect(connect, &options(session_ms))
+    Session::connect(connect, &session_options(session_ms))
         .await
         .unwrap()
 }

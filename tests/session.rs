@@ -7,27 +7,11 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::{FaultProxy, ZkServer};
+use support::{runtime, session_options, FaultProxy, ZkServer};
 use tokio::sync::watch;
 use zooid::{
-    ConnectOptions, ConnectionState, IdCategory, IdGeneratorService, ServiceOptions, Session,
-    SessionStatus,
+    ConnectionState, IdCategory, IdGeneratorService, ServiceOptions, Session, SessionStatus,
 };
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-fn options(session_ms: u64) -> ConnectOptions {
-    ConnectOptions {
-        session_timeout: Duration::from_millis(session_ms),
-        digest_auth: None,
-    }
-}
 
 /// Every status the receiver sees until `until` holds or `timeout` passes.
 async fn record_until(
@@ -58,7 +42,7 @@ fn short_partition_suspends_and_resumes_the_same_session() {
     let zk = ZkServer::start();
     let proxy = FaultProxy::start(zk.addr());
     runtime().block_on(async {
-        let session = Session::connect(&proxy.connect_string(), &options(6000))
+        let session = Session::connect(&proxy.connect_string(), &session_options(6000))
             .await
             .unwrap();
         let first = session.status();
@@ -112,7 +96,7 @@ fn long_partition_is_lost_by_the_local_timer_and_replaced() {
     let zk = ZkServer::start();
     let proxy = FaultProxy::start(zk.addr());
     runtime().block_on(async {
-        let session = Session::connect(&proxy.connect_string(), &options(3000))
+        let session = Session::connect(&proxy.connect_string(), &session_options(3000))
             .await
             .unwrap();
         let timeout = session.status().timeout;
@@ -169,7 +153,7 @@ fn service_and_recipes_share_one_session_across_replacement() {
     let zk = ZkServer::start();
     let proxy = FaultProxy::start(zk.addr());
     runtime().block_on(async {
-        let session = Session::connect(&proxy.connect_string(), &options(3000))
+        let session = Session::connect(&proxy.connect_string(), &session_options(3000))
             .await
             .unwrap();
         let service = IdGeneratorService::on_session(session.clone(), ServiceOptions::default());
@@ -215,7 +199,7 @@ fn dropping_the_last_handle_closes_the_session() {
     support::init_tracing();
     let zk = ZkServer::start();
     runtime().block_on(async {
-        let session = Session::connect(&zk.connect_string(), &options(20000))
+        let session = Session::connect(&zk.connect_string(), &session_options(20000))
             .await
             .unwrap();
         let (client, _) = session.client();
@@ -229,7 +213,7 @@ fn dropping_the_last_handle_closes_the_session() {
             .await
             .unwrap();
         drop(client);
-        let observer = Session::connect(&zk.connect_string(), &options(20000))
+        let observer = Session::connect(&zk.connect_string(), &session_options(20000))
             .await
             .unwrap();
         drop(session);

@@ -7,26 +7,11 @@ mod support;
 use std::time::Duration;
 
 use common::behaviour::{self, Ctx};
-use support::{op, FaultProxy, ResetPoint, ZkServer};
+use support::{op, runtime, session_options, FaultProxy, ResetPoint, ZkServer};
 use zooid::{ConnectOptions, IdCategory, IdGeneratorService, IdRange, ServiceOptions, ZooidError};
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 fn r(start: i64, end: i64) -> IdRange {
     IdRange::new(start, end).unwrap()
-}
-
-fn options(session_ms: u64) -> ConnectOptions {
-    ConnectOptions {
-        session_timeout: Duration::from_millis(session_ms),
-        digest_auth: None,
-    }
 }
 
 /// The ZooKeeper session a service is using.
@@ -39,7 +24,7 @@ async fn session_of(svc: &IdGeneratorService) -> i64 {
 
 /// Opens a service on `connect` with the given session timeout.
 async fn open(connect: &str, session_ms: u64, options: ServiceOptions) -> IdGeneratorService {
-    IdGeneratorService::connect(connect, &self::options(session_ms), options)
+    IdGeneratorService::connect(connect, &session_options(session_ms), options)
         .await
         .unwrap()
 }
@@ -146,7 +131,7 @@ fn server_down_is_a_clear_error() {
         };
         let svc = IdGeneratorService::connect(
             &zk.connect_string(),
-            &options(2000),
+            &session_options(2000),
             ServiceOptions {
                 retry,
                 ..Default::default()
@@ -175,7 +160,7 @@ fn server_down_is_a_clear_error() {
         );
         let unreachable = IdGeneratorService::connect(
             &zk.connect_string(),
-            &options(1000),
+            &session_options(1000),
             ServiceOptions::default(),
         )
         .await;
@@ -207,7 +192,7 @@ fn digest_auth_and_chroot() {
         assert_eq!(svc.take_ids(&cat, 5).await.unwrap().ranges(), vec![r(1, 5)]);
         let anonymous = IdGeneratorService::connect(
             &zk.connect_string(),
-            &options(5000),
+            &session_options(5000),
             ServiceOptions::default(),
         )
         .await
@@ -229,7 +214,7 @@ fn digest_auth_and_chroot() {
         );
         let bad = IdGeneratorService::connect(
             "127.0.0.1:notaport",
-            &options(1000),
+            &session_options(1000),
             ServiceOptions::default(),
         )
         .await;

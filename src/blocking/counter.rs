@@ -1,6 +1,5 @@
 //! The blocking facade over [`crate::counter::Counter`].
 
-
 use crate::counter::{Counter as AsyncCounter, CounterStats};
 use crate::error::Result;
 use crate::range::IdRange;
@@ -61,4 +60,3 @@ impl Counter {
         &self.inner
     }
 }
-

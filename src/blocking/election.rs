@@ -96,7 +96,6 @@ impl Election {
     }
 }
 
-
 /// See [`election::leader`].
 pub fn leader(session: &Session, group: &str) -> Result<Option<LeaderInfo>> {
     block_on(election::leader(session, group))?

@@ -1,6 +1,5 @@
 //! The blocking prefetching ID source (see [`crate::prefetch`]).
 
-
 use crate::error::Result;
 use crate::idset::IdCategory;
 use crate::prefetch::{IdSource as AsyncSource, SourceOptions, SourceStats};
@@ -88,4 +87,3 @@ impl IdSource {
         &self.inner
     }
 }
-

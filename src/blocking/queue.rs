@@ -62,7 +62,6 @@ impl WorkQueue {
     }
 }
 
-
 /// A blocking claim (see [`crate::queue::Claim`]): complete or release it; dropped, it is
 /// released in the background.
 #[derive(Debug)]
@@ -112,4 +111,3 @@ impl Claim {
         self.inner.take().expect("claim present until consumed")
     }
 }
-

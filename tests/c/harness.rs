@@ -177,3 +177,22 @@ pub fn needs_shared_zooid(exe: &Path) -> bool {
         .windows(b"libzooid.so".len())
         .any(|w| w == b"libzooid.so")
 }
+
+/// Whether valgrind can run here. In CI (`CI` set) it must: the test fails instead of skipping;
+/// elsewhere the caller skips, and this says so.
+pub fn valgrind_available() -> bool {
+    let have_valgrind = Command::new("valgrind")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !have_valgrind {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "valgrind is required in CI (apt-get install valgrind)"
+        );
+        eprintln!("SKIPPED: valgrind is not installed");
+    }
+    have_valgrind
+}

@@ -22,6 +22,23 @@ use std::time::{Duration, Instant};
 pub use proxy::{op, FaultProxy, MatchFn, Mode, ProxyStats, RequestMatch, ResetPoint};
 pub use zookeeper::{four_letter_word, zk_lib_dir, ZkEnsemble, ZkServer};
 
+/// A 2-worker multi-thread tokio runtime for a test's async part.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime for the test")
+}
+
+/// Connect options with the given ZooKeeper session timeout, everything else default.
+pub fn session_options(session_ms: u64) -> zooid::ConnectOptions {
+    zooid::ConnectOptions {
+        session_timeout: Duration::from_millis(session_ms),
+        ..zooid::ConnectOptions::default()
+    }
+}
+
 /// Installs a `tracing` subscriber once per test binary, filtered by `RUST_LOG`
 /// (default `warn`), writing through the test harness's captured output.
 pub fn init_tracing() {
