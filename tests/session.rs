@@ -26,6 +26,7 @@ fn options(session_ms: u64) -> ConnectOptions {
     ConnectOptions {
         session_timeout: Duration::from_millis(session_ms),
         digest_auth: None,
+        ..ConnectOptions::default()
     }
 }
 

@@ -26,6 +26,7 @@ fn options(session_ms: u64) -> ConnectOptions {
     ConnectOptions {
         session_timeout: Duration::from_millis(session_ms),
         digest_auth: None,
+        ..ConnectOptions::default()
     }
 }
 
@@ -197,6 +198,7 @@ fn digest_auth_and_chroot() {
         let auth = ConnectOptions {
             session_timeout: Duration::from_secs(5),
             digest_auth: Some(("app".into(), "s3cret".into())),
+            ..ConnectOptions::default()
         };
         let svc =
             IdGeneratorService::connect(&zk.connect_string(), &auth, ServiceOptions::default())
@@ -213,7 +215,7 @@ fn digest_auth_and_chroot() {
         .await
         .unwrap();
         let denied = anonymous.take_ids(&cat, 5).await.unwrap_err();
-        assert!(matches!(denied, ZooidError::Store { .. }), "{denied:?}");
+        assert!(matches!(denied, ZooidError::NotAuthorized { .. }), "{denied:?}");
 
         let chrooted = IdGeneratorService::connect(
             &format!("{}/secure", zk.connect_string()),

@@ -117,6 +117,12 @@ fn loopback(port: u16) -> SocketAddr {
     SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port))
 }
 
+/// `n` distinct ports that were free on 127.0.0.1 a moment ago (for a server's extra ports,
+/// such as `secureClientPort`).
+pub fn free_loopback_ports(n: usize) -> Vec<u16> {
+    free_ports(n)
+}
+
 /// `n` distinct currently-free ports on 127.0.0.1 (all bound at once, then released).
 fn free_ports(n: usize) -> Vec<u16> {
     let listeners: Vec<TcpListener> = (0..n)
@@ -333,6 +339,8 @@ struct Node {
     myid: Option<u32>,
     peers: Option<Peers>,
     extra_config: Vec<(String, String)>,
+    /// Extra JVM arguments (`-Dkey=value`), before the main class.
+    jvm_args: Vec<String>,
     jvm: Option<Jvm>,
     last_pid: Option<u32>,
 }
@@ -358,6 +366,7 @@ impl Node {
             myid,
             peers,
             extra_config,
+            jvm_args: Vec::new(),
             jvm: None,
             last_pid: None,
         };
@@ -454,6 +463,7 @@ impl Node {
             "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
         ])
         .arg(format!("-Dorg.slf4j.simpleLogger.defaultLogLevel={level}"))
+        .args(&self.jvm_args)
         .arg("-cp")
         .arg(format!("{}/*", lib.display()))
         .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
@@ -618,6 +628,12 @@ impl ZkServer {
 
     /// Like [`ZkServer::start`], with extra `zoo.cfg` lines (later keys override the defaults).
     pub fn start_with(extra_config: &[(&str, &str)]) -> ZkServer {
+        Self::start_with_jvm_args(extra_config, &[])
+    }
+
+    /// Like [`ZkServer::start_with`], with extra JVM arguments such as
+    /// `-Djava.security.auth.login.config=FILE` (for SASL) before the main class.
+    pub fn start_with_jvm_args(extra_config: &[(&str, &str)], jvm_args: &[String]) -> ZkServer {
         let extra: Vec<(String, String)> = extra_config
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -634,6 +650,7 @@ impl ZkServer {
                 None,
                 extra.clone(),
             );
+            node.jvm_args = jvm_args.to_vec();
             node.spawn();
             match wait_serving(&mut node, STANDALONE_START_TIMEOUT) {
                 Ok(()) => {

@@ -165,6 +165,7 @@ fn run(cli: Cli) -> zooid::Result<ExitCode> {
     let options = ConnectOptions {
         session_timeout: Duration::from_millis(cli.session_timeout_ms),
         digest_auth,
+        ..ConnectOptions::default()
     };
     match cli.command {
         Command::Init {
