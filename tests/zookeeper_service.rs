@@ -215,7 +215,10 @@ fn digest_auth_and_chroot() {
         .await
         .unwrap();
         let denied = anonymous.take_ids(&cat, 5).await.unwrap_err();
-        assert!(matches!(denied, ZooidError::NotAuthorized { .. }), "{denied:?}");
+        assert!(
+            matches!(denied, ZooidError::NotAuthorized { .. }),
+            "{denied:?}"
+        );
 
         let chrooted = IdGeneratorService::connect(
             &format!("{}/secure", zk.connect_string()),

@@ -1,4 +1,5 @@
 //! Test certificates made with the `openssl` CLI: a CA and leaf certificates it signs, all PEM,
+#![allow(dead_code)] // Each test binary that includes this module uses a part of it.
 //! in a temporary directory owned by the value.
 
 use std::fs;

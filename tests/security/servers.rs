@@ -1,4 +1,5 @@
 //! ZooKeeper servers configured for TLS and SASL, on top of `tests/support`.
+#![allow(dead_code)] // Each test binary that includes this module uses a part of it.
 
 use std::fs;
 use std::path::PathBuf;
@@ -14,17 +15,25 @@ pub struct TlsServer {
     pub zk: ZkServer,
     pub secure_port: u16,
     pub ca: Ca,
+    _jaas_dir: Option<TempDir>,
 }
 
 impl TlsServer {
     pub fn start(client_auth: &str) -> TlsServer {
+        Self::start_with_sasl(client_auth, &[])
+    }
+
+    /// Also authenticates SASL DIGEST-MD5 users (see [`SaslServer`]) on both ports.
+    pub fn start_with_sasl(client_auth: &str, sasl_users: &[(&str, &str)]) -> TlsServer {
         let ca = Ca::new("zk");
         let server = ca.issue("zk-server");
         let secure_port = free_loopback_ports(1)[0].to_string();
         let keystore = server.keystore.display().to_string();
         let truststore = ca.cert.display().to_string();
-        let zk = ZkServer::start_with(&[
-            ("secureClientPort", &secure_port),
+        let (jaas_dir, sasl, jvm_args) = sasl_config(sasl_users);
+        let mut config: Vec<(&str, &str)> = sasl;
+        config.extend([
+            ("secureClientPort", secure_port.as_str()),
             ("secureClientPortAddress", "127.0.0.1"),
             (
                 "serverCnxnFactory",
@@ -36,8 +45,10 @@ impl TlsServer {
             ("ssl.trustStore.type", "PEM"),
             ("ssl.clientAuth", client_auth),
         ]);
+        let zk = ZkServer::start_with_jvm_args(&config, &jvm_args);
         TlsServer {
             zk,
+            _jaas_dir: jaas_dir,
             secure_port: secure_port.parse().unwrap(),
             ca,
         }
@@ -58,28 +69,48 @@ pub struct SaslServer {
 
 impl SaslServer {
     pub fn start(users: &[(&str, &str)]) -> SaslServer {
-        let dir = tempfile::Builder::new()
-            .prefix("zooid-jaas-")
-            .tempdir()
-            .unwrap();
-        let jaas: PathBuf = dir.path().join("jaas.conf");
-        let mut text =
-            String::from("Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required");
-        for (user, password) in users {
-            text.push_str(&format!("\n  user_{user}=\"{password}\""));
+        let (dir, config, jvm_args) = sasl_config(users);
+        let zk = ZkServer::start_with_jvm_args(&config, &jvm_args);
+        SaslServer {
+            zk,
+            _jaas_dir: dir.expect("SASL users"),
         }
-        text.push_str(";\n};\n");
-        fs::write(&jaas, text).unwrap();
-        let zk = ZkServer::start_with_jvm_args(
-            &[(
-                "authProvider.1",
-                "org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
-            )],
-            &[format!(
-                "-Djava.security.auth.login.config={}",
-                jaas.display()
-            )],
-        );
-        SaslServer { zk, _jaas_dir: dir }
     }
+}
+
+/// The JAAS file (in its directory), `zoo.cfg` lines and JVM arguments for SASL DIGEST-MD5
+/// users; nothing when `users` is empty.
+fn sasl_config(
+    users: &[(&str, &str)],
+) -> (
+    Option<TempDir>,
+    Vec<(&'static str, &'static str)>,
+    Vec<String>,
+) {
+    if users.is_empty() {
+        return (None, Vec::new(), Vec::new());
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("zooid-jaas-")
+        .tempdir()
+        .unwrap();
+    let jaas: PathBuf = dir.path().join("jaas.conf");
+    let mut text =
+        String::from("Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required");
+    for (user, password) in users {
+        text.push_str(&format!("\n  user_{user}=\"{password}\""));
+    }
+    text.push_str(";\n};\n");
+    fs::write(&jaas, text).unwrap();
+    (
+        Some(dir),
+        vec![(
+            "authProvider.1",
+            "org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
+        )],
+        vec![format!(
+            "-Djava.security.auth.login.config={}",
+            jaas.display()
+        )],
+    )
 }

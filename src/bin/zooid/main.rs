@@ -4,6 +4,7 @@
 mod counter;
 mod elect;
 mod ids;
+mod security;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -25,9 +26,13 @@ struct Cli {
     #[arg(long, default_value_t = 10_000)]
     session_timeout_ms: u64,
 
-    /// ZooKeeper digest authentication, as user:password.
+    /// ZooKeeper digest authentication (`addauth digest`), as user:password. Prefer the
+    /// environment variable: an argument shows the password to every user of the machine.
     #[arg(long, env = "ZOOID_AUTH", hide_env_values = true)]
     auth: Option<String>,
+
+    #[command(flatten)]
+    security: security::SecurityArgs,
 
     #[command(subcommand)]
     command: Command,
@@ -45,6 +50,11 @@ enum Command {
         /// Start above a legacy counter node (8-byte big-endian long, as older deployments keep).
         #[arg(long, conflicts_with = "first")]
         after_counter: Option<String>,
+        /// The pool node's ACL, as scheme:id:perms entries (comma-separated or repeated), such
+        /// as `sasl:app:cdrwa,world:anyone:r` or `digest:app:HASH:cdrwa` or `auth::cdrwa`.
+        /// Default: the creator only when authenticated, else open to all.
+        #[arg(long, value_name = "ACL")]
+        acl: Vec<String>,
     },
     /// Take up to N IDs; prints one START:END line per range.
     Take { category: String, n: u64 },
@@ -133,6 +143,7 @@ fn exit_code(err: &ZooidError) -> u8 {
         ZooidError::CorruptPool { .. } => 6,
         ZooidError::OutcomeUnknown { .. } => 7,
         ZooidError::ConnectionLost { .. } | ZooidError::Timeout { .. } => 8,
+        ZooidError::NotAuthorized { .. } => 9,
         _ => 1,
     }
 }
@@ -151,30 +162,28 @@ fn default_connect() -> String {
 
 fn run(cli: Cli) -> zooid::Result<ExitCode> {
     let connect = cli.connect.unwrap_or_else(default_connect);
-    let digest_auth = match cli.auth {
-        Some(auth) => match auth.split_once(':') {
-            Some((user, password)) => Some((user.to_string(), password.to_string())),
-            None => {
-                return Err(ZooidError::InvalidArgument(
-                    "--auth needs user:password".into(),
-                ))
-            }
-        },
-        None => None,
-    };
-    let options = ConnectOptions {
+    let mut options = ConnectOptions {
         session_timeout: Duration::from_millis(cli.session_timeout_ms),
-        digest_auth,
+        digest_auth: security::digest_auth(cli.auth)?,
         ..ConnectOptions::default()
     };
+    cli.security.apply(&mut options)?;
     match cli.command {
         Command::Init {
             category,
             first,
             last,
             after_counter,
-        } => ids::init(&connect, &options, &category, first, last, after_counter)
-            .map(|()| ExitCode::SUCCESS),
+            acl,
+        } => ids::init(
+            &connect,
+            &options,
+            &category,
+            (first, last),
+            after_counter,
+            security::parse_acls(&acl)?,
+        )
+        .map(|()| ExitCode::SUCCESS),
         Command::Take { category, n } => {
             ids::take(&connect, &options, &category, n).map(|()| ExitCode::SUCCESS)
         }
