@@ -36,6 +36,7 @@ mod runtime;
 pub mod service;
 pub mod session;
 pub mod store;
+mod tls_probe;
 
 pub use acl::{Acl, Perms};
 pub use counter::Counter;

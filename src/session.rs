@@ -381,7 +381,11 @@ async fn open_client(connect: &str, options: &ConnectOptions) -> Result<Client> 
     } else {
         connector.connect(connect).await
     };
-    connecting.map_err(|err| match err {
+    let err = match connecting {
+        Ok(client) => return Ok(client),
+        Err(err) => err,
+    };
+    Err(match err {
         zookeeper_client::Error::BadArguments(why) => {
             ZooidError::InvalidArgument(format!("ZooKeeper connect string {connect:?}: {why}"))
         }
@@ -392,20 +396,33 @@ async fn open_client(connect: &str, options: &ConnectOptions) -> Result<Client> 
                 options.identity()
             ),
         },
-        other => ZooidError::ConnectionLost {
-            category: connect.to_string(),
-            reason: format!(
-                "cannot open a ZooKeeper session{}: {other}",
-                match &options.tls {
-                    Some(tls) => format!(
-                        " over TLS (trusting the CA in {}; is this the servers' secureClientPort, \
-                         and did that CA sign their certificates?)",
+        other => {
+            let tls_cause = match &options.tls {
+                Some(tls) => {
+                    let (connect, tls) = (connect.to_string(), tls.clone());
+                    tokio::task::spawn_blocking(move || crate::tls_probe::diagnose(&connect, &tls))
+                        .await
+                        .ok()
+                        .flatten()
+                }
+                None => None,
+            };
+            ZooidError::ConnectionLost {
+                category: connect.to_string(),
+                reason: match (tls_cause, &options.tls) {
+                    (Some(cause), _) => {
+                        format!("cannot open a ZooKeeper session over TLS: {cause}")
+                    }
+                    (None, Some(tls)) => format!(
+                        "cannot open a ZooKeeper session over TLS (trusting the CA in {}; is \
+                         this the servers' secureClientPort, and did that CA sign their \
+                         certificates?): {other}",
                         tls.ca.display()
                     ),
-                    None => String::new(),
-                }
-            ),
-        },
+                    (None, None) => format!("cannot open a ZooKeeper session: {other}"),
+                },
+            }
+        }
     })
 }
 
