@@ -80,7 +80,10 @@ fn mutual_tls_works_and_wrong_or_missing_credentials_are_refused() {
         let (err, took) = refused(&secure, &no_cert).await;
         eprintln!("mutual TLS without a client certificate: refused in {took:?}: {err}");
         assert!(matches!(err, ZooidError::ConnectionLost { .. }), "{err:?}");
-        assert!(err.to_string().contains("requires a client certificate"), "{err}");
+        assert!(
+            err.to_string().contains("requires a client certificate"),
+            "{err}"
+        );
 
         // A CA that did not sign the server's certificate: the client refuses the server.
         let other = pki::Ca::new("other");
