@@ -220,6 +220,27 @@ pub fn digest_id(user: &str, password: &str) -> String {
     )
 }
 
+/// The ACL of nodes created without an explicit one: only the creator's identities when the
+/// session authenticates (SASL or digest), else open to all. The ID service and the recipes
+/// share it.
+pub(crate) fn default_zk_acls(
+    options: &crate::store::ConnectOptions,
+) -> zookeeper_client::Acls<'static> {
+    if options.authenticated() {
+        zookeeper_client::Acls::creator_all()
+    } else {
+        zookeeper_client::Acls::anyone_all()
+    }
+}
+
+/// A ZooKeeper `NoAuth` refusal on `path` as the typed error, naming the session's identity.
+pub(crate) fn not_authorized(path: &str, options: &crate::store::ConnectOptions) -> ZooidError {
+    ZooidError::NotAuthorized {
+        path: path.to_string(),
+        identity: options.identity(),
+    }
+}
+
 /// Checks that an ACL list can be used to create a node.
 pub(crate) fn check_acl_list(acl: &[Acl]) -> Result<()> {
     if acl.is_empty() {

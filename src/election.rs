@@ -642,11 +642,7 @@ fn decode_payload(payload: &[u8]) -> (String, Vec<u8>) {
 }
 
 fn acls(session: &Session) -> Acls<'static> {
-    if session.options().digest_auth.is_some() {
-        Acls::creator_all()
-    } else {
-        Acls::anyone_all()
-    }
+    crate::acl::default_zk_acls(session.options())
 }
 
 /// How long one request may go unanswered.

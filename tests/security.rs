@@ -254,3 +254,44 @@ fn digest_acl_lets_its_user_write_and_others_only_read() {
         assert!(matches!(empty, ZooidError::InvalidArgument(_)), "{empty:?}");
     });
 }
+
+/// The counter recipe takes the same ACL type: a counter only `app` may advance, which everyone
+/// may read; another identity's `next` is `NotAuthorized` and the value does not move.
+#[test]
+fn a_counter_with_an_acl_refuses_other_identities() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let rt = runtime();
+    rt.block_on(async {
+        let as_user = |user: &str, password: &str| ConnectOptions {
+            digest_auth: Some((user.into(), password.into())),
+            ..options()
+        };
+        let app = zooid::Session::connect(&zk.connect_string(), &as_user("app", "app-pw-8"))
+            .await
+            .unwrap();
+        let counter = zooid::Counter::new(app.clone(), "/recipes/secure/counter").unwrap();
+        let acl = [
+            Acl::digest("app", "app-pw-8", Perms::ALL),
+            Acl::world_read(),
+        ];
+        counter.init_with_acl(100, Some(&acl)).await.unwrap();
+        assert_eq!(counter.next(5).await.unwrap(), r(101, 105));
+
+        let other = zooid::Session::connect(&zk.connect_string(), &as_user("eve", "eve-pw-9"))
+            .await
+            .unwrap();
+        let theirs = zooid::Counter::new(other, "/recipes/secure/counter").unwrap();
+        let err = theirs.next(5).await.unwrap_err();
+        eprintln!("eve's next: {err}");
+        assert_eq!(
+            err,
+            ZooidError::NotAuthorized {
+                path: "/recipes/secure/counter".into(),
+                identity: "digest:eve".into()
+            }
+        );
+        assert_eq!(theirs.get().await.unwrap(), 105, "nothing moved");
+        assert_eq!(counter.next(1).await.unwrap(), r(106, 106));
+    });
+}

@@ -49,11 +49,7 @@ impl ZkStore {
     }
 
     fn acls(&self) -> Acls<'static> {
-        if self.session.options().authenticated() {
-            Acls::creator_all()
-        } else {
-            Acls::anyone_all()
-        }
+        crate::acl::default_zk_acls(self.session.options())
     }
 
     /// Runs one request on the current session, bounded by the session timeout; when the
