@@ -420,6 +420,14 @@ async fn open_client(connect: &str, options: &ConnectOptions) -> Result<Client> 
                         tls.ca.display()
                     ),
                     (None, None) => format!("cannot open a ZooKeeper session: {other}"),
+                } + &match &options.sasl {
+                    // Over TLS the server's SASL refusal can arrive as a closed connection,
+                    // which zookeeper-client retries until the connect times out.
+                    Some(_) => format!(
+                        " (if the servers are up, the SASL credentials of {} may have been refused)",
+                        options.identity()
+                    ),
+                    None => String::new(),
                 },
             }
         }

@@ -138,7 +138,14 @@ fn cli_over_mutual_tls_with_sasl_and_an_acl() {
     let (stdout, stderr) = text(&refused);
     eprintln!("wrong password: exit {:?}: {stderr}", refused.status.code());
     assert!(!refused.status.success());
-    assert!(stderr.contains("authentication failed"), "{stderr}");
+    // Usually the server's refusal ("authentication failed", exit 1); over TLS it sometimes
+    // arrives as a closed connection that zookeeper-client retries until the connect times out
+    // (exit 8), and the message then says the SASL credentials may have been refused.
+    assert!(
+        stderr.contains("authentication failed")
+            || stderr.contains("SASL credentials of sasl:alice (DIGEST-MD5)"),
+        "{stderr}"
+    );
     assert!(!format!("{stdout}{stderr}").contains("not-alices-pw-9"));
 
     // No password anywhere: a usage error that says where the password goes.

@@ -103,6 +103,9 @@ enum CounterCommand {
         path: String,
         #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
         value: i64,
+        /// The counter node's ACL, as for `zooid init --acl`.
+        #[arg(long, value_name = "ACL")]
+        acl: Vec<String>,
     },
     /// Reserve the next N values; prints them as one START:END line.
     Next {
@@ -213,9 +216,14 @@ fn run(cli: Cli) -> zooid::Result<ExitCode> {
             },
         ),
         Command::Leader { group } => elect::leader(&connect, &options, &group),
-        Command::Counter(CounterCommand::Init { path, value }) => {
-            counter::init(&connect, &options, &path, value).map(|()| ExitCode::SUCCESS)
-        }
+        Command::Counter(CounterCommand::Init { path, value, acl }) => counter::init(
+            &connect,
+            &options,
+            &path,
+            value,
+            security::parse_acls(&acl)?,
+        )
+        .map(|()| ExitCode::SUCCESS),
         Command::Counter(CounterCommand::Next { path, n, hex }) => {
             counter::next(&connect, &options, &path, n, hex).map(|()| ExitCode::SUCCESS)
         }
