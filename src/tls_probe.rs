@@ -18,10 +18,9 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The first server of a connect string, as `(host, port)`.
 fn first_server(connect: &str) -> Option<(String, u16)> {
-    let servers = connect.split('/').next()?; // drop the chroot
-    let servers = servers.split_once("://").map_or(servers, |(_, rest)| rest);
-    let first = servers.split(',').next()?.trim();
+    let first = connect.split(',').next()?.trim();
     let first = first.split_once("://").map_or(first, |(_, rest)| rest);
+    let first = first.split('/').next()?; // the chroot follows the last server
     let (host, port) = first.rsplit_once(':')?;
     Some((
         host.trim_matches(['[', ']']).to_string(),
@@ -140,6 +139,7 @@ mod tests {
         assert_eq!(first_server("a:1,b:2/chroot"), Some(("a".into(), 1)));
         assert_eq!(first_server("tcp+tls://h:2281"), Some(("h".into(), 2281)));
         assert_eq!(first_server("[::1]:2181"), Some(("::1".into(), 2181)));
+        assert_eq!(first_server("h:2281/app/ids"), Some(("h".into(), 2281)));
         assert_eq!(first_server("nohost"), None);
     }
 }
