@@ -383,6 +383,7 @@ fn main() {
         &ConnectOptions {
             session_timeout: Duration::from_secs(10),
             digest_auth: None,
+            ..ConnectOptions::default()
         },
         ServiceOptions::default(),
     )

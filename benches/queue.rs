@@ -26,6 +26,7 @@ fn options() -> ConnectOptions {
     ConnectOptions {
         session_timeout: Duration::from_secs(10),
         digest_auth: None,
+        ..ConnectOptions::default()
     }
 }
 

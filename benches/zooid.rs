@@ -105,6 +105,7 @@ fn round_trips(rt: &tokio::runtime::Runtime, connect: &str, label: &str) {
         let options = ConnectOptions {
             session_timeout: Duration::from_secs(10),
             digest_auth: None,
+            ..ConnectOptions::default()
         };
         let svc = IdGeneratorService::connect(connect, &options, ServiceOptions::default())
             .await

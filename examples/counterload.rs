@@ -61,6 +61,7 @@ fn main() -> ExitCode {
     let options = ConnectOptions {
         session_timeout: Duration::from_millis(cli.session_timeout_ms),
         digest_auth: None,
+        ..ConnectOptions::default()
     };
     let session = match open_session(&cli.connect, &options) {
         Ok(session) => session,

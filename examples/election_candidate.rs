@@ -79,6 +79,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let options = ConnectOptions {
         session_timeout: Duration::from_millis(cli.session_timeout_ms),
         digest_auth: None,
+        ..ConnectOptions::default()
     };
     let session = Session::connect(&cli.connect, &options).await?;
     let mut options = ElectionOptions::new(cli.name.clone());

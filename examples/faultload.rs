@@ -182,6 +182,7 @@ fn run(cli: &Cli) -> Result<(), Box<dyn std::error::Error>> {
     let connect_options = ConnectOptions {
         session_timeout: Duration::from_millis(cli.session_timeout_ms),
         digest_auth: None,
+        ..ConnectOptions::default()
     };
     let options = ServiceOptions {
         retry: RetryPolicy {

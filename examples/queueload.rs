@@ -84,6 +84,7 @@ fn main() -> ExitCode {
     let options = ConnectOptions {
         session_timeout: Duration::from_millis(cli.session_ms),
         digest_auth: None,
+        ..ConnectOptions::default()
     };
     let session = match open_session(&cli.connect, &options) {
         Ok(s) => s,

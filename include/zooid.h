@@ -154,6 +154,11 @@ enum zooid_status
    * The handle was closed (or the candidacy resigned) before or during the call.
    */
   ZOOID_STATUS_CLOSED = 23,
+  /**
+   * The node's ACL does not grant this client's identity the permission the call needs (the
+   * message names the node and the identity). Nothing was changed.
+   */
+  ZOOID_STATUS_NOT_AUTHORIZED = 24,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -1040,6 +1045,34 @@ zooid_status zooid_options_set_retry_max_attempts(struct zooid_options *options,
                                                   uint32_t max_attempts);
 
 /**
+ * Sets SASL DIGEST-MD5 authentication as `user` with `password` (a user of the servers' JAAS
+ * `Server` section), during the connection handshake. ACL entries `sasl:USER` then grant it
+ * rights. The strings are copied; the password is never shown in messages. Ignored by the
+ * embedded stores. A wrong password fails `zooid_service_open` with `ZOOID_STATUS_STORE`.
+ *
+ * # Safety
+ * `options` must be NULL or live options not used by another thread during the call; `user`
+ * and `password` NULL or NUL-terminated strings.
+ */
+zooid_status zooid_options_set_sasl_digest(struct zooid_options *options,
+                                           const char *user,
+                                           const char *password);
+
+/**
+ * Sets SASL Kerberos (GSSAPI) authentication as `principal`, with its key from `keytab_file`,
+ * to servers whose principal is `zookeeper/HOST`. The strings are copied. Needs a libzooid
+ * built with the `kerberos` feature (else `zooid_service_open` fails with
+ * `ZOOID_STATUS_INVALID_ARGUMENT`); the keytab is process-wide (`KRB5_CLIENT_KTNAME`).
+ *
+ * # Safety
+ * `options` must be NULL or live options not used by another thread during the call;
+ * `principal` and `keytab_file` NULL or NUL-terminated strings.
+ */
+zooid_status zooid_options_set_sasl_kerberos(struct zooid_options *options,
+                                             const char *principal,
+                                             const char *keytab_file);
+
+/**
  * Sets the ZooKeeper session timeout, in milliseconds (> 0). A request with no reply within it
  * counts as lost. Ignored by the embedded stores.
  *
@@ -1048,6 +1081,28 @@ zooid_status zooid_options_set_retry_max_attempts(struct zooid_options *options,
  */
 zooid_status zooid_options_set_session_timeout_ms(struct zooid_options *options,
                                                   uint64_t timeout_ms);
+
+/**
+ * Sets TLS to the ensemble's `secureClientPort`: `ca_file` is the PEM file of the CA that
+ * signed the servers' certificates; `cert_file` and `key_file` (both NULL, or both set) are the
+ * client certificate and its key for mutual TLS. The paths are copied; the files are read when
+ * the service opens its session (and again for every replacement session). The connect string
+ * must then name the servers' secure ports. Server hostnames (or IPs) are verified.
+ *
+ * Errors: `ZOOID_STATUS_INVALID_ARGUMENT` when only one of `cert_file` and `key_file` is given.
+ * An unreadable or invalid file fails `zooid_service_open` with
+ * `ZOOID_STATUS_INVALID_ARGUMENT` naming the file; a server whose certificate the CA did not
+ * sign fails it with `ZOOID_STATUS_CONNECTION_LOST`.
+ *
+ * # Safety
+ * `options` must be NULL or live options not used by another thread during the call;
+ * `ca_file` NULL or a NUL-terminated string; `cert_file` and `key_file` NULL or NUL-terminated
+ * strings.
+ */
+zooid_status zooid_options_set_tls(struct zooid_options *options,
+                                   const char *ca_file,
+                                   const char *cert_file,
+                                   const char *key_file);
 
 /**
  * Writes the category's bounds (every ID it can ever hand out) to `*out_bounds`.
@@ -1253,6 +1308,26 @@ zooid_status zooid_service_create_category(const struct zooid_service *service,
                                            const char *category,
                                            int64_t first,
                                            int64_t last);
+
+/**
+ * Creates a category like `zooid_service_create_category`, with the ACL `acl` on its pool
+ * node: comma-separated `scheme:id:perms` entries as ZooKeeper's CLI writes them, such as
+ * `"sasl:app:cdrwa,world:anyone:r"`, `"auth::cdrwa"` (the identities this service
+ * authenticated as) or `"digest:app:BASE64SHA1:cdrwa"`. Services the ACL does not grant read
+ * and write get `ZOOID_STATUS_NOT_AUTHORIZED` on takes and pushes, and nothing changes.
+ *
+ * Errors: as `zooid_service_create_category`, and `ZOOID_STATUS_INVALID_ARGUMENT` for an
+ * unparsable or empty ACL; `ZOOID_STATUS_STORE` on the embedded stores, which have no ACLs.
+ *
+ * # Safety
+ * `service` must be NULL or a live service reference; `category` and `acl` NULL or
+ * NUL-terminated strings.
+ */
+zooid_status zooid_service_create_category_with_acl(const struct zooid_service *service,
+                                                    const char *category,
+                                                    int64_t first,
+                                                    int64_t last,
+                                                    const char *acl);
 
 /**
  * Releases a service reference; NULL is accepted and ignored. Releasing the last reference

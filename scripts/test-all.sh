@@ -20,6 +20,9 @@ step "Rust: tests (unit, property, stores, ZooKeeper, C ABI, faults)"
 # Test binaries run one after another; tests inside a binary in parallel (2 threads).
 cargo test --locked -- --test-threads=2
 
+step "Rust: Kerberos (GSSAPI) against a KDC on loopback (feature kerberos)"
+cargo test --locked --features kerberos --test kerberos
+
 if [ -f java/pom.xml ]; then
     step "Java: native library (release) and jar, JUnit + Hadoop local runner"
     cargo build --release --lib --locked

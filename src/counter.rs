@@ -210,9 +210,24 @@ impl Counter {
     /// version 0 holding exactly `value`, it is taken as ours (it is indistinguishable from, and
     /// equivalent to, the node our lost create would have made).
     pub async fn init(&self, value: i64) -> Result<()> {
+        self.init_with_acl(value, None).await
+    }
+
+    /// [`init`](Self::init) with the ACL `acl` on the counter node (`None`: the session's
+    /// default, see [`crate::acl`]); missing parents get the default. Clients the ACL does not
+    /// grant read and write get `NotAuthorized` from `next`, and nothing changes.
+    pub async fn init_with_acl(&self, value: i64, acl: Option<&[crate::acl::Acl]>) -> Result<()> {
+        if let Some(acl) = acl {
+            crate::acl::check_acl_list(acl)?;
+        }
+        let explicit: Option<Vec<zookeeper_client::Acl>> =
+            acl.map(|acl| acl.iter().map(crate::acl::Acl::to_zk).collect());
         let mut budget = Budget::start(self.policy);
-        let acls = self.session.default_acls();
-        let options = CreateMode::Persistent.with_acls(acls);
+        let parent_options = CreateMode::Persistent.with_acls(self.session.default_acls());
+        let options = match &explicit {
+            Some(acl) => CreateMode::Persistent.with_acls(zookeeper_client::Acls::new(acl)),
+            None => CreateMode::Persistent.with_acls(self.session.default_acls()),
+        };
         let data = encode(value);
         let mut lost = false;
         loop {
@@ -221,7 +236,7 @@ impl Counter {
             }
             let (client, generation) = self.session.client();
             if let Some(parent) = parent(&self.path) {
-                match self.bounded(client.mkdir(parent, &options)).await {
+                match self.bounded(client.mkdir(parent, &parent_options)).await {
                     Ok(()) | Err(ZkError::NodeExists) => {}
                     Err(err) => {
                         self.note_error(&err, generation).await;
@@ -575,6 +590,9 @@ impl Counter {
     }
 
     fn store_error(&self, err: ZkError) -> ZooidError {
+        if matches!(err, ZkError::NoAuth) {
+            return crate::acl::not_authorized(&self.path, self.session.options());
+        }
         ZooidError::Store {
             path: self.path.clone(),
             reason: err.to_string(),

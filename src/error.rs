@@ -116,6 +116,11 @@ pub enum ZooidError {
     /// A blocking call was made from inside an async runtime thread.
     #[error("blocking zooid call made from an async runtime thread; use the async API there")]
     RuntimeThread,
+
+    /// The ensemble refused the request because the node's ACL does not grant this client's
+    /// identity the permission it needs; nothing was changed.
+    #[error("not authorized on {path} as {identity}: the node's ACL does not grant this identity the permission (nothing was changed)")]
+    NotAuthorized { path: String, identity: String },
 }
 
 fn fmt_not_found(category: &str) -> String {

@@ -19,6 +19,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod acl;
 pub mod blocking;
 pub mod counter;
 pub mod election;
@@ -26,6 +27,8 @@ pub mod error;
 pub mod ffi;
 pub mod idset;
 pub mod java;
+#[cfg(feature = "kerberos")]
+mod kerberos;
 pub mod pool;
 pub mod prefetch;
 pub mod queue;
@@ -35,7 +38,9 @@ mod runtime;
 pub mod service;
 pub mod session;
 pub mod store;
+mod tls_probe;
 
+pub use acl::{Acl, Perms};
 pub use counter::Counter;
 pub use election::{
     Election, ElectionOptions, ElectionStatus, FencedOp, FencedResult, LeaderInfo, LeaderState,
@@ -48,4 +53,4 @@ pub use range::{IdRange, RangeSet};
 pub use retry::RetryPolicy;
 pub use service::{IdGeneratorService, PoolInfo, ServiceOptions};
 pub use session::{ConnectionState, Session, SessionStatus};
-pub use store::{AnyStore, ConnectOptions, Store};
+pub use store::{AnyStore, ConnectOptions, Sasl, Store, TlsFiles};

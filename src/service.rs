@@ -182,6 +182,26 @@ impl<S: Store> IdGeneratorService<S> {
         first: i64,
         last: i64,
     ) -> Result<()> {
+        self.create_category_with_acl(category, first, last, None)
+            .await
+    }
+
+    /// [`create_category`](Self::create_category) with the ACL `acl` on the pool node (`None`:
+    /// the store's default, `creator_all` for an authenticated session, else open to all).
+    ///
+    /// Clients the ACL does not grant read and write get `NotAuthorized` on every take and
+    /// push, and nothing changes. Needs a ZooKeeper store (`InvalidArgument` on `mem:`/`file:`)
+    /// and a non-empty ACL.
+    pub async fn create_category_with_acl(
+        &self,
+        category: &IdCategory,
+        first: i64,
+        last: i64,
+        acl: Option<&[crate::acl::Acl]>,
+    ) -> Result<()> {
+        if let Some(acl) = acl {
+            crate::acl::check_acl_list(acl)?;
+        }
         let bounds = IdRange::new(first, last)
             .filter(|_| first >= 1)
             .ok_or_else(|| {
@@ -205,7 +225,11 @@ impl<S: Store> IdGeneratorService<S> {
         let mut budget = Budget::start(self.options.retry);
         let mut failure = LastFailure::None;
         while budget.try_attempt() {
-            match self.store.create(path, &bytes).await {
+            let created = match acl {
+                None => self.store.create(path, &bytes).await,
+                Some(acl) => self.store.create_with_acl(path, &bytes, acl).await,
+            };
+            match created {
                 Ok(()) => {}
                 Err(StoreError::NodeExists) => {
                     // Ours, if an earlier attempt of this call applied before its reply was lost.
@@ -470,9 +494,11 @@ impl<S: Store> IdGeneratorService<S> {
                         }
                     }
                 }
-                Err(other @ StoreError::NodeExists) | Err(other @ StoreError::Refused(_)) => {
-                    return Err(other.into_zooid(path))
-                }
+                Err(
+                    other @ (StoreError::NodeExists
+                    | StoreError::Refused(_)
+                    | StoreError::NotAuthorized { .. }),
+                ) => return Err(other.into_zooid(path)),
             }
         }
         Err(self.budget_error(category, &budget, failure))
@@ -506,7 +532,7 @@ impl<S: Store> IdGeneratorService<S> {
                 Err(StoreError::NoNode) => {
                     return Ok(Resolution::Unknown("the pool node was deleted".into()))
                 }
-                Err(err @ StoreError::Refused(_)) => {
+                Err(err @ (StoreError::Refused(_) | StoreError::NotAuthorized { .. })) => {
                     return Ok(Resolution::Unknown(err.to_string()))
                 }
                 Err(_) => {

@@ -30,6 +30,7 @@ fn queued_operations_fail_within_their_deadline() {
         let connect = ConnectOptions {
             session_timeout: session,
             digest_auth: None,
+            ..ConnectOptions::default()
         };
         let admin =
             IdGeneratorService::connect(&zk.connect_string(), &connect, ServiceOptions::default())

@@ -27,6 +27,7 @@ fn connect(connect: &str, deadline: Duration) -> IdGeneratorService {
     let connect_options = ConnectOptions {
         session_timeout: Duration::from_secs(4),
         digest_auth: None,
+        ..ConnectOptions::default()
     };
     IdGeneratorService::connect(connect, &connect_options, options).unwrap()
 }
@@ -284,6 +285,7 @@ fn lost_refill_reply_and_session_expiry_lose_no_id() {
     let connect_options = ConnectOptions {
         session_timeout: Duration::from_secs(2),
         digest_auth: None,
+        ..ConnectOptions::default()
     };
     let service = IdGeneratorService::connect(
         &proxy.connect_string(),

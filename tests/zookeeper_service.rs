@@ -182,6 +182,7 @@ fn digest_auth_and_chroot() {
         let auth = ConnectOptions {
             session_timeout: Duration::from_secs(5),
             digest_auth: Some(("app".into(), "s3cret".into())),
+            ..ConnectOptions::default()
         };
         let svc =
             IdGeneratorService::connect(&zk.connect_string(), &auth, ServiceOptions::default())
@@ -198,7 +199,10 @@ fn digest_auth_and_chroot() {
         .await
         .unwrap();
         let denied = anonymous.take_ids(&cat, 5).await.unwrap_err();
-        assert!(matches!(denied, ZooidError::Store { .. }), "{denied:?}");
+        assert!(
+            matches!(denied, ZooidError::NotAuthorized { .. }),
+            "{denied:?}"
+        );
 
         let chrooted = IdGeneratorService::connect(
             &format!("{}/secure", zk.connect_string()),

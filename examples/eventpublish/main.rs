@@ -95,6 +95,7 @@ fn open_service(job: &Job) -> zooid::Result<IdGeneratorService> {
     let options = ConnectOptions {
         session_timeout: Duration::from_millis(job.session_timeout_ms),
         digest_auth: None,
+        ..ConnectOptions::default()
     };
     IdGeneratorService::connect(
         job.connect.as_deref().unwrap_or("mem:"),

@@ -35,6 +35,11 @@ impl Counter {
         block_on(self.inner.init(value))?
     }
 
+    /// See [`AsyncCounter::init_with_acl`].
+    pub fn init_with_acl(&self, value: i64, acl: Option<&[crate::acl::Acl]>) -> Result<()> {
+        block_on(self.inner.init_with_acl(value, acl))?
+    }
+
     /// See [`AsyncCounter::next`].
     pub fn next(&self, n: u64) -> Result<IdRange> {
         block_on(self.inner.next(n))?

@@ -56,6 +56,20 @@ impl IdGeneratorService {
         block_on(self.inner.create_category(category, first, last))?
     }
 
+    /// See [`AsyncService::create_category_with_acl`].
+    pub fn create_category_with_acl(
+        &self,
+        category: &IdCategory,
+        first: i64,
+        last: i64,
+        acl: Option<&[crate::acl::Acl]>,
+    ) -> Result<()> {
+        block_on(
+            self.inner
+                .create_category_with_acl(category, first, last, acl),
+        )?
+    }
+
     /// See [`AsyncService::take_ids`].
     pub fn take_ids(&self, category: &IdCategory, n: u64) -> Result<IdSet> {
         block_on(self.inner.take_ids(category, n))?

@@ -4,7 +4,7 @@ use std::ffi::c_char;
 use std::time::Duration;
 
 use super::{arg_mut, arg_str, guard, guard_void, zooid_status, Failure, Out};
-use crate::{ConnectOptions, ServiceOptions};
+use crate::{ConnectOptions, Sasl, ServiceOptions, TlsFiles};
 
 /// Options for `zooid_service_open`, created with defaults by `zooid_options_new`: a 10 s
 /// ZooKeeper session timeout, no authentication, up to 100 attempts within 30 s per operation.
@@ -81,6 +81,106 @@ pub unsafe extern "C" fn zooid_options_set_digest_auth(
         // SAFETY: forwarded from this function's contract.
         let password = unsafe { arg_str(password, "password") }?;
         options.connect.digest_auth = Some((user.to_string(), password.to_string()));
+        Ok(())
+    })
+}
+
+/// Sets TLS to the ensemble's `secureClientPort`: `ca_file` is the PEM file of the CA that
+/// signed the servers' certificates; `cert_file` and `key_file` (both NULL, or both set) are the
+/// client certificate and its key for mutual TLS. The paths are copied; the files are read when
+/// the service opens its session (and again for every replacement session). The connect string
+/// must then name the servers' secure ports. Server hostnames (or IPs) are verified.
+///
+/// Errors: `ZOOID_STATUS_INVALID_ARGUMENT` when only one of `cert_file` and `key_file` is given.
+/// An unreadable or invalid file fails `zooid_service_open` with
+/// `ZOOID_STATUS_INVALID_ARGUMENT` naming the file; a server whose certificate the CA did not
+/// sign fails it with `ZOOID_STATUS_CONNECTION_LOST`.
+///
+/// # Safety
+/// `options` must be NULL or live options not used by another thread during the call;
+/// `ca_file` NULL or a NUL-terminated string; `cert_file` and `key_file` NULL or NUL-terminated
+/// strings.
+#[no_mangle]
+pub unsafe extern "C" fn zooid_options_set_tls(
+    options: *mut zooid_options,
+    ca_file: *const c_char,
+    cert_file: *const c_char,
+    key_file: *const c_char,
+) -> zooid_status {
+    guard(|| {
+        // SAFETY: forwarded from this function's contract.
+        let options = unsafe { arg_mut(options, "options") }?;
+        // SAFETY: forwarded from this function's contract.
+        let ca = unsafe { arg_str(ca_file, "ca_file") }?;
+        let mut tls = TlsFiles::ca(ca);
+        match (cert_file.is_null(), key_file.is_null()) {
+            (true, true) => {}
+            (false, false) => {
+                // SAFETY: forwarded from this function's contract.
+                let cert = unsafe { arg_str(cert_file, "cert_file") }?;
+                // SAFETY: forwarded from this function's contract.
+                let key = unsafe { arg_str(key_file, "key_file") }?;
+                tls = tls.with_identity(cert, key);
+            }
+            _ => {
+                return Err(Failure::Invalid(
+                    "cert_file and key_file go together: give both or neither".into(),
+                ))
+            }
+        }
+        options.connect.tls = Some(tls);
+        Ok(())
+    })
+}
+
+/// Sets SASL DIGEST-MD5 authentication as `user` with `password` (a user of the servers' JAAS
+/// `Server` section), during the connection handshake. ACL entries `sasl:USER` then grant it
+/// rights. The strings are copied; the password is never shown in messages. Ignored by the
+/// embedded stores. A wrong password fails `zooid_service_open` with `ZOOID_STATUS_STORE`.
+///
+/// # Safety
+/// `options` must be NULL or live options not used by another thread during the call; `user`
+/// and `password` NULL or NUL-terminated strings.
+#[no_mangle]
+pub unsafe extern "C" fn zooid_options_set_sasl_digest(
+    options: *mut zooid_options,
+    user: *const c_char,
+    password: *const c_char,
+) -> zooid_status {
+    guard(|| {
+        // SAFETY: forwarded from this function's contract.
+        let options = unsafe { arg_mut(options, "options") }?;
+        // SAFETY: forwarded from this function's contract.
+        let user = unsafe { arg_str(user, "user") }?;
+        // SAFETY: forwarded from this function's contract.
+        let password = unsafe { arg_str(password, "password") }?;
+        options.connect.sasl = Some(Sasl::digest(user, password));
+        Ok(())
+    })
+}
+
+/// Sets SASL Kerberos (GSSAPI) authentication as `principal`, with its key from `keytab_file`,
+/// to servers whose principal is `zookeeper/HOST`. The strings are copied. Needs a libzooid
+/// built with the `kerberos` feature (else `zooid_service_open` fails with
+/// `ZOOID_STATUS_INVALID_ARGUMENT`); the keytab is process-wide (`KRB5_CLIENT_KTNAME`).
+///
+/// # Safety
+/// `options` must be NULL or live options not used by another thread during the call;
+/// `principal` and `keytab_file` NULL or NUL-terminated strings.
+#[no_mangle]
+pub unsafe extern "C" fn zooid_options_set_sasl_kerberos(
+    options: *mut zooid_options,
+    principal: *const c_char,
+    keytab_file: *const c_char,
+) -> zooid_status {
+    guard(|| {
+        // SAFETY: forwarded from this function's contract.
+        let options = unsafe { arg_mut(options, "options") }?;
+        // SAFETY: forwarded from this function's contract.
+        let principal = unsafe { arg_str(principal, "principal") }?;
+        // SAFETY: forwarded from this function's contract.
+        let keytab = unsafe { arg_str(keytab_file, "keytab_file") }?;
+        options.connect.sasl = Some(Sasl::kerberos(principal, keytab));
         Ok(())
     })
 }

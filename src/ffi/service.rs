@@ -140,6 +140,40 @@ pub unsafe extern "C" fn zooid_service_create_category(
     })
 }
 
+/// Creates a category like `zooid_service_create_category`, with the ACL `acl` on its pool
+/// node: comma-separated `scheme:id:perms` entries as ZooKeeper's CLI writes them, such as
+/// `"sasl:app:cdrwa,world:anyone:r"`, `"auth::cdrwa"` (the identities this service
+/// authenticated as) or `"digest:app:BASE64SHA1:cdrwa"`. Services the ACL does not grant read
+/// and write get `ZOOID_STATUS_NOT_AUTHORIZED` on takes and pushes, and nothing changes.
+///
+/// Errors: as `zooid_service_create_category`, and `ZOOID_STATUS_INVALID_ARGUMENT` for an
+/// unparsable or empty ACL; `ZOOID_STATUS_STORE` on the embedded stores, which have no ACLs.
+///
+/// # Safety
+/// `service` must be NULL or a live service reference; `category` and `acl` NULL or
+/// NUL-terminated strings.
+#[no_mangle]
+pub unsafe extern "C" fn zooid_service_create_category_with_acl(
+    service: *const zooid_service,
+    category: *const c_char,
+    first: i64,
+    last: i64,
+    acl: *const c_char,
+) -> zooid_status {
+    guard(|| {
+        // SAFETY: forwarded from this function's contract.
+        let service = unsafe { arg_ref(service, "service") }?;
+        // SAFETY: forwarded from this function's contract.
+        let category = unsafe { self::category(category) }?;
+        // SAFETY: forwarded from this function's contract.
+        let acl = crate::acl::parse_acl_list(unsafe { arg_str(acl, "acl") }?)?;
+        service
+            .inner
+            .create_category_with_acl(&category, first, last, Some(&acl))?;
+        Ok(())
+    })
+}
+
 /// Takes up to `n` (1 to 2^31 - 1) of the lowest free IDs of `category` (fewer when fewer
 /// remain) and writes a new ID set holding them to `*out_set`; the caller owns the set.
 ///

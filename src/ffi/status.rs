@@ -73,11 +73,14 @@ pub enum zooid_status {
     ZOOID_STATUS_TOO_LARGE = 22,
     /// The handle was closed (or the candidacy resigned) before or during the call.
     ZOOID_STATUS_CLOSED = 23,
+    /// The node's ACL does not grant this client's identity the permission the call needs (the
+    /// message names the node and the identity). Nothing was changed.
+    ZOOID_STATUS_NOT_AUTHORIZED = 24,
 }
 
 impl zooid_status {
     /// Every status, in numeric order.
-    pub(crate) const ALL: [zooid_status; 24] = [
+    pub(crate) const ALL: [zooid_status; 25] = [
         Self::ZOOID_STATUS_OK,
         Self::ZOOID_STATUS_INVALID_ARGUMENT,
         Self::ZOOID_STATUS_EXHAUSTED,
@@ -102,6 +105,7 @@ impl zooid_status {
         Self::ZOOID_STATUS_QUEUE_FULL,
         Self::ZOOID_STATUS_TOO_LARGE,
         Self::ZOOID_STATUS_CLOSED,
+        Self::ZOOID_STATUS_NOT_AUTHORIZED,
     ];
 
     /// The status for an error of the library.
@@ -128,6 +132,7 @@ impl zooid_status {
             ZooidError::QueueFull { .. } => Self::ZOOID_STATUS_QUEUE_FULL,
             ZooidError::TooLarge { .. } => Self::ZOOID_STATUS_TOO_LARGE,
             ZooidError::Closed { .. } => Self::ZOOID_STATUS_CLOSED,
+            ZooidError::NotAuthorized { .. } => Self::ZOOID_STATUS_NOT_AUTHORIZED,
             _ => Self::ZOOID_STATUS_OTHER,
         }
     }
@@ -169,6 +174,7 @@ impl zooid_status {
             Self::ZOOID_STATUS_QUEUE_FULL => "ZOOID_STATUS_QUEUE_FULL\0",
             Self::ZOOID_STATUS_TOO_LARGE => "ZOOID_STATUS_TOO_LARGE\0",
             Self::ZOOID_STATUS_CLOSED => "ZOOID_STATUS_CLOSED\0",
+            Self::ZOOID_STATUS_NOT_AUTHORIZED => "ZOOID_STATUS_NOT_AUTHORIZED\0",
         }
     }
 }
@@ -335,6 +341,13 @@ mod tests {
             (
                 ZooidError::Closed { what: c() },
                 zooid_status::ZOOID_STATUS_CLOSED,
+            ),
+            (
+                ZooidError::NotAuthorized {
+                    path: c(),
+                    identity: c(),
+                },
+                zooid_status::ZOOID_STATUS_NOT_AUTHORIZED,
             ),
         ];
         for (err, status) in &cases {

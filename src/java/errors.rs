@@ -43,6 +43,7 @@ pub(crate) mod code {
     pub const TOO_LARGE: i32 = 22;
     /// A closed handle or resigned candidacy: `IllegalStateException` on the Java side.
     pub const CLOSED: i32 = 23;
+    pub const NOT_AUTHORIZED: i32 = 24;
     /// A null argument: `NullPointerException`.
     pub const NULL_ARGUMENT: i32 = -1;
     /// An object used in the wrong state: `IllegalStateException`.
@@ -143,6 +144,9 @@ impl Described {
             ZooidError::QueueFull { queue, .. } => (code::QUEUE_FULL, Some(queue), None, vec![]),
             ZooidError::TooLarge { what, .. } => (code::TOO_LARGE, Some(what), None, vec![]),
             ZooidError::Closed { what } => (code::CLOSED, Some(what), None, vec![]),
+            ZooidError::NotAuthorized { path, .. } => {
+                (code::NOT_AUTHORIZED, Some(path), None, vec![])
+            }
         };
         Self {
             code,
@@ -390,6 +394,10 @@ mod tests {
                 limit: 1,
             },
             ZooidError::Closed { what: "/g".into() },
+            ZooidError::NotAuthorized {
+                path: "/c".into(),
+                identity: "sasl:app".into(),
+            },
         ];
         for err in errors {
             let described = Described::of_zooid(&err);

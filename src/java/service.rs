@@ -14,7 +14,10 @@ use jni::{native_method, Env, NativeMethod};
 use super::errors::{Failure, ThrowJava};
 use super::{optional_string_arg, string_arg};
 use crate::blocking::IdGeneratorService;
-use crate::{ConnectOptions, IdCategory, IdRange, IdSet, RetryPolicy, ServiceOptions, ZooidError};
+use crate::{
+    ConnectOptions, IdCategory, IdRange, IdSet, RetryPolicy, Sasl, ServiceOptions, TlsFiles,
+    ZooidError,
+};
 
 pub(super) const METHODS: &[NativeMethod] = &[
     native_method! {
@@ -25,7 +28,14 @@ pub(super) const METHODS: &[NativeMethod] = &[
             digest_password: JString,
             operation_timeout_millis: jlong,
             max_attempts: jint,
-            max_pool_bytes: jlong
+            max_pool_bytes: jlong,
+            tls_ca: JString,
+            tls_cert: JString,
+            tls_key: JString,
+            sasl_mechanism: JString,
+            sasl_user: JString,
+            sasl_password: JString,
+            sasl_keytab: JString
         ) -> jlong,
         error_policy = ThrowJava,
     },
@@ -35,6 +45,16 @@ pub(super) const METHODS: &[NativeMethod] = &[
     },
     native_method! {
         static fn create_category(handle: jlong, category: JString, first: jlong, last: jlong),
+        error_policy = ThrowJava,
+    },
+    native_method! {
+        static fn create_category_with_acl(
+            handle: jlong,
+            category: JString,
+            first: jlong,
+            last: jlong,
+            acl: JString
+        ),
         error_policy = ThrowJava,
     },
     native_method! {
@@ -70,6 +90,13 @@ fn open<'local>(
     operation_timeout_millis: jlong,
     max_attempts: jint,
     max_pool_bytes: jlong,
+    tls_ca: JString<'local>,
+    tls_cert: JString<'local>,
+    tls_key: JString<'local>,
+    sasl_mechanism: JString<'local>,
+    sasl_user: JString<'local>,
+    sasl_password: JString<'local>,
+    sasl_keytab: JString<'local>,
 ) -> Result<jlong, Failure> {
     let connect = string_arg(env, &connect, "connect")?;
     let mut connect_options = ConnectOptions::default();
@@ -85,6 +112,43 @@ fn open<'local>(
             return Err(ZooidError::InvalidArgument(
                 "digest auth needs both a user and a password".into(),
             )
+            .into())
+        }
+    };
+    if let Some(ca) = optional_string_arg(env, &tls_ca)? {
+        let mut tls = TlsFiles::ca(ca);
+        match (
+            optional_string_arg(env, &tls_cert)?,
+            optional_string_arg(env, &tls_key)?,
+        ) {
+            (Some(cert), Some(key)) => tls = tls.with_identity(cert, key),
+            (None, None) => {}
+            _ => {
+                return Err(ZooidError::InvalidArgument(
+                    "TLS client certificate and key go together".into(),
+                )
+                .into())
+            }
+        }
+        connect_options.tls = Some(tls);
+    }
+    let user = optional_string_arg(env, &sasl_user)?;
+    connect_options.sasl = match optional_string_arg(env, &sasl_mechanism)?.as_deref() {
+        None => None,
+        Some("digest") => Some(Sasl::digest(
+            user.ok_or(Failure::NullArgument("SASL user".into()))?,
+            optional_string_arg(env, &sasl_password)?
+                .ok_or(Failure::NullArgument("SASL password".into()))?,
+        )),
+        Some("kerberos") => Some(Sasl::kerberos(
+            user.ok_or(Failure::NullArgument("Kerberos principal".into()))?,
+            optional_string_arg(env, &sasl_keytab)?
+                .ok_or(Failure::NullArgument("Kerberos keytab".into()))?,
+        )),
+        Some(other) => {
+            return Err(ZooidError::InvalidArgument(format!(
+                "unknown SASL mechanism {other:?} (digest or kerberos)"
+            ))
             .into())
         }
     };
@@ -151,6 +215,20 @@ fn create_category<'local>(
 ) -> Result<(), Failure> {
     let category = category_arg(env, &category)?;
     Ok(service(handle)?.create_category(&category, first, last)?)
+}
+
+fn create_category_with_acl<'local>(
+    env: &mut Env<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+    category: JString<'local>,
+    first: jlong,
+    last: jlong,
+    acl: JString<'local>,
+) -> Result<(), Failure> {
+    let category = category_arg(env, &category)?;
+    let acl = crate::acl::parse_acl_list(&string_arg(env, &acl, "acl")?)?;
+    Ok(service(handle)?.create_category_with_acl(&category, first, last, Some(&acl))?)
 }
 
 fn take_ids<'local>(

@@ -70,8 +70,24 @@ impl ZkStore {
                     StoreError::Unavailable(why)
                 })
             }
+            Err(ZkError::NoAuth) => Err(StoreError::NotAuthorized {
+                identity: self.session.options().identity(),
+            }),
             Err(err) => Err(classify(err, write)),
         }
+    }
+
+    async fn create_node(&self, path: &str, data: &[u8], acl: Acls<'_>) -> Result<(), StoreError> {
+        if let Some(parent) = super::parent(path) {
+            let options = CreateMode::Persistent.with_acls(self.acls());
+            self.call(true, |c| async move { c.mkdir(parent, &options).await })
+                .await?;
+        }
+        let options = CreateMode::Persistent.with_acls(acl);
+        self.call(true, |c| async move {
+            c.create(path, data, &options).await.map(|_| ())
+        })
+        .await
     }
 }
 
@@ -105,17 +121,17 @@ impl Store for ZkStore {
     }
 
     async fn create(&self, path: &str, data: &[u8]) -> Result<(), StoreError> {
-        let acls = self.acls();
-        if let Some(parent) = super::parent(path) {
-            let options = CreateMode::Persistent.with_acls(acls);
-            self.call(true, |c| async move { c.mkdir(parent, &options).await })
-                .await?;
-        }
-        let options = CreateMode::Persistent.with_acls(acls);
-        self.call(true, |c| async move {
-            c.create(path, data, &options).await.map(|_| ())
-        })
-        .await
+        self.create_node(path, data, self.acls()).await
+    }
+
+    async fn create_with_acl(
+        &self,
+        path: &str,
+        data: &[u8],
+        acl: &[crate::acl::Acl],
+    ) -> Result<(), StoreError> {
+        let acl: Vec<zookeeper_client::Acl> = acl.iter().map(crate::acl::Acl::to_zk).collect();
+        self.create_node(path, data, Acls::new(&acl)).await
     }
 
     async fn set(&self, path: &str, data: &[u8], expected: i32) -> Result<i32, StoreError> {

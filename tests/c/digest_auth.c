@@ -1,6 +1,6 @@
 /*
  * ZooKeeper digest authentication set through zooid_options: a category created by an
- * authenticated service is usable by the same user and refused (ZOOID_STATUS_STORE) to a
+ * authenticated service is usable by the same user and refused (ZOOID_STATUS_NOT_AUTHORIZED) to a
  * service without authentication or with the wrong password.
  *
  *   digest_auth CONNECT CATEGORY
@@ -36,12 +36,12 @@ int main(int argc, char **argv) {
 
     const zooid_service *anonymous = open_as(connect, NULL, NULL);
     set = NULL;
-    EXPECT_STATUS(ZOOID_STATUS_STORE, zooid_service_take_ids(anonymous, category, 5, &set));
+    EXPECT_STATUS(ZOOID_STATUS_NOT_AUTHORIZED, zooid_service_take_ids(anonymous, category, 5, &set));
     CHECK(set == NULL);
     zooid_service_free(anonymous);
 
     const zooid_service *impostor = open_as(connect, "eventpublish", "guess");
-    EXPECT_STATUS(ZOOID_STATUS_STORE, zooid_service_take_ids(impostor, category, 5, &set));
+    EXPECT_STATUS(ZOOID_STATUS_NOT_AUTHORIZED, zooid_service_take_ids(impostor, category, 5, &set));
     CHECK(set == NULL);
     zooid_service_free(impostor);
 

@@ -38,6 +38,7 @@ impl Ctx {
         let connect = ConnectOptions {
             session_timeout: Duration::from_secs(5),
             digest_auth: None,
+            ..ConnectOptions::default()
         };
         IdGeneratorService::connect(&self.connect, &connect, options)
             .await
@@ -51,6 +52,7 @@ impl Ctx {
         let connect = ConnectOptions {
             session_timeout: Duration::from_secs(5),
             digest_auth: None,
+            ..ConnectOptions::default()
         };
         let store = AnyStore::open(&self.connect, &connect)
             .await

@@ -220,6 +220,7 @@ impl Rig {
             &ConnectOptions {
                 session_timeout: Duration::from_secs(10),
                 digest_auth: None,
+                ..ConnectOptions::default()
             },
             ServiceOptions {
                 retry: RetryPolicy {

@@ -20,7 +20,9 @@ pub mod zookeeper;
 use std::time::{Duration, Instant};
 
 pub use proxy::{op, FaultProxy, MatchFn, Mode, ProxyStats, RequestMatch, ResetPoint};
-pub use zookeeper::{four_letter_word, zk_lib_dir, ZkEnsemble, ZkServer};
+pub use zookeeper::{
+    four_letter_word, free_loopback_ports, spawn_owned, zk_lib_dir, ZkEnsemble, ZkServer,
+};
 
 /// A 2-worker multi-thread tokio runtime for a test's async part.
 pub fn runtime() -> tokio::runtime::Runtime {

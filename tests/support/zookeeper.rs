@@ -117,6 +117,12 @@ fn loopback(port: u16) -> SocketAddr {
     SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port))
 }
 
+/// `n` distinct ports that were free on 127.0.0.1 a moment ago (for a server's extra ports,
+/// such as `secureClientPort`).
+pub fn free_loopback_ports(n: usize) -> Vec<u16> {
+    free_ports(n)
+}
+
 /// `n` distinct currently-free ports on 127.0.0.1 (all bound at once, then released).
 fn free_ports(n: usize) -> Vec<u16> {
     let listeners: Vec<TcpListener> = (0..n)
@@ -178,6 +184,12 @@ fn tail_file(path: &Path, n: usize) -> String {
 /// forked the child exits, so the JVMs must not be forked from test threads (which end while a
 /// server value may still be alive in a static or another thread) or short-lived tokio blocking
 /// threads. This idle thread lives as long as the test binary; when the binary dies, so do the JVMs.
+/// Spawns `cmd` so that the kernel kills it if the test process dies (for helper daemons such
+/// as a test KDC); the caller still kills and reaps it by PID when done.
+pub fn spawn_owned(cmd: Command) -> io::Result<Child> {
+    spawn_with_parent_death_signal(cmd)
+}
+
 fn spawn_with_parent_death_signal(mut cmd: Command) -> io::Result<Child> {
     type Req = (Command, mpsc::Sender<io::Result<Child>>);
     static SPAWNER: OnceLock<Mutex<mpsc::Sender<Req>>> = OnceLock::new();
@@ -333,6 +345,8 @@ struct Node {
     myid: Option<u32>,
     peers: Option<Peers>,
     extra_config: Vec<(String, String)>,
+    /// Extra JVM arguments (`-Dkey=value`), before the main class.
+    jvm_args: Vec<String>,
     jvm: Option<Jvm>,
     last_pid: Option<u32>,
 }
@@ -358,6 +372,7 @@ impl Node {
             myid,
             peers,
             extra_config,
+            jvm_args: Vec::new(),
             jvm: None,
             last_pid: None,
         };
@@ -454,6 +469,7 @@ impl Node {
             "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
         ])
         .arg(format!("-Dorg.slf4j.simpleLogger.defaultLogLevel={level}"))
+        .args(&self.jvm_args)
         .arg("-cp")
         .arg(format!("{}/*", lib.display()))
         .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
@@ -618,6 +634,12 @@ impl ZkServer {
 
     /// Like [`ZkServer::start`], with extra `zoo.cfg` lines (later keys override the defaults).
     pub fn start_with(extra_config: &[(&str, &str)]) -> ZkServer {
+        Self::start_with_jvm_args(extra_config, &[])
+    }
+
+    /// Like [`ZkServer::start_with`], with extra JVM arguments such as
+    /// `-Djava.security.auth.login.config=FILE` (for SASL) before the main class.
+    pub fn start_with_jvm_args(extra_config: &[(&str, &str)], jvm_args: &[String]) -> ZkServer {
         let extra: Vec<(String, String)> = extra_config
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -634,6 +656,7 @@ impl ZkServer {
                 None,
                 extra.clone(),
             );
+            node.jvm_args = jvm_args.to_vec();
             node.spawn();
             match wait_serving(&mut node, STANDALONE_START_TIMEOUT) {
                 Ok(()) => {

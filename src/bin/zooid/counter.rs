@@ -27,8 +27,14 @@ fn show_range(range: IdRange, hex: bool) -> String {
 }
 
 /// `zooid counter init PATH [--value N]`.
-pub fn init(connect: &str, options: &ConnectOptions, path: &str, value: i64) -> zooid::Result<()> {
-    open(connect, options, path)?.init(value)?;
+pub fn init(
+    connect: &str,
+    options: &ConnectOptions,
+    path: &str,
+    value: i64,
+    acl: Option<Vec<zooid::Acl>>,
+) -> zooid::Result<()> {
+    open(connect, options, path)?.init_with_acl(value, acl.as_deref())?;
     println!("created counter {path} at {value}");
     Ok(())
 }

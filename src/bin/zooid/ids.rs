@@ -12,9 +12,9 @@ pub fn init(
     connect: &str,
     options: &ConnectOptions,
     category: &str,
-    first: i64,
-    last: i64,
+    (first, last): (i64, i64),
     after_counter: Option<String>,
+    acl: Option<Vec<zooid::Acl>>,
 ) -> zooid::Result<()> {
     let service = open(connect, options)?;
     let category = IdCategory::new(category)?;
@@ -26,8 +26,17 @@ pub fn init(
             })?,
         None => first,
     };
-    service.create_category(&category, first, last)?;
-    println!("created {category} with IDs {first}:{last}");
+    service.create_category_with_acl(&category, first, last, acl.as_deref())?;
+    match &acl {
+        Some(acl) => {
+            let entries: Vec<String> = acl.iter().map(zooid::Acl::to_text).collect();
+            println!(
+                "created {category} with IDs {first}:{last}, ACL {}",
+                entries.join(",")
+            );
+        }
+        None => println!("created {category} with IDs {first}:{last}"),
+    }
     Ok(())
 }
 

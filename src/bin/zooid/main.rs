@@ -6,6 +6,7 @@ mod elect;
 mod ids;
 mod prefetch;
 mod queue;
+mod security;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,9 +28,13 @@ struct Cli {
     #[arg(long, default_value_t = 10_000)]
     session_timeout_ms: u64,
 
-    /// ZooKeeper digest authentication, as user:password.
+    /// ZooKeeper digest authentication (`addauth digest`), as user:password. Prefer the
+    /// environment variable: an argument shows the password to every user of the machine.
     #[arg(long, env = "ZOOID_AUTH", hide_env_values = true)]
     auth: Option<String>,
+
+    #[command(flatten)]
+    security: security::SecurityArgs,
 
     #[command(subcommand)]
     command: Command,
@@ -47,6 +52,11 @@ enum Command {
         /// Start above a legacy counter node (8-byte big-endian long, as older deployments keep).
         #[arg(long, conflicts_with = "first")]
         after_counter: Option<String>,
+        /// The pool node's ACL, as scheme:id:perms entries (comma-separated or repeated), such
+        /// as `sasl:app:cdrwa,world:anyone:r` or `digest:app:HASH:cdrwa` or `auth::cdrwa`.
+        /// Default: the creator only when authenticated, else open to all.
+        #[arg(long, value_name = "ACL")]
+        acl: Vec<String>,
     },
     /// Take up to N IDs; prints one START:END line per range.
     Take { category: String, n: u64 },
@@ -116,6 +126,9 @@ enum CounterCommand {
         path: String,
         #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
         value: i64,
+        /// The counter node's ACL, as for `zooid init --acl`.
+        #[arg(long, value_name = "ACL")]
+        acl: Vec<String>,
     },
     /// Reserve the next N values; prints them as one START:END line.
     Next {
@@ -161,6 +174,7 @@ fn exit_code(err: &ZooidError) -> u8 {
         ZooidError::SessionLost { .. } => 11,
         // 12: `zooid leader` found no leader (not an error).
         ZooidError::NotLeader { .. } => 13,
+        ZooidError::NotAuthorized { .. } => 14,
         _ => 1,
     }
 }
@@ -179,29 +193,28 @@ fn default_connect() -> String {
 
 fn run(cli: Cli) -> zooid::Result<ExitCode> {
     let connect = cli.connect.unwrap_or_else(default_connect);
-    let digest_auth = match cli.auth {
-        Some(auth) => match auth.split_once(':') {
-            Some((user, password)) => Some((user.to_string(), password.to_string())),
-            None => {
-                return Err(ZooidError::InvalidArgument(
-                    "--auth needs user:password".into(),
-                ))
-            }
-        },
-        None => None,
-    };
-    let options = ConnectOptions {
+    let mut options = ConnectOptions {
         session_timeout: Duration::from_millis(cli.session_timeout_ms),
-        digest_auth,
+        digest_auth: security::digest_auth(cli.auth)?,
+        ..ConnectOptions::default()
     };
+    cli.security.apply(&mut options)?;
     match cli.command {
         Command::Init {
             category,
             first,
             last,
             after_counter,
-        } => ids::init(&connect, &options, &category, first, last, after_counter)
-            .map(|()| ExitCode::SUCCESS),
+            acl,
+        } => ids::init(
+            &connect,
+            &options,
+            &category,
+            (first, last),
+            after_counter,
+            security::parse_acls(&acl)?,
+        )
+        .map(|()| ExitCode::SUCCESS),
         Command::Take { category, n } => {
             ids::take(&connect, &options, &category, n).map(|()| ExitCode::SUCCESS)
         }
@@ -231,9 +244,14 @@ fn run(cli: Cli) -> zooid::Result<ExitCode> {
             },
         ),
         Command::Leader { group } => elect::leader(&connect, &options, &group),
-        Command::Counter(CounterCommand::Init { path, value }) => {
-            counter::init(&connect, &options, &path, value).map(|()| ExitCode::SUCCESS)
-        }
+        Command::Counter(CounterCommand::Init { path, value, acl }) => counter::init(
+            &connect,
+            &options,
+            &path,
+            value,
+            security::parse_acls(&acl)?,
+        )
+        .map(|()| ExitCode::SUCCESS),
         Command::Counter(CounterCommand::Next { path, n, hex }) => {
             counter::next(&connect, &options, &path, n, hex).map(|()| ExitCode::SUCCESS)
         }

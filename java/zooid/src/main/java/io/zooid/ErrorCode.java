@@ -46,7 +46,9 @@ public enum ErrorCode {
     /** A value is over its size limit ({@link TooLargeException}). */
     TOO_LARGE(22),
     /** The handle was closed or the candidacy resigned (thrown as {@link IllegalStateException}). */
-    CLOSED(23);
+    CLOSED(23),
+    /** The node's ACL does not grant this client's identity the permission ({@link NotAuthorizedException}). */
+    NOT_AUTHORIZED(24);
 
     private final int value;
 

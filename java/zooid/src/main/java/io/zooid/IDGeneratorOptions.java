@@ -1,5 +1,6 @@
 package io.zooid;
 
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Objects;
 
@@ -16,6 +17,13 @@ public final class IDGeneratorOptions {
     private long operationTimeoutMillis;
     private int maxAttempts;
     private long maxPoolBytes;
+    private Path tlsCa;
+    private Path tlsCert;
+    private Path tlsKey;
+    private String saslMechanism;
+    private String saslUser;
+    private String saslPassword;
+    private Path saslKeytab;
 
     /** Options with every default. */
     public IDGeneratorOptions() {}
@@ -40,6 +48,54 @@ public final class IDGeneratorOptions {
         }
         this.digestUser = user;
         this.digestPassword = password;
+        return this;
+    }
+
+    /**
+     * TLS to the ensemble's {@code secureClientPort}, trusting the CA certificate(s) in the PEM
+     * file {@code caFile}. The connect string must name the servers' secure ports. The file is
+     * read when the service opens its session.
+     */
+    public IDGeneratorOptions tls(Path caFile) {
+        this.tlsCa = Objects.requireNonNull(caFile, "caFile");
+        this.tlsCert = null;
+        this.tlsKey = null;
+        return this;
+    }
+
+    /**
+     * Mutual TLS: as {@link #tls(Path)}, also presenting the client certificate {@code certFile}
+     * with its private key {@code keyFile} (both PEM).
+     */
+    public IDGeneratorOptions tls(Path caFile, Path certFile, Path keyFile) {
+        this.tlsCa = Objects.requireNonNull(caFile, "caFile");
+        this.tlsCert = Objects.requireNonNull(certFile, "certFile");
+        this.tlsKey = Objects.requireNonNull(keyFile, "keyFile");
+        return this;
+    }
+
+    /**
+     * SASL DIGEST-MD5 as {@code user} (a user of the servers' JAAS {@code Server} section). ACL
+     * entries {@code sasl:USER} then grant it rights. The password is never shown by {@link
+     * #toString()} or in error messages.
+     */
+    public IDGeneratorOptions saslDigest(String user, String password) {
+        this.saslMechanism = "digest";
+        this.saslUser = Objects.requireNonNull(user, "user");
+        this.saslPassword = Objects.requireNonNull(password, "password");
+        this.saslKeytab = null;
+        return this;
+    }
+
+    /**
+     * SASL Kerberos (GSSAPI) as {@code principal}, with its key from {@code keytab}. Needs a
+     * native library built with zooid's {@code kerberos} feature; the keytab is process-wide.
+     */
+    public IDGeneratorOptions saslKerberos(String principal, Path keytab) {
+        this.saslMechanism = "kerberos";
+        this.saslUser = Objects.requireNonNull(principal, "principal");
+        this.saslKeytab = Objects.requireNonNull(keytab, "keytab");
+        this.saslPassword = null;
         return this;
     }
 
@@ -82,6 +138,52 @@ public final class IDGeneratorOptions {
             throw new IllegalArgumentException(name + " must be at least 1 ms, got " + duration);
         }
         return millis;
+    }
+
+    /** The options, with every password shown as {@code <redacted>}. */
+    @Override
+    public String toString() {
+        return "IDGeneratorOptions{sessionTimeoutMillis=" + sessionTimeoutMillis
+                + ", digestAuth=" + (digestUser == null ? "none" : digestUser + ":<redacted>")
+                + ", tls=" + (tlsCa == null ? "none" : "ca=" + tlsCa + (tlsCert == null ? "" : ", cert=" + tlsCert + ", key=" + tlsKey))
+                + ", sasl=" + (saslMechanism == null ? "none" : saslMechanism + ":" + saslUser
+                        + (saslPassword == null ? "" : ":<redacted>")
+                        + (saslKeytab == null ? "" : ", keytab=" + saslKeytab))
+                + ", operationTimeoutMillis=" + operationTimeoutMillis
+                + ", maxAttempts=" + maxAttempts
+                + ", maxPoolBytes=" + maxPoolBytes + "}";
+    }
+
+    private static String pathString(Path path) {
+        return path == null ? null : path.toString();
+    }
+
+    String tlsCa() {
+        return pathString(tlsCa);
+    }
+
+    String tlsCert() {
+        return pathString(tlsCert);
+    }
+
+    String tlsKey() {
+        return pathString(tlsKey);
+    }
+
+    String saslMechanism() {
+        return saslMechanism;
+    }
+
+    String saslUser() {
+        return saslUser;
+    }
+
+    String saslPassword() {
+        return saslPassword;
+    }
+
+    String saslKeytab() {
+        return pathString(saslKeytab);
     }
 
     long sessionTimeoutMillis() {

@@ -1,5 +1,6 @@
 package io.zooid;
 
+import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.Lock;
@@ -81,7 +82,14 @@ public final class IDGeneratorService implements AutoCloseable {
                 options.digestPassword(),
                 options.operationTimeoutMillis(),
                 options.maxAttempts(),
-                options.maxPoolBytes());
+                options.maxPoolBytes(),
+                options.tlsCa(),
+                options.tlsCert(),
+                options.tlsKey(),
+                options.saslMechanism(),
+                options.saslUser(),
+                options.saslPassword(),
+                options.saslKeytab());
         return new IDGeneratorService(handle, connect);
     }
 
@@ -99,6 +107,43 @@ public final class IDGeneratorService implements AutoCloseable {
         }
         withHandle(h -> {
             ZooidNative.createCategory(h, category.getName(), firstID, lastID);
+            return null;
+        });
+    }
+
+    /**
+     * Creates a category like {@link #createCategory(IDCategory, long, long)}, with the ZooKeeper
+     * ACL {@code acl} on its pool node. Services the ACL does not grant read and write get {@link
+     * NotAuthorizedException} on takes and pushes, and nothing changes.
+     *
+     * @param acl the entries, at least one (see {@link ZooKeeperAcl})
+     * @throws IllegalArgumentException unless {@code 1 <= firstID <= lastID}, or if {@code acl} is
+     *     empty
+     * @throws CategoryExistsException if the category exists already (it is never reset)
+     * @throws IDGeneratorException with {@link ErrorCode#STORE} on the embedded stores, which have
+     *     no ACLs
+     */
+    public void createCategory(IDCategory category, long firstID, long lastID, List<ZooKeeperAcl> acl)
+            throws IDGeneratorException {
+        Objects.requireNonNull(category, "category");
+        Objects.requireNonNull(acl, "acl");
+        if (firstID < 1 || firstID > lastID) {
+            throw new IllegalArgumentException(
+                    "category bounds " + firstID + ".." + lastID + ": need 1 <= first <= last");
+        }
+        if (acl.isEmpty()) {
+            throw new IllegalArgumentException("an empty ACL would make the node unusable");
+        }
+        StringBuilder text = new StringBuilder();
+        for (ZooKeeperAcl entry : acl) {
+            if (text.length() > 0) {
+                text.append(',');
+            }
+            text.append(Objects.requireNonNull(entry, "acl entry"));
+        }
+        String joined = text.toString();
+        withHandle(h -> {
+            ZooidNative.createCategoryWithAcl(h, category.getName(), firstID, lastID, joined);
             return null;
         });
     }

@@ -69,6 +69,8 @@ final class NativeErrors {
                 return new TooLargeException(message, category);
             case CLOSED:
                 return new IllegalStateException(message);
+            case NOT_AUTHORIZED:
+                return new NotAuthorizedException(message, category);
             default:
                 return new IDGeneratorException(errorCode, message, category);
         }

@@ -30,12 +30,22 @@ final class ZooidNative {
             String digestPassword,
             long operationTimeoutMillis,
             int maxAttempts,
-            long maxPoolBytes)
+            long maxPoolBytes,
+            String tlsCa,
+            String tlsCert,
+            String tlsKey,
+            String saslMechanism,
+            String saslUser,
+            String saslPassword,
+            String saslKeytab)
             throws IDGeneratorException;
 
     static native void close(long handle);
 
     static native void createCategory(long handle, String category, long first, long last)
+            throws IDGeneratorException;
+
+    static native void createCategoryWithAcl(long handle, String category, long first, long last, String acl)
             throws IDGeneratorException;
 
     static native long[] takeIds(long handle, String category, int count) throws IDGeneratorException;

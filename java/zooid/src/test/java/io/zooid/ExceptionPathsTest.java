@@ -206,7 +206,7 @@ class ExceptionPathsTest {
     }
 
     @Test
-    void refusedByAclIsAStoreError() throws Exception {
+    void refusedByAclIsNotAuthorized() throws Exception {
         try (IDGeneratorService alice = IDGeneratorService.open(
                         zk.connectString(), new IDGeneratorOptions().digestAuth("alice", "secret"));
                 IDGeneratorService anonymous = IDGeneratorService.open(zk.connectString());
@@ -215,8 +215,8 @@ class ExceptionPathsTest {
             alice.createCategory(cat, 1, 100);
             assertEquals(1, alice.takeIDs(cat, 1).takeID());
             for (IDGeneratorService other : new IDGeneratorService[] {anonymous, mallory}) {
-                IDGeneratorException e = assertThrows(IDGeneratorException.class, () -> other.takeIDs(cat, 1));
-                assertEquals(ErrorCode.STORE, e.getCode(), e.toString());
+                NotAuthorizedException e = assertThrows(NotAuthorizedException.class, () -> other.takeIDs(cat, 1));
+                assertEquals(ErrorCode.NOT_AUTHORIZED, e.getCode(), e.toString());
             }
             assertEquals(99, alice.getPoolInfo(cat).countFreeIDs());
         }

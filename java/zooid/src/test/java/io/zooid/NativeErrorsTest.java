@@ -34,6 +34,7 @@ class NativeErrorsTest {
             {ErrorCode.SESSION_LOST, SessionLostException.class},
             {ErrorCode.QUEUE_FULL, QueueFullException.class},
             {ErrorCode.TOO_LARGE, TooLargeException.class},
+            {ErrorCode.NOT_AUTHORIZED, NotAuthorizedException.class},
         };
         Set<ErrorCode> seen = EnumSet.noneOf(ErrorCode.class);
         for (Object[] c : cases) {
@@ -85,6 +86,7 @@ class NativeErrorsTest {
         assertEquals(2, ErrorCode.EXHAUSTED.getValue());
         assertEquals(10, ErrorCode.OUTCOME_UNKNOWN.getValue());
         assertEquals(17, ErrorCode.PANIC.getValue());
+        assertEquals(24, ErrorCode.NOT_AUTHORIZED.getValue());
         for (ErrorCode code : ErrorCode.values()) {
             assertEquals(code, ErrorCode.fromValue(code.getValue()));
         }
