@@ -32,6 +32,7 @@ pub mod retry;
 mod runtime;
 pub mod service;
 pub mod session;
+pub mod stats;
 pub mod store;
 
 pub use counter::Counter;
@@ -45,4 +46,5 @@ pub use range::{IdRange, RangeSet};
 pub use retry::RetryPolicy;
 pub use service::{IdGeneratorService, PoolInfo, ServiceOptions};
 pub use session::{ConnectionState, Session, SessionStatus};
+pub use stats::{CategoryStats, LatencyHistogram, ServiceStats};
 pub use store::{AnyStore, ConnectOptions, Store};

@@ -99,6 +99,11 @@ pub trait Store: Send + Sync + 'static {
         path: &str,
         expected: i32,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// The ZooKeeper session underneath, if the store has one (for statistics and recipes).
+    fn session(&self) -> Option<&crate::session::Session> {
+        None
+    }
 }
 
 /// Options for opening a store from a connect string. Its `Debug` output never shows the
@@ -117,7 +122,10 @@ impl std::fmt::Debug for ConnectOptions {
             .field("session_timeout", &self.session_timeout)
             .field(
                 "digest_auth",
-                &self.digest_auth.as_ref().map(|(user, _)| (user, "<redacted>")),
+                &self
+                    .digest_auth
+                    .as_ref()
+                    .map(|(user, _)| (user, "<redacted>")),
             )
             .finish()
     }
@@ -197,6 +205,9 @@ impl Store for AnyStore {
     }
     async fn delete(&self, path: &str, expected: i32) -> Result<(), StoreError> {
         dispatch!(self, s => s.delete(path, expected))
+    }
+    fn session(&self) -> Option<&crate::session::Session> {
+        AnyStore::session(self)
     }
 }
 
