@@ -22,6 +22,7 @@ pub mod idset;
 pub mod options;
 pub mod pool_info;
 pub mod service;
+pub mod stats;
 pub mod status;
 
 use std::ffi::{c_char, CStr};
