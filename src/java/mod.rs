@@ -21,6 +21,7 @@ mod counter;
 mod diagnostics;
 mod errors;
 mod service;
+mod stats;
 
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -91,6 +92,7 @@ fn on_load(env: &mut Env<'_>) -> Result<(), JniError> {
     let methods: Vec<NativeMethod> = service::METHODS
         .iter()
         .chain(diagnostics::METHODS.iter())
+        .chain(stats::METHODS.iter())
         .copied()
         .collect();
     // SAFETY: every method is declared with `native_method!`, which checks at compile time that

@@ -112,7 +112,7 @@ fn open<'local>(
 ///
 /// The Java side passes only handles returned by `open` and not yet closed (it holds a read lock
 /// for the whole call, and `close` takes the write lock), so the pointer is live for `'a`.
-fn service<'a>(handle: jlong) -> Result<&'a IdGeneratorService, Failure> {
+pub(super) fn service<'a>(handle: jlong) -> Result<&'a IdGeneratorService, Failure> {
     let ptr = handle as *const IdGeneratorService;
     if ptr.is_null() {
         return Err(Failure::IllegalState(
