@@ -412,6 +412,12 @@ impl<S: Store> IdGeneratorService<S> {
 
     /// The categories directly below `parent` (by path), for discovery.
     pub async fn list_categories(&self, parent: &str) -> Result<Vec<String>> {
+        self.observed(parent, "list", |_| 0, self.list_categories_inner(parent))
+            .await
+    }
+
+    async fn list_categories_inner(&self, parent: &str) -> Result<Vec<String>> {
+        tracing::Span::current().record("attempt", 1);
         self.store.children(parent).await.map_err(|e| match e {
             StoreError::NoNode => ZooidError::NotFound {
                 category: parent.to_string(),

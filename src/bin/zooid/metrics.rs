@@ -7,7 +7,7 @@
 
 use std::net::SocketAddr;
 
-use metrics_exporter_prometheus::PrometheusBuilder;
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 use zooid::ZooidError;
 
 /// Installs the Prometheus exporter as the process's metrics recorder, listening on `addr`
@@ -22,8 +22,16 @@ pub fn serve(addr: Option<SocketAddr>) -> zooid::Result<()> {
             "--metrics-addr {addr}: cannot listen there ({err}); pick a free HOST:PORT"
         ))
     })?);
+    // The library's latency buckets (zooid::stats::LATENCY_BUCKETS_US), as a real histogram
+    // rather than the exporter's default summary, so that it aggregates across processes.
+    let buckets: Vec<f64> = zooid::stats::LATENCY_BUCKETS_US
+        .iter()
+        .map(|&us| us as f64 / 1e6)
+        .collect();
     PrometheusBuilder::new()
         .with_http_listener(addr)
+        .set_buckets_for_metric(Matcher::Full("zooid_op_duration_seconds".into()), &buckets)
+        .map_err(|err| ZooidError::InvalidArgument(format!("--metrics-addr {addr}: {err}")))?
         .install()
         .map_err(|err| ZooidError::InvalidArgument(format!("--metrics-addr {addr}: {err}")))?;
     tracing::info!(%addr, "serving Prometheus metrics");
