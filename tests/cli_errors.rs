@@ -9,6 +9,9 @@ use std::process::{Command, Output};
 use support::ZkServer;
 use zookeeper_client::{Acls, Client, CreateMode};
 
+/// The documented exit code of "not authorized".
+const NOT_AUTHORIZED: i32 = 14;
+
 fn zooid(connect: &str, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_zooid"))
         .env_remove("ZOOID_AUTH")
@@ -112,19 +115,19 @@ fn each_failure_is_one_clear_line_with_its_exit_code() {
             &connect,
             &["--auth", "alice:wrong", "take", "/secure/did", "1"],
         ),
-        9,
+        NOT_AUTHORIZED,
         &["/secure/did", "not authorized", "--auth user:password"],
     );
     check(
         "no credentials",
         &zooid(&connect, &["show", "/secure/did"]),
-        9,
+        NOT_AUTHORIZED,
         &["not authorized", "ACL"],
     );
     check(
         "no write permission",
         &zooid(&connect, &["take", "/readonly/did", "10"]),
-        9,
+        NOT_AUTHORIZED,
         &["/readonly/did", "not authorized"],
     );
     // Nothing changed: the world can still read the whole pool.

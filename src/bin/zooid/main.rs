@@ -29,8 +29,8 @@ use zooid::{ConnectOptions, ZooidError};
 
 Exit codes: 0 ok, 1 other error, 2 invalid argument or usage, 3 exhausted, 4 not found,
 5 already exists, 6 corrupt pool, 7 outcome unknown (IDs leaked), 8 ZooKeeper unreachable or
-timeout, 9 not authorized (ACL / credentials), 10 no leader (zooid leader).
-See docs/OPERATIONS.md."
+timeout, 9 queue full, 10 too large, 11 session lost, 12 no leader (zooid leader), 13 not the
+leader, 14 not authorized (ACL / credentials). See docs/OPERATIONS.md."
 )]
 struct Cli {
     /// ZooKeeper connect string (host:port,...[/chroot]), `file:DIR` or `mem:`.
@@ -226,8 +226,9 @@ fn main() -> ExitCode {
 
 /// The exit code of a missing category or node.
 pub const NOT_FOUND: u8 = 4;
-/// The exit code of a request ZooKeeper refused for lack of permission.
-pub const NOT_AUTHORIZED: u8 = 9;
+/// The exit code of a request ZooKeeper refused for lack of permission (9-13 are the recipes'
+/// codes on main: queue full, too large, session lost, no leader, not the leader).
+pub const NOT_AUTHORIZED: u8 = 14;
 
 /// Whether ZooKeeper refused the request for its credentials or the node's ACL.
 // The store reports these as a `Store` error whose reason carries the server's answer; once the
