@@ -207,16 +207,21 @@ fn unresolved_lost_reply_counts_leaked_ids() {
                 .unwrap();
         let cat = IdCategory::new("/metrics/leak").unwrap();
         svc.create_category(&cat, 1, 1000).await.unwrap();
-        // The take's reply is lost and the proxy goes dark for longer than the deadline.
+        // The take's reply is lost and the proxy goes dark for longer than the take can wait
+        // (its request timeout of one session, 4 s, plus the resolution deadline, 1.5 s, plus
+        // one more request timeout at most), so nothing heals before the outcome is given up.
         proxy.drop_reply_to(op::SET_DATA, "/metrics/leak");
         let take = svc.take_ids(&cat, 7);
         let cut = async {
             while proxy.dropped_replies() == 0 {
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
-            proxy.blackhole_for(Duration::from_secs(6));
+            proxy.blackhole_for(Duration::from_secs(12));
         };
+        let started = std::time::Instant::now();
         let (result, ()) = tokio::join!(take, cut);
+        eprintln!("outcome given up after {:?}", started.elapsed());
+        assert!(proxy.is_blackholed(), "the partition outlasted the take");
         assert_eq!(proxy.dropped_replies(), 1, "the fault must have happened");
         let err = result.expect_err("the outcome cannot be told");
         assert!(
