@@ -35,6 +35,17 @@
 #define ZOOID_QUEUE_ITEM_NAME_MAX 64
 
 /**
+ * Buckets of `zooid_stats.latency_buckets`: operations that took at most 250 µs, 500 µs, 1 ms,
+ * 2.5 ms, 5 ms, 10 ms, 25 ms, 50 ms, 100 ms, 250 ms, 500 ms, 1 s, 2.5 s, 5 s, 10 s, and slower.
+ */
+#define ZOOID_STATS_LATENCY_BUCKETS 16
+
+/**
+ * The layout version `zooid_service_stats` writes into `zooid_stats.version`.
+ */
+#define ZOOID_STATS_VERSION 1
+
+/**
  * The outcome of a zooid call. `ZOOID_STATUS_OK` (0) is success; every other value is an error
  * whose message is this thread's last error (`zooid_last_error_message`).
  *
@@ -442,6 +453,98 @@ typedef struct zooid_source_stats {
    */
   uint64_t local;
 } zooid_source_stats;
+
+/**
+ * What a service did since it was opened (Rust: `ServiceStats`; docs/OPERATIONS.md explains
+ * every figure).
+ *
+ * ABI growth: the caller sets `struct_size` to `sizeof(zooid_stats)` as its header declares
+ * it; the library fills only that many bytes, and later versions only append fields, so a
+ * program built against an older header keeps working with a newer library (and the other way
+ * round, the fields the library does not know staying as the caller left them).
+ */
+typedef struct zooid_stats {
+  /**
+   * Set by the caller: `sizeof(zooid_stats)`.
+   */
+  uint32_t struct_size;
+  /**
+   * Written by the library: the `ZOOID_STATS_VERSION` of the layout it filled.
+   */
+  uint32_t version;
+  /**
+   * Takes that returned IDs.
+   */
+  uint64_t takes;
+  /**
+   * Pushes that returned IDs to their pool.
+   */
+  uint64_t pushes;
+  /**
+   * IDs handed out by those takes.
+   */
+  uint64_t ids_taken;
+  /**
+   * IDs returned by those pushes.
+   */
+  uint64_t ids_pushed;
+  /**
+   * Operations that failed, whatever the reason.
+   */
+  uint64_t failed_ops;
+  /**
+   * Writes refused because another client changed the pool first.
+   */
+  uint64_t version_conflicts;
+  /**
+   * Attempts beyond each operation's first.
+   */
+  uint64_t retries;
+  /**
+   * Writes whose reply was lost ...
+   */
+  uint64_t lost_replies;
+  /**
+   * ... found applied,
+   */
+  uint64_t lost_applied;
+  /**
+   * ... found not applied,
+   */
+  uint64_t lost_not_applied;
+  /**
+   * ... or whose outcome stayed unknown (the call failed with `ZOOID_STATUS_OUTCOME_UNKNOWN`).
+   */
+  uint64_t lost_unknown;
+  /**
+   * IDs leaked by the unknown outcomes.
+   */
+  uint64_t ids_leaked;
+  /**
+   * ZooKeeper sessions lost and replaced (0 on the embedded stores).
+   */
+  uint64_t session_losses;
+  /**
+   * The current ZooKeeper session's generation, 1 for the first (0 on the embedded stores).
+   */
+  uint64_t session_generation;
+  /**
+   * Takes and pushes timed.
+   */
+  uint64_t latency_count;
+  /**
+   * Their total duration, in microseconds.
+   */
+  uint64_t latency_sum_us;
+  /**
+   * The slowest one, in microseconds.
+   */
+  uint64_t latency_max_us;
+  /**
+   * Per bucket (see `ZOOID_STATS_LATENCY_BUCKETS`), not cumulative.
+   */
+  uint64_t latency_buckets[ZOOID_STATS_LATENCY_BUCKETS];
+} zooid_stats;
 
 #ifdef __cplusplus
 extern "C" {
@@ -1392,6 +1495,20 @@ zooid_status zooid_service_pool_info(const struct zooid_service *service,
  * another thread during the call.
  */
 zooid_status zooid_service_push_ids(const struct zooid_service *service, struct zooid_id_set *set);
+
+/**
+ * Writes the service's statistics to `*out`, whose `struct_size` the caller set to
+ * `sizeof(zooid_stats)`: at most that many bytes are written, `struct_size` is left as it was.
+ * Per-category figures: `zooid_service_pool_info`.
+ *
+ * Errors: `ZOOID_STATUS_INVALID_ARGUMENT` for a NULL argument or a `struct_size` smaller than
+ * the two header fields (nothing is written then).
+ *
+ * # Safety
+ * `service` must be NULL or a live service; `out` NULL or valid for reads and writes of
+ * `out->struct_size` bytes.
+ */
+zooid_status zooid_service_stats(const struct zooid_service *service, struct zooid_stats *out);
 
 /**
  * Takes up to `n` (1 to 2^31 - 1) of the lowest free IDs of `category` (fewer when fewer

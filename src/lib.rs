@@ -37,6 +37,7 @@ pub mod retry;
 mod runtime;
 pub mod service;
 pub mod session;
+pub mod stats;
 pub mod store;
 mod tls_probe;
 
@@ -53,4 +54,5 @@ pub use range::{IdRange, RangeSet};
 pub use retry::RetryPolicy;
 pub use service::{IdGeneratorService, PoolInfo, ServiceOptions};
 pub use session::{ConnectionState, Session, SessionStatus};
+pub use stats::{CategoryStats, LatencyHistogram, ServiceStats};
 pub use store::{AnyStore, ConnectOptions, Sasl, Store, TlsFiles};

@@ -3,12 +3,16 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use tracing::Instrument;
 
 use crate::error::{Result, ZooidError};
 use crate::idset::{IdCategory, IdSet};
 use crate::pool::{OpKind, OpRecord, OpToken, Pool, DEFAULT_OP_LOG_LEN};
 use crate::range::{IdRange, InsertError};
 use crate::retry::{Budget, RetryPolicy};
+use crate::stats::{outcome_of, LostOutcome, Recorder, ServiceStats};
 use crate::store::{AnyStore, ConnectOptions, Store, StoreError, Versioned};
 
 /// Largest number of IDs one take may ask for.
@@ -122,6 +126,19 @@ pub struct IdGeneratorService<S: Store = AnyStore> {
     store: S,
     options: ServiceOptions,
     categories: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<Cached>>>>>,
+    stats: Recorder,
+}
+
+/// The span every service operation runs in: `category`, `op`, and, filled in as it goes, the
+/// `attempt` it reached and its `outcome` (`ok` or the error's kind).
+fn op_span(category: &str, op: &'static str) -> tracing::Span {
+    tracing::info_span!(
+        "zooid_op",
+        category,
+        op,
+        attempt = tracing::field::Empty,
+        outcome = tracing::field::Empty
+    )
 }
 
 impl IdGeneratorService<AnyStore> {
@@ -164,7 +181,38 @@ impl<S: Store> IdGeneratorService<S> {
             store,
             options,
             categories: Mutex::new(HashMap::new()),
+            stats: Recorder::default(),
         }
+    }
+
+    /// What the service did since it was opened, and each category's pool as last seen
+    /// (see [`ServiceStats`]; the same figures go to the `metrics` facade).
+    pub fn stats(&self) -> ServiceStats {
+        let mut stats = self.stats.snapshot();
+        if let Some(session) = self.store.session() {
+            stats.session_losses = session.losses();
+            stats.session_generation = session.status().generation;
+        }
+        stats
+    }
+
+    /// Runs one operation in its span, and counts it when it ends.
+    async fn observed<T>(
+        &self,
+        category: &str,
+        op: &'static str,
+        moved: impl FnOnce(&T) -> u64,
+        operation: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<T> {
+        let span = op_span(category, op);
+        let started = Instant::now();
+        let result = operation.instrument(span.clone()).await;
+        let outcome = outcome_of(result.as_ref().err());
+        span.record("outcome", outcome);
+        let ids = result.as_ref().map(moved).unwrap_or(0);
+        self.stats
+            .op_done(category, op, outcome, ids, started.elapsed());
+        result
     }
 
     /// The store the service uses.
@@ -199,6 +247,22 @@ impl<S: Store> IdGeneratorService<S> {
         last: i64,
         acl: Option<&[crate::acl::Acl]>,
     ) -> Result<()> {
+        self.observed(
+            category.name(),
+            "create",
+            |_| 0,
+            self.create_category_inner(category, first, last, acl),
+        )
+        .await
+    }
+
+    async fn create_category_inner(
+        &self,
+        category: &IdCategory,
+        first: i64,
+        last: i64,
+        acl: Option<&[crate::acl::Acl]>,
+    ) -> Result<()> {
         if let Some(acl) = acl {
             crate::acl::check_acl_list(acl)?;
         }
@@ -225,6 +289,7 @@ impl<S: Store> IdGeneratorService<S> {
         let mut budget = Budget::start(self.options.retry);
         let mut failure = LastFailure::None;
         while budget.try_attempt() {
+            tracing::Span::current().record("attempt", budget.attempts());
             let created = match acl {
                 None => self.store.create(path, &bytes).await,
                 Some(acl) => self.store.create_with_acl(path, &bytes, acl).await,
@@ -246,6 +311,8 @@ impl<S: Store> IdGeneratorService<S> {
                 }
                 Err(other) => return Err(other.into_zooid(path)),
             }
+            self.stats
+                .pool_seen(path, &pool, bytes.len(), 0, self.options.max_pool_bytes);
             *self.slot(category).lock().await = Some(Cached {
                 version: 0,
                 pool,
@@ -273,18 +340,19 @@ impl<S: Store> IdGeneratorService<S> {
                 "take of {n} IDs: ask for 1..={MAX_TAKE}"
             )));
         }
+        let update = self.update(category, OpKind::Take, |pool| {
+            let mut next = pool.clone();
+            let taken = next.free_mut().take_lowest(n);
+            if taken.is_empty() {
+                return Err(ZooidError::Exhausted {
+                    category: category.name().to_string(),
+                });
+            }
+            let count = taken.iter().map(IdRange::len).sum();
+            Ok((next, taken, count))
+        });
         let ranges = self
-            .update(category, OpKind::Take, |pool| {
-                let mut next = pool.clone();
-                let taken = next.free_mut().take_lowest(n);
-                if taken.is_empty() {
-                    return Err(ZooidError::Exhausted {
-                        category: category.name().to_string(),
-                    });
-                }
-                let count = taken.iter().map(IdRange::len).sum();
-                Ok((next, taken, count))
-            })
+            .observed(category.name(), "take", |r| count_of(r), update)
             .await?;
         Ok(IdSet::new(category.clone(), ranges))
     }
@@ -301,25 +369,26 @@ impl<S: Store> IdGeneratorService<S> {
         }
         let category = ids.category().clone();
         let count: u64 = ranges.iter().map(IdRange::len).sum();
+        let update = self.update(&category, OpKind::Push, |pool| {
+            let name = || category.name().to_string();
+            if let Some(range) = ranges.iter().find(|r| !pool.bounds().covers(r)) {
+                return Err(ZooidError::OutOfBounds {
+                    category: name(),
+                    range: *range,
+                    bounds: pool.bounds(),
+                });
+            }
+            let mut next = pool.clone();
+            next.free_mut()
+                .insert_all(&ranges)
+                .map_err(|InsertError::Overlap(range)| ZooidError::AlreadyFree {
+                    category: name(),
+                    range,
+                })?;
+            Ok((next, ranges.clone(), count))
+        });
         let result = self
-            .update(&category, OpKind::Push, |pool| {
-                let name = || category.name().to_string();
-                if let Some(range) = ranges.iter().find(|r| !pool.bounds().covers(r)) {
-                    return Err(ZooidError::OutOfBounds {
-                        category: name(),
-                        range: *range,
-                        bounds: pool.bounds(),
-                    });
-                }
-                let mut next = pool.clone();
-                next.free_mut()
-                    .insert_all(&ranges)
-                    .map_err(|InsertError::Overlap(range)| ZooidError::AlreadyFree {
-                        category: name(),
-                        range,
-                    })?;
-                Ok((next, ranges.clone(), count))
-            })
+            .observed(category.name(), "push", |r| count_of(r), update)
             .await;
         if matches!(result, Ok(_) | Err(ZooidError::OutcomeUnknown { .. })) {
             ids.clear();
@@ -329,9 +398,27 @@ impl<S: Store> IdGeneratorService<S> {
 
     /// Reads the category's pool afresh.
     pub async fn pool_info(&self, category: &IdCategory) -> Result<PoolInfo> {
+        self.observed(
+            category.name(),
+            "show",
+            |_| 0,
+            self.pool_info_inner(category),
+        )
+        .await
+    }
+
+    async fn pool_info_inner(&self, category: &IdCategory) -> Result<PoolInfo> {
         let mut budget = Budget::start(self.options.retry);
+        tracing::Span::current().record("attempt", 1);
         let node = self.read(category.name(), &mut budget).await?;
         let pool = Pool::parse(category.name(), &node.data)?;
+        self.stats.pool_seen(
+            category.name(),
+            &pool,
+            node.data.len(),
+            node.version,
+            self.options.max_pool_bytes,
+        );
         Ok(PoolInfo {
             bounds: pool.bounds(),
             free: pool.free().ranges().to_vec(),
@@ -350,6 +437,12 @@ impl<S: Store> IdGeneratorService<S> {
 
     /// The categories directly below `parent` (by path), for discovery.
     pub async fn list_categories(&self, parent: &str) -> Result<Vec<String>> {
+        self.observed(parent, "list", |_| 0, self.list_categories_inner(parent))
+            .await
+    }
+
+    async fn list_categories_inner(&self, parent: &str) -> Result<Vec<String>> {
+        tracing::Span::current().record("attempt", 1);
         self.store.children(parent).await.map_err(|e| match e {
             StoreError::NoNode => ZooidError::NotFound {
                 category: parent.to_string(),
@@ -391,15 +484,42 @@ impl<S: Store> IdGeneratorService<S> {
                 after: budget.elapsed(),
             });
         };
+        let result = self
+            .update_attempts(category, kind, plan, &mut budget, &mut cached)
+            .await;
+        self.stats
+            .retries(path, u64::from(budget.attempts().saturating_sub(1)));
+        result
+    }
+
+    /// The attempts of [`Self::update`], holding the category's slot.
+    async fn update_attempts(
+        &self,
+        category: &IdCategory,
+        kind: OpKind,
+        plan: impl Fn(&Pool) -> Result<(Pool, Vec<IdRange>, u64)>,
+        budget: &mut Budget,
+        cached: &mut Option<Cached>,
+    ) -> Result<Vec<IdRange>> {
+        let path = category.name();
         let mut failure = LastFailure::None;
         while budget.try_attempt() {
+            tracing::Span::current().record("attempt", budget.attempts());
             let current = match cached.take() {
                 Some(state) => state,
                 None => {
-                    let node = self.read(path, &mut budget).await?;
+                    let node = self.read(path, budget).await?;
+                    let pool = Pool::parse(path, &node.data)?;
+                    self.stats.pool_seen(
+                        path,
+                        &pool,
+                        node.data.len(),
+                        node.version,
+                        self.options.max_pool_bytes,
+                    );
                     Cached {
                         version: node.version,
-                        pool: Pool::parse(path, &node.data)?,
+                        pool,
                         fresh: true,
                     }
                 }
@@ -447,6 +567,13 @@ impl<S: Store> IdGeneratorService<S> {
             }
             match self.store.set(path, &bytes, current.version).await {
                 Ok(written) => {
+                    self.stats.pool_seen(
+                        path,
+                        &next,
+                        bytes.len(),
+                        written,
+                        self.options.max_pool_bytes,
+                    );
                     *cached = Some(Cached {
                         version: written,
                         pool: next,
@@ -455,6 +582,7 @@ impl<S: Store> IdGeneratorService<S> {
                     return Ok(moved);
                 }
                 Err(StoreError::BadVersion) => {
+                    self.stats.conflict(path);
                     failure = LastFailure::Conflict;
                     budget.backoff().await;
                 }
@@ -480,11 +608,17 @@ impl<S: Store> IdGeneratorService<S> {
                     };
                     match self.resolve(path, write, next).await? {
                         Resolution::Applied(state) => {
+                            self.stats.lost_reply(path, LostOutcome::Applied, 0);
                             *cached = Some(state);
                             return Ok(moved);
                         }
-                        Resolution::NotApplied(state) => *cached = Some(state),
+                        Resolution::NotApplied(state) => {
+                            self.stats.lost_reply(path, LostOutcome::NotApplied, 0);
+                            *cached = Some(state)
+                        }
                         Resolution::Unknown(why) => {
+                            self.stats
+                                .lost_reply(path, LostOutcome::Unknown, count_of(&moved));
                             tracing::error!(category = path, %why, op = kind.as_str(), ids = ?moved, "outcome unknown; IDs leaked");
                             return Err(ZooidError::OutcomeUnknown {
                                 category: path.to_string(),
@@ -501,7 +635,7 @@ impl<S: Store> IdGeneratorService<S> {
                 ) => return Err(other.into_zooid(path)),
             }
         }
-        Err(self.budget_error(category, &budget, failure))
+        Err(self.budget_error(category, budget, failure))
     }
 
     /// Finds out whether the write `bytes` (token `token`, expecting version `expected`) applied.
@@ -642,4 +776,9 @@ impl<S: Store> IdGeneratorService<S> {
             },
         }
     }
+}
+
+/// How many IDs `ranges` hold.
+fn count_of(ranges: &[IdRange]) -> u64 {
+    ranges.iter().map(IdRange::len).sum()
 }

@@ -23,6 +23,7 @@
 //! intermediate state, never the latest one, and a change of `generation` always tells it that
 //! the session it knew was lost, even if it never saw `Lost` itself.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -86,6 +87,8 @@ struct Inner {
     status: watch::Sender<SessionStatus>,
     /// Serializes the replacement of a lost session, so it is opened once.
     replacing: tokio::sync::Mutex<()>,
+    /// Sessions declared lost so far (each `Lost` transition, once per generation).
+    losses: AtomicU64,
 }
 
 /// A shared ZooKeeper session (cheap to clone; every clone is the same session).
@@ -142,7 +145,9 @@ impl Session {
             }),
             status: status_tx,
             replacing: tokio::sync::Mutex::new(()),
+            losses: AtomicU64::new(0),
         });
+        metrics::gauge!("zooid_session_generation").set(1.0);
         let (alive_tx, alive_rx) = watch::channel(());
         tokio::spawn(monitor(Arc::downgrade(&inner), alive_rx));
         tracing::info!(session = %format_args!("{:#x}", status.session_id), timeout = ?status.timeout, "ZooKeeper session opened");
@@ -167,6 +172,13 @@ impl Session {
     pub fn client(&self) -> (Client, u64) {
         let current = self.inner.read_current();
         (current.client, current.generation)
+    }
+
+    /// How many sessions were declared lost since this one was opened (each generation counts
+    /// once, whether a server expired it, it stayed unreachable for its whole timeout, or a
+    /// request reported it gone). Also counted as `zooid_session_losses_total`.
+    pub fn losses(&self) -> u64 {
+        self.inner.losses.load(Ordering::Relaxed)
     }
 
     /// The latest status.
@@ -293,6 +305,10 @@ impl Inner {
         if current.generation != lost_generation {
             return true;
         }
+        if self.status.borrow().state != ConnectionState::Lost {
+            self.losses.fetch_add(1, Ordering::Relaxed);
+            metrics::counter!("zooid_session_losses_total").increment(1);
+        }
         self.publish(ConnectionState::Lost, current.generation, &current.client);
         tracing::warn!(
             generation = lost_generation,
@@ -313,6 +329,7 @@ impl Inner {
                     "ZooKeeper session renewed"
                 );
                 self.publish(ConnectionState::Connected, generation, &client);
+                metrics::gauge!("zooid_session_generation").set(generation as f64);
                 true
             }
             Err(err) => {

@@ -95,6 +95,11 @@ impl IdGeneratorService {
         block_on(self.inner.read_node(path))?
     }
 
+    /// See [`AsyncService::stats`].
+    pub fn stats(&self) -> crate::ServiceStats {
+        self.inner.stats()
+    }
+
     /// The async service underneath.
     pub fn as_async(&self) -> &AsyncService<AnyStore> {
         &self.inner

@@ -25,6 +25,7 @@ pub mod pool_info;
 pub mod prefetch;
 pub mod queue;
 pub mod service;
+pub mod stats;
 pub mod status;
 
 use std::ffi::{c_char, CStr};

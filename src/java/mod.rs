@@ -26,6 +26,7 @@ mod errors;
 mod prefetch;
 mod queue;
 mod service;
+mod stats;
 
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -99,6 +100,7 @@ fn on_load(env: &mut Env<'_>) -> Result<(), JniError> {
         .chain(queue::METHODS.iter())
         .chain(election::METHODS.iter())
         .chain(prefetch::METHODS.iter())
+        .chain(stats::METHODS.iter())
         .copied()
         .collect();
     // SAFETY: every method is declared with `native_method!`, which checks at compile time that

@@ -84,6 +84,9 @@ pub(crate) fn delete(nodes: &mut impl Nodes, path: &str, expected: i32) -> Resul
 }
 
 pub(crate) fn children(nodes: &impl Nodes, path: &str) -> Result<Vec<String>, StoreError> {
-    get(nodes, path)?;
+    // The root always exists, as in ZooKeeper, though no node file holds it.
+    if path != "/" {
+        get(nodes, path)?;
+    }
     nodes.list(path)
 }

@@ -129,6 +129,11 @@ pub trait Store: Send + Sync + 'static {
         path: &str,
         expected: i32,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// The ZooKeeper session underneath, if the store has one (for statistics and recipes).
+    fn session(&self) -> Option<&crate::session::Session> {
+        None
+    }
 }
 
 /// Options for opening a store from a connect string. Its `Debug` output never shows a
@@ -379,6 +384,9 @@ impl Store for AnyStore {
     }
     async fn delete(&self, path: &str, expected: i32) -> Result<(), StoreError> {
         dispatch!(self, s => s.delete(path, expected))
+    }
+    fn session(&self) -> Option<&crate::session::Session> {
+        AnyStore::session(self)
     }
 }
 

@@ -111,6 +111,10 @@ fn classify(err: ZkError, write: bool) -> StoreError {
 }
 
 impl Store for ZkStore {
+    fn session(&self) -> Option<&Session> {
+        Some(&self.session)
+    }
+
     async fn get(&self, path: &str) -> Result<Versioned, StoreError> {
         self.call(false, |c| async move { c.get_data(path).await })
             .await

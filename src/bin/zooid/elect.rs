@@ -24,6 +24,7 @@ pub struct ElectArgs {
     pub on_pause: PausePolicy,
     pub grace: Duration,
     pub log: Option<PathBuf>,
+    pub metrics_addr: Option<std::net::SocketAddr>,
     pub command: Vec<String>,
 }
 
@@ -102,6 +103,7 @@ async fn run_elect(
     });
     let mut term = signal(SignalKind::terminate()).map_err(io)?;
     let mut int = signal(SignalKind::interrupt()).map_err(io)?;
+    crate::metrics::serve(args.metrics_addr)?;
     let session = Session::connect(connect, options).await?;
     let name = args.name.clone().unwrap_or_else(default_name);
     let mut election_options = ElectionOptions::new(name.clone());
@@ -117,6 +119,18 @@ async fn run_elect(
         let key = (status.state, status.token, status.session_generation);
         if last != Some(key) {
             last = Some(key);
+            let group = args.group.clone();
+            metrics::gauge!("zooid_election_leader", "group" => group.clone()).set(
+                if status.state == LeaderState::Active {
+                    1.0
+                } else {
+                    0.0
+                },
+            );
+            metrics::gauge!("zooid_election_token", "group" => group.clone())
+                .set(status.token.map_or(0.0, |t| t as f64));
+            metrics::counter!("zooid_election_transitions_total", "group" => group, "state" => status.state.as_str())
+                .increment(1);
             log.line(&format!(
                 "state {} {} gen={}",
                 status.state.as_str(),

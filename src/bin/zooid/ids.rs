@@ -41,13 +41,37 @@ pub fn init(
 }
 
 /// `zooid take`: prints one `START:END` line per range taken.
-pub fn take(connect: &str, options: &ConnectOptions, category: &str, n: u64) -> zooid::Result<()> {
+pub fn take(
+    connect: &str,
+    options: &ConnectOptions,
+    category: &str,
+    n: u64,
+    json: bool,
+) -> zooid::Result<()> {
     let service = open(connect, options)?;
     let ids = service.take_ids(&IdCategory::new(category)?, n)?;
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "category": category,
+                "count": ids.count_ids(),
+                "ranges": ranges_json(&ids.ranges()),
+            })
+        );
+        return Ok(());
+    }
     for range in ids.ranges() {
         println!("{range}");
     }
     Ok(())
+}
+
+fn ranges_json(ranges: &[IdRange]) -> serde_json::Value {
+    ranges
+        .iter()
+        .map(|r| serde_json::json!({"start": r.start(), "end": r.end()}))
+        .collect()
 }
 
 /// `zooid push`: returns ranges to their category.
@@ -78,9 +102,30 @@ pub fn push(
 }
 
 /// `zooid show`: a category's free list and size.
-pub fn show(connect: &str, options: &ConnectOptions, category: &str) -> zooid::Result<()> {
+pub fn show(
+    connect: &str,
+    options: &ConnectOptions,
+    category: &str,
+    json: bool,
+) -> zooid::Result<()> {
     let service = open(connect, options)?;
     let info = service.pool_info(&IdCategory::new(category)?)?;
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "category": category,
+                "bounds": {"start": info.bounds.start(), "end": info.bounds.end()},
+                "free_ids": info.free_count,
+                "ranges": info.free.len(),
+                "node_bytes": info.bytes,
+                "version": info.version,
+                "legacy": info.legacy,
+                "free": ranges_json(&info.free),
+            })
+        );
+        return Ok(());
+    }
     println!("category:   {category}");
     println!("bounds:     {}", info.bounds);
     println!("free IDs:   {}", info.free_count);
@@ -99,7 +144,11 @@ pub fn show(connect: &str, options: &ConnectOptions, category: &str) -> zooid::R
 }
 
 fn parse_range(text: &str) -> zooid::Result<IdRange> {
-    let bad = || ZooidError::InvalidArgument(format!("{text:?} is not START:END or ID"));
+    let bad = || {
+        ZooidError::InvalidArgument(format!(
+            "{text:?} is not START:END or ID (e.g. 9001:10000 or 42, START <= END)"
+        ))
+    };
     let (start, end) = text.split_once(':').unwrap_or((text, text));
     let start: i64 = start.trim().parse().map_err(|_| bad())?;
     let end: i64 = end.trim().parse().map_err(|_| bad())?;

@@ -4,20 +4,37 @@
 mod counter;
 mod elect;
 mod ids;
+mod inspect;
+mod metrics;
 mod prefetch;
 mod queue;
 mod security;
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use zooid::{ConnectOptions, ZooidError};
 
 /// Unique integer IDs for distributed workers, through Apache ZooKeeper.
 #[derive(Parser)]
-#[command(name = "zooid", version)]
+#[command(
+    name = "zooid",
+    version,
+    after_help = "Examples:
+  export ZOOID_CONNECT=zk1:2181,zk2:2181/ids
+  zooid init /eventpublish/idgen/did --last 123456789
+  zooid take /eventpublish/idgen/did 10000
+  zooid stats /eventpublish/idgen/did --json
+  zooid ls /eventpublish/idgen
+
+Exit codes: 0 ok, 1 other error, 2 invalid argument or usage, 3 exhausted, 4 not found,
+5 already exists, 6 corrupt pool, 7 outcome unknown (IDs leaked), 8 ZooKeeper unreachable or
+timeout, 9 queue full, 10 too large, 11 session lost, 12 no leader (zooid leader), 13 not the
+leader, 14 not authorized (ACL / credentials). See docs/OPERATIONS.md."
+)]
 struct Cli {
     /// ZooKeeper connect string (host:port,...[/chroot]), `file:DIR` or `mem:`.
     /// Default: the embedded file store in $ZOOID_HOME, else ~/.local/share/zooid.
@@ -43,6 +60,10 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Create a category whose IDs FIRST..=LAST are all free.
+    #[command(after_help = "Examples:
+  zooid init /eventpublish/idgen/did --last 123456789
+  zooid init /ids/order --first 1000000
+  zooid init /ids/agent --after-counter /legacy/agent-counter   # continue a legacy counter")]
     Init {
         category: String,
         #[arg(long, default_value_t = 1)]
@@ -59,20 +80,79 @@ enum Command {
         acl: Vec<String>,
     },
     /// Take up to N IDs; prints one START:END line per range.
-    Take { category: String, n: u64 },
+    #[command(after_help = "Examples:
+  zooid take /eventpublish/idgen/did 10000          # 1:10000
+  zooid take /eventpublish/idgen/did 5 --json       # {\"category\":...,\"count\":5,\"ranges\":[...]}")]
+    Take {
+        category: String,
+        n: u64,
+        /// Print a JSON object instead of START:END lines.
+        #[arg(long)]
+        json: bool,
+    },
     /// Push IDs back, given as START:END (or a single ID).
+    #[command(after_help = "Examples:
+  zooid push /eventpublish/idgen/did 9001:10000 19001:20000
+  zooid push /eventpublish/idgen/did 42")]
     Push {
         category: String,
         #[arg(required = true)]
         ranges: Vec<String>,
     },
     /// Show a category's free list and size.
-    Show { category: String },
+    #[command(after_help = "Examples:
+  zooid show /eventpublish/idgen/did
+  zooid show /eventpublish/idgen/did --json")]
+    Show {
+        category: String,
+        /// Print a JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print each category's free IDs, free ranges (fragmentation) and pool node size against
+    /// its limit, as read now.
+    #[command(after_help = "Examples:
+  zooid stats /eventpublish/idgen/did /eventpublish/idgen/uid
+  zooid stats /eventpublish/idgen/did --json")]
+    Stats {
+        #[arg(required = true)]
+        categories: Vec<String>,
+        /// Print a JSON array, one object per category.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the categories directly below ROOT, with their free IDs.
+    #[command(after_help = "Examples:
+  zooid ls /eventpublish/idgen
+  zooid ls / --json")]
+    Ls {
+        root: String,
+        /// Print a JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a shell completion script for SHELL (bash, zsh, fish, elvish, powershell).
+    #[command(after_help = "Examples:
+  zooid completions bash > /etc/bash_completion.d/zooid
+  zooid completions zsh > \"${fpath[1]}/_zooid\"")]
+    Completions { shell: clap_complete::Shell },
+    /// Print the man page zooid(1), or write one page per command into DIR.
+    #[command(after_help = "Examples:
+  zooid man | man -l -
+  zooid man --dir target/man    # zooid.1, zooid-take.1, ...")]
+    Man {
+        /// Write zooid.1 and zooid-COMMAND.1 into this directory instead.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
     /// Run COMMAND only while this process leads GROUP (ZooKeeper only), with
     /// ZOOID_FENCING_TOKEN and ZOOID_LEADER_NAME exported. The command is stopped (SIGTERM to its
     /// process group, SIGKILL after --grace-ms) when the leadership ends, and started again when
     /// it comes back. SIGTERM/SIGINT stop the command, resign and exit 0; when the command ends
     /// by itself, zooid elect resigns and exits with its code. The command dies with zooid elect.
+    #[command(after_help = "Examples:
+  zooid elect /services/compactor -- ./compactor --once-leader
+  zooid elect /services/compactor --on-pause keep --metrics-addr 0.0.0.0:9464 -- ./compactor")]
     Elect {
         group: String,
         /// The candidate's name (default HOST:PID).
@@ -88,13 +168,24 @@ enum Command {
         /// Append timestamped state transitions (unix microseconds) to this file.
         #[arg(long)]
         log: Option<PathBuf>,
+        /// Serve Prometheus metrics over HTTP on HOST:PORT (e.g. 127.0.0.1:9464).
+        #[arg(long, value_name = "HOST:PORT")]
+        metrics_addr: Option<SocketAddr>,
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
     /// Print the leader of GROUP (name, token, node, data); exit 12 when there is none.
+    #[command(after_help = "Examples:
+  zooid leader /services/compactor")]
     Leader { group: String },
     /// A CAS counter node (8-byte big-endian long, the last value handed out), in ZooKeeper.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:
+  zooid counter init /legacy/agent-counter
+  zooid counter next /legacy/agent-counter 100 --hex
+  zooid counter get /legacy/agent-counter"
+    )]
     Counter(CounterCommand),
     /// A distributed work queue (needs ZooKeeper): put items, work on them, show them.
     #[command(subcommand)]
@@ -122,6 +213,8 @@ enum Command {
 #[derive(Subcommand)]
 enum CounterCommand {
     /// Create the counter node holding VALUE, the last value handed out.
+    #[command(after_help = "Examples:
+  zooid counter init /legacy/agent-counter --value 41")]
     Init {
         path: String,
         #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
@@ -131,6 +224,8 @@ enum CounterCommand {
         acl: Vec<String>,
     },
     /// Reserve the next N values; prints them as one START:END line.
+    #[command(after_help = "Examples:
+  zooid counter next /legacy/agent-counter 100")]
     Next {
         path: String,
         #[arg(default_value_t = 1)]
@@ -140,6 +235,8 @@ enum CounterCommand {
         hex: bool,
     },
     /// Print the counter's value (the last value handed out).
+    #[command(after_help = "Examples:
+  zooid counter get /legacy/agent-counter --hex")]
     Get {
         path: String,
         /// Print the value in hex.
@@ -150,21 +247,39 @@ enum CounterCommand {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let connect = cli.connect.clone().unwrap_or_else(default_connect);
     match run(cli) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("zooid: error: {err}");
+            match hint(&err, &connect) {
+                Some(hint) => eprintln!("zooid: error: {err}; {hint}"),
+                None => eprintln!("zooid: error: {err}"),
+            }
             ExitCode::from(exit_code(&err))
         }
     }
 }
 
-/// Distinct exit codes for the errors a script may want to tell apart.
+/// The exit code of a missing category or node.
+pub const NOT_FOUND: u8 = 4;
+/// The exit code of a request ZooKeeper refused for lack of permission (9-13 are the recipes'
+/// codes on main: queue full, too large, session lost, no leader, not the leader).
+pub const NOT_AUTHORIZED: u8 = 14;
+
+/// Whether ZooKeeper refused the session's credentials (a refused ACL is the typed
+/// `NotAuthorized`; a failed authentication when opening the session is a `Store` error).
+fn not_authorized(err: &ZooidError) -> bool {
+    matches!(err, ZooidError::Store { reason, .. }
+        if reason.contains("not authorized") || reason.contains("authentication failed"))
+}
+
+/// Distinct exit codes for the errors a script may want to tell apart (README and
+/// docs/OPERATIONS.md list them).
 fn exit_code(err: &ZooidError) -> u8 {
     match err {
         ZooidError::InvalidArgument(_) => 2,
         ZooidError::Exhausted { .. } => 3,
-        ZooidError::NotFound { .. } => 4,
+        ZooidError::NotFound { .. } => NOT_FOUND,
         ZooidError::CategoryExists { .. } => 5,
         ZooidError::CorruptPool { .. } => 6,
         ZooidError::OutcomeUnknown { .. } => 7,
@@ -174,9 +289,24 @@ fn exit_code(err: &ZooidError) -> u8 {
         ZooidError::SessionLost { .. } => 11,
         // 12: `zooid leader` found no leader (not an error).
         ZooidError::NotLeader { .. } => 13,
-        ZooidError::NotAuthorized { .. } => 14,
+        ZooidError::NotAuthorized { .. } => NOT_AUTHORIZED,
+        err if not_authorized(err) => NOT_AUTHORIZED,
         _ => 1,
     }
+}
+
+/// What to do about an error, appended to its line.
+fn hint(err: &ZooidError, connect: &str) -> Option<String> {
+    Some(match err {
+        ZooidError::ConnectionLost { .. } | ZooidError::Timeout { .. } => format!(
+            "is ZooKeeper running and reachable at {connect}? Check --connect / ZOOID_CONNECT (host:port,...[/chroot])"
+        ),
+        err if not_authorized(err) => "ZooKeeper refused access: give the credentials of an identity the node's ACL allows with --auth user:password (or ZOOID_AUTH)".to_string(),
+        ZooidError::Exhausted { .. } => {
+            "push unused IDs back (zooid push) or create a new category".to_string()
+        }
+        _ => return None,
+    })
 }
 
 fn default_connect() -> String {
@@ -215,21 +345,31 @@ fn run(cli: Cli) -> zooid::Result<ExitCode> {
             security::parse_acls(&acl)?,
         )
         .map(|()| ExitCode::SUCCESS),
-        Command::Take { category, n } => {
-            ids::take(&connect, &options, &category, n).map(|()| ExitCode::SUCCESS)
+        Command::Take { category, n, json } => {
+            ids::take(&connect, &options, &category, n, json).map(|()| ExitCode::SUCCESS)
         }
         Command::Push { category, ranges } => {
             ids::push(&connect, &options, &category, &ranges).map(|()| ExitCode::SUCCESS)
         }
-        Command::Show { category } => {
-            ids::show(&connect, &options, &category).map(|()| ExitCode::SUCCESS)
+        Command::Show { category, json } => {
+            ids::show(&connect, &options, &category, json).map(|()| ExitCode::SUCCESS)
         }
+        Command::Stats { categories, json } => {
+            inspect::stats(&connect, &options, &categories, json).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Ls { root, json } => inspect::ls(&connect, &options, &root, json),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "zooid", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man { dir } => man(dir).map(|()| ExitCode::SUCCESS),
         Command::Elect {
             group,
             name,
             on_pause,
             grace_ms,
             log,
+            metrics_addr,
             command,
         } => elect::elect(
             &connect,
@@ -240,6 +380,7 @@ fn run(cli: Cli) -> zooid::Result<ExitCode> {
                 on_pause: on_pause.parse()?,
                 grace: Duration::from_millis(grace_ms),
                 log,
+                metrics_addr,
                 command,
             },
         ),
@@ -285,4 +426,30 @@ fn run(cli: Cli) -> zooid::Result<ExitCode> {
         )
         .map(|()| ExitCode::SUCCESS),
     }
+}
+
+/// `zooid man`: the man page of the whole CLI to stdout, or one page per command into `dir`.
+fn man(dir: Option<PathBuf>) -> zooid::Result<()> {
+    let io = |e: std::io::Error| ZooidError::InvalidArgument(format!("writing the man page: {e}"));
+    let cli = Cli::command();
+    let Some(dir) = dir else {
+        return clap_mangen::Man::new(cli)
+            .render(&mut std::io::stdout())
+            .map_err(io);
+    };
+    std::fs::create_dir_all(&dir).map_err(io)?;
+    let mut page = Vec::new();
+    clap_mangen::Man::new(cli.clone())
+        .render(&mut page)
+        .map_err(io)?;
+    std::fs::write(dir.join("zooid.1"), &page).map_err(io)?;
+    for sub in cli.get_subcommands() {
+        let name = format!("zooid-{}", sub.get_name());
+        let mut page = Vec::new();
+        clap_mangen::Man::new(sub.clone().name(&*name.clone().leak()))
+            .render(&mut page)
+            .map_err(io)?;
+        std::fs::write(dir.join(format!("{name}.1")), &page).map_err(io)?;
+    }
+    Ok(())
 }

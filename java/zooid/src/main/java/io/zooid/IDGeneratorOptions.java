@@ -24,6 +24,8 @@ public final class IDGeneratorOptions {
     private String saslUser;
     private String saslPassword;
     private Path saslKeytab;
+    private String jmxName;
+    private boolean jmx = true;
 
     /** Options with every default. */
     public IDGeneratorOptions() {}
@@ -121,6 +123,35 @@ public final class IDGeneratorOptions {
         }
         this.maxPoolBytes = bytes;
         return this;
+    }
+
+    /**
+     * The {@code name} key of the service's JMX MBean,
+     * {@code io.zooid:type=IDGeneratorService,name=NAME} (quoted as JMX requires). Default: the
+     * connect string and a number unique within the JVM, such as {@code "zk1:2181/ids#1"}. Opening
+     * a second service with a name already registered fails with {@link IllegalArgumentException}.
+     */
+    public IDGeneratorOptions jmxName(String name) {
+        Objects.requireNonNull(name, "name");
+        if (name.isEmpty()) {
+            throw new IllegalArgumentException("jmxName must not be empty");
+        }
+        this.jmxName = name;
+        return this;
+    }
+
+    /** Whether the service registers its MBean (default true). */
+    public IDGeneratorOptions jmx(boolean enabled) {
+        this.jmx = enabled;
+        return this;
+    }
+
+    String jmxName() {
+        return jmxName;
+    }
+
+    boolean jmxEnabled() {
+        return jmx;
     }
 
     private static long positiveMillis(Duration duration, String name) {

@@ -1,10 +1,16 @@
 package io.zooid;
 
 import java.util.List;
+import java.lang.management.ManagementFactory;
 import java.util.Objects;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.Lock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
+import javax.management.InstanceAlreadyExistsException;
+import javax.management.JMException;
+import javax.management.MBeanServer;
+import javax.management.ObjectName;
 
 /**
  * Hands out unique IDs from categories kept in ZooKeeper.
@@ -42,6 +48,10 @@ public final class IDGeneratorService implements AutoCloseable {
     private final AtomicBoolean closed = new AtomicBoolean();
     /** Calls hold the read lock; {@link #close()} takes the write lock to free the handle. */
     private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
+    /** The MBean registered for this service, or null. */
+    private volatile ObjectName mbeanName;
+
+    private static final AtomicLong SERVICES = new AtomicLong();
 
     private IDGeneratorService(long handle, String connect) {
         this.handle = handle;
@@ -90,7 +100,66 @@ public final class IDGeneratorService implements AutoCloseable {
                 options.saslUser(),
                 options.saslPassword(),
                 options.saslKeytab());
-        return new IDGeneratorService(handle, connect);
+        IDGeneratorService service = new IDGeneratorService(handle, connect);
+        if (options.jmxEnabled()) {
+            String name = options.jmxName() != null
+                    ? options.jmxName()
+                    : connect + "#" + SERVICES.incrementAndGet();
+            try {
+                service.registerMBean(name);
+            } catch (RuntimeException e) {
+                service.close();
+                throw e;
+            }
+        }
+        return service;
+    }
+
+    /** The JMX name of this service's MBean, or null when it registered none. */
+    public ObjectName getMBeanName() {
+        return mbeanName;
+    }
+
+    private void registerMBean(String name) {
+        try {
+            ObjectName objectName = new ObjectName(
+                    "io.zooid:type=IDGeneratorService,name=" + ObjectName.quote(name));
+            MBeanServer server = ManagementFactory.getPlatformMBeanServer();
+            server.registerMBean(new MBean(this), objectName);
+            mbeanName = objectName;
+        } catch (InstanceAlreadyExistsException e) {
+            throw new IllegalArgumentException(
+                    "JMX name " + name + " is already registered; give another with IDGeneratorOptions.jmxName", e);
+        } catch (JMException e) {
+            throw new IllegalStateException("cannot register the zooid MBean " + name + ": " + e, e);
+        }
+    }
+
+    private void unregisterMBean() {
+        ObjectName name = mbeanName;
+        if (name == null) {
+            return;
+        }
+        mbeanName = null;
+        try {
+            ManagementFactory.getPlatformMBeanServer().unregisterMBean(name);
+        } catch (JMException e) {
+            // Already gone (someone unregistered it): nothing left to clean up.
+        }
+    }
+
+    /**
+     * What the service did since it was opened: takes, pushes, conflicts, retries, lost replies
+     * and how they were resolved, latency, session losses.
+     *
+     * @throws IllegalStateException if the service is closed
+     */
+    public ServiceStats getStats() {
+        try {
+            return withHandle(h -> new ServiceStats(ZooidNative.stats(h)));
+        } catch (IDGeneratorException e) {
+            throw new IllegalStateException("reading the statistics failed: " + e.getMessage(), e);
+        }
     }
 
     /**
@@ -264,6 +333,7 @@ public final class IDGeneratorService implements AutoCloseable {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
+        unregisterMBean();
         Lock exclusive = lock.writeLock();
         exclusive.lock();
         try {
@@ -285,6 +355,43 @@ public final class IDGeneratorService implements AutoCloseable {
     }
 
     /** A call on the native handle. */
+    /** The MXBean of one service; every attribute reads the live statistics. */
+    private static final class MBean implements IDGeneratorServiceMXBean {
+        private final IDGeneratorService service;
+
+        MBean(IDGeneratorService service) {
+            this.service = service;
+        }
+
+        private ServiceStats stats() {
+            return service.getStats();
+        }
+
+        @Override public String getConnectString() { return service.connect; }
+        @Override public long getTakes() { return stats().getTakes(); }
+        @Override public long getPushes() { return stats().getPushes(); }
+        @Override public long getIDsTaken() { return stats().getIDsTaken(); }
+        @Override public long getIDsPushed() { return stats().getIDsPushed(); }
+        @Override public long getFailedOperations() { return stats().getFailedOperations(); }
+        @Override public long getVersionConflicts() { return stats().getVersionConflicts(); }
+        @Override public long getRetries() { return stats().getRetries(); }
+        @Override public long getLostReplies() { return stats().getLostReplies(); }
+        @Override public long getLostRepliesApplied() { return stats().getLostRepliesApplied(); }
+        @Override public long getLostRepliesNotApplied() { return stats().getLostRepliesNotApplied(); }
+        @Override public long getLostRepliesUnknown() { return stats().getLostRepliesUnknown(); }
+        @Override public long getIDsLeaked() { return stats().getIDsLeaked(); }
+        @Override public long getSessionLosses() { return stats().getSessionLosses(); }
+        @Override public long getSessionGeneration() { return stats().getSessionGeneration(); }
+        @Override public long getLatencyCount() { return stats().getLatencyCount(); }
+        @Override public long getLatencyMaxMicros() { return stats().getLatencyMaxMicros(); }
+
+        @Override
+        public double getLatencyMeanMicros() {
+            ServiceStats s = stats();
+            return s.getLatencyCount() == 0 ? 0.0 : (double) s.getLatencySumMicros() / s.getLatencyCount();
+        }
+    }
+
     interface HandleCall<T> {
         T call(long handle) throws IDGeneratorException;
     }

@@ -142,6 +142,9 @@ final class ZooidNative {
     static native void sourceFree(long handle);
 
     /** The version of the Rust crate the library was built from. */
+    /** The service's statistics; layout in src/java/stats.rs. */
+    static native long[] stats(long handle) throws IDGeneratorException;
+
     static native String version();
 
     /** Panics in Rust, to test that the panic becomes an exception (code PANIC). */
