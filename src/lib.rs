@@ -20,6 +20,7 @@
 //! ```
 
 pub mod blocking;
+pub mod durable;
 pub mod error;
 pub mod ffi;
 pub mod idset;

@@ -248,7 +248,11 @@ impl Inner {
             return true;
         }
         self.publish(ConnectionState::Lost, current.generation, &current.client);
-        tracing::warn!(generation = lost_generation, why, "ZooKeeper session lost; opening a new one");
+        tracing::warn!(
+            generation = lost_generation,
+            why,
+            "ZooKeeper session lost; opening a new one"
+        );
         match open_client(&self.connect, &self.options).await {
             Ok(client) => {
                 let generation = lost_generation + 1;
@@ -283,7 +287,9 @@ fn lost_reason(state: SessionState) -> Option<&'static str> {
 async fn monitor(inner: std::sync::Weak<Inner>, mut alive: watch::Receiver<()>) {
     let mut backoff = Duration::from_millis(100);
     loop {
-        let Some(strong) = inner.upgrade() else { return };
+        let Some(strong) = inner.upgrade() else {
+            return;
+        };
         let Current { client, generation } = strong.read_current();
         drop(strong);
         let mut watcher = client.state_watcher();
@@ -294,7 +300,9 @@ async fn monitor(inner: std::sync::Weak<Inner>, mut alive: watch::Receiver<()>) 
             None => return,
         };
         let why = loop {
-            let Some(strong) = inner.upgrade() else { return };
+            let Some(strong) = inner.upgrade() else {
+                return;
+            };
             if strong.read_current().generation != generation {
                 break None; // Replaced by a caller that reported the loss.
             }
@@ -329,7 +337,9 @@ async fn monitor(inner: std::sync::Weak<Inner>, mut alive: watch::Receiver<()>) 
             }
         };
         let Some(why) = why else { continue };
-        let Some(strong) = inner.upgrade() else { return };
+        let Some(strong) = inner.upgrade() else {
+            return;
+        };
         if strong.replace(generation, why).await {
             backoff = Duration::from_millis(100);
         } else {

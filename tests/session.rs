@@ -80,7 +80,10 @@ fn short_partition_suspends_and_resumes_the_same_session() {
             .await,
         );
         eprintln!("states: {:?}", states(&seen));
-        assert!(proxy.stats().blackholes >= 1, "the partition must have happened");
+        assert!(
+            proxy.stats().blackholes >= 1,
+            "the partition must have happened"
+        );
         assert!(
             seen.iter().any(|s| s.state == ConnectionState::Suspended),
             "a disconnection shows as Suspended: {:?}",
@@ -92,7 +95,10 @@ fn short_partition_suspends_and_resumes_the_same_session() {
             states(&seen)
         );
         let last = seen.last().unwrap();
-        assert_eq!((last.state, last.generation), (ConnectionState::Connected, 1));
+        assert_eq!(
+            (last.state, last.generation),
+            (ConnectionState::Connected, 1)
+        );
         assert_eq!(last.session_id, first.session_id, "the same session");
     });
 }
@@ -123,7 +129,10 @@ fn long_partition_is_lost_by_the_local_timer_and_replaced() {
             "states: {:?}; Lost {lost_after:?} after the cut (negotiated timeout {timeout:?})",
             states(&seen)
         );
-        assert!(proxy.is_blackholed(), "still cut off: only the local timer can tell");
+        assert!(
+            proxy.is_blackholed(),
+            "still cut off: only the local timer can tell"
+        );
         assert_eq!(seen.last().unwrap().state, ConnectionState::Lost);
         assert!(
             seen.iter().any(|s| s.state == ConnectionState::Suspended),
@@ -170,7 +179,10 @@ fn service_and_recipes_share_one_session_across_replacement() {
         );
         let category = IdCategory::new("/shared/ids").unwrap();
         service.create_category(&category, 1, 1000).await.unwrap();
-        assert_eq!(service.take_ids(&category, 10).await.unwrap().count_ids(), 10);
+        assert_eq!(
+            service.take_ids(&category, 10).await.unwrap().count_ids(),
+            10
+        );
 
         let mut rx = session.subscribe();
         proxy.blackhole();
@@ -181,7 +193,10 @@ fn service_and_recipes_share_one_session_across_replacement() {
         assert_eq!(session.status().state, ConnectionState::Lost);
         proxy.heal();
         proxy.close_all();
-        let status = session.wait_connected(Duration::from_secs(30)).await.unwrap();
+        let status = session
+            .wait_connected(Duration::from_secs(30))
+            .await
+            .unwrap();
         assert_eq!(status.generation, 2);
 
         let ids = service.take_ids(&category, 10).await.unwrap();

@@ -73,11 +73,18 @@ pub enum zooid_status {
     ZOOID_STATUS_TOO_LARGE = 22,
     /// The handle was closed (or the candidacy resigned) before or during the call.
     ZOOID_STATUS_CLOSED = 23,
+    /// The category's durable reservation (the IDs at or below its ceiling) is used up and the
+    /// keeper did not raise the ceiling in time. Nothing was handed out.
+    ZOOID_STATUS_RESERVATION_EXHAUSTED = 24,
+    /// A pool's version went backwards compared with what this process saw (ZooKeeper restored
+    /// from an older state), or a durable-record write would move the record backwards.
+    /// Nothing was changed.
+    ZOOID_STATUS_WENT_BACKWARDS = 25,
 }
 
 impl zooid_status {
     /// Every status, in numeric order.
-    pub(crate) const ALL: [zooid_status; 24] = [
+    pub(crate) const ALL: [zooid_status; 26] = [
         Self::ZOOID_STATUS_OK,
         Self::ZOOID_STATUS_INVALID_ARGUMENT,
         Self::ZOOID_STATUS_EXHAUSTED,
@@ -102,6 +109,8 @@ impl zooid_status {
         Self::ZOOID_STATUS_QUEUE_FULL,
         Self::ZOOID_STATUS_TOO_LARGE,
         Self::ZOOID_STATUS_CLOSED,
+        Self::ZOOID_STATUS_RESERVATION_EXHAUSTED,
+        Self::ZOOID_STATUS_WENT_BACKWARDS,
     ];
 
     /// The status for an error of the library.
@@ -128,6 +137,8 @@ impl zooid_status {
             ZooidError::QueueFull { .. } => Self::ZOOID_STATUS_QUEUE_FULL,
             ZooidError::TooLarge { .. } => Self::ZOOID_STATUS_TOO_LARGE,
             ZooidError::Closed { .. } => Self::ZOOID_STATUS_CLOSED,
+            ZooidError::ReservationExhausted { .. } => Self::ZOOID_STATUS_RESERVATION_EXHAUSTED,
+            ZooidError::WentBackwards { .. } => Self::ZOOID_STATUS_WENT_BACKWARDS,
             _ => Self::ZOOID_STATUS_OTHER,
         }
     }
@@ -169,6 +180,8 @@ impl zooid_status {
             Self::ZOOID_STATUS_QUEUE_FULL => "ZOOID_STATUS_QUEUE_FULL\0",
             Self::ZOOID_STATUS_TOO_LARGE => "ZOOID_STATUS_TOO_LARGE\0",
             Self::ZOOID_STATUS_CLOSED => "ZOOID_STATUS_CLOSED\0",
+            Self::ZOOID_STATUS_RESERVATION_EXHAUSTED => "ZOOID_STATUS_RESERVATION_EXHAUSTED\0",
+            Self::ZOOID_STATUS_WENT_BACKWARDS => "ZOOID_STATUS_WENT_BACKWARDS\0",
         }
     }
 }
@@ -335,6 +348,21 @@ mod tests {
             (
                 ZooidError::Closed { what: c() },
                 zooid_status::ZOOID_STATUS_CLOSED,
+            ),
+            (
+                ZooidError::ReservationExhausted {
+                    category: c(),
+                    ceiling: 1,
+                    waited: Duration::ZERO,
+                },
+                zooid_status::ZOOID_STATUS_RESERVATION_EXHAUSTED,
+            ),
+            (
+                ZooidError::WentBackwards {
+                    what: c(),
+                    reason: c(),
+                },
+                zooid_status::ZOOID_STATUS_WENT_BACKWARDS,
             ),
         ];
         for (err, status) in &cases {

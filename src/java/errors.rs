@@ -43,6 +43,8 @@ pub(crate) mod code {
     pub const TOO_LARGE: i32 = 22;
     /// A closed handle or resigned candidacy: `IllegalStateException` on the Java side.
     pub const CLOSED: i32 = 23;
+    pub const RESERVATION_EXHAUSTED: i32 = 24;
+    pub const WENT_BACKWARDS: i32 = 25;
     /// A null argument: `NullPointerException`.
     pub const NULL_ARGUMENT: i32 = -1;
     /// An object used in the wrong state: `IllegalStateException`.
@@ -143,6 +145,12 @@ impl Described {
             ZooidError::QueueFull { queue, .. } => (code::QUEUE_FULL, Some(queue), None, vec![]),
             ZooidError::TooLarge { what, .. } => (code::TOO_LARGE, Some(what), None, vec![]),
             ZooidError::Closed { what } => (code::CLOSED, Some(what), None, vec![]),
+            ZooidError::ReservationExhausted { category, .. } => {
+                (code::RESERVATION_EXHAUSTED, Some(category), None, vec![])
+            }
+            ZooidError::WentBackwards { what, .. } => {
+                (code::WENT_BACKWARDS, Some(what), None, vec![])
+            }
         };
         Self {
             code,
@@ -390,6 +398,15 @@ mod tests {
                 limit: 1,
             },
             ZooidError::Closed { what: "/g".into() },
+            ZooidError::ReservationExhausted {
+                category: "/c".into(),
+                ceiling: 10,
+                waited: std::time::Duration::ZERO,
+            },
+            ZooidError::WentBackwards {
+                what: "/c".into(),
+                reason: "version 3 after 7".into(),
+            },
         ];
         for err in errors {
             let described = Described::of_zooid(&err);

@@ -99,6 +99,34 @@ pub trait Store: Send + Sync + 'static {
         path: &str,
         expected: i32,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Returns once the node is no longer at version `seen` (changed, deleted or recreated), or
+    /// after `limit`, whichever is first. The default polls with backoff (for the embedded
+    /// stores); ZooKeeper watches the node.
+    fn wait_change(
+        &self,
+        path: &str,
+        seen: i32,
+        limit: Duration,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        async move {
+            let until = tokio::time::Instant::now() + limit;
+            let mut pause = Duration::from_millis(5);
+            loop {
+                match self.get(path).await {
+                    Ok(node) if node.version == seen => {}
+                    Ok(_) | Err(StoreError::NoNode) => return Ok(()),
+                    Err(err) => return Err(err),
+                }
+                let now = tokio::time::Instant::now();
+                if now >= until {
+                    return Ok(());
+                }
+                tokio::time::sleep(pause.min(until - now)).await;
+                pause = (pause * 2).min(Duration::from_millis(200));
+            }
+        }
+    }
 }
 
 /// Options for opening a store from a connect string. Its `Debug` output never shows the
@@ -117,7 +145,10 @@ impl std::fmt::Debug for ConnectOptions {
             .field("session_timeout", &self.session_timeout)
             .field(
                 "digest_auth",
-                &self.digest_auth.as_ref().map(|(user, _)| (user, "<redacted>")),
+                &self
+                    .digest_auth
+                    .as_ref()
+                    .map(|(user, _)| (user, "<redacted>")),
             )
             .finish()
     }
@@ -197,6 +228,9 @@ impl Store for AnyStore {
     }
     async fn delete(&self, path: &str, expected: i32) -> Result<(), StoreError> {
         dispatch!(self, s => s.delete(path, expected))
+    }
+    async fn wait_change(&self, path: &str, seen: i32, limit: Duration) -> Result<(), StoreError> {
+        dispatch!(self, s => s.wait_change(path, seen, limit))
     }
 }
 

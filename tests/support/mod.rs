@@ -20,7 +20,9 @@ pub mod zookeeper;
 use std::time::{Duration, Instant};
 
 pub use proxy::{op, FaultProxy, MatchFn, Mode, ProxyStats, RequestMatch, ResetPoint};
-pub use zookeeper::{four_letter_word, zk_lib_dir, ZkEnsemble, ZkServer};
+pub use zookeeper::{
+    four_letter_word, spawn_with_parent_death_signal, zk_lib_dir, ZkEnsemble, ZkServer,
+};
 
 /// Installs a `tracing` subscriber once per test binary, filtered by `RUST_LOG`
 /// (default `warn`), writing through the test harness's captured output.

@@ -178,7 +178,7 @@ fn tail_file(path: &Path, n: usize) -> String {
 /// forked the child exits, so the JVMs must not be forked from test threads (which end while a
 /// server value may still be alive in a static or another thread) or short-lived tokio blocking
 /// threads. This idle thread lives as long as the test binary; when the binary dies, so do the JVMs.
-fn spawn_with_parent_death_signal(mut cmd: Command) -> io::Result<Child> {
+pub fn spawn_with_parent_death_signal(mut cmd: Command) -> io::Result<Child> {
     type Req = (Command, mpsc::Sender<io::Result<Child>>);
     static SPAWNER: OnceLock<Mutex<mpsc::Sender<Req>>> = OnceLock::new();
     let tx = SPAWNER

@@ -3,8 +3,15 @@
 use zooid::blocking::IdGeneratorService;
 use zooid::{ConnectOptions, IdCategory, IdRange, IdSet, ServiceOptions, ZooidError};
 
+/// How long a take at a category's ceiling waits for the keeper (`--ceiling-wait-ms`).
+pub static CEILING_WAIT: std::sync::OnceLock<std::time::Duration> = std::sync::OnceLock::new();
+
 fn open(connect: &str, options: &ConnectOptions) -> zooid::Result<IdGeneratorService> {
-    IdGeneratorService::connect(connect, options, ServiceOptions::default())
+    let mut service_options = ServiceOptions::default();
+    if let Some(wait) = CEILING_WAIT.get() {
+        service_options.ceiling_wait = *wait;
+    }
+    IdGeneratorService::connect(connect, options, service_options)
 }
 
 /// `zooid init`: creates a category, optionally above a legacy counter.
@@ -15,6 +22,7 @@ pub fn init(
     first: i64,
     last: i64,
     after_counter: Option<String>,
+    ceiling: Option<i64>,
 ) -> zooid::Result<()> {
     let service = open(connect, options)?;
     let category = IdCategory::new(category)?;
@@ -26,8 +34,11 @@ pub fn init(
             })?,
         None => first,
     };
-    service.create_category(&category, first, last)?;
-    println!("created {category} with IDs {first}:{last}");
+    service.create_category_with_ceiling(&category, first, last, ceiling)?;
+    match ceiling {
+        Some(c) => println!("created {category} with IDs {first}:{last}, ceiling {c}"),
+        None => println!("created {category} with IDs {first}:{last}"),
+    }
     Ok(())
 }
 
@@ -75,6 +86,16 @@ pub fn show(connect: &str, options: &ConnectOptions, category: &str) -> zooid::R
     println!("category:   {category}");
     println!("bounds:     {}", info.bounds);
     println!("free IDs:   {}", info.free_count);
+    match info.ceiling {
+        Some(ceiling) => {
+            println!("ceiling:    {ceiling} (epoch {})", info.epoch);
+            println!(
+                "headroom:   {} IDs free at or below the ceiling",
+                info.headroom
+            );
+        }
+        None => println!("ceiling:    none (headroom: every free ID)"),
+    }
     println!("ranges:     {}", info.free.len());
     println!(
         "node size:  {} bytes (version {}{})",

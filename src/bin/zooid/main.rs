@@ -1,6 +1,7 @@
 //! `zooid`: the operator CLI. Creates categories, takes and pushes IDs, shows pools; one module
 //! per group of commands.
 
+mod durable;
 mod ids;
 
 use std::path::PathBuf;
@@ -27,6 +28,11 @@ struct Cli {
     #[arg(long, env = "ZOOID_AUTH", hide_env_values = true)]
     auth: Option<String>,
 
+    /// How long a take at a category's ceiling waits for the keeper to raise it, in
+    /// milliseconds, before failing (exit 9).
+    #[arg(long, default_value_t = 10_000)]
+    ceiling_wait_ms: u64,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -43,6 +49,10 @@ enum Command {
         /// Start above a legacy counter node (8-byte big-endian long, as older deployments keep).
         #[arg(long, conflicts_with = "first")]
         after_counter: Option<String>,
+        /// Start with a durable-reservation ceiling: no take hands out an ID above it until a
+        /// keeper raises it (use 0 so that nothing is handed out before the keeper saw it).
+        #[arg(long)]
+        ceiling: Option<i64>,
     },
     /// Take up to N IDs; prints one START:END line per range.
     Take { category: String, n: u64 },
@@ -54,6 +64,21 @@ enum Command {
     },
     /// Show a category's free list and size.
     Show { category: String },
+    /// Recreate every category from the durable record after ZooKeeper lost its data.
+    Restore {
+        /// Where the records live: a directory, or s3://BUCKET/PREFIX.
+        #[arg(long)]
+        durable: String,
+        /// Only categories under this path.
+        #[arg(long, default_value = "/")]
+        root: String,
+    },
+    /// Write the durable records to stdout (for backups).
+    Dump {
+        /// Where the records live: a directory, or s3://BUCKET/PREFIX.
+        #[arg(long)]
+        durable: String,
+    },
 }
 
 fn main() -> ExitCode {
@@ -77,6 +102,8 @@ fn exit_code(err: &ZooidError) -> u8 {
         ZooidError::CorruptPool { .. } => 6,
         ZooidError::OutcomeUnknown { .. } => 7,
         ZooidError::ConnectionLost { .. } | ZooidError::Timeout { .. } => 8,
+        ZooidError::ReservationExhausted { .. } => 9,
+        ZooidError::WentBackwards { .. } => 11,
         _ => 1,
     }
 }
@@ -110,15 +137,27 @@ fn run(cli: Cli) -> zooid::Result<()> {
         session_timeout: Duration::from_millis(cli.session_timeout_ms),
         digest_auth,
     };
+    let _ = ids::CEILING_WAIT.set(Duration::from_millis(cli.ceiling_wait_ms));
     match cli.command {
         Command::Init {
             category,
             first,
             last,
             after_counter,
-        } => ids::init(&connect, &options, &category, first, last, after_counter),
+            ceiling,
+        } => ids::init(
+            &connect,
+            &options,
+            &category,
+            first,
+            last,
+            after_counter,
+            ceiling,
+        ),
         Command::Take { category, n } => ids::take(&connect, &options, &category, n),
         Command::Push { category, ranges } => ids::push(&connect, &options, &category, &ranges),
         Command::Show { category } => ids::show(&connect, &options, &category),
+        Command::Restore { durable, root } => durable::restore(&connect, &options, &durable, &root),
+        Command::Dump { durable } => durable::dump(&durable),
     }
 }

@@ -46,7 +46,11 @@ public enum ErrorCode {
     /** A value is over its size limit ({@link TooLargeException}). */
     TOO_LARGE(22),
     /** The handle was closed or the candidacy resigned (thrown as {@link IllegalStateException}). */
-    CLOSED(23);
+    CLOSED(23),
+    /** The durable reservation is used up and was not raised in time ({@link ReservationExhaustedException}). */
+    RESERVATION_EXHAUSTED(24),
+    /** A pool or durable record went backwards ({@link WentBackwardsException}). */
+    WENT_BACKWARDS(25);
 
     private final int value;
 

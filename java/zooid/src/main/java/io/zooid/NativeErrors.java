@@ -69,6 +69,10 @@ final class NativeErrors {
                 return new TooLargeException(message, category);
             case CLOSED:
                 return new IllegalStateException(message);
+            case RESERVATION_EXHAUSTED:
+                return new ReservationExhaustedException(message, category);
+            case WENT_BACKWARDS:
+                return new WentBackwardsException(message, category);
             default:
                 return new IDGeneratorException(errorCode, message, category);
         }

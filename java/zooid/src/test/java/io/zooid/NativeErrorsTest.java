@@ -30,6 +30,12 @@ class NativeErrorsTest {
             {ErrorCode.RUNTIME_THREAD, IDGeneratorException.class},
             {ErrorCode.PANIC, IDGeneratorException.class},
             {ErrorCode.OTHER, IDGeneratorException.class},
+            {ErrorCode.NOT_LEADER, NotLeaderException.class},
+            {ErrorCode.SESSION_LOST, SessionLostException.class},
+            {ErrorCode.QUEUE_FULL, QueueFullException.class},
+            {ErrorCode.TOO_LARGE, TooLargeException.class},
+            {ErrorCode.RESERVATION_EXHAUSTED, ReservationExhaustedException.class},
+            {ErrorCode.WENT_BACKWARDS, WentBackwardsException.class},
         };
         Set<ErrorCode> seen = EnumSet.noneOf(ErrorCode.class);
         for (Object[] c : cases) {
@@ -42,6 +48,8 @@ class NativeErrorsTest {
             assertEquals("/cat", e.getCategory());
             seen.add(code);
         }
+        seen.add(ErrorCode.CLOSED); // IllegalStateException, checked below
+        assertInstanceOf(IllegalStateException.class, NativeErrors.create(23, "closed", null, null, null));
         assertEquals(EnumSet.allOf(ErrorCode.class), seen, "every code is covered");
     }
 
