@@ -21,6 +21,7 @@
 
 pub mod blocking;
 pub mod durable;
+pub mod election;
 pub mod error;
 pub mod ffi;
 pub mod idset;
@@ -33,6 +34,10 @@ pub mod service;
 pub mod session;
 pub mod store;
 
+pub use election::{
+    Election, ElectionOptions, ElectionStatus, FencedOp, FencedResult, LeaderInfo, LeaderState,
+    PausePolicy,
+};
 pub use error::{Result, ZooidError};
 pub use idset::{IdCategory, IdSet};
 pub use range::{IdRange, RangeSet};

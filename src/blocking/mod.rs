@@ -1,6 +1,10 @@
 //! The blocking facade over [`crate::IdGeneratorService`] and the recipes, for threads that are
 //! not async; the C and JNI bindings sit on it. One file per recipe beside this one.
 
+mod election;
+
+pub use election::{leader, Election};
+
 use std::mem::ManuallyDrop;
 
 use crate::error::Result;

@@ -2,6 +2,7 @@
 //! per group of commands.
 
 mod durable;
+mod elect;
 mod ids;
 
 use std::path::PathBuf;
@@ -79,12 +80,37 @@ enum Command {
         #[arg(long)]
         durable: String,
     },
+    /// Run COMMAND only while this process leads GROUP (ZooKeeper only), with
+    /// ZOOID_FENCING_TOKEN and ZOOID_LEADER_NAME exported. The command is stopped (SIGTERM to its
+    /// process group, SIGKILL after --grace-ms) when the leadership ends, and started again when
+    /// it comes back. SIGTERM/SIGINT stop the command, resign and exit 0; when the command ends
+    /// by itself, zooid elect resigns and exits with its code. The command dies with zooid elect.
+    Elect {
+        group: String,
+        /// The candidate's name (default HOST:PID).
+        #[arg(long)]
+        name: Option<String>,
+        /// keep: a leader cut off from ZooKeeper keeps its command running until the session is
+        /// lost; stop: it stops the command at once and rejoins at the back of the line.
+        #[arg(long, default_value = "stop")]
+        on_pause: String,
+        /// Milliseconds between SIGTERM and SIGKILL when stopping the command.
+        #[arg(long, default_value_t = 5000)]
+        grace_ms: u64,
+        /// Append timestamped state transitions (unix microseconds) to this file.
+        #[arg(long)]
+        log: Option<PathBuf>,
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// Print the leader of GROUP (name, token, node, data); exit 10 when there is none.
+    Leader { group: String },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(err) => {
             eprintln!("zooid: error: {err}");
             ExitCode::from(exit_code(&err))
@@ -120,7 +146,7 @@ fn default_connect() -> String {
     format!("file:{}", dir.display())
 }
 
-fn run(cli: Cli) -> zooid::Result<()> {
+fn run(cli: Cli) -> zooid::Result<ExitCode> {
     let connect = cli.connect.unwrap_or_else(default_connect);
     let digest_auth = match cli.auth {
         Some(auth) => match auth.split_once(':') {
@@ -153,11 +179,40 @@ fn run(cli: Cli) -> zooid::Result<()> {
             last,
             after_counter,
             ceiling,
+        )
+        .map(|()| ExitCode::SUCCESS),
+        Command::Take { category, n } => {
+            ids::take(&connect, &options, &category, n).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Push { category, ranges } => {
+            ids::push(&connect, &options, &category, &ranges).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Show { category } => {
+            ids::show(&connect, &options, &category).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Restore { durable, root } => {
+            durable::restore(&connect, &options, &durable, &root).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Dump { durable } => durable::dump(&durable).map(|()| ExitCode::SUCCESS),
+        Command::Elect {
+            group,
+            name,
+            on_pause,
+            grace_ms,
+            log,
+            command,
+        } => elect::elect(
+            &connect,
+            &options,
+            elect::ElectArgs {
+                group,
+                name,
+                on_pause: on_pause.parse()?,
+                grace: Duration::from_millis(grace_ms),
+                log,
+                command,
+            },
         ),
-        Command::Take { category, n } => ids::take(&connect, &options, &category, n),
-        Command::Push { category, ranges } => ids::push(&connect, &options, &category, &ranges),
-        Command::Show { category } => ids::show(&connect, &options, &category),
-        Command::Restore { durable, root } => durable::restore(&connect, &options, &durable, &root),
-        Command::Dump { durable } => durable::dump(&durable),
+        Command::Leader { group } => elect::leader(&connect, &options, &group),
     }
 }
