@@ -26,6 +26,7 @@ pub mod error;
 pub mod ffi;
 pub mod idset;
 pub mod java;
+pub mod keeper;
 pub mod pool;
 pub mod range;
 pub mod retry;

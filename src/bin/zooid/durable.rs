@@ -112,6 +112,79 @@ async fn restore_one(
     })
 }
 
+/// What `zooid keeper` was asked to do.
+pub struct KeeperArgs {
+    pub durable: String,
+    pub root: String,
+    pub name: Option<String>,
+    pub group: String,
+    pub reserve_minutes: f64,
+    pub reserve_floor: u64,
+    pub reserve_cap: u64,
+    pub tick_ms: u64,
+}
+
+/// `zooid keeper`: runs a keeper until SIGTERM or SIGINT; metrics and events go to stderr.
+pub fn keeper(connect: &str, options: &ConnectOptions, args: KeeperArgs) -> zooid::Result<()> {
+    use std::sync::Arc;
+    use std::time::Duration;
+    use tokio::signal::unix::{signal, SignalKind};
+    use zooid::keeper::{KeeperOptions, Sizing};
+
+    if !(args.reserve_minutes > 0.0 && args.reserve_minutes.is_finite()) {
+        return Err(ZooidError::InvalidArgument(
+            "--reserve-minutes must be positive".into(),
+        ));
+    }
+    runtime()?.block_on(async {
+        let io = |e: std::io::Error| ZooidError::Store {
+            path: "signals".into(),
+            reason: e.to_string(),
+        };
+        let mut term = signal(SignalKind::terminate()).map_err(io)?;
+        let mut int = signal(SignalKind::interrupt()).map_err(io)?;
+        let durable = DurableStore::open(&args.durable)?;
+        let session = zooid::Session::connect(connect, options).await?;
+        let name = args.name.unwrap_or_else(|| {
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|h| h.trim().to_string())
+                .unwrap_or_else(|_| "host".into());
+            format!("{host}:{}", std::process::id())
+        });
+        let mut keeper_options = KeeperOptions::new(&args.root, &name);
+        keeper_options.group = args.group;
+        keeper_options.tick = Duration::from_millis(args.tick_ms.max(10));
+        keeper_options.sizing = Sizing {
+            cover: Duration::from_secs_f64(args.reserve_minutes * 60.0),
+            floor: args.reserve_floor.max(1),
+            cap: args.reserve_cap.max(1),
+            ..Sizing::default()
+        };
+        keeper_options.report = Arc::new(|line| {
+            let ms = zooid::durable::now_ms();
+            eprintln!("{} keeper: {line}", zooid::durable::rfc3339_ms(ms));
+        });
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let keeper = tokio::spawn(zooid::keeper::run(
+            session.clone(),
+            durable,
+            keeper_options,
+            stop_rx,
+        ));
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        let _ = stop_tx.send(true);
+        let result = keeper.await.map_err(|e| ZooidError::Store {
+            path: "keeper".into(),
+            reason: e.to_string(),
+        })?;
+        drop(session);
+        result
+    })
+}
+
 /// `zooid dump`: the records, as stored, to stdout.
 pub fn dump(location: &str) -> zooid::Result<()> {
     runtime()?.block_on(async {

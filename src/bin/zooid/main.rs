@@ -74,6 +74,35 @@ enum Command {
         #[arg(long, default_value = "/")]
         root: String,
     },
+    /// Keep the ceilings of the categories under ROOT ahead of demand, each raise written to the
+    /// durable record first (run two or more for redundancy; one is active). Metrics and events
+    /// go to stderr. Stops on SIGTERM/SIGINT.
+    Keeper {
+        /// Where the records live: a directory, or s3://BUCKET/PREFIX.
+        #[arg(long)]
+        durable: String,
+        /// Categories are the pool nodes under this path.
+        #[arg(long, default_value = "/")]
+        root: String,
+        /// The keeper's name in the election (default HOST:PID).
+        #[arg(long)]
+        name: Option<String>,
+        /// The keepers' election group.
+        #[arg(long, default_value = zooid::keeper::DEFAULT_GROUP)]
+        group: String,
+        /// Reserve: this many minutes of demand at the observed take rate.
+        #[arg(long, default_value_t = 10.0)]
+        reserve_minutes: f64,
+        /// Reserve: at least this many IDs.
+        #[arg(long, default_value_t = 10_000)]
+        reserve_floor: u64,
+        /// Reserve: at most this many IDs.
+        #[arg(long, default_value_t = 100_000_000)]
+        reserve_cap: u64,
+        /// Milliseconds between evaluations of every category (and metric lines).
+        #[arg(long, default_value_t = 1000)]
+        tick_ms: u64,
+    },
     /// Write the durable records to stdout (for backups).
     Dump {
         /// Where the records live: a directory, or s3://BUCKET/PREFIX.
@@ -193,6 +222,30 @@ fn run(cli: Cli) -> zooid::Result<ExitCode> {
         Command::Restore { durable, root } => {
             durable::restore(&connect, &options, &durable, &root).map(|()| ExitCode::SUCCESS)
         }
+        Command::Keeper {
+            durable,
+            root,
+            name,
+            group,
+            reserve_minutes,
+            reserve_floor,
+            reserve_cap,
+            tick_ms,
+        } => durable::keeper(
+            &connect,
+            &options,
+            durable::KeeperArgs {
+                durable,
+                root,
+                name,
+                group,
+                reserve_minutes,
+                reserve_floor,
+                reserve_cap,
+                tick_ms,
+            },
+        )
+        .map(|()| ExitCode::SUCCESS),
         Command::Dump { durable } => durable::dump(&durable).map(|()| ExitCode::SUCCESS),
         Command::Elect {
             group,
