@@ -143,6 +143,19 @@ pub async fn run(
     Ok(())
 }
 
+/// Runs a ZooKeeper request bounded by the session timeout: a request sent on a client whose
+/// session the servers refuse (after a wipe) may otherwise never complete.
+pub(crate) async fn bounded<T>(
+    session: &Session,
+    request: impl std::future::Future<Output = std::result::Result<T, zookeeper_client::Error>>,
+) -> std::result::Result<T, zookeeper_client::Error> {
+    let limit = session.status().timeout.max(Duration::from_millis(500));
+    match tokio::time::timeout(limit, request).await {
+        Ok(outcome) => outcome,
+        Err(_) => Err(zookeeper_client::Error::ConnectionLoss),
+    }
+}
+
 /// The active keeper's term.
 pub(crate) struct Active<'a> {
     pub session: &'a Session,
@@ -178,9 +191,11 @@ impl Active<'_> {
             if status.state == ConnectionState::Connected {
                 if watcher.as_ref().map(|(g, _)| *g) != Some(status.generation) {
                     let (client, generation) = self.session.client();
-                    match client
-                        .watch(&self.options.root, AddWatchMode::PersistentRecursive)
-                        .await
+                    match bounded(
+                        self.session,
+                        client.watch(&self.options.root, AddWatchMode::PersistentRecursive),
+                    )
+                    .await
                     {
                         Ok(w) => {
                             watcher = Some((generation, w));
@@ -300,7 +315,7 @@ impl Active<'_> {
             {
                 continue;
             }
-            match client.get_data(&path).await {
+            match bounded(self.session, client.get_data(&path)).await {
                 Ok((data, _)) => {
                     if data.starts_with(b"#zooid ") {
                         found.insert(path.clone());
@@ -309,7 +324,7 @@ impl Active<'_> {
                 Err(zookeeper_client::Error::NoNode) => continue,
                 Err(e) => return Err(unavailable(e)),
             }
-            match client.list_children(&path).await {
+            match bounded(self.session, client.list_children(&path)).await {
                 Ok(children) => {
                     for child in children {
                         todo.push(if path == "/" {

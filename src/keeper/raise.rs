@@ -44,7 +44,7 @@ impl Active<'_> {
 
     async fn evaluate_once(&mut self, path: &str) -> Result<Wrote> {
         let (client, _) = self.session.client();
-        let (data, stat) = match client.get_data(path).await {
+        let (data, stat) = match super::bounded(self.session, client.get_data(path)).await {
             Ok(got) => got,
             Err(zookeeper_client::Error::NoNode) => {
                 return Err(ZooidError::NotFound {
