@@ -532,10 +532,14 @@ impl<S: Store> IdGeneratorService<S> {
         // Read the store as it is now, not through a remembered state.
         *self.slot(category).lock().await = None;
         let outcome = Mutex::new(Restored::Kept);
+        // A pool at or above the record needs nothing: the plan stops with this marker error
+        // (decided on a fresh read, since `update` retries a remembered state before failing).
+        let kept = || ZooidError::Closed {
+            what: String::new(),
+        };
         self.update_checked(category, OpKind::Ceiling, false, |pool| {
             if pool.ceiling().is_some_and(|c| c >= ceiling) {
-                *outcome.lock().unwrap_or_else(|p| p.into_inner()) = Restored::Kept;
-                return Err(ZooidError::Closed { what: String::new() });
+                return Err(kept());
             }
             let mut next = pool.clone();
             let removed = next.free_mut().remove_at_most(ceiling);

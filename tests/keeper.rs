@@ -121,6 +121,9 @@ fn keepers_keep_ceilings_ahead_discover_and_fail_over() {
         let second = wait_ceiling(&svc, &b, 50, Duration::from_secs(10)).await;
         let rec_b = durable.read(b.name()).await.unwrap().unwrap();
         assert!(rec_b.ceiling >= *early.iter().max().unwrap());
+        // The stated bound: a new category gets its first ceiling within 2 s (one event or
+        // tick, one scan, one durable write and one pool write).
+        assert!(first < Duration::from_secs(2) && second < Duration::from_secs(2), "{first:?} {second:?}");
         eprintln!("discovery: first ceiling of a new category after {first:?} (ceiling 0) and {second:?} (no ceiling, 50 IDs out)");
 
         let stop = Arc::new(AtomicBool::new(false));

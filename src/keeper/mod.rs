@@ -250,7 +250,6 @@ impl Active<'_> {
                     }
                 }
             }
-            let root = self.options.root.trim_end_matches('/').to_string();
             tokio::select! {
                 event = async {
                     match watcher.as_mut() {
@@ -275,7 +274,6 @@ impl Active<'_> {
                         }
                         EventType::Session | EventType::NodeChildrenChanged => need_scan = true,
                     }
-                    let _ = root;
                 }
                 changed = session_rx.changed() => {
                     if changed.is_err() {
