@@ -192,8 +192,17 @@ impl Pool {
         self.log.iter().find(|op| op.version == version)
     }
 
-    /// Appends `op` to the log, keeping at most `capacity` entries.
+    /// Appends `op` to the log, keeping at most `capacity` entries. Entries at or above `op`'s
+    /// version belong to another history of the node (it was recreated with old content) and are
+    /// dropped, so the log stays ascending.
     pub fn record(&mut self, op: OpRecord, capacity: usize) {
+        while self
+            .log
+            .back()
+            .is_some_and(|last| last.version >= op.version)
+        {
+            self.log.pop_back();
+        }
         self.log.push_back(op);
         while self.log.len() > capacity.max(1) {
             self.log.pop_front();
@@ -630,6 +639,19 @@ mod tests {
         assert_eq!(versions, vec![3, 4, 5]);
         assert_eq!(pool.op_at(4).map(|op| op.token), Some(OpToken(4)));
         assert_eq!(pool.op_at(2), None);
+        // A node recreated with old content restarts at version 0: the old entries go.
+        pool.record(
+            OpRecord {
+                version: 1,
+                token: OpToken(9),
+                kind: OpKind::Take,
+                count: 1,
+            },
+            3,
+        );
+        let versions: Vec<i32> = pool.log().map(|op| op.version).collect();
+        assert_eq!(versions, vec![1]);
+        assert!(Pool::parse("/p", pool.render().as_bytes()).is_ok());
     }
 
     #[test]

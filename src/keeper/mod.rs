@@ -97,6 +97,10 @@ pub(crate) struct Tracked {
     pub last_durable: Option<Instant>,
     /// The last report line's time.
     pub last_report: Option<Instant>,
+    /// A raise of this term made durable whose pool write has not applied yet: its ceiling and
+    /// the pool version it was planned at. Only a pool at or past that version is ours to
+    /// finish; an older one came back from an older state.
+    pub pending: Option<(i64, i32)>,
 }
 
 /// Runs a keeper until `shutdown` turns true: joins the election, and while active keeps the

@@ -86,7 +86,13 @@ impl Active<'_> {
             token: self.token,
         };
         // Our own raise whose pool write lost a race with takes: finish it, nothing to repair.
-        let ours = record.as_ref().is_some_and(|r| r.fence == fence);
+        let pending = self.tracked.get(path).and_then(|t| t.pending);
+        let ours = record.as_ref().is_some_and(|r| {
+            r.fence == fence
+                && pending.is_some_and(|(ceiling, planned)| {
+                    ceiling == r.ceiling && stat.version >= planned
+                })
+        });
         let behind = !ours
             && match (&record, pool.ceiling()) {
                 (Some(r), Some(c)) => r.ceiling > c || r.fence.generation > pool.epoch(),
@@ -155,6 +161,7 @@ impl Active<'_> {
             self.durable.write(&new).await?;
             if let Some(t) = self.tracked.get_mut(path) {
                 t.last_durable = Some(Instant::now());
+                t.pending = Some((ceiling, version));
             }
         }
         crash_point("after-durable");
@@ -201,6 +208,9 @@ impl Active<'_> {
             Err(other) => return Err(other),
         }
         crash_point("after-zookeeper");
+        if let Some(t) = self.tracked.get_mut(path) {
+            t.pending = None;
+        }
         if repair.is_some() {
             // The removed IDs are not demand.
             if let Some(t) = self.tracked.get_mut(path) {
