@@ -367,6 +367,71 @@ fn s3_records_use_conditional_writes_and_only_move_up() {
         concurrent_writers_never_move_backwards(Arc::clone(&store), "/s3/cat").await;
         assert_eq!(store.list().await.unwrap().len(), 1);
     });
+
+    // A keeper keeping its record in S3, end to end: raises are written there first.
+    let zk = ZkServer::start();
+    let connect = zk.connect_string();
+    let location = "s3://zooid-durable/keeper";
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_zooid"));
+    cmd.args([
+        "--connect",
+        &connect,
+        "keeper",
+        "--durable",
+        location,
+        "--root",
+        "/s3k",
+    ])
+    .args([
+        "--reserve-floor",
+        "300",
+        "--reserve-minutes",
+        "0.05",
+        "--tick-ms",
+        "100",
+    ])
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null());
+    let mut keeper = support::spawn_with_parent_death_signal(cmd).unwrap();
+    let outcome = std::panic::catch_unwind(|| {
+        runtime().block_on(async {
+            let svc = service(&connect, Duration::from_secs(15)).await;
+            let cat = IdCategory::new("/s3k/c").unwrap();
+            svc.create_category_with_ceiling(&cat, 1, i64::MAX, Some(0))
+                .await
+                .unwrap();
+            let store = DurableStore::open(location).unwrap();
+            let mut taken = 0;
+            while taken < 3000 {
+                let set = svc.take_ids(&cat, 100).await.unwrap();
+                let top = set.ranges().last().unwrap().end();
+                let record = store.read(cat.name()).await.unwrap().unwrap();
+                assert!(
+                    top <= record.ceiling,
+                    "ID {top} above the S3 record {}",
+                    record.ceiling
+                );
+                taken += set.count_ids();
+            }
+            let info = svc.pool_info(&cat).await.unwrap();
+            let record = store.read(cat.name()).await.unwrap().unwrap();
+            assert!(info.ceiling.unwrap() <= record.ceiling);
+            eprintln!(
+                "s3 keeper: {taken} IDs taken, pool ceiling {:?}, S3 record {}",
+                info.ceiling, record.ceiling
+            );
+        })
+    });
+    let _ = keeper.kill();
+    let _ = keeper.wait();
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+    let dump = ok(Command::new(env!("CARGO_BIN_EXE_zooid"))
+        .args(["dump", "--durable", location])
+        .output()
+        .unwrap());
+    assert!(dump.contains("category /s3k/c\n"), "{dump}");
 }
 
 fn zooid(connect: &str, args: &[&str]) -> Output {
