@@ -584,3 +584,117 @@ fn a_rolled_back_pool_is_repaired_by_the_keeper() {
     let line = log.lines().find(|l| l.contains("REPAIR")).unwrap();
     eprintln!("{line}");
 }
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// A real rollback: the server restarted from a copy of its data directory taken earlier
+/// (snapshot + transaction log), after the keeper had raised the ceiling several times and IDs
+/// had been handed out. Clients and the keeper are refused their sessions (they saw newer zxids)
+/// and open new ones by themselves; the keeper repairs the pool; no ID is reissued.
+#[test]
+fn a_server_restored_from_an_old_data_directory_reissues_nothing() {
+    let zk = ZkServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records");
+    let connect = zk.connect_string();
+    let k = keeper("old", dir.path(), &connect, &records, "/old", 100, &[]);
+    k.wait_log("active, token", Duration::from_secs(20));
+    let rt = runtime();
+    let cat = IdCategory::new("/old/c").unwrap();
+    let svc = rt.block_on(async {
+        let svc = service(&connect, Duration::from_secs(15)).await;
+        svc.create_category_with_ceiling(&cat, 1, i64::MAX, Some(0))
+            .await
+            .unwrap();
+        wait_ceiling(&svc, &cat, 1, Duration::from_secs(10)).await;
+        svc
+    });
+    // The old state, as a backup would hold it.
+    zk.stop();
+    let backup = dir.path().join("backup");
+    copy_dir(&zk.data_dir(), &backup);
+    zk.restart();
+    let after_backup = rt.block_on(async {
+        let mut got = BTreeSet::new();
+        let start = Instant::now();
+        while got.len() < 2000 {
+            match svc.take_ids(&cat, 50).await {
+                Ok(set) => got.extend(ids(&set)),
+                Err(ZooidError::ConnectionLost { .. } | ZooidError::OutcomeUnknown { .. }) => {
+                    assert!(start.elapsed() < Duration::from_secs(30));
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(other) => panic!("{other}"),
+            }
+        }
+        got
+    });
+    let record = rt.block_on(async {
+        DurableStore::open(records.to_str().unwrap())
+            .unwrap()
+            .read(cat.name())
+            .await
+            .unwrap()
+            .unwrap()
+    });
+    // ZooKeeper comes back from the backup.
+    zk.stop();
+    std::fs::remove_dir_all(zk.data_dir()).unwrap();
+    copy_dir(&backup, &zk.data_dir());
+    zk.restart();
+    let restarted = Instant::now();
+    let later = rt.block_on(async {
+        let mut got = BTreeSet::new();
+        let mut refusals = 0;
+        while got.len() < 500 {
+            match svc.take_ids(&cat, 50).await {
+                Ok(set) => got.extend(ids(&set)),
+                Err(ZooidError::WentBackwards { .. }) => {
+                    refusals += 1;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(
+                    ZooidError::ConnectionLost { .. }
+                    | ZooidError::OutcomeUnknown { .. }
+                    | ZooidError::Timeout { .. }
+                    | ZooidError::ReservationExhausted { .. },
+                ) => tokio::time::sleep(Duration::from_millis(50)).await,
+                Err(other) => panic!("{other}"),
+            }
+            assert!(
+                restarted.elapsed() < Duration::from_secs(60),
+                "no progress after the rollback:\n{}",
+                k.log()
+            );
+        }
+        let fresh = service(&connect, Duration::from_secs(15)).await;
+        got.extend(ids(&fresh.take_ids(&cat, 50).await.unwrap()));
+        eprintln!(
+            "old data directory: {} IDs handed out after the backup (record {}); the client refused the old pool {refusals} times; takes resumed {:?} after the restart, from {}",
+            after_backup.len(),
+            record.ceiling,
+            restarted.elapsed(),
+            got.iter().min().unwrap()
+        );
+        drop(fresh);
+        got
+    });
+    assert!(
+        after_backup.is_disjoint(&later),
+        "IDs reissued after the rollback"
+    );
+    assert!(*later.iter().min().unwrap() > record.ceiling);
+    assert!(k.log().contains("REPAIR category=/old/c"), "{}", k.log());
+    rt.block_on(async move { drop(svc) });
+}
