@@ -366,6 +366,13 @@ impl<S: Store> IdGeneratorService<S> {
         }
     }
 
+    /// Whether (`epoch`, `version`) is older than what this process saw of the pool.
+    fn is_older(&self, path: &str, epoch: u64, version: i32) -> bool {
+        let seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        seen.get(path)
+            .is_some_and(|&newest| (epoch, version) < newest)
+    }
+
     /// Forgets what this process saw of a pool (after repairing it).
     fn forget_seen(&self, path: &str) {
         let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
@@ -373,7 +380,8 @@ impl<S: Store> IdGeneratorService<S> {
     }
 
     /// Records that this process saw the pool at (`epoch`, `version`), refusing a state older
-    /// than one seen before (ZooKeeper restored from an older snapshot or lost writes).
+    /// than one seen before (ZooKeeper restored from an older snapshot or lost writes). Callers
+    /// `sync` first, so that a lagging server is not mistaken for a rollback.
     fn observe(&self, path: &str, epoch: u64, version: i32) -> Result<()> {
         let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
         let entry = seen.entry(path.to_string()).or_insert((epoch, version));
@@ -643,8 +651,16 @@ impl<S: Store> IdGeneratorService<S> {
             let current = match cached.take() {
                 Some(state) => state,
                 None => {
-                    let node = self.read(path, &mut budget).await?;
-                    let pool = Pool::parse(path, &node.data)?;
+                    let mut node = self.read(path, &mut budget).await?;
+                    let mut pool = Pool::parse(path, &node.data)?;
+                    if refuse_older && self.is_older(path, pool.epoch(), node.version) {
+                        // A new session may have reached a server that lags behind the one the
+                        // newer state came from: catch it up before concluding anything.
+                        if self.store.sync(path).await.is_ok() {
+                            node = self.read(path, &mut budget).await?;
+                            pool = Pool::parse(path, &node.data)?;
+                        }
+                    }
                     if refuse_older {
                         self.observe(path, pool.epoch(), node.version)?;
                     }
