@@ -170,6 +170,17 @@ enum zooid_status
    * message names the node and the identity). Nothing was changed.
    */
   ZOOID_STATUS_NOT_AUTHORIZED = 24,
+  /**
+   * The category's durable reservation (the IDs at or below its ceiling) is used up and the
+   * keeper did not raise the ceiling in time. Nothing was handed out.
+   */
+  ZOOID_STATUS_RESERVATION_EXHAUSTED = 25,
+  /**
+   * A pool's version went backwards compared with what this process saw (ZooKeeper restored
+   * from an older state), or a durable-record write would move the record backwards.
+   * Nothing was changed.
+   */
+  ZOOID_STATUS_WENT_BACKWARDS = 26,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L

@@ -13,6 +13,9 @@ step() { printf '\n==> %s\n' "$*"; }
 step "ZooKeeper server jars"
 bash scripts/fetch-zookeeper.sh
 
+step "S3-compatible test server (moto) for the durable-record tests"
+command -v moto_server >/dev/null || python3 -m pip install -q 'moto[server]>=5.1'
+
 step "Rust: build"
 cargo build --all-targets --locked
 

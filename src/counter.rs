@@ -197,9 +197,7 @@ impl Counter {
         &self,
         request: impl std::future::Future<Output = std::result::Result<T, ZkError>>,
     ) -> std::result::Result<T, ZkError> {
-        tokio::time::timeout(self.session.request_limit(), request)
-            .await
-            .unwrap_or(Err(ZkError::ConnectionLoss))
+        self.session.bounded(request).await
     }
 
     /// Creates the counter node (and missing parents) holding `value`, the last value handed
@@ -564,7 +562,7 @@ impl Counter {
                 }
                 Err(err) => {
                     self.note_error(&err, generation).await;
-                    if matches!(err, ZkError::SessionExpired | ZkError::ClientClosed) {
+                    if crate::session::is_gone(&err) {
                         return Resolution::Unknown(format!("the ZooKeeper session ended: {err}"));
                     }
                     if !retryable(&err) {

@@ -121,6 +121,21 @@ pub enum ZooidError {
     /// identity the permission it needs; nothing was changed.
     #[error("not authorized on {path} as {identity}: the node's ACL does not grant this identity the permission (nothing was changed)")]
     NotAuthorized { path: String, identity: String },
+
+    /// The category's free IDs at or below its ceiling (the durably reserved IDs) are used up,
+    /// and the keeper did not raise the ceiling within the wait; nothing was handed out.
+    #[error("category {category}: the durable reservation is exhausted (ceiling {ceiling}, free IDs remain above it); the keeper did not raise the ceiling within {waited:?}")]
+    ReservationExhausted {
+        category: String,
+        ceiling: i64,
+        waited: Duration,
+    },
+
+    /// Something moved backwards: a pool's version is older than one this process saw before
+    /// (ZooKeeper restored from an older state), or a durable-record write would lower the
+    /// record or carries an older fencing token. Nothing was changed.
+    #[error("{what} went backwards: {reason}; refused")]
+    WentBackwards { what: String, reason: String },
 }
 
 fn fmt_not_found(category: &str) -> String {

@@ -22,11 +22,13 @@
 pub mod acl;
 pub mod blocking;
 pub mod counter;
+pub mod durable;
 pub mod election;
 pub mod error;
 pub mod ffi;
 pub mod idset;
 pub mod java;
+pub mod keeper;
 #[cfg(feature = "kerberos")]
 mod kerberos;
 pub mod pool;

@@ -6,6 +6,18 @@
 //! #op 3 take 5d0c3a0f9e8b7a61 10000
 //! 37001:123456789
 //! ```
+//!
+//! A pool with a durable reservation carries a ceiling (and, once restored, an epoch) and is
+//! written as format 2, which readers of format 1 refuse:
+//!
+//! ```text
+//! #zooid 2
+//! #bounds 1:123456789
+//! #ceiling 60000
+//! #epoch 1
+//! #op 3 take 5d0c3a0f9e8b7a61 10000
+//! 37001:123456789
+//! ```
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
@@ -13,8 +25,12 @@ use std::fmt::Write as _;
 use crate::error::{Result, ZooidError};
 use crate::range::{IdRange, RangeSet};
 
-/// The format version zooid writes and understands.
+/// The format version zooid writes for pools without a ceiling or epoch (readable by every zooid).
 pub const FORMAT_VERSION: u32 = 1;
+
+/// The format version zooid writes for pools with a ceiling or an epoch. Readers of format 1
+/// refuse it (they refuse any version but their own), so no older zooid ignores a ceiling.
+pub const FORMAT_VERSION_RESERVED: u32 = 2;
 
 /// How many recent operations a pool remembers by default, to resolve lost replies.
 pub const DEFAULT_OP_LOG_LEN: usize = 64;
@@ -39,6 +55,8 @@ pub enum OpKind {
     Take,
     /// IDs were pushed back.
     Push,
+    /// The ceiling was set or raised (by a keeper or an operator), or the pool repaired.
+    Ceiling,
 }
 
 impl OpKind {
@@ -48,6 +66,7 @@ impl OpKind {
             OpKind::Create => "create",
             OpKind::Take => "take",
             OpKind::Push => "push",
+            OpKind::Ceiling => "ceiling",
         }
     }
 
@@ -56,6 +75,7 @@ impl OpKind {
             "create" => Some(OpKind::Create),
             "take" => Some(OpKind::Take),
             "push" => Some(OpKind::Push),
+            "ceiling" => Some(OpKind::Ceiling),
             _ => None,
         }
     }
@@ -82,6 +102,11 @@ pub struct Pool {
     log: VecDeque<OpRecord>,
     /// True when the node had no header (a seed-style list of `start:end` lines).
     legacy: bool,
+    /// No take hands out an ID above it (`None`: no durable reservation).
+    ceiling: Option<i64>,
+    /// Restarts of the pool's history (a restore after ZooKeeper lost its data); the pool's
+    /// versions are ordered by (epoch, data version).
+    epoch: u64,
 }
 
 impl Pool {
@@ -92,6 +117,48 @@ impl Pool {
             free: RangeSet::from_range(bounds),
             log: VecDeque::new(),
             legacy: false,
+            ceiling: None,
+            epoch: 0,
+        }
+    }
+
+    /// The ceiling: no take hands out an ID above it. `None` for pools without a durable
+    /// reservation.
+    pub fn ceiling(&self) -> Option<i64> {
+        self.ceiling
+    }
+
+    /// Sets the ceiling (clamped to the bounds' last ID); `None` removes it.
+    pub fn set_ceiling(&mut self, ceiling: Option<i64>) {
+        self.ceiling = ceiling.map(|c| c.clamp(0, self.bounds.end()));
+    }
+
+    /// The pool's epoch (0 until a restore).
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Sets the pool's epoch.
+    pub fn set_epoch(&mut self, epoch: u64) {
+        self.epoch = epoch;
+    }
+
+    /// How many free IDs a take may hand out now: those at or below the ceiling (all of them
+    /// without a ceiling).
+    pub fn available(&self) -> u64 {
+        match self.ceiling {
+            Some(c) => self.free.count_at_most(c),
+            None => self.free.count(),
+        }
+    }
+
+    /// The highest ID that is not free (`first - 1` when every ID is free): every ID held by a
+    /// client is at or below it.
+    pub fn high_water(&self) -> i64 {
+        // The free list's last range reaches the end of the bounds while the top is untouched.
+        match self.free.ranges().last() {
+            Some(last) if last.end() == self.bounds.end() => last.start() - 1,
+            _ => self.bounds.end(),
         }
     }
 
@@ -125,8 +192,17 @@ impl Pool {
         self.log.iter().find(|op| op.version == version)
     }
 
-    /// Appends `op` to the log, keeping at most `capacity` entries.
+    /// Appends `op` to the log, keeping at most `capacity` entries. Entries at or above `op`'s
+    /// version belong to another history of the node (it was recreated with old content) and are
+    /// dropped, so the log stays ascending.
     pub fn record(&mut self, op: OpRecord, capacity: usize) {
+        while self
+            .log
+            .back()
+            .is_some_and(|last| last.version >= op.version)
+        {
+            self.log.pop_back();
+        }
         self.log.push_back(op);
         while self.log.len() > capacity.max(1) {
             self.log.pop_front();
@@ -137,8 +213,22 @@ impl Pool {
     pub fn render(&self) -> String {
         let mut out = String::with_capacity(64 + 48 * (self.log.len() + self.free.range_count()));
         // Writing to a String cannot fail.
-        let _ = writeln!(out, "#zooid {FORMAT_VERSION}");
+        // Format 2 exactly when there is a ceiling; the epoch only exists with one (restores and
+        // repairs always set both).
+        let reserved = self.ceiling.is_some();
+        let format = if reserved {
+            FORMAT_VERSION_RESERVED
+        } else {
+            FORMAT_VERSION
+        };
+        let _ = writeln!(out, "#zooid {format}");
         let _ = writeln!(out, "#bounds {}", self.bounds);
+        if let Some(ceiling) = self.ceiling {
+            let _ = writeln!(out, "#ceiling {ceiling}");
+        }
+        if reserved && self.epoch > 0 {
+            let _ = writeln!(out, "#epoch {}", self.epoch);
+        }
         for op in &self.log {
             let _ = writeln!(
                 out,
@@ -203,6 +293,8 @@ impl Parser<'_> {
         }
         let mut format = None;
         let mut bounds = None;
+        let mut ceiling: Option<(usize, i64)> = None;
+        let mut epoch: Option<u64> = None;
         let mut log: VecDeque<OpRecord> = VecDeque::new();
         let mut ranges: Vec<(usize, IdRange)> = Vec::new();
         for (line_no, raw) in (1..).zip(text.lines()) {
@@ -225,8 +317,8 @@ impl Parser<'_> {
                             ));
                         }
                         let version: u32 = self.one_number(&mut words, line_no, raw)?;
-                        if version != FORMAT_VERSION {
-                            return Err(self.corrupt(line_no, raw, format!("unsupported format version {version} (this zooid reads {FORMAT_VERSION})")));
+                        if version != FORMAT_VERSION && version != FORMAT_VERSION_RESERVED {
+                            return Err(self.corrupt(line_no, raw, format!("unsupported format version {version} (this zooid reads {FORMAT_VERSION} and {FORMAT_VERSION_RESERVED})")));
                         }
                         format = Some(version);
                     }
@@ -240,6 +332,37 @@ impl Parser<'_> {
                         bounds = Some(self.range(word, line_no, raw)?);
                         if words.next().is_some() {
                             return Err(self.corrupt(line_no, raw, "trailing words"));
+                        }
+                    }
+                    Some(word @ ("ceiling" | "epoch")) => {
+                        if format != Some(FORMAT_VERSION_RESERVED) {
+                            return Err(self.corrupt(
+                                line_no,
+                                raw,
+                                format!("'#{word}' needs '#zooid {FORMAT_VERSION_RESERVED}'"),
+                            ));
+                        }
+                        if !log.is_empty() {
+                            return Err(self.corrupt(
+                                line_no,
+                                raw,
+                                format!("'#{word}' must come before the '#op' lines"),
+                            ));
+                        }
+                        if word == "ceiling" {
+                            if ceiling.is_some() {
+                                return Err(self.corrupt(line_no, raw, "duplicate '#ceiling'"));
+                            }
+                            let value: i64 = self.one_number(&mut words, line_no, raw)?;
+                            if value < 0 {
+                                return Err(self.corrupt(line_no, raw, "negative '#ceiling'"));
+                            }
+                            ceiling = Some((line_no, value));
+                        } else {
+                            if epoch.is_some() {
+                                return Err(self.corrupt(line_no, raw, "duplicate '#epoch'"));
+                            }
+                            epoch = Some(self.one_number(&mut words, line_no, raw)?);
                         }
                     }
                     Some("op") => {
@@ -273,6 +396,18 @@ impl Parser<'_> {
                 None => return Err(self.corrupt(1, "", "no ranges")),
             },
         };
+        if format == Some(FORMAT_VERSION_RESERVED) && ceiling.is_none() {
+            return Err(self.corrupt(1, "#zooid 2", "format 2 needs a '#ceiling' header"));
+        }
+        if let Some((line_no, value)) = ceiling {
+            if value > bounds.end() {
+                return Err(self.corrupt(
+                    line_no,
+                    &format!("#ceiling {value}"),
+                    format!("above the bounds {bounds}"),
+                ));
+            }
+        }
         let mut free = RangeSet::new();
         let mut prev: Option<IdRange> = None;
         for (line_no, range) in ranges {
@@ -299,6 +434,8 @@ impl Parser<'_> {
             free,
             log,
             legacy,
+            ceiling: ceiling.map(|(_, c)| c),
+            epoch: epoch.unwrap_or(0),
         })
     }
 
@@ -452,8 +589,8 @@ mod tests {
             (3, "outside the bounds 1:100".into())
         );
         assert_eq!(
-            reason("#zooid 2\n#bounds 1:100\n").1,
-            "unsupported format version 2 (this zooid reads 1)"
+            reason("#zooid 3\n#bounds 1:100\n").1,
+            "unsupported format version 3 (this zooid reads 1 and 2)"
         );
         assert_eq!(reason("#zooid 1\n1:5\n").1, "missing '#bounds' header");
         assert_eq!(
@@ -504,5 +641,132 @@ mod tests {
         assert_eq!(versions, vec![3, 4, 5]);
         assert_eq!(pool.op_at(4).map(|op| op.token), Some(OpToken(4)));
         assert_eq!(pool.op_at(2), None);
+        // A node recreated with old content restarts at version 0: the old entries go.
+        pool.record(
+            OpRecord {
+                version: 1,
+                token: OpToken(9),
+                kind: OpKind::Take,
+                count: 1,
+            },
+            3,
+        );
+        let versions: Vec<i32> = pool.log().map(|op| op.version).collect();
+        assert_eq!(versions, vec![1]);
+        assert!(Pool::parse("/p", pool.render().as_bytes()).is_ok());
+    }
+
+    #[test]
+    fn a_ceiling_makes_format_2_and_parses_back() {
+        let mut pool = Pool::new(r(1, 1000));
+        pool.set_ceiling(Some(100));
+        pool.free_mut().take_lowest(10);
+        let text = pool.render();
+        assert_eq!(text, "#zooid 2\n#bounds 1:1000\n#ceiling 100\n11:1000\n");
+        let back = Pool::parse("/p", text.as_bytes()).unwrap();
+        assert_eq!(back, pool);
+        assert_eq!(back.available(), 90);
+        assert_eq!(back.high_water(), 10);
+        pool.set_epoch(3);
+        let text = pool.render();
+        assert_eq!(
+            text,
+            "#zooid 2\n#bounds 1:1000\n#ceiling 100\n#epoch 3\n11:1000\n"
+        );
+        assert_eq!(Pool::parse("/p", text.as_bytes()).unwrap(), pool);
+        // Clamped to the bounds.
+        pool.set_ceiling(Some(5000));
+        assert_eq!(pool.ceiling(), Some(1000));
+        // Without a ceiling the pool stays format 1.
+        let plain = Pool::new(r(1, 10));
+        assert!(plain.render().starts_with("#zooid 1\n"));
+        assert_eq!(plain.available(), 10);
+    }
+
+    #[test]
+    fn ceiling_lines_are_strict() {
+        assert_eq!(
+            reason("#zooid 1\n#bounds 1:100\n#ceiling 5\n").1,
+            "'#ceiling' needs '#zooid 2'"
+        );
+        assert_eq!(
+            reason("#zooid 2\n#bounds 1:100\n1:100\n").1,
+            "format 2 needs a '#ceiling' header"
+        );
+        assert_eq!(
+            reason("#zooid 2\n#bounds 1:100\n#ceiling 5\n#ceiling 6\n").1,
+            "duplicate '#ceiling'"
+        );
+        assert_eq!(
+            reason("#zooid 2\n#bounds 1:100\n#ceiling 500\n"),
+            (3, "above the bounds 1:100".into())
+        );
+        assert_eq!(
+            reason("#zooid 2\n#bounds 1:100\n#ceiling -1\n").1,
+            "negative '#ceiling'"
+        );
+        assert_eq!(
+            reason("#zooid 2\n#bounds 1:100\n#ceiling x\n").1,
+            "expected a number"
+        );
+        assert_eq!(
+            reason("#zooid 2\n#bounds 1:100\n#ceiling 5 6\n").1,
+            "trailing words"
+        );
+        assert_eq!(
+            reason("#zooid 2\n#bounds 1:100\n#op 1 take 0000000000000001 1\n#ceiling 5\n").1,
+            "'#ceiling' must come before the '#op' lines"
+        );
+        assert_eq!(
+            reason("#zooid 2\n#bounds 1:100\n#ceiling 5\n#epoch 1\n#epoch 2\n").1,
+            "duplicate '#epoch'"
+        );
+        assert_eq!(
+            reason("#zooid 1\n#bounds 1:100\n#epoch 2\n").1,
+            "'#epoch' needs '#zooid 2'"
+        );
+    }
+
+    /// What a reader of format 1 (zooid before ceilings) does with a pool that has one: it
+    /// refuses the version line, so it can never hand out IDs above the ceiling.
+    #[test]
+    fn format_1_readers_refuse_a_pool_with_a_ceiling() {
+        let mut pool = Pool::new(r(1, 100));
+        pool.set_ceiling(Some(10));
+        let text = pool.render();
+        // The format-1 parser's rule: versions other than its own are refused. Model it by
+        // checking the first line is not '#zooid 1' and that a format-1 body with the ceiling
+        // line is refused too.
+        assert!(text.starts_with("#zooid 2\n"));
+        let as_v1 = text.replacen("#zooid 2", "#zooid 1", 1);
+        assert_eq!(reason(&as_v1).1, "'#ceiling' needs '#zooid 2'");
+    }
+
+    proptest::proptest! {
+        /// Any pool, with or without ceiling and epoch, renders to text that parses back to it.
+        #[test]
+        fn any_pool_round_trips(
+            last in 1i64..1_000_000,
+            taken in 0u64..2_000_000,
+            ceiling in proptest::option::of(0i64..1_000_000),
+            epoch in 0u64..5,
+            ops in 0i32..5,
+        ) {
+            let mut pool = Pool::new(r(1, last));
+            pool.free_mut().take_lowest(taken);
+            if pool.free().is_empty() {
+                return Ok(());
+            }
+            pool.set_ceiling(ceiling);
+            pool.set_epoch(if ceiling.is_some() { epoch } else { 0 });
+            for v in 0..ops {
+                pool.record(OpRecord { version: v, token: OpToken(v as u64 * 7), kind: OpKind::Ceiling, count: 1 }, 64);
+            }
+            let text = pool.render();
+            proptest::prop_assert_eq!(Pool::parse("/p", text.as_bytes()).unwrap(), pool.clone());
+            proptest::prop_assert_eq!(text.starts_with("#zooid 2\n"), pool.ceiling().is_some());
+            let avail = pool.available();
+            proptest::prop_assert!(avail <= pool.free().count());
+        }
     }
 }

@@ -163,6 +163,28 @@ impl RangeSet {
         taken
     }
 
+    /// How many IDs of the set are at or below `limit`.
+    pub fn count_at_most(&self, limit: i64) -> u64 {
+        self.ranges
+            .iter()
+            .take_while(|r| r.start <= limit)
+            .map(|r| IdRange::new(r.start, r.end.min(limit)).map_or(0, |c| c.len()))
+            .sum()
+    }
+
+    /// Removes up to `n` of the lowest IDs, none above `limit`, and returns them as ascending
+    /// ranges.
+    pub fn take_lowest_at_most(&mut self, n: u64, limit: i64) -> Vec<IdRange> {
+        let available = self.count_at_most(limit);
+        self.take_lowest(n.min(available))
+    }
+
+    /// Removes every ID at or below `limit` and returns them as ascending ranges.
+    pub fn remove_at_most(&mut self, limit: i64) -> Vec<IdRange> {
+        let n = self.count_at_most(limit);
+        self.take_lowest(n)
+    }
+
     /// Adds every range of `batch`, or none of them: when any of them overlaps the set or another
     /// range of the batch, the set is left unchanged and the first such range is returned.
     pub fn insert_all(&mut self, batch: &[IdRange]) -> Result<(), InsertError> {
@@ -304,6 +326,35 @@ mod tests {
                     prop_assert_eq!(set.contains(probe), model.contains(&probe));
                 }
             }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn taking_under_a_limit_matches_the_model(
+            ranges in proptest::collection::vec((1i64..200, 0i64..20), 0..8),
+            n in 1u64..300,
+            limit in 0i64..260,
+        ) {
+            let mut set = RangeSet::new();
+            let mut model = BTreeSet::new();
+            for (start, len) in ranges {
+                let range = r(start, start + len);
+                if set.insert_all(&[range]).is_ok() {
+                    model.extend(range.start()..=range.end());
+                }
+            }
+            prop_assert_eq!(set.count_at_most(limit), model.iter().filter(|&&id| id <= limit).count() as u64);
+            let mut under = set.clone();
+            let taken = under.take_lowest_at_most(n, limit);
+            let want: Vec<i64> = model.iter().copied().filter(|&id| id <= limit).take(n as usize).collect();
+            let got: Vec<i64> = taken.iter().flat_map(|r| r.start()..=r.end()).collect();
+            prop_assert_eq!(&got, &want);
+            prop_assert!(got.iter().all(|&id| !under.contains(id)));
+            let removed = set.remove_at_most(limit);
+            prop_assert!(removed.iter().all(|r| r.end() <= limit));
+            prop_assert_eq!(set.count_at_most(limit), 0);
+            prop_assert_eq!(set.count(), model.iter().filter(|&&id| id > limit).count() as u64);
         }
     }
 }

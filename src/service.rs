@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tracing::Instrument;
 
@@ -33,7 +33,13 @@ pub struct ServiceOptions {
     pub max_pool_bytes: usize,
     /// How many recent writes a pool node remembers, to resolve lost replies.
     pub op_log_len: usize,
+    /// How long a take at a category's ceiling waits for the keeper to raise it before failing
+    /// with `ReservationExhausted`.
+    pub ceiling_wait: Duration,
 }
+
+/// Default wait of a take at the ceiling.
+pub const DEFAULT_CEILING_WAIT: Duration = Duration::from_secs(10);
 
 impl Default for ServiceOptions {
     fn default() -> Self {
@@ -41,6 +47,7 @@ impl Default for ServiceOptions {
             retry: RetryPolicy::default(),
             max_pool_bytes: DEFAULT_MAX_POOL_BYTES,
             op_log_len: DEFAULT_OP_LOG_LEN,
+            ceiling_wait: DEFAULT_CEILING_WAIT,
         }
     }
 }
@@ -60,6 +67,29 @@ pub struct PoolInfo {
     pub bytes: usize,
     /// Whether the node is a headerless, seed-style list.
     pub legacy: bool,
+    /// The ceiling of the durable reservation, if the category has one.
+    pub ceiling: Option<i64>,
+    /// The pool's epoch (restarts of its history by a restore).
+    pub epoch: u64,
+    /// How many free IDs a take may hand out now (at or below the ceiling).
+    pub headroom: u64,
+    /// The highest ID that is not free.
+    pub high_water: i64,
+}
+
+/// What [`IdGeneratorService::restore_category`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Restored {
+    /// The pool was missing and was created from the record.
+    Created,
+    /// The pool's ceiling was at or above the record's; it was left alone.
+    Kept,
+    /// The pool was behind the record; `removed` free IDs at or below the recorded ceiling were
+    /// removed and the ceiling raised.
+    Repaired {
+        /// How many free IDs were removed.
+        removed: u64,
+    },
 }
 
 /// The last pool state this process read or wrote for a category.
@@ -126,6 +156,9 @@ pub struct IdGeneratorService<S: Store = AnyStore> {
     store: S,
     options: ServiceOptions,
     categories: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<Cached>>>>>,
+    /// The newest (epoch, data version) this process saw of each pool: a read older than that
+    /// means ZooKeeper went back in time, and is refused.
+    seen: Mutex<HashMap<String, (u64, i32)>>,
     stats: Recorder,
 }
 
@@ -182,6 +215,7 @@ impl<S: Store> IdGeneratorService<S> {
             options,
             categories: Mutex::new(HashMap::new()),
             stats: Recorder::default(),
+            seen: Mutex::new(HashMap::new()),
         }
     }
 
@@ -230,7 +264,7 @@ impl<S: Store> IdGeneratorService<S> {
         first: i64,
         last: i64,
     ) -> Result<()> {
-        self.create_category_with_acl(category, first, last, None)
+        self.create_category_full(category, first, last, None, None)
             .await
     }
 
@@ -247,11 +281,41 @@ impl<S: Store> IdGeneratorService<S> {
         last: i64,
         acl: Option<&[crate::acl::Acl]>,
     ) -> Result<()> {
+        self.create_category_full(category, first, last, acl, None)
+            .await
+    }
+
+    /// Creates a category like [`create_category`](Self::create_category) whose takes never
+    /// hand out an ID above `ceiling` (until a keeper raises it); `None` for no ceiling.
+    pub async fn create_category_with_ceiling(
+        &self,
+        category: &IdCategory,
+        first: i64,
+        last: i64,
+        ceiling: Option<i64>,
+    ) -> Result<()> {
+        self.create_category_full(category, first, last, None, ceiling)
+            .await
+    }
+
+    /// Creates a category with both an ACL ([`create_category_with_acl`]) and a ceiling
+    /// ([`create_category_with_ceiling`]).
+    ///
+    /// [`create_category_with_acl`]: Self::create_category_with_acl
+    /// [`create_category_with_ceiling`]: Self::create_category_with_ceiling
+    pub async fn create_category_full(
+        &self,
+        category: &IdCategory,
+        first: i64,
+        last: i64,
+        acl: Option<&[crate::acl::Acl]>,
+        ceiling: Option<i64>,
+    ) -> Result<()> {
         self.observed(
             category.name(),
             "create",
             |_| 0,
-            self.create_category_inner(category, first, last, acl),
+            self.create_category_inner(category, first, last, acl, ceiling),
         )
         .await
     }
@@ -262,9 +326,15 @@ impl<S: Store> IdGeneratorService<S> {
         first: i64,
         last: i64,
         acl: Option<&[crate::acl::Acl]>,
+        ceiling: Option<i64>,
     ) -> Result<()> {
         if let Some(acl) = acl {
             crate::acl::check_acl_list(acl)?;
+        }
+        if let Some(c) = ceiling.filter(|&c| c < 0 || c > last) {
+            return Err(ZooidError::InvalidArgument(format!(
+                "ceiling {c}: need 0 <= ceiling <= last ({last})"
+            )));
         }
         let bounds = IdRange::new(first, last)
             .filter(|_| first >= 1)
@@ -276,6 +346,7 @@ impl<S: Store> IdGeneratorService<S> {
         let path = category.name();
         let token = OpToken::random();
         let mut pool = Pool::new(bounds);
+        pool.set_ceiling(ceiling);
         pool.record(
             OpRecord {
                 version: 0,
@@ -340,21 +411,117 @@ impl<S: Store> IdGeneratorService<S> {
                 "take of {n} IDs: ask for 1..={MAX_TAKE}"
             )));
         }
-        let update = self.update(category, OpKind::Take, |pool| {
-            let mut next = pool.clone();
-            let taken = next.free_mut().take_lowest(n);
-            if taken.is_empty() {
-                return Err(ZooidError::Exhausted {
-                    category: category.name().to_string(),
-                });
+        let take = async {
+            let started = tokio::time::Instant::now();
+            loop {
+                let result = self
+                    .update(category, OpKind::Take, |pool| {
+                        let mut next = pool.clone();
+                        let taken = match pool.ceiling() {
+                            Some(ceiling) => next.free_mut().take_lowest_at_most(n, ceiling),
+                            None => next.free_mut().take_lowest(n),
+                        };
+                        if taken.is_empty() {
+                            let name = category.name().to_string();
+                            return Err(match pool.ceiling() {
+                                Some(ceiling) if !pool.free().is_empty() => {
+                                    ZooidError::ReservationExhausted {
+                                        category: name,
+                                        ceiling,
+                                        waited: Duration::ZERO,
+                                    }
+                                }
+                                _ => ZooidError::Exhausted { category: name },
+                            });
+                        }
+                        let count = taken.iter().map(IdRange::len).sum();
+                        Ok((next, taken, count))
+                    })
+                    .await;
+                match result {
+                    Ok(ranges) => return Ok(ranges),
+                    Err(ZooidError::ReservationExhausted { ceiling, .. }) => {
+                        let waited = started.elapsed();
+                        let Some(left) = self.options.ceiling_wait.checked_sub(waited) else {
+                            tracing::warn!(
+                                category = category.name(),
+                                ceiling,
+                                ?waited,
+                                "take at the ceiling: the durable reservation is exhausted"
+                            );
+                            return Err(ZooidError::ReservationExhausted {
+                                category: category.name().to_string(),
+                                ceiling,
+                                waited,
+                            });
+                        };
+                        self.wait_for_raise(category, left).await;
+                    }
+                    Err(err) => return Err(err),
+                }
             }
-            let count = taken.iter().map(IdRange::len).sum();
-            Ok((next, taken, count))
-        });
+        };
         let ranges = self
-            .observed(category.name(), "take", |r| count_of(r), update)
+            .observed(category.name(), "take", |r| count_of(r), take)
             .await?;
         Ok(IdSet::new(category.clone(), ranges))
+    }
+
+    /// Waits up to `limit` for the pool to change from the version last read (the keeper
+    /// raising the ceiling), then forgets the cached state so the next attempt reads afresh.
+    async fn wait_for_raise(&self, category: &IdCategory, limit: Duration) {
+        let slot = self.slot(category);
+        let seen = slot.lock().await.take().map(|state| state.version);
+        let Some(seen) = seen else { return };
+        tracing::debug!(
+            category = category.name(),
+            version = seen,
+            ?limit,
+            "take at the ceiling: waiting for the keeper"
+        );
+        if let Err(err) = self.store.wait_change(category.name(), seen, limit).await {
+            // Unreachable store: pause briefly; the next attempt reports it within its budget.
+            tracing::debug!(category = category.name(), %err, "waiting for the ceiling");
+            tokio::time::sleep(limit.min(Duration::from_millis(100))).await;
+        }
+    }
+
+    /// Whether (`epoch`, `version`) is older than what this process saw of the pool.
+    fn is_older(&self, path: &str, epoch: u64, version: i32) -> bool {
+        let seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        seen.get(path)
+            .is_some_and(|&newest| (epoch, version) < newest)
+    }
+
+    /// Forgets what this process saw of a pool (after repairing it).
+    fn forget_seen(&self, path: &str) {
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        seen.remove(path);
+    }
+
+    /// Records that this process saw the pool at (`epoch`, `version`), refusing a state older
+    /// than one seen before (ZooKeeper restored from an older snapshot or lost writes). Callers
+    /// `sync` first, so that a lagging server is not mistaken for a rollback.
+    fn observe(&self, path: &str, epoch: u64, version: i32) -> Result<()> {
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = seen.entry(path.to_string()).or_insert((epoch, version));
+        if (epoch, version) < *entry {
+            let (old_epoch, old_version) = *entry;
+            tracing::error!(
+                category = path,
+                epoch,
+                version,
+                old_epoch,
+                old_version,
+                "pool went back in time; refusing it"
+            );
+            return Err(ZooidError::WentBackwards {
+                what: format!("pool {path}"),
+                reason: format!("it is at epoch {epoch} version {version}, but this process saw epoch {old_epoch} version {old_version} earlier (ZooKeeper restored from an older state?)"),
+            });
+        }
+        *entry = (epoch, version);
+        Ok(())
     }
 
     /// Returns the unused IDs of `ids` to their category and empties `ids`.
@@ -396,6 +563,130 @@ impl<S: Store> IdGeneratorService<S> {
         result.map(drop)
     }
 
+    /// Raises the category's ceiling to `ceiling` (clamped to its bounds) with a versioned
+    /// write; returns the ceiling now in force. A pool without a ceiling gets one, at the version
+    /// read: IDs handed out before are at or below it only if the caller made sure of it (the
+    /// keeper writes the durable record first). Never lowers a ceiling (`WentBackwards`).
+    ///
+    /// This is the operator's and the tests' way; the keeper raises ceilings with fenced writes.
+    pub async fn raise_ceiling(&self, category: &IdCategory, ceiling: i64) -> Result<i64> {
+        let name = category.name().to_string();
+        let result = self
+            .update(category, OpKind::Ceiling, |pool| {
+                let target = ceiling.min(pool.bounds().end());
+                if let Some(current) = pool.ceiling().filter(|&c| c > target) {
+                    return Err(ZooidError::WentBackwards {
+                        what: format!("ceiling of {name}"),
+                        reason: format!("raising it to {target} would lower it from {current}"),
+                    });
+                }
+                let mut next = pool.clone();
+                let raised = target.abs_diff(pool.ceiling().unwrap_or(target));
+                next.set_ceiling(Some(target));
+                Ok((next, vec![], raised))
+            })
+            .await;
+        result?;
+        Ok(self.pool_info(category).await?.ceiling.unwrap_or(ceiling))
+    }
+
+    /// Recreates a category from its durable record after ZooKeeper lost its data: free IDs
+    /// `ceiling+1..=last`, the same ceiling, and `epoch` (the record's bumped generation), so
+    /// no ID at or below the ceiling is ever handed out again. An existing pool whose ceiling
+    /// is at or above the record's is left alone; one below it (rolled back) is repaired: its
+    /// free IDs at or below the record's ceiling are removed and the ceiling raised.
+    pub async fn restore_category(
+        &self,
+        category: &IdCategory,
+        bounds: IdRange,
+        ceiling: i64,
+        epoch: u64,
+    ) -> Result<Restored> {
+        let path = category.name();
+        let mut pool = Pool::new(bounds);
+        pool.free_mut().remove_at_most(ceiling);
+        pool.set_ceiling(Some(ceiling));
+        pool.set_epoch(epoch);
+        let token = OpToken::random();
+        pool.record(
+            OpRecord {
+                version: 0,
+                token,
+                kind: OpKind::Create,
+                count: pool.free().count(),
+            },
+            self.options.op_log_len,
+        );
+        let bytes = pool.render().into_bytes();
+        let mut budget = Budget::start(self.options.retry);
+        while budget.try_attempt() {
+            match self.store.create(path, &bytes).await {
+                Ok(()) => {
+                    tracing::warn!(
+                        category = path,
+                        ceiling,
+                        epoch,
+                        "category restored from the durable record"
+                    );
+                    return Ok(Restored::Created);
+                }
+                Err(StoreError::NodeExists) => {
+                    if self.created_by(path, token, &mut budget).await? {
+                        return Ok(Restored::Created);
+                    }
+                    return self.repair(category, ceiling, epoch).await;
+                }
+                Err(StoreError::Unknown(_) | StoreError::Unavailable(_)) => {
+                    budget.backoff().await;
+                }
+                Err(other) => return Err(other.into_zooid(path)),
+            }
+        }
+        Err(ZooidError::ConnectionLost {
+            category: path.to_string(),
+            reason: "restore: store unreachable".into(),
+        })
+    }
+
+    /// Repairs an existing pool against a durable ceiling: no-op when its ceiling is at or
+    /// above; otherwise removes its free IDs at or below `ceiling`, raises the ceiling and sets
+    /// the epoch to at least `epoch` (so clients that saw its newer past accept it again).
+    pub async fn repair(
+        &self,
+        category: &IdCategory,
+        ceiling: i64,
+        epoch: u64,
+    ) -> Result<Restored> {
+        let path = category.name();
+        // Read the store as it is now, not through a remembered state.
+        *self.slot(category).lock().await = None;
+        let outcome = Mutex::new(Restored::Kept);
+        // A pool at or above the record needs nothing: the plan stops with this marker error
+        // (decided on a fresh read, since `update` retries a remembered state before failing).
+        let kept = || ZooidError::Closed {
+            what: String::new(),
+        };
+        self.update_checked(category, OpKind::Ceiling, false, |pool| {
+            if pool.ceiling().is_some_and(|c| c >= ceiling) {
+                return Err(kept());
+            }
+            let mut next = pool.clone();
+            let removed = next.free_mut().remove_at_most(ceiling);
+            let count = removed.iter().map(IdRange::len).sum();
+            next.set_ceiling(Some(ceiling));
+            next.set_epoch(pool.epoch().max(epoch));
+            tracing::error!(category = path, ceiling, old_ceiling = ?pool.ceiling(), removed = count, "pool is behind the durable record (rolled back?): removed its free IDs at or below the recorded ceiling");
+            *outcome.lock().unwrap_or_else(|p| p.into_inner()) = Restored::Repaired { removed: count };
+            Ok((next, removed, count))
+        })
+        .await
+        .map(|_| outcome.into_inner().unwrap_or_else(|p| p.into_inner()))
+        .or_else(|err| match err {
+            ZooidError::Closed { what } if what.is_empty() => Ok(Restored::Kept),
+            other => Err(other),
+        })
+    }
+
     /// Reads the category's pool afresh.
     pub async fn pool_info(&self, category: &IdCategory) -> Result<PoolInfo> {
         self.observed(
@@ -426,6 +717,10 @@ impl<S: Store> IdGeneratorService<S> {
             version: node.version,
             bytes: node.data.len(),
             legacy: pool.is_legacy(),
+            ceiling: pool.ceiling(),
+            epoch: pool.epoch(),
+            headroom: pool.available(),
+            high_water: pool.high_water(),
         })
     }
 
@@ -473,6 +768,18 @@ impl<S: Store> IdGeneratorService<S> {
         kind: OpKind,
         plan: impl Fn(&Pool) -> Result<(Pool, Vec<IdRange>, u64)>,
     ) -> Result<Vec<IdRange>> {
+        self.update_checked(category, kind, true, plan).await
+    }
+
+    /// [`update`](Self::update), refusing a pool older than seen before when `refuse_older`
+    /// (everything but the repair of such a pool).
+    async fn update_checked(
+        &self,
+        category: &IdCategory,
+        kind: OpKind,
+        refuse_older: bool,
+        plan: impl Fn(&Pool) -> Result<(Pool, Vec<IdRange>, u64)>,
+    ) -> Result<Vec<IdRange>> {
         let path = category.name();
         // The deadline counts from the call, including the wait behind this process's other
         // operations on the category.
@@ -485,7 +792,7 @@ impl<S: Store> IdGeneratorService<S> {
             });
         };
         let result = self
-            .update_attempts(category, kind, plan, &mut budget, &mut cached)
+            .update_attempts(category, kind, refuse_older, plan, &mut budget, &mut cached)
             .await;
         self.stats
             .retries(path, u64::from(budget.attempts().saturating_sub(1)));
@@ -497,6 +804,7 @@ impl<S: Store> IdGeneratorService<S> {
         &self,
         category: &IdCategory,
         kind: OpKind,
+        refuse_older: bool,
         plan: impl Fn(&Pool) -> Result<(Pool, Vec<IdRange>, u64)>,
         budget: &mut Budget,
         cached: &mut Option<Cached>,
@@ -508,8 +816,19 @@ impl<S: Store> IdGeneratorService<S> {
             let current = match cached.take() {
                 Some(state) => state,
                 None => {
-                    let node = self.read(path, budget).await?;
-                    let pool = Pool::parse(path, &node.data)?;
+                    let mut node = self.read(path, budget).await?;
+                    let mut pool = Pool::parse(path, &node.data)?;
+                    if refuse_older && self.is_older(path, pool.epoch(), node.version) {
+                        // A new session may have reached a server that lags behind the one the
+                        // newer state came from: catch it up before concluding anything.
+                        if self.store.sync(path).await.is_ok() {
+                            node = self.read(path, budget).await?;
+                            pool = Pool::parse(path, &node.data)?;
+                        }
+                    }
+                    if refuse_older {
+                        self.observe(path, pool.epoch(), node.version)?;
+                    }
                     self.stats.pool_seen(
                         path,
                         &pool,
@@ -567,6 +886,12 @@ impl<S: Store> IdGeneratorService<S> {
             }
             match self.store.set(path, &bytes, current.version).await {
                 Ok(written) => {
+                    if refuse_older {
+                        self.observe(path, next.epoch(), written)?;
+                    } else {
+                        self.forget_seen(path);
+                        self.observe(path, next.epoch(), written)?;
+                    }
                     self.stats.pool_seen(
                         path,
                         &next,

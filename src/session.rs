@@ -236,15 +236,25 @@ impl Session {
         generation: u64,
         request: impl std::future::Future<Output = std::result::Result<T, ZkError>>,
     ) -> std::result::Result<T, ZkError> {
-        let outcome = tokio::time::timeout(self.request_limit(), request)
-            .await
-            .unwrap_or(Err(ZkError::Timeout));
+        let outcome = self.bounded(request).await;
         if let Err(err) = &outcome {
             if is_gone(err) {
                 self.report_lost(generation, &err.to_string()).await;
             }
         }
         outcome
+    }
+
+    /// Runs one request bounded by [`Session::request_limit`]; no reply in time is
+    /// `ZkError::Timeout` (as unknown an outcome as a connection loss). A request sent on a
+    /// client whose session the servers refuse (after a wipe) may otherwise never complete.
+    pub async fn bounded<T>(
+        &self,
+        request: impl std::future::Future<Output = std::result::Result<T, ZkError>>,
+    ) -> std::result::Result<T, ZkError> {
+        tokio::time::timeout(self.request_limit(), request)
+            .await
+            .unwrap_or(Err(ZkError::Timeout))
     }
 
     /// Whether the session of `generation` is given up: replaced by a newer one, or declared

@@ -70,6 +70,40 @@ impl IdGeneratorService {
         )?
     }
 
+    /// See [`AsyncService::create_category_with_ceiling`].
+    pub fn create_category_with_ceiling(
+        &self,
+        category: &IdCategory,
+        first: i64,
+        last: i64,
+        ceiling: Option<i64>,
+    ) -> Result<()> {
+        block_on(
+            self.inner
+                .create_category_with_ceiling(category, first, last, ceiling),
+        )?
+    }
+
+    /// See [`AsyncService::create_category_full`].
+    pub fn create_category_full(
+        &self,
+        category: &IdCategory,
+        first: i64,
+        last: i64,
+        acl: Option<&[crate::acl::Acl]>,
+        ceiling: Option<i64>,
+    ) -> Result<()> {
+        block_on(
+            self.inner
+                .create_category_full(category, first, last, acl, ceiling),
+        )?
+    }
+
+    /// See [`AsyncService::raise_ceiling`].
+    pub fn raise_ceiling(&self, category: &IdCategory, ceiling: i64) -> Result<i64> {
+        block_on(self.inner.raise_ceiling(category, ceiling))?
+    }
+
     /// See [`AsyncService::take_ids`].
     pub fn take_ids(&self, category: &IdCategory, n: u64) -> Result<IdSet> {
         block_on(self.inner.take_ids(category, n))?

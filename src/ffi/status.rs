@@ -76,11 +76,18 @@ pub enum zooid_status {
     /// The node's ACL does not grant this client's identity the permission the call needs (the
     /// message names the node and the identity). Nothing was changed.
     ZOOID_STATUS_NOT_AUTHORIZED = 24,
+    /// The category's durable reservation (the IDs at or below its ceiling) is used up and the
+    /// keeper did not raise the ceiling in time. Nothing was handed out.
+    ZOOID_STATUS_RESERVATION_EXHAUSTED = 25,
+    /// A pool's version went backwards compared with what this process saw (ZooKeeper restored
+    /// from an older state), or a durable-record write would move the record backwards.
+    /// Nothing was changed.
+    ZOOID_STATUS_WENT_BACKWARDS = 26,
 }
 
 impl zooid_status {
     /// Every status, in numeric order.
-    pub(crate) const ALL: [zooid_status; 25] = [
+    pub(crate) const ALL: [zooid_status; 27] = [
         Self::ZOOID_STATUS_OK,
         Self::ZOOID_STATUS_INVALID_ARGUMENT,
         Self::ZOOID_STATUS_EXHAUSTED,
@@ -106,6 +113,8 @@ impl zooid_status {
         Self::ZOOID_STATUS_TOO_LARGE,
         Self::ZOOID_STATUS_CLOSED,
         Self::ZOOID_STATUS_NOT_AUTHORIZED,
+        Self::ZOOID_STATUS_RESERVATION_EXHAUSTED,
+        Self::ZOOID_STATUS_WENT_BACKWARDS,
     ];
 
     /// The status for an error of the library.
@@ -133,6 +142,8 @@ impl zooid_status {
             ZooidError::TooLarge { .. } => Self::ZOOID_STATUS_TOO_LARGE,
             ZooidError::Closed { .. } => Self::ZOOID_STATUS_CLOSED,
             ZooidError::NotAuthorized { .. } => Self::ZOOID_STATUS_NOT_AUTHORIZED,
+            ZooidError::ReservationExhausted { .. } => Self::ZOOID_STATUS_RESERVATION_EXHAUSTED,
+            ZooidError::WentBackwards { .. } => Self::ZOOID_STATUS_WENT_BACKWARDS,
             _ => Self::ZOOID_STATUS_OTHER,
         }
     }
@@ -175,6 +186,8 @@ impl zooid_status {
             Self::ZOOID_STATUS_TOO_LARGE => "ZOOID_STATUS_TOO_LARGE\0",
             Self::ZOOID_STATUS_CLOSED => "ZOOID_STATUS_CLOSED\0",
             Self::ZOOID_STATUS_NOT_AUTHORIZED => "ZOOID_STATUS_NOT_AUTHORIZED\0",
+            Self::ZOOID_STATUS_RESERVATION_EXHAUSTED => "ZOOID_STATUS_RESERVATION_EXHAUSTED\0",
+            Self::ZOOID_STATUS_WENT_BACKWARDS => "ZOOID_STATUS_WENT_BACKWARDS\0",
         }
     }
 }
@@ -348,6 +361,21 @@ mod tests {
                     identity: c(),
                 },
                 zooid_status::ZOOID_STATUS_NOT_AUTHORIZED,
+            ),
+            (
+                ZooidError::ReservationExhausted {
+                    category: c(),
+                    ceiling: 1,
+                    waited: Duration::ZERO,
+                },
+                zooid_status::ZOOID_STATUS_RESERVATION_EXHAUSTED,
+            ),
+            (
+                ZooidError::WentBackwards {
+                    what: c(),
+                    reason: c(),
+                },
+                zooid_status::ZOOID_STATUS_WENT_BACKWARDS,
             ),
         ];
         for (err, status) in &cases {

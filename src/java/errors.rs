@@ -44,6 +44,8 @@ pub(crate) mod code {
     /// A closed handle or resigned candidacy: `IllegalStateException` on the Java side.
     pub const CLOSED: i32 = 23;
     pub const NOT_AUTHORIZED: i32 = 24;
+    pub const RESERVATION_EXHAUSTED: i32 = 25;
+    pub const WENT_BACKWARDS: i32 = 26;
     /// A null argument: `NullPointerException`.
     pub const NULL_ARGUMENT: i32 = -1;
     /// An object used in the wrong state: `IllegalStateException`.
@@ -146,6 +148,12 @@ impl Described {
             ZooidError::Closed { what } => (code::CLOSED, Some(what), None, vec![]),
             ZooidError::NotAuthorized { path, .. } => {
                 (code::NOT_AUTHORIZED, Some(path), None, vec![])
+            }
+            ZooidError::ReservationExhausted { category, .. } => {
+                (code::RESERVATION_EXHAUSTED, Some(category), None, vec![])
+            }
+            ZooidError::WentBackwards { what, .. } => {
+                (code::WENT_BACKWARDS, Some(what), None, vec![])
             }
         };
         Self {
@@ -397,6 +405,15 @@ mod tests {
             ZooidError::NotAuthorized {
                 path: "/c".into(),
                 identity: "sasl:app".into(),
+            },
+            ZooidError::ReservationExhausted {
+                category: "/c".into(),
+                ceiling: 10,
+                waited: std::time::Duration::ZERO,
+            },
+            ZooidError::WentBackwards {
+                what: "/c".into(),
+                reason: "version 3 after 7".into(),
             },
         ];
         for err in errors {

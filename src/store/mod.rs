@@ -134,6 +134,34 @@ pub trait Store: Send + Sync + 'static {
     fn session(&self) -> Option<&crate::session::Session> {
         None
     }
+
+    /// Returns once the node is no longer at version `seen` (changed, deleted or recreated), or
+    /// after `limit`, whichever is first. The default polls with backoff (for the embedded
+    /// stores); ZooKeeper watches the node.
+    fn wait_change(
+        &self,
+        path: &str,
+        seen: i32,
+        limit: Duration,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        async move {
+            let until = tokio::time::Instant::now() + limit;
+            let mut pause = Duration::from_millis(5);
+            loop {
+                match self.get(path).await {
+                    Ok(node) if node.version == seen => {}
+                    Ok(_) | Err(StoreError::NoNode) => return Ok(()),
+                    Err(err) => return Err(err),
+                }
+                let now = tokio::time::Instant::now();
+                if now >= until {
+                    return Ok(());
+                }
+                tokio::time::sleep(pause.min(until - now)).await;
+                pause = (pause * 2).min(Duration::from_millis(200));
+            }
+        }
+    }
 }
 
 /// Options for opening a store from a connect string. Its `Debug` output never shows a
@@ -387,6 +415,10 @@ impl Store for AnyStore {
     }
     fn session(&self) -> Option<&crate::session::Session> {
         AnyStore::session(self)
+    }
+
+    async fn wait_change(&self, path: &str, seen: i32, limit: Duration) -> Result<(), StoreError> {
+        dispatch!(self, s => s.wait_change(path, seen, limit))
     }
 }
 

@@ -4,6 +4,7 @@
 //! within the session, and a lost session is replaced by the session layer.
 
 use std::future::Future;
+use std::time::Duration;
 
 use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError};
 
@@ -176,5 +177,27 @@ impl Store for ZkStore {
             |c| async move { c.delete(path, Some(expected)).await },
         )
         .await
+    }
+
+    async fn wait_change(&self, path: &str, seen: i32, limit: Duration) -> Result<(), StoreError> {
+        let (client, generation) = self.session.client();
+        let watched = async {
+            let (stat, watcher) = client.check_and_watch_stat(path).await?;
+            if stat.is_some_and(|stat| stat.version == seen) {
+                // Fires on a data change, deletion, or the end of the session.
+                watcher.changed().await;
+            }
+            Ok::<(), ZkError>(())
+        };
+        match tokio::time::timeout(limit, watched).await {
+            Err(_) => Ok(()),
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(err)) => {
+                if crate::session::is_gone(&err) {
+                    self.session.report_lost(generation, &err.to_string()).await;
+                }
+                Err(classify(err, false))
+            }
+        }
     }
 }

@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 
 pub use proxy::{op, FaultProxy, MatchFn, Mode, ProxyStats, RequestMatch, ResetPoint};
 pub use zookeeper::{
-    four_letter_word, free_loopback_ports, spawn_owned, zk_lib_dir, ZkEnsemble, ZkServer,
+    four_letter_word, free_loopback_ports, spawn_owned, spawn_with_parent_death_signal, zk_lib_dir,
+    ZkEnsemble, ZkServer,
 };
 
 /// A 2-worker multi-thread tokio runtime for a test's async part.

@@ -190,7 +190,8 @@ pub fn spawn_owned(cmd: Command) -> io::Result<Child> {
     spawn_with_parent_death_signal(cmd)
 }
 
-fn spawn_with_parent_death_signal(mut cmd: Command) -> io::Result<Child> {
+/// Spawns `cmd` with `PR_SET_PDEATHSIG`: the kernel kills it if the test process dies.
+pub fn spawn_with_parent_death_signal(mut cmd: Command) -> io::Result<Child> {
     type Req = (Command, mpsc::Sender<io::Result<Child>>);
     static SPAWNER: OnceLock<Mutex<mpsc::Sender<Req>>> = OnceLock::new();
     let tx = SPAWNER

@@ -3,8 +3,15 @@
 use zooid::blocking::IdGeneratorService;
 use zooid::{ConnectOptions, IdCategory, IdRange, IdSet, ServiceOptions, ZooidError};
 
+/// How long a take at a category's ceiling waits for the keeper (`--ceiling-wait-ms`).
+pub static CEILING_WAIT: std::sync::OnceLock<std::time::Duration> = std::sync::OnceLock::new();
+
 fn open(connect: &str, options: &ConnectOptions) -> zooid::Result<IdGeneratorService> {
-    IdGeneratorService::connect(connect, options, ServiceOptions::default())
+    let mut service_options = ServiceOptions::default();
+    if let Some(wait) = CEILING_WAIT.get() {
+        service_options.ceiling_wait = *wait;
+    }
+    IdGeneratorService::connect(connect, options, service_options)
 }
 
 /// `zooid init`: creates a category, optionally above a legacy counter.
@@ -15,6 +22,7 @@ pub fn init(
     (first, last): (i64, i64),
     after_counter: Option<String>,
     acl: Option<Vec<zooid::Acl>>,
+    ceiling: Option<i64>,
 ) -> zooid::Result<()> {
     let service = open(connect, options)?;
     let category = IdCategory::new(category)?;
@@ -26,16 +34,22 @@ pub fn init(
             })?,
         None => first,
     };
-    service.create_category_with_acl(&category, first, last, acl.as_deref())?;
-    match &acl {
-        Some(acl) => {
-            let entries: Vec<String> = acl.iter().map(zooid::Acl::to_text).collect();
-            println!(
-                "created {category} with IDs {first}:{last}, ACL {}",
-                entries.join(",")
-            );
-        }
-        None => println!("created {category} with IDs {first}:{last}"),
+    service.create_category_full(&category, first, last, acl.as_deref(), ceiling)?;
+    let mut notes = Vec::new();
+    if let Some(c) = ceiling {
+        notes.push(format!("ceiling {c}"));
+    }
+    if let Some(acl) = &acl {
+        let entries: Vec<String> = acl.iter().map(zooid::Acl::to_text).collect();
+        notes.push(format!("ACL {}", entries.join(",")));
+    }
+    if notes.is_empty() {
+        println!("created {category} with IDs {first}:{last}");
+    } else {
+        println!(
+            "created {category} with IDs {first}:{last}, {}",
+            notes.join(", ")
+        );
     }
     Ok(())
 }
@@ -129,6 +143,16 @@ pub fn show(
     println!("category:   {category}");
     println!("bounds:     {}", info.bounds);
     println!("free IDs:   {}", info.free_count);
+    match info.ceiling {
+        Some(ceiling) => {
+            println!("ceiling:    {ceiling} (epoch {})", info.epoch);
+            println!(
+                "headroom:   {} IDs free at or below the ceiling",
+                info.headroom
+            );
+        }
+        None => println!("ceiling:    none (headroom: every free ID)"),
+    }
     println!("ranges:     {}", info.free.len());
     println!(
         "node size:  {} bytes (version {}{})",

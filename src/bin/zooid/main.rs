@@ -2,6 +2,7 @@
 //! queues; one module per group of commands.
 
 mod counter;
+mod durable;
 mod elect;
 mod ids;
 mod inspect;
@@ -52,6 +53,10 @@ struct Cli {
 
     #[command(flatten)]
     security: security::SecurityArgs,
+    /// How long a take at a category's ceiling waits for the keeper to raise it, in
+    /// milliseconds, before failing (exit 15).
+    #[arg(long, default_value_t = 10_000)]
+    ceiling_wait_ms: u64,
 
     #[command(subcommand)]
     command: Command,
@@ -78,6 +83,10 @@ enum Command {
         /// Default: the creator only when authenticated, else open to all.
         #[arg(long, value_name = "ACL")]
         acl: Vec<String>,
+        /// Start with a durable-reservation ceiling: no take hands out an ID above it until a
+        /// keeper raises it (use 0 so that nothing is handed out before the keeper saw it).
+        #[arg(long)]
+        ceiling: Option<i64>,
     },
     /// Take up to N IDs; prints one START:END line per range.
     #[command(after_help = "Examples:
@@ -144,6 +153,53 @@ enum Command {
         /// Write zooid.1 and zooid-COMMAND.1 into this directory instead.
         #[arg(long)]
         dir: Option<PathBuf>,
+    },
+    /// Recreate every category from the durable record after ZooKeeper lost its data.
+    Restore {
+        /// Where the records live: a directory, or s3://BUCKET/PREFIX.
+        #[arg(long)]
+        durable: String,
+        /// Only categories under this path.
+        #[arg(long, default_value = "/")]
+        root: String,
+    },
+    /// Keep the ceilings of the categories under ROOT ahead of demand, each raise written to the
+    /// durable record first (run two or more for redundancy; one is active). Metrics and events
+    /// go to stderr. Stops on SIGTERM/SIGINT.
+    Keeper {
+        /// Where the records live: a directory, or s3://BUCKET/PREFIX.
+        #[arg(long)]
+        durable: String,
+        /// Categories are the pool nodes under this path.
+        #[arg(long, default_value = "/")]
+        root: String,
+        /// The keeper's name in the election (default HOST:PID).
+        #[arg(long)]
+        name: Option<String>,
+        /// The keepers' election group.
+        #[arg(long, default_value = zooid::keeper::DEFAULT_GROUP)]
+        group: String,
+        /// Reserve: this many minutes of demand at the observed take rate.
+        #[arg(long, default_value_t = 10.0)]
+        reserve_minutes: f64,
+        /// Reserve: at least this many IDs.
+        #[arg(long, default_value_t = 10_000)]
+        reserve_floor: u64,
+        /// Reserve: at most this many IDs.
+        #[arg(long, default_value_t = 100_000_000)]
+        reserve_cap: u64,
+        /// Milliseconds between evaluations of every category (and metric lines).
+        #[arg(long, default_value_t = 1000)]
+        tick_ms: u64,
+        /// Serve Prometheus metrics over HTTP on HOST:PORT (e.g. 127.0.0.1:9464).
+        #[arg(long, value_name = "HOST:PORT")]
+        metrics_addr: Option<SocketAddr>,
+    },
+    /// Write the durable records to stdout (for backups).
+    Dump {
+        /// Where the records live: a directory, or s3://BUCKET/PREFIX.
+        #[arg(long)]
+        durable: String,
     },
     /// Run COMMAND only while this process leads GROUP (ZooKeeper only), with
     /// ZOOID_FENCING_TOKEN and ZOOID_LEADER_NAME exported. The command is stopped (SIGTERM to its
@@ -291,6 +347,8 @@ fn exit_code(err: &ZooidError) -> u8 {
         ZooidError::NotLeader { .. } => 13,
         ZooidError::NotAuthorized { .. } => NOT_AUTHORIZED,
         err if not_authorized(err) => NOT_AUTHORIZED,
+        ZooidError::ReservationExhausted { .. } => 15,
+        ZooidError::WentBackwards { .. } => 16,
         _ => 1,
     }
 }
@@ -329,6 +387,7 @@ fn run(cli: Cli) -> zooid::Result<ExitCode> {
         ..ConnectOptions::default()
     };
     cli.security.apply(&mut options)?;
+    let _ = ids::CEILING_WAIT.set(Duration::from_millis(cli.ceiling_wait_ms));
     match cli.command {
         Command::Init {
             category,
@@ -336,6 +395,7 @@ fn run(cli: Cli) -> zooid::Result<ExitCode> {
             last,
             after_counter,
             acl,
+            ceiling,
         } => ids::init(
             &connect,
             &options,
@@ -343,6 +403,7 @@ fn run(cli: Cli) -> zooid::Result<ExitCode> {
             (first, last),
             after_counter,
             security::parse_acls(&acl)?,
+            ceiling,
         )
         .map(|()| ExitCode::SUCCESS),
         Command::Take { category, n, json } => {
@@ -363,6 +424,36 @@ fn run(cli: Cli) -> zooid::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Man { dir } => man(dir).map(|()| ExitCode::SUCCESS),
+        Command::Restore { durable, root } => {
+            durable::restore(&connect, &options, &durable, &root).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Keeper {
+            durable,
+            root,
+            name,
+            group,
+            reserve_minutes,
+            reserve_floor,
+            reserve_cap,
+            tick_ms,
+            metrics_addr,
+        } => durable::keeper(
+            &connect,
+            &options,
+            durable::KeeperArgs {
+                durable,
+                root,
+                name,
+                group,
+                reserve_minutes,
+                reserve_floor,
+                reserve_cap,
+                tick_ms,
+                metrics_addr,
+            },
+        )
+        .map(|()| ExitCode::SUCCESS),
+        Command::Dump { durable } => durable::dump(&durable).map(|()| ExitCode::SUCCESS),
         Command::Elect {
             group,
             name,

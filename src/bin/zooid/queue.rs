@@ -38,6 +38,9 @@ pub enum QueueCommand {
         /// The identity shown by `queue show` for this worker's claims (default host:pid).
         #[arg(long)]
         identity: Option<String>,
+        /// Serve Prometheus metrics over HTTP on HOST:PORT (e.g. 127.0.0.1:9464).
+        #[arg(long, value_name = "HOST:PORT")]
+        metrics_addr: Option<std::net::SocketAddr>,
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
@@ -61,6 +64,9 @@ pub fn run(connect: &str, options: &ConnectOptions, command: QueueCommand) -> zo
             reason: format!("cannot start a runtime: {e}"),
         })?;
     rt.block_on(async {
+        if let QueueCommand::Work { metrics_addr, .. } = &command {
+            crate::metrics::serve(*metrics_addr)?;
+        }
         let session = Session::connect(connect, options).await?;
         let out = match command {
             QueueCommand::Put {
@@ -82,6 +88,7 @@ pub fn run(connect: &str, options: &ConnectOptions, command: QueueCommand) -> zo
                 grace,
                 identity,
                 command,
+                metrics_addr: _,
             } => {
                 let opts = QueueOptions {
                     identity,

@@ -48,7 +48,11 @@ public enum ErrorCode {
     /** The handle was closed or the candidacy resigned (thrown as {@link IllegalStateException}). */
     CLOSED(23),
     /** The node's ACL does not grant this client's identity the permission ({@link NotAuthorizedException}). */
-    NOT_AUTHORIZED(24);
+    NOT_AUTHORIZED(24),
+    /** The durable reservation is used up and was not raised in time ({@link ReservationExhaustedException}). */
+    RESERVATION_EXHAUSTED(25),
+    /** A pool or durable record went backwards ({@link WentBackwardsException}). */
+    WENT_BACKWARDS(26);
 
     private final int value;
 

@@ -71,6 +71,10 @@ final class NativeErrors {
                 return new IllegalStateException(message);
             case NOT_AUTHORIZED:
                 return new NotAuthorizedException(message, category);
+            case RESERVATION_EXHAUSTED:
+                return new ReservationExhaustedException(message, category);
+            case WENT_BACKWARDS:
+                return new WentBackwardsException(message, category);
             default:
                 return new IDGeneratorException(errorCode, message, category);
         }

@@ -35,6 +35,8 @@ class NativeErrorsTest {
             {ErrorCode.QUEUE_FULL, QueueFullException.class},
             {ErrorCode.TOO_LARGE, TooLargeException.class},
             {ErrorCode.NOT_AUTHORIZED, NotAuthorizedException.class},
+            {ErrorCode.RESERVATION_EXHAUSTED, ReservationExhaustedException.class},
+            {ErrorCode.WENT_BACKWARDS, WentBackwardsException.class},
         };
         Set<ErrorCode> seen = EnumSet.noneOf(ErrorCode.class);
         for (Object[] c : cases) {

@@ -1,0 +1,213 @@
+//! The durable-reservation commands: `restore` and `dump` (and, with the election, `keeper`).
+
+use zooid::durable::{DurableStore, Fence, Record};
+use zooid::service::Restored;
+use zooid::{ConnectOptions, IdCategory, IdGeneratorService, ServiceOptions, ZooidError};
+
+/// A runtime for the async commands; everything holding a ZooKeeper client is dropped on it.
+fn runtime() -> zooid::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| ZooidError::Store {
+            path: "runtime".into(),
+            reason: e.to_string(),
+        })
+}
+
+/// Whether `category` lies under `root` (`/` holds everything).
+pub fn under_root(category: &str, root: &str) -> bool {
+    let root = root.trim_end_matches('/');
+    root.is_empty()
+        || category == root
+        || category
+            .strip_prefix(root)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// `zooid restore`: recreates every category under `root` from the durable record.
+pub fn restore(
+    connect: &str,
+    options: &ConnectOptions,
+    location: &str,
+    root: &str,
+) -> zooid::Result<()> {
+    runtime()?.block_on(async {
+        let store = DurableStore::open(location)?;
+        let service =
+            IdGeneratorService::connect(connect, options, ServiceOptions::default()).await?;
+        let mut failures = 0;
+        for record in store.list().await? {
+            if !under_root(&record.category, root) {
+                continue;
+            }
+            match restore_one(&service, &store, &record).await {
+                Ok(line) => println!("{line}"),
+                Err(err) => {
+                    failures += 1;
+                    eprintln!("zooid: restore {}: {err}", record.category);
+                }
+            }
+        }
+        if failures > 0 {
+            return Err(ZooidError::Store {
+                path: location.to_string(),
+                reason: format!("{failures} categories could not be restored"),
+            });
+        }
+        Ok(())
+    })
+}
+
+async fn restore_one(
+    service: &IdGeneratorService,
+    store: &DurableStore,
+    record: &Record,
+) -> zooid::Result<String> {
+    let category = IdCategory::new(&record.category)?;
+    match service.pool_info(&category).await {
+        Ok(info) if info.ceiling.is_some_and(|c| c >= record.ceiling) => {
+            return Ok(format!(
+                "kept     {} (its ceiling {} is at or above the record's {})",
+                record.category,
+                info.ceiling.unwrap_or_default(),
+                record.ceiling
+            ));
+        }
+        Ok(_) | Err(ZooidError::NotFound { .. }) => {}
+        Err(err) => return Err(err),
+    }
+    // The new history's generation goes to the record first (durably), then into the pool as
+    // its epoch: a keeper's tokens restart from zero on the new ensemble, and are ordered by
+    // (generation, token) above everything the old history wrote.
+    let generation = record.fence.generation + 1;
+    let bumped = Record::new(
+        &record.category,
+        record.bounds,
+        record.ceiling,
+        Fence {
+            generation,
+            token: 0,
+        },
+    );
+    store.write(&bumped).await?;
+    let outcome = service
+        .restore_category(&category, record.bounds, record.ceiling, generation)
+        .await?;
+    Ok(match outcome {
+        Restored::Created => format!(
+            "restored {} bounds {} ceiling {} epoch {generation} (IDs {}:{} free)",
+            record.category,
+            record.bounds,
+            record.ceiling,
+            record.ceiling + 1,
+            record.bounds.end()
+        ),
+        Restored::Kept => format!("kept     {} (raced with a keeper)", record.category),
+        Restored::Repaired { removed } => format!(
+            "repaired {} (it was behind the record: {removed} free IDs at or below {} removed)",
+            record.category, record.ceiling
+        ),
+    })
+}
+
+/// What `zooid keeper` was asked to do.
+pub struct KeeperArgs {
+    pub durable: String,
+    pub root: String,
+    pub name: Option<String>,
+    pub group: String,
+    pub reserve_minutes: f64,
+    pub reserve_floor: u64,
+    pub reserve_cap: u64,
+    pub tick_ms: u64,
+    pub metrics_addr: Option<std::net::SocketAddr>,
+}
+
+/// `zooid keeper`: runs a keeper until SIGTERM or SIGINT; metrics and events go to stderr.
+pub fn keeper(connect: &str, options: &ConnectOptions, args: KeeperArgs) -> zooid::Result<()> {
+    use std::sync::Arc;
+    use std::time::Duration;
+    use tokio::signal::unix::{signal, SignalKind};
+    use zooid::keeper::{KeeperOptions, Sizing};
+
+    if !(args.reserve_minutes > 0.0 && args.reserve_minutes.is_finite()) {
+        return Err(ZooidError::InvalidArgument(
+            "--reserve-minutes must be positive".into(),
+        ));
+    }
+    runtime()?.block_on(async {
+        let io = |e: std::io::Error| ZooidError::Store {
+            path: "signals".into(),
+            reason: e.to_string(),
+        };
+        let mut term = signal(SignalKind::terminate()).map_err(io)?;
+        let mut int = signal(SignalKind::interrupt()).map_err(io)?;
+        crate::metrics::serve(args.metrics_addr)?;
+        let durable = DurableStore::open(&args.durable)?;
+        let session = zooid::Session::connect(connect, options).await?;
+        let name = args.name.unwrap_or_else(|| {
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|h| h.trim().to_string())
+                .unwrap_or_else(|_| "host".into());
+            format!("{host}:{}", std::process::id())
+        });
+        let mut keeper_options = KeeperOptions::new(&args.root, &name);
+        keeper_options.group = args.group;
+        keeper_options.tick = Duration::from_millis(args.tick_ms.max(10));
+        keeper_options.sizing = Sizing {
+            cover: Duration::from_secs_f64(args.reserve_minutes * 60.0),
+            floor: args.reserve_floor.max(1),
+            cap: args.reserve_cap.max(1),
+            ..Sizing::default()
+        };
+        keeper_options.report = Arc::new(|line| {
+            let ms = zooid::durable::now_ms();
+            eprintln!("{} keeper: {line}", zooid::durable::rfc3339_ms(ms));
+        });
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let keeper = tokio::spawn(zooid::keeper::run(
+            session.clone(),
+            durable,
+            keeper_options,
+            stop_rx,
+        ));
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        let _ = stop_tx.send(true);
+        let result = keeper.await.map_err(|e| ZooidError::Store {
+            path: "keeper".into(),
+            reason: e.to_string(),
+        })?;
+        drop(session);
+        result
+    })
+}
+
+/// `zooid dump`: the records, as stored, to stdout.
+pub fn dump(location: &str) -> zooid::Result<()> {
+    runtime()?.block_on(async {
+        let store = DurableStore::open(location)?;
+        for record in store.list().await? {
+            print!("{}", record.render());
+        }
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::under_root;
+
+    #[test]
+    fn roots_match_whole_path_segments() {
+        assert!(under_root("/a/b", "/"));
+        assert!(under_root("/a/b", "/a"));
+        assert!(under_root("/a/b", "/a/"));
+        assert!(!under_root("/ab/c", "/a"));
+        assert!(under_root("/a", "/a"));
+    }
+}

@@ -1,0 +1,104 @@
+//! The durable record in a local (or mounted) directory: one file per category, replaced by
+//! write-temp, fsync, rename, fsync-the-directory, under an exclusive lock file so that
+//! concurrent writers (several keepers, `restore`) read-check-write one at a time.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use super::record::Record;
+use super::{file_name, SUFFIX};
+use crate::error::{Result, ZooidError};
+
+/// A directory holding durable records.
+#[derive(Clone, Debug)]
+pub struct DirRecords {
+    dir: PathBuf,
+}
+
+fn io_error(path: &Path, err: std::io::Error) -> ZooidError {
+    ZooidError::Store {
+        path: path.display().to_string(),
+        reason: format!("durable record: {err}"),
+    }
+}
+
+impl DirRecords {
+    /// Opens (creating it if needed) the directory `dir`.
+    pub fn open(dir: impl Into<PathBuf>) -> Result<Self> {
+        let dir = dir.into();
+        fs::create_dir_all(&dir).map_err(|e| io_error(&dir, e))?;
+        Ok(Self { dir })
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn lock(&self) -> Result<File> {
+        let path = self.dir.join(".lock");
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| io_error(&path, e))?;
+        file.lock().map_err(|e| io_error(&path, e))?;
+        Ok(file)
+    }
+
+    /// The record of `category`, if there is one.
+    pub fn read(&self, category: &str) -> Result<Option<Record>> {
+        let path = self.dir.join(file_name(category));
+        match fs::read(&path) {
+            Ok(data) => Record::parse(&path.display().to_string(), &data).map(Some),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_error(&path, e)),
+        }
+    }
+
+    /// Every record, sorted by category.
+    pub fn list(&self) -> Result<Vec<Record>> {
+        let mut records = Vec::new();
+        for entry in fs::read_dir(&self.dir).map_err(|e| io_error(&self.dir, e))? {
+            let entry = entry.map_err(|e| io_error(&self.dir, e))?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if !name.ends_with(SUFFIX) || name.starts_with('.') {
+                continue;
+            }
+            let path = entry.path();
+            let data = fs::read(&path).map_err(|e| io_error(&path, e))?;
+            records.push(Record::parse(&path.display().to_string(), &data)?);
+        }
+        records.sort_by(|a, b| a.category.cmp(&b.category));
+        Ok(records)
+    }
+
+    /// Writes `record` if it moves nothing backwards (see [`Record::check_succeeds`]), and makes
+    /// it durable before returning.
+    pub fn write(&self, record: &Record) -> Result<()> {
+        let _lock = self.lock()?;
+        if let Some(old) = self.read(&record.category)? {
+            record.check_succeeds(&old)?;
+        }
+        let path = self.dir.join(file_name(&record.category));
+        let temp = self.dir.join(format!(
+            ".{}.{:016x}.tmp",
+            file_name(&record.category),
+            rand::random::<u64>()
+        ));
+        let written = (|| {
+            let mut file = File::create(&temp)?;
+            file.write_all(record.render().as_bytes())?;
+            file.sync_all()?;
+            fs::rename(&temp, &path)?;
+            File::open(&self.dir)?.sync_all()
+        })();
+        if written.is_err() {
+            let _ = fs::remove_file(&temp);
+        }
+        written.map_err(|e| io_error(&path, e))
+    }
+}

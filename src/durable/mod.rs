@@ -1,0 +1,110 @@
+//! The durable record of the reservations, outside ZooKeeper: per category its bounds, its
+//! ceiling, the fencing token of the writer and the time (docs/DURABILITY.md).
+//!
+//! Every ID ever handed out is at or below a ceiling that was made durable here first, so a
+//! restore from these records never reissues an ID. A record only moves up: a write that would
+//! lower the ceiling or carries an older fencing token is refused.
+
+mod dir;
+mod record;
+mod s3;
+
+pub use dir::DirRecords;
+pub use record::{now_ms, rfc3339_ms, Fence, Record, RECORD_VERSION};
+pub use s3::S3Records;
+
+use crate::error::Result;
+
+/// Suffix of record files and objects.
+pub(crate) const SUFFIX: &str = ".record";
+
+/// The file or object name of a category's record: the path without its leading `/`, with
+/// `%` and `/` percent-encoded, and `.record` appended.
+pub(crate) fn file_name(category: &str) -> String {
+    let mut name = String::with_capacity(category.len() + 16);
+    for c in category.trim_start_matches('/').chars() {
+        match c {
+            '%' => name.push_str("%25"),
+            '/' => name.push_str("%2F"),
+            c => name.push(c),
+        }
+    }
+    name.push_str(SUFFIX);
+    name
+}
+
+/// Where the durable records live: a directory or `s3://BUCKET/PREFIX`.
+#[derive(Debug)]
+pub enum DurableStore {
+    /// A directory (local disk or a mounted file system).
+    Dir(DirRecords),
+    /// S3-compatible object storage.
+    S3(S3Records),
+}
+
+impl DurableStore {
+    /// Opens a location: `s3://BUCKET/PREFIX`, else a directory path (created if missing).
+    pub fn open(location: &str) -> Result<Self> {
+        if location.starts_with("s3://") {
+            Ok(DurableStore::S3(S3Records::open(location)?))
+        } else {
+            Ok(DurableStore::Dir(DirRecords::open(location)?))
+        }
+    }
+
+    /// The record of `category`, if there is one.
+    pub async fn read(&self, category: &str) -> Result<Option<Record>> {
+        match self {
+            DurableStore::Dir(d) => {
+                let d = d.clone();
+                let category = category.to_string();
+                blocking(move || d.read(&category)).await
+            }
+            DurableStore::S3(s) => s.read(category).await,
+        }
+    }
+
+    /// Every record, sorted by category.
+    pub async fn list(&self) -> Result<Vec<Record>> {
+        match self {
+            DurableStore::Dir(d) => {
+                let d = d.clone();
+                blocking(move || d.list()).await
+            }
+            DurableStore::S3(s) => s.list().await,
+        }
+    }
+
+    /// Writes `record` durably if it moves nothing backwards; `WentBackwards` otherwise.
+    pub async fn write(&self, record: &Record) -> Result<()> {
+        match self {
+            DurableStore::Dir(d) => {
+                let d = d.clone();
+                let record = record.clone();
+                blocking(move || d.write(&record)).await
+            }
+            DurableStore::S3(s) => s.write(record).await,
+        }
+    }
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| crate::ZooidError::Store {
+            path: "durable record".into(),
+            reason: format!("I/O task failed: {e}"),
+        })?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_are_flat_and_unambiguous() {
+        assert_eq!(file_name("/a/b"), "a%2Fb.record");
+        assert_eq!(file_name("/a%2Fb"), "a%252Fb.record");
+        assert_ne!(file_name("/a/b"), file_name("/a%2Fb"));
+    }
+}

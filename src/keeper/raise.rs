@@ -1,0 +1,280 @@
+//! One category's evaluation: metrics, and the raise and repair protocols.
+//!
+//! Raise: (1) the durable record gets the new ceiling and is made durable; (2) the pool gets it
+//! by a fenced write at the version read. A crash between leaves the record ahead of the pool,
+//! which only leaks IDs; the pool is never ahead of the record.
+
+use tokio::time::Instant;
+
+use super::Active;
+use crate::durable::{Fence, Record};
+use crate::election::FencedOp;
+use crate::error::{Result, ZooidError};
+use crate::pool::{OpKind, OpRecord, OpToken, Pool, DEFAULT_OP_LOG_LEN};
+
+/// How many times one evaluation re-reads after a version conflict.
+const MAX_CONFLICTS: usize = 8;
+
+/// Aborts the process at `point` when `ZOOID_KEEPER_CRASH_AT` names it (crash tests).
+fn crash_point(point: &str) {
+    if std::env::var("ZOOID_KEEPER_CRASH_AT").as_deref() == Ok(point) {
+        eprintln!("zooid keeper: crashing at {point} (ZOOID_KEEPER_CRASH_AT)");
+        std::process::abort();
+    }
+}
+
+/// What the evaluation wrote, if anything.
+enum Wrote {
+    Nothing,
+    Conflict,
+    Done,
+}
+
+impl Active<'_> {
+    /// Evaluates a category: reports its metrics, and raises or repairs its ceiling if needed.
+    pub(crate) async fn evaluate(&mut self, path: &str) -> Result<()> {
+        for _ in 0..MAX_CONFLICTS {
+            match self.evaluate_once(path).await? {
+                Wrote::Conflict => continue,
+                Wrote::Nothing | Wrote::Done => return Ok(()),
+            }
+        }
+        Ok(())
+    }
+
+    async fn evaluate_once(&mut self, path: &str) -> Result<Wrote> {
+        let (client, _) = self.session.client();
+        let (data, stat) = match self.session.bounded(client.get_data(path)).await {
+            Ok(got) => got,
+            Err(zookeeper_client::Error::NoNode) => {
+                return Err(ZooidError::NotFound {
+                    category: path.to_string(),
+                })
+            }
+            Err(e) => {
+                return Err(ZooidError::ConnectionLost {
+                    category: path.to_string(),
+                    reason: e.to_string(),
+                })
+            }
+        };
+        let pool = Pool::parse(path, &data)?;
+        let sizing = self.options.sizing;
+        let now = Instant::now();
+        let used = pool.bounds().len() - pool.free().count();
+        let tracked = self.tracked.entry(path.to_string()).or_default();
+        let rate = tracked.rate.observe(now, used, sizing.alpha);
+        let reserve = sizing.reserve(rate);
+        let headroom = pool.available();
+        let report_due = tracked
+            .last_report
+            .is_none_or(|t| now.duration_since(t) >= self.options.tick);
+        if report_due {
+            tracked.last_report = Some(now);
+            let since = tracked.last_durable.map_or("never".to_string(), |t| {
+                format!("{:.1}s", now.duration_since(t).as_secs_f64())
+            });
+            (self.options.report)(&format!(
+                "metrics category={path} headroom={headroom} ceiling={} reserve={reserve} take_rate={rate:.1}/s since_durable_write={since}",
+                pool.ceiling().map_or("none".to_string(), |c| c.to_string())
+            ));
+        }
+        let record = self.durable.read(path).await?;
+        let end = pool.bounds().end();
+        let fence = Fence {
+            generation: pool.epoch(),
+            token: self.token,
+        };
+        // Our own raise whose pool write lost a race with takes: finish it, nothing to repair.
+        let pending = self.tracked.get(path).and_then(|t| t.pending);
+        let ours = record.as_ref().is_some_and(|r| {
+            r.fence == fence
+                && pending.is_some_and(|(ceiling, planned)| {
+                    ceiling == r.ceiling && stat.version >= planned
+                })
+        });
+        let behind = !ours
+            && match (&record, pool.ceiling()) {
+                (Some(r), Some(c)) => r.ceiling > c || r.fence.generation > pool.epoch(),
+                (Some(_), None) => true,
+                (None, _) => false,
+            };
+        if let (true, Some(record)) = (behind, record.as_ref()) {
+            return self
+                .repair(path, &pool, stat.version, record, reserve)
+                .await;
+        }
+        let recorded = record.as_ref().map(|r| r.ceiling);
+        let target = match pool.ceiling() {
+            // First ceiling: above everything handed out so far.
+            None => pool
+                .high_water()
+                .saturating_add(reserve as i64)
+                .min(end)
+                .max(recorded.unwrap_or(0)),
+            Some(c) => {
+                let unrecorded = recorded.is_none_or(|r| r < c);
+                let unfinished = recorded.is_some_and(|r| r > c);
+                let low = headroom < sizing.low_water_mark(reserve) && c < end;
+                if !low && !unrecorded && !unfinished {
+                    return Ok(Wrote::Nothing);
+                }
+                let add = if low {
+                    reserve.saturating_sub(headroom)
+                } else {
+                    0
+                };
+                c.saturating_add(add.min(i64::MAX as u64) as i64)
+                    .min(end)
+                    .max(c)
+                    .max(recorded.unwrap_or(c))
+            }
+        };
+        self.raise(
+            path,
+            &pool,
+            stat.version,
+            record.as_ref(),
+            target,
+            fence,
+            None,
+        )
+        .await
+    }
+
+    /// The raise protocol: durable first, then the fenced versioned pool write.
+    #[allow(clippy::too_many_arguments)]
+    async fn raise(
+        &mut self,
+        path: &str,
+        pool: &Pool,
+        version: i32,
+        record: Option<&Record>,
+        ceiling: i64,
+        fence: Fence,
+        repair: Option<(i64, u64)>,
+    ) -> Result<Wrote> {
+        crash_point("before-durable");
+        let durable_needed = record.is_none_or(|r| r.ceiling < ceiling || r.fence < fence);
+        if durable_needed {
+            let new = Record::new(path, pool.bounds(), ceiling, fence);
+            self.durable.write(&new).await?;
+            if let Some(t) = self.tracked.get_mut(path) {
+                t.last_durable = Some(Instant::now());
+                t.pending = Some((ceiling, version));
+            }
+        }
+        crash_point("after-durable");
+        let Some(next_version) = version.checked_add(1) else {
+            return Err(ZooidError::VersionWrap {
+                path: path.to_string(),
+                version,
+            });
+        };
+        let mut next = pool.clone();
+        let mut removed = 0;
+        if let Some((recorded, generation)) = repair {
+            removed = next
+                .free_mut()
+                .remove_at_most(recorded)
+                .iter()
+                .map(|r| r.len())
+                .sum();
+            next.set_epoch(generation);
+        }
+        next.set_ceiling(Some(ceiling));
+        let old = pool.ceiling();
+        next.record(
+            OpRecord {
+                version: next_version,
+                token: OpToken::random(),
+                kind: OpKind::Ceiling,
+                count: ceiling.abs_diff(old.unwrap_or(ceiling)),
+            },
+            DEFAULT_OP_LOG_LEN,
+        );
+        let write = FencedOp::SetData {
+            path: path.to_string(),
+            data: next.render().into_bytes(),
+            version: Some(version),
+        };
+        match self.election.fenced(&[write]).await {
+            Ok(_) => {}
+            Err(ZooidError::Store { reason, .. }) => {
+                // A version conflict (takes moved the pool) or an unknown outcome: re-read.
+                tracing::debug!(category = path, %reason, "keeper: pool write did not apply; re-reading");
+                return Ok(Wrote::Conflict);
+            }
+            Err(other) => return Err(other),
+        }
+        crash_point("after-zookeeper");
+        if let Some(t) = self.tracked.get_mut(path) {
+            t.pending = None;
+        }
+        if repair.is_some() {
+            // The removed IDs are not demand.
+            if let Some(t) = self.tracked.get_mut(path) {
+                t.rate.reset();
+            }
+        }
+        match repair {
+            Some((recorded, generation)) => (self.options.report)(&format!(
+                "REPAIR category={path}: the pool (ceiling {}, epoch {}) was behind the durable record (ceiling {recorded}); removed {removed} free IDs at or below {recorded}, epoch now {generation}, ceiling raised to {ceiling}. Either ZooKeeper came back from an older state, or a keeper crashed between the durable write and the pool write",
+                old.map_or("none".into(), |c| c.to_string()),
+                pool.epoch()
+            )),
+            None => (self.options.report)(&format!(
+                "raised category={path} ceiling {} -> {ceiling} (durable first, fence {fence})",
+                old.map_or("none".into(), |c| c.to_string())
+            )),
+        }
+        Ok(Wrote::Done)
+    }
+
+    /// A pool behind its durable record: remove its free IDs at or below the recorded ceiling,
+    /// bump the generation (tokens of an older history are then below ours), raise.
+    async fn repair(
+        &mut self,
+        path: &str,
+        pool: &Pool,
+        version: i32,
+        record: &Record,
+        reserve: u64,
+    ) -> Result<Wrote> {
+        // Only the leader, and only on the pool as read: a fenced check before bumping anything.
+        match self
+            .election
+            .fenced(&[FencedOp::Check {
+                path: path.to_string(),
+                version,
+            }])
+            .await
+        {
+            Ok(_) => {}
+            Err(ZooidError::Store { .. }) => return Ok(Wrote::Conflict),
+            Err(other) => return Err(other),
+        }
+        let generation = record.fence.generation.max(pool.epoch()) + 1;
+        let base = record
+            .ceiling
+            .max(pool.ceiling().unwrap_or(0))
+            .max(pool.high_water());
+        let ceiling = base
+            .saturating_add(reserve.min(i64::MAX as u64) as i64)
+            .min(pool.bounds().end());
+        let fence = Fence {
+            generation,
+            token: self.token,
+        };
+        self.raise(
+            path,
+            pool,
+            version,
+            Some(record),
+            ceiling,
+            fence,
+            Some((record.ceiling, generation)),
+        )
+        .await
+    }
+}
