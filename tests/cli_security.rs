@@ -96,7 +96,7 @@ fn cli_over_mutual_tls_with_sasl_and_an_acl() {
         "1:5\n"
     );
 
-    // bob, password from a file, over the same TLS: may read, may not take (exit 9).
+    // bob, password from a file, over the same TLS: may read, may not take (exit 14).
     let dir = tempfile::tempdir().unwrap();
     let bob_pw = dir.path().join("bob.pw");
     std::fs::write(&bob_pw, "bob-pw-2\n").unwrap();
@@ -114,7 +114,7 @@ fn cli_over_mutual_tls_with_sasl_and_an_acl() {
     let denied = zooid(&tls, &[&bob[..], &["take", "/cli/secure", "5"]].concat());
     let (_, stderr) = text(&denied);
     eprintln!("bob's take: exit {:?}: {stderr}", denied.status.code());
-    assert_eq!(denied.status.code(), Some(9), "{stderr}");
+    assert_eq!(denied.status.code(), Some(14), "{stderr}");
     assert!(
         stderr.contains("/cli/secure") && stderr.contains("sasl:bob"),
         "{stderr}"

@@ -454,7 +454,7 @@ fn ok(out: Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The CLI: `init --ceiling`, `show` with the headroom, a take at the ceiling (exit 9), `dump`,
+/// The CLI: `init --ceiling`, `show` with the headroom, a take at the ceiling (exit 15), `dump`,
 /// and `restore` onto an empty store (standing in for a wiped ensemble), which never overwrites.
 #[test]
 fn cli_init_show_dump_restore() {
@@ -475,7 +475,7 @@ fn cli_init_show_dump_restore() {
     assert!(show.contains("ceiling:    20 (epoch 0)"), "{show}");
     assert!(show.contains("headroom:   0 IDs"), "{show}");
     let at_ceiling = zooid(&old, &["take", cat, "1"]);
-    assert_eq!(at_ceiling.status.code(), Some(9), "{at_ceiling:?}");
+    assert_eq!(at_ceiling.status.code(), Some(15), "{at_ceiling:?}");
     assert!(
         String::from_utf8_lossy(&at_ceiling.stderr).contains("durable reservation is exhausted")
     );
@@ -507,7 +507,7 @@ fn cli_init_show_dump_restore() {
     let show = ok(zooid(&new, &["show", cat]));
     assert!(show.contains("ceiling:    20 (epoch 1)"), "{show}");
     assert!(show.contains("\n  21:100000\n"), "{show}");
-    assert_eq!(zooid(&new, &["take", cat, "1"]).status.code(), Some(9));
+    assert_eq!(zooid(&new, &["take", cat, "1"]).status.code(), Some(15));
     // Again: the pool is at the record's ceiling, so it is kept (and the generation not bumped).
     let again = ok(zooid(&new, &["restore", "--durable", rec]));
     assert!(again.contains("kept     /cli/did"), "{again}");

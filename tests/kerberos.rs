@@ -109,7 +109,7 @@ fn kerberos_principal_with_a_keytab_and_a_sasl_acl() {
         show(&out)
     );
 
-    // Another principal of the realm, and an anonymous client: exit 9, nothing taken.
+    // Another principal of the realm, and an anonymous client: exit 14, nothing taken.
     let intruder_principal = format!("intruder@{REALM}");
     let intruder_keytab = intruder_keytab.display().to_string();
     let out = zooid(
@@ -128,10 +128,10 @@ fn kerberos_principal_with_a_keytab_and_a_sasl_acl() {
         ],
     );
     eprintln!("intruder: {}", show(&out));
-    assert_eq!(out.status.code(), Some(9), "{}", show(&out));
+    assert_eq!(out.status.code(), Some(14), "{}", show(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("sasl:intruder@ZOOID.TEST (Kerberos)"));
     let out = zooid(&kdc, &connect, &["take", "/krb/ids", "5"]);
-    assert_eq!(out.status.code(), Some(9), "{}", show(&out));
+    assert_eq!(out.status.code(), Some(14), "{}", show(&out));
 
     let out = zooid(
         &kdc,
