@@ -19,13 +19,10 @@ pub const LATENCY_BUCKETS_US: [u64; 15] = [
     2_500_000, 5_000_000, 10_000_000,
 ];
 
-/// The ceiling headroom of a pool: how many IDs remain below the category's ceiling.
-///
-/// HOOK for the ceiling the `durable` branch adds to the pool format: return
-/// `Some(ceiling - highest ID handed out)` once `Pool` carries a ceiling. Until then no pool has
-/// one, and the `zooid_pool_ceiling_headroom` gauge is not emitted.
-pub(crate) fn ceiling_headroom(_pool: &Pool) -> Option<u64> {
-    None
+/// The ceiling headroom of a pool: how many free IDs a take may still hand out at or below the
+/// category's durable ceiling; `None` (and no `zooid_pool_ceiling_headroom` gauge) without one.
+pub(crate) fn ceiling_headroom(pool: &Pool) -> Option<u64> {
+    pool.ceiling().map(|_| pool.available())
 }
 
 /// How a write whose reply was lost turned out.

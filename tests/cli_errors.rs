@@ -13,10 +13,18 @@ use zookeeper_client::{Acls, Client, CreateMode};
 const NOT_AUTHORIZED: i32 = 14;
 
 fn zooid(connect: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_zooid"))
-        .env_remove("ZOOID_AUTH")
-        .env_remove("ZOOID_CONNECT")
-        .args(["--connect", connect, "--session-timeout-ms", "2000"])
+    zooid_as(connect, None, args)
+}
+
+/// Runs zooid with digest credentials `auth` (user:password) in ZOOID_AUTH, as a user should
+/// pass them (`--auth` would show the password in the process list).
+fn zooid_as(connect: &str, auth: Option<&str>, args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_zooid"));
+    cmd.env_remove("ZOOID_AUTH").env_remove("ZOOID_CONNECT");
+    if let Some(auth) = auth {
+        cmd.env("ZOOID_AUTH", auth);
+    }
+    cmd.args(["--connect", connect, "--session-timeout-ms", "2000"])
         .args(args)
         .output()
         .expect("run zooid")
@@ -67,16 +75,10 @@ fn each_failure_is_one_clear_line_with_its_exit_code() {
         .unwrap();
     // A category only alice may touch (zooid creates it with creator-only ACLs under --auth),
     // and one the world may read but not write, made with the raw client.
-    let out = zooid(
+    let out = zooid_as(
         &connect,
-        &[
-            "--auth",
-            "alice:right",
-            "init",
-            "/secure/did",
-            "--last",
-            "1000",
-        ],
+        Some("alice:right"),
+        &["init", "/secure/did", "--last", "1000"],
     );
     assert!(out.status.success(), "{out:?}");
     rt.block_on(async {
@@ -111,12 +113,13 @@ fn each_failure_is_one_clear_line_with_its_exit_code() {
     );
     check(
         "bad password",
-        &zooid(
+        &zooid_as(
             &connect,
-            &["--auth", "alice:wrong", "take", "/secure/did", "1"],
+            Some("alice:wrong"),
+            &["take", "/secure/did", "1"],
         ),
         NOT_AUTHORIZED,
-        &["/secure/did", "not authorized", "--auth user:password"],
+        &["/secure/did", "not authorized", "ZOOID_AUTH=user:password"],
     );
     check(
         "no credentials",

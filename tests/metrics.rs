@@ -319,3 +319,41 @@ fn operations_run_in_spans_with_attempt_and_outcome() {
         ]
     );
 }
+
+/// A category with a durable ceiling reports its headroom (the free IDs a take may still hand
+/// out at or below the ceiling) in the snapshot and as a gauge.
+#[test]
+fn ceiling_headroom_is_reported() {
+    let metrics = prometheus();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let svc =
+            IdGeneratorService::connect("mem:headroom", &options(1000), ServiceOptions::default())
+                .await
+                .unwrap();
+        let cat = IdCategory::new("/metrics/ceiling").unwrap();
+        svc.create_category_with_ceiling(&cat, 1, 1000, Some(100))
+            .await
+            .unwrap();
+        svc.take_ids(&cat, 30).await.unwrap();
+        let stats = svc.stats();
+        let pool = stats
+            .categories
+            .iter()
+            .find(|c| c.category == "/metrics/ceiling")
+            .unwrap();
+        assert_eq!(pool.ceiling_headroom, Some(70), "IDs 31..=100 remain below the ceiling");
+        let text = metrics.render();
+        assert_eq!(
+            sample(
+                &text,
+                "zooid_pool_ceiling_headroom",
+                &[("category", "/metrics/ceiling")]
+            ),
+            Some(70.0)
+        );
+    });
+}

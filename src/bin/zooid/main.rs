@@ -319,7 +319,7 @@ fn main() -> ExitCode {
 /// The exit code of a missing category or node.
 pub const NOT_FOUND: u8 = 4;
 /// The exit code of a request ZooKeeper refused for lack of permission (9-13 are the recipes'
-/// codes on main: queue full, too large, session lost, no leader, not the leader).
+/// codes: queue full, too large, session lost, no leader, not the leader).
 pub const NOT_AUTHORIZED: u8 = 14;
 
 /// Whether ZooKeeper refused the session's credentials (a refused ACL is the typed
@@ -359,7 +359,8 @@ fn hint(err: &ZooidError, connect: &str) -> Option<String> {
         ZooidError::ConnectionLost { .. } | ZooidError::Timeout { .. } => format!(
             "is ZooKeeper running and reachable at {connect}? Check --connect / ZOOID_CONNECT (host:port,...[/chroot])"
         ),
-        err if not_authorized(err) => "ZooKeeper refused access: give the credentials of an identity the node's ACL allows with --auth user:password (or ZOOID_AUTH)".to_string(),
+        ZooidError::NotAuthorized { .. } => "give the credentials of an identity the node's ACL allows (ZOOID_AUTH=user:password, or --sasl ...), or have its ACL changed".to_string(),
+        err if not_authorized(err) => "ZooKeeper refused access: give the credentials of an identity the node's ACL allows (ZOOID_AUTH=user:password, or --sasl ...)".to_string(),
         ZooidError::Exhausted { .. } => {
             "push unused IDs back (zooid push) or create a new category".to_string()
         }
