@@ -26,6 +26,7 @@ pub mod error;
 pub mod ffi;
 pub mod idset;
 pub mod java;
+mod pace;
 pub mod pool;
 pub mod prefetch;
 pub mod queue;

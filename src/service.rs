@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::error::{Result, ZooidError};
 use crate::idset::{IdCategory, IdSet};
+use crate::pace::Pace;
 use crate::pool::{OpKind, OpRecord, OpToken, Pool, DEFAULT_OP_LOG_LEN};
 use crate::range::{IdRange, InsertError};
 use crate::retry::{Budget, RetryPolicy};
@@ -29,6 +30,11 @@ pub struct ServiceOptions {
     pub max_pool_bytes: usize,
     /// How many recent writes a pool node remembers, to resolve lost replies.
     pub op_log_len: usize,
+    /// Share a contended category fairly between processes (src/pace.rs): operations wait their
+    /// turn and read afresh instead of writing at once on the version they remember, and the
+    /// oldest operation retries first. Off by default: it costs throughput and, with many
+    /// contenders on a fast network, more failed writes (docs/BENCHMARKS.md has the figures).
+    pub fair_pacing: bool,
 }
 
 impl Default for ServiceOptions {
@@ -37,6 +43,7 @@ impl Default for ServiceOptions {
             retry: RetryPolicy::default(),
             max_pool_bytes: DEFAULT_MAX_POOL_BYTES,
             op_log_len: DEFAULT_OP_LOG_LEN,
+            fair_pacing: false,
         }
     }
 }
@@ -65,6 +72,15 @@ struct Cached {
     pool: Pool,
     /// Read from the store just now, rather than remembered from an earlier operation.
     fresh: bool,
+}
+
+/// A category's state in one process, behind the lock that serializes its operations.
+#[derive(Default)]
+struct Slot {
+    /// The pool as last read or written.
+    cached: Option<Cached>,
+    /// How contended the category looks from here (src/pace.rs).
+    pace: Pace,
 }
 
 /// How a write with a lost reply turned out.
@@ -121,7 +137,7 @@ enum LastFailure {
 pub struct IdGeneratorService<S: Store = AnyStore> {
     store: S,
     options: ServiceOptions,
-    categories: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<Cached>>>>>,
+    categories: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Slot>>>>,
 }
 
 impl IdGeneratorService<AnyStore> {
@@ -222,7 +238,7 @@ impl<S: Store> IdGeneratorService<S> {
                 }
                 Err(other) => return Err(other.into_zooid(path)),
             }
-            *self.slot(category).lock().await = Some(Cached {
+            self.slot(category).lock().await.cached = Some(Cached {
                 version: 0,
                 pool,
                 fresh: false,
@@ -341,7 +357,7 @@ impl<S: Store> IdGeneratorService<S> {
         bytes + missing * MAX_OP_LINE_BYTES
     }
 
-    fn slot(&self, category: &IdCategory) -> Arc<tokio::sync::Mutex<Option<Cached>>> {
+    fn slot(&self, category: &IdCategory) -> Arc<tokio::sync::Mutex<Slot>> {
         // The map is only ever inserted into, so a poisoned lock is safe to reuse.
         let mut map = self.categories.lock().unwrap_or_else(|p| p.into_inner());
         Arc::clone(map.entry(category.name().to_string()).or_default())
@@ -361,18 +377,36 @@ impl<S: Store> IdGeneratorService<S> {
         // operations on the category.
         let mut budget = Budget::start(self.options.retry);
         let slot = self.slot(category);
-        let Ok(mut cached) = tokio::time::timeout(budget.remaining(), slot.lock()).await else {
+        let Ok(mut guard) = tokio::time::timeout(budget.remaining(), slot.lock()).await else {
             return Err(ZooidError::Timeout {
                 what: path.to_string(),
                 after: budget.elapsed(),
             });
         };
+        let Slot { cached, pace } = &mut *guard;
         let mut failure = LastFailure::None;
+        let mut conflicts = 0u32;
+        // The version this process last wrote, when it yielded instead of writing on it.
+        let mut mine = None;
+        let fair = self.options.fair_pacing;
         while budget.try_attempt() {
+            if fair && budget.attempts() == 1 && pace.contended() {
+                // Contended: yield to the others first, then plan on what the store holds after
+                // the wait rather than on the version this process last wrote (src/pace.rs).
+                budget
+                    .sleep_up_to(pace.wait_ceiling(1).min(self.options.retry.max_delay))
+                    .await;
+                mine = cached.take().filter(|c| !c.fresh).map(|c| c.version);
+            }
             let current = match cached.take() {
                 Some(state) => state,
                 None => {
                     let node = self.read(path, &mut budget).await?;
+                    if let Some(mine) = mine.take() {
+                        pace.on_fresh_read(
+                            u32::try_from(node.version.saturating_sub(mine).max(0)).unwrap_or(0),
+                        );
+                    }
                     Cached {
                         version: node.version,
                         pool: Pool::parse(path, &node.data)?,
@@ -421,8 +455,10 @@ impl<S: Store> IdGeneratorService<S> {
                     limit: self.options.max_pool_bytes,
                 });
             }
+            let sent = std::time::Instant::now();
             match self.store.set(path, &bytes, current.version).await {
                 Ok(written) => {
+                    pace.on_success(sent.elapsed());
                     *cached = Some(Cached {
                         version: written,
                         pool: next,
@@ -432,7 +468,18 @@ impl<S: Store> IdGeneratorService<S> {
                 }
                 Err(StoreError::BadVersion) => {
                     failure = LastFailure::Conflict;
-                    budget.backoff().await;
+                    conflicts += 1;
+                    if fair {
+                        pace.on_conflict();
+                        budget
+                            .sleep_up_to(
+                                pace.wait_ceiling(conflicts + 1)
+                                    .min(self.options.retry.max_delay),
+                            )
+                            .await;
+                    } else {
+                        budget.backoff().await;
+                    }
                 }
                 Err(StoreError::NoNode) => {
                     return Err(ZooidError::NotFound {
