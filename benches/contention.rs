@@ -24,6 +24,12 @@
 //! ```
 //!
 //! Without the Curator build the `curator` rows are skipped (and say so).
+//!
+//! `--burst TASKS` runs the Hadoop-shaped burst instead, on a standalone server, once with the
+//! default options and once with `fair_pacing`: TASKS sessions in this process each take one
+//! batch of `--burst-batch` (10,000) IDs at the same moment, then each pushes back its last 10 %
+//! at the same moment. Printed: time until every take was served, the same for the pushes,
+//! failed writes per operation (server side), errors, and the pool's free ranges at the end.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -48,6 +54,8 @@ struct Args {
     modes: Vec<String>,
     setups: Vec<String>,
     rounds: usize,
+    burst: Option<usize>,
+    burst_batch: u64,
 }
 
 fn parse_args() -> Args {
@@ -63,6 +71,8 @@ fn parse_args() -> Args {
         ],
         setups: vec!["standalone".into(), "ensemble".into()],
         rounds: 1,
+        burst: None,
+        burst_batch: 10_000,
     };
     let list = |v: &str| v.split(',').map(str::to_string).collect::<Vec<_>>();
     let mut it = std::env::args().skip(1);
@@ -80,6 +90,8 @@ fn parse_args() -> Args {
             "--modes" => args.modes = list(&value()),
             "--setups" => args.setups = list(&value()),
             "--rounds" => args.rounds = value().parse().expect("--rounds: a number"),
+            "--burst" => args.burst = Some(value().parse().expect("--burst: a number")),
+            "--burst-batch" => args.burst_batch = value().parse().expect("--burst-batch: a number"),
             "--bench" => {}
             other => panic!("unknown argument {other}"),
         }
@@ -371,8 +383,135 @@ fn prepare(connect: &str, mode: &str, path: &str) {
     });
 }
 
+/// The Hadoop-shaped burst: `tasks` sessions take one batch each at once, then push back 10 %.
+fn burst(tasks: usize, batch: u64) {
+    let zk = ZkServer::start();
+    let connect = zk.connect_string();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    println!(
+        "burst: {tasks} sessions, each takes {batch} IDs at once, then pushes back 10 % at once\n"
+    );
+    println!("| options | all takes served in | failed writes per take | take errors | all pushes done in | failed writes per push | push errors | free ranges after |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for (name, fair) in [("default", false), ("fair_pacing", true)] {
+        rt.block_on(async {
+            let options = ServiceOptions {
+                fair_pacing: fair,
+                ..ServiceOptions::default()
+            };
+            let category = IdCategory::new(format!("/burst/{name}")).expect("category");
+            let open = (0..tasks).map(|_| {
+                let connect = connect.clone();
+                let options = options.clone();
+                async move {
+                    IdGeneratorService::connect(&connect, &ConnectOptions::default(), options).await
+                }
+            });
+            let mut services = Vec::new();
+            // Open the sessions 50 at a time (opening is not what is measured).
+            let mut open = open.collect::<Vec<_>>().into_iter();
+            loop {
+                let chunk: Vec<_> = open.by_ref().take(50).collect();
+                if chunk.is_empty() {
+                    break;
+                }
+                for s in futures_join(chunk).await {
+                    services.push(std::sync::Arc::new(s.expect("connect")));
+                }
+            }
+            services[0]
+                .create_category(&category, 1, i64::MAX / 2)
+                .await
+                .expect("create");
+            let before = zxid(zk.addr());
+            let t = std::time::Instant::now();
+            let takes = services.iter().map(|s| {
+                let s = std::sync::Arc::clone(s);
+                let category = category.clone();
+                tokio::spawn(async move { s.take_ids(&category, batch).await })
+            });
+            let takes: Vec<_> = takes.collect();
+            let mut sets = Vec::new();
+            let mut take_errors = 0;
+            for h in takes {
+                match h.await.expect("task") {
+                    Ok(set) => sets.push(set),
+                    Err(_) => take_errors += 1,
+                }
+            }
+            let take_time = t.elapsed();
+            let take_writes = zxid(zk.addr()) - before;
+            let failed_per_take =
+                take_writes.saturating_sub(sets.len() as u64) as f64 / sets.len().max(1) as f64;
+
+            let before = zxid(zk.addr());
+            let t = std::time::Instant::now();
+            let pushes: Vec<_> = sets
+                .into_iter()
+                .zip(services.iter())
+                .map(|(mut set, s)| {
+                    let s = std::sync::Arc::clone(s);
+                    tokio::spawn(async move {
+                        // Use 90 %, push back the rest.
+                        let mut used = 0;
+                        while used < batch - batch / 10 {
+                            let Some(run) = set.take_run(batch - batch / 10 - used) else {
+                                break;
+                            };
+                            used += run.len();
+                        }
+                        s.push_ids(&mut set).await
+                    })
+                })
+                .collect();
+            let pushed = pushes.len();
+            let mut push_errors = 0;
+            for h in pushes {
+                if h.await.expect("task").is_err() {
+                    push_errors += 1;
+                }
+            }
+            let push_time = t.elapsed();
+            let push_ok = pushed - push_errors;
+            let failed_per_push = (zxid(zk.addr()) - before).saturating_sub(push_ok as u64) as f64
+                / push_ok.max(1) as f64;
+            let info = services[0].pool_info(&category).await.expect("pool info");
+            println!(
+                "| {name} | {:.2} s | {failed_per_take:.2} | {take_errors} | {:.2} s | {failed_per_push:.2} | {push_errors} | {} |",
+                take_time.as_secs_f64(),
+                push_time.as_secs_f64(),
+                info.free.len()
+            );
+            for s in services {
+                drop(std::sync::Arc::into_inner(s));
+            }
+        });
+    }
+}
+
+/// Awaits every future of `futures` concurrently, in order.
+async fn futures_join<F: std::future::Future + Send + 'static>(futures: Vec<F>) -> Vec<F::Output>
+where
+    F::Output: Send + 'static,
+{
+    let handles: Vec<_> = futures.into_iter().map(tokio::spawn).collect();
+    let mut out = Vec::with_capacity(handles.len());
+    for h in handles {
+        out.push(h.await.expect("task"));
+    }
+    out
+}
+
 fn main() {
     let args = parse_args();
+    if let Some(tasks) = args.burst {
+        burst(tasks, args.burst_batch);
+        return;
+    }
     std::fs::create_dir_all(repo().join("target")).expect("target dir");
     let csv_path = repo().join("target/contention.csv");
     let mut csv = String::from(

@@ -33,7 +33,9 @@ pub struct ServiceOptions {
     /// Share a contended category fairly between processes (src/pace.rs): operations wait their
     /// turn and read afresh instead of writing at once on the version they remember, and the
     /// oldest operation retries first. Off by default: it costs throughput and, with many
-    /// contenders on a fast network, more failed writes (docs/BENCHMARKS.md has the figures).
+    /// contenders on a fast network, more failed writes; it learns the contention from a
+    /// process's earlier operations, so it does not help processes that take once (a burst of
+    /// one-shot tasks). docs/BENCHMARKS.md has the figures.
     pub fair_pacing: bool,
 }
 
