@@ -31,6 +31,7 @@ pub mod java;
 pub mod keeper;
 #[cfg(feature = "kerberos")]
 mod kerberos;
+mod pace;
 pub mod pool;
 pub mod prefetch;
 pub mod queue;

@@ -75,6 +75,14 @@ impl Budget {
         self.policy.deadline.saturating_sub(self.started.elapsed())
     }
 
+    /// Sleeps a random time in `[0, ceiling]`, never past the deadline.
+    pub(crate) async fn sleep_up_to(&self, ceiling: Duration) {
+        let nanos = u64::try_from(ceiling.min(self.remaining()).as_nanos()).unwrap_or(u64::MAX);
+        if nanos > 0 {
+            tokio::time::sleep(Duration::from_nanos(rand::random_range(0..=nanos))).await;
+        }
+    }
+
     /// Sleeps a random time up to the current backoff ceiling ("full jitter"), never past the
     /// deadline.
     pub(crate) async fn backoff(&self) {

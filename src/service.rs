@@ -9,6 +9,7 @@ use tracing::Instrument;
 
 use crate::error::{Result, ZooidError};
 use crate::idset::{IdCategory, IdSet};
+use crate::pace::Pace;
 use crate::pool::{OpKind, OpRecord, OpToken, Pool, DEFAULT_OP_LOG_LEN};
 use crate::range::{IdRange, InsertError};
 use crate::retry::{Budget, RetryPolicy};
@@ -36,6 +37,14 @@ pub struct ServiceOptions {
     /// How long a take at a category's ceiling waits for the keeper to raise it before failing
     /// with `ReservationExhausted`.
     pub ceiling_wait: Duration,
+
+    /// Share a contended category fairly between processes (src/pace.rs): operations wait their
+    /// turn and read afresh instead of writing at once on the version they remember, and the
+    /// oldest operation retries first. Off by default: it costs throughput and, with many
+    /// contenders on a fast network, more failed writes; it learns the contention from a
+    /// process's earlier operations, so it does not help processes that take once (a burst of
+    /// one-shot tasks). docs/BENCHMARKS.md has the figures.
+    pub fair_pacing: bool,
 }
 
 /// Default wait of a take at the ceiling.
@@ -48,6 +57,7 @@ impl Default for ServiceOptions {
             max_pool_bytes: DEFAULT_MAX_POOL_BYTES,
             op_log_len: DEFAULT_OP_LOG_LEN,
             ceiling_wait: DEFAULT_CEILING_WAIT,
+            fair_pacing: false,
         }
     }
 }
@@ -99,6 +109,15 @@ struct Cached {
     pool: Pool,
     /// Read from the store just now, rather than remembered from an earlier operation.
     fresh: bool,
+}
+
+/// A category's state in one process, behind the lock that serializes its operations.
+#[derive(Default)]
+struct Slot {
+    /// The pool as last read or written.
+    cached: Option<Cached>,
+    /// How contended the category looks from here (src/pace.rs).
+    pace: Pace,
 }
 
 /// How a write with a lost reply turned out.
@@ -155,7 +174,7 @@ enum LastFailure {
 pub struct IdGeneratorService<S: Store = AnyStore> {
     store: S,
     options: ServiceOptions,
-    categories: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<Cached>>>>>,
+    categories: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Slot>>>>,
     /// The newest (epoch, data version) this process saw of each pool: a read older than that
     /// means ZooKeeper went back in time, and is refused.
     seen: Mutex<HashMap<String, (u64, i32)>>,
@@ -384,7 +403,7 @@ impl<S: Store> IdGeneratorService<S> {
             }
             self.stats
                 .pool_seen(path, &pool, bytes.len(), 0, self.options.max_pool_bytes);
-            *self.slot(category).lock().await = Some(Cached {
+            self.slot(category).lock().await.cached = Some(Cached {
                 version: 0,
                 pool,
                 fresh: false,
@@ -471,7 +490,7 @@ impl<S: Store> IdGeneratorService<S> {
     /// raising the ceiling), then forgets the cached state so the next attempt reads afresh.
     async fn wait_for_raise(&self, category: &IdCategory, limit: Duration) {
         let slot = self.slot(category);
-        let seen = slot.lock().await.take().map(|state| state.version);
+        let seen = slot.lock().await.cached.take().map(|state| state.version);
         let Some(seen) = seen else { return };
         tracing::debug!(
             category = category.name(),
@@ -659,7 +678,7 @@ impl<S: Store> IdGeneratorService<S> {
     ) -> Result<Restored> {
         let path = category.name();
         // Read the store as it is now, not through a remembered state.
-        *self.slot(category).lock().await = None;
+        self.slot(category).lock().await.cached = None;
         let outcome = Mutex::new(Restored::Kept);
         // A pool at or above the record needs nothing: the plan stops with this marker error
         // (decided on a fresh read, since `update` retries a remembered state before failing).
@@ -753,7 +772,7 @@ impl<S: Store> IdGeneratorService<S> {
         bytes + missing * MAX_OP_LINE_BYTES
     }
 
-    fn slot(&self, category: &IdCategory) -> Arc<tokio::sync::Mutex<Option<Cached>>> {
+    fn slot(&self, category: &IdCategory) -> Arc<tokio::sync::Mutex<Slot>> {
         // The map is only ever inserted into, so a poisoned lock is safe to reuse.
         let mut map = self.categories.lock().unwrap_or_else(|p| p.into_inner());
         Arc::clone(map.entry(category.name().to_string()).or_default())
@@ -785,14 +804,14 @@ impl<S: Store> IdGeneratorService<S> {
         // operations on the category.
         let mut budget = Budget::start(self.options.retry);
         let slot = self.slot(category);
-        let Ok(mut cached) = tokio::time::timeout(budget.remaining(), slot.lock()).await else {
+        let Ok(mut guard) = tokio::time::timeout(budget.remaining(), slot.lock()).await else {
             return Err(ZooidError::Timeout {
                 what: path.to_string(),
                 after: budget.elapsed(),
             });
         };
         let result = self
-            .update_attempts(category, kind, refuse_older, plan, &mut budget, &mut cached)
+            .update_attempts(category, kind, refuse_older, plan, &mut budget, &mut guard)
             .await;
         self.stats
             .retries(path, u64::from(budget.attempts().saturating_sub(1)));
@@ -807,16 +826,34 @@ impl<S: Store> IdGeneratorService<S> {
         refuse_older: bool,
         plan: impl Fn(&Pool) -> Result<(Pool, Vec<IdRange>, u64)>,
         budget: &mut Budget,
-        cached: &mut Option<Cached>,
+        slot: &mut Slot,
     ) -> Result<Vec<IdRange>> {
         let path = category.name();
+        let Slot { cached, pace } = slot;
         let mut failure = LastFailure::None;
+        let mut conflicts = 0u32;
+        // The version this process last wrote, when it yielded instead of writing on it.
+        let mut mine = None;
+        let fair = self.options.fair_pacing;
         while budget.try_attempt() {
             tracing::Span::current().record("attempt", budget.attempts());
+            if fair && budget.attempts() == 1 && pace.contended() {
+                // Contended: yield to the others first, then plan on what the store holds after
+                // the wait rather than on the version this process last wrote (src/pace.rs).
+                budget
+                    .sleep_up_to(pace.wait_ceiling(1).min(self.options.retry.max_delay))
+                    .await;
+                mine = cached.take().filter(|c| !c.fresh).map(|c| c.version);
+            }
             let current = match cached.take() {
                 Some(state) => state,
                 None => {
                     let mut node = self.read(path, budget).await?;
+                    if let Some(mine) = mine.take() {
+                        pace.on_fresh_read(
+                            u32::try_from(node.version.saturating_sub(mine).max(0)).unwrap_or(0),
+                        );
+                    }
                     let mut pool = Pool::parse(path, &node.data)?;
                     if refuse_older && self.is_older(path, pool.epoch(), node.version) {
                         // A new session may have reached a server that lags behind the one the
@@ -884,6 +921,7 @@ impl<S: Store> IdGeneratorService<S> {
                     limit: self.options.max_pool_bytes,
                 });
             }
+            let sent = std::time::Instant::now();
             match self.store.set(path, &bytes, current.version).await {
                 Ok(written) => {
                     if refuse_older {
@@ -899,6 +937,7 @@ impl<S: Store> IdGeneratorService<S> {
                         written,
                         self.options.max_pool_bytes,
                     );
+                    pace.on_success(sent.elapsed());
                     *cached = Some(Cached {
                         version: written,
                         pool: next,
@@ -909,7 +948,18 @@ impl<S: Store> IdGeneratorService<S> {
                 Err(StoreError::BadVersion) => {
                     self.stats.conflict(path);
                     failure = LastFailure::Conflict;
-                    budget.backoff().await;
+                    conflicts += 1;
+                    if fair {
+                        pace.on_conflict();
+                        budget
+                            .sleep_up_to(
+                                pace.wait_ceiling(conflicts + 1)
+                                    .min(self.options.retry.max_delay),
+                            )
+                            .await;
+                    } else {
+                        budget.backoff().await;
+                    }
                 }
                 Err(StoreError::NoNode) => {
                     return Err(ZooidError::NotFound {

@@ -113,11 +113,7 @@ fn each_failure_is_one_clear_line_with_its_exit_code() {
     );
     check(
         "bad password",
-        &zooid_as(
-            &connect,
-            Some("alice:wrong"),
-            &["take", "/secure/did", "1"],
-        ),
+        &zooid_as(&connect, Some("alice:wrong"), &["take", "/secure/did", "1"]),
         NOT_AUTHORIZED,
         &["/secure/did", "not authorized", "ZOOID_AUTH=user:password"],
     );

@@ -345,7 +345,11 @@ fn ceiling_headroom_is_reported() {
             .iter()
             .find(|c| c.category == "/metrics/ceiling")
             .unwrap();
-        assert_eq!(pool.ceiling_headroom, Some(70), "IDs 31..=100 remain below the ceiling");
+        assert_eq!(
+            pool.ceiling_headroom,
+            Some(70),
+            "IDs 31..=100 remain below the ceiling"
+        );
         let text = metrics.render();
         assert_eq!(
             sample(

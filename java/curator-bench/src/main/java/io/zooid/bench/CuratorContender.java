@@ -1,0 +1,109 @@
+package io.zooid.bench;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.atomic.AtomicValue;
+import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
+import org.apache.curator.retry.BoundedExponentialBackoffRetry;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+
+/**
+ * The Curator baseline of the contention benchmark (benches/contention.rs): {@code clients}
+ * threads in one JVM, each with its own CuratorFramework (its own ZooKeeper session), calling
+ * {@code DistributedAtomicLong.add(batch)} in a loop for a window.
+ *
+ * <p>Same stdin/stdout protocol as examples/contender.rs, one {@code done} line per client:
+ * {@code ready} once every client has made one warm-up add, then {@code go} on stdin starts the
+ * window, then {@code done TAKES ERRORS IDS L1 L2 ...} per client (latencies in microseconds),
+ * then EOF on stdin closes the sessions.
+ *
+ * <p>Usage: {@code CuratorContender CONNECT PATH CLIENTS BATCH WINDOW_MS}
+ */
+public final class CuratorContender {
+    private CuratorContender() {}
+
+    public static void main(String[] args) throws Exception {
+        String connect = args[0];
+        String path = args[1];
+        int clients = Integer.parseInt(args[2]);
+        long batch = Long.parseLong(args[3]);
+        long windowNanos = Long.parseLong(args[4]) * 1_000_000L;
+
+        List<CuratorFramework> frameworks = new ArrayList<>();
+        List<DistributedAtomicLong> counters = new ArrayList<>();
+        for (int i = 0; i < clients; i++) {
+            CuratorFramework cf = CuratorFrameworkFactory.builder()
+                    .connectString(connect)
+                    .sessionTimeoutMs(10_000)
+                    .connectionTimeoutMs(10_000)
+                    .retryPolicy(new ExponentialBackoffRetry(10, 5))
+                    .build();
+            cf.start();
+            cf.blockUntilConnected();
+            frameworks.add(cf);
+            // The optimistic loop's retry policy: Curator's own default shape for the recipe,
+            // bounded so that a take under contention keeps trying rather than failing.
+            DistributedAtomicLong counter = new DistributedAtomicLong(
+                    cf, path, new BoundedExponentialBackoffRetry(1, 100, 1000));
+            if (!counter.add(batch).succeeded()) {
+                throw new IllegalStateException("warm-up add did not succeed");
+            }
+            counters.add(counter);
+        }
+        System.out.println("ready");
+        System.out.flush();
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String go = in.readLine();
+        if (!"go".equals(go)) {
+            throw new IllegalStateException("expected go, got " + go);
+        }
+        String[] results = new String[clients];
+        CountDownLatch finished = new CountDownLatch(clients);
+        long start = System.nanoTime();
+        for (int i = 0; i < clients; i++) {
+            final int me = i;
+            Thread t = new Thread(() -> {
+                long takes = 0;
+                long errors = 0;
+                long ids = 0;
+                StringBuilder lat = new StringBuilder();
+                while (System.nanoTime() - start < windowNanos) {
+                    long t0 = System.nanoTime();
+                    try {
+                        AtomicValue<Long> v = counters.get(me).add(batch);
+                        if (v.succeeded()) {
+                            takes++;
+                            ids += batch;
+                            lat.append(' ').append((System.nanoTime() - t0) / 1000);
+                        } else {
+                            errors++;
+                        }
+                    } catch (Exception e) {
+                        errors++;
+                    }
+                }
+                results[me] = "done " + takes + " " + errors + " " + ids + lat;
+                finished.countDown();
+            });
+            t.start();
+        }
+        finished.await();
+        for (String r : results) {
+            System.out.println(r);
+        }
+        System.out.flush();
+        while (in.readLine() != null) {
+            // wait for EOF
+        }
+        for (CuratorFramework cf : frameworks) {
+            cf.close();
+        }
+    }
+}
