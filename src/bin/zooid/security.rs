@@ -139,16 +139,17 @@ impl SecurityArgs {
 /// The digest `--auth user:password` (from $ZOOID_AUTH, or the discouraged command-line form).
 pub fn digest_auth(auth: Option<String>) -> zooid::Result<Option<(String, String)>> {
     let Some(auth) = auth else { return Ok(None) };
+    // A malformed value is the one error reported; the warning is for a usable one.
+    let (user, password) = auth
+        .split_once(':')
+        .ok_or_else(|| invalid("--auth needs user:password".into()))?;
     if std::env::args().any(|arg| arg == "--auth" || arg.starts_with("--auth=")) {
         eprintln!(
             "zooid: warning: --auth puts the password in the process arguments, which other \
              users can read; set ZOOID_AUTH instead"
         );
     }
-    match auth.split_once(':') {
-        Some((user, password)) => Ok(Some((user.to_string(), password.to_string()))),
-        None => Err(invalid("--auth needs user:password".into())),
-    }
+    Ok(Some((user.to_string(), password.to_string())))
 }
 
 /// The ACL entries of `zooid init --acl` (each `scheme:id:perms`, comma-separated or repeated).
