@@ -8,9 +8,8 @@ mod support;
 
 use std::net::{SocketAddr, TcpListener};
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use support::{op, runtime, session_options, FaultProxy, ZkEnsemble, ZkServer};
@@ -37,42 +36,7 @@ async fn read_raw(connect: &str, path: &str) -> i64 {
 
 /// Builds examples/counterload.rs once, in this test binary's target dir and profile.
 fn counterload_binary() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let exe = std::env::current_exe().expect("current_exe");
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("test binary in <target>/<profile>/deps")
-            .to_path_buf();
-        let profile = profile_dir
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
-        let target = profile_dir.parent().expect("target dir").to_path_buf();
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "--quiet", "--example", "counterload"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .env("CARGO_TARGET_DIR", &target);
-        match profile.as_str() {
-            "debug" => {}
-            "release" => {
-                cmd.arg("--release");
-            }
-            other => {
-                cmd.args(["--profile", other]);
-            }
-        }
-        assert!(
-            cmd.status().expect("run cargo build").success(),
-            "building examples/counterload.rs failed"
-        );
-        let bin = profile_dir.join("examples/counterload");
-        assert!(bin.is_file(), "{} missing after the build", bin.display());
-        bin
-    })
-    .clone()
+    support::example_binary("counterload")
 }
 
 /// What all the worker processes reported.

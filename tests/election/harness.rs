@@ -5,33 +5,11 @@ use std::collections::BTreeMap;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Builds the candidate example once per test binary and returns its path.
 pub fn candidate_bin() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let exe = std::env::current_exe().expect("test binary path");
-        // target/<profile>/deps/election-xxxx
-        let profile_dir = exe.parent().and_then(Path::parent).expect("profile dir");
-        let target = profile_dir.parent().expect("target dir").to_path_buf();
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "--quiet", "--example", "election_candidate"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .env("CARGO_TARGET_DIR", &target);
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
-        }
-        assert!(
-            cmd.status().expect("cargo build").success(),
-            "building the candidate failed"
-        );
-        let bin = profile_dir.join("examples/election_candidate");
-        assert!(bin.is_file(), "{} missing", bin.display());
-        bin
-    })
-    .clone()
+    crate::support::example_binary("election_candidate")
 }
 
 /// Makes a child die with the test process (PR_SET_PDEATHSIG).

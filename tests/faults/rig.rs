@@ -12,7 +12,7 @@ use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tempfile::TempDir;
@@ -56,41 +56,7 @@ pub fn unix_ms() -> u128 {
 
 /// The workload binary, built once per test binary in the profile the tests run in.
 pub fn faultload_binary() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let exe = std::env::current_exe().expect("current_exe");
-        // <target>/<profile>/deps/faults-HASH
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("test binary in <target>/<profile>/deps")
-            .to_path_buf();
-        let profile = profile_dir
-            .file_name()
-            .expect("profile dir name")
-            .to_string_lossy()
-            .into_owned();
-        let target = profile_dir.parent().expect("target dir").to_path_buf();
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "--quiet", "--example", "faultload"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .env("CARGO_TARGET_DIR", &target);
-        match profile.as_str() {
-            "debug" => {}
-            "release" => {
-                cmd.arg("--release");
-            }
-            other => {
-                cmd.args(["--profile", other]);
-            }
-        }
-        let status = cmd.status().expect("run cargo build");
-        assert!(status.success(), "building examples/faultload.rs failed");
-        let bin = profile_dir.join("examples/faultload");
-        assert!(bin.is_file(), "{} missing after the build", bin.display());
-        bin
-    })
-    .clone()
+    crate::support::example_binary("faultload")
 }
 
 /// The workload's shape.

@@ -25,6 +25,54 @@ pub use zookeeper::{
     ZkEnsemble, ZkServer,
 };
 
+/// The binary of `examples/NAME.rs`, built once per test binary in the profile and target
+/// directory the tests run in (multi-process tests start it as their workload).
+pub fn example_binary(name: &str) -> std::path::PathBuf {
+    use std::collections::HashMap;
+    use std::path::{Path, PathBuf};
+    use std::sync::{Mutex, OnceLock};
+    static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
+    let mut built = BUILT
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some(bin) = built.get(name) {
+        return bin.clone();
+    }
+    let exe = std::env::current_exe().expect("current_exe");
+    // <target>/<profile>/deps/TEST-HASH
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("test binary in <target>/<profile>/deps")
+        .to_path_buf();
+    let profile = profile_dir
+        .file_name()
+        .expect("profile dir name")
+        .to_string_lossy()
+        .into_owned();
+    let target = profile_dir.parent().expect("target dir").to_path_buf();
+    let mut cmd = std::process::Command::new(env!("CARGO"));
+    cmd.args(["build", "--quiet", "--example", name])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("CARGO_TARGET_DIR", &target);
+    match profile.as_str() {
+        "debug" => {}
+        "release" => {
+            cmd.arg("--release");
+        }
+        other => {
+            cmd.args(["--profile", other]);
+        }
+    }
+    let status = cmd.status().expect("run cargo build");
+    assert!(status.success(), "building examples/{name}.rs failed");
+    let bin = profile_dir.join("examples").join(name);
+    assert!(bin.is_file(), "{} missing after the build", bin.display());
+    built.insert(name.to_string(), bin.clone());
+    bin
+}
+
 /// A 2-worker multi-thread tokio runtime for a test's async part.
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
