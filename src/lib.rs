@@ -21,6 +21,7 @@
 
 pub mod acl;
 pub mod blocking;
+pub mod blocks;
 pub mod counter;
 pub mod durable;
 pub mod election;

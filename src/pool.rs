@@ -18,6 +18,17 @@
 //! #op 3 take 5d0c3a0f9e8b7a61 10000
 //! 37001:123456789
 //! ```
+//!
+//! A category created for scale hands out fresh IDs in blocks (src/blocks.rs) and keeps only the
+//! recycled IDs (holes) in its free list; it is written as format 3, which older readers refuse:
+//!
+//! ```text
+//! #zooid 3
+//! #bounds 1:123456789
+//! #blocks 1000 2 20001
+//! #op 3 push 5d0c3a0f9e8b7a61 250
+//! 1751:2000
+//! ```
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
@@ -31,6 +42,34 @@ pub const FORMAT_VERSION: u32 = 1;
 /// The format version zooid writes for pools with a ceiling or an epoch. Readers of format 1
 /// refuse it (they refuse any version but their own), so no older zooid ignores a ceiling.
 pub const FORMAT_VERSION_RESERVED: u32 = 2;
+
+/// The format version of pools that hand out fresh IDs in blocks (a `#blocks` line). Readers of
+/// formats 1 and 2 refuse it: they would read its short free list as all there is.
+pub const FORMAT_VERSION_BLOCKS: u32 = 3;
+
+/// How a pool in block allocation hands out fresh IDs (src/blocks.rs): block `s` of generation
+/// `generation` is `base + s * unit ..= base + (s + 1) * unit - 1`, where `s` is the sequence
+/// number ZooKeeper gave the node that claimed it. The free list holds IDs of claimed blocks that
+/// were pushed back: all below the generation's frontier (`base + unit *` blocks claimed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Blocks {
+    /// IDs per block.
+    pub unit: u64,
+    /// Which sequence node numbers the blocks (it moves on when one fills up).
+    pub generation: u64,
+    /// The first ID of the generation's block 0.
+    pub base: i64,
+}
+
+impl Blocks {
+    /// The IDs of block `seq`, clipped to `last`; `None` when the block starts past `last`.
+    pub fn block(&self, seq: i64, last: i64) -> Option<IdRange> {
+        let unit = i64::try_from(self.unit).ok()?;
+        let start = seq.checked_mul(unit)?.checked_add(self.base)?;
+        let end = start.checked_add(unit - 1)?.min(last);
+        IdRange::new(start, end)
+    }
+}
 
 /// How many recent operations a pool remembers by default, to resolve lost replies.
 pub const DEFAULT_OP_LOG_LEN: usize = 64;
@@ -57,6 +96,9 @@ pub enum OpKind {
     Push,
     /// The ceiling was set or raised (by a keeper or an operator), or the pool repaired.
     Ceiling,
+    /// Block allocation moved to a new generation (format 3; `COUNT` is the IDs the closed
+    /// generation spanned).
+    Blocks,
 }
 
 impl OpKind {
@@ -67,6 +109,7 @@ impl OpKind {
             OpKind::Take => "take",
             OpKind::Push => "push",
             OpKind::Ceiling => "ceiling",
+            OpKind::Blocks => "blocks",
         }
     }
 
@@ -76,6 +119,7 @@ impl OpKind {
             "take" => Some(OpKind::Take),
             "push" => Some(OpKind::Push),
             "ceiling" => Some(OpKind::Ceiling),
+            "blocks" => Some(OpKind::Blocks),
             _ => None,
         }
     }
@@ -107,6 +151,8 @@ pub struct Pool {
     /// Restarts of the pool's history (a restore after ZooKeeper lost its data); the pool's
     /// versions are ordered by (epoch, data version).
     epoch: u64,
+    /// Fresh IDs come in blocks (format 3); `None` for a single-node pool.
+    blocks: Option<Blocks>,
 }
 
 impl Pool {
@@ -119,7 +165,46 @@ impl Pool {
             legacy: false,
             ceiling: None,
             epoch: 0,
+            blocks: None,
         }
+    }
+
+    /// A fresh pool in block allocation: no holes, block 0 of generation 0 starts at the first
+    /// ID.
+    pub fn with_blocks(bounds: IdRange, unit: u64) -> Self {
+        Self {
+            free: RangeSet::new(),
+            blocks: Some(Blocks {
+                unit,
+                generation: 0,
+                base: bounds.start(),
+            }),
+            ..Self::new(bounds)
+        }
+    }
+
+    /// How fresh IDs are handed out, for a pool in block allocation.
+    pub fn blocks(&self) -> Option<Blocks> {
+        self.blocks
+    }
+
+    /// Makes sure no ID at or below `ceiling` is ever handed out again (a repair after a
+    /// rollback): removes such free IDs, and for a pool in block allocation moves fresh blocks to
+    /// a new generation above `ceiling`. Returns the free IDs removed.
+    pub fn clear_through(&mut self, ceiling: i64) -> Vec<IdRange> {
+        if let Some(b) = self.blocks.as_mut() {
+            b.generation += 1;
+            b.base = b
+                .base
+                .max(ceiling.saturating_add(1))
+                .min(self.bounds.end().saturating_add(1));
+        }
+        self.free.remove_at_most(ceiling)
+    }
+
+    /// Moves block allocation to a new generation starting at `base` (see src/blocks.rs).
+    pub fn set_blocks(&mut self, blocks: Blocks) {
+        self.blocks = Some(blocks);
     }
 
     /// The ceiling: no take hands out an ID above it. `None` for pools without a durable
@@ -146,15 +231,24 @@ impl Pool {
     /// How many free IDs a take may hand out now: those at or below the ceiling (all of them
     /// without a ceiling).
     pub fn available(&self) -> u64 {
-        match self.ceiling {
-            Some(c) => self.free.count_at_most(c),
-            None => self.free.count(),
+        let top = self.ceiling.unwrap_or(self.bounds.end());
+        let holes = self.free.count_at_most(top);
+        match self.blocks {
+            // Blocks not yet claimed, as far as the node tells (src/blocks.rs counts the claims).
+            Some(b) if top >= b.base => holes + top.abs_diff(b.base) + 1,
+            _ => holes,
         }
     }
 
     /// The highest ID that is not free (`first - 1` when every ID is free): every ID held by a
     /// client is at or below it.
+    ///
+    /// For a pool in block allocation this is what the node alone tells (`base - 1` or above);
+    /// the blocks claimed since are counted by [`crate::blocks::frontier`].
     pub fn high_water(&self) -> i64 {
+        if let Some(blocks) = self.blocks {
+            return blocks.base - 1;
+        }
         // The free list's last range reaches the end of the bounds while the top is untouched.
         match self.free.ranges().last() {
             Some(last) if last.end() == self.bounds.end() => last.start() - 1,
@@ -216,17 +310,22 @@ impl Pool {
         // Format 2 exactly when there is a ceiling; the epoch only exists with one (restores and
         // repairs always set both).
         let reserved = self.ceiling.is_some();
-        let format = if reserved {
+        let format = if self.blocks.is_some() {
+            FORMAT_VERSION_BLOCKS
+        } else if reserved {
             FORMAT_VERSION_RESERVED
         } else {
             FORMAT_VERSION
         };
         let _ = writeln!(out, "#zooid {format}");
         let _ = writeln!(out, "#bounds {}", self.bounds);
+        if let Some(b) = self.blocks {
+            let _ = writeln!(out, "#blocks {} {} {}", b.unit, b.generation, b.base);
+        }
         if let Some(ceiling) = self.ceiling {
             let _ = writeln!(out, "#ceiling {ceiling}");
         }
-        if reserved && self.epoch > 0 {
+        if (reserved || self.blocks.is_some()) && self.epoch > 0 {
             let _ = writeln!(out, "#epoch {}", self.epoch);
         }
         for op in &self.log {
@@ -295,6 +394,7 @@ impl Parser<'_> {
         let mut bounds = None;
         let mut ceiling: Option<(usize, i64)> = None;
         let mut epoch: Option<u64> = None;
+        let mut blocks: Option<(usize, Blocks)> = None;
         let mut log: VecDeque<OpRecord> = VecDeque::new();
         let mut ranges: Vec<(usize, IdRange)> = Vec::new();
         for (line_no, raw) in (1..).zip(text.lines()) {
@@ -317,8 +417,14 @@ impl Parser<'_> {
                             ));
                         }
                         let version: u32 = self.one_number(&mut words, line_no, raw)?;
-                        if version != FORMAT_VERSION && version != FORMAT_VERSION_RESERVED {
-                            return Err(self.corrupt(line_no, raw, format!("unsupported format version {version} (this zooid reads {FORMAT_VERSION} and {FORMAT_VERSION_RESERVED})")));
+                        if ![
+                            FORMAT_VERSION,
+                            FORMAT_VERSION_RESERVED,
+                            FORMAT_VERSION_BLOCKS,
+                        ]
+                        .contains(&version)
+                        {
+                            return Err(self.corrupt(line_no, raw, format!("unsupported format version {version} (this zooid reads {FORMAT_VERSION} to {FORMAT_VERSION_BLOCKS})")));
                         }
                         format = Some(version);
                     }
@@ -334,8 +440,65 @@ impl Parser<'_> {
                             return Err(self.corrupt(line_no, raw, "trailing words"));
                         }
                     }
+                    Some("blocks") => {
+                        if format != Some(FORMAT_VERSION_BLOCKS) {
+                            return Err(self.corrupt(
+                                line_no,
+                                raw,
+                                format!("'#blocks' needs '#zooid {FORMAT_VERSION_BLOCKS}'"),
+                            ));
+                        }
+                        if blocks.is_some() {
+                            return Err(self.corrupt(line_no, raw, "duplicate '#blocks'"));
+                        }
+                        if !log.is_empty() {
+                            return Err(self.corrupt(
+                                line_no,
+                                raw,
+                                "'#blocks' must come before the '#op' lines",
+                            ));
+                        }
+                        let mut number = |name: &str| {
+                            words
+                                .next()
+                                .and_then(|w| w.parse::<u64>().ok())
+                                .ok_or_else(|| {
+                                    self.corrupt(
+                                        line_no,
+                                        raw,
+                                        format!("'#blocks UNIT GENERATION BASE': bad {name}"),
+                                    )
+                                })
+                        };
+                        let unit = number("unit")?;
+                        let generation = number("generation")?;
+                        let base = number("base")?;
+                        if words.next().is_some() {
+                            return Err(self.corrupt(line_no, raw, "trailing words"));
+                        }
+                        let base = i64::try_from(base).map_err(|_| {
+                            self.corrupt(line_no, raw, "base out of the 64-bit range")
+                        })?;
+                        if unit == 0 || unit > crate::service::MAX_TAKE {
+                            return Err(self.corrupt(
+                                line_no,
+                                raw,
+                                format!("unit must be 1..={}", crate::service::MAX_TAKE),
+                            ));
+                        }
+                        blocks = Some((
+                            line_no,
+                            Blocks {
+                                unit,
+                                generation,
+                                base,
+                            },
+                        ));
+                    }
                     Some(word @ ("ceiling" | "epoch")) => {
-                        if format != Some(FORMAT_VERSION_RESERVED) {
+                        if format != Some(FORMAT_VERSION_RESERVED)
+                            && format != Some(FORMAT_VERSION_BLOCKS)
+                        {
                             return Err(self.corrupt(
                                 line_no,
                                 raw,
@@ -399,6 +562,19 @@ impl Parser<'_> {
         if format == Some(FORMAT_VERSION_RESERVED) && ceiling.is_none() {
             return Err(self.corrupt(1, "#zooid 2", "format 2 needs a '#ceiling' header"));
         }
+        if format == Some(FORMAT_VERSION_BLOCKS) && blocks.is_none() {
+            return Err(self.corrupt(1, "#zooid 3", "format 3 needs a '#blocks' header"));
+        }
+        if let Some((line_no, b)) = blocks {
+            // The base may sit one past the last ID: every block is handed out.
+            if b.base < bounds.start() || b.base > bounds.end().saturating_add(1) {
+                return Err(self.corrupt(
+                    line_no,
+                    &format!("#blocks {} {} {}", b.unit, b.generation, b.base),
+                    format!("base outside the bounds {bounds}"),
+                ));
+            }
+        }
         if let Some((line_no, value)) = ceiling {
             if value > bounds.end() {
                 return Err(self.corrupt(
@@ -436,6 +612,7 @@ impl Parser<'_> {
             legacy,
             ceiling: ceiling.map(|(_, c)| c),
             epoch: epoch.unwrap_or(0),
+            blocks: blocks.map(|(_, b)| b),
         })
     }
 
@@ -589,8 +766,8 @@ mod tests {
             (3, "outside the bounds 1:100".into())
         );
         assert_eq!(
-            reason("#zooid 3\n#bounds 1:100\n").1,
-            "unsupported format version 3 (this zooid reads 1 and 2)"
+            reason("#zooid 4\n#bounds 1:100\n").1,
+            "unsupported format version 4 (this zooid reads 1 to 3)"
         );
         assert_eq!(reason("#zooid 1\n1:5\n").1, "missing '#bounds' header");
         assert_eq!(
@@ -768,5 +945,58 @@ mod tests {
             let avail = pool.available();
             proptest::prop_assert!(avail <= pool.free().count());
         }
+    }
+
+    #[test]
+    fn blocks_make_format_3_and_parse_back() {
+        let mut pool = Pool::with_blocks(r(1, 1_000_000), 1000);
+        pool.free_mut().insert_all(&[r(5, 9)]).unwrap();
+        pool.set_blocks(Blocks {
+            unit: 1000,
+            generation: 2,
+            base: 20_001,
+        });
+        pool.set_ceiling(Some(50_000));
+        let text = pool.render();
+        assert_eq!(
+            text,
+            "#zooid 3\n#bounds 1:1000000\n#blocks 1000 2 20001\n#ceiling 50000\n5:9\n"
+        );
+        let back = Pool::parse("/p", text.as_bytes()).unwrap();
+        assert_eq!(back, pool);
+        assert_eq!(back.high_water(), 20_000);
+        // Holes at or below the ceiling plus the unclaimed block region up to it.
+        assert_eq!(back.available(), 5 + 30_000);
+        let b = back.blocks().unwrap();
+        assert_eq!(b.block(0, 1_000_000), Some(r(20_001, 21_000)));
+        assert_eq!(b.block(979, 1_000_000), Some(r(999_001, 1_000_000)));
+        assert_eq!(b.block(980, 1_000_000), None);
+        assert_eq!(b.block(i64::MAX, 1_000_000), None);
+    }
+
+    #[test]
+    fn blocks_lines_are_strict() {
+        assert_eq!(
+            reason("#zooid 1\n#bounds 1:100\n#blocks 10 0 1\n").1,
+            "'#blocks' needs '#zooid 3'"
+        );
+        assert_eq!(
+            reason("#zooid 3\n#bounds 1:100\n").1,
+            "format 3 needs a '#blocks' header"
+        );
+        assert_eq!(
+            reason("#zooid 3\n#bounds 1:100\n#blocks 0 0 1\n").1,
+            "unit must be 1..=2147483647"
+        );
+        assert_eq!(
+            reason("#zooid 3\n#bounds 1:100\n#blocks 10 0 x\n").1,
+            "'#blocks UNIT GENERATION BASE': bad base"
+        );
+        assert_eq!(
+            reason("#zooid 3\n#bounds 1:100\n#blocks 10 0 102\n").1,
+            "base outside the bounds 1:100"
+        );
+        // Base one past the last ID: everything was handed out in blocks.
+        assert!(Pool::parse("/p", b"#zooid 3\n#bounds 1:100\n#blocks 10 0 101\n").is_ok());
     }
 }

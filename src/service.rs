@@ -2,11 +2,13 @@
 //! writes whose reply was lost (docs/DESIGN.md explains the protocol).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tracing::Instrument;
 
+use crate::blocks;
 use crate::error::{Result, ZooidError};
 use crate::idset::{IdCategory, IdSet};
 use crate::pace::Pace;
@@ -85,6 +87,8 @@ pub struct PoolInfo {
     pub headroom: u64,
     /// The highest ID that is not free.
     pub high_water: i64,
+    /// How fresh IDs are handed out, for a category in block allocation.
+    pub blocks: Option<crate::pool::Blocks>,
 }
 
 /// What [`IdGeneratorService::restore_category`] did.
@@ -118,6 +122,29 @@ struct Slot {
     cached: Option<Cached>,
     /// How contended the category looks from here (src/pace.rs).
     pace: Pace,
+    /// Set when the pool node changed since it was cached (watched for pools in block
+    /// allocation, whose takes otherwise never read it): the next operation reads it again.
+    changed: Arc<AtomicBool>,
+}
+
+/// What an update's plan decided.
+enum Plan {
+    /// Write this pool; the operation moved these IDs (this many).
+    Write(Pool, Vec<IdRange>, u64),
+    /// Nothing to write: the take is served by fresh blocks of this pool (src/blocks.rs).
+    Fresh(Pool),
+}
+
+/// A pool as planned on, with its data version.
+struct Planned {
+    pool: Pool,
+    version: i32,
+}
+
+/// What an update did.
+enum Updated {
+    Moved(Vec<IdRange>),
+    Fresh(Planned),
 }
 
 /// How a write with a lost reply turned out.
@@ -178,6 +205,9 @@ pub struct IdGeneratorService<S: Store = AnyStore> {
     /// The newest (epoch, data version) this process saw of each pool: a read older than that
     /// means ZooKeeper went back in time, and is refused.
     seen: Mutex<HashMap<String, (u64, i32)>>,
+    /// For pools in block allocation: (generation, a block number not claimed yet as far as this
+    /// process knows), to see the ceiling coming without reading.
+    next_block: Mutex<HashMap<String, (u64, i64)>>,
     stats: Recorder,
 }
 
@@ -235,6 +265,7 @@ impl<S: Store> IdGeneratorService<S> {
             categories: Mutex::new(HashMap::new()),
             stats: Recorder::default(),
             seen: Mutex::new(HashMap::new()),
+            next_block: Mutex::new(HashMap::new()),
         }
     }
 
@@ -414,6 +445,122 @@ impl<S: Store> IdGeneratorService<S> {
         Err(self.budget_error(category, &budget, failure))
     }
 
+    /// Creates a category in block allocation (pool format 3; needs ZooKeeper): takes of fresh
+    /// IDs claim blocks of `unit` IDs by creating sequential nodes, which never conflict, so
+    /// contending processes are served in arrival order with one transaction per take; pushed
+    /// IDs go to the node's free list and are handed out first (src/blocks.rs, docs/DESIGN.md).
+    ///
+    /// A take of `n` IDs claims `ceil(n / unit)` blocks and returns what it does not hand out to
+    /// the free list: choose `unit` as the batch size the workers take (or a divisor of it).
+    pub async fn create_category_blocks(
+        &self,
+        category: &IdCategory,
+        first: i64,
+        last: i64,
+        unit: u64,
+    ) -> Result<()> {
+        self.observed(
+            category.name(),
+            "create",
+            |_| 0,
+            self.create_blocks_inner(category, first, last, unit),
+        )
+        .await
+    }
+
+    async fn create_blocks_inner(
+        &self,
+        category: &IdCategory,
+        first: i64,
+        last: i64,
+        unit: u64,
+    ) -> Result<()> {
+        if unit == 0 || unit > MAX_TAKE {
+            return Err(ZooidError::InvalidArgument(format!(
+                "block size {unit}: need 1..={MAX_TAKE}"
+            )));
+        }
+        let bounds = IdRange::new(first, last)
+            .filter(|_| first >= 1)
+            .ok_or_else(|| {
+                ZooidError::InvalidArgument(format!(
+                    "category bounds {first}..={last}: need 1 <= first <= last"
+                ))
+            })?;
+        let session = self.store.session().ok_or_else(blocks::needs_zookeeper)?;
+        let path = category.name();
+        let token = OpToken::random();
+        let mut pool = Pool::with_blocks(bounds, unit);
+        pool.record(
+            OpRecord {
+                version: 0,
+                token,
+                kind: OpKind::Create,
+                count: bounds.len(),
+            },
+            self.options.op_log_len,
+        );
+        let bytes = pool.render().into_bytes();
+        let parent = blocks::sequence_parent(path, 0);
+        let mut budget = Budget::start(self.options.retry);
+        let mut failure = LastFailure::None;
+        while budget.try_attempt() {
+            tracing::Span::current().record("attempt", budget.attempts());
+            let (client, generation) = session.client();
+            let options =
+                zookeeper_client::CreateMode::Persistent.with_acls(session.default_acls());
+            let created = async {
+                if let Some(dir) = crate::store::parent(path) {
+                    client.mkdir(dir, &options).await?;
+                }
+                let mut multi = client.new_multi_writer();
+                multi.add_create(path, &bytes, &options)?;
+                multi.add_create(&parent, &[], &options)?;
+                multi
+                    .commit()
+                    .await
+                    .map(drop)
+                    .map_err(zookeeper_client::Error::from)
+            };
+            match session.run(generation, created).await {
+                Ok(()) => {}
+                Err(zookeeper_client::Error::NodeExists) => {
+                    // Ours, if an earlier attempt applied before its reply was lost.
+                    if !self.created_by(path, token, &mut budget).await? {
+                        return Err(ZooidError::CategoryExists {
+                            category: path.to_string(),
+                        });
+                    }
+                }
+                Err(zookeeper_client::Error::NoAuth) => {
+                    return Err(ZooidError::NotAuthorized {
+                        path: path.to_string(),
+                        identity: session.options().identity(),
+                    })
+                }
+                Err(err) if crate::session::fate(&err) == crate::session::Fate::Refused => {
+                    return Err(ZooidError::Store {
+                        path: path.to_string(),
+                        reason: err.to_string(),
+                    })
+                }
+                Err(err) => {
+                    failure = LastFailure::Unreachable(err.to_string());
+                    budget.backoff().await;
+                    continue;
+                }
+            }
+            self.slot(category).lock().await.cached = Some(Cached {
+                version: 0,
+                pool,
+                fresh: false,
+            });
+            tracing::info!(category = path, %bounds, unit, "category created (block allocation)");
+            return Ok(());
+        }
+        Err(self.budget_error(category, &budget, failure))
+    }
+
     async fn created_by(&self, path: &str, token: OpToken, budget: &mut Budget) -> Result<bool> {
         let node = self.read(path, budget).await?;
         Ok(Pool::parse(path, &node.data)
@@ -432,31 +579,23 @@ impl<S: Store> IdGeneratorService<S> {
         }
         let take = async {
             let started = tokio::time::Instant::now();
+            let mut reroutes = 0u32;
             loop {
-                let result = self
-                    .update(category, OpKind::Take, |pool| {
-                        let mut next = pool.clone();
-                        let taken = match pool.ceiling() {
-                            Some(ceiling) => next.free_mut().take_lowest_at_most(n, ceiling),
-                            None => next.free_mut().take_lowest(n),
-                        };
-                        if taken.is_empty() {
-                            let name = category.name().to_string();
-                            return Err(match pool.ceiling() {
-                                Some(ceiling) if !pool.free().is_empty() => {
-                                    ZooidError::ReservationExhausted {
-                                        category: name,
-                                        ceiling,
-                                        waited: Duration::ZERO,
-                                    }
-                                }
-                                _ => ZooidError::Exhausted { category: name },
+                let result = match self.take_once(category, n).await {
+                    Err(ZooidError::Closed { what }) if what.is_empty() => {
+                        // The blocks' generation moved on: plan again on the pool as it is now.
+                        reroutes += 1;
+                        if reroutes > 16 {
+                            return Err(ZooidError::Contention {
+                                category: category.name().to_string(),
+                                attempts: reroutes,
+                                elapsed: started.elapsed(),
                             });
                         }
-                        let count = taken.iter().map(IdRange::len).sum();
-                        Ok((next, taken, count))
-                    })
-                    .await;
+                        continue;
+                    }
+                    other => other,
+                };
                 match result {
                     Ok(ranges) => return Ok(ranges),
                     Err(ZooidError::ReservationExhausted { ceiling, .. }) => {
@@ -484,6 +623,336 @@ impl<S: Store> IdGeneratorService<S> {
             .observed(category.name(), "take", |r| count_of(r), take)
             .await?;
         Ok(IdSet::new(category.clone(), ranges))
+    }
+
+    /// One take: from the free list with compare-and-set, and for a pool in block allocation
+    /// from fresh blocks for what the free list (its holes) did not cover. `Closed` with an
+    /// empty name asks the caller to plan again (the blocks' generation moved on).
+    async fn take_once(&self, category: &IdCategory, n: u64) -> Result<Vec<IdRange>> {
+        let layout: Mutex<Option<Pool>> = Mutex::new(None);
+        let updated = self
+            .update_checked(category, OpKind::Take, true, |pool| {
+                let blocks = pool.blocks().is_some();
+                if blocks {
+                    *layout.lock().unwrap_or_else(|p| p.into_inner()) = Some(pool.clone());
+                }
+                let mut next = pool.clone();
+                let top = pool.ceiling().unwrap_or(pool.bounds().end());
+                let taken = next.free_mut().take_lowest_at_most(n, top);
+                if taken.is_empty() {
+                    if blocks {
+                        return Ok(Plan::Fresh(pool.clone()));
+                    }
+                    let name = category.name().to_string();
+                    return Err(match pool.ceiling() {
+                        Some(ceiling) if !pool.free().is_empty() => {
+                            ZooidError::ReservationExhausted {
+                                category: name,
+                                ceiling,
+                                waited: Duration::ZERO,
+                            }
+                        }
+                        _ => ZooidError::Exhausted { category: name },
+                    });
+                }
+                let count = taken.iter().map(IdRange::len).sum();
+                Ok(Plan::Write(next, taken, count))
+            })
+            .await?;
+        let (holes, planned) = match updated {
+            Updated::Fresh(planned) => (Vec::new(), planned),
+            Updated::Moved(holes) => {
+                let pool = layout.into_inner().unwrap_or_else(|p| p.into_inner());
+                match pool {
+                    Some(_) if count_of(&holes) < n => {
+                        // The pool as this take left it (the free list is empty now).
+                        let slot = self.slot(category);
+                        let guard = slot.lock().await;
+                        match guard.cached.as_ref() {
+                            Some(c) => (
+                                holes,
+                                Planned {
+                                    pool: c.pool.clone(),
+                                    version: c.version,
+                                },
+                            ),
+                            // Not remembered (cannot happen after a write): fewer IDs.
+                            None => return Ok(holes),
+                        }
+                    }
+                    _ => return Ok(holes),
+                }
+            }
+        };
+        let wanted = n - count_of(&holes);
+        match self.take_fresh(category, &planned, wanted).await {
+            Ok(mut fresh) => {
+                let mut all = holes;
+                all.append(&mut fresh);
+                Ok(all)
+            }
+            // Fewer remain (at the ceiling, or at the end): hand out the holes taken.
+            Err(ZooidError::ReservationExhausted { .. } | ZooidError::Exhausted { .. })
+                if !holes.is_empty() =>
+            {
+                Ok(holes)
+            }
+            Err(err) => {
+                if !holes.is_empty() {
+                    self.give_back(category, holes).await;
+                }
+                Err(err)
+            }
+        }
+    }
+
+    /// Claims fresh blocks for `n` IDs from `pool` (in block allocation, src/blocks.rs); IDs of
+    /// the claimed blocks beyond `n`, or above the ceiling, go to the free list.
+    async fn take_fresh(
+        &self,
+        category: &IdCategory,
+        planned: &Planned,
+        n: u64,
+    ) -> Result<Vec<IdRange>> {
+        let path = category.name();
+        let pool = &planned.pool;
+        let session = self.store.session().ok_or_else(blocks::needs_zookeeper)?;
+        let Some(layout) = pool.blocks() else {
+            return Err(reroute());
+        };
+        let last = pool.bounds().end();
+        let top = pool.ceiling().unwrap_or(last).min(last);
+        let count = n
+            .div_ceil(layout.unit)
+            .clamp(1, blocks::MAX_BLOCKS_PER_TAKE);
+        let count = u32::try_from(count).unwrap_or(1);
+        let known = self.known_next_block(path, layout.generation);
+        match layout.block(known, last) {
+            None => {
+                // Past the end as far as this process knows: ask the store before saying so.
+                let next = blocks::next_block(session, path, &layout).await?;
+                self.note_next_block(path, layout.generation, next);
+                if layout.block(next, last).is_none() {
+                    return Err(ZooidError::Exhausted {
+                        category: path.to_string(),
+                    });
+                }
+            }
+            Some(block) if block.start() > top => {
+                if let Some(ceiling) = pool.ceiling() {
+                    return Err(ZooidError::ReservationExhausted {
+                        category: path.to_string(),
+                        ceiling,
+                        waited: Duration::ZERO,
+                    });
+                }
+            }
+            Some(_) => {}
+        }
+        let mut budget = Budget::start(self.options.retry);
+        let claimed = blocks::claim(session, path, planned.version, &layout, count, &mut budget);
+        let first = match claimed.await? {
+            blocks::Claim::Granted { first } => first,
+            blocks::Claim::Changed => {
+                self.forget_cached(category).await;
+                return Err(reroute());
+            }
+            blocks::Claim::Sealed => {
+                self.rotate(category, &layout).await?;
+                return Err(reroute());
+            }
+            blocks::Claim::Missing => {
+                self.forget_cached(category).await;
+                self.repair_sequence_parent(category).await?;
+                return Err(reroute());
+            }
+            blocks::Claim::Unknown(why) => {
+                tracing::error!(category = path, %why, "block claim outcome unknown; its blocks stay unused");
+                self.stats.lost_reply(path, LostOutcome::Unknown, 0);
+                return Err(ZooidError::OutcomeUnknown {
+                    category: path.to_string(),
+                    op: "take",
+                    ids: Vec::new(),
+                });
+            }
+        };
+        let end = first + i64::from(count);
+        self.note_next_block(path, layout.generation, end);
+        let mut claimed = crate::range::RangeSet::new();
+        for seq in first..end {
+            if let Some(block) = layout.block(seq, last) {
+                // Blocks are disjoint, so this cannot overlap.
+                let _ = claimed.insert_all(&[block]);
+            }
+        }
+        let handed = claimed.take_lowest_at_most(n, top);
+        let leftover = claimed.ranges().to_vec();
+        if !leftover.is_empty() {
+            self.give_back(category, leftover).await;
+        }
+        if end > blocks::ROTATE_AT {
+            if let Err(err) = self.rotate(category, &layout).await {
+                tracing::warn!(category = path, %err, "moving the blocks to a new generation; the next take tries again");
+            }
+        }
+        if handed.is_empty() {
+            return Err(match pool.ceiling() {
+                Some(ceiling) if top < last => ZooidError::ReservationExhausted {
+                    category: path.to_string(),
+                    ceiling,
+                    waited: Duration::ZERO,
+                },
+                _ => ZooidError::Exhausted {
+                    category: path.to_string(),
+                },
+            });
+        }
+        Ok(handed)
+    }
+
+    /// Pushes IDs this process claimed but will not hand out back to the free list; a failure
+    /// leaves them unused (never handed out twice) and is logged.
+    async fn give_back(&self, category: &IdCategory, ranges: Vec<IdRange>) {
+        let count = count_of(&ranges);
+        let result = self
+            .update(category, OpKind::Push, |pool| {
+                let mut next = pool.clone();
+                next.free_mut()
+                    .insert_all(&ranges)
+                    .map_err(|InsertError::Overlap(range)| ZooidError::AlreadyFree {
+                        category: category.name().to_string(),
+                        range,
+                    })?;
+                Ok((next, ranges.clone(), count))
+            })
+            .await;
+        if let Err(err) = result {
+            tracing::warn!(category = category.name(), %err, ids = ?ranges, "could not return unused block IDs; they stay unused");
+        }
+    }
+
+    /// Moves the pool's block allocation past generation `layout.generation` (src/blocks.rs):
+    /// seals it, reads how many blocks it claimed, writes the next generation's base, creates its
+    /// sequence parent and retires the generation before. Any process may finish a move another
+    /// one started.
+    async fn rotate(&self, category: &IdCategory, layout: &crate::pool::Blocks) -> Result<()> {
+        let path = category.name();
+        let session = self.store.session().ok_or_else(blocks::needs_zookeeper)?;
+        blocks::seal(session, path, layout).await?;
+        let next = match blocks::next_block(session, path, layout).await {
+            Ok(next) => next,
+            // Gone: the move is done (and the generation retired), or the pool was recreated.
+            Err(ZooidError::NotFound { .. }) => {
+                self.forget_cached(category).await;
+                return Ok(());
+            }
+            Err(err) => return Err(err),
+        };
+        let unit = i64::try_from(layout.unit).unwrap_or(i64::MAX);
+        let generation = layout.generation;
+        let updated = self
+            .update_checked(category, OpKind::Blocks, true, |pool| match pool.blocks() {
+                Some(current) if current.generation == generation => {
+                    let base = next
+                        .saturating_mul(unit)
+                        .saturating_add(current.base)
+                        .min(pool.bounds().end().saturating_add(1));
+                    let mut moved = pool.clone();
+                    moved.set_blocks(crate::pool::Blocks {
+                        unit: current.unit,
+                        generation: generation + 1,
+                        base,
+                    });
+                    Ok(Plan::Write(moved, Vec::new(), base.abs_diff(current.base)))
+                }
+                // Another process moved it already.
+                _ => Ok(Plan::Fresh(pool.clone())),
+            })
+            .await?;
+        if let Updated::Moved(_) = updated {
+            tracing::info!(
+                category = path,
+                generation = generation + 1,
+                "blocks moved to a new generation"
+            );
+        }
+        blocks::ensure_parent(session, path, generation + 1).await?;
+        if generation >= 1 {
+            blocks::retire(session, path, generation - 1).await;
+        }
+        Ok(())
+    }
+
+    /// After a claim found no sequence parent: creates the one of the pool's current generation
+    /// if it is missing (a process that moved the generation stopped before creating it). Reads
+    /// the pool after a `sync`, so that a lagging server does not bring back a retired one.
+    async fn repair_sequence_parent(&self, category: &IdCategory) -> Result<()> {
+        let path = category.name();
+        let session = self.store.session().ok_or_else(blocks::needs_zookeeper)?;
+        let node = self
+            .sync_and_read(path)
+            .await
+            .map_err(|e| e.into_zooid(path))?;
+        let pool = Pool::parse(path, &node.data)?;
+        self.observe(path, pool.epoch(), node.version)?;
+        match pool.blocks() {
+            Some(layout) => blocks::ensure_parent(session, path, layout.generation).await,
+            None => Ok(()),
+        }
+    }
+
+    /// For a push to a pool in block allocation that reaches into its current generation: the
+    /// first ID no block has claimed yet (pushing it would be a double push). `None` otherwise.
+    async fn push_frontier(
+        &self,
+        category: &IdCategory,
+        ranges: &[IdRange],
+    ) -> Result<Option<i64>> {
+        let path = category.name();
+        let cached = self
+            .slot(category)
+            .lock()
+            .await
+            .cached
+            .as_ref()
+            .map(|c| c.pool.blocks());
+        let layout = match cached {
+            Some(layout) => layout,
+            None => {
+                let mut budget = Budget::start(self.options.retry);
+                let node = self.read(path, &mut budget).await?;
+                Pool::parse(path, &node.data)?.blocks()
+            }
+        };
+        let Some(layout) = layout else {
+            return Ok(None);
+        };
+        if ranges.iter().all(|r| r.end() < layout.base) {
+            return Ok(None);
+        }
+        let session = self.store.session().ok_or_else(blocks::needs_zookeeper)?;
+        blocks::frontier(session, path, &layout).await.map(Some)
+    }
+
+    /// Forgets the cached pool, so the next operation reads it.
+    async fn forget_cached(&self, category: &IdCategory) {
+        self.slot(category).lock().await.cached = None;
+    }
+
+    fn known_next_block(&self, path: &str, generation: u64) -> i64 {
+        let known = self.next_block.lock().unwrap_or_else(|p| p.into_inner());
+        match known.get(path) {
+            Some(&(g, next)) if g == generation => next,
+            _ => 0,
+        }
+    }
+
+    fn note_next_block(&self, path: &str, generation: u64, next: i64) {
+        let mut known = self.next_block.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = known.entry(path.to_string()).or_insert((generation, next));
+        if entry.0 < generation || (entry.0 == generation && entry.1 < next) {
+            *entry = (generation, next);
+        }
     }
 
     /// Waits up to `limit` for the pool to change from the version last read (the keeper
@@ -555,24 +1024,40 @@ impl<S: Store> IdGeneratorService<S> {
         }
         let category = ids.category().clone();
         let count: u64 = ranges.iter().map(IdRange::len).sum();
-        let update = self.update(&category, OpKind::Push, |pool| {
-            let name = || category.name().to_string();
-            if let Some(range) = ranges.iter().find(|r| !pool.bounds().covers(r)) {
-                return Err(ZooidError::OutOfBounds {
-                    category: name(),
-                    range: *range,
-                    bounds: pool.bounds(),
-                });
-            }
-            let mut next = pool.clone();
-            next.free_mut()
-                .insert_all(&ranges)
-                .map_err(|InsertError::Overlap(range)| ZooidError::AlreadyFree {
-                    category: name(),
-                    range,
-                })?;
-            Ok((next, ranges.clone(), count))
-        });
+        let update = async {
+            let frontier = self.push_frontier(&category, &ranges).await?;
+            self.update(&category, OpKind::Push, |pool| {
+                let name = || category.name().to_string();
+                if let Some(range) = ranges.iter().find(|r| !pool.bounds().covers(r)) {
+                    return Err(ZooidError::OutOfBounds {
+                        category: name(),
+                        range: *range,
+                        bounds: pool.bounds(),
+                    });
+                }
+                // In block allocation, IDs from the first unclaimed block on are free already.
+                if let Some(range) = frontier.and_then(|f| {
+                    ranges
+                        .iter()
+                        .find(|r| r.end() >= f)
+                        .and_then(|r| IdRange::new(r.start().max(f), r.end()))
+                }) {
+                    return Err(ZooidError::AlreadyFree {
+                        category: name(),
+                        range,
+                    });
+                }
+                let mut next = pool.clone();
+                next.free_mut()
+                    .insert_all(&ranges)
+                    .map_err(|InsertError::Overlap(range)| ZooidError::AlreadyFree {
+                        category: name(),
+                        range,
+                    })?;
+                Ok((next, ranges.clone(), count))
+            })
+            .await
+        };
         let result = self
             .observed(category.name(), "push", |r| count_of(r), update)
             .await;
@@ -690,13 +1175,13 @@ impl<S: Store> IdGeneratorService<S> {
                 return Err(kept());
             }
             let mut next = pool.clone();
-            let removed = next.free_mut().remove_at_most(ceiling);
+            let removed = next.clear_through(ceiling);
             let count = removed.iter().map(IdRange::len).sum();
             next.set_ceiling(Some(ceiling));
             next.set_epoch(pool.epoch().max(epoch));
             tracing::error!(category = path, ceiling, old_ceiling = ?pool.ceiling(), removed = count, "pool is behind the durable record (rolled back?): removed its free IDs at or below the recorded ceiling");
             *outcome.lock().unwrap_or_else(|p| p.into_inner()) = Restored::Repaired { removed: count };
-            Ok((next, removed, count))
+            Ok(Plan::Write(next, removed, count))
         })
         .await
         .map(|_| outcome.into_inner().unwrap_or_else(|p| p.into_inner()))
@@ -722,6 +1207,7 @@ impl<S: Store> IdGeneratorService<S> {
         tracing::Span::current().record("attempt", 1);
         let node = self.read(category.name(), &mut budget).await?;
         let pool = Pool::parse(category.name(), &node.data)?;
+        let usage = blocks::usage(self.store.session(), category.name(), &pool).await?;
         self.stats.pool_seen(
             category.name(),
             &pool,
@@ -732,14 +1218,15 @@ impl<S: Store> IdGeneratorService<S> {
         Ok(PoolInfo {
             bounds: pool.bounds(),
             free: pool.free().ranges().to_vec(),
-            free_count: pool.free().count(),
+            free_count: usage.free,
             version: node.version,
             bytes: node.data.len(),
             legacy: pool.is_legacy(),
             ceiling: pool.ceiling(),
             epoch: pool.epoch(),
-            headroom: pool.available(),
-            high_water: pool.high_water(),
+            headroom: usage.available,
+            high_water: usage.high_water,
+            blocks: pool.blocks(),
         })
     }
 
@@ -787,18 +1274,25 @@ impl<S: Store> IdGeneratorService<S> {
         kind: OpKind,
         plan: impl Fn(&Pool) -> Result<(Pool, Vec<IdRange>, u64)>,
     ) -> Result<Vec<IdRange>> {
-        self.update_checked(category, kind, true, plan).await
+        self.update_checked(category, kind, true, |pool| {
+            plan(pool).map(|(next, moved, count)| Plan::Write(next, moved, count))
+        })
+        .await
+        .map(|updated| match updated {
+            Updated::Moved(moved) => moved,
+            Updated::Fresh(_) => Vec::new(), // `plan` never says so.
+        })
     }
 
-    /// [`update`](Self::update), refusing a pool older than seen before when `refuse_older`
-    /// (everything but the repair of such a pool).
+    /// [`update`](Self::update) with a plan that may also defer to fresh blocks, refusing a pool
+    /// older than seen before when `refuse_older` (everything but the repair of such a pool).
     async fn update_checked(
         &self,
         category: &IdCategory,
         kind: OpKind,
         refuse_older: bool,
-        plan: impl Fn(&Pool) -> Result<(Pool, Vec<IdRange>, u64)>,
-    ) -> Result<Vec<IdRange>> {
+        plan: impl Fn(&Pool) -> Result<Plan>,
+    ) -> Result<Updated> {
         let path = category.name();
         // The deadline counts from the call, including the wait behind this process's other
         // operations on the category.
@@ -824,12 +1318,19 @@ impl<S: Store> IdGeneratorService<S> {
         category: &IdCategory,
         kind: OpKind,
         refuse_older: bool,
-        plan: impl Fn(&Pool) -> Result<(Pool, Vec<IdRange>, u64)>,
+        plan: impl Fn(&Pool) -> Result<Plan>,
         budget: &mut Budget,
         slot: &mut Slot,
-    ) -> Result<Vec<IdRange>> {
+    ) -> Result<Updated> {
         let path = category.name();
-        let Slot { cached, pace } = slot;
+        let Slot {
+            cached,
+            pace,
+            changed,
+        } = slot;
+        if changed.swap(false, Ordering::AcqRel) {
+            *cached = None;
+        }
         let mut failure = LastFailure::None;
         let mut conflicts = 0u32;
         // The version this process last wrote, when it yielded instead of writing on it.
@@ -873,6 +1374,14 @@ impl<S: Store> IdGeneratorService<S> {
                         node.version,
                         self.options.max_pool_bytes,
                     );
+                    if let (Some(_), Some(session)) = (pool.blocks(), self.store.session()) {
+                        blocks::invalidate_on_change(
+                            session,
+                            path,
+                            node.version,
+                            Arc::clone(changed),
+                        );
+                    }
                     Cached {
                         version: node.version,
                         pool,
@@ -881,7 +1390,12 @@ impl<S: Store> IdGeneratorService<S> {
                 }
             };
             let (mut next, moved, count) = match plan(&current.pool) {
-                Ok(planned) => planned,
+                Ok(Plan::Write(next, moved, count)) => (next, moved, count),
+                Ok(Plan::Fresh(pool)) => {
+                    let version = current.version;
+                    *cached = Some(current);
+                    return Ok(Updated::Fresh(Planned { pool, version }));
+                }
                 // A remembered state may be stale: decide only on what the store holds now.
                 Err(_) if !current.fresh => continue,
                 Err(err) => {
@@ -943,7 +1457,7 @@ impl<S: Store> IdGeneratorService<S> {
                         pool: next,
                         fresh: false,
                     });
-                    return Ok(moved);
+                    return Ok(Updated::Moved(moved));
                 }
                 Err(StoreError::BadVersion) => {
                     self.stats.conflict(path);
@@ -985,7 +1499,7 @@ impl<S: Store> IdGeneratorService<S> {
                         Resolution::Applied(state) => {
                             self.stats.lost_reply(path, LostOutcome::Applied, 0);
                             *cached = Some(state);
-                            return Ok(moved);
+                            return Ok(Updated::Moved(moved));
                         }
                         Resolution::NotApplied(state) => {
                             self.stats.lost_reply(path, LostOutcome::NotApplied, 0);
@@ -1150,6 +1664,13 @@ impl<S: Store> IdGeneratorService<S> {
                 after: budget.elapsed(),
             },
         }
+    }
+}
+
+/// The signal of [`IdGeneratorService::take_fresh`] to plan the take again.
+fn reroute() -> ZooidError {
+    ZooidError::Closed {
+        what: String::new(),
     }
 }
 

@@ -99,6 +99,20 @@ impl IdGeneratorService {
         )?
     }
 
+    /// See [`AsyncService::create_category_blocks`].
+    pub fn create_category_blocks(
+        &self,
+        category: &IdCategory,
+        first: i64,
+        last: i64,
+        unit: u64,
+    ) -> Result<()> {
+        block_on(
+            self.inner
+                .create_category_blocks(category, first, last, unit),
+        )?
+    }
+
     /// See [`AsyncService::raise_ceiling`].
     pub fn raise_ceiling(&self, category: &IdCategory, ceiling: i64) -> Result<i64> {
         block_on(self.inner.raise_ceiling(category, ceiling))?

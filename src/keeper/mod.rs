@@ -316,7 +316,11 @@ impl Active<'_> {
             }
             match self.session.bounded(client.list_children(&path)).await {
                 Ok(children) => {
-                    for child in children {
+                    // Block claims of categories in block allocation are not categories.
+                    for child in children
+                        .into_iter()
+                        .filter(|c| !crate::blocks::is_sequence_parent(c))
+                    {
                         todo.push(if path == "/" {
                             format!("/{child}")
                         } else {

@@ -59,13 +59,15 @@ impl Active<'_> {
             }
         };
         let pool = Pool::parse(path, &data)?;
+        // In block allocation the node alone does not tell what was claimed since.
+        let usage = crate::blocks::usage(Some(&self.session), path, &pool).await?;
         let sizing = self.options.sizing;
         let now = Instant::now();
-        let used = pool.bounds().len() - pool.free().count();
+        let used = pool.bounds().len() - usage.free;
         let tracked = self.tracked.entry(path.to_string()).or_default();
         let rate = tracked.rate.observe(now, used, sizing.alpha);
         let reserve = sizing.reserve(rate);
-        let headroom = pool.available();
+        let headroom = usage.available;
         let report_due = tracked
             .last_report
             .is_none_or(|t| now.duration_since(t) >= self.options.tick);
@@ -107,8 +109,8 @@ impl Active<'_> {
         let recorded = record.as_ref().map(|r| r.ceiling);
         let target = match pool.ceiling() {
             // First ceiling: above everything handed out so far.
-            None => pool
-                .high_water()
+            None => usage
+                .high_water
                 .saturating_add(reserve as i64)
                 .min(end)
                 .max(recorded.unwrap_or(0)),
@@ -174,12 +176,7 @@ impl Active<'_> {
         let mut next = pool.clone();
         let mut removed = 0;
         if let Some((recorded, generation)) = repair {
-            removed = next
-                .free_mut()
-                .remove_at_most(recorded)
-                .iter()
-                .map(|r| r.len())
-                .sum();
+            removed = next.clear_through(recorded).iter().map(|r| r.len()).sum();
             next.set_epoch(generation);
         }
         next.set_ceiling(Some(ceiling));
@@ -255,10 +252,11 @@ impl Active<'_> {
             Err(other) => return Err(other),
         }
         let generation = record.fence.generation.max(pool.epoch()) + 1;
-        let base = record
-            .ceiling
-            .max(pool.ceiling().unwrap_or(0))
-            .max(pool.high_water());
+        let base = record.ceiling.max(pool.ceiling().unwrap_or(0)).max(
+            crate::blocks::usage(Some(&self.session), path, pool)
+                .await?
+                .high_water,
+        );
         let ceiling = base
             .saturating_add(reserve.min(i64::MAX as u64) as i64)
             .min(pool.bounds().end());

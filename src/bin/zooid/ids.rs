@@ -23,6 +23,7 @@ pub fn init(
     after_counter: Option<String>,
     acl: Option<Vec<zooid::Acl>>,
     ceiling: Option<i64>,
+    block_size: Option<u64>,
 ) -> zooid::Result<()> {
     let service = open(connect, options)?;
     let category = IdCategory::new(category)?;
@@ -34,8 +35,14 @@ pub fn init(
             })?,
         None => first,
     };
-    service.create_category_full(&category, first, last, acl.as_deref(), ceiling)?;
+    match block_size {
+        Some(unit) => service.create_category_blocks(&category, first, last, unit)?,
+        None => service.create_category_full(&category, first, last, acl.as_deref(), ceiling)?,
+    }
     let mut notes = Vec::new();
+    if let Some(unit) = block_size {
+        notes.push(format!("block allocation in blocks of {unit}"));
+    }
     if let Some(c) = ceiling {
         notes.push(format!("ceiling {c}"));
     }

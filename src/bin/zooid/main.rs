@@ -68,7 +68,8 @@ enum Command {
     #[command(after_help = "Examples:
   zooid init /eventpublish/idgen/did --last 123456789
   zooid init /ids/order --first 1000000
-  zooid init /ids/agent --after-counter /legacy/agent-counter   # continue a legacy counter")]
+  zooid init /ids/agent --after-counter /legacy/agent-counter   # continue a legacy counter
+  zooid init /ids/task --block-size 1000   # for thousands of contending tasks (pool format 3)")]
     Init {
         category: String,
         #[arg(long, default_value_t = 1)]
@@ -87,6 +88,11 @@ enum Command {
         /// keeper raises it (use 0 so that nothing is handed out before the keeper saw it).
         #[arg(long)]
         ceiling: Option<i64>,
+        /// Block allocation for categories many processes take from at once: fresh IDs are
+        /// claimed in blocks of this many IDs with creates that never conflict (pool format 3,
+        /// docs/DESIGN.md). Use the batch size the workers take.
+        #[arg(long, value_name = "IDS", conflicts_with_all = ["acl", "ceiling"])]
+        block_size: Option<u64>,
     },
     /// Take up to N IDs; prints one START:END line per range.
     #[command(after_help = "Examples:
@@ -397,6 +403,7 @@ fn run(cli: Cli) -> zooid::Result<ExitCode> {
             after_counter,
             acl,
             ceiling,
+            block_size,
         } => ids::init(
             &connect,
             &options,
@@ -405,6 +412,7 @@ fn run(cli: Cli) -> zooid::Result<ExitCode> {
             after_counter,
             security::parse_acls(&acl)?,
             ceiling,
+            block_size,
         )
         .map(|()| ExitCode::SUCCESS),
         Command::Take { category, n, json } => {

@@ -1,0 +1,441 @@
+//! Block allocation: fresh IDs handed out by operations that cannot conflict.
+//!
+//! A category created for scale (`create_category_blocks`, pool format 3) splits its IDs in two:
+//! the *holes*, IDs that were handed out and pushed back, stay in the pool node's free list and
+//! are taken with compare-and-set as in every category; the IDs above them are cut into blocks of
+//! `unit` IDs, and a take claims fresh blocks by creating sequential nodes:
+//!
+//! ```text
+//! multi[ check(P, version V),                 the pool as planned on: no holes to take first
+//!        check(P/zooid-blocks-G, version 0),  the generation is not sealed
+//!        create(P/zooid-blocks-G/<token>-, PERSISTENT_SEQUENTIAL) x m ]
+//! ```
+//!
+//! ZooKeeper numbers the children of `zooid-blocks-G` from its child version, and a `multi`
+//! applies as one transaction, so the `m` creates get `m` consecutive numbers that no other
+//! create ever gets: block `s` is `base + s * unit ..= base + (s + 1) * unit - 1`. Claims do not
+//! conflict with each other (only a write of the pool node itself, a push or a generation move,
+//! fails the claims planned on the version before), so contending processes do not retry, the
+//! server serves them in arrival order, and each take is one transaction whatever the contention
+//! (docs/DESIGN.md). The check of `P` keeps "lowest first" exact: a take claims a fresh block
+//! only when the pool has no free ID for it at that moment.
+//!
+//! - **Lost reply.** The created names start with the take's random token: after reconnecting
+//!   (same session, `sync`), the token among the children says whether the take applied and
+//!   which numbers it got. With the session lost the outcome is unknown and the blocks are left
+//!   unused (never handed out twice).
+//! - **Generations.** Children are never deleted while their generation is in use (a delete would
+//!   also advance the numbering). When a take gets number [`ROTATE_AT`] or above, its process
+//!   seals the generation (`setData` on `zooid-blocks-G`, after which the `check` above fails),
+//!   reads the final child version `c`, and moves the pool to generation `G + 1` with base
+//!   `base + c * unit` in one compare-and-set that also creates `zooid-blocks-(G+1)`. Any process
+//!   that finds a sealed generation finishes the move, so a crash mid-way stops nothing. The
+//!   children of generation `G - 1` are deleted then, a whole generation after its last take.
+//! - **Ceiling.** A block above the pool's ceiling is not handed out: its IDs above the ceiling
+//!   go to the holes (free IDs above a ceiling wait for it to be raised, as in every pool).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use zookeeper_client::{CreateMode, Error as ZkError, MultiWriteError, MultiWriteResult};
+
+use crate::error::{Result, ZooidError};
+use crate::pool::{Blocks, OpToken};
+use crate::retry::Budget;
+use crate::session::{fate, Fate, Session};
+
+/// A take that gets this block number or above moves the category to a new generation.
+pub const ROTATE_AT: i64 = 10_000;
+
+/// The largest number of blocks one take claims (one `multi`).
+pub const MAX_BLOCKS_PER_TAKE: u64 = 1_000;
+
+/// The node whose children number generation `generation`'s blocks.
+pub fn sequence_parent(path: &str, generation: u64) -> String {
+    format!("{path}/zooid-blocks-{generation}")
+}
+
+/// Whether `name` (a child of a pool node) is one of zooid's sequence parents.
+pub fn is_sequence_parent(name: &str) -> bool {
+    name.strip_prefix("zooid-blocks-")
+        .is_some_and(|g| !g.is_empty() && g.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// What one attempt to claim blocks did.
+#[derive(Debug)]
+pub(crate) enum Claim {
+    /// The take owns blocks `first..first + count` of the generation.
+    Granted { first: i64 },
+    /// The pool node changed since the version planned on: plan again.
+    Changed,
+    /// The generation is sealed: move on to the next one, then try again.
+    Sealed,
+    /// The sequence parent is missing (the pool moved on, was recreated or deleted): read the
+    /// pool again.
+    Missing,
+    /// A lost reply could not be resolved: the blocks, if claimed, stay unused.
+    Unknown(String),
+}
+
+/// Claims `count` consecutive blocks of `blocks.generation` under pool `path`, if the pool is
+/// still at `version`; resolves a lost reply; retries while ZooKeeper is unreachable, within
+/// `budget`.
+pub(crate) async fn claim(
+    session: &Session,
+    path: &str,
+    version: i32,
+    blocks: &Blocks,
+    count: u32,
+    budget: &mut Budget,
+) -> Result<Claim> {
+    let parent = sequence_parent(path, blocks.generation);
+    let token = OpToken::random();
+    let prefix = format!("{:016x}-", token.0);
+    let name = format!("{parent}/{prefix}");
+    loop {
+        let (client, generation) = session.client();
+        let options = CreateMode::PersistentSequential.with_acls(session.default_acls());
+        let mut multi = client.new_multi_writer();
+        let mut built = multi
+            .add_check_version(path, version)
+            .and_then(|()| multi.add_check_version(&parent, 0));
+        for _ in 0..count {
+            built = built.and_then(|()| multi.add_create(&name, &[], &options));
+        }
+        built.map_err(|err| refused(session, path, err))?;
+        let reply = tokio::time::timeout(session.request_limit(), multi.commit())
+            .await
+            .unwrap_or(Err(MultiWriteError::RequestFailed {
+                source: ZkError::Timeout,
+            }));
+        let err = match reply {
+            Ok(results) => {
+                return granted(path, &results, count).map(|first| Claim::Granted { first })
+            }
+            Err(MultiWriteError::OperationFailed { index, source }) => match (index, &source) {
+                (0, ZkError::BadVersion) => return Ok(Claim::Changed),
+                (0, ZkError::NoNode) => {
+                    return Err(ZooidError::NotFound {
+                        category: path.to_string(),
+                    })
+                }
+                (1, ZkError::BadVersion) => return Ok(Claim::Sealed),
+                (_, ZkError::NoNode) => return Ok(Claim::Missing),
+                _ => source,
+            },
+            Err(MultiWriteError::RequestFailed { source }) => source,
+        };
+        match fate(&err) {
+            Fate::Refused => return Err(refused(session, path, err)),
+            Fate::Expired => {
+                // Not applied on a live session; the next attempt runs on the new one.
+                session.report_lost(generation, &err.to_string()).await;
+            }
+            Fate::Unknown => {
+                tracing::warn!(category = path, %err, "reply lost on a block claim; resolving");
+                match resolve(session, generation, &parent, &prefix, count, budget).await {
+                    Resolved::Applied(first) => return Ok(Claim::Granted { first }),
+                    Resolved::NotApplied => {}
+                    Resolved::Unknown(why) => return Ok(Claim::Unknown(why)),
+                }
+            }
+        }
+        if !budget.try_attempt() {
+            return Err(ZooidError::ConnectionLost {
+                category: path.to_string(),
+                reason: format!("claiming blocks: {err}"),
+            });
+        }
+        budget.backoff().await;
+    }
+}
+
+enum Resolved {
+    Applied(i64),
+    NotApplied,
+    Unknown(String),
+}
+
+/// Looks for the claim's token among the sequence parent's children, on the claim's own session.
+async fn resolve(
+    session: &Session,
+    generation: u64,
+    parent: &str,
+    prefix: &str,
+    count: u32,
+    budget: &mut Budget,
+) -> Resolved {
+    loop {
+        if session.is_gone_generation(generation) {
+            return Resolved::Unknown("the ZooKeeper session was lost".into());
+        }
+        if budget.expired() {
+            return Resolved::Unknown(format!("ZooKeeper unreachable for {:?}", budget.deadline()));
+        }
+        budget.try_attempt();
+        let (client, current) = session.client();
+        if current != generation {
+            return Resolved::Unknown("the ZooKeeper session was lost".into());
+        }
+        let lookup = async {
+            // Requests of one session apply in order: after the sync, the claim has applied or
+            // never will.
+            client.sync(parent).await?;
+            client.list_children(parent).await
+        };
+        match session.run(generation, lookup).await {
+            Ok(children) => {
+                let mut seqs: Vec<i64> = children
+                    .iter()
+                    .filter_map(|c| c.strip_prefix(prefix))
+                    .filter_map(|s| s.parse().ok())
+                    .collect();
+                seqs.sort_unstable();
+                if seqs.is_empty() {
+                    if session.is_gone_generation(generation) {
+                        return Resolved::Unknown("the ZooKeeper session was lost".into());
+                    }
+                    return Resolved::NotApplied;
+                }
+                return match consecutive(&seqs, count) {
+                    Some(first) => Resolved::Applied(first),
+                    None => Resolved::Unknown(format!("found blocks {seqs:?} for the claim")),
+                };
+            }
+            Err(ZkError::NoNode) => {
+                return Resolved::Unknown("the generation's sequence node is gone".into())
+            }
+            Err(err) if fate(&err) == Fate::Refused => return Resolved::Unknown(err.to_string()),
+            Err(_) => budget.backoff().await,
+        }
+    }
+}
+
+/// The first of `count` consecutive numbers, if `seqs` (ascending) is exactly that.
+fn consecutive(seqs: &[i64], count: u32) -> Option<i64> {
+    let first = *seqs.first()?;
+    let expected = (0..i64::from(count)).map(|i| first + i);
+    (seqs.len() == count as usize && seqs.iter().copied().eq(expected)).then_some(first)
+}
+
+/// The block numbers a successful claim got.
+fn granted(path: &str, results: &[MultiWriteResult], count: u32) -> Result<i64> {
+    let mut seqs: Vec<i64> = results
+        .iter()
+        .filter_map(|r| match r {
+            MultiWriteResult::Create { path, .. } => sequence_of(path),
+            _ => None,
+        })
+        .collect();
+    seqs.sort_unstable();
+    consecutive(&seqs, count).ok_or_else(|| ZooidError::CorruptPool {
+        path: path.to_string(),
+        line: 0,
+        content: String::new(),
+        reason: format!("a block claim got non-consecutive numbers {seqs:?}"),
+    })
+}
+
+/// The sequence number ZooKeeper appended to a created node's name.
+fn sequence_of(path: &str) -> Option<i64> {
+    let digits = path.rsplit('-').next()?;
+    digits.parse().ok()
+}
+
+fn refused(session: &Session, path: &str, err: ZkError) -> ZooidError {
+    match err {
+        ZkError::NoAuth => ZooidError::NotAuthorized {
+            path: path.to_string(),
+            identity: session.options().identity(),
+        },
+        other => ZooidError::ConnectionLost {
+            category: path.to_string(),
+            reason: format!("block claim refused: {other}"),
+        },
+    }
+}
+
+/// The next block number of the pool's generation: the sequence parent's child version (every
+/// child create advances it, and children are not deleted while the generation is in use).
+pub(crate) async fn next_block(session: &Session, path: &str, blocks: &Blocks) -> Result<i64> {
+    let parent = sequence_parent(path, blocks.generation);
+    let (client, generation) = session.client();
+    match session.run(generation, client.check_stat(&parent)).await {
+        Ok(Some(stat)) => Ok(i64::from(stat.cversion)),
+        Ok(None) | Err(ZkError::NoNode) => Err(ZooidError::NotFound { category: parent }),
+        Err(err) => Err(ZooidError::ConnectionLost {
+            category: path.to_string(),
+            reason: err.to_string(),
+        }),
+    }
+}
+
+/// The first ID no block of the pool's generation has claimed yet.
+pub async fn frontier(session: &Session, path: &str, blocks: &Blocks) -> Result<i64> {
+    let next = next_block(session, path, blocks).await?;
+    let unit = i64::try_from(blocks.unit).unwrap_or(i64::MAX);
+    Ok(next.saturating_mul(unit).saturating_add(blocks.base))
+}
+
+/// What a pool holds, counting the blocks claimed since the node was written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Usage {
+    /// Free IDs: holes and blocks not yet claimed.
+    pub free: u64,
+    /// Free IDs a take may hand out now (at or below the ceiling).
+    pub available: u64,
+    /// The highest ID that may have been handed out.
+    pub high_water: i64,
+}
+
+/// The usage of `pool` (node `path`): for a pool in block allocation, reads how many blocks
+/// its generation has claimed (needs the ZooKeeper session).
+pub async fn usage(
+    session: Option<&Session>,
+    path: &str,
+    pool: &crate::pool::Pool,
+) -> Result<Usage> {
+    let Some(blocks) = pool.blocks() else {
+        return Ok(Usage {
+            free: pool.free().count(),
+            available: pool.available(),
+            high_water: pool.high_water(),
+        });
+    };
+    let session = session.ok_or_else(needs_zookeeper)?;
+    let frontier = frontier(session, path, &blocks).await?;
+    let last = pool.bounds().end();
+    let top = pool.ceiling().unwrap_or(last).min(last);
+    let unclaimed = |upto: i64| {
+        if upto >= frontier {
+            upto.abs_diff(frontier) + 1
+        } else {
+            0
+        }
+    };
+    Ok(Usage {
+        free: pool.free().count() + unclaimed(last),
+        available: pool.free().count_at_most(top) + unclaimed(top),
+        high_water: (frontier - 1).max(pool.bounds().start() - 1),
+    })
+}
+
+/// The error for block allocation on an embedded store.
+pub(crate) fn needs_zookeeper() -> ZooidError {
+    ZooidError::InvalidArgument(
+        "block allocation (pool format 3) needs a ZooKeeper store, not mem: or file:".into(),
+    )
+}
+
+/// Creates the sequence parent of `generation` (after a rotation or a repair), with the pool
+/// node's ACL; an existing one is left alone.
+pub(crate) async fn ensure_parent(session: &Session, path: &str, generation: u64) -> Result<()> {
+    let parent = sequence_parent(path, generation);
+    let (client, gen) = session.client();
+    let unreachable = |err: ZkError| ZooidError::ConnectionLost {
+        category: path.to_string(),
+        reason: format!("creating {parent}: {err}"),
+    };
+    let (acl, _) = session
+        .run(gen, client.get_acl(path))
+        .await
+        .map_err(unreachable)?;
+    let options = CreateMode::Persistent.with_acls(zookeeper_client::Acls::new(&acl));
+    match session
+        .run(gen, client.create(&parent, &[], &options))
+        .await
+    {
+        Ok(_) | Err(ZkError::NodeExists) => Ok(()),
+        Err(ZkError::NoAuth) => Err(refused(session, path, ZkError::NoAuth)),
+        Err(err) => Err(unreachable(err)),
+    }
+}
+
+/// Seals the generation: creates in it fail from now on. Idempotent.
+pub(crate) async fn seal(session: &Session, path: &str, blocks: &Blocks) -> Result<()> {
+    let parent = sequence_parent(path, blocks.generation);
+    let (client, generation) = session.client();
+    match session
+        .run(generation, client.set_data(&parent, b"sealed", Some(0)))
+        .await
+    {
+        Ok(_) | Err(ZkError::BadVersion) | Err(ZkError::NoNode) => Ok(()),
+        Err(err) => Err(ZooidError::ConnectionLost {
+            category: path.to_string(),
+            reason: format!("sealing a block generation: {err}"),
+        }),
+    }
+}
+
+/// Deletes a retired generation's sequence parent and its children (best effort: a failure is
+/// logged and the next rotation tries again).
+pub(crate) async fn retire(session: &Session, path: &str, generation: u64) {
+    let parent = sequence_parent(path, generation);
+    let (client, gen) = session.client();
+    let children = match session.run(gen, client.list_children(&parent)).await {
+        Ok(children) => children,
+        Err(ZkError::NoNode) => return,
+        Err(err) => {
+            tracing::debug!(category = path, %err, generation, "retiring a block generation");
+            return;
+        }
+    };
+    for chunk in children.chunks(500) {
+        let mut multi = client.new_multi_writer();
+        let built = chunk
+            .iter()
+            .try_for_each(|child| multi.add_delete(&format!("{parent}/{child}"), None));
+        let committed = tokio::time::timeout(session.request_limit(), multi.commit()).await;
+        if built.is_err() || !matches!(committed, Ok(Ok(_))) {
+            tracing::debug!(
+                category = path,
+                generation,
+                "retiring a block generation: delete failed"
+            );
+            return;
+        }
+    }
+    if let Err(err) = session.run(gen, client.delete(&parent, None)).await {
+        tracing::debug!(category = path, %err, generation, "retiring a block generation");
+    }
+}
+
+/// Marks `flag` when pool node `path` changes from `version` (or the session ends), so that the
+/// next take reads it again instead of trusting what it remembers: a take looks for holes in the
+/// pool as of the last change it was told about.
+pub(crate) fn invalidate_on_change(
+    session: &Session,
+    path: &str,
+    version: i32,
+    flag: Arc<AtomicBool>,
+) {
+    let (client, _) = session.client();
+    let path = path.to_string();
+    tokio::spawn(async move {
+        match client.check_and_watch_stat(&path).await {
+            Ok((Some(stat), watcher)) if stat.version == version => {
+                watcher.changed().await;
+            }
+            _ => {}
+        }
+        flag.store(true, Ordering::Release);
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sequence_numbers_and_names() {
+        assert_eq!(sequence_of("/p/zooid-blocks-3/00ab-0000000042"), Some(42));
+        assert_eq!(sequence_of("/p/zooid-blocks-3/x"), None);
+        assert_eq!(consecutive(&[4, 5, 6], 3), Some(4));
+        assert_eq!(consecutive(&[4, 6, 7], 3), None);
+        assert_eq!(consecutive(&[4, 5], 3), None);
+        assert!(is_sequence_parent("zooid-blocks-12"));
+        assert!(!is_sequence_parent("zooid-blocks-"));
+        assert!(!is_sequence_parent("zooid-blocks-1a"));
+        assert_eq!(sequence_parent("/a/b", 7), "/a/b/zooid-blocks-7");
+    }
+}

@@ -1,0 +1,261 @@
+//! Block allocation (pool format 3, src/blocks.rs) against a real ZooKeeper server: fresh IDs
+//! from sequential creates, holes first, generations moving on under contention, lost replies,
+//! the ceiling, and the refusals.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use support::{op, runtime, session_options, FaultProxy, ZkServer};
+use zooid::{
+    ConnectOptions, IdCategory, IdGeneratorService, IdRange, IdSet, ServiceOptions, ZooidError,
+};
+
+fn r(start: i64, end: i64) -> IdRange {
+    IdRange::new(start, end).unwrap()
+}
+
+async fn open(connect: &str) -> IdGeneratorService {
+    open_with(connect, ServiceOptions::default()).await
+}
+
+async fn open_with(connect: &str, options: ServiceOptions) -> IdGeneratorService {
+    IdGeneratorService::connect(connect, &session_options(6000), options)
+        .await
+        .unwrap()
+}
+
+/// Every ID of `sets`, checking that none repeats.
+fn all_ids(sets: &[IdSet]) -> BTreeSet<i64> {
+    let mut ids = BTreeSet::new();
+    for set in sets {
+        for range in set.ranges() {
+            for id in range.start()..=range.end() {
+                assert!(ids.insert(id), "ID {id} handed out twice");
+            }
+        }
+    }
+    ids
+}
+
+#[test]
+fn fresh_blocks_holes_first_and_double_pushes_refused() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let a = open(&zk.connect_string()).await;
+        let b = open(&zk.connect_string()).await;
+        let cat = IdCategory::new("/scale/did").unwrap();
+        a.create_category_blocks(&cat, 1, 1_000_000, 1000)
+            .await
+            .unwrap();
+        let raw = a.read_node("/scale/did").await.unwrap();
+        assert!(
+            raw.starts_with(b"#zooid 3\n#bounds 1:1000000\n#blocks 1000 0 1\n"),
+            "{}",
+            String::from_utf8_lossy(&raw)
+        );
+        assert!(matches!(
+            a.create_category_blocks(&cat, 1, 10, 1).await,
+            Err(ZooidError::CategoryExists { .. })
+        ));
+
+        let mut first = a.take_ids(&cat, 1000).await.unwrap();
+        assert_eq!(first.ranges(), vec![r(1, 1000)]);
+        assert_eq!(
+            b.take_ids(&cat, 1000).await.unwrap().ranges(),
+            vec![r(1001, 2000)]
+        );
+        // Half a block: the other half goes to the free list, and the next take gets it first.
+        assert_eq!(
+            a.take_ids(&cat, 500).await.unwrap().ranges(),
+            vec![r(2001, 2500)]
+        );
+        assert_eq!(
+            b.take_ids(&cat, 300).await.unwrap().ranges(),
+            vec![r(2501, 2800)]
+        );
+
+        // Pushed IDs are handed out before fresh blocks, lowest first, by every process.
+        for _ in 0..10 {
+            first.take_id();
+        }
+        a.push_ids(&mut first).await.unwrap();
+        let info = b.pool_info(&cat).await.unwrap();
+        assert_eq!(info.free, vec![r(11, 1000), r(2801, 3000)]);
+        assert_eq!(info.free_count, 1_000_000 - 1000 - 1000 - 500 - 300 + 990);
+        assert_eq!(info.high_water, 3000);
+        assert_eq!(info.blocks.map(|b| b.unit), Some(1000));
+        let mixed = b.take_ids(&cat, 1500).await.unwrap();
+        assert_eq!(
+            mixed.ranges(),
+            vec![r(11, 1000), r(2801, 3000), r(3001, 3310)]
+        );
+        assert_eq!(
+            b.pool_info(&cat).await.unwrap().free,
+            vec![r(3311, 4000)],
+            "the rest of the claimed block is free"
+        );
+
+        // IDs no block claimed yet are free already: pushing them is a double push.
+        let bogus = IdSet::new(cat.clone(), vec![r(3900, 4100)]);
+        let mut bogus_push = bogus.clone();
+        match a.push_ids(&mut bogus_push).await {
+            Err(ZooidError::AlreadyFree { range, .. }) => assert_eq!(range, r(4001, 4100)),
+            other => panic!("expected AlreadyFree, got {other:?}"),
+        }
+        let mut beyond = IdSet::new(cat.clone(), vec![r(5001, 5002)]);
+        match a.push_ids(&mut beyond).await {
+            Err(ZooidError::AlreadyFree { range, .. }) => assert_eq!(range, r(5001, 5002)),
+            other => panic!("expected AlreadyFree, got {other:?}"),
+        }
+        assert_eq!(b.pool_info(&cat).await.unwrap().free, vec![r(3311, 4000)]);
+
+        // The embedded stores cannot number blocks.
+        let mem = IdGeneratorService::connect(
+            "mem:",
+            &ConnectOptions::default(),
+            ServiceOptions::default(),
+        )
+        .await
+        .unwrap();
+        assert!(matches!(
+            mem.create_category_blocks(&cat, 1, 100, 10).await,
+            Err(ZooidError::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            a.create_category_blocks(&IdCategory::new("/scale/zero").unwrap(), 1, 100, 0)
+                .await,
+            Err(ZooidError::InvalidArgument(_))
+        ));
+    });
+}
+
+/// Four sessions take 1,000 IDs at a time from a category in blocks of one ID, so every take
+/// claims 1,000 blocks and the generation moves on every ten takes, under contention. Every ID is
+/// handed out once, and no ID is skipped: the takes get exactly 1..=60000.
+#[test]
+fn generations_move_on_under_contention_without_gaps_or_duplicates() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let cat = IdCategory::new("/scale/rotating").unwrap();
+        let setup = open(&zk.connect_string()).await;
+        setup
+            .create_category_blocks(&cat, 1, 10_000_000, 1)
+            .await
+            .unwrap();
+        let mut tasks = Vec::new();
+        for _ in 0..4 {
+            let connect = zk.connect_string();
+            let cat = cat.clone();
+            tasks.push(tokio::spawn(async move {
+                let svc = open(&connect).await;
+                let mut got = Vec::new();
+                for _ in 0..15 {
+                    got.push(svc.take_ids(&cat, 1000).await.unwrap());
+                }
+                got
+            }));
+        }
+        let mut sets = Vec::new();
+        for task in tasks {
+            sets.extend(task.await.unwrap());
+        }
+        let ids = all_ids(&sets);
+        assert_eq!(ids.len(), 60_000);
+        assert_eq!(ids.first(), Some(&1));
+        assert_eq!(ids.last(), Some(&60_000), "no ID skipped");
+        let info = setup.pool_info(&cat).await.unwrap();
+        let generation = info.blocks.unwrap().generation;
+        assert!(generation >= 4, "the generation moved on ({generation})");
+        assert_eq!(info.high_water, 60_000);
+        // Retired generations are deleted: at most the current one and the one before remain.
+        let children = setup.list_categories("/scale/rotating").await.unwrap();
+        assert!(children.len() <= 2, "{children:?}");
+        assert!(children.contains(&format!("zooid-blocks-{generation}")));
+        eprintln!("60 takes of 1000 by 4 sessions: generation {generation}, children {children:?}");
+    });
+}
+
+/// The reply to a block claim is lost after the server applied it: the take still returns its
+/// own blocks, and nothing is skipped or handed out twice.
+#[test]
+fn lost_claim_replies_are_resolved() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = FaultProxy::start(zk.addr());
+    runtime().block_on(async {
+        let svc = open(&proxy.connect_string()).await;
+        let cat = IdCategory::new("/scale/lossy").unwrap();
+        svc.create_category_blocks(&cat, 1, 1_000_000, 100)
+            .await
+            .unwrap();
+        assert_eq!(
+            svc.take_ids(&cat, 100).await.unwrap().ranges(),
+            vec![r(1, 100)]
+        );
+        proxy.drop_reply_to(op::MULTI, "/scale/lossy");
+        let taken = svc.take_ids(&cat, 200).await.unwrap();
+        assert_eq!(proxy.dropped_replies(), 1, "the fault must have happened");
+        assert_eq!(
+            taken.ranges(),
+            vec![r(101, 300)],
+            "the applied claim returns its blocks"
+        );
+        assert_eq!(
+            svc.take_ids(&cat, 100).await.unwrap().ranges(),
+            vec![r(301, 400)]
+        );
+        assert_eq!(
+            svc.pool_info(&cat).await.unwrap().free_count,
+            1_000_000 - 400
+        );
+    });
+}
+
+/// A ceiling caps fresh blocks as it caps the free list: the take at the ceiling waits for a
+/// raise and fails with `ReservationExhausted`, and IDs of a block above the ceiling wait in the
+/// free list until the ceiling is raised.
+#[test]
+fn the_ceiling_caps_fresh_blocks() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let svc = open_with(
+            &zk.connect_string(),
+            ServiceOptions {
+                ceiling_wait: Duration::from_millis(300),
+                ..ServiceOptions::default()
+            },
+        )
+        .await;
+        let cat = IdCategory::new("/scale/reserved").unwrap();
+        svc.create_category_blocks(&cat, 1, 1_000_000, 1000)
+            .await
+            .unwrap();
+        assert_eq!(svc.raise_ceiling(&cat, 2500).await.unwrap(), 2500);
+        let a = svc.take_ids(&cat, 1000).await.unwrap();
+        let b = svc.take_ids(&cat, 1000).await.unwrap();
+        let c = svc.take_ids(&cat, 1000).await.unwrap();
+        assert_eq!(
+            (a.ranges(), b.ranges(), c.ranges()),
+            (vec![r(1, 1000)], vec![r(1001, 2000)], vec![r(2001, 2500)]),
+            "the third block is cut at the ceiling"
+        );
+        match svc.take_ids(&cat, 1000).await {
+            Err(ZooidError::ReservationExhausted { ceiling, .. }) => assert_eq!(ceiling, 2500),
+            other => panic!("expected ReservationExhausted, got {other:?}"),
+        }
+        let info = svc.pool_info(&cat).await.unwrap();
+        assert_eq!(info.headroom, 0);
+        assert_eq!(info.free, vec![r(2501, 3000)]);
+        svc.raise_ceiling(&cat, 5000).await.unwrap();
+        assert_eq!(
+            svc.take_ids(&cat, 1000).await.unwrap().ranges(),
+            vec![r(2501, 3000), r(3001, 3500)]
+        );
+        assert_eq!(svc.pool_info(&cat).await.unwrap().headroom, 1500);
+    });
+}
