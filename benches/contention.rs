@@ -3,6 +3,8 @@
 //!
 //! - `zooid`: `take_ids(category, batch)` with default options (examples/contender.rs);
 //! - `zooid-fair`: the same with `ServiceOptions::fair_pacing` (src/pace.rs);
+//! - `zooid-blocks`: the same on a category in block allocation, blocks of one batch
+//!   (`create_category_blocks`, src/blocks.rs);
 //! - `naive`: the seed-000 loop on a legacy counter: get, add, set with the read version, retry at
 //!   once on `BADVERSION` (examples/contender.rs);
 //! - `curator`: Curator's `DistributedAtomicLong.add(batch)` (java/curator-bench), N clients with
@@ -20,7 +22,7 @@
 //! cargo build --release --example contender
 //! mvn -B -q -f java/curator-bench/pom.xml package dependency:copy-dependencies
 //! cargo bench --bench contention -- [--clients 1,4,16,32] [--window-ms 6000] [--batch 1000]
-//!     [--modes zooid,zooid-fair,naive,curator] [--setups standalone,ensemble] [--rounds 1]
+//!     [--modes zooid,zooid-blocks,zooid-fair,naive,curator] [--setups standalone,ensemble] [--rounds 1]
 //! ```
 //!
 //! Without the Curator build the `curator` rows are skipped (and say so).
@@ -65,6 +67,7 @@ fn parse_args() -> Args {
         batch: 1000,
         modes: vec![
             "zooid".into(),
+            "zooid-blocks".into(),
             "zooid-fair".into(),
             "naive".into(),
             "curator".into(),
@@ -242,7 +245,7 @@ fn run_one(
     let (tx, rx) = mpsc::channel();
     let mut workers = Vec::new();
     let expected_ready = match mode {
-        "zooid" | "zooid-fair" | "naive" => {
+        "zooid" | "zooid-fair" | "zooid-blocks" | "naive" => {
             for _ in 0..clients {
                 let mut command = Command::new(contender_binary());
                 command.args([
@@ -342,7 +345,7 @@ fn run_one(
 }
 
 /// Creates the node `mode` takes from, fresh for each run (so node sizes are the same).
-fn prepare(connect: &str, mode: &str, path: &str) {
+fn prepare(connect: &str, mode: &str, path: &str, batch: u64) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -359,6 +362,24 @@ fn prepare(connect: &str, mode: &str, path: &str) {
                 .expect("connect");
                 service
                     .create_category(&IdCategory::new(path).expect("category"), 1, i64::MAX / 2)
+                    .await
+                    .expect("create category");
+            }
+            "zooid-blocks" => {
+                let service = IdGeneratorService::connect(
+                    connect,
+                    &ConnectOptions::default(),
+                    ServiceOptions::default(),
+                )
+                .await
+                .expect("connect");
+                service
+                    .create_category_blocks(
+                        &IdCategory::new(path).expect("category"),
+                        1,
+                        i64::MAX / 2,
+                        batch,
+                    )
                     .await
                     .expect("create category");
             }
@@ -397,7 +418,7 @@ fn burst(tasks: usize, batch: u64) {
     );
     println!("| options | all takes served in | failed writes per take | take errors | all pushes done in | failed writes per push | push errors | free ranges after |");
     println!("|---|---|---|---|---|---|---|---|");
-    for (name, fair) in [("default", false), ("fair_pacing", true)] {
+    for (name, fair) in [("default", false), ("blocks", false), ("fair_pacing", true)] {
         rt.block_on(async {
             let options = ServiceOptions {
                 fair_pacing: fair,
@@ -423,10 +444,17 @@ fn burst(tasks: usize, batch: u64) {
                     services.push(std::sync::Arc::new(s.expect("connect")));
                 }
             }
-            services[0]
-                .create_category(&category, 1, i64::MAX / 2)
-                .await
-                .expect("create");
+            if name == "blocks" {
+                services[0]
+                    .create_category_blocks(&category, 1, i64::MAX / 2, batch)
+                    .await
+                    .expect("create");
+            } else {
+                services[0]
+                    .create_category(&category, 1, i64::MAX / 2)
+                    .await
+                    .expect("create");
+            }
             let before = zxid(zk.addr());
             let t = std::time::Instant::now();
             let takes = services.iter().map(|s| {
@@ -551,7 +579,7 @@ fn main() {
                 for mode in &args.modes {
                     run_no += 1;
                     let path = format!("/bench/{mode}/run{run_no}");
-                    prepare(&connect, mode, &path);
+                    prepare(&connect, mode, &path, args.batch);
                     let Some(row) =
                         run_one(setup, &connect, zxid_addr, mode, &path, clients, &args)
                     else {

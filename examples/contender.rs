@@ -5,6 +5,7 @@
 //! - `zooid`: `IdGeneratorService::take_ids(category, batch)` on a zooid category, default
 //!   options;
 //! - `zooid-fair`: the same with `ServiceOptions::fair_pacing` (src/pace.rs);
+//! - `zooid-blocks`: the same on a category in block allocation (src/blocks.rs);
 //! - `naive`: the seed-000 loop on a legacy counter node (8-byte big-endian long): `getData`,
 //!   add the batch, `setData` with the read version, on `BADVERSION` start again at once.
 //!
@@ -34,6 +35,8 @@ use zooid::{ConnectOptions, IdCategory, IdGeneratorService, ServiceOptions};
 enum Mode {
     Zooid,
     ZooidFair,
+    /// `take_ids` on a category in block allocation (the benchmark creates it).
+    ZooidBlocks,
     Naive,
 }
 
@@ -98,7 +101,7 @@ async fn run(cli: &Cli) -> Result<(), String> {
     };
     let window = Duration::from_millis(cli.window_ms);
     match cli.mode {
-        Mode::Zooid | Mode::ZooidFair => {
+        Mode::Zooid | Mode::ZooidFair | Mode::ZooidBlocks => {
             let service_options = ServiceOptions {
                 fair_pacing: matches!(cli.mode, Mode::ZooidFair),
                 ..ServiceOptions::default()

@@ -314,8 +314,8 @@ pub async fn usage(
         }
     };
     Ok(Usage {
-        free: pool.free().count() + unclaimed(last),
-        available: pool.free().count_at_most(top) + unclaimed(top),
+        free: pool.free_count() + unclaimed(last),
+        available: pool.free_count_at_most(top) + unclaimed(top),
         high_water: (frontier - 1).max(pool.bounds().start() - 1),
     })
 }

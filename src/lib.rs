@@ -22,6 +22,7 @@
 pub mod acl;
 pub mod blocking;
 pub mod blocks;
+pub mod chunks;
 pub mod counter;
 pub mod durable;
 pub mod election;

@@ -61,6 +61,18 @@ pub struct Blocks {
     pub base: i64,
 }
 
+/// One part of a format-3 pool's free list kept in its own node (src/chunks.rs): the free IDs
+/// from `key` up to the next part's key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChunkRef {
+    /// The lowest ID the part may hold; the node is `PATH/zooid-free-KEY`.
+    pub key: i64,
+    /// The part node's data version this pool state goes with.
+    pub version: i32,
+    /// How many free IDs the part holds.
+    pub ids: u64,
+}
+
 impl Blocks {
     /// The IDs of block `seq`, clipped to `last`; `None` when the block starts past `last`.
     pub fn block(&self, seq: i64, last: i64) -> Option<IdRange> {
@@ -153,6 +165,9 @@ pub struct Pool {
     epoch: u64,
     /// Fresh IDs come in blocks (format 3); `None` for a single-node pool.
     blocks: Option<Blocks>,
+    /// Parts of the free list kept in their own nodes (format 3), ascending by key. The node
+    /// holds the free IDs below the first key; `free` holds them all once the parts are loaded.
+    chunks: Vec<ChunkRef>,
 }
 
 impl Pool {
@@ -166,6 +181,7 @@ impl Pool {
             ceiling: None,
             epoch: 0,
             blocks: None,
+            chunks: Vec::new(),
         }
     }
 
@@ -200,6 +216,38 @@ impl Pool {
                 .min(self.bounds.end().saturating_add(1));
         }
         self.free.remove_at_most(ceiling)
+    }
+
+    /// The parts of the free list kept in their own nodes (format 3).
+    pub fn chunks(&self) -> &[ChunkRef] {
+        &self.chunks
+    }
+
+    /// Replaces the parts' index (after [`crate::chunks::plan`] laid them out again).
+    pub fn set_chunks(&mut self, chunks: Vec<ChunkRef>) {
+        self.chunks = chunks;
+    }
+
+    /// Free IDs, counting the parts by their index (no need to load them).
+    pub fn free_count(&self) -> u64 {
+        let head = match self.chunks.first() {
+            Some(first) => self.free.count_at_most(first.key - 1),
+            None => self.free.count(),
+        };
+        head + self.chunks.iter().map(|c| c.ids).sum::<u64>()
+    }
+
+    /// Free IDs at or below `limit`, counting the parts by their index (a part that straddles
+    /// `limit` counts whole).
+    pub fn free_count_at_most(&self, limit: i64) -> u64 {
+        let head_end = self.chunks.first().map_or(i64::MAX, |c| c.key - 1);
+        self.free.count_at_most(limit.min(head_end))
+            + self
+                .chunks
+                .iter()
+                .filter(|c| c.key <= limit)
+                .map(|c| c.ids)
+                .sum::<u64>()
     }
 
     /// Moves block allocation to a new generation starting at `base` (see src/blocks.rs).
@@ -338,7 +386,11 @@ impl Pool {
                 op.count
             );
         }
-        for range in self.free.ranges() {
+        for chunk in &self.chunks {
+            let _ = writeln!(out, "#chunk {} {} {}", chunk.key, chunk.version, chunk.ids);
+        }
+        let head_end = self.chunks.first().map_or(i64::MAX, |c| c.key);
+        for range in self.free.ranges().iter().take_while(|r| r.end() < head_end) {
             let _ = writeln!(out, "{range}");
         }
         out
@@ -395,6 +447,7 @@ impl Parser<'_> {
         let mut ceiling: Option<(usize, i64)> = None;
         let mut epoch: Option<u64> = None;
         let mut blocks: Option<(usize, Blocks)> = None;
+        let mut chunks: Vec<(usize, ChunkRef)> = Vec::new();
         let mut log: VecDeque<OpRecord> = VecDeque::new();
         let mut ranges: Vec<(usize, IdRange)> = Vec::new();
         for (line_no, raw) in (1..).zip(text.lines()) {
@@ -528,6 +581,52 @@ impl Parser<'_> {
                             epoch = Some(self.one_number(&mut words, line_no, raw)?);
                         }
                     }
+                    Some("chunk") => {
+                        if format != Some(FORMAT_VERSION_BLOCKS) {
+                            return Err(self.corrupt(
+                                line_no,
+                                raw,
+                                format!("'#chunk' needs '#zooid {FORMAT_VERSION_BLOCKS}'"),
+                            ));
+                        }
+                        let mut field = |name: &str| {
+                            words.next().ok_or_else(|| {
+                                self.corrupt(
+                                    line_no,
+                                    raw,
+                                    format!("'#chunk KEY VERSION IDS': missing {name}"),
+                                )
+                            })
+                        };
+                        let (key, version, ids) = (field("key")?, field("version")?, field("ids")?);
+                        if words.next().is_some() {
+                            return Err(self.corrupt(line_no, raw, "trailing words"));
+                        }
+                        let bad = |name: &str| {
+                            self.corrupt(
+                                line_no,
+                                raw,
+                                format!("'#chunk KEY VERSION IDS': bad {name}"),
+                            )
+                        };
+                        let chunk = ChunkRef {
+                            key: key
+                                .parse()
+                                .ok()
+                                .filter(|&k: &i64| k >= 1)
+                                .ok_or_else(|| bad("key"))?,
+                            version: version
+                                .parse()
+                                .ok()
+                                .filter(|&v: &i32| v >= 0)
+                                .ok_or_else(|| bad("version"))?,
+                            ids: ids.parse().map_err(|_| bad("ids"))?,
+                        };
+                        if chunks.last().is_some_and(|(_, prev)| prev.key >= chunk.key) {
+                            return Err(self.corrupt(line_no, raw, "'#chunk' keys must ascend"));
+                        }
+                        chunks.push((line_no, chunk));
+                    }
                     Some("op") => {
                         let op = self.op(&mut words, line_no, raw)?;
                         if log.back().is_some_and(|prev| prev.version >= op.version) {
@@ -584,10 +683,21 @@ impl Parser<'_> {
                 ));
             }
         }
+        if let Some((line_no, c)) = chunks.iter().find(|(_, c)| !bounds.contains(c.key)) {
+            return Err(self.corrupt(
+                *line_no,
+                &format!("#chunk {} {} {}", c.key, c.version, c.ids),
+                format!("key outside the bounds {bounds}"),
+            ));
+        }
+        let head_end = chunks.first().map_or(i64::MAX, |(_, c)| c.key);
         let mut free = RangeSet::new();
         let mut prev: Option<IdRange> = None;
         for (line_no, range) in ranges {
             let raw = range.to_string();
+            if range.end() >= head_end {
+                return Err(self.corrupt(line_no, &raw, format!("at or above the first '#chunk' key {head_end} (those IDs are in the chunk nodes)")));
+            }
             if !bounds.covers(&range) {
                 return Err(self.corrupt(line_no, &raw, format!("outside the bounds {bounds}")));
             }
@@ -613,6 +723,7 @@ impl Parser<'_> {
             ceiling: ceiling.map(|(_, c)| c),
             epoch: epoch.unwrap_or(0),
             blocks: blocks.map(|(_, b)| b),
+            chunks: chunks.into_iter().map(|(_, c)| c).collect(),
         })
     }
 

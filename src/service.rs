@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use tracing::Instrument;
 
 use crate::blocks;
+use crate::chunks;
 use crate::error::{Result, ZooidError};
 use crate::idset::{IdCategory, IdSet};
 use crate::pace::Pace;
@@ -125,6 +126,8 @@ struct Slot {
     /// Set when the pool node changed since it was cached (watched for pools in block
     /// allocation, whose takes otherwise never read it): the next operation reads it again.
     changed: Arc<AtomicBool>,
+    /// The free-list parts of a format-3 pool already read (src/chunks.rs).
+    chunks: chunks::ChunkCache,
 }
 
 /// What an update's plan decided.
@@ -160,6 +163,8 @@ struct LostWrite<'a> {
     /// The version the write expected.
     expected: i32,
     bytes: &'a [u8],
+    /// The free-list part writes that went with it (src/chunks.rs).
+    parts: &'a [chunks::ChunkOp],
     kind: OpKind,
     /// The IDs the write took or pushed.
     moved: &'a [IdRange],
@@ -1205,8 +1210,26 @@ impl<S: Store> IdGeneratorService<S> {
     async fn pool_info_inner(&self, category: &IdCategory) -> Result<PoolInfo> {
         let mut budget = Budget::start(self.options.retry);
         tracing::Span::current().record("attempt", 1);
-        let node = self.read(category.name(), &mut budget).await?;
-        let pool = Pool::parse(category.name(), &node.data)?;
+        let (node, pool) = loop {
+            let node = self.read(category.name(), &mut budget).await?;
+            let mut pool = Pool::parse(category.name(), &node.data)?;
+            if !pool.chunks().is_empty() {
+                let session = self.store.session().ok_or_else(blocks::needs_zookeeper)?;
+                let mut cache = chunks::ChunkCache::new();
+                if let chunks::Loaded::Stale =
+                    chunks::load(session, category.name(), &mut pool, &mut cache).await?
+                {
+                    if budget.try_attempt() {
+                        continue;
+                    }
+                    return Err(ZooidError::Timeout {
+                        what: category.name().to_string(),
+                        after: budget.elapsed(),
+                    });
+                }
+            }
+            break (node, pool);
+        };
         let usage = blocks::usage(self.store.session(), category.name(), &pool).await?;
         self.stats.pool_seen(
             category.name(),
@@ -1327,6 +1350,7 @@ impl<S: Store> IdGeneratorService<S> {
             cached,
             pace,
             changed,
+            chunks: chunk_cache,
         } = slot;
         if changed.swap(false, Ordering::AcqRel) {
             *cached = None;
@@ -1374,6 +1398,16 @@ impl<S: Store> IdGeneratorService<S> {
                         node.version,
                         self.options.max_pool_bytes,
                     );
+                    if !pool.chunks().is_empty() {
+                        let session = self.store.session().ok_or_else(blocks::needs_zookeeper)?;
+                        if let chunks::Loaded::Stale =
+                            chunks::load(session, path, &mut pool, chunk_cache).await?
+                        {
+                            // Read the pool node before a later write: read again.
+                            budget.backoff().await;
+                            continue;
+                        }
+                    }
                     if let (Some(_), Some(session)) = (pool.blocks(), self.store.session()) {
                         blocks::invalidate_on_change(
                             session,
@@ -1389,8 +1423,12 @@ impl<S: Store> IdGeneratorService<S> {
                     }
                 }
             };
-            let (mut next, moved, count) = match plan(&current.pool) {
-                Ok(Plan::Write(next, moved, count)) => (next, moved, count),
+            let (mut next, moved, count, part_ops) = match plan(&current.pool) {
+                Ok(Plan::Write(mut next, moved, count)) => {
+                    // A format-3 free list: write only the parts that changed.
+                    let ops = chunks::plan(&current.pool, &mut next);
+                    (next, moved, count, ops)
+                }
                 Ok(Plan::Fresh(pool)) => {
                     let version = current.version;
                     *cached = Some(current);
@@ -1436,8 +1474,9 @@ impl<S: Store> IdGeneratorService<S> {
                 });
             }
             let sent = std::time::Instant::now();
-            match self.store.set(path, &bytes, current.version).await {
+            match self.write(path, &bytes, current.version, &part_ops).await {
                 Ok(written) => {
+                    chunks::remember(&next, chunk_cache);
                     if refuse_older {
                         self.observe(path, next.epoch(), written)?;
                     } else {
@@ -1492,18 +1531,20 @@ impl<S: Store> IdGeneratorService<S> {
                         token,
                         expected,
                         bytes: &bytes,
+                        parts: &part_ops,
                         kind,
                         moved: &moved,
                     };
                     match self.resolve(path, write, next).await? {
                         Resolution::Applied(state) => {
                             self.stats.lost_reply(path, LostOutcome::Applied, 0);
-                            *cached = Some(state);
+                            // A pool read without its free-list parts is not planned on.
+                            *cached = Some(state).filter(|s| s.pool.chunks().is_empty());
                             return Ok(Updated::Moved(moved));
                         }
                         Resolution::NotApplied(state) => {
                             self.stats.lost_reply(path, LostOutcome::NotApplied, 0);
-                            *cached = Some(state)
+                            *cached = Some(state).filter(|s| s.pool.chunks().is_empty())
                         }
                         Resolution::Unknown(why) => {
                             self.stats
@@ -1538,6 +1579,7 @@ impl<S: Store> IdGeneratorService<S> {
             token,
             expected,
             bytes,
+            parts,
             ..
         } = write;
         let mut budget = Budget::start(self.options.retry);
@@ -1564,7 +1606,7 @@ impl<S: Store> IdGeneratorService<S> {
                 }
             };
             if node.version == expected {
-                match self.store.set(path, bytes, expected).await {
+                match self.write(path, bytes, expected, parts).await {
                     Ok(written) => {
                         return Ok(Resolution::Applied(Cached {
                             version: written,
@@ -1610,6 +1652,24 @@ impl<S: Store> IdGeneratorService<S> {
                     )),
                 },
             });
+        }
+    }
+
+    /// Writes the pool node at `expected`, with the free-list part writes `parts` in the same
+    /// `multi` when there are any.
+    async fn write(
+        &self,
+        path: &str,
+        bytes: &[u8],
+        expected: i32,
+        parts: &[chunks::ChunkOp],
+    ) -> Result<i32, StoreError> {
+        match (parts.is_empty(), self.store.session()) {
+            (true, _) => self.store.set(path, bytes, expected).await,
+            (false, Some(session)) => chunks::commit(session, path, bytes, expected, parts).await,
+            (false, None) => Err(StoreError::Refused(
+                "free-list parts need a ZooKeeper store".into(),
+            )),
         }
     }
 

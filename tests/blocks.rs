@@ -259,3 +259,85 @@ fn the_ceiling_caps_fresh_blocks() {
         assert_eq!(svc.pool_info(&cat).await.unwrap().headroom, 1500);
     });
 }
+
+/// A fragmented free list of a format-3 pool is split over part nodes: the pool node stays small,
+/// another process reads the same free list, takes stay lowest first across parts, and a write
+/// whose reply was lost (pool node and part together) applies once.
+#[test]
+fn a_fragmented_free_list_lives_in_parts() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = FaultProxy::start(zk.addr());
+    runtime().block_on(async {
+        let a = open(&proxy.connect_string()).await;
+        let b = open(&zk.connect_string()).await;
+        let cat = IdCategory::new("/scale/fragmented").unwrap();
+        a.create_category_blocks(&cat, 1, 1_000_000, 20_000)
+            .await
+            .unwrap();
+        let held = a.take_ids(&cat, 20_000).await.unwrap();
+        assert_eq!(held.ranges(), vec![r(1, 20_000)]);
+        // Push every other run of 5: 2,000 free ranges.
+        let holes: Vec<IdRange> = (0..2000).map(|i| r(i * 10 + 1, i * 10 + 5)).collect();
+        a.push_ids(&mut IdSet::new(cat.clone(), holes.clone()))
+            .await
+            .unwrap();
+        let info = b.pool_info(&cat).await.unwrap();
+        assert_eq!(
+            info.free, holes,
+            "another process reads the whole free list"
+        );
+        assert_eq!(info.free_count, 10_000 + 1_000_000 - 20_000);
+        assert!(
+            info.bytes < 16 * 1024,
+            "the pool node stays small: {}",
+            info.bytes
+        );
+        let children = b.list_categories("/scale/fragmented").await.unwrap();
+        let parts = children
+            .iter()
+            .filter(|c| c.starts_with("zooid-free-"))
+            .count();
+        assert!(
+            parts >= 2000 / zooid::chunks::CHUNK_MAX_RANGES,
+            "{children:?}"
+        );
+
+        // A push into the middle, its reply lost: applied once.
+        proxy.drop_reply_to(op::MULTI, "/scale/fragmented");
+        a.push_ids(&mut IdSet::new(cat.clone(), vec![r(10_007, 10_008)]))
+            .await
+            .unwrap();
+        assert_eq!(proxy.dropped_replies(), 1, "the fault must have happened");
+        let info = b.pool_info(&cat).await.unwrap();
+        assert_eq!(info.free.len(), 2001);
+        assert!(info.free.contains(&r(10_007, 10_008)));
+        // A double push into a part is refused.
+        assert!(matches!(
+            b.push_ids(&mut IdSet::new(cat.clone(), vec![r(15_001, 15_002)]))
+                .await,
+            Err(ZooidError::AlreadyFree { .. })
+        ));
+
+        // Takes from both processes drain the parts lowest first, then fresh blocks follow.
+        let mut sets = Vec::new();
+        for i in 0..26 {
+            let svc = if i % 2 == 0 { &a } else { &b };
+            sets.push(svc.take_ids(&cat, 400).await.unwrap());
+        }
+        let ids = all_ids(&sets);
+        let expected: BTreeSet<i64> = holes
+            .iter()
+            .chain([r(10_007, 10_008)].iter())
+            .flat_map(|r| r.start()..=r.end())
+            .chain(20_001..)
+            .take(26 * 400)
+            .collect();
+        assert_eq!(ids, expected, "lowest first");
+        let children = b.list_categories("/scale/fragmented").await.unwrap();
+        assert!(
+            !children.iter().any(|c| c.starts_with("zooid-free-")),
+            "emptied parts are deleted: {children:?}"
+        );
+    });
+}

@@ -316,11 +316,10 @@ impl Active<'_> {
             }
             match self.session.bounded(client.list_children(&path)).await {
                 Ok(children) => {
-                    // Block claims of categories in block allocation are not categories.
-                    for child in children
-                        .into_iter()
-                        .filter(|c| !crate::blocks::is_sequence_parent(c))
-                    {
+                    // Block claims and free-list parts of format-3 pools are not categories.
+                    for child in children.into_iter().filter(|c| {
+                        !crate::blocks::is_sequence_parent(c) && !crate::chunks::is_chunk(c)
+                    }) {
                         todo.push(if path == "/" {
                             format!("/{child}")
                         } else {
