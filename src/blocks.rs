@@ -34,7 +34,7 @@
 //! - **Ceiling.** A block above the pool's ceiling is not handed out: its IDs above the ceiling
 //!   go to the holes (free IDs above a ceiling wait for it to be raised, as in every pool).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
 
 use zookeeper_client::{CreateMode, Error as ZkError, MultiWriteError, MultiWriteResult};
@@ -45,7 +45,7 @@ use crate::retry::Budget;
 use crate::session::{fate, Fate, Session};
 
 /// A take that gets this block number or above moves the category to a new generation.
-pub const ROTATE_AT: i64 = 10_000;
+pub const ROTATE_AT: i64 = 20_000;
 
 /// The largest number of blocks one take claims (one `multi`).
 pub const MAX_BLOCKS_PER_TAKE: u64 = 1_000;
@@ -400,25 +400,34 @@ pub(crate) async fn retire(session: &Session, path: &str, generation: u64) {
     }
 }
 
-/// Marks `flag` when pool node `path` changes from `version` (or the session ends), so that the
-/// next take reads it again instead of trusting what it remembers: a take looks for holes in the
-/// pool as of the last change it was told about.
-pub(crate) fn invalidate_on_change(
+/// Watches a pool node in block allocation for changes made by others, so that the next take
+/// reads it again instead of claiming on a remembered state (the claim's `check` of the pool node
+/// would fail): sets `changed` when the node's version moves away from `known`, the version this
+/// process last read or wrote (its own writes do not count). One watch per category at a time
+/// (`armed`); it ends when it has set `changed` or the session ended.
+pub(crate) fn watch_pool(
     session: &Session,
     path: &str,
-    version: i32,
-    flag: Arc<AtomicBool>,
+    known: Arc<AtomicI32>,
+    armed: Arc<AtomicBool>,
+    changed: Arc<AtomicBool>,
 ) {
+    if armed.swap(true, Ordering::AcqRel) {
+        return;
+    }
     let (client, _) = session.client();
     let path = path.to_string();
     tokio::spawn(async move {
-        match client.check_and_watch_stat(&path).await {
-            Ok((Some(stat), watcher)) if stat.version == version => {
-                watcher.changed().await;
+        loop {
+            match client.check_and_watch_stat(&path).await {
+                Ok((Some(stat), watcher)) if stat.version == known.load(Ordering::Acquire) => {
+                    watcher.changed().await;
+                }
+                _ => break,
             }
-            _ => {}
         }
-        flag.store(true, Ordering::Release);
+        changed.store(true, Ordering::Release);
+        armed.store(false, Ordering::Release);
     });
 }
 

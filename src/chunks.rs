@@ -27,7 +27,7 @@ use crate::session::Session;
 use crate::store::StoreError;
 
 /// Most ranges the pool node itself keeps.
-pub const HEAD_MAX_RANGES: usize = 128;
+pub const HEAD_MAX_RANGES: usize = 64;
 
 /// Most ranges a part keeps.
 pub const CHUNK_MAX_RANGES: usize = 512;
@@ -119,12 +119,12 @@ pub fn parse_chunk(path: &str, key: i64, end: i64, data: &[u8]) -> Result<Vec<Id
 }
 
 /// The ranges of `free` from `start` up to (not including) `end`.
-fn within(free: &RangeSet, start: i64, end: i64) -> Vec<IdRange> {
-    free.ranges()
-        .iter()
-        .filter(|r| r.start() >= start && r.end() < end)
-        .copied()
-        .collect()
+fn within(free: &RangeSet, start: i64, end: i64) -> &[IdRange] {
+    // Sorted and disjoint: starts and ends ascend together.
+    let ranges = free.ranges();
+    let lo = ranges.partition_point(|r| r.start() < start);
+    let hi = ranges.partition_point(|r| r.end() < end).max(lo);
+    &ranges[lo..hi]
 }
 
 /// Lays out `next`'s parts again after a change from `current` (both with their parts loaded
@@ -211,7 +211,7 @@ pub fn plan(current: &Pool, next: &mut Pool) -> Vec<ChunkOp> {
                 } else {
                     ops.push(ChunkOp::Set {
                         key,
-                        data: render_chunk(key, &ranges),
+                        data: render_chunk(key, ranges),
                         version,
                     });
                     version.saturating_add(1)
@@ -220,7 +220,7 @@ pub fn plan(current: &Pool, next: &mut Pool) -> Vec<ChunkOp> {
             None => {
                 ops.push(ChunkOp::Create {
                     key,
-                    data: render_chunk(key, &ranges),
+                    data: render_chunk(key, ranges),
                 });
                 0
             }
@@ -318,10 +318,13 @@ pub(crate) fn remember(pool: &Pool, cache: &mut ChunkCache) {
     cache.retain(|key, _| refs.iter().any(|c| c.key == *key));
     for (j, chunk) in refs.iter().enumerate() {
         let end = refs.get(j + 1).map_or(i64::MAX, |n| n.key);
-        cache.insert(
-            chunk.key,
-            (chunk.version, within(pool.free(), chunk.key, end)),
-        );
+        if cache
+            .get(&chunk.key)
+            .is_none_or(|(v, _)| *v != chunk.version)
+        {
+            let ranges = within(pool.free(), chunk.key, end).to_vec();
+            cache.insert(chunk.key, (chunk.version, ranges));
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 //! writes whose reply was lost (docs/DESIGN.md explains the protocol).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -126,6 +126,10 @@ struct Slot {
     /// Set when the pool node changed since it was cached (watched for pools in block
     /// allocation, whose takes otherwise never read it): the next operation reads it again.
     changed: Arc<AtomicBool>,
+    /// The pool node version this process last read or wrote (the watch ignores its own writes).
+    known: Arc<AtomicI32>,
+    /// Whether a watch for `changed` is in place.
+    armed: Arc<AtomicBool>,
     /// The free-list parts of a format-3 pool already read (src/chunks.rs).
     chunks: chunks::ChunkCache,
 }
@@ -1350,6 +1354,8 @@ impl<S: Store> IdGeneratorService<S> {
             cached,
             pace,
             changed,
+            known,
+            armed,
             chunks: chunk_cache,
         } = slot;
         if changed.swap(false, Ordering::AcqRel) {
@@ -1408,11 +1414,13 @@ impl<S: Store> IdGeneratorService<S> {
                             continue;
                         }
                     }
+                    known.store(node.version, Ordering::Release);
                     if let (Some(_), Some(session)) = (pool.blocks(), self.store.session()) {
-                        blocks::invalidate_on_change(
+                        blocks::watch_pool(
                             session,
                             path,
-                            node.version,
+                            Arc::clone(known),
+                            Arc::clone(armed),
                             Arc::clone(changed),
                         );
                     }
@@ -1474,8 +1482,11 @@ impl<S: Store> IdGeneratorService<S> {
                 });
             }
             let sent = std::time::Instant::now();
+            // Before sending: the watch must not take this process's own write for another's.
+            known.store(version, Ordering::Release);
             match self.write(path, &bytes, current.version, &part_ops).await {
                 Ok(written) => {
+                    known.store(written, Ordering::Release);
                     chunks::remember(&next, chunk_cache);
                     if refuse_older {
                         self.observe(path, next.epoch(), written)?;
