@@ -150,7 +150,8 @@ struct Planned {
 
 /// What an update did.
 enum Updated {
-    Moved(Vec<IdRange>),
+    /// The IDs moved, and for a pool in block allocation the pool as the write left it.
+    Moved(Vec<IdRange>, Option<Planned>),
     Fresh(Planned),
 }
 
@@ -638,13 +639,9 @@ impl<S: Store> IdGeneratorService<S> {
     /// from fresh blocks for what the free list (its holes) did not cover. `Closed` with an
     /// empty name asks the caller to plan again (the blocks' generation moved on).
     async fn take_once(&self, category: &IdCategory, n: u64) -> Result<Vec<IdRange>> {
-        let layout: Mutex<Option<Pool>> = Mutex::new(None);
         let updated = self
             .update_checked(category, OpKind::Take, true, |pool| {
                 let blocks = pool.blocks().is_some();
-                if blocks {
-                    *layout.lock().unwrap_or_else(|p| p.into_inner()) = Some(pool.clone());
-                }
                 let mut next = pool.clone();
                 let top = pool.ceiling().unwrap_or(pool.bounds().end());
                 let taken = next.free_mut().take_lowest_at_most(n, top);
@@ -670,28 +667,8 @@ impl<S: Store> IdGeneratorService<S> {
             .await?;
         let (holes, planned) = match updated {
             Updated::Fresh(planned) => (Vec::new(), planned),
-            Updated::Moved(holes) => {
-                let pool = layout.into_inner().unwrap_or_else(|p| p.into_inner());
-                match pool {
-                    Some(_) if count_of(&holes) < n => {
-                        // The pool as this take left it (the free list is empty now).
-                        let slot = self.slot(category);
-                        let guard = slot.lock().await;
-                        match guard.cached.as_ref() {
-                            Some(c) => (
-                                holes,
-                                Planned {
-                                    pool: c.pool.clone(),
-                                    version: c.version,
-                                },
-                            ),
-                            // Not remembered (cannot happen after a write): fewer IDs.
-                            None => return Ok(holes),
-                        }
-                    }
-                    _ => return Ok(holes),
-                }
-            }
+            Updated::Moved(holes, Some(after)) if count_of(&holes) < n => (holes, after),
+            Updated::Moved(holes, _) => return Ok(holes),
         };
         let wanted = n - count_of(&holes);
         match self.take_fresh(category, &planned, wanted).await {
@@ -878,7 +855,7 @@ impl<S: Store> IdGeneratorService<S> {
                 _ => Ok(Plan::Fresh(pool.clone())),
             })
             .await?;
-        if let Updated::Moved(_) = updated {
+        if let Updated::Moved(..) = updated {
             tracing::info!(
                 category = path,
                 generation = generation + 1,
@@ -1306,7 +1283,7 @@ impl<S: Store> IdGeneratorService<S> {
         })
         .await
         .map(|updated| match updated {
-            Updated::Moved(moved) => moved,
+            Updated::Moved(moved, _) => moved,
             Updated::Fresh(_) => Vec::new(), // `plan` never says so.
         })
     }
@@ -1502,12 +1479,16 @@ impl<S: Store> IdGeneratorService<S> {
                         self.options.max_pool_bytes,
                     );
                     pace.on_success(sent.elapsed());
+                    let after = next.blocks().map(|_| Planned {
+                        pool: next.clone(),
+                        version: written,
+                    });
                     *cached = Some(Cached {
                         version: written,
                         pool: next,
                         fresh: false,
                     });
-                    return Ok(Updated::Moved(moved));
+                    return Ok(Updated::Moved(moved, after));
                 }
                 Err(StoreError::BadVersion) => {
                     self.stats.conflict(path);
@@ -1549,9 +1530,13 @@ impl<S: Store> IdGeneratorService<S> {
                     match self.resolve(path, write, next).await? {
                         Resolution::Applied(state) => {
                             self.stats.lost_reply(path, LostOutcome::Applied, 0);
+                            let after = state.pool.blocks().map(|_| Planned {
+                                pool: state.pool.clone(),
+                                version: state.version,
+                            });
                             // A pool read without its free-list parts is not planned on.
                             *cached = Some(state).filter(|s| s.pool.chunks().is_empty());
-                            return Ok(Updated::Moved(moved));
+                            return Ok(Updated::Moved(moved, after));
                         }
                         Resolution::NotApplied(state) => {
                             self.stats.lost_reply(path, LostOutcome::NotApplied, 0);

@@ -251,10 +251,21 @@ fn c_programs_against_zookeeper() {
         Link::Shared,
         &[&connect, "/c-abi/threads", "8", "25"],
     );
+    // The same on a category in block allocation (blocks of 100 IDs).
+    let out = run_program(
+        "threads",
+        Link::Static,
+        &[&connect, "/c-abi/threads-blocks", "8", "25", "100"],
+    );
+    assert!(out.contains("threads OK"), "{out}");
     let out = run_program("digest_auth", Link::Static, &[&connect, "/c-abi/auth/did"]);
     assert!(out.contains("digest auth OK"), "{out}");
 
-    // Garbage in a pool node, written with the ZooKeeper client.
+    // Garbage in a pool node, written with the ZooKeeper client. The programs are compiled
+    // first: the client's session is not kept alive while the runtime is idle.
+    for link in Link::BOTH {
+        program("corrupt_pool", link);
+    }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

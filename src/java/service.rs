@@ -48,6 +48,16 @@ pub(super) const METHODS: &[NativeMethod] = &[
         error_policy = ThrowJava,
     },
     native_method! {
+        static fn create_category_blocks(
+            handle: jlong,
+            category: JString,
+            first: jlong,
+            last: jlong,
+            block_size: jlong
+        ),
+        error_policy = ThrowJava,
+    },
+    native_method! {
         static fn create_category_with_acl(
             handle: jlong,
             category: JString,
@@ -215,6 +225,22 @@ fn create_category<'local>(
 ) -> Result<(), Failure> {
     let category = category_arg(env, &category)?;
     Ok(service(handle)?.create_category(&category, first, last)?)
+}
+
+fn create_category_blocks<'local>(
+    env: &mut Env<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+    category: JString<'local>,
+    first: jlong,
+    last: jlong,
+    block_size: jlong,
+) -> Result<(), Failure> {
+    let category = category_arg(env, &category)?;
+    let unit = u64::try_from(block_size).map_err(|_| {
+        crate::ZooidError::InvalidArgument(format!("block size {block_size}: need 1..=2147483647"))
+    })?;
+    Ok(service(handle)?.create_category_blocks(&category, first, last, unit)?)
 }
 
 fn create_category_with_acl<'local>(

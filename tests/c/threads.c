@@ -2,7 +2,9 @@
  * Many threads share one service and take, use and push back IDs concurrently; every ID used
  * must be unique, and the pool must account for exactly the IDs not used.
  *
- *   threads CONNECT [PREFIX] [THREADS] [ROUNDS]
+ *   threads CONNECT [PREFIX] [THREADS] [ROUNDS] [BLOCK_SIZE]
+ *
+ * With BLOCK_SIZE, the category is created in block allocation (ZooKeeper only).
  *
  * Half the threads use the shared reference, the other half their own reference from
  * zooid_service_clone, released by the thread itself.
@@ -84,7 +86,7 @@ static int compare_ids(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s CONNECT [PREFIX] [THREADS] [ROUNDS]\n", argv[0]);
+        fprintf(stderr, "usage: %s CONNECT [PREFIX] [THREADS] [ROUNDS] [BLOCK_SIZE]\n", argv[0]);
         return 2;
     }
     char path[512];
@@ -96,7 +98,12 @@ int main(int argc, char **argv) {
 
     const zooid_service *service = NULL;
     CHECK_OK(zooid_service_open(argv[1], NULL, &service));
-    CHECK_OK(zooid_service_create_category(service, category, 1, last));
+    long long block_size = argc > 5 ? atoll(argv[5]) : 0;
+    if (block_size > 0) {
+        CHECK_OK(zooid_service_create_category_blocks(service, category, 1, last, (uint64_t)block_size));
+    } else {
+        CHECK_OK(zooid_service_create_category(service, category, 1, last));
+    }
 
     pthread_t tids[64];
     struct worker workers[64];

@@ -181,6 +181,35 @@ public final class IDGeneratorService implements AutoCloseable {
     }
 
     /**
+     * Creates a category like {@link #createCategory(IDCategory, long, long)} in block allocation
+     * (ZooKeeper only): fresh IDs are claimed in blocks of {@code blockSize} IDs by creates that
+     * never conflict, so thousands of tasks taking at once are served in arrival order, one
+     * transaction per take; pushed IDs are handed out first, lowest first. Takes and pushes are the
+     * same calls as on any category. Use the batch size the tasks take as {@code blockSize}: a take
+     * that is not a multiple of it returns the rest of its last block to the pool.
+     *
+     * @throws IllegalArgumentException unless {@code 1 <= firstID <= lastID} and {@code 1 <=
+     *     blockSize <= 2147483647}
+     * @throws CategoryExistsException if the category exists already (it is never reset)
+     * @throws IDGeneratorException with {@link ErrorCode#INVALID_ARGUMENT} on the embedded stores
+     */
+    public void createCategoryWithBlocks(IDCategory category, long firstID, long lastID, long blockSize)
+            throws IDGeneratorException {
+        Objects.requireNonNull(category, "category");
+        if (firstID < 1 || firstID > lastID) {
+            throw new IllegalArgumentException(
+                    "category bounds " + firstID + ".." + lastID + ": need 1 <= first <= last");
+        }
+        if (blockSize < 1 || blockSize > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("block size " + blockSize + ": need 1..2147483647");
+        }
+        withHandle(h -> {
+            ZooidNative.createCategoryBlocks(h, category.getName(), firstID, lastID, blockSize);
+            return null;
+        });
+    }
+
+    /**
      * Creates a category like {@link #createCategory(IDCategory, long, long)}, with the ZooKeeper
      * ACL {@code acl} on its pool node. Services the ACL does not grant read and write get {@link
      * NotAuthorizedException} on takes and pushes, and nothing changes.

@@ -45,6 +45,9 @@ final class ZooidNative {
     static native void createCategory(long handle, String category, long first, long last)
             throws IDGeneratorException;
 
+    static native void createCategoryBlocks(long handle, String category, long first, long last, long blockSize)
+            throws IDGeneratorException;
+
     static native void createCategoryWithAcl(long handle, String category, long first, long last, String acl)
             throws IDGeneratorException;
 

@@ -29,7 +29,26 @@ class ConcurrencyTest {
      */
     @Test
     void threadsSharingServicesNeverUseAnIdTwiceAndLoseNone() throws Exception {
-        IDCategory cat = new IDCategory("/zooid-java-test/concurrency/did");
+        threadsTakeUseAndPush(new IDCategory("/zooid-java-test/concurrency/did"), 0);
+    }
+
+    /** The same on a category in block allocation: fresh blocks of 500 IDs, pushed IDs first. */
+    @Test
+    void theSameOnACategoryInBlockAllocation() throws Exception {
+        threadsTakeUseAndPush(new IDCategory("/zooid-java-test/concurrency/blocks"), 500);
+        try (IDGeneratorService service = IDGeneratorService.open(zk.connectString())) {
+            IDCategory fresh = new IDCategory("/zooid-java-test/concurrency/blocks-order");
+            service.createCategoryWithBlocks(fresh, 1, 1_000_000, 100);
+            IDSet first = service.takeIDs(fresh, 100);
+            assertEquals(1, first.takeID());
+            IDSet second = service.takeIDs(fresh, 100);
+            assertEquals(101, second.takeID());
+            service.pushIDs(first);
+            assertEquals(2, service.takeIDs(fresh, 10).takeID(), "pushed IDs are handed out first");
+        }
+    }
+
+    private void threadsTakeUseAndPush(IDCategory cat, long blockSize) throws Exception {
         final int total = 200_000;
         final int threads = 8;
         final int rounds = 25;
@@ -37,7 +56,11 @@ class ConcurrencyTest {
         AtomicLong usedCount = new AtomicLong();
         try (IDGeneratorService shared = IDGeneratorService.open(zk.connectString());
                 IDGeneratorService second = IDGeneratorService.open(zk.connectString())) {
-            shared.createCategory(cat, 1, total);
+            if (blockSize > 0) {
+                shared.createCategoryWithBlocks(cat, 1, total, blockSize);
+            } else {
+                shared.createCategory(cat, 1, total);
+            }
             ExecutorService pool = Executors.newFixedThreadPool(threads);
             CountDownLatch start = new CountDownLatch(1);
             List<Future<?>> results = new ArrayList<>();
