@@ -31,6 +31,13 @@
 //!   `base + c * unit` in one compare-and-set that also creates `zooid-blocks-(G+1)`. Any process
 //!   that finds a sealed generation finishes the move, so a crash mid-way stops nothing. The
 //!   children of generation `G - 1` are deleted then, a whole generation after its last take.
+//! - **Pushes** do not write the pool node either: a push creates `P/zooid-returned/r-<token>`
+//!   holding its ranges, bumps the data version of `P/zooid-returned` (which every take checks,
+//!   as it checks the pool node), and creates an ephemeral marker `m-<token>` that tells its
+//!   author after a lost reply whether it applied (the marker is deleted by the author's next
+//!   push, or with its session). The next take merges the waiting pushes into the free list in its
+//!   own write, which deletes their nodes. So neither takes of fresh blocks nor pushes conflict
+//!   with each other.
 //! - **Ceiling.** A block above the pool's ceiling is not handed out: its IDs above the ceiling
 //!   go to the holes (free IDs above a ceiling wait for it to be raised, as in every pool).
 
@@ -84,6 +91,7 @@ pub(crate) async fn claim(
     session: &Session,
     path: &str,
     version: i32,
+    returned: Option<i32>,
     blocks: &Blocks,
     count: u32,
     budget: &mut Budget,
@@ -96,9 +104,15 @@ pub(crate) async fn claim(
         let (client, generation) = session.client();
         let options = CreateMode::PersistentSequential.with_acls(session.default_acls());
         let mut multi = client.new_multi_writer();
-        let mut built = multi
-            .add_check_version(path, version)
-            .and_then(|()| multi.add_check_version(&parent, 0));
+        // Op 0 checks the pool node, then (with pushes read) op 1 the pushes' node, then the
+        // generation's node.
+        let returned_node = returned_parent(path);
+        let mut built = multi.add_check_version(path, version);
+        if let Some(returned) = returned {
+            built = built.and_then(|()| multi.add_check_version(&returned_node, returned));
+        }
+        let gate = usize::from(returned.is_some()) + 1;
+        built = built.and_then(|()| multi.add_check_version(&parent, 0));
         for _ in 0..count {
             built = built.and_then(|()| multi.add_create(&name, &[], &options));
         }
@@ -119,7 +133,10 @@ pub(crate) async fn claim(
                         category: path.to_string(),
                     })
                 }
-                (1, ZkError::BadVersion) => return Ok(Claim::Sealed),
+                (i, ZkError::BadVersion | ZkError::NoNode) if i < gate => {
+                    return Ok(Claim::Changed)
+                }
+                (i, ZkError::BadVersion) if i == gate => return Ok(Claim::Sealed),
                 (_, ZkError::NoNode) => return Ok(Claim::Missing),
                 _ => source,
             },
@@ -275,6 +292,220 @@ pub async fn frontier(session: &Session, path: &str, blocks: &Blocks) -> Result<
     let next = next_block(session, path, blocks).await?;
     let unit = i64::try_from(blocks.unit).unwrap_or(i64::MAX);
     Ok(next.saturating_mul(unit).saturating_add(blocks.base))
+}
+
+/// The node pushes to pool `path` are announced on; its children are the pushes.
+pub fn returned_parent(path: &str) -> String {
+    format!("{path}/zooid-returned")
+}
+
+/// Reads the pushes waiting under pool `path` (creating their parent if missing): the parent's
+/// data version and each push's node name and ranges.
+pub(crate) async fn read_returns(
+    session: &Session,
+    path: &str,
+) -> Result<(i32, Vec<(String, Vec<crate::range::IdRange>)>)> {
+    let parent = returned_parent(path);
+    let unreachable = |err: ZkError| ZooidError::ConnectionLost {
+        category: path.to_string(),
+        reason: format!("reading {parent}: {err}"),
+    };
+    loop {
+        let (client, generation) = session.client();
+        let listed = session.run(generation, client.get_children(&parent)).await;
+        let (children, stat) = match listed {
+            Ok(got) => got,
+            Err(ZkError::NoNode) => {
+                ensure_node(session, path, &parent).await?;
+                continue;
+            }
+            Err(err) => return Err(unreachable(err)),
+        };
+        let names: Vec<String> = children
+            .into_iter()
+            .filter(|c| c.starts_with("r-"))
+            .collect();
+        let mut pending = Vec::with_capacity(names.len());
+        let mut gone = false;
+        for batch in names.chunks(64) {
+            let reads = batch.iter().map(|name| {
+                let node = format!("{parent}/{name}");
+                let client = client.clone();
+                async move { (node.clone(), client.get_data(&node).await) }
+            });
+            for (node, read) in futures_util::future::join_all(reads).await {
+                match read {
+                    Ok((data, _)) => {
+                        let name = node.rsplit('/').next().unwrap_or_default().to_string();
+                        pending.push((name, parse_return(&node, &data)?));
+                    }
+                    // Merged by another take meanwhile: read again.
+                    Err(ZkError::NoNode) => gone = true,
+                    Err(err) => return Err(unreachable(err)),
+                }
+            }
+        }
+        if !gone {
+            return Ok((stat.version, pending));
+        }
+    }
+}
+
+/// A push's content: `#zooid-returned` then its ranges, one `START:END` per line.
+fn render_return(ranges: &[crate::range::IdRange]) -> Vec<u8> {
+    let mut out = String::from("#zooid-returned\n");
+    for r in ranges {
+        out.push_str(&format!("{r}\n"));
+    }
+    out.into_bytes()
+}
+
+fn parse_return(node: &str, data: &[u8]) -> Result<Vec<crate::range::IdRange>> {
+    let corrupt = |line: usize, content: &str, reason: &str| ZooidError::CorruptPool {
+        path: node.to_string(),
+        line,
+        content: content.to_string(),
+        reason: reason.to_string(),
+    };
+    let text = std::str::from_utf8(data).map_err(|_| corrupt(1, "", "not UTF-8 text"))?;
+    let mut lines = (1..).zip(text.lines());
+    match lines.next() {
+        Some((_, "#zooid-returned")) => {}
+        Some((_, first)) => return Err(corrupt(1, first, "expected '#zooid-returned'")),
+        None => return Err(corrupt(1, "", "empty push")),
+    }
+    let mut ranges: Vec<crate::range::IdRange> = Vec::new();
+    for (line_no, raw) in lines {
+        let range = raw
+            .trim()
+            .split_once(':')
+            .and_then(|(a, b)| {
+                let digits = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
+                (digits(a) && digits(b)).then_some((a.parse().ok()?, b.parse().ok()?))
+            })
+            .and_then(|(a, b)| crate::range::IdRange::new(a, b))
+            .filter(|r| r.start() >= 1)
+            .ok_or_else(|| corrupt(line_no, raw, "expected start:end with decimal IDs"))?;
+        if ranges.last().is_some_and(|p| range.start() <= p.end()) {
+            return Err(corrupt(
+                line_no,
+                raw,
+                "overlaps or precedes the previous range",
+            ));
+        }
+        ranges.push(range);
+    }
+    Ok(ranges)
+}
+
+/// Creates `node` (a persistent, empty child of pool `path`) unless it exists.
+async fn ensure_node(session: &Session, path: &str, node: &str) -> Result<()> {
+    let (client, generation) = session.client();
+    let options = CreateMode::Persistent.with_acls(session.default_acls());
+    match session
+        .run(generation, client.create(node, &[], &options))
+        .await
+    {
+        Ok(_) | Err(ZkError::NodeExists) => Ok(()),
+        Err(ZkError::NoNode) => Err(ZooidError::NotFound {
+            category: path.to_string(),
+        }),
+        Err(ZkError::NoAuth) => Err(refused(session, path, ZkError::NoAuth)),
+        Err(err) => Err(ZooidError::ConnectionLost {
+            category: path.to_string(),
+            reason: format!("creating {node}: {err}"),
+        }),
+    }
+}
+
+/// Pushes `ranges` back to pool `path` without writing the pool node (see the module docs):
+/// one `multi` that creates the push's node and its author's marker, announces it, and deletes
+/// the author's previous marker `previous`. Returns the new marker's name. A lost reply is
+/// resolved by the marker; with the session lost the outcome is unknown (`OutcomeUnknown`).
+pub(crate) async fn push_return(
+    session: &Session,
+    path: &str,
+    ranges: &[crate::range::IdRange],
+    previous: Option<&str>,
+    budget: &mut Budget,
+) -> Result<String> {
+    let parent = returned_parent(path);
+    let token = format!("{:016x}", OpToken::random().0);
+    let node = format!("{parent}/r-{token}");
+    let marker = format!("{parent}/m-{token}");
+    let data = render_return(ranges);
+    let mut previous = previous.map(str::to_string);
+    loop {
+        let (client, generation) = session.client();
+        let persistent = CreateMode::Persistent.with_acls(session.default_acls());
+        let ephemeral = CreateMode::Ephemeral.with_acls(session.default_acls());
+        let mut multi = client.new_multi_writer();
+        let built = multi
+            .add_create(&node, &data, &persistent)
+            .and_then(|()| multi.add_set_data(&parent, &[], None))
+            .and_then(|()| multi.add_create(&marker, &[], &ephemeral))
+            .and_then(|()| match &previous {
+                Some(p) => multi.add_delete(&format!("{parent}/{p}"), None),
+                None => Ok(()),
+            });
+        built.map_err(|err| refused(session, path, err))?;
+        let reply = tokio::time::timeout(session.request_limit(), multi.commit())
+            .await
+            .unwrap_or(Err(MultiWriteError::RequestFailed {
+                source: ZkError::Timeout,
+            }));
+        let err = match reply {
+            Ok(_) => return Ok(format!("m-{token}")),
+            Err(MultiWriteError::OperationFailed { index, source }) => match (index, &source) {
+                // The parent is missing (a category created before pushes had their node).
+                (0 | 1, ZkError::NoNode) => {
+                    ensure_node(session, path, &parent).await?;
+                    continue;
+                }
+                // The previous marker went with an earlier session: leave it out.
+                (3, ZkError::NoNode) => {
+                    previous = None;
+                    continue;
+                }
+                _ => source,
+            },
+            Err(MultiWriteError::RequestFailed { source }) => source,
+        };
+        match fate(&err) {
+            Fate::Refused => return Err(refused(session, path, err)),
+            Fate::Expired => session.report_lost(generation, &err.to_string()).await,
+            Fate::Unknown => {
+                tracing::warn!(category = path, %err, "reply lost on a push; resolving");
+                loop {
+                    if session.is_gone_generation(generation) || budget.expired() {
+                        return Err(ZooidError::OutcomeUnknown {
+                            category: path.to_string(),
+                            op: "push",
+                            ids: ranges.to_vec(),
+                        });
+                    }
+                    budget.try_attempt();
+                    let lookup = async {
+                        client.sync(&parent).await?;
+                        client.check_stat(&marker).await
+                    };
+                    match session.run(generation, lookup).await {
+                        Ok(Some(_)) => return Ok(format!("m-{token}")),
+                        Ok(None) if !session.is_gone_generation(generation) => break,
+                        Ok(None) => {}
+                        Err(_) => budget.backoff().await,
+                    }
+                }
+            }
+        }
+        if !budget.try_attempt() {
+            return Err(ZooidError::ConnectionLost {
+                category: path.to_string(),
+                reason: format!("pushing: {err}"),
+            });
+        }
+        budget.backoff().await;
+    }
 }
 
 /// What a pool holds, counting the blocks claimed since the node was written.

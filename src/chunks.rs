@@ -56,6 +56,10 @@ pub enum ChunkOp {
     Create { key: i64, data: Vec<u8> },
     /// Delete the part, at `version`.
     Delete { key: i64, version: i32 },
+    /// Delete another node (a merged push, src/blocks.rs).
+    DeleteNode { node: String },
+    /// Check another node's data version (that no push arrived since it was read).
+    Check { node: String, version: i32 },
 }
 
 /// A part's content: `#zooid-chunk KEY` then its ranges, one `START:END` per line.
@@ -140,9 +144,7 @@ pub fn plan(current: &Pool, next: &mut Pool) -> Vec<ChunkOp> {
     // goes when another key already bounds that range.
     let mut fixed: Vec<i64> = Vec::with_capacity(keys.len());
     for key in keys.drain(..) {
-        let key = match free
-            .first_overlap(&IdRange::new(key, key).unwrap_or_else(|| unreachable_range()))
-        {
+        let key = match IdRange::new(key, key).and_then(|point| free.first_overlap(&point)) {
             Some(r) if r.start() < key => r.end().saturating_add(1),
             _ => key,
         };
@@ -198,6 +200,14 @@ pub fn plan(current: &Pool, next: &mut Pool) -> Vec<ChunkOp> {
             })
             .collect()
     };
+    // Parts whose IDs include merged pushes are written: those pushes' nodes go with this write.
+    let touched = |start: i64, end: i64| {
+        current
+            .pending()
+            .iter()
+            .flat_map(|(_, ranges)| ranges)
+            .any(|r| r.end() >= start && r.start() < end)
+    };
     let mut ops = Vec::new();
     let mut refs = Vec::with_capacity(keys.len());
     for (j, &key) in keys.iter().enumerate() {
@@ -206,7 +216,7 @@ pub fn plan(current: &Pool, next: &mut Pool) -> Vec<ChunkOp> {
         let ids = ranges.iter().map(IdRange::len).sum();
         let version = match old.get(&key) {
             Some(&(version, old_end)) => {
-                if within(current.free(), key, old_end) == ranges {
+                if within(current.free(), key, old_end) == ranges && !touched(key, old_end) {
                     version
                 } else {
                     ops.push(ChunkOp::Set {
@@ -237,11 +247,6 @@ pub fn plan(current: &Pool, next: &mut Pool) -> Vec<ChunkOp> {
     }
     next.set_chunks(refs);
     ops
-}
-
-fn unreachable_range() -> IdRange {
-    // `IdRange::new(k, k)` is always valid; kept out of line for the compiler's sake.
-    IdRange::new(1, 1).unwrap_or_else(|| unreachable!())
 }
 
 /// The parts already read, by key: (version, ranges).
@@ -309,6 +314,7 @@ pub(crate) async fn load(
                 reason: "overlaps the pool's other free ranges".into(),
             })?;
     }
+    pool.set_complete();
     Ok(Loaded::Whole)
 }
 
@@ -353,6 +359,8 @@ pub(crate) async fn commit(
             ChunkOp::Delete { key, version } => {
                 multi.add_delete(&chunk_path(path, *key), Some(*version))
             }
+            ChunkOp::DeleteNode { node } => multi.add_delete(node, None),
+            ChunkOp::Check { node, version } => multi.add_check_version(node, *version),
         });
     }
     built.map_err(|err| StoreError::Refused(err.to_string()))?;
@@ -499,6 +507,7 @@ mod tests {
                         *version
                     );
                 }
+                other => panic!("not a part write: {other:?}"),
             }
         }
     }

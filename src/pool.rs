@@ -168,6 +168,13 @@ pub struct Pool {
     /// Parts of the free list kept in their own nodes (format 3), ascending by key. The node
     /// holds the free IDs below the first key; `free` holds them all once the parts are loaded.
     chunks: Vec<ChunkRef>,
+    /// Pushes to a format-3 pool waiting to be merged (src/blocks.rs), as read with the pool:
+    /// their IDs are in `free` too, and the next write deletes their nodes. Not part of the text.
+    pending: Vec<(String, Vec<IdRange>)>,
+    /// The data version of the node those pushes are announced on, when read.
+    returned_version: Option<i32>,
+    /// Whether `free` holds every free ID of the node (no parts, or the parts were loaded).
+    complete: bool,
 }
 
 impl Pool {
@@ -182,6 +189,9 @@ impl Pool {
             epoch: 0,
             blocks: None,
             chunks: Vec::new(),
+            pending: Vec::new(),
+            returned_version: None,
+            complete: true,
         }
     }
 
@@ -218,6 +228,54 @@ impl Pool {
         self.free.remove_at_most(ceiling)
     }
 
+    /// Pushes waiting to be merged, read with the pool: (node name, ranges).
+    pub fn pending(&self) -> &[(String, Vec<IdRange>)] {
+        &self.pending
+    }
+
+    /// The version of the node pushes are announced on, as read with the pool.
+    pub fn returned_version(&self) -> Option<i32> {
+        self.returned_version
+    }
+
+    /// Merges pushes waiting in their own nodes into the free list (format 3). IDs already
+    /// free (a double push) are counted once; returns how many such IDs there were.
+    pub fn merge_pending(&mut self, version: i32, pending: Vec<(String, Vec<IdRange>)>) -> u64 {
+        let mut all: Vec<IdRange> = self.free.ranges().to_vec();
+        let before = self.free.count()
+            + pending
+                .iter()
+                .flat_map(|(_, r)| r)
+                .map(IdRange::len)
+                .sum::<u64>();
+        all.extend(pending.iter().flat_map(|(_, r)| r.iter().copied()));
+        all.sort_unstable_by_key(|r| r.start());
+        let mut merged: Vec<IdRange> = Vec::with_capacity(all.len());
+        for r in all {
+            match merged.last_mut() {
+                Some(last) if r.start() <= last.end().saturating_add(1) => {
+                    if let Some(joined) = IdRange::new(last.start(), last.end().max(r.end())) {
+                        *last = joined;
+                    }
+                }
+                _ => merged.push(r),
+            }
+        }
+        let mut free = RangeSet::new();
+        // Sorted, disjoint and not adjacent: cannot fail.
+        let _ = free.insert_all(&merged);
+        let doubled = before - free.count();
+        self.free = free;
+        self.pending.extend(pending);
+        self.returned_version = Some(version);
+        doubled
+    }
+
+    /// Forgets the merged pushes (their nodes were deleted with a write).
+    pub fn clear_pending(&mut self) {
+        self.pending.clear();
+    }
+
     /// The parts of the free list kept in their own nodes (format 3).
     pub fn chunks(&self) -> &[ChunkRef] {
         &self.chunks
@@ -228,8 +286,16 @@ impl Pool {
         self.chunks = chunks;
     }
 
-    /// Free IDs, counting the parts by their index (no need to load them).
+    /// Records that `free` now holds every free ID (the parts were loaded into it).
+    pub fn set_complete(&mut self) {
+        self.complete = true;
+    }
+
+    /// Free IDs, counting the parts by their index when they are not loaded.
     pub fn free_count(&self) -> u64 {
+        if self.complete {
+            return self.free.count();
+        }
         let head = match self.chunks.first() {
             Some(first) => self.free.count_at_most(first.key - 1),
             None => self.free.count(),
@@ -240,6 +306,9 @@ impl Pool {
     /// Free IDs at or below `limit`, counting the parts by their index (a part that straddles
     /// `limit` counts whole).
     pub fn free_count_at_most(&self, limit: i64) -> u64 {
+        if self.complete {
+            return self.free.count_at_most(limit);
+        }
         let head_end = self.chunks.first().map_or(i64::MAX, |c| c.key - 1);
         self.free.count_at_most(limit.min(head_end))
             + self
@@ -723,7 +792,10 @@ impl Parser<'_> {
             ceiling: ceiling.map(|(_, c)| c),
             epoch: epoch.unwrap_or(0),
             blocks: blocks.map(|(_, b)| b),
+            complete: chunks.is_empty(),
             chunks: chunks.into_iter().map(|(_, c)| c).collect(),
+            pending: Vec::new(),
+            returned_version: None,
         })
     }
 

@@ -218,6 +218,9 @@ pub struct IdGeneratorService<S: Store = AnyStore> {
     /// For pools in block allocation: (generation, a block number not claimed yet as far as this
     /// process knows), to see the ceiling coming without reading.
     next_block: Mutex<HashMap<String, (u64, i64)>>,
+    /// For pools in block allocation: this process's last push marker per category, deleted by
+    /// its next push (src/blocks.rs).
+    markers: Mutex<HashMap<String, String>>,
     stats: Recorder,
 }
 
@@ -276,6 +279,7 @@ impl<S: Store> IdGeneratorService<S> {
             stats: Recorder::default(),
             seen: Mutex::new(HashMap::new()),
             next_block: Mutex::new(HashMap::new()),
+            markers: Mutex::new(HashMap::new()),
         }
     }
 
@@ -526,6 +530,7 @@ impl<S: Store> IdGeneratorService<S> {
                 let mut multi = client.new_multi_writer();
                 multi.add_create(path, &bytes, &options)?;
                 multi.add_create(&parent, &[], &options)?;
+                multi.add_create(&blocks::returned_parent(path), &[], &options)?;
                 multi
                     .commit()
                     .await
@@ -736,7 +741,16 @@ impl<S: Store> IdGeneratorService<S> {
             Some(_) => {}
         }
         let mut budget = Budget::start(self.options.retry);
-        let claimed = blocks::claim(session, path, planned.version, &layout, count, &mut budget);
+        let returned = planned.pool.returned_version();
+        let claimed = blocks::claim(
+            session,
+            path,
+            planned.version,
+            returned,
+            &layout,
+            count,
+            &mut budget,
+        );
         let first = match claimed.await? {
             blocks::Claim::Granted { first } => first,
             blocks::Claim::Changed => {
@@ -799,19 +813,10 @@ impl<S: Store> IdGeneratorService<S> {
     /// Pushes IDs this process claimed but will not hand out back to the free list; a failure
     /// leaves them unused (never handed out twice) and is logged.
     async fn give_back(&self, category: &IdCategory, ranges: Vec<IdRange>) {
-        let count = count_of(&ranges);
-        let result = self
-            .update(category, OpKind::Push, |pool| {
-                let mut next = pool.clone();
-                next.free_mut()
-                    .insert_all(&ranges)
-                    .map_err(|InsertError::Overlap(range)| ZooidError::AlreadyFree {
-                        category: category.name().to_string(),
-                        range,
-                    })?;
-                Ok((next, ranges.clone(), count))
-            })
-            .await;
+        let result = match self.store.session() {
+            Some(session) => self.return_ids(category, session, &ranges).await,
+            None => Err(blocks::needs_zookeeper()),
+        };
         if let Err(err) = result {
             tracing::warn!(category = category.name(), %err, ids = ?ranges, "could not return unused block IDs; they stay unused");
         }
@@ -920,6 +925,91 @@ impl<S: Store> IdGeneratorService<S> {
         blocks::frontier(session, path, &layout).await.map(Some)
     }
 
+    /// A push to a pool in block allocation: checked against what this process knows (the
+    /// bounds, the blocks' frontier, the free list as last read; the check is exact only for the
+    /// frontier), then left for the next take to merge, without writing the pool node
+    /// (src/blocks.rs). `None` for other pools, which take pushes with compare-and-set.
+    async fn push_waiting(
+        &self,
+        category: &IdCategory,
+        ranges: &[IdRange],
+        frontier: Option<i64>,
+    ) -> Result<Option<Vec<IdRange>>> {
+        let path = category.name();
+        let (Some(session), Some(pool)) = (self.store.session(), self.known_pool(category).await?)
+        else {
+            return Ok(None);
+        };
+        if pool.blocks().is_none() {
+            return Ok(None);
+        }
+        let name = || path.to_string();
+        if let Some(range) = ranges.iter().find(|r| !pool.bounds().covers(r)) {
+            return Err(ZooidError::OutOfBounds {
+                category: name(),
+                range: *range,
+                bounds: pool.bounds(),
+            });
+        }
+        let fresh_part = frontier.and_then(|f| {
+            ranges
+                .iter()
+                .find(|r| r.end() >= f)
+                .and_then(|r| IdRange::new(r.start().max(f), r.end()))
+        });
+        if let Some(range) =
+            fresh_part.or_else(|| ranges.iter().find_map(|r| pool.free().first_overlap(r)))
+        {
+            return Err(ZooidError::AlreadyFree {
+                category: name(),
+                range,
+            });
+        }
+        self.return_ids(category, session, ranges).await?;
+        Ok(Some(ranges.to_vec()))
+    }
+
+    /// Leaves `ranges` under a pool in block allocation for the next take to merge.
+    async fn return_ids(
+        &self,
+        category: &IdCategory,
+        session: &crate::session::Session,
+        ranges: &[IdRange],
+    ) -> Result<()> {
+        let path = category.name();
+        let previous = self
+            .markers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(path);
+        let mut budget = Budget::start(self.options.retry);
+        let marker =
+            blocks::push_return(session, path, ranges, previous.as_deref(), &mut budget).await?;
+        self.markers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(path.to_string(), marker);
+        // The push moved the node takes check: read it before the next take rather than fail it.
+        self.forget_cached(category).await;
+        Ok(())
+    }
+
+    /// The pool as this process last read or wrote it, or read now.
+    async fn known_pool(&self, category: &IdCategory) -> Result<Option<Pool>> {
+        let cached = self
+            .slot(category)
+            .lock()
+            .await
+            .cached
+            .as_ref()
+            .map(|c| c.pool.clone());
+        if cached.is_some() {
+            return Ok(cached);
+        }
+        let mut budget = Budget::start(self.options.retry);
+        Ok(Some(self.read_complete(category, &mut budget).await?.1))
+    }
+
     /// Forgets the cached pool, so the next operation reads it.
     async fn forget_cached(&self, category: &IdCategory) {
         self.slot(category).lock().await.cached = None;
@@ -1012,6 +1102,9 @@ impl<S: Store> IdGeneratorService<S> {
         let count: u64 = ranges.iter().map(IdRange::len).sum();
         let update = async {
             let frontier = self.push_frontier(&category, &ranges).await?;
+            if let Some(done) = self.push_waiting(&category, &ranges, frontier).await? {
+                return Ok(done);
+            }
             self.update(&category, OpKind::Push, |pool| {
                 let name = || category.name().to_string();
                 if let Some(range) = ranges.iter().find(|r| !pool.bounds().covers(r)) {
@@ -1188,29 +1281,44 @@ impl<S: Store> IdGeneratorService<S> {
         .await
     }
 
-    async fn pool_info_inner(&self, category: &IdCategory) -> Result<PoolInfo> {
-        let mut budget = Budget::start(self.options.retry);
-        tracing::Span::current().record("attempt", 1);
-        let (node, pool) = loop {
-            let node = self.read(category.name(), &mut budget).await?;
-            let mut pool = Pool::parse(category.name(), &node.data)?;
+    /// Reads the pool with all its free IDs: its parts loaded and, in block allocation, the
+    /// pushes waiting in their own nodes merged.
+    async fn read_complete(
+        &self,
+        category: &IdCategory,
+        budget: &mut Budget,
+    ) -> Result<(Versioned, Pool)> {
+        let path = category.name();
+        loop {
+            let node = self.read(path, budget).await?;
+            let mut pool = Pool::parse(path, &node.data)?;
             if !pool.chunks().is_empty() {
                 let session = self.store.session().ok_or_else(blocks::needs_zookeeper)?;
                 let mut cache = chunks::ChunkCache::new();
                 if let chunks::Loaded::Stale =
-                    chunks::load(session, category.name(), &mut pool, &mut cache).await?
+                    chunks::load(session, path, &mut pool, &mut cache).await?
                 {
                     if budget.try_attempt() {
                         continue;
                     }
                     return Err(ZooidError::Timeout {
-                        what: category.name().to_string(),
+                        what: path.to_string(),
                         after: budget.elapsed(),
                     });
                 }
             }
-            break (node, pool);
-        };
+            if let (Some(_), Some(session)) = (pool.blocks(), self.store.session()) {
+                let (version, pending) = blocks::read_returns(session, path).await?;
+                pool.merge_pending(version, pending);
+            }
+            return Ok((node, pool));
+        }
+    }
+
+    async fn pool_info_inner(&self, category: &IdCategory) -> Result<PoolInfo> {
+        let mut budget = Budget::start(self.options.retry);
+        tracing::Span::current().record("attempt", 1);
+        let (node, pool) = self.read_complete(category, &mut budget).await?;
         let usage = blocks::usage(self.store.session(), category.name(), &pool).await?;
         self.stats.pool_seen(
             category.name(),
@@ -1391,6 +1499,18 @@ impl<S: Store> IdGeneratorService<S> {
                             continue;
                         }
                     }
+                    if let (Some(_), Some(session)) = (pool.blocks(), self.store.session()) {
+                        // Pushes waiting in their own nodes are free IDs too.
+                        let (version, pending) = blocks::read_returns(session, path).await?;
+                        let doubled = pool.merge_pending(version, pending);
+                        if doubled > 0 {
+                            tracing::error!(
+                                category = path,
+                                ids = doubled,
+                                "IDs pushed twice (or pushed while free); counted once"
+                            );
+                        }
+                    }
                     known.store(node.version, Ordering::Release);
                     if let (Some(_), Some(session)) = (pool.blocks(), self.store.session()) {
                         blocks::watch_pool(
@@ -1410,8 +1530,22 @@ impl<S: Store> IdGeneratorService<S> {
             };
             let (mut next, moved, count, part_ops) = match plan(&current.pool) {
                 Ok(Plan::Write(mut next, moved, count)) => {
-                    // A format-3 free list: write only the parts that changed.
-                    let ops = chunks::plan(&current.pool, &mut next);
+                    // A format-3 free list: write only the parts that changed, delete the pushes
+                    // merged, and (a take) check that no push arrived since they were read.
+                    let mut ops = chunks::plan(&current.pool, &mut next);
+                    let returned = blocks::returned_parent(path);
+                    ops.extend(current.pool.pending().iter().map(|(name, _)| {
+                        chunks::ChunkOp::DeleteNode {
+                            node: format!("{returned}/{name}"),
+                        }
+                    }));
+                    if let (OpKind::Take, Some(version)) = (kind, current.pool.returned_version()) {
+                        ops.push(chunks::ChunkOp::Check {
+                            node: returned,
+                            version,
+                        });
+                    }
+                    next.clear_pending();
                     (next, moved, count, ops)
                 }
                 Ok(Plan::Fresh(pool)) => {

@@ -173,7 +173,8 @@ fn generations_move_on_under_contention_without_gaps_or_duplicates() {
         assert_eq!(info.high_water, 100_000);
         // Retired generations are deleted: at most the current one and the one before remain.
         let children = setup.list_categories("/scale/rotating").await.unwrap();
-        assert!(children.len() <= 2, "{children:?}");
+        let generations = children.iter().filter(|c| c.starts_with("zooid-blocks-"));
+        assert!(generations.count() <= 2, "{children:?}");
         assert!(children.contains(&format!("zooid-blocks-{generation}")));
         eprintln!(
             "100 takes of 1000 by 4 sessions: generation {generation}, children {children:?}"
@@ -290,6 +291,11 @@ fn a_fragmented_free_list_lives_in_parts() {
             "another process reads the whole free list"
         );
         assert_eq!(info.free_count, 10_000 + 1_000_000 - 20_000);
+        // The push waits in its own node; the next take merges it into the free list's parts.
+        assert_eq!(b.take_ids(&cat, 5).await.unwrap().ranges(), vec![r(1, 5)]);
+        let holes = holes[1..].to_vec();
+        let info = a.pool_info(&cat).await.unwrap();
+        assert_eq!(info.free, holes);
         assert!(
             info.bytes < 16 * 1024,
             "the pool node stays small: {}",
@@ -312,7 +318,7 @@ fn a_fragmented_free_list_lives_in_parts() {
             .unwrap();
         assert_eq!(proxy.dropped_replies(), 1, "the fault must have happened");
         let info = b.pool_info(&cat).await.unwrap();
-        assert_eq!(info.free.len(), 2001);
+        assert_eq!(info.free.len(), 2000);
         assert!(info.free.contains(&r(10_007, 10_008)));
         // A double push into a part is refused.
         assert!(matches!(
@@ -342,4 +348,130 @@ fn a_fragmented_free_list_lives_in_parts() {
             "emptied parts are deleted: {children:?}"
         );
     });
+}
+
+/// The server's last zxid (`srvr`): every write it processed, failed ones included.
+fn zxid(zk: &ZkServer) -> u64 {
+    let out = support::four_letter_word(zk.addr(), "srvr", Duration::from_secs(5)).unwrap();
+    let hex = out
+        .lines()
+        .find_map(|l| l.strip_prefix("Zxid: 0x"))
+        .unwrap_or_else(|| panic!("no Zxid in srvr output:\n{out}"));
+    u64::from_str_radix(hex.trim(), 16).unwrap()
+}
+
+/// Twenty sessions take a batch each at once, then push part of it back at once: every take and
+/// every push is exactly one transaction on the server (none fails), and the next take merges
+/// the pushes, lowest first.
+#[test]
+fn concurrent_takes_and_pushes_do_not_conflict() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let cat = IdCategory::new("/scale/burst").unwrap();
+        let mut services = Vec::new();
+        for _ in 0..20 {
+            services.push(std::sync::Arc::new(open(&zk.connect_string()).await));
+        }
+        services[0]
+            .create_category_blocks(&cat, 1, 10_000_000, 100)
+            .await
+            .unwrap();
+        for svc in &services {
+            // Warm up each session's view of the pool (one read each, not measured).
+            svc.pool_info(&cat).await.unwrap();
+        }
+        let before = zxid(&zk);
+        let takes = services.iter().map(|svc| {
+            let (svc, cat) = (std::sync::Arc::clone(svc), cat.clone());
+            tokio::spawn(async move { svc.take_ids(&cat, 100).await.unwrap() })
+        });
+        let mut sets = Vec::new();
+        for t in takes.collect::<Vec<_>>() {
+            sets.push(t.await.unwrap());
+        }
+        let take_txns = zxid(&zk) - before;
+        let ids = all_ids(&sets);
+        assert_eq!(ids, (1..=2000).collect::<BTreeSet<i64>>());
+        assert_eq!(take_txns, 20, "one transaction per take, none failed");
+
+        let before = zxid(&zk);
+        let pushes = services.iter().zip(sets).map(|(svc, mut set)| {
+            let svc = std::sync::Arc::clone(svc);
+            tokio::spawn(async move {
+                let first = set.ranges()[0].start();
+                // Use 90, push back the last 10.
+                set.take_run(90);
+                svc.push_ids(&mut set).await.unwrap();
+                first + 90
+            })
+        });
+        let mut pushed = BTreeSet::new();
+        for p in pushes.collect::<Vec<_>>() {
+            let start = p.await.unwrap();
+            pushed.extend(start..start + 10);
+        }
+        let push_txns = zxid(&zk) - before;
+        assert_eq!(push_txns, 20, "one transaction per push, none failed");
+        let merged = services[3].take_ids(&cat, 150).await.unwrap();
+        let expected: BTreeSet<i64> = pushed.iter().copied().take(150).collect();
+        assert_eq!(
+            all_ids(&[merged]),
+            expected,
+            "pushed IDs first, lowest first"
+        );
+        let info = services[7].pool_info(&cat).await.unwrap();
+        assert_eq!(info.free_count, 10_000_000 - 2000 + 200 - 150);
+        eprintln!("20 takes: {take_txns} transactions; 20 pushes: {push_txns} transactions");
+    });
+}
+
+/// `zooid init --block-size`, then `take`, `push` and `show` from the CLI.
+#[test]
+fn cli_creates_and_uses_a_category_in_block_allocation() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let zooid = env!("CARGO_BIN_EXE_zooid");
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(zooid)
+            .args(["--connect", &zk.connect_string()])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let created = run(&[
+        "init",
+        "/cli/blocks",
+        "--last",
+        "1000000",
+        "--block-size",
+        "250",
+    ]);
+    assert!(
+        created.contains("block allocation in blocks of 250"),
+        "{created}"
+    );
+    assert_eq!(run(&["take", "/cli/blocks", "250"]).trim(), "1:250");
+    assert_eq!(run(&["take", "/cli/blocks", "100"]).trim(), "251:350");
+    assert_eq!(
+        run(&["take", "/cli/blocks", "200"]).trim(),
+        "351:500\n501:550"
+    );
+    let shown = run(&["show", "/cli/blocks", "--json"]);
+    assert!(shown.contains("\"free_ids\":999450"), "{shown}");
+    assert!(
+        shown.contains("\"blocks\":{\"base\":1,\"generation\":0,\"unit\":250}"),
+        "{shown}"
+    );
+    let text = run(&["show", "/cli/blocks"]);
+    assert!(
+        text.contains("blocks:     250 IDs each, generation 0 from 1 (fresh IDs from 751 on)"),
+        "{text}"
+    );
 }

@@ -60,7 +60,7 @@ impl Active<'_> {
         };
         let pool = Pool::parse(path, &data)?;
         // In block allocation the node alone does not tell what was claimed since.
-        let usage = crate::blocks::usage(Some(&self.session), path, &pool).await?;
+        let usage = crate::blocks::usage(Some(self.session), path, &pool).await?;
         let sizing = self.options.sizing;
         let now = Instant::now();
         let used = pool.bounds().len() - usage.free;
@@ -253,7 +253,7 @@ impl Active<'_> {
         }
         let generation = record.fence.generation.max(pool.epoch()) + 1;
         let base = record.ceiling.max(pool.ceiling().unwrap_or(0)).max(
-            crate::blocks::usage(Some(&self.session), path, pool)
+            crate::blocks::usage(Some(self.session), path, pool)
                 .await?
                 .high_water,
         );

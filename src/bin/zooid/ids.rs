@@ -14,6 +14,16 @@ fn open(connect: &str, options: &ConnectOptions) -> zooid::Result<IdGeneratorSer
     IdGeneratorService::connect(connect, options, service_options)
 }
 
+/// How `zooid init` creates a category beyond its bounds.
+pub struct InitSpec {
+    /// The pool node's ACL.
+    pub acl: Option<Vec<zooid::Acl>>,
+    /// A durable-reservation ceiling.
+    pub ceiling: Option<i64>,
+    /// Block allocation with blocks of this many IDs.
+    pub block_size: Option<u64>,
+}
+
 /// `zooid init`: creates a category, optionally above a legacy counter.
 pub fn init(
     connect: &str,
@@ -21,10 +31,13 @@ pub fn init(
     category: &str,
     (first, last): (i64, i64),
     after_counter: Option<String>,
-    acl: Option<Vec<zooid::Acl>>,
-    ceiling: Option<i64>,
-    block_size: Option<u64>,
+    spec: InitSpec,
 ) -> zooid::Result<()> {
+    let InitSpec {
+        acl,
+        ceiling,
+        block_size,
+    } = spec;
     let service = open(connect, options)?;
     let category = IdCategory::new(category)?;
     let first = match after_counter {
@@ -142,6 +155,11 @@ pub fn show(
                 "node_bytes": info.bytes,
                 "version": info.version,
                 "legacy": info.legacy,
+                "blocks": info.blocks.map(|b| serde_json::json!({
+                    "unit": b.unit,
+                    "generation": b.generation,
+                    "base": b.base,
+                })),
                 "free": ranges_json(&info.free),
             })
         );
@@ -159,6 +177,15 @@ pub fn show(
             );
         }
         None => println!("ceiling:    none (headroom: every free ID)"),
+    }
+    if let Some(b) = info.blocks {
+        println!(
+            "blocks:     {} IDs each, generation {} from {} (fresh IDs from {} on)",
+            b.unit,
+            b.generation,
+            b.base,
+            info.high_water.saturating_add(1)
+        );
     }
     println!("ranges:     {}", info.free.len());
     println!(

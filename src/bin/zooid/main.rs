@@ -410,9 +410,11 @@ fn run(cli: Cli) -> zooid::Result<ExitCode> {
             &category,
             (first, last),
             after_counter,
-            security::parse_acls(&acl)?,
-            ceiling,
-            block_size,
+            ids::InitSpec {
+                acl: security::parse_acls(&acl)?,
+                ceiling,
+                block_size,
+            },
         )
         .map(|()| ExitCode::SUCCESS),
         Command::Take { category, n, json } => {
