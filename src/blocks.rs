@@ -20,10 +20,12 @@
 //! (docs/DESIGN.md). The check of `P` keeps "lowest first" exact: a take claims a fresh block
 //! only when the pool has no free ID for it at that moment.
 //!
-//! - **Lost reply.** The created names start with the take's random token: after reconnecting
-//!   (same session, `sync`), the token among the children says whether the take applied and
-//!   which numbers it got. With the session lost the outcome is unknown and the blocks are left
-//!   unused (never handed out twice).
+//! - **Lost reply.** The created names start with the take's random token: after a `sync`, the
+//!   token among the children says whether the take applied and which numbers it got. The nodes
+//!   are persistent, so this works after the session was lost too, once it has certainly expired
+//!   (a session timeout later): no request of an expired session applies any more. Only when
+//!   the operation's deadline runs out first is the outcome unknown, and the blocks, if claimed,
+//!   stay unused (never handed out twice).
 //! - **Generations.** Children are never deleted while their generation is in use (a delete would
 //!   also advance the numbering). When a take gets number [`ROTATE_AT`] or above, its process
 //!   seals the generation (`setData` on `zooid-blocks-G`, after which the `check` above fails),
@@ -173,7 +175,10 @@ enum Resolved {
     Unknown(String),
 }
 
-/// Looks for the claim's token among the sequence parent's children, on the claim's own session.
+/// Looks for the claim's token among the sequence parent's children. The claimed nodes are
+/// persistent, so the lookup works on a later session too: once the claim's own session has
+/// certainly expired on the servers (no request of it can apply after its expiry), a `sync` and
+/// a listing decide.
 async fn resolve(
     session: &Session,
     generation: u64,
@@ -182,25 +187,33 @@ async fn resolve(
     count: u32,
     budget: &mut Budget,
 ) -> Resolved {
+    let mut waited_for_expiry = false;
     loop {
-        if session.is_gone_generation(generation) {
-            return Resolved::Unknown("the ZooKeeper session was lost".into());
-        }
         if budget.expired() {
             return Resolved::Unknown(format!("ZooKeeper unreachable for {:?}", budget.deadline()));
         }
         budget.try_attempt();
         let (client, current) = session.client();
-        if current != generation {
-            return Resolved::Unknown("the ZooKeeper session was lost".into());
+        let replaced = session.is_gone_generation(generation);
+        if replaced && !waited_for_expiry {
+            let timeout = session.options().session_timeout;
+            if budget.remaining() <= timeout {
+                return Resolved::Unknown(
+                    "the ZooKeeper session was lost, with no time left to outwait its expiry"
+                        .into(),
+                );
+            }
+            tokio::time::sleep(timeout).await;
+            waited_for_expiry = true;
+            continue;
         }
         let lookup = async {
-            // Requests of one session apply in order: after the sync, the claim has applied or
-            // never will.
+            // Requests of one session apply in order, and none applies after the session
+            // expired: after the sync, the claim has applied or never will.
             client.sync(parent).await?;
             client.list_children(parent).await
         };
-        match session.run(generation, lookup).await {
+        match session.run(current, lookup).await {
             Ok(children) => {
                 let mut seqs: Vec<i64> = children
                     .iter()
@@ -209,8 +222,8 @@ async fn resolve(
                     .collect();
                 seqs.sort_unstable();
                 if seqs.is_empty() {
-                    if session.is_gone_generation(generation) {
-                        return Resolved::Unknown("the ZooKeeper session was lost".into());
+                    if !replaced && session.is_gone_generation(generation) {
+                        continue; // Lost meanwhile: outwait its expiry, then look again.
                     }
                     return Resolved::NotApplied;
                 }

@@ -127,7 +127,13 @@ fn within(free: &RangeSet, start: i64, end: i64) -> &[IdRange] {
     // Sorted and disjoint: starts and ends ascend together.
     let ranges = free.ranges();
     let lo = ranges.partition_point(|r| r.start() < start);
-    let hi = ranges.partition_point(|r| r.end() < end).max(lo);
+    // The last part reaches the largest ID (`end` is exclusive, so it cannot say so).
+    let hi = if end == i64::MAX {
+        ranges.len()
+    } else {
+        ranges.partition_point(|r| r.end() < end)
+    }
+    .max(lo);
     &ranges[lo..hi]
 }
 

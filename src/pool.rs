@@ -458,8 +458,14 @@ impl Pool {
         for chunk in &self.chunks {
             let _ = writeln!(out, "#chunk {} {} {}", chunk.key, chunk.version, chunk.ids);
         }
-        let head_end = self.chunks.first().map_or(i64::MAX, |c| c.key);
-        for range in self.free.ranges().iter().take_while(|r| r.end() < head_end) {
+        // With parts, the node keeps only the ranges below the first part's key.
+        let head_end = self.chunks.first().map(|c| c.key);
+        for range in self
+            .free
+            .ranges()
+            .iter()
+            .take_while(|r| head_end.is_none_or(|end| r.end() < end))
+        {
             let _ = writeln!(out, "{range}");
         }
         out
@@ -759,13 +765,13 @@ impl Parser<'_> {
                 format!("key outside the bounds {bounds}"),
             ));
         }
-        let head_end = chunks.first().map_or(i64::MAX, |(_, c)| c.key);
+        let head_end = chunks.first().map(|(_, c)| c.key);
         let mut free = RangeSet::new();
         let mut prev: Option<IdRange> = None;
         for (line_no, range) in ranges {
             let raw = range.to_string();
-            if range.end() >= head_end {
-                return Err(self.corrupt(line_no, &raw, format!("at or above the first '#chunk' key {head_end} (those IDs are in the chunk nodes)")));
+            if let Some(key) = head_end.filter(|&key| range.end() >= key) {
+                return Err(self.corrupt(line_no, &raw, format!("at or above the first '#chunk' key {key} (those IDs are in the chunk nodes)")));
             }
             if !bounds.covers(&range) {
                 return Err(self.corrupt(line_no, &raw, format!("outside the bounds {bounds}")));
@@ -1181,5 +1187,14 @@ mod tests {
         );
         // Base one past the last ID: everything was handed out in blocks.
         assert!(Pool::parse("/p", b"#zooid 3\n#bounds 1:100\n#blocks 10 0 101\n").is_ok());
+    }
+
+    #[test]
+    fn a_range_up_to_the_largest_id_renders_and_parses() {
+        let mut pool = Pool::new(r(1, i64::MAX));
+        pool.set_ceiling(Some(0));
+        let text = pool.render();
+        assert!(text.ends_with("1:9223372036854775807\n"), "{text}");
+        assert_eq!(Pool::parse("/p", text.as_bytes()).unwrap(), pool);
     }
 }

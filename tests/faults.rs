@@ -445,3 +445,77 @@ fn f7_all_servers_killed_and_restarted() {
     let a = rig.finish();
     rig.assert_guarantees(&a, AMBIGUOUS);
 }
+
+/// Block allocation (src/blocks.rs): replies lost after the server applied a block claim, a push
+/// or a take from the free list (all `multi` requests): each is resolved, none leaks.
+#[test]
+fn f8a_blocks_replies_lost() {
+    let _serial = serial();
+    let cfg = Config {
+        blocks: Some(100),
+        ..Config::default()
+    };
+    let mut rig = Rig::start("8a block allocation: replies lost", cfg);
+    rig.warm_up();
+    let target = scaled_count(8);
+    let dropped = rig.inject_until(
+        |p| p.drop_reply_to(support::op::MULTI, "/faults/ids/zooid-"),
+        |t| t.dropped_replies,
+        target,
+        Duration::from_secs(60),
+    );
+    rig.run_for(secs(1.0));
+    let a = rig.finish();
+    assert!(
+        dropped >= target,
+        "only {dropped} of {target} replies dropped"
+    );
+    rig.assert_guarantees(&a, DECIDABLE);
+}
+
+/// Block allocation: the ensemble's leader is SIGKILLed under load.
+#[test]
+fn f8b_blocks_leader_killed() {
+    let _serial = serial();
+    let cfg = Config {
+        blocks: Some(100),
+        ..Config::default()
+    };
+    let mut rig = Rig::start("8b block allocation: leader SIGKILLed", cfg);
+    rig.warm_up();
+    let leader = rig.zk.leader().expect("a leader");
+    rig.ensure_clients_on(leader);
+    rig.zk.kill(leader);
+    rig.record_fault("leader SIGKILL");
+    rig.new_leader_after(leader);
+    rig.assert_progress(20, "the leader was killed");
+    rig.restart_server(leader);
+    rig.run_for(secs(1.5));
+    let a = rig.finish();
+    rig.assert_guarantees(&a, AMBIGUOUS);
+}
+
+/// Block allocation: a blackhole of 2.5 session timeouts; every session expires with claims and
+/// pushes in flight.
+#[test]
+fn f8c_blocks_sessions_expire() {
+    let _serial = serial();
+    let cfg = Config {
+        blocks: Some(100),
+        op_deadline: Duration::from_secs(15),
+        ..Config::default()
+    };
+    let hold = cfg.session_timeout * 5 / 2;
+    let mut rig = Rig::start("8c block allocation: sessions expire", cfg);
+    rig.warm_up();
+    let rounds = scaled_count(1);
+    blackhole_all(&rig, hold, rounds);
+    rig.assert_progress(20, "the blackhole");
+    let a = rig.finish();
+    assert!(rig.proxy_totals().blackholes >= 3 * rounds);
+    assert!(
+        a.session_renewals >= 1,
+        "no session expired during a blackhole of {hold:?}"
+    );
+    rig.assert_guarantees(&a, AMBIGUOUS);
+}

@@ -74,6 +74,8 @@ pub struct Config {
     pub session_timeout: Duration,
     /// The workers' per-operation deadline (`RetryPolicy::deadline`).
     pub op_deadline: Duration,
+    /// Create the category in block allocation with blocks of this many IDs (src/blocks.rs).
+    pub blocks: Option<u64>,
 }
 
 impl Default for Config {
@@ -85,6 +87,7 @@ impl Default for Config {
             pace_ms: 10,
             session_timeout: Duration::from_secs(3),
             op_deadline: Duration::from_secs(5),
+            blocks: None,
         }
     }
 }
@@ -199,9 +202,14 @@ impl Rig {
         .expect("admin connects to the ensemble");
         let category = IdCategory::new("/faults/ids").unwrap();
         let bounds = IdRange::new(1, 1_000_000_000).unwrap();
-        admin
-            .create_category(&category, bounds.start(), bounds.end())
-            .expect("create the category");
+        match cfg.blocks {
+            Some(unit) => admin
+                .create_category_blocks(&category, bounds.start(), bounds.end(), unit)
+                .expect("create the category"),
+            None => admin
+                .create_category(&category, bounds.start(), bounds.end())
+                .expect("create the category"),
+        }
         let dir = tempfile::Builder::new()
             .prefix("zooid-faults-")
             .tempdir()
@@ -596,6 +604,12 @@ impl Rig {
             .filter(|w| matches!(w.state, WorkerState::Killed))
             .map(|w| w.name.clone())
             .collect();
+        // In block allocation the IDs no block claimed yet are free too.
+        let mut free = info.free.clone();
+        if info.blocks.is_some() {
+            free.extend(IdRange::new(info.high_water + 1, info.bounds.end()));
+        }
+        let info = zooid::PoolInfo { free, ..info };
         let mut a = analyse(self.dir(), info.bounds, &info.free, &killed);
         for f in failed {
             a.problems.push(f);
