@@ -115,6 +115,11 @@ fn round_trips(rt: &tokio::runtime::Runtime, connect: &str, label: &str) {
             .await
             .expect("create");
         let store = svc.store();
+        // Fill the pool's operation log first, so that the raw write below has the size of the
+        // take's write.
+        for _ in 0..100 {
+            svc.take_ids(&cat, 1000).await.expect("warm-up take");
+        }
         let raw_data = svc.read_node(cat.name()).await.expect("read");
         store
             .create("/bench/raw", &raw_data)
@@ -182,7 +187,68 @@ fn round_trips(rt: &tokio::runtime::Runtime, connect: &str, label: &str) {
             info.bytes,
             info.free.len()
         );
+        if svc.session().is_some() {
+            block_takes(&svc, store).await;
+        }
     })
+}
+
+/// A take of a fresh block from a category in block allocation (one `multi` of three checks and
+/// a sequential create) against a raw compare-and-set write of the same request size.
+async fn block_takes(svc: &IdGeneratorService, store: &zooid::AnyStore) {
+    let cat = IdCategory::new("/bench/blocks").expect("category");
+    svc.create_category_blocks(&cat, 1, i64::MAX / 2, 1000)
+        .await
+        .expect("create");
+    // The claim's request: paths of the pool, its pushes' node, its generation and the create.
+    let size = 3 * cat.name().len() + 100;
+    let data = vec![b'x'; size];
+    store
+        .create("/bench/raw-small", &data)
+        .await
+        .expect("create raw");
+    let mut version = 0;
+    for _ in 0..100 {
+        svc.take_ids(&cat, 1000).await.expect("warm-up take");
+        store
+            .set("/bench/raw-small", &data, version)
+            .await
+            .expect("raw set");
+        version += 1;
+    }
+    let (mut raw, mut take) = (Vec::new(), Vec::new());
+    for _ in 0..300 {
+        let t = Instant::now();
+        store
+            .set("/bench/raw-small", &data, version)
+            .await
+            .expect("raw set");
+        raw.push(t.elapsed().as_nanos());
+        version += 1;
+        let t = Instant::now();
+        svc.take_ids(&cat, 1000).await.expect("take");
+        take.push(t.elapsed().as_nanos());
+    }
+    let median = |mut v: Vec<u128>| {
+        v.sort_unstable();
+        v[v.len() / 2] as f64 / 1000.0
+    };
+    let (raw, take) = (median(raw), median(take));
+    let baseline = format!("raw set_data, {size} bytes");
+    row(
+        &format!("raw set_data round trip, {size} bytes"),
+        raw,
+        "us",
+        "itself",
+        1.0,
+    );
+    row(
+        "take_ids(1000), block allocation",
+        take,
+        "us",
+        &baseline,
+        take / raw,
+    );
 }
 
 fn main() {

@@ -151,7 +151,7 @@ pub(crate) async fn claim(
                 session.report_lost(generation, &err.to_string()).await;
             }
             Fate::Unknown => {
-                tracing::warn!(category = path, %err, "reply lost on a block claim; resolving");
+                tracing::warn!(category = path, %err, op = "take", "reply lost; resolving the outcome");
                 match resolve(session, generation, &parent, &prefix, count, budget).await {
                     Resolved::Applied(first) => return Ok(Claim::Granted { first }),
                     Resolved::NotApplied => {}
@@ -488,7 +488,7 @@ pub(crate) async fn push_return(
             Fate::Refused => return Err(refused(session, path, err)),
             Fate::Expired => session.report_lost(generation, &err.to_string()).await,
             Fate::Unknown => {
-                tracing::warn!(category = path, %err, "reply lost on a push; resolving");
+                tracing::warn!(category = path, %err, op = "push", "reply lost; resolving the outcome");
                 loop {
                     if session.is_gone_generation(generation) || budget.expired() {
                         return Err(ZooidError::OutcomeUnknown {

@@ -892,57 +892,19 @@ impl<S: Store> IdGeneratorService<S> {
         }
     }
 
-    /// For a push to a pool in block allocation that reaches into its current generation: the
-    /// first ID no block has claimed yet (pushing it would be a double push). `None` otherwise.
-    async fn push_frontier(
-        &self,
-        category: &IdCategory,
-        ranges: &[IdRange],
-    ) -> Result<Option<i64>> {
-        let path = category.name();
-        let cached = self
-            .slot(category)
-            .lock()
-            .await
-            .cached
-            .as_ref()
-            .map(|c| c.pool.blocks());
-        let layout = match cached {
-            Some(layout) => layout,
-            None => {
-                let mut budget = Budget::start(self.options.retry);
-                let node = self.read(path, &mut budget).await?;
-                Pool::parse(path, &node.data)?.blocks()
-            }
-        };
-        let Some(layout) = layout else {
-            return Ok(None);
-        };
-        if ranges.iter().all(|r| r.end() < layout.base) {
-            return Ok(None);
-        }
-        let session = self.store.session().ok_or_else(blocks::needs_zookeeper)?;
-        blocks::frontier(session, path, &layout).await.map(Some)
-    }
-
-    /// A push to a pool in block allocation: checked against what this process knows (the
-    /// bounds, the blocks' frontier, the free list as last read; the check is exact only for the
-    /// frontier), then left for the next take to merge, without writing the pool node
-    /// (src/blocks.rs). `None` for other pools, which take pushes with compare-and-set.
+    /// A push to a pool in block allocation (`pool`, as this process last read or wrote it):
+    /// checked against the bounds, the blocks' frontier (read when the push reaches into the
+    /// current generation: IDs no block claimed yet are free already) and the free list as last
+    /// read, then left for the next take to merge, without writing the pool node
+    /// (src/blocks.rs).
     async fn push_waiting(
         &self,
         category: &IdCategory,
         ranges: &[IdRange],
-        frontier: Option<i64>,
-    ) -> Result<Option<Vec<IdRange>>> {
+        pool: &Pool,
+    ) -> Result<()> {
         let path = category.name();
-        let (Some(session), Some(pool)) = (self.store.session(), self.known_pool(category).await?)
-        else {
-            return Ok(None);
-        };
-        if pool.blocks().is_none() {
-            return Ok(None);
-        }
+        let session = self.store.session().ok_or_else(blocks::needs_zookeeper)?;
         let name = || path.to_string();
         if let Some(range) = ranges.iter().find(|r| !pool.bounds().covers(r)) {
             return Err(ZooidError::OutOfBounds {
@@ -951,22 +913,25 @@ impl<S: Store> IdGeneratorService<S> {
                 bounds: pool.bounds(),
             });
         }
-        let fresh_part = frontier.and_then(|f| {
-            ranges
-                .iter()
-                .find(|r| r.end() >= f)
-                .and_then(|r| IdRange::new(r.start().max(f), r.end()))
-        });
-        if let Some(range) =
-            fresh_part.or_else(|| ranges.iter().find_map(|r| pool.free().first_overlap(r)))
-        {
+        let fresh_part = match pool.blocks() {
+            Some(layout) if ranges.iter().any(|r| r.end() >= layout.base) => {
+                let frontier = blocks::frontier(session, path, &layout).await?;
+                ranges
+                    .iter()
+                    .find(|r| r.end() >= frontier)
+                    .and_then(|r| IdRange::new(r.start().max(frontier), r.end()))
+            }
+            _ => None,
+        };
+        let doubled =
+            fresh_part.or_else(|| ranges.iter().find_map(|r| pool.free().first_overlap(r)));
+        if let Some(range) = doubled {
             return Err(ZooidError::AlreadyFree {
                 category: name(),
                 range,
             });
         }
-        self.return_ids(category, session, ranges).await?;
-        Ok(Some(ranges.to_vec()))
+        self.return_ids(category, session, ranges).await
     }
 
     /// Leaves `ranges` under a pool in block allocation for the next take to merge.
@@ -992,22 +957,6 @@ impl<S: Store> IdGeneratorService<S> {
         // The push moved the node takes check: read it before the next take rather than fail it.
         self.forget_cached(category).await;
         Ok(())
-    }
-
-    /// The pool as this process last read or wrote it, or read now.
-    async fn known_pool(&self, category: &IdCategory) -> Result<Option<Pool>> {
-        let cached = self
-            .slot(category)
-            .lock()
-            .await
-            .cached
-            .as_ref()
-            .map(|c| c.pool.clone());
-        if cached.is_some() {
-            return Ok(cached);
-        }
-        let mut budget = Budget::start(self.options.retry);
-        Ok(Some(self.read_complete(category, &mut budget).await?.1))
     }
 
     /// Forgets the cached pool, so the next operation reads it.
@@ -1101,41 +1050,37 @@ impl<S: Store> IdGeneratorService<S> {
         let category = ids.category().clone();
         let count: u64 = ranges.iter().map(IdRange::len).sum();
         let update = async {
-            let frontier = self.push_frontier(&category, &ranges).await?;
-            if let Some(done) = self.push_waiting(&category, &ranges, frontier).await? {
-                return Ok(done);
+            let updated = self
+                .update_checked(&category, OpKind::Push, true, |pool| {
+                    // Pushes to a pool in block allocation do not write it (src/blocks.rs).
+                    if pool.blocks().is_some() {
+                        return Ok(Plan::Fresh(pool.clone()));
+                    }
+                    let name = || category.name().to_string();
+                    if let Some(range) = ranges.iter().find(|r| !pool.bounds().covers(r)) {
+                        return Err(ZooidError::OutOfBounds {
+                            category: name(),
+                            range: *range,
+                            bounds: pool.bounds(),
+                        });
+                    }
+                    let mut next = pool.clone();
+                    next.free_mut().insert_all(&ranges).map_err(
+                        |InsertError::Overlap(range)| ZooidError::AlreadyFree {
+                            category: name(),
+                            range,
+                        },
+                    )?;
+                    Ok(Plan::Write(next, ranges.clone(), count))
+                })
+                .await?;
+            match updated {
+                Updated::Moved(moved, _) => Ok(moved),
+                Updated::Fresh(planned) => {
+                    self.push_waiting(&category, &ranges, &planned.pool).await?;
+                    Ok(ranges.clone())
+                }
             }
-            self.update(&category, OpKind::Push, |pool| {
-                let name = || category.name().to_string();
-                if let Some(range) = ranges.iter().find(|r| !pool.bounds().covers(r)) {
-                    return Err(ZooidError::OutOfBounds {
-                        category: name(),
-                        range: *range,
-                        bounds: pool.bounds(),
-                    });
-                }
-                // In block allocation, IDs from the first unclaimed block on are free already.
-                if let Some(range) = frontier.and_then(|f| {
-                    ranges
-                        .iter()
-                        .find(|r| r.end() >= f)
-                        .and_then(|r| IdRange::new(r.start().max(f), r.end()))
-                }) {
-                    return Err(ZooidError::AlreadyFree {
-                        category: name(),
-                        range,
-                    });
-                }
-                let mut next = pool.clone();
-                next.free_mut()
-                    .insert_all(&ranges)
-                    .map_err(|InsertError::Overlap(range)| ZooidError::AlreadyFree {
-                        category: name(),
-                        range,
-                    })?;
-                Ok((next, ranges.clone(), count))
-            })
-            .await
         };
         let result = self
             .observed(category.name(), "push", |r| count_of(r), update)
