@@ -431,17 +431,27 @@ async fn ensure_node(session: &Session, path: &str, node: &str) -> Result<()> {
     }
 }
 
+/// A push left under a pool in block allocation.
+pub(crate) struct Returned {
+    /// The push's node, a child of `zooid-returned`.
+    pub node: String,
+    /// Its author's marker (deleted by the author's next push).
+    pub marker: String,
+    /// The version of `zooid-returned` the push left, when its reply told.
+    pub announced: Option<i32>,
+}
+
 /// Pushes `ranges` back to pool `path` without writing the pool node (see the module docs):
 /// one `multi` that creates the push's node and its author's marker, announces it, and deletes
-/// the author's previous marker `previous`. Returns the new marker's name. A lost reply is
-/// resolved by the marker; with the session lost the outcome is unknown (`OutcomeUnknown`).
+/// the author's previous marker `previous`. A lost reply is resolved by the marker; with the
+/// session lost the outcome is unknown (`OutcomeUnknown`).
 pub(crate) async fn push_return(
     session: &Session,
     path: &str,
     ranges: &[crate::range::IdRange],
     previous: Option<&str>,
     budget: &mut Budget,
-) -> Result<String> {
+) -> Result<Returned> {
     let parent = returned_parent(path);
     let token = format!("{:016x}", OpToken::random().0);
     let node = format!("{parent}/r-{token}");
@@ -468,7 +478,17 @@ pub(crate) async fn push_return(
                 source: ZkError::Timeout,
             }));
         let err = match reply {
-            Ok(_) => return Ok(format!("m-{token}")),
+            Ok(results) => {
+                let announced = results.iter().find_map(|r| match r {
+                    MultiWriteResult::SetData { stat } => Some(stat.version),
+                    _ => None,
+                });
+                return Ok(Returned {
+                    node: format!("r-{token}"),
+                    marker: format!("m-{token}"),
+                    announced,
+                });
+            }
             Err(MultiWriteError::OperationFailed { index, source }) => match (index, &source) {
                 // The parent is missing (a category created before pushes had their node).
                 (0 | 1, ZkError::NoNode) => {
@@ -503,7 +523,13 @@ pub(crate) async fn push_return(
                         client.check_stat(&marker).await
                     };
                     match session.run(generation, lookup).await {
-                        Ok(Some(_)) => return Ok(format!("m-{token}")),
+                        Ok(Some(_)) => {
+                            return Ok(Returned {
+                                node: format!("r-{token}"),
+                                marker: format!("m-{token}"),
+                                announced: None,
+                            })
+                        }
                         Ok(None) if !session.is_gone_generation(generation) => break,
                         Ok(None) => {}
                         Err(_) => budget.backoff().await,

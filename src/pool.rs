@@ -241,6 +241,17 @@ impl Pool {
     /// Merges pushes waiting in their own nodes into the free list (format 3). IDs already
     /// free (a double push) are counted once; returns how many such IDs there were.
     pub fn merge_pending(&mut self, version: i32, pending: Vec<(String, Vec<IdRange>)>) -> u64 {
+        self.returned_version = Some(version);
+        // Usually the pushes are disjoint from the free list: insert them.
+        let mut fast = self.free.clone();
+        let inserted = pending
+            .iter()
+            .try_for_each(|(_, ranges)| fast.insert_all(ranges).map_err(drop));
+        if inserted.is_ok() {
+            self.free = fast;
+            self.pending.extend(pending);
+            return 0;
+        }
         let mut all: Vec<IdRange> = self.free.ranges().to_vec();
         let before = self.free.count()
             + pending
@@ -1196,5 +1207,27 @@ mod tests {
         let text = pool.render();
         assert!(text.ends_with("1:9223372036854775807\n"), "{text}");
         assert_eq!(Pool::parse("/p", text.as_bytes()).unwrap(), pool);
+    }
+
+    #[test]
+    fn waiting_pushes_merge_once() {
+        let mut pool = Pool::with_blocks(r(1, 1000), 10);
+        pool.free_mut().insert_all(&[r(5, 9)]).unwrap();
+        // Disjoint: inserted as they are.
+        assert_eq!(
+            pool.merge_pending(3, vec![("r-a".into(), vec![r(20, 25)])]),
+            0
+        );
+        assert_eq!(pool.free().ranges(), &[r(5, 9), r(20, 25)]);
+        // A push overlapping free IDs (a double push): counted once, reported.
+        let doubled = pool.merge_pending(4, vec![("r-b".into(), vec![r(8, 12), r(25, 25)])]);
+        assert_eq!(doubled, 3);
+        assert_eq!(pool.free().ranges(), &[r(5, 12), r(20, 25)]);
+        assert_eq!(pool.pending().len(), 2);
+        assert_eq!(pool.returned_version(), Some(4));
+        // Not part of the node's text.
+        assert!(!pool.render().contains("r-a"));
+        pool.clear_pending();
+        assert!(pool.pending().is_empty());
     }
 }

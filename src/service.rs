@@ -869,7 +869,9 @@ impl<S: Store> IdGeneratorService<S> {
         }
         blocks::ensure_parent(session, path, generation + 1).await?;
         if generation >= 1 {
-            blocks::retire(session, path, generation - 1).await;
+            // In the background: the take that moved the generation does not wait for it.
+            let (session, path) = (session.clone(), path.to_string());
+            tokio::spawn(async move { blocks::retire(&session, &path, generation - 1).await });
         }
         Ok(())
     }
@@ -948,14 +950,31 @@ impl<S: Store> IdGeneratorService<S> {
             .unwrap_or_else(|p| p.into_inner())
             .remove(path);
         let mut budget = Budget::start(self.options.retry);
-        let marker =
+        let returned =
             blocks::push_return(session, path, ranges, previous.as_deref(), &mut budget).await?;
         self.markers
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(path.to_string(), marker);
-        // The push moved the node takes check: read it before the next take rather than fail it.
-        self.forget_cached(category).await;
+            .insert(path.to_string(), returned.marker);
+        // The push moved the node takes check. When no other push came between, this process
+        // knows the pending pushes exactly: it adds its own to what it remembers. Otherwise the
+        // next take reads them.
+        let slot = self.slot(category);
+        let mut slot = slot.lock().await;
+        let merged = match (slot.cached.as_mut(), returned.announced) {
+            (Some(state), Some(announced))
+                if state.pool.returned_version() == Some(announced - 1) =>
+            {
+                let doubled = state
+                    .pool
+                    .merge_pending(announced, vec![(returned.node, ranges.to_vec())]);
+                doubled == 0
+            }
+            _ => false,
+        };
+        if !merged {
+            slot.cached = None;
+        }
         Ok(())
     }
 
