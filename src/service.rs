@@ -594,18 +594,21 @@ impl<S: Store> IdGeneratorService<S> {
         }
         let take = async {
             let started = tokio::time::Instant::now();
-            let mut reroutes = 0u32;
+            let mut reroutes = Budget::start(self.options.retry);
             loop {
                 let result = match self.take_once(category, n).await {
                     Err(ZooidError::Closed { what }) if what.is_empty() => {
-                        // The blocks' generation moved on: plan again on the pool as it is now.
-                        reroutes += 1;
-                        if reroutes > 16 {
+                        // The pool changed under a block claim (a push, a generation moved on):
+                        // plan again on the pool as it is now, at once the first time.
+                        if !reroutes.try_attempt() {
                             return Err(ZooidError::Contention {
                                 category: category.name().to_string(),
-                                attempts: reroutes,
+                                attempts: reroutes.attempts(),
                                 elapsed: started.elapsed(),
                             });
+                        }
+                        if reroutes.attempts() > 1 {
+                            reroutes.backoff().await;
                         }
                         continue;
                     }
@@ -1494,8 +1497,9 @@ impl<S: Store> IdGeneratorService<S> {
             };
             let (mut next, moved, count, part_ops) = match plan(&current.pool) {
                 Ok(Plan::Write(mut next, moved, count)) => {
-                    // A format-3 free list: write only the parts that changed, delete the pushes
-                    // merged, and (a take) check that no push arrived since they were read.
+                    // A format-3 free list: write only the parts that changed, and delete the
+                    // pushes merged. (Not checked: that no push arrived since they were read; a
+                    // push that did is merged by the next take, so pushes never starve takes.)
                     let mut ops = chunks::plan(&current.pool, &mut next);
                     let returned = blocks::returned_parent(path);
                     ops.extend(current.pool.pending().iter().map(|(name, _)| {
@@ -1503,12 +1507,6 @@ impl<S: Store> IdGeneratorService<S> {
                             node: format!("{returned}/{name}"),
                         }
                     }));
-                    if let (OpKind::Take, Some(version)) = (kind, current.pool.returned_version()) {
-                        ops.push(chunks::ChunkOp::Check {
-                            node: returned,
-                            version,
-                        });
-                    }
                     next.clear_pending();
                     (next, moved, count, ops)
                 }
