@@ -144,7 +144,7 @@ pub fn plan(current: &Pool, next: &mut Pool) -> Vec<ChunkOp> {
     if current.blocks().is_none() && current.chunks().is_empty() {
         return Vec::new(); // Formats 1 and 2 are one node.
     }
-    let free = next.free().clone();
+    let free = next.free();
     let mut keys: Vec<i64> = next.chunks().iter().map(|c| c.key).collect();
     // A key inside a range (the range was merged across it) moves to the range's end + 1, or
     // goes when another key already bounds that range.
@@ -159,7 +159,7 @@ pub fn plan(current: &Pool, next: &mut Pool) -> Vec<ChunkOp> {
         }
     }
     keys = fixed;
-    let count = |start: i64, end: i64| within(&free, start, end).len();
+    let count = |start: i64, end: i64| within(free, start, end).len();
     // Empty parts go (their IDs' span joins the part before).
     let mut i = 0;
     while i < keys.len() {
@@ -183,7 +183,7 @@ pub fn plan(current: &Pool, next: &mut Pool) -> Vec<ChunkOp> {
         if idx > 0 {
             out.push(start);
         }
-        let ranges = within(&free, start, end);
+        let ranges = within(free, start, end);
         let limit = if idx == 0 {
             HEAD_MAX_RANGES
         } else {
@@ -218,7 +218,7 @@ pub fn plan(current: &Pool, next: &mut Pool) -> Vec<ChunkOp> {
     let mut refs = Vec::with_capacity(keys.len());
     for (j, &key) in keys.iter().enumerate() {
         let end = keys.get(j + 1).copied().unwrap_or(i64::MAX);
-        let ranges = within(&free, key, end);
+        let ranges = within(free, key, end);
         let ids = ranges.iter().map(IdRange::len).sum();
         let version = match old.get(&key) {
             Some(&(version, old_end)) => {

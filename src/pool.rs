@@ -242,24 +242,27 @@ impl Pool {
     /// free (a double push) are counted once; returns how many such IDs there were.
     pub fn merge_pending(&mut self, version: i32, pending: Vec<(String, Vec<IdRange>)>) -> u64 {
         self.returned_version = Some(version);
-        // Usually the pushes are disjoint from the free list: insert them.
-        let mut fast = self.free.clone();
-        let inserted = pending
-            .iter()
-            .try_for_each(|(_, ranges)| fast.insert_all(ranges).map_err(drop));
-        if inserted.is_ok() {
-            self.free = fast;
+        // Usually the pushes are disjoint from the free list: insert them (each insert is all or
+        // nothing; after a refused one, the union below takes the rest).
+        let mut inserted = 0;
+        for (_, ranges) in &pending {
+            if self.free.insert_all(ranges).is_err() {
+                break;
+            }
+            inserted += 1;
+        }
+        if inserted == pending.len() {
             self.pending.extend(pending);
             return 0;
         }
-        let mut all: Vec<IdRange> = self.free.ranges().to_vec();
-        let before = self.free.count()
-            + pending
+        let rest = || {
+            pending[inserted..]
                 .iter()
-                .flat_map(|(_, r)| r)
-                .map(IdRange::len)
-                .sum::<u64>();
-        all.extend(pending.iter().flat_map(|(_, r)| r.iter().copied()));
+                .flat_map(|(_, r)| r.iter().copied())
+        };
+        let mut all: Vec<IdRange> = self.free.ranges().to_vec();
+        let before = self.free.count() + rest().map(|r| r.len()).sum::<u64>();
+        all.extend(rest());
         all.sort_unstable_by_key(|r| r.start());
         let mut merged: Vec<IdRange> = Vec::with_capacity(all.len());
         for r in all {
@@ -280,6 +283,23 @@ impl Pool {
         self.pending.extend(pending);
         self.returned_version = Some(version);
         doubled
+    }
+
+    /// The pool without its free IDs and log: what a take needs to claim fresh blocks.
+    pub fn skeleton(&self) -> Pool {
+        Pool {
+            bounds: self.bounds,
+            free: RangeSet::new(),
+            log: VecDeque::new(),
+            legacy: self.legacy,
+            ceiling: self.ceiling,
+            epoch: self.epoch,
+            blocks: self.blocks,
+            chunks: Vec::new(),
+            pending: Vec::new(),
+            returned_version: self.returned_version,
+            complete: false,
+        }
     }
 
     /// Forgets the merged pushes (their nodes were deleted with a write).
@@ -433,7 +453,13 @@ impl Pool {
 
     /// The node content for this pool.
     pub fn render(&self) -> String {
-        let mut out = String::with_capacity(64 + 48 * (self.log.len() + self.free.range_count()));
+        let ranges = if self.chunks.is_empty() {
+            self.free.range_count()
+        } else {
+            crate::chunks::HEAD_MAX_RANGES
+        };
+        let mut out =
+            String::with_capacity(64 + 48 * (self.log.len() + ranges + self.chunks.len()));
         // Writing to a String cannot fail.
         // Format 2 exactly when there is a ceiling; the epoch only exists with one (restores and
         // repairs always set both).

@@ -1576,7 +1576,7 @@ impl<S: Store> IdGeneratorService<S> {
                     );
                     pace.on_success(sent.elapsed());
                     let after = next.blocks().map(|_| Planned {
-                        pool: next.clone(),
+                        pool: next.skeleton(),
                         version: written,
                     });
                     *cached = Some(Cached {
@@ -1627,7 +1627,7 @@ impl<S: Store> IdGeneratorService<S> {
                         Resolution::Applied(state) => {
                             self.stats.lost_reply(path, LostOutcome::Applied, 0);
                             let after = state.pool.blocks().map(|_| Planned {
-                                pool: state.pool.clone(),
+                                pool: state.pool.skeleton(),
                                 version: state.version,
                             });
                             // A pool read without its free-list parts is not planned on.
