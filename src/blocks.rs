@@ -66,8 +66,7 @@ pub fn sequence_parent(path: &str, generation: u64) -> String {
 
 /// Whether `name` (a child of a pool node) is one of zooid's sequence parents.
 pub fn is_sequence_parent(name: &str) -> bool {
-    name.strip_prefix("zooid-blocks-")
-        .is_some_and(|g| !g.is_empty() && g.bytes().all(|b| b.is_ascii_digit()))
+    crate::chunks::is_numbered(name, "zooid-blocks-")
 }
 
 /// What one attempt to claim blocks did.
@@ -366,49 +365,11 @@ pub(crate) async fn read_returns(
 
 /// A push's content: `#zooid-returned` then its ranges, one `START:END` per line.
 fn render_return(ranges: &[crate::range::IdRange]) -> Vec<u8> {
-    let mut out = String::from("#zooid-returned\n");
-    for r in ranges {
-        out.push_str(&format!("{r}\n"));
-    }
-    out.into_bytes()
+    crate::chunks::render_ranges("#zooid-returned", ranges)
 }
 
 fn parse_return(node: &str, data: &[u8]) -> Result<Vec<crate::range::IdRange>> {
-    let corrupt = |line: usize, content: &str, reason: &str| ZooidError::CorruptPool {
-        path: node.to_string(),
-        line,
-        content: content.to_string(),
-        reason: reason.to_string(),
-    };
-    let text = std::str::from_utf8(data).map_err(|_| corrupt(1, "", "not UTF-8 text"))?;
-    let mut lines = (1..).zip(text.lines());
-    match lines.next() {
-        Some((_, "#zooid-returned")) => {}
-        Some((_, first)) => return Err(corrupt(1, first, "expected '#zooid-returned'")),
-        None => return Err(corrupt(1, "", "empty push")),
-    }
-    let mut ranges: Vec<crate::range::IdRange> = Vec::new();
-    for (line_no, raw) in lines {
-        let range = raw
-            .trim()
-            .split_once(':')
-            .and_then(|(a, b)| {
-                let digits = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
-                (digits(a) && digits(b)).then_some((a.parse().ok()?, b.parse().ok()?))
-            })
-            .and_then(|(a, b)| crate::range::IdRange::new(a, b))
-            .filter(|r| r.start() >= 1)
-            .ok_or_else(|| corrupt(line_no, raw, "expected start:end with decimal IDs"))?;
-        if ranges.last().is_some_and(|p| range.start() <= p.end()) {
-            return Err(corrupt(
-                line_no,
-                raw,
-                "overlaps or precedes the previous range",
-            ));
-        }
-        ranges.push(range);
-    }
-    Ok(ranges)
+    crate::chunks::parse_ranges(node, "#zooid-returned", data, (1, i64::MAX))
 }
 
 /// Creates `node` (a persistent, empty child of pool `path`) unless it exists.

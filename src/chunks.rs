@@ -39,8 +39,13 @@ pub fn chunk_path(path: &str, key: i64) -> String {
 
 /// Whether `name` (a child of a pool node) is one of zooid's free-list parts.
 pub fn is_chunk(name: &str) -> bool {
-    name.strip_prefix("zooid-free-")
-        .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
+    is_numbered(name, "zooid-free-")
+}
+
+/// Whether `name` is `prefix` followed by decimal digits.
+pub(crate) fn is_numbered(name: &str, prefix: &str) -> bool {
+    name.strip_prefix(prefix)
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// One change to a part node, in a write's `multi`.
@@ -64,18 +69,40 @@ pub enum ChunkOp {
 
 /// A part's content: `#zooid-chunk KEY` then its ranges, one `START:END` per line.
 pub fn render_chunk(key: i64, ranges: &[IdRange]) -> Vec<u8> {
-    let mut out = format!("#zooid-chunk {key}\n");
+    render_ranges(&format!("#zooid-chunk {key}"), ranges)
+}
+
+/// Parses part `key` of pool `path`, whose ranges must lie in `key..end`.
+pub fn parse_chunk(path: &str, key: i64, end: i64, data: &[u8]) -> Result<Vec<IdRange>> {
+    // `end` is exclusive, except for the last part, which reaches the largest ID.
+    let last = if end == i64::MAX { end } else { end - 1 };
+    parse_ranges(
+        &chunk_path(path, key),
+        &format!("#zooid-chunk {key}"),
+        data,
+        (key, last),
+    )
+}
+
+/// A node of zooid's own: a `header` line, then one `START:END` line per range.
+pub(crate) fn render_ranges(header: &str, ranges: &[IdRange]) -> Vec<u8> {
+    let mut out = format!("{header}\n");
     for range in ranges {
         out.push_str(&format!("{range}\n"));
     }
     out.into_bytes()
 }
 
-/// Parses part `key` of pool `path`, whose ranges must lie in `key..end`.
-pub fn parse_chunk(path: &str, key: i64, end: i64, data: &[u8]) -> Result<Vec<IdRange>> {
-    let node = chunk_path(path, key);
+/// Parses a node written by [`render_ranges`] strictly: the `header` line, then ascending,
+/// disjoint ranges of decimal IDs within `first..=last`.
+pub(crate) fn parse_ranges(
+    node: &str,
+    header: &str,
+    data: &[u8],
+    (first, last): (i64, i64),
+) -> Result<Vec<IdRange>> {
     let corrupt = |line: usize, content: &str, reason: &str| ZooidError::CorruptPool {
-        path: node.clone(),
+        path: node.to_string(),
         line,
         content: content.to_string(),
         reason: reason.to_string(),
@@ -83,15 +110,9 @@ pub fn parse_chunk(path: &str, key: i64, end: i64, data: &[u8]) -> Result<Vec<Id
     let text = std::str::from_utf8(data).map_err(|_| corrupt(1, "", "not UTF-8 text"))?;
     let mut lines = (1..).zip(text.lines());
     match lines.next() {
-        Some((_, first)) if first.trim() == format!("#zooid-chunk {key}") => {}
-        Some((_, first)) => {
-            return Err(corrupt(
-                1,
-                first,
-                "expected '#zooid-chunk KEY' naming this part",
-            ))
-        }
-        None => return Err(corrupt(1, "", "empty part")),
+        Some((_, line)) if line.trim() == header => {}
+        Some((_, line)) => return Err(corrupt(1, line, &format!("expected '{header}'"))),
+        None => return Err(corrupt(1, "", "empty node")),
     }
     let mut ranges: Vec<IdRange> = Vec::new();
     for (line_no, raw) in lines {
@@ -107,8 +128,8 @@ pub fn parse_chunk(path: &str, key: i64, end: i64, data: &[u8]) -> Result<Vec<Id
             })
             .and_then(|(a, b)| IdRange::new(a, b))
             .ok_or_else(|| corrupt(line_no, raw, "expected start:end with decimal IDs"))?;
-        if range.start() < key || range.end() >= end {
-            return Err(corrupt(line_no, raw, "outside the part's IDs"));
+        if range.start() < first || range.end() > last {
+            return Err(corrupt(line_no, raw, &format!("outside {first}:{last}")));
         }
         if ranges.last().is_some_and(|p| range.start() <= p.end()) {
             return Err(corrupt(
