@@ -56,6 +56,11 @@ use crate::session::{fate, Fate, Session};
 /// A take that gets this block number or above moves the category to a new generation.
 pub const ROTATE_AT: i64 = 20_000;
 
+/// Up to this many pushes stay waiting in their own nodes when a write does not take their IDs
+/// (so that a take does not rewrite the parts of the free list they land in); beyond it, a write
+/// merges them all.
+pub const KEEP_PENDING: usize = 64;
+
 /// The largest number of blocks one take claims (one `multi`).
 pub const MAX_BLOCKS_PER_TAKE: u64 = 1_000;
 

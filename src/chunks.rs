@@ -158,8 +158,9 @@ fn within(free: &RangeSet, start: i64, end: i64) -> &[IdRange] {
     &ranges[lo..hi]
 }
 
-/// Lays out `next`'s parts again after a change from `current` (both with their parts loaded
-/// into the free list) and returns the part writes that go with the pool node's write. Parts
+/// Lays out `next`'s parts again after a change from `current` (both as their nodes hold them:
+/// parts loaded, no waiting pushes; see [`Pool::stored`]) and returns the part writes that go
+/// with the pool node's write. Parts
 /// never split a range: a key is always the start of a free range or the end of one plus one.
 pub fn plan(current: &Pool, next: &mut Pool) -> Vec<ChunkOp> {
     if current.blocks().is_none() && current.chunks().is_empty() {
@@ -227,14 +228,6 @@ pub fn plan(current: &Pool, next: &mut Pool) -> Vec<ChunkOp> {
             })
             .collect()
     };
-    // Parts whose IDs include merged pushes are written: those pushes' nodes go with this write.
-    let touched = |start: i64, end: i64| {
-        current
-            .pending()
-            .iter()
-            .flat_map(|(_, ranges)| ranges)
-            .any(|r| r.end() >= start && r.start() < end)
-    };
     let mut ops = Vec::new();
     let mut refs = Vec::with_capacity(keys.len());
     for (j, &key) in keys.iter().enumerate() {
@@ -243,7 +236,7 @@ pub fn plan(current: &Pool, next: &mut Pool) -> Vec<ChunkOp> {
         let ids = ranges.iter().map(IdRange::len).sum();
         let version = match old.get(&key) {
             Some(&(version, old_end)) => {
-                if within(current.free(), key, old_end) == ranges && !touched(key, old_end) {
+                if within(current.free(), key, old_end) == ranges {
                     version
                 } else {
                     ops.push(ChunkOp::Set {

@@ -302,9 +302,29 @@ impl Pool {
         }
     }
 
-    /// Forgets the merged pushes (their nodes were deleted with a write).
-    pub fn clear_pending(&mut self) {
-        self.pending.clear();
+    /// Keeps `pending` as the pushes still waiting (after a write merged the others).
+    pub fn set_pending(&mut self, pending: Vec<(String, Vec<IdRange>)>) {
+        self.pending = pending;
+    }
+
+    /// The pool as its nodes hold it: without the IDs of the pushes still waiting in their own
+    /// nodes (which `free` includes).
+    pub fn stored(&self) -> Pool {
+        let mut stored = self.clone();
+        for range in self.pending.iter().flat_map(|(_, ranges)| ranges) {
+            stored.free.remove(range);
+        }
+        stored.pending.clear();
+        stored
+    }
+
+    /// The node content for this pool, without the pushes still waiting (see [`Pool::stored`]).
+    pub fn render_stored(&self) -> String {
+        if self.pending.is_empty() {
+            self.render()
+        } else {
+            self.stored().render()
+        }
     }
 
     /// The parts of the free list kept in their own nodes (format 3).
@@ -1253,7 +1273,7 @@ mod tests {
         assert_eq!(pool.returned_version(), Some(4));
         // Not part of the node's text.
         assert!(!pool.render().contains("r-a"));
-        pool.clear_pending();
+        pool.set_pending(Vec::new());
         assert!(pool.pending().is_empty());
     }
 }

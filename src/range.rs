@@ -125,6 +125,39 @@ impl RangeSet {
         self.ranges.get(i).is_some_and(|r| r.contains(id))
     }
 
+    /// Whether every ID of `range` is in the set.
+    pub fn covers(&self, range: &IdRange) -> bool {
+        let i = self.ranges.partition_point(|r| r.end < range.start);
+        self.ranges
+            .get(i)
+            .is_some_and(|r| r.start <= range.start && range.end <= r.end)
+    }
+
+    /// Removes the IDs of `range` if the set holds every one of them (else changes nothing);
+    /// returns whether it did.
+    pub fn remove(&mut self, range: &IdRange) -> bool {
+        if !self.covers(range) {
+            return false;
+        }
+        let i = self.ranges.partition_point(|r| r.end < range.start);
+        let r = self.ranges[i];
+        let mut rest = Vec::with_capacity(2);
+        if r.start < range.start {
+            rest.push(IdRange {
+                start: r.start,
+                end: range.start - 1,
+            });
+        }
+        if range.end < r.end {
+            rest.push(IdRange {
+                start: range.end + 1,
+                end: r.end,
+            });
+        }
+        self.ranges.splice(i..=i, rest);
+        true
+    }
+
     /// The first range of the set that overlaps `range`, if any.
     pub fn first_overlap(&self, range: &IdRange) -> Option<IdRange> {
         let i = self.ranges.partition_point(|r| r.end < range.start);
@@ -223,6 +256,29 @@ impl RangeSet {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn covers_and_remove_a_range() {
+        let mut set = RangeSet::new();
+        set.insert_all(&[IdRange::new(1, 10).unwrap(), IdRange::new(20, 30).unwrap()])
+            .unwrap();
+        assert!(set.covers(&IdRange::new(3, 5).unwrap()));
+        assert!(!set.covers(&IdRange::new(9, 20).unwrap()));
+        assert!(
+            !set.remove(&IdRange::new(9, 20).unwrap()),
+            "not all free: nothing removed"
+        );
+        assert_eq!(set.count(), 21);
+        assert!(set.remove(&IdRange::new(3, 5).unwrap()));
+        assert!(set.remove(&IdRange::new(20, 20).unwrap()));
+        assert!(set.remove(&IdRange::new(30, 30).unwrap()));
+        let expected: Vec<IdRange> = [(1, 2), (6, 10), (21, 29)]
+            .iter()
+            .map(|&(a, b)| IdRange::new(a, b).unwrap())
+            .collect();
+        assert_eq!(set.ranges(), &expected[..]);
+    }
+
     use super::*;
     use proptest::prelude::*;
     use std::collections::BTreeSet;

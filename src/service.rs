@@ -1497,17 +1497,43 @@ impl<S: Store> IdGeneratorService<S> {
             };
             let (mut next, moved, count, part_ops) = match plan(&current.pool) {
                 Ok(Plan::Write(mut next, moved, count)) => {
-                    // A format-3 free list: write only the parts that changed, and delete the
-                    // pushes merged. (Not checked: that no push arrived since they were read; a
-                    // push that did is merged by the next take, so pushes never starve takes.)
-                    let mut ops = chunks::plan(&current.pool, &mut next);
+                    // A format-3 pool writes only the parts of its free list that changed. Pushes
+                    // waiting in their own nodes whose IDs this write does not take stay there
+                    // (up to KEEP_PENDING); the others are merged and their nodes deleted. (Not
+                    // checked: that no push arrived since they were read; one that did is merged
+                    // by a later write, so pushes never starve takes.)
+                    let untouched: Vec<(String, Vec<IdRange>)> = next
+                        .pending()
+                        .iter()
+                        .filter(|(_, ranges)| ranges.iter().all(|r| next.free().covers(r)))
+                        .cloned()
+                        .collect();
+                    let kept = if untouched.len() <= blocks::KEEP_PENDING {
+                        untouched
+                    } else {
+                        Vec::new()
+                    };
                     let returned = blocks::returned_parent(path);
-                    ops.extend(current.pool.pending().iter().map(|(name, _)| {
-                        chunks::ChunkOp::DeleteNode {
+                    let merged = current
+                        .pool
+                        .pending()
+                        .iter()
+                        .filter(|(name, _)| !kept.iter().any(|(k, _)| k == name))
+                        .map(|(name, _)| chunks::ChunkOp::DeleteNode {
                             node: format!("{returned}/{name}"),
-                        }
-                    }));
-                    next.clear_pending();
+                        })
+                        .collect::<Vec<_>>();
+                    next.set_pending(kept);
+                    let mut ops = if current.pool.pending().is_empty() && next.pending().is_empty()
+                    {
+                        chunks::plan(&current.pool, &mut next)
+                    } else {
+                        let mut stored = next.stored();
+                        let ops = chunks::plan(&current.pool.stored(), &mut stored);
+                        next.set_chunks(stored.chunks().to_vec());
+                        ops
+                    };
+                    ops.extend(merged);
                     (next, moved, count, ops)
                 }
                 Ok(Plan::Fresh(pool)) => {
@@ -1540,7 +1566,7 @@ impl<S: Store> IdGeneratorService<S> {
                 },
                 self.options.op_log_len,
             );
-            let bytes = next.render().into_bytes();
+            let bytes = next.render_stored().into_bytes();
             if kind == OpKind::Push
                 && self.projected_size(&next, bytes.len()) > self.options.max_pool_bytes
             {
@@ -1560,7 +1586,11 @@ impl<S: Store> IdGeneratorService<S> {
             match self.write(path, &bytes, current.version, &part_ops).await {
                 Ok(written) => {
                     known.store(written, Ordering::Release);
-                    chunks::remember(&next, chunk_cache);
+                    if next.pending().is_empty() {
+                        chunks::remember(&next, chunk_cache);
+                    } else {
+                        chunks::remember(&next.stored(), chunk_cache);
+                    }
                     if refuse_older {
                         self.observe(path, next.epoch(), written)?;
                     } else {
@@ -1630,13 +1660,17 @@ impl<S: Store> IdGeneratorService<S> {
                                 pool: state.pool.skeleton(),
                                 version: state.version,
                             });
-                            // A pool read without its free-list parts is not planned on.
-                            *cached = Some(state).filter(|s| s.pool.chunks().is_empty());
+                            // A pool read without its free-list parts or waiting pushes is not
+                            // planned on.
+                            *cached = Some(state).filter(|s| {
+                                s.pool.chunks().is_empty() && s.pool.blocks().is_none()
+                            });
                             return Ok(Updated::Moved(moved, after));
                         }
                         Resolution::NotApplied(state) => {
                             self.stats.lost_reply(path, LostOutcome::NotApplied, 0);
-                            *cached = Some(state).filter(|s| s.pool.chunks().is_empty())
+                            *cached = Some(state)
+                                .filter(|s| s.pool.chunks().is_empty() && s.pool.blocks().is_none())
                         }
                         Resolution::Unknown(why) => {
                             self.stats

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use support::{op, runtime, session_options, FaultProxy, ZkServer};
 use zooid::{
-    ConnectOptions, IdCategory, IdGeneratorService, IdRange, IdSet, ServiceOptions, ZooidError,
+    ConnectOptions, IdCategory, IdGeneratorService, IdRange, IdSet, ServiceOptions, Store,
+    ZooidError,
 };
 
 fn r(start: i64, end: i64) -> IdRange {
@@ -482,4 +483,58 @@ fn cli_creates_and_uses_a_category_in_block_allocation() {
         text.contains("blocks:     250 IDs each, generation 0 from 1 (fresh IDs from 751 on)"),
         "{text}"
     );
+}
+
+/// Pushes whose IDs a take does not need stay in their own nodes (the take writes only what it
+/// changes), up to `KEEP_PENDING` of them; then a write merges them all. The free list seen by
+/// every process is exact throughout.
+#[test]
+fn waiting_pushes_stay_until_needed_or_too_many() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let svc = open(&zk.connect_string()).await;
+        let other = open(&zk.connect_string()).await;
+        let cat = IdCategory::new("/scale/waiting").unwrap();
+        svc.create_category_blocks(&cat, 1, 1_000_000, 1000)
+            .await
+            .unwrap();
+        assert_eq!(
+            svc.take_ids(&cat, 1000).await.unwrap().ranges(),
+            vec![r(1, 1000)]
+        );
+        svc.push_ids(&mut IdSet::new(cat.clone(), vec![r(1, 100)]))
+            .await
+            .unwrap();
+        let waiting = || async {
+            other
+                .store()
+                .children("/scale/waiting/zooid-returned")
+                .await
+                .unwrap()
+                .iter()
+                .filter(|c| c.starts_with("r-"))
+                .count()
+        };
+        let mut most = 0;
+        for i in 0..80 {
+            svc.push_ids(&mut IdSet::new(cat.clone(), vec![r(900 + i, 900 + i)]))
+                .await
+                .unwrap();
+            // The lowest free ID is in 1..=100: the push above stays waiting.
+            assert_eq!(
+                svc.take_ids(&cat, 1).await.unwrap().ranges(),
+                vec![r(i + 1, i + 1)]
+            );
+            most = most.max(waiting().await);
+        }
+        assert!(most > 1, "pushes never waited");
+        assert!(
+            most <= zooid::blocks::KEEP_PENDING + 1,
+            "{most} pushes waiting"
+        );
+        let info = other.pool_info(&cat).await.unwrap();
+        assert_eq!(info.free, vec![r(81, 100), r(900, 979)]);
+        eprintln!("80 pushes above the lowest free IDs: at most {most} waited in their own nodes");
+    });
 }
