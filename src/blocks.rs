@@ -656,7 +656,9 @@ pub(crate) fn watch_pool(
     tokio::spawn(async move {
         loop {
             match client.check_and_watch_stat(&path).await {
-                Ok((Some(stat), watcher)) if stat.version == known.load(Ordering::Acquire) => {
+                // At or below: this process's own write (`known` is set before it is sent, so
+                // the node may still be a version behind). Above: another process wrote.
+                Ok((Some(stat), watcher)) if stat.version <= known.load(Ordering::Acquire) => {
                     watcher.changed().await;
                 }
                 _ => break,

@@ -27,10 +27,10 @@ use crate::session::Session;
 use crate::store::StoreError;
 
 /// Most ranges the pool node itself keeps.
-pub const HEAD_MAX_RANGES: usize = 64;
+pub const HEAD_MAX_RANGES: usize = 32;
 
 /// Most ranges a part keeps.
-pub const CHUNK_MAX_RANGES: usize = 512;
+pub const CHUNK_MAX_RANGES: usize = 1024;
 
 /// The node of part `key`.
 pub fn chunk_path(path: &str, key: i64) -> String {
@@ -196,7 +196,7 @@ pub fn plan(current: &Pool, next: &mut Pool) -> Vec<ChunkOp> {
     if !keys.is_empty() && count(i64::MIN, keys[0]) == 0 {
         keys.remove(0);
     }
-    // Overfull head and parts are split, keeping half of the limit below each new key.
+    // Overfull head and parts are split.
     let mut out: Vec<i64> = Vec::with_capacity(keys.len() + 1);
     let mut starts = vec![i64::MIN];
     starts.extend(keys.iter().copied());
@@ -212,8 +212,16 @@ pub fn plan(current: &Pool, next: &mut Pool) -> Vec<ChunkOp> {
             CHUNK_MAX_RANGES
         };
         if ranges.len() > limit {
-            let step = (limit / 2).max(1);
-            out.extend(ranges.iter().skip(step).step_by(step).map(|r| r.start()));
+            // Half of the limit stays below the first new key; the rest goes into parts of half
+            // a part's limit each.
+            let step = (CHUNK_MAX_RANGES / 2).max(1);
+            out.extend(
+                ranges
+                    .iter()
+                    .skip((limit / 2).max(1))
+                    .step_by(step)
+                    .map(|r| r.start()),
+            );
         }
     }
     keys = out;
@@ -558,7 +566,16 @@ mod tests {
         apply(&mut nodes, &ops);
         assert!(next.chunks().len() >= 20_000 / CHUNK_MAX_RANGES);
         assert_eq!(reread(&next, &nodes), *next.free());
-        assert!(next.render().len() < 16 * 1024, "the pool node stays small");
+        assert!(
+            next.render().len() < 4 * 1024,
+            "the pool node stays small: {}",
+            next.render().len()
+        );
+        assert!(
+            next.chunks().len() <= 20_000 / (CHUNK_MAX_RANGES / 2) + 1,
+            "{} parts",
+            next.chunks().len()
+        );
         assert_eq!(next.free_count(), 20_000 * 5);
 
         // A take of the lowest IDs touches the head only.

@@ -310,20 +310,17 @@ impl Pool {
     /// The pool as its nodes hold it: without the IDs of the pushes still waiting in their own
     /// nodes (which `free` includes).
     pub fn stored(&self) -> Pool {
-        let mut stored = self.clone();
-        for range in self.pending.iter().flat_map(|(_, ranges)| ranges) {
-            stored.free.remove(range);
-        }
-        stored.pending.clear();
-        stored
-    }
-
-    /// The node content for this pool, without the pushes still waiting (see [`Pool::stored`]).
-    pub fn render_stored(&self) -> String {
-        if self.pending.is_empty() {
-            self.render()
-        } else {
-            self.stored().render()
+        let waiting: Vec<IdRange> = self
+            .pending
+            .iter()
+            .flat_map(|(_, ranges)| ranges.iter().copied())
+            .collect();
+        Pool {
+            free: self.free.without(&waiting),
+            log: self.log.clone(),
+            chunks: self.chunks.clone(),
+            pending: Vec::new(),
+            ..*self
         }
     }
 

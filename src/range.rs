@@ -158,6 +158,34 @@ impl RangeSet {
         true
     }
 
+    /// The set without the IDs of `remove` (one pass; a range of `remove` that the set does not
+    /// wholly hold is left out of the subtraction, as [`RangeSet::remove`] would).
+    pub fn without(&self, remove: &[IdRange]) -> RangeSet {
+        let mut holes: Vec<IdRange> = remove.iter().filter(|r| self.covers(r)).copied().collect();
+        holes.sort_unstable_by_key(|r| r.start);
+        let mut out = Vec::with_capacity(self.ranges.len() + holes.len());
+        let mut holes = holes.into_iter().peekable();
+        for &range in &self.ranges {
+            let mut start = range.start;
+            while let Some(hole) = holes.next_if(|h| h.end <= range.end) {
+                if hole.start > start {
+                    out.push(IdRange {
+                        start,
+                        end: hole.start - 1,
+                    });
+                }
+                start = hole.end.saturating_add(1);
+            }
+            if start <= range.end {
+                out.push(IdRange {
+                    start,
+                    end: range.end,
+                });
+            }
+        }
+        RangeSet { ranges: out }
+    }
+
     /// The first range of the set that overlaps `range`, if any.
     pub fn first_overlap(&self, range: &IdRange) -> Option<IdRange> {
         let i = self.ranges.partition_point(|r| r.end < range.start);
@@ -277,6 +305,17 @@ mod tests {
             .map(|&(a, b)| IdRange::new(a, b).unwrap())
             .collect();
         assert_eq!(set.ranges(), &expected[..]);
+        let mut again = RangeSet::new();
+        again
+            .insert_all(&[IdRange::new(1, 10).unwrap(), IdRange::new(20, 30).unwrap()])
+            .unwrap();
+        let cut = again.without(&[
+            IdRange::new(30, 30).unwrap(),
+            IdRange::new(3, 5).unwrap(),
+            IdRange::new(20, 20).unwrap(),
+            IdRange::new(9, 20).unwrap(),
+        ]);
+        assert_eq!(cut.ranges(), &expected[..]);
     }
 
     use super::*;

@@ -1495,7 +1495,7 @@ impl<S: Store> IdGeneratorService<S> {
                     }
                 }
             };
-            let (mut next, moved, count, part_ops) = match plan(&current.pool) {
+            let (mut next, moved, count, part_ops, mut stored) = match plan(&current.pool) {
                 Ok(Plan::Write(mut next, moved, count)) => {
                     // A format-3 pool writes only the parts of its free list that changed. Pushes
                     // waiting in their own nodes whose IDs this write does not take stay there
@@ -1524,17 +1524,18 @@ impl<S: Store> IdGeneratorService<S> {
                         })
                         .collect::<Vec<_>>();
                     next.set_pending(kept);
-                    let mut ops = if current.pool.pending().is_empty() && next.pending().is_empty()
-                    {
-                        chunks::plan(&current.pool, &mut next)
-                    } else {
-                        let mut stored = next.stored();
-                        let ops = chunks::plan(&current.pool.stored(), &mut stored);
-                        next.set_chunks(stored.chunks().to_vec());
-                        ops
-                    };
+                    // `stored`: the pool as its nodes will hold it, when pushes wait.
+                    let (mut ops, stored) =
+                        if current.pool.pending().is_empty() && next.pending().is_empty() {
+                            (chunks::plan(&current.pool, &mut next), None)
+                        } else {
+                            let mut stored = next.stored();
+                            let ops = chunks::plan(&current.pool.stored(), &mut stored);
+                            next.set_chunks(stored.chunks().to_vec());
+                            (ops, Some(stored))
+                        };
                     ops.extend(merged);
-                    (next, moved, count, ops)
+                    (next, moved, count, ops, stored)
                 }
                 Ok(Plan::Fresh(pool)) => {
                     let version = current.version;
@@ -1557,16 +1558,17 @@ impl<S: Store> IdGeneratorService<S> {
                         version: current.version,
                     })?;
             let token = OpToken::random();
-            next.record(
-                OpRecord {
-                    version,
-                    token,
-                    kind,
-                    count,
-                },
-                self.options.op_log_len,
-            );
-            let bytes = next.render_stored().into_bytes();
+            let op = OpRecord {
+                version,
+                token,
+                kind,
+                count,
+            };
+            next.record(op, self.options.op_log_len);
+            if let Some(stored) = stored.as_mut() {
+                stored.record(op, self.options.op_log_len);
+            }
+            let bytes = stored.as_ref().unwrap_or(&next).render().into_bytes();
             if kind == OpKind::Push
                 && self.projected_size(&next, bytes.len()) > self.options.max_pool_bytes
             {
@@ -1586,11 +1588,7 @@ impl<S: Store> IdGeneratorService<S> {
             match self.write(path, &bytes, current.version, &part_ops).await {
                 Ok(written) => {
                     known.store(written, Ordering::Release);
-                    if next.pending().is_empty() {
-                        chunks::remember(&next, chunk_cache);
-                    } else {
-                        chunks::remember(&next.stored(), chunk_cache);
-                    }
+                    chunks::remember(stored.as_ref().unwrap_or(&next), chunk_cache);
                     if refuse_older {
                         self.observe(path, next.epoch(), written)?;
                     } else {
