@@ -400,13 +400,7 @@ impl<S: Store> IdGeneratorService<S> {
                 "ceiling {c}: need 0 <= ceiling <= last ({last})"
             )));
         }
-        let bounds = IdRange::new(first, last)
-            .filter(|_| first >= 1)
-            .ok_or_else(|| {
-                ZooidError::InvalidArgument(format!(
-                    "category bounds {first}..={last}: need 1 <= first <= last"
-                ))
-            })?;
+        let bounds = category_bounds(first, last)?;
         let path = category.name();
         let token = OpToken::random();
         let mut pool = Pool::new(bounds);
@@ -494,13 +488,7 @@ impl<S: Store> IdGeneratorService<S> {
                 "block size {unit}: need 1..={MAX_TAKE}"
             )));
         }
-        let bounds = IdRange::new(first, last)
-            .filter(|_| first >= 1)
-            .ok_or_else(|| {
-                ZooidError::InvalidArgument(format!(
-                    "category bounds {first}..={last}: need 1 <= first <= last"
-                ))
-            })?;
+        let bounds = category_bounds(first, last)?;
         let session = self.store.session().ok_or_else(blocks::needs_zookeeper)?;
         let path = category.name();
         let token = OpToken::random();
@@ -1856,6 +1844,17 @@ fn reroute() -> ZooidError {
     ZooidError::Closed {
         what: String::new(),
     }
+}
+
+/// A category's bounds `first..=last`, checked (`1 <= first <= last`).
+fn category_bounds(first: i64, last: i64) -> Result<IdRange> {
+    IdRange::new(first, last)
+        .filter(|_| first >= 1)
+        .ok_or_else(|| {
+            ZooidError::InvalidArgument(format!(
+                "category bounds {first}..={last}: need 1 <= first <= last"
+            ))
+        })
 }
 
 /// How many IDs `ranges` hold.

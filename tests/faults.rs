@@ -173,14 +173,21 @@ fn f3a_blackhole_shorter_than_session_timeout() {
 /// and resolve the writes they had in flight.
 #[test]
 fn f3b_blackhole_longer_than_session_timeout() {
+    sessions_expire("3b blackhole longer than the session timeout", None);
+}
+
+/// Blackholes every proxy for 2.5 session timeouts: every session expires, the workers open new
+/// ones and resolve the writes they had in flight.
+fn sessions_expire(name: &str, blocks: Option<u64>) {
     let _serial = serial();
     let cfg = Config {
         // Long enough for a write in flight to be resolved after the blackhole.
         op_deadline: Duration::from_secs(15),
+        blocks,
         ..Config::default()
     };
     let hold = cfg.session_timeout * 5 / 2;
-    let mut rig = Rig::start("3b blackhole longer than the session timeout", cfg);
+    let mut rig = Rig::start(name, cfg);
     rig.warm_up();
     let rounds = scaled_count(1);
     blackhole_all(&rig, hold, rounds);
@@ -281,8 +288,14 @@ fn f4b_client_paused_past_session_timeout() {
 /// Fault 5: The leader is SIGKILLed under load; a new one is elected; the old one comes back.
 #[test]
 fn f5a_leader_killed() {
+    leader_killed("5a leader SIGKILLed", Config::default());
+}
+
+/// Kills the ensemble's leader (with clients on it) under load, waits for a new one, restarts
+/// the old one.
+fn leader_killed(name: &str, cfg: Config) {
     let _serial = serial();
-    let mut rig = Rig::start("5a leader SIGKILLed", Config::default());
+    let mut rig = Rig::start(name, cfg);
     rig.warm_up();
     let leader = rig.zk.leader().expect("a leader");
     rig.ensure_clients_on(leader);
@@ -476,46 +489,16 @@ fn f8a_blocks_replies_lost() {
 /// Block allocation: the ensemble's leader is SIGKILLed under load.
 #[test]
 fn f8b_blocks_leader_killed() {
-    let _serial = serial();
     let cfg = Config {
         blocks: Some(100),
         ..Config::default()
     };
-    let mut rig = Rig::start("8b block allocation: leader SIGKILLed", cfg);
-    rig.warm_up();
-    let leader = rig.zk.leader().expect("a leader");
-    rig.ensure_clients_on(leader);
-    rig.zk.kill(leader);
-    rig.record_fault("leader SIGKILL");
-    rig.new_leader_after(leader);
-    rig.assert_progress(20, "the leader was killed");
-    rig.restart_server(leader);
-    rig.run_for(secs(1.5));
-    let a = rig.finish();
-    rig.assert_guarantees(&a, AMBIGUOUS);
+    leader_killed("8b block allocation: leader SIGKILLed", cfg);
 }
 
 /// Block allocation: a blackhole of 2.5 session timeouts; every session expires with claims and
 /// pushes in flight.
 #[test]
 fn f8c_blocks_sessions_expire() {
-    let _serial = serial();
-    let cfg = Config {
-        blocks: Some(100),
-        op_deadline: Duration::from_secs(15),
-        ..Config::default()
-    };
-    let hold = cfg.session_timeout * 5 / 2;
-    let mut rig = Rig::start("8c block allocation: sessions expire", cfg);
-    rig.warm_up();
-    let rounds = scaled_count(1);
-    blackhole_all(&rig, hold, rounds);
-    rig.assert_progress(20, "the blackhole");
-    let a = rig.finish();
-    assert!(rig.proxy_totals().blackholes >= 3 * rounds);
-    assert!(
-        a.session_renewals >= 1,
-        "no session expired during a blackhole of {hold:?}"
-    );
-    rig.assert_guarantees(&a, AMBIGUOUS);
+    sessions_expire("8c block allocation: sessions expire", Some(100));
 }
