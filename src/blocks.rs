@@ -61,6 +61,12 @@ pub const ROTATE_AT: i64 = 20_000;
 /// merges them all.
 pub const KEEP_PENDING: usize = 64;
 
+/// Retiring a generation deletes its claims this many at a time...
+const RETIRE_BATCH: usize = 100;
+
+/// ...with this pause between two deletes.
+const RETIRE_PAUSE: std::time::Duration = std::time::Duration::from_millis(5);
+
 /// The largest number of blocks one take claims (one `multi`).
 pub const MAX_BLOCKS_PER_TAKE: u64 = 1_000;
 
@@ -616,7 +622,12 @@ pub(crate) async fn retire(session: &Session, path: &str, generation: u64) {
             return;
         }
     };
-    for chunk in children.chunks(500) {
+    // Small deletes with pauses between them: the claims of the new generation queue behind
+    // each one on the server, so none may be long.
+    for (i, chunk) in children.chunks(RETIRE_BATCH).enumerate() {
+        if i > 0 {
+            tokio::time::sleep(RETIRE_PAUSE).await;
+        }
         let mut multi = client.new_multi_writer();
         let built = chunk
             .iter()
