@@ -20,27 +20,25 @@
 //! ```
 
 pub mod acl;
+pub mod alloc;
 pub mod blocking;
-pub mod blocks;
-pub mod chunks;
 pub mod counter;
 pub mod durable;
 pub mod election;
 pub mod error;
 pub mod ffi;
+pub mod format;
 pub mod idset;
 pub mod java;
 pub mod keeper;
 #[cfg(feature = "kerberos")]
 mod kerberos;
 mod pace;
-pub mod pool;
 pub mod prefetch;
 pub mod queue;
 pub mod range;
 pub mod retry;
 mod runtime;
-pub mod service;
 pub mod session;
 pub mod stats;
 pub mod store;
@@ -57,7 +55,7 @@ pub use idset::{IdCategory, IdSet};
 pub use queue::{Claim, QueueOptions, WorkQueue};
 pub use range::{IdRange, RangeSet};
 pub use retry::RetryPolicy;
-pub use service::{IdGeneratorService, PoolInfo, ServiceOptions};
+pub use alloc::{IdGeneratorService, PoolInfo, ServiceOptions};
 pub use session::{ConnectionState, Session, SessionStatus};
 pub use stats::{CategoryStats, LatencyHistogram, ServiceStats};
 pub use store::{AnyStore, ConnectOptions, Sasl, Store, TlsFiles};

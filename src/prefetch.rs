@@ -29,7 +29,7 @@ use tokio::sync::Notify;
 use crate::error::{Result, ZooidError};
 use crate::idset::{IdCategory, IdSet};
 use crate::range::IdRange;
-use crate::service::{IdGeneratorService, MAX_TAKE};
+use crate::alloc::{IdGeneratorService, MAX_TAKE};
 use crate::store::{AnyStore, Store};
 
 /// How many refill sizes [`SourceStats::batches`] keeps (the most recent ones).

@@ -10,20 +10,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::pool::Pool;
-
 /// Upper bounds (inclusive, in microseconds) of the latency histogram's buckets; a last,
 /// unbounded bucket counts the slower operations.
 pub const LATENCY_BUCKETS_US: [u64; 15] = [
     250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000,
     2_500_000, 5_000_000, 10_000_000,
 ];
-
-/// The ceiling headroom of a pool: how many free IDs a take may still hand out at or below the
-/// category's durable ceiling; `None` (and no `zooid_pool_ceiling_headroom` gauge) without one.
-pub(crate) fn ceiling_headroom(pool: &Pool) -> Option<u64> {
-    pool.ceiling().map(|_| pool.available())
-}
 
 /// How a write whose reply was lost turned out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,7 +53,8 @@ pub struct CategoryStats {
     pub node_bytes_limit: u64,
     /// The node's data version.
     pub version: i32,
-    /// IDs left below the category's ceiling, where the pool has one (none do yet).
+    /// How many free IDs a take may still hand out at or below the category's durable ceiling;
+    /// `None` (and no `zooid_pool_ceiling_headroom` gauge) without one.
     pub ceiling_headroom: Option<u64>,
 }
 
@@ -239,24 +232,9 @@ impl Recorder {
         }
     }
 
-    /// The pool of `category` as just read or written.
-    pub(crate) fn pool_seen(
-        &self,
-        category: &str,
-        pool: &Pool,
-        bytes: usize,
-        version: i32,
-        limit: usize,
-    ) {
-        let stats = CategoryStats {
-            category: category.to_string(),
-            free_ids: pool.free().count(),
-            ranges: pool.free().range_count() as u64,
-            node_bytes: bytes as u64,
-            node_bytes_limit: limit as u64,
-            version,
-            ceiling_headroom: ceiling_headroom(pool),
-        };
+    /// A category's pool as just read or written (its figures, taken by the allocator).
+    pub(crate) fn pool_seen(&self, stats: CategoryStats) {
+        let category = stats.category.clone();
         metrics::gauge!("zooid_pool_free_ids", "category" => category.to_string())
             .set(stats.free_ids as f64);
         metrics::gauge!("zooid_pool_ranges", "category" => category.to_string())
@@ -273,7 +251,7 @@ impl Recorder {
         self.categories
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(category.to_string(), stats);
+            .insert(category, stats);
     }
 
     /// A snapshot; the session figures are filled in by the service.
@@ -335,7 +313,6 @@ pub(crate) fn outcome_of(err: Option<&crate::ZooidError>) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::range::IdRange;
 
     #[test]
     fn latency_lands_in_its_bucket_and_counts_add_up() {
@@ -355,13 +332,17 @@ mod tests {
     #[test]
     fn pool_figures_follow_the_last_state_seen() {
         let recorder = Recorder::default();
-        let mut pool = Pool::new(IdRange::new(1, 100).unwrap());
-        recorder.pool_seen("/c", &pool, 40, 0, 1000);
-        pool.free_mut().take_lowest(10);
-        pool.free_mut()
-            .insert_all(&[IdRange::new(3, 4).unwrap()])
-            .unwrap();
-        recorder.pool_seen("/c", &pool, 60, 2, 1000);
+        let figures = |free_ids, ranges, node_bytes, version| CategoryStats {
+            category: "/c".into(),
+            free_ids,
+            ranges,
+            node_bytes,
+            node_bytes_limit: 1000,
+            version,
+            ceiling_headroom: None,
+        };
+        recorder.pool_seen(figures(100, 1, 40, 0));
+        recorder.pool_seen(figures(92, 2, 60, 2));
         let stats = recorder.snapshot();
         assert_eq!(stats.categories.len(), 1);
         let c = &stats.categories[0];

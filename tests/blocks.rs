@@ -316,7 +316,7 @@ fn a_fragmented_free_list_lives_in_parts() {
             .filter(|c| c.starts_with("zooid-free-"))
             .count();
         assert!(
-            parts >= 2000 / zooid::chunks::CHUNK_MAX_RANGES,
+            parts >= 2000 / zooid::format::CHUNK_MAX_RANGES,
             "{children:?}"
         );
 
@@ -530,7 +530,7 @@ fn waiting_pushes_stay_until_needed_or_too_many() {
         }
         assert!(most > 1, "pushes never waited");
         assert!(
-            most <= zooid::blocks::KEEP_PENDING + 1,
+            most <= zooid::alloc::blocks::KEEP_PENDING + 1,
             "{most} pushes waiting"
         );
         let info = other.pool_info(&cat).await.unwrap();

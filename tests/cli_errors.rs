@@ -41,7 +41,7 @@ fn free_port() -> u16 {
 
 /// A pool node's content for IDs `1..=last`, as zooid writes it.
 fn pool_bytes(last: i64) -> Vec<u8> {
-    zooid::pool::Pool::new(zooid::IdRange::new(1, last).unwrap())
+    zooid::format::Pool::new(zooid::IdRange::new(1, last).unwrap())
         .render()
         .into_bytes()
 }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use support::ZkServer;
 use zooid::durable::{DirRecords, DurableStore, Fence, Record, S3Records};
-use zooid::service::Restored;
+use zooid::alloc::Restored;
 use zooid::{
     ConnectOptions, IdCategory, IdGeneratorService, IdRange, ServiceOptions, Store, ZooidError,
 };

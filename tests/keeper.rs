@@ -548,7 +548,7 @@ fn a_rolled_back_pool_is_repaired_by_the_keeper() {
             after_snapshot.extend(ids(&svc.take_ids(&cat, 50).await.unwrap()));
         }
         let record = durable.read(cat.name()).await.unwrap().unwrap();
-        let snap_ceiling = zooid::pool::Pool::parse(cat.name(), &snapshot.data).unwrap().ceiling().unwrap();
+        let snap_ceiling = zooid::format::Pool::parse(cat.name(), &snapshot.data).unwrap().ceiling().unwrap();
         assert!(record.ceiling > snap_ceiling);
         // The rollback: the node comes back with the snapshot's content (and version 0).
         loop {

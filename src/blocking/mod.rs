@@ -16,7 +16,7 @@ use std::sync::Arc;
 use crate::error::Result;
 use crate::idset::{IdCategory, IdSet};
 use crate::runtime::{block_on, runtime, DropInRuntime};
-use crate::service::{IdGeneratorService as AsyncService, PoolInfo, ServiceOptions};
+use crate::alloc::{IdGeneratorService as AsyncService, PoolInfo, ServiceOptions};
 use crate::session::Session;
 use crate::store::{AnyStore, ConnectOptions};
 

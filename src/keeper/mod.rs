@@ -318,7 +318,7 @@ impl Active<'_> {
                 Ok(children) => {
                     // Block claims and free-list parts of format-3 pools are not categories.
                     for child in children.into_iter().filter(|c| {
-                        !crate::blocks::is_sequence_parent(c) && !crate::chunks::is_chunk(c)
+                        !crate::format::is_sequence_parent(c) && !crate::format::is_chunk(c)
                     }) {
                         todo.push(if path == "/" {
                             format!("/{child}")

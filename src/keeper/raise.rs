@@ -10,7 +10,7 @@ use super::Active;
 use crate::durable::{Fence, Record};
 use crate::election::FencedOp;
 use crate::error::{Result, ZooidError};
-use crate::pool::{OpKind, OpRecord, OpToken, Pool, DEFAULT_OP_LOG_LEN};
+use crate::format::{OpKind, OpRecord, OpToken, Pool, DEFAULT_OP_LOG_LEN};
 
 /// How many times one evaluation re-reads after a version conflict.
 const MAX_CONFLICTS: usize = 8;
@@ -60,7 +60,7 @@ impl Active<'_> {
         };
         let pool = Pool::parse(path, &data)?;
         // In block allocation the node alone does not tell what was claimed since.
-        let usage = crate::blocks::usage(Some(self.session), path, &pool).await?;
+        let usage = crate::alloc::blocks::usage(Some(self.session), path, &pool, false).await?;
         let sizing = self.options.sizing;
         let now = Instant::now();
         let used = pool.bounds().len() - usage.free;
@@ -253,7 +253,7 @@ impl Active<'_> {
         }
         let generation = record.fence.generation.max(pool.epoch()) + 1;
         let base = record.ceiling.max(pool.ceiling().unwrap_or(0)).max(
-            crate::blocks::usage(Some(self.session), path, pool)
+            crate::alloc::blocks::usage(Some(self.session), path, pool, false)
                 .await?
                 .high_water,
         );

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use zooid::pool::Pool;
+use zooid::format::Pool;
 use zooid::store::AnyStore;
 use zooid::{
     ConnectOptions, IdCategory, IdGeneratorService, IdRange, IdSet, ServiceOptions, Store,

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use zooid::pool::{OpKind, OpRecord, OpToken, Pool};
+use zooid::format::{OpKind, OpRecord, OpToken, Pool};
 use zooid::store::{StoreError, Versioned};
 use zooid::Store;
 
@@ -44,7 +44,7 @@ impl<S: Store> FaultyStore<S> {
             report_version: Mutex::new(None),
             sets: AtomicUsize::new(0),
             injected: AtomicUsize::new(0),
-            foreign_log_len: AtomicUsize::new(zooid::pool::DEFAULT_OP_LOG_LEN),
+            foreign_log_len: AtomicUsize::new(zooid::format::DEFAULT_OP_LOG_LEN),
         }
     }
 

@@ -1,4 +1,6 @@
-//! The pool node's text format: strict parsing and rendering (specified in docs/FORMAT.md).
+//! The pool node's text (formats 1 to 3): strict parsing and rendering, as docs/FORMAT.md
+//! specifies it. A [`Pool`] is what the node says, nothing more: the state an operation keeps
+//! about it (pushes waiting in their own nodes, parts loaded) lives in the allocator.
 //!
 //! ```text
 //! #zooid 1
@@ -19,7 +21,7 @@
 //! 37001:123456789
 //! ```
 //!
-//! A category created for scale hands out fresh IDs in blocks (src/blocks.rs) and keeps only the
+//! A category created for scale hands out fresh IDs in blocks (src/alloc/blocks/) and keeps only the
 //! recycled IDs (holes) in its free list; it is written as format 3, which older readers refuse:
 //!
 //! ```text
@@ -33,8 +35,13 @@
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 
+use super::oplog::{OpKind, OpRecord, OpToken};
+use super::ranges::parse_range;
 use crate::error::{Result, ZooidError};
 use crate::range::{IdRange, RangeSet};
+
+/// Largest number of IDs one take may ask for, and the largest block unit.
+pub const MAX_TAKE: u64 = i32::MAX as u64;
 
 /// The format version zooid writes for pools without a ceiling or epoch (readable by every zooid).
 pub const FORMAT_VERSION: u32 = 1;
@@ -47,7 +54,7 @@ pub const FORMAT_VERSION_RESERVED: u32 = 2;
 /// formats 1 and 2 refuse it: they would read its short free list as all there is.
 pub const FORMAT_VERSION_BLOCKS: u32 = 3;
 
-/// How a pool in block allocation hands out fresh IDs (src/blocks.rs): block `s` of generation
+/// How a pool in block allocation hands out fresh IDs (src/alloc/blocks/): block `s` of generation
 /// `generation` is `base + s * unit ..= base + (s + 1) * unit - 1`, where `s` is the sequence
 /// number ZooKeeper gave the node that claimed it. The free list holds IDs of claimed blocks that
 /// were pushed back: all below the generation's frontier (`base + unit *` blocks claimed).
@@ -61,7 +68,7 @@ pub struct Blocks {
     pub base: i64,
 }
 
-/// One part of a format-3 pool's free list kept in its own node (src/chunks.rs): the free IDs
+/// One part of a format-3 pool's free list kept in its own node ([`super::parts`]): the free IDs
 /// from `key` up to the next part's key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ChunkRef {
@@ -83,73 +90,6 @@ impl Blocks {
     }
 }
 
-/// How many recent operations a pool remembers by default, to resolve lost replies.
-pub const DEFAULT_OP_LOG_LEN: usize = 64;
-
-/// A random token naming one write, so its author can recognise it after a lost reply.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct OpToken(pub u64);
-
-impl OpToken {
-    /// A fresh random token.
-    pub fn random() -> Self {
-        Self(rand::random())
-    }
-}
-
-/// What a logged write did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OpKind {
-    /// The category was created.
-    Create,
-    /// IDs were taken.
-    Take,
-    /// IDs were pushed back.
-    Push,
-    /// The ceiling was set or raised (by a keeper or an operator), or the pool repaired.
-    Ceiling,
-    /// Block allocation moved to a new generation (format 3; `COUNT` is the IDs the closed
-    /// generation spanned).
-    Blocks,
-}
-
-impl OpKind {
-    /// The word used in `#op` lines.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            OpKind::Create => "create",
-            OpKind::Take => "take",
-            OpKind::Push => "push",
-            OpKind::Ceiling => "ceiling",
-            OpKind::Blocks => "blocks",
-        }
-    }
-
-    fn parse(word: &str) -> Option<Self> {
-        match word {
-            "create" => Some(OpKind::Create),
-            "take" => Some(OpKind::Take),
-            "push" => Some(OpKind::Push),
-            "ceiling" => Some(OpKind::Ceiling),
-            "blocks" => Some(OpKind::Blocks),
-            _ => None,
-        }
-    }
-}
-
-/// One entry of the operation log: the write that produced data version `version`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct OpRecord {
-    /// The node data version this write produced.
-    pub version: i32,
-    /// The writer's token.
-    pub token: OpToken,
-    /// What the write did.
-    pub kind: OpKind,
-    /// How many IDs it moved.
-    pub count: u64,
-}
-
 /// A parsed pool node: the category's bounds, its free IDs and its recent operations.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pool {
@@ -168,13 +108,6 @@ pub struct Pool {
     /// Parts of the free list kept in their own nodes (format 3), ascending by key. The node
     /// holds the free IDs below the first key; `free` holds them all once the parts are loaded.
     chunks: Vec<ChunkRef>,
-    /// Pushes to a format-3 pool waiting to be merged (src/blocks.rs), as read with the pool:
-    /// their IDs are in `free` too, and the next write deletes their nodes. Not part of the text.
-    pending: Vec<(String, Vec<IdRange>)>,
-    /// The data version of the node those pushes are announced on, when read.
-    returned_version: Option<i32>,
-    /// Whether `free` holds every free ID of the node (no parts, or the parts were loaded).
-    complete: bool,
 }
 
 impl Pool {
@@ -189,9 +122,6 @@ impl Pool {
             epoch: 0,
             blocks: None,
             chunks: Vec::new(),
-            pending: Vec::new(),
-            returned_version: None,
-            complete: true,
         }
     }
 
@@ -228,98 +158,13 @@ impl Pool {
         self.free.remove_at_most(ceiling)
     }
 
-    /// Pushes waiting to be merged, read with the pool: (node name, ranges).
-    pub fn pending(&self) -> &[(String, Vec<IdRange>)] {
-        &self.pending
-    }
-
-    /// The version of the node pushes are announced on, as read with the pool.
-    pub fn returned_version(&self) -> Option<i32> {
-        self.returned_version
-    }
-
-    /// Merges pushes waiting in their own nodes into the free list (format 3). IDs already
-    /// free (a double push) are counted once; returns how many such IDs there were.
-    pub fn merge_pending(&mut self, version: i32, pending: Vec<(String, Vec<IdRange>)>) -> u64 {
-        self.returned_version = Some(version);
-        // Usually the pushes are disjoint from the free list: insert them (each insert is all or
-        // nothing; after a refused one, the union below takes the rest).
-        let mut inserted = 0;
-        for (_, ranges) in &pending {
-            if self.free.insert_all(ranges).is_err() {
-                break;
-            }
-            inserted += 1;
-        }
-        if inserted == pending.len() {
-            self.pending.extend(pending);
-            return 0;
-        }
-        let rest = || {
-            pending[inserted..]
-                .iter()
-                .flat_map(|(_, r)| r.iter().copied())
-        };
-        let mut all: Vec<IdRange> = self.free.ranges().to_vec();
-        let before = self.free.count() + rest().map(|r| r.len()).sum::<u64>();
-        all.extend(rest());
-        all.sort_unstable_by_key(|r| r.start());
-        let mut merged: Vec<IdRange> = Vec::with_capacity(all.len());
-        for r in all {
-            match merged.last_mut() {
-                Some(last) if r.start() <= last.end().saturating_add(1) => {
-                    if let Some(joined) = IdRange::new(last.start(), last.end().max(r.end())) {
-                        *last = joined;
-                    }
-                }
-                _ => merged.push(r),
-            }
-        }
-        let mut free = RangeSet::new();
-        // Sorted, disjoint and not adjacent: cannot fail.
-        let _ = free.insert_all(&merged);
-        let doubled = before - free.count();
-        self.free = free;
-        self.pending.extend(pending);
-        self.returned_version = Some(version);
-        doubled
-    }
-
-    /// The pool without its free IDs and log: what a take needs to claim fresh blocks.
-    pub fn skeleton(&self) -> Pool {
+    /// This pool with `free` as its free IDs (the rest copied): the pool as its nodes hold it,
+    /// when some free IDs wait in nodes of their own.
+    pub fn with_free(&self, free: RangeSet) -> Pool {
         Pool {
-            bounds: self.bounds,
-            free: RangeSet::new(),
-            log: VecDeque::new(),
-            legacy: self.legacy,
-            ceiling: self.ceiling,
-            epoch: self.epoch,
-            blocks: self.blocks,
-            chunks: Vec::new(),
-            pending: Vec::new(),
-            returned_version: self.returned_version,
-            complete: false,
-        }
-    }
-
-    /// Keeps `pending` as the pushes still waiting (after a write merged the others).
-    pub fn set_pending(&mut self, pending: Vec<(String, Vec<IdRange>)>) {
-        self.pending = pending;
-    }
-
-    /// The pool as its nodes hold it: without the IDs of the pushes still waiting in their own
-    /// nodes (which `free` includes).
-    pub fn stored(&self) -> Pool {
-        let waiting: Vec<IdRange> = self
-            .pending
-            .iter()
-            .flat_map(|(_, ranges)| ranges.iter().copied())
-            .collect();
-        Pool {
-            free: self.free.without(&waiting),
+            free,
             log: self.log.clone(),
             chunks: self.chunks.clone(),
-            pending: Vec::new(),
             ..*self
         }
     }
@@ -334,16 +179,9 @@ impl Pool {
         self.chunks = chunks;
     }
 
-    /// Records that `free` now holds every free ID (the parts were loaded into it).
-    pub fn set_complete(&mut self) {
-        self.complete = true;
-    }
-
-    /// Free IDs, counting the parts by their index when they are not loaded.
+    /// Free IDs, counting the parts by their index (right whether or not they are loaded into
+    /// [`free`](Self::free), since loading checks each part's count).
     pub fn free_count(&self) -> u64 {
-        if self.complete {
-            return self.free.count();
-        }
         let head = match self.chunks.first() {
             Some(first) => self.free.count_at_most(first.key - 1),
             None => self.free.count(),
@@ -351,12 +189,10 @@ impl Pool {
         head + self.chunks.iter().map(|c| c.ids).sum::<u64>()
     }
 
-    /// Free IDs at or below `limit`, counting the parts by their index (a part that straddles
-    /// `limit` counts whole).
-    pub fn free_count_at_most(&self, limit: i64) -> u64 {
-        if self.complete {
-            return self.free.count_at_most(limit);
-        }
+    /// Free IDs at or below `limit`, counting the parts by their index: a part that straddles
+    /// `limit` counts whole (exact without parts; with them loaded,
+    /// `free().count_at_most(limit)` is exact).
+    pub fn indexed_free_count_at_most(&self, limit: i64) -> u64 {
         let head_end = self.chunks.first().map_or(i64::MAX, |c| c.key - 1);
         self.free.count_at_most(limit.min(head_end))
             + self
@@ -367,7 +203,7 @@ impl Pool {
                 .sum::<u64>()
     }
 
-    /// Moves block allocation to a new generation starting at `base` (see src/blocks.rs).
+    /// Moves block allocation to a new generation starting at `base` (see src/alloc/blocks/).
     pub fn set_blocks(&mut self, blocks: Blocks) {
         self.blocks = Some(blocks);
     }
@@ -409,7 +245,7 @@ impl Pool {
     /// client is at or below it.
     ///
     /// For a pool in block allocation this is what the node alone tells (`base - 1` or above);
-    /// the blocks claimed since are counted by [`crate::blocks::frontier`].
+    /// the blocks claimed since are counted by the allocator (`alloc::blocks::usage`).
     pub fn high_water(&self) -> i64 {
         if let Some(blocks) = self.blocks {
             return blocks.base - 1;
@@ -470,10 +306,11 @@ impl Pool {
 
     /// The node content for this pool.
     pub fn render(&self) -> String {
-        let ranges = if self.chunks.is_empty() {
-            self.free.range_count()
-        } else {
-            crate::chunks::HEAD_MAX_RANGES
+        // With parts, the node keeps only the ranges below the first part's key.
+        let head_end = self.chunks.first().map(|c| c.key);
+        let ranges = match head_end {
+            None => self.free.range_count(),
+            Some(end) => self.free.ranges().partition_point(|r| r.end() < end),
         };
         let mut out =
             String::with_capacity(64 + 48 * (self.log.len() + ranges + self.chunks.len()));
@@ -502,18 +339,16 @@ impl Pool {
         for op in &self.log {
             let _ = writeln!(
                 out,
-                "#op {} {} {:016x} {}",
+                "#op {} {} {} {}",
                 op.version,
                 op.kind.as_str(),
-                op.token.0,
+                op.token,
                 op.count
             );
         }
         for chunk in &self.chunks {
             let _ = writeln!(out, "#chunk {} {} {}", chunk.key, chunk.version, chunk.ids);
         }
-        // With parts, the node keeps only the ranges below the first part's key.
-        let head_end = self.chunks.first().map(|c| c.key);
         for range in self
             .free
             .ranges()
@@ -661,11 +496,11 @@ impl Parser<'_> {
                         let base = i64::try_from(base).map_err(|_| {
                             self.corrupt(line_no, raw, "base out of the 64-bit range")
                         })?;
-                        if unit == 0 || unit > crate::service::MAX_TAKE {
+                        if unit == 0 || unit > MAX_TAKE {
                             return Err(self.corrupt(
                                 line_no,
                                 raw,
-                                format!("unit must be 1..={}", crate::service::MAX_TAKE),
+                                format!("unit must be 1..={MAX_TAKE}"),
                             ));
                         }
                         blocks = Some((
@@ -852,10 +687,7 @@ impl Parser<'_> {
             ceiling: ceiling.map(|(_, c)| c),
             epoch: epoch.unwrap_or(0),
             blocks: blocks.map(|(_, b)| b),
-            complete: chunks.is_empty(),
             chunks: chunks.into_iter().map(|(_, c)| c).collect(),
-            pending: Vec::new(),
-            returned_version: None,
         })
     }
 
@@ -912,23 +744,7 @@ impl Parser<'_> {
     }
 
     fn range(&self, word: &str, line_no: usize, raw: &str) -> Result<IdRange> {
-        let (start, end) = word
-            .split_once(':')
-            .ok_or_else(|| self.corrupt(line_no, raw, "expected start:end"))?;
-        let number = |s: &str| {
-            // Plain decimal digits only: no sign, no spaces, no '+'.
-            if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-                return Err(self.corrupt(line_no, raw, "expected start:end with decimal IDs"));
-            }
-            s.parse::<i64>()
-                .map_err(|_| self.corrupt(line_no, raw, "ID out of the 64-bit range"))
-        };
-        let (start, end) = (number(start)?, number(end)?);
-        if start == 0 {
-            return Err(self.corrupt(line_no, raw, "IDs start at 1"));
-        }
-        IdRange::new(start, end)
-            .ok_or_else(|| self.corrupt(line_no, raw, "start is greater than end"))
+        parse_range(word).map_err(|reason| self.corrupt(line_no, raw, reason))
     }
 }
 
@@ -1250,27 +1066,5 @@ mod tests {
         let text = pool.render();
         assert!(text.ends_with("1:9223372036854775807\n"), "{text}");
         assert_eq!(Pool::parse("/p", text.as_bytes()).unwrap(), pool);
-    }
-
-    #[test]
-    fn waiting_pushes_merge_once() {
-        let mut pool = Pool::with_blocks(r(1, 1000), 10);
-        pool.free_mut().insert_all(&[r(5, 9)]).unwrap();
-        // Disjoint: inserted as they are.
-        assert_eq!(
-            pool.merge_pending(3, vec![("r-a".into(), vec![r(20, 25)])]),
-            0
-        );
-        assert_eq!(pool.free().ranges(), &[r(5, 9), r(20, 25)]);
-        // A push overlapping free IDs (a double push): counted once, reported.
-        let doubled = pool.merge_pending(4, vec![("r-b".into(), vec![r(8, 12), r(25, 25)])]);
-        assert_eq!(doubled, 3);
-        assert_eq!(pool.free().ranges(), &[r(5, 12), r(20, 25)]);
-        assert_eq!(pool.pending().len(), 2);
-        assert_eq!(pool.returned_version(), Some(4));
-        // Not part of the node's text.
-        assert!(!pool.render().contains("r-a"));
-        pool.set_pending(Vec::new());
-        assert!(pool.pending().is_empty());
     }
 }

@@ -1,5 +1,6 @@
-//! A fragmented free list split over several nodes, so that a write touches only the part it
-//! changes (pool format 3).
+//! The parts layout: a fragmented free list split over several nodes, so that a write touches
+//! only the part it changes (pool format 3). Pure: it plans the part writes, the allocator
+//! sends them (src/alloc/blocks/parts.rs).
 //!
 //! The pool node stays the one compare-and-set point of the category: it keeps the lowest free
 //! ranges (the *head*, at most [`HEAD_MAX_RANGES`]) and an index line per *part*,
@@ -18,35 +19,17 @@
 
 use std::collections::HashMap;
 
-use zookeeper_client::{CreateMode, Error as ZkError, MultiWriteError};
-
-use crate::error::{Result, ZooidError};
-use crate::pool::{ChunkRef, Pool};
+use super::names::chunk_path;
+use super::pool::{ChunkRef, Pool};
+use super::ranges::{parse_ranges, render_ranges};
+use crate::error::Result;
 use crate::range::{IdRange, RangeSet};
-use crate::session::Session;
-use crate::store::StoreError;
 
 /// Most ranges the pool node itself keeps.
 pub const HEAD_MAX_RANGES: usize = 32;
 
 /// Most ranges a part keeps.
 pub const CHUNK_MAX_RANGES: usize = 1024;
-
-/// The node of part `key`.
-pub fn chunk_path(path: &str, key: i64) -> String {
-    format!("{path}/zooid-free-{key}")
-}
-
-/// Whether `name` (a child of a pool node) is one of zooid's free-list parts.
-pub fn is_chunk(name: &str) -> bool {
-    is_numbered(name, "zooid-free-")
-}
-
-/// Whether `name` is `prefix` followed by decimal digits.
-pub(crate) fn is_numbered(name: &str, prefix: &str) -> bool {
-    name.strip_prefix(prefix)
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-}
 
 /// One change to a part node, in a write's `multi`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,10 +44,8 @@ pub enum ChunkOp {
     Create { key: i64, data: Vec<u8> },
     /// Delete the part, at `version`.
     Delete { key: i64, version: i32 },
-    /// Delete another node (a merged push, src/blocks.rs).
+    /// Delete another node (a merged push, src/alloc/blocks/returns.rs).
     DeleteNode { node: String },
-    /// Check another node's data version (that no push arrived since it was read).
-    Check { node: String, version: i32 },
 }
 
 /// A part's content: `#zooid-chunk KEY` then its ranges, one `START:END` per line.
@@ -84,67 +65,8 @@ pub fn parse_chunk(path: &str, key: i64, end: i64, data: &[u8]) -> Result<Vec<Id
     )
 }
 
-/// A node of zooid's own: a `header` line, then one `START:END` line per range.
-pub(crate) fn render_ranges(header: &str, ranges: &[IdRange]) -> Vec<u8> {
-    let mut out = format!("{header}\n");
-    for range in ranges {
-        out.push_str(&format!("{range}\n"));
-    }
-    out.into_bytes()
-}
-
-/// Parses a node written by [`render_ranges`] strictly: the `header` line, then ascending,
-/// disjoint ranges of decimal IDs within `first..=last`.
-pub(crate) fn parse_ranges(
-    node: &str,
-    header: &str,
-    data: &[u8],
-    (first, last): (i64, i64),
-) -> Result<Vec<IdRange>> {
-    let corrupt = |line: usize, content: &str, reason: &str| ZooidError::CorruptPool {
-        path: node.to_string(),
-        line,
-        content: content.to_string(),
-        reason: reason.to_string(),
-    };
-    let text = std::str::from_utf8(data).map_err(|_| corrupt(1, "", "not UTF-8 text"))?;
-    let mut lines = (1..).zip(text.lines());
-    match lines.next() {
-        Some((_, line)) if line.trim() == header => {}
-        Some((_, line)) => return Err(corrupt(1, line, &format!("expected '{header}'"))),
-        None => return Err(corrupt(1, "", "empty node")),
-    }
-    let mut ranges: Vec<IdRange> = Vec::new();
-    for (line_no, raw) in lines {
-        let line = raw.trim();
-        if line.is_empty() {
-            continue;
-        }
-        let range = line
-            .split_once(':')
-            .and_then(|(a, b)| {
-                let digits = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
-                (digits(a) && digits(b)).then_some((a.parse().ok()?, b.parse().ok()?))
-            })
-            .and_then(|(a, b)| IdRange::new(a, b))
-            .ok_or_else(|| corrupt(line_no, raw, "expected start:end with decimal IDs"))?;
-        if range.start() < first || range.end() > last {
-            return Err(corrupt(line_no, raw, &format!("outside {first}:{last}")));
-        }
-        if ranges.last().is_some_and(|p| range.start() <= p.end()) {
-            return Err(corrupt(
-                line_no,
-                raw,
-                "overlaps or precedes the previous range",
-            ));
-        }
-        ranges.push(range);
-    }
-    Ok(ranges)
-}
-
-/// The ranges of `free` from `start` up to (not including) `end`.
-fn within(free: &RangeSet, start: i64, end: i64) -> &[IdRange] {
+/// The ranges of `free` from `start` up to (not including) `end` (`i64::MAX`: to the end).
+pub fn within(free: &RangeSet, start: i64, end: i64) -> &[IdRange] {
     // Sorted and disjoint: starts and ends ascend together.
     let ranges = free.ranges();
     let lo = ranges.partition_point(|r| r.start() < start);
@@ -159,7 +81,7 @@ fn within(free: &RangeSet, start: i64, end: i64) -> &[IdRange] {
 }
 
 /// Lays out `next`'s parts again after a change from `current` (both as their nodes hold them:
-/// parts loaded, no waiting pushes; see [`Pool::stored`]) and returns the part writes that go
+/// parts loaded, no waiting pushes) and returns the part writes that go
 /// with the pool node's write. Parts
 /// never split a range: a key is always the start of a free range or the end of one plus one.
 pub fn plan(current: &Pool, next: &mut Pool) -> Vec<ChunkOp> {
@@ -277,223 +199,11 @@ pub fn plan(current: &Pool, next: &mut Pool) -> Vec<ChunkOp> {
     ops
 }
 
-/// The parts already read, by key: (version, ranges).
-pub(crate) type ChunkCache = HashMap<i64, (i32, Vec<IdRange>)>;
-
-/// What loading the parts found.
-pub(crate) enum Loaded {
-    /// Every part was at the version the index names; the free list is whole.
-    Whole,
-    /// A part has moved on: the pool node was read before a later write; read it again.
-    Stale,
-}
-
-/// Loads `pool`'s parts into its free list, reading only those `cache` does not hold at the
-/// index's version.
-pub(crate) async fn load(
-    session: &Session,
-    path: &str,
-    pool: &mut Pool,
-    cache: &mut ChunkCache,
-) -> Result<Loaded> {
-    let refs = pool.chunks().to_vec();
-    for (j, chunk) in refs.iter().enumerate() {
-        let end = refs.get(j + 1).map_or(i64::MAX, |n| n.key);
-        let ranges = match cache.get(&chunk.key) {
-            Some((version, ranges)) if *version == chunk.version => ranges.clone(),
-            _ => {
-                let node = chunk_path(path, chunk.key);
-                let (client, generation) = session.client();
-                let (data, stat) = match session.run(generation, client.get_data(&node)).await {
-                    Ok(got) => got,
-                    Err(ZkError::NoNode) => return Ok(Loaded::Stale),
-                    Err(err) => {
-                        return Err(ZooidError::ConnectionLost {
-                            category: path.to_string(),
-                            reason: format!("reading {node}: {err}"),
-                        })
-                    }
-                };
-                if stat.version != chunk.version {
-                    return Ok(Loaded::Stale);
-                }
-                let ranges = parse_chunk(path, chunk.key, end, &data)?;
-                cache.insert(chunk.key, (stat.version, ranges.clone()));
-                ranges
-            }
-        };
-        if ranges.iter().map(IdRange::len).sum::<u64>() != chunk.ids {
-            return Err(ZooidError::CorruptPool {
-                path: chunk_path(path, chunk.key),
-                line: 0,
-                content: String::new(),
-                reason: format!(
-                    "holds a different number of IDs than the pool's index says ({})",
-                    chunk.ids
-                ),
-            });
-        }
-        pool.free_mut()
-            .insert_all(&ranges)
-            .map_err(|_| ZooidError::CorruptPool {
-                path: chunk_path(path, chunk.key),
-                line: 0,
-                content: String::new(),
-                reason: "overlaps the pool's other free ranges".into(),
-            })?;
-    }
-    pool.set_complete();
-    Ok(Loaded::Whole)
-}
-
-/// Remembers the parts of `pool` (written or read) in `cache`.
-pub(crate) fn remember(pool: &Pool, cache: &mut ChunkCache) {
-    let refs = pool.chunks();
-    cache.retain(|key, _| refs.iter().any(|c| c.key == *key));
-    for (j, chunk) in refs.iter().enumerate() {
-        let end = refs.get(j + 1).map_or(i64::MAX, |n| n.key);
-        if cache
-            .get(&chunk.key)
-            .is_none_or(|(v, _)| *v != chunk.version)
-        {
-            let ranges = within(pool.free(), chunk.key, end).to_vec();
-            cache.insert(chunk.key, (chunk.version, ranges));
-        }
-    }
-}
-
-/// Writes the pool node at `expected` together with the part writes `ops`, in one `multi`.
-/// Returns the pool node's new version. A part at another version than expected is reported
-/// as a conflict (`BadVersion`): the caller reads again.
-pub(crate) async fn commit(
-    session: &Session,
-    path: &str,
-    data: &[u8],
-    expected: i32,
-    ops: &[ChunkOp],
-) -> std::result::Result<i32, StoreError> {
-    let (client, generation) = session.client();
-    let options = CreateMode::Persistent.with_acls(session.default_acls());
-    let mut multi = client.new_multi_writer();
-    let mut built = multi.add_set_data(path, data, Some(expected));
-    for op in ops {
-        built = built.and_then(|()| match op {
-            ChunkOp::Set { key, data, version } => {
-                multi.add_set_data(&chunk_path(path, *key), data, Some(*version))
-            }
-            ChunkOp::Create { key, data } => {
-                multi.add_create(&chunk_path(path, *key), data, &options)
-            }
-            ChunkOp::Delete { key, version } => {
-                multi.add_delete(&chunk_path(path, *key), Some(*version))
-            }
-            ChunkOp::DeleteNode { node } => multi.add_delete(node, None),
-            ChunkOp::Check { node, version } => multi.add_check_version(node, *version),
-        });
-    }
-    built.map_err(|err| StoreError::Refused(err.to_string()))?;
-    let reply = tokio::time::timeout(session.request_limit(), multi.commit())
-        .await
-        .unwrap_or(Err(MultiWriteError::RequestFailed {
-            source: ZkError::Timeout,
-        }));
-    match reply {
-        Ok(results) => Ok(results
-            .iter()
-            .find_map(|r| match r {
-                zookeeper_client::MultiWriteResult::SetData { stat } => Some(stat.version),
-                _ => None,
-            })
-            .unwrap_or(expected + 1)),
-        Err(MultiWriteError::OperationFailed { index: 0, source }) => {
-            Err(classify(session, generation, source).await)
-        }
-        Err(MultiWriteError::OperationFailed { index, source }) => match source {
-            ZkError::NodeExists => {
-                // A part no index names (a repair gave it up) is in the way.
-                sweep(session, path).await;
-                Err(StoreError::BadVersion)
-            }
-            // A part moved on or is missing: the pool node was read too early.
-            ZkError::BadVersion | ZkError::NoNode => {
-                tracing::debug!(category = path, index, %source, "free-list part out of date");
-                Err(StoreError::BadVersion)
-            }
-            other => Err(classify(session, generation, other).await),
-        },
-        Err(MultiWriteError::RequestFailed { source }) => {
-            Err(classify(session, generation, source).await)
-        }
-    }
-}
-
-async fn classify(session: &Session, generation: u64, err: ZkError) -> StoreError {
-    match err {
-        ZkError::BadVersion => StoreError::BadVersion,
-        ZkError::NoNode => StoreError::NoNode,
-        ZkError::NoAuth => StoreError::NotAuthorized {
-            identity: session.options().identity(),
-        },
-        err if crate::session::fate(&err) == crate::session::Fate::Refused => {
-            StoreError::Refused(err.to_string())
-        }
-        err => {
-            if crate::session::is_gone(&err) {
-                session.report_lost(generation, &err.to_string()).await;
-            }
-            StoreError::Unknown(err.to_string())
-        }
-    }
-}
-
-/// Deletes part nodes the pool's index does not name (left by a repair that gave up the parts),
-/// so that their keys can be used again: reads the pool node afresh and deletes them in a `multi`
-/// that checks the pool node's version, so a part a newer write indexed is never touched.
-pub(crate) async fn sweep(session: &Session, path: &str) {
-    let (client, generation) = session.client();
-    let read = async {
-        client.sync(path).await?;
-        let (data, stat) = client.get_data(path).await?;
-        let children = client.list_children(path).await?;
-        Ok::<_, ZkError>((data, stat, children))
-    };
-    let Ok((data, stat, children)) = session.run(generation, read).await else {
-        return;
-    };
-    let Ok(pool) = Pool::parse(path, &data) else {
-        return;
-    };
-    let orphans: Vec<String> = children
-        .iter()
-        .filter(|c| is_chunk(c))
-        .filter(|c| {
-            let key: Option<i64> = c.strip_prefix("zooid-free-").and_then(|k| k.parse().ok());
-            key.is_some_and(|k| !pool.chunks().iter().any(|chunk| chunk.key == k))
-        })
-        .map(|c| format!("{path}/{c}"))
-        .collect();
-    if orphans.is_empty() {
-        return;
-    }
-    let mut multi = client.new_multi_writer();
-    let built = multi
-        .add_check_version(path, stat.version)
-        .and_then(|()| orphans.iter().try_for_each(|o| multi.add_delete(o, None)));
-    if built.is_ok() {
-        let done = tokio::time::timeout(session.request_limit(), multi.commit()).await;
-        tracing::warn!(
-            category = path,
-            parts = orphans.len(),
-            ok = matches!(done, Ok(Ok(_))),
-            "deleted free-list parts the pool no longer names"
-        );
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pool::Blocks;
+    use crate::format::Blocks;
+    use crate::error::ZooidError;
 
     fn r(a: i64, b: i64) -> IdRange {
         IdRange::new(a, b).unwrap()

@@ -1,0 +1,304 @@
+//! The operator's operations on a pool: create it (single node or block allocation), restore
+//! it from its durable record, repair it against one, raise its ceiling.
+
+use zookeeper_client::CreateMode;
+
+use super::engine::{LastFailure, Plan, Step};
+use super::options::Restored;
+use super::service::{count_of, IdGeneratorService};
+use super::state::{Cached, Waiting};
+use super::zkerr::{classify, needs_zookeeper, ZkFailure};
+use crate::error::{Result, ZooidError};
+use crate::format::{returned_parent, sequence_parent, OpKind, OpRecord, OpToken, Pool, MAX_TAKE};
+use crate::idset::IdCategory;
+use crate::range::IdRange;
+use crate::retry::Budget;
+use crate::store::{Store, StoreError};
+
+impl<S: Store> IdGeneratorService<S> {
+    /// Creates a single-node category (see
+    /// [`create_category_full`](Self::create_category_full)).
+    pub(super) async fn create_single(
+        &self,
+        category: &IdCategory,
+        first: i64,
+        last: i64,
+        acl: Option<&[crate::acl::Acl]>,
+        ceiling: Option<i64>,
+    ) -> Result<()> {
+        if let Some(acl) = acl {
+            crate::acl::check_acl_list(acl)?;
+        }
+        if let Some(c) = ceiling.filter(|&c| c < 0 || c > last) {
+            return Err(ZooidError::InvalidArgument(format!(
+                "ceiling {c}: need 0 <= ceiling <= last ({last})"
+            )));
+        }
+        let bounds = category_bounds(first, last)?;
+        let path = category.name();
+        let mut pool = Pool::new(bounds);
+        pool.set_ceiling(ceiling);
+        let (token, bytes) = self.first_version(&mut pool, bounds.len());
+        let mut budget = Budget::start(self.options.retry);
+        let mut failure = LastFailure::None;
+        while budget.try_attempt() {
+            tracing::Span::current().record("attempt", budget.attempts());
+            let created = match acl {
+                None => self.store.create(path, &bytes).await,
+                Some(acl) => self.store.create_with_acl(path, &bytes, acl).await,
+            };
+            match created {
+                Ok(()) => {}
+                Err(StoreError::NodeExists) => {
+                    // Ours, if an earlier attempt of this call applied before its reply was lost.
+                    if !self.created_by(path, token, &mut budget).await? {
+                        return Err(ZooidError::CategoryExists {
+                            category: path.to_string(),
+                        });
+                    }
+                }
+                Err(StoreError::Unknown(why) | StoreError::Unavailable(why)) => {
+                    failure = LastFailure::Unreachable(why);
+                    budget.backoff().await;
+                    continue;
+                }
+                Err(other) => return Err(other.into_zooid(path)),
+            }
+            let limit = self.options.max_pool_bytes;
+            let figures = super::state::figures(path, &pool, bytes.len(), 0, limit);
+            self.stats.pool_seen(figures);
+            self.remember_created(category, pool).await;
+            tracing::info!(category = path, %bounds, "category created");
+            return Ok(());
+        }
+        Err(self.budget_error(category, &budget, failure))
+    }
+
+    /// Creates a category in block allocation (see
+    /// [`create_category_blocks`](Self::create_category_blocks)): the pool node, its first
+    /// generation's sequence parent and the node pushes are announced on, in one `multi`.
+    pub(super) async fn create_blocks(
+        &self,
+        category: &IdCategory,
+        first: i64,
+        last: i64,
+        unit: u64,
+    ) -> Result<()> {
+        if unit == 0 || unit > MAX_TAKE {
+            return Err(ZooidError::InvalidArgument(format!(
+                "block size {unit}: need 1..={MAX_TAKE}"
+            )));
+        }
+        let bounds = category_bounds(first, last)?;
+        let session = self.store.session().ok_or_else(needs_zookeeper)?;
+        let path = category.name();
+        let mut pool = Pool::with_blocks(bounds, unit);
+        let (token, bytes) = self.first_version(&mut pool, bounds.len());
+        let parent = sequence_parent(path, 0);
+        let mut budget = Budget::start(self.options.retry);
+        let mut failure = LastFailure::None;
+        while budget.try_attempt() {
+            tracing::Span::current().record("attempt", budget.attempts());
+            let (client, generation) = session.client();
+            let options = CreateMode::Persistent.with_acls(session.default_acls());
+            let created = async {
+                if let Some(dir) = crate::store::parent(path) {
+                    client.mkdir(dir, &options).await?;
+                }
+                let mut multi = client.new_multi_writer();
+                multi.add_create(path, &bytes, &options)?;
+                multi.add_create(&parent, &[], &options)?;
+                multi.add_create(&returned_parent(path), &[], &options)?;
+                multi
+                    .commit()
+                    .await
+                    .map(drop)
+                    .map_err(zookeeper_client::Error::from)
+            };
+            let err = match session.run(generation, created).await {
+                Ok(()) => {
+                    self.remember_created(category, pool).await;
+                    tracing::info!(category = path, %bounds, unit, "category created (block allocation)");
+                    return Ok(());
+                }
+                Err(err) => err,
+            };
+            match classify(&err) {
+                ZkFailure::NodeExists => {
+                    // Ours, if an earlier attempt applied before its reply was lost.
+                    if !self.created_by(path, token, &mut budget).await? {
+                        return Err(ZooidError::CategoryExists {
+                            category: path.to_string(),
+                        });
+                    }
+                    self.remember_created(category, pool).await;
+                    tracing::info!(category = path, %bounds, unit, "category created (block allocation)");
+                    return Ok(());
+                }
+                ZkFailure::NoAuth => {
+                    return Err(ZooidError::NotAuthorized {
+                        path: path.to_string(),
+                        identity: session.options().identity(),
+                    })
+                }
+                ZkFailure::BadVersion | ZkFailure::NoNode | ZkFailure::Refused => {
+                    return Err(ZooidError::Store {
+                        path: path.to_string(),
+                        reason: err.to_string(),
+                    })
+                }
+                ZkFailure::Expired | ZkFailure::Unknown => {
+                    failure = LastFailure::Unreachable(err.to_string());
+                    budget.backoff().await;
+                }
+            }
+        }
+        Err(self.budget_error(category, &budget, failure))
+    }
+
+    /// Logs a new pool's creation in it; returns the creation's token and the node's content.
+    fn first_version(&self, pool: &mut Pool, count: u64) -> (OpToken, Vec<u8>) {
+        let token = OpToken::random();
+        let op = OpRecord {
+            version: 0,
+            token,
+            kind: OpKind::Create,
+            count,
+        };
+        pool.record(op, self.options.op_log_len);
+        (token, pool.render().into_bytes())
+    }
+
+    /// Remembers a pool this process just created, at version 0.
+    async fn remember_created(&self, category: &IdCategory, pool: Pool) {
+        let slot = self.categories.slot(category.name());
+        slot.lock().await.cached = Some(Cached::new(0, pool, false, Waiting::default()));
+    }
+
+    /// Whether pool `path` was created by the write with `token`.
+    async fn created_by(&self, path: &str, token: OpToken, budget: &mut Budget) -> Result<bool> {
+        let node = self.read(path, budget).await?;
+        Ok(Pool::parse(path, &node.data)
+            .is_ok_and(|pool| pool.op_at(0).is_some_and(|op| op.token == token)))
+    }
+
+    /// See [`restore_category`](Self::restore_category).
+    pub(super) async fn restore(
+        &self,
+        category: &IdCategory,
+        bounds: IdRange,
+        ceiling: i64,
+        epoch: u64,
+    ) -> Result<Restored> {
+        let path = category.name();
+        let mut pool = Pool::new(bounds);
+        pool.free_mut().remove_at_most(ceiling);
+        pool.set_ceiling(Some(ceiling));
+        pool.set_epoch(epoch);
+        let free = pool.free().count();
+        let (token, bytes) = self.first_version(&mut pool, free);
+        let mut budget = Budget::start(self.options.retry);
+        while budget.try_attempt() {
+            match self.store.create(path, &bytes).await {
+                Ok(()) => {
+                    tracing::warn!(
+                        category = path,
+                        ceiling,
+                        epoch,
+                        "category restored from the durable record"
+                    );
+                    return Ok(Restored::Created);
+                }
+                Err(StoreError::NodeExists) => {
+                    if self.created_by(path, token, &mut budget).await? {
+                        return Ok(Restored::Created);
+                    }
+                    return self.repair_pool(category, ceiling, epoch).await;
+                }
+                Err(StoreError::Unknown(_) | StoreError::Unavailable(_)) => {
+                    budget.backoff().await;
+                }
+                Err(other) => return Err(other.into_zooid(path)),
+            }
+        }
+        Err(ZooidError::ConnectionLost {
+            category: path.to_string(),
+            reason: "restore: store unreachable".into(),
+        })
+    }
+
+    /// See [`repair`](Self::repair). Plans on the store as it is now, not on a remembered state,
+    /// and accepts a pool older than seen before (that is what it repairs).
+    pub(super) async fn repair_pool(
+        &self,
+        category: &IdCategory,
+        ceiling: i64,
+        epoch: u64,
+    ) -> Result<Restored> {
+        let path = category.name();
+        let (mut slot, mut budget) = self.hold(category).await?;
+        slot.cached = None;
+        let plan = |pool: &Pool, _| {
+            if pool.ceiling().is_some_and(|c| c >= ceiling) {
+                return Ok(Plan::Keep);
+            }
+            let mut next = pool.clone();
+            let removed = next.clear_through(ceiling);
+            let count = count_of(&removed);
+            next.set_ceiling(Some(ceiling));
+            next.set_epoch(pool.epoch().max(epoch));
+            tracing::error!(category = path, ceiling, old_ceiling = ?pool.ceiling(), removed = count, "pool is behind the durable record (rolled back?): removed its free IDs at or below the recorded ceiling");
+            Ok(Plan::Write {
+                next,
+                moved: removed,
+                count,
+            })
+        };
+        let step = self
+            .update(category, &mut slot, &mut budget, OpKind::Ceiling, false, plan)
+            .await?;
+        Ok(match step {
+            Step::Done { moved, .. } => Restored::Repaired {
+                removed: count_of(&moved),
+            },
+            Step::Kept(_) => Restored::Kept,
+        })
+    }
+
+    /// Raises the ceiling with a versioned write (see [`raise_ceiling`](Self::raise_ceiling)).
+    pub(super) async fn raise(&self, category: &IdCategory, ceiling: i64) -> Result<()> {
+        let name = category.name();
+        let (mut slot, mut budget) = self.hold(category).await?;
+        let plan = |pool: &Pool, _| {
+            let target = ceiling.min(pool.bounds().end());
+            if let Some(current) = pool.ceiling().filter(|&c| c > target) {
+                return Err(ZooidError::WentBackwards {
+                    what: format!("ceiling of {name}"),
+                    reason: format!("raising it to {target} would lower it from {current}"),
+                });
+            }
+            let mut next = pool.clone();
+            let raised = target.abs_diff(pool.ceiling().unwrap_or(target));
+            next.set_ceiling(Some(target));
+            Ok(Plan::Write {
+                next,
+                moved: Vec::new(),
+                count: raised,
+            })
+        };
+        self.update(category, &mut slot, &mut budget, OpKind::Ceiling, true, plan)
+            .await?;
+        Ok(())
+    }
+}
+
+/// A category's bounds `first..=last`, checked (`1 <= first <= last`).
+fn category_bounds(first: i64, last: i64) -> Result<IdRange> {
+    IdRange::new(first, last)
+        .filter(|_| first >= 1)
+        .ok_or_else(|| {
+            ZooidError::InvalidArgument(format!(
+                "category bounds {first}..={last}: need 1 <= first <= last"
+            ))
+        })
+}

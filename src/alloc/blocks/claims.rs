@@ -1,0 +1,221 @@
+//! Claims of fresh blocks: one `multi` that checks the pool as planned on and creates `m`
+//! sequential nodes, which get `m` consecutive numbers; a lost reply is resolved by the claim's
+//! token among the generation's children (src/alloc/blocks/mod.rs).
+
+use zookeeper_client::{CreateMode, Error as ZkError, MultiWriteError, MultiWriteResult};
+
+use crate::alloc::zkerr::{classify, refused, ZkFailure};
+use crate::error::{Result, ZooidError};
+use crate::format::{returned_parent, sequence_of, sequence_parent, Blocks, OpToken};
+use crate::retry::Budget;
+use crate::session::Session;
+
+/// What one attempt to claim blocks did.
+#[derive(Debug)]
+pub(crate) enum Claim {
+    /// The take owns blocks `first..first + count` of the generation.
+    Granted { first: i64 },
+    /// The pool node changed since the version planned on: plan again.
+    Changed,
+    /// The generation is sealed: move on to the next one, then try again.
+    Sealed,
+    /// The sequence parent is missing (the pool moved on, was recreated or deleted): read the
+    /// pool again.
+    Missing,
+    /// A lost reply could not be resolved: the blocks, if claimed, stay unused.
+    Unknown(String),
+}
+
+/// Claims `count` consecutive blocks of `blocks.generation` under pool `path`, if the pool is
+/// still at `version`; resolves a lost reply; retries while ZooKeeper is unreachable, within
+/// `budget`.
+pub(crate) async fn claim(
+    session: &Session,
+    path: &str,
+    version: i32,
+    returned: Option<i32>,
+    blocks: &Blocks,
+    count: u32,
+    budget: &mut Budget,
+) -> Result<Claim> {
+    let parent = sequence_parent(path, blocks.generation);
+    let token = OpToken::random();
+    let prefix = format!("{token}-");
+    let name = format!("{parent}/{prefix}");
+    loop {
+        let (client, generation) = session.client();
+        let options = CreateMode::PersistentSequential.with_acls(session.default_acls());
+        let mut multi = client.new_multi_writer();
+        // Op 0 checks the pool node, then (with pushes read) op 1 the pushes' node, then the
+        // generation's node.
+        let returned_node = returned_parent(path);
+        let mut built = multi.add_check_version(path, version);
+        if let Some(returned) = returned {
+            built = built.and_then(|()| multi.add_check_version(&returned_node, returned));
+        }
+        let gate = usize::from(returned.is_some()) + 1;
+        built = built.and_then(|()| multi.add_check_version(&parent, 0));
+        for _ in 0..count {
+            built = built.and_then(|()| multi.add_create(&name, &[], &options));
+        }
+        built.map_err(|err| refused(session, path, err))?;
+        let reply = tokio::time::timeout(session.request_limit(), multi.commit())
+            .await
+            .unwrap_or(Err(MultiWriteError::RequestFailed {
+                source: ZkError::Timeout,
+            }));
+        let err = match reply {
+            Ok(results) => {
+                return granted(path, &results, count).map(|first| Claim::Granted { first })
+            }
+            Err(MultiWriteError::OperationFailed { index, source }) => match (index, &source) {
+                (0, ZkError::BadVersion) => return Ok(Claim::Changed),
+                (0, ZkError::NoNode) => {
+                    return Err(ZooidError::NotFound {
+                        category: path.to_string(),
+                    })
+                }
+                (i, ZkError::BadVersion | ZkError::NoNode) if i < gate => {
+                    return Ok(Claim::Changed)
+                }
+                (i, ZkError::BadVersion) if i == gate => return Ok(Claim::Sealed),
+                (_, ZkError::NoNode) => return Ok(Claim::Missing),
+                _ => source,
+            },
+            Err(MultiWriteError::RequestFailed { source }) => source,
+        };
+        match classify(&err) {
+            ZkFailure::Expired => {
+                // Not applied on a live session; the next attempt runs on the new one.
+                session.report_lost(generation, &err.to_string()).await;
+            }
+            ZkFailure::Unknown => {
+                tracing::warn!(category = path, %err, op = "take", "reply lost; resolving the outcome");
+                match resolve(session, generation, &parent, &prefix, count, budget).await {
+                    Resolved::Applied(first) => return Ok(Claim::Granted { first }),
+                    Resolved::NotApplied => {}
+                    Resolved::Unknown(why) => return Ok(Claim::Unknown(why)),
+                }
+            }
+            _ => return Err(refused(session, path, err)),
+        }
+        if !budget.try_attempt() {
+            return Err(ZooidError::ConnectionLost {
+                category: path.to_string(),
+                reason: format!("claiming blocks: {err}"),
+            });
+        }
+        budget.backoff().await;
+    }
+}
+
+enum Resolved {
+    Applied(i64),
+    NotApplied,
+    Unknown(String),
+}
+
+/// Looks for the claim's token among the sequence parent's children. The claimed nodes are
+/// persistent, so the lookup works on a later session too: once the claim's own session has
+/// certainly expired on the servers (no request of it can apply after its expiry), a `sync` and
+/// a listing decide.
+async fn resolve(
+    session: &Session,
+    generation: u64,
+    parent: &str,
+    prefix: &str,
+    count: u32,
+    budget: &mut Budget,
+) -> Resolved {
+    let mut waited_for_expiry = false;
+    loop {
+        if budget.expired() {
+            return Resolved::Unknown(format!("ZooKeeper unreachable for {:?}", budget.deadline()));
+        }
+        budget.try_attempt();
+        let (client, current) = session.client();
+        let replaced = session.is_gone_generation(generation);
+        if replaced && !waited_for_expiry {
+            let timeout = session.options().session_timeout;
+            if budget.remaining() <= timeout {
+                return Resolved::Unknown(
+                    "the ZooKeeper session was lost, with no time left to outwait its expiry"
+                        .into(),
+                );
+            }
+            tokio::time::sleep(timeout).await;
+            waited_for_expiry = true;
+            continue;
+        }
+        let lookup = async {
+            // Requests of one session apply in order, and none applies after the session
+            // expired: after the sync, the claim has applied or never will.
+            client.sync(parent).await?;
+            client.list_children(parent).await
+        };
+        match session.run(current, lookup).await {
+            Ok(children) => {
+                let mut seqs: Vec<i64> = children
+                    .iter()
+                    .filter_map(|c| c.strip_prefix(prefix))
+                    .filter_map(|s| s.parse().ok())
+                    .collect();
+                seqs.sort_unstable();
+                if seqs.is_empty() {
+                    if !replaced && session.is_gone_generation(generation) {
+                        continue; // Lost meanwhile: outwait its expiry, then look again.
+                    }
+                    return Resolved::NotApplied;
+                }
+                return match consecutive(&seqs, count) {
+                    Some(first) => Resolved::Applied(first),
+                    None => Resolved::Unknown(format!("found blocks {seqs:?} for the claim")),
+                };
+            }
+            Err(ZkError::NoNode) => {
+                return Resolved::Unknown("the generation's sequence node is gone".into())
+            }
+            Err(err) if !matches!(classify(&err), ZkFailure::Expired | ZkFailure::Unknown) => {
+                return Resolved::Unknown(err.to_string())
+            }
+            Err(_) => budget.backoff().await,
+        }
+    }
+}
+
+/// The first of `count` consecutive numbers, if `seqs` (ascending) is exactly that.
+fn consecutive(seqs: &[i64], count: u32) -> Option<i64> {
+    let first = *seqs.first()?;
+    let expected = (0..i64::from(count)).map(|i| first + i);
+    (seqs.len() == count as usize && seqs.iter().copied().eq(expected)).then_some(first)
+}
+
+/// The block numbers a successful claim got.
+fn granted(path: &str, results: &[MultiWriteResult], count: u32) -> Result<i64> {
+    let mut seqs: Vec<i64> = results
+        .iter()
+        .filter_map(|r| match r {
+            MultiWriteResult::Create { path, .. } => sequence_of(path),
+            _ => None,
+        })
+        .collect();
+    seqs.sort_unstable();
+    consecutive(&seqs, count).ok_or_else(|| ZooidError::CorruptPool {
+        path: path.to_string(),
+        line: 0,
+        content: String::new(),
+        reason: format!("a block claim got non-consecutive numbers {seqs:?}"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn consecutive_numbers() {
+        assert_eq!(consecutive(&[4, 5, 6], 3), Some(4));
+        assert_eq!(consecutive(&[4, 6, 7], 3), None);
+        assert_eq!(consecutive(&[4, 5], 3), None);
+    }
+}

@@ -1,0 +1,153 @@
+//! The generations of a pool in block allocation: the sequence parent that numbers a
+//! generation's blocks, its frontier, sealing it and retiring it, and the watch that tells a
+//! process another one wrote the pool node.
+
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::Arc;
+
+use zookeeper_client::{CreateMode, Error as ZkError};
+
+use crate::alloc::zkerr::refused;
+use crate::error::{Result, ZooidError};
+use crate::format::{sequence_parent, Blocks};
+use crate::session::Session;
+
+/// Retiring a generation deletes its claims this many at a time...
+const RETIRE_BATCH: usize = 100;
+
+/// ...with this pause between two deletes.
+const RETIRE_PAUSE: std::time::Duration = std::time::Duration::from_millis(5);
+
+/// The next block number of the pool's generation: the sequence parent's child version (every
+/// child create advances it, and children are not deleted while the generation is in use).
+pub(crate) async fn next_block(session: &Session, path: &str, blocks: &Blocks) -> Result<i64> {
+    let parent = sequence_parent(path, blocks.generation);
+    let (client, generation) = session.client();
+    match session.run(generation, client.check_stat(&parent)).await {
+        Ok(Some(stat)) => Ok(i64::from(stat.cversion)),
+        Ok(None) | Err(ZkError::NoNode) => Err(ZooidError::NotFound { category: parent }),
+        Err(err) => Err(ZooidError::ConnectionLost {
+            category: path.to_string(),
+            reason: err.to_string(),
+        }),
+    }
+}
+
+/// The first ID no block of the pool's generation has claimed yet.
+pub async fn frontier(session: &Session, path: &str, blocks: &Blocks) -> Result<i64> {
+    let next = next_block(session, path, blocks).await?;
+    let unit = i64::try_from(blocks.unit).unwrap_or(i64::MAX);
+    Ok(next.saturating_mul(unit).saturating_add(blocks.base))
+}
+
+/// Creates the sequence parent of `generation` (after a rotation or a repair), with the pool
+/// node's ACL; an existing one is left alone.
+pub(crate) async fn ensure_parent(session: &Session, path: &str, generation: u64) -> Result<()> {
+    let parent = sequence_parent(path, generation);
+    let (client, gen) = session.client();
+    let unreachable = |err: ZkError| ZooidError::ConnectionLost {
+        category: path.to_string(),
+        reason: format!("creating {parent}: {err}"),
+    };
+    let (acl, _) = session
+        .run(gen, client.get_acl(path))
+        .await
+        .map_err(unreachable)?;
+    let options = CreateMode::Persistent.with_acls(zookeeper_client::Acls::new(&acl));
+    match session
+        .run(gen, client.create(&parent, &[], &options))
+        .await
+    {
+        Ok(_) | Err(ZkError::NodeExists) => Ok(()),
+        Err(ZkError::NoAuth) => Err(refused(session, path, ZkError::NoAuth)),
+        Err(err) => Err(unreachable(err)),
+    }
+}
+
+/// Seals the generation: creates in it fail from now on. Idempotent.
+pub(crate) async fn seal(session: &Session, path: &str, blocks: &Blocks) -> Result<()> {
+    let parent = sequence_parent(path, blocks.generation);
+    let (client, generation) = session.client();
+    match session
+        .run(generation, client.set_data(&parent, b"sealed", Some(0)))
+        .await
+    {
+        Ok(_) | Err(ZkError::BadVersion) | Err(ZkError::NoNode) => Ok(()),
+        Err(err) => Err(ZooidError::ConnectionLost {
+            category: path.to_string(),
+            reason: format!("sealing a block generation: {err}"),
+        }),
+    }
+}
+
+/// Deletes a retired generation's sequence parent and its children (best effort: a failure is
+/// logged and the next rotation tries again).
+pub(crate) async fn retire(session: &Session, path: &str, generation: u64) {
+    let parent = sequence_parent(path, generation);
+    let (client, gen) = session.client();
+    let children = match session.run(gen, client.list_children(&parent)).await {
+        Ok(children) => children,
+        Err(ZkError::NoNode) => return,
+        Err(err) => {
+            tracing::debug!(category = path, %err, generation, "retiring a block generation");
+            return;
+        }
+    };
+    // Small deletes with pauses between them: the claims of the new generation queue behind
+    // each one on the server, so none may be long.
+    for (i, chunk) in children.chunks(RETIRE_BATCH).enumerate() {
+        if i > 0 {
+            tokio::time::sleep(RETIRE_PAUSE).await;
+        }
+        let mut multi = client.new_multi_writer();
+        let built = chunk
+            .iter()
+            .try_for_each(|child| multi.add_delete(&format!("{parent}/{child}"), None));
+        let committed = tokio::time::timeout(session.request_limit(), multi.commit()).await;
+        if built.is_err() || !matches!(committed, Ok(Ok(_))) {
+            tracing::debug!(
+                category = path,
+                generation,
+                "retiring a block generation: delete failed"
+            );
+            return;
+        }
+    }
+    if let Err(err) = session.run(gen, client.delete(&parent, None)).await {
+        tracing::debug!(category = path, %err, generation, "retiring a block generation");
+    }
+}
+
+/// Watches a pool node in block allocation for changes made by others, so that the next take
+/// reads it again instead of claiming on a remembered state (the claim's `check` of the pool node
+/// would fail): sets `changed` when the node's version moves away from `known`, the version this
+/// process last read or wrote (its own writes do not count). One watch per category at a time
+/// (`armed`); it ends when it has set `changed` or the session ended.
+pub(crate) fn watch_pool(
+    session: &Session,
+    path: &str,
+    known: Arc<AtomicI32>,
+    armed: Arc<AtomicBool>,
+    changed: Arc<AtomicBool>,
+) {
+    if armed.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let (client, _) = session.client();
+    let path = path.to_string();
+    tokio::spawn(async move {
+        loop {
+            match client.check_and_watch_stat(&path).await {
+                // At or below: this process's own write (`known` is set before it is sent, so
+                // the node may still be a version behind). Above: another process wrote.
+                Ok((Some(stat), watcher)) if stat.version <= known.load(Ordering::Acquire) => {
+                    watcher.changed().await;
+                }
+                _ => break,
+            }
+        }
+        changed.store(true, Ordering::Release);
+        armed.store(false, Ordering::Release);
+    });
+}
+

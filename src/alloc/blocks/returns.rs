@@ -1,0 +1,204 @@
+//! Pushes to a pool in block allocation, left in nodes of their own: one `multi` creates the
+//! push's node and its author's ephemeral marker and announces it on `zooid-returned`; the next
+//! take reads the waiting pushes and merges them in its own write (src/alloc/engine.rs).
+
+use zookeeper_client::{CreateMode, Error as ZkError, MultiWriteError, MultiWriteResult};
+
+use crate::alloc::zkerr::{classify, refused, ZkFailure};
+use crate::error::{Result, ZooidError};
+use crate::format::{
+    parse_return, render_return, returned_parent, OpToken, MARKER_PREFIX, PUSH_PREFIX,
+};
+use crate::range::IdRange;
+use crate::retry::Budget;
+use crate::session::Session;
+
+/// Reads the pushes waiting under pool `path` (creating their parent if missing): the parent's
+/// data version and each push's node name and ranges.
+pub(crate) async fn read_returns(
+    session: &Session,
+    path: &str,
+) -> Result<(i32, Vec<(String, Vec<IdRange>)>)> {
+    let parent = returned_parent(path);
+    let unreachable = |err: ZkError| ZooidError::ConnectionLost {
+        category: path.to_string(),
+        reason: format!("reading {parent}: {err}"),
+    };
+    loop {
+        let (client, generation) = session.client();
+        let listed = session.run(generation, client.get_children(&parent)).await;
+        let (children, stat) = match listed {
+            Ok(got) => got,
+            Err(ZkError::NoNode) => {
+                ensure_node(session, path, &parent).await?;
+                continue;
+            }
+            Err(err) => return Err(unreachable(err)),
+        };
+        let names: Vec<String> = children
+            .into_iter()
+            .filter(|c| c.starts_with(PUSH_PREFIX))
+            .collect();
+        let mut pending = Vec::with_capacity(names.len());
+        let mut gone = false;
+        for batch in names.chunks(64) {
+            let reads = batch.iter().map(|name| {
+                let node = format!("{parent}/{name}");
+                let client = client.clone();
+                async move { (node.clone(), client.get_data(&node).await) }
+            });
+            for (node, read) in futures_util::future::join_all(reads).await {
+                match read {
+                    Ok((data, _)) => {
+                        let name = node.rsplit('/').next().unwrap_or_default().to_string();
+                        pending.push((name, parse_return(&node, &data)?));
+                    }
+                    // Merged by another take meanwhile: read again.
+                    Err(ZkError::NoNode) => gone = true,
+                    Err(err) => return Err(unreachable(err)),
+                }
+            }
+        }
+        if !gone {
+            return Ok((stat.version, pending));
+        }
+    }
+}
+
+/// Creates `node` (a persistent, empty child of pool `path`) unless it exists.
+async fn ensure_node(session: &Session, path: &str, node: &str) -> Result<()> {
+    let (client, generation) = session.client();
+    let options = CreateMode::Persistent.with_acls(session.default_acls());
+    match session
+        .run(generation, client.create(node, &[], &options))
+        .await
+    {
+        Ok(_) | Err(ZkError::NodeExists) => Ok(()),
+        Err(ZkError::NoNode) => Err(ZooidError::NotFound {
+            category: path.to_string(),
+        }),
+        Err(ZkError::NoAuth) => Err(refused(session, path, ZkError::NoAuth)),
+        Err(err) => Err(ZooidError::ConnectionLost {
+            category: path.to_string(),
+            reason: format!("creating {node}: {err}"),
+        }),
+    }
+}
+
+/// A push left under a pool in block allocation.
+pub(crate) struct Returned {
+    /// The push's node, a child of `zooid-returned`.
+    pub node: String,
+    /// Its author's marker (deleted by the author's next push).
+    pub marker: String,
+    /// The version of `zooid-returned` the push left, when its reply told.
+    pub announced: Option<i32>,
+}
+
+/// Pushes `ranges` back to pool `path` without writing the pool node (see the module docs):
+/// one `multi` that creates the push's node and its author's marker, announces it, and deletes
+/// the author's previous marker `previous`. A lost reply is resolved by the marker; with the
+/// session lost the outcome is unknown (`OutcomeUnknown`).
+pub(crate) async fn push_return(
+    session: &Session,
+    path: &str,
+    ranges: &[IdRange],
+    previous: Option<&str>,
+    budget: &mut Budget,
+) -> Result<Returned> {
+    let parent = returned_parent(path);
+    let token = OpToken::random();
+    let (name, marker_name) = (format!("{PUSH_PREFIX}{token}"), format!("{MARKER_PREFIX}{token}"));
+    let node = format!("{parent}/{name}");
+    let marker = format!("{parent}/{marker_name}");
+    let data = render_return(ranges);
+    let mut previous = previous.map(str::to_string);
+    loop {
+        let (client, generation) = session.client();
+        let persistent = CreateMode::Persistent.with_acls(session.default_acls());
+        let ephemeral = CreateMode::Ephemeral.with_acls(session.default_acls());
+        let mut multi = client.new_multi_writer();
+        let built = multi
+            .add_create(&node, &data, &persistent)
+            .and_then(|()| multi.add_set_data(&parent, &[], None))
+            .and_then(|()| multi.add_create(&marker, &[], &ephemeral))
+            .and_then(|()| match &previous {
+                Some(p) => multi.add_delete(&format!("{parent}/{p}"), None),
+                None => Ok(()),
+            });
+        built.map_err(|err| refused(session, path, err))?;
+        let reply = tokio::time::timeout(session.request_limit(), multi.commit())
+            .await
+            .unwrap_or(Err(MultiWriteError::RequestFailed {
+                source: ZkError::Timeout,
+            }));
+        let err = match reply {
+            Ok(results) => {
+                let announced = results.iter().find_map(|r| match r {
+                    MultiWriteResult::SetData { stat } => Some(stat.version),
+                    _ => None,
+                });
+                return Ok(Returned {
+                    node: name,
+                    marker: marker_name,
+                    announced,
+                });
+            }
+            Err(MultiWriteError::OperationFailed { index, source }) => match (index, &source) {
+                // The parent is missing (a category created before pushes had their node).
+                (0 | 1, ZkError::NoNode) => {
+                    ensure_node(session, path, &parent).await?;
+                    continue;
+                }
+                // The previous marker went with an earlier session: leave it out.
+                (3, ZkError::NoNode) => {
+                    previous = None;
+                    continue;
+                }
+                _ => source,
+            },
+            Err(MultiWriteError::RequestFailed { source }) => source,
+        };
+        match classify(&err) {
+            ZkFailure::Expired => session.report_lost(generation, &err.to_string()).await,
+            ZkFailure::Unknown => {
+                tracing::warn!(category = path, %err, op = "push", "reply lost; resolving the outcome");
+                loop {
+                    if session.is_gone_generation(generation) || budget.expired() {
+                        return Err(ZooidError::OutcomeUnknown {
+                            category: path.to_string(),
+                            op: "push",
+                            ids: ranges.to_vec(),
+                        });
+                    }
+                    budget.try_attempt();
+                    let lookup = async {
+                        client.sync(&parent).await?;
+                        client.check_stat(&marker).await
+                    };
+                    match session.run(generation, lookup).await {
+                        Ok(Some(_)) => {
+                            return Ok(Returned {
+                                node: name,
+                                marker: marker_name,
+                                announced: None,
+                            })
+                        }
+                        Ok(None) if !session.is_gone_generation(generation) => break,
+                        Ok(None) => {}
+                        Err(_) => budget.backoff().await,
+                    }
+                }
+            }
+            _ => return Err(refused(session, path, err)),
+        }
+        if !budget.try_attempt() {
+            return Err(ZooidError::ConnectionLost {
+                category: path.to_string(),
+                reason: format!("pushing: {err}"),
+            });
+        }
+        budget.backoff().await;
+    }
+}
+

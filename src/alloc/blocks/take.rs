@@ -1,0 +1,355 @@
+//! A take from a pool in block allocation, under one hold of the category's slot: the holes
+//! first (the free list, with compare-and-set), then fresh blocks for the rest, claimed on the
+//! pool as that write (or read) left it; and the move to a new generation when one fills up.
+
+use std::time::Duration;
+
+use super::claims::{self, Claim};
+use super::generations;
+use super::push::note_return;
+use super::{MAX_BLOCKS_PER_TAKE, ROTATE_AT};
+use crate::alloc::engine::{Plan, Step};
+use crate::alloc::service::{count_of, IdGeneratorService};
+use crate::alloc::single;
+use crate::alloc::state::{Slot, Strategy};
+use crate::alloc::zkerr::needs_zookeeper;
+use crate::error::{Result, ZooidError};
+use crate::format::{Blocks, OpKind, Pool};
+use crate::idset::IdCategory;
+use crate::range::{IdRange, RangeSet};
+use crate::retry::Budget;
+use crate::stats::LostOutcome;
+use crate::store::Store;
+
+/// What claiming fresh blocks came to.
+enum Claimed {
+    /// These IDs, from blocks the take claimed.
+    Granted(Vec<IdRange>),
+    /// The pool changed under the claim (a push, a generation moved on): plan again on the pool
+    /// as it is now.
+    Replan,
+}
+
+impl<S: Store> IdGeneratorService<S> {
+    /// Completes a take of `n` IDs that took `holes` from the free list: fresh blocks for the
+    /// rest, planning again (holes first) while the pool changes under the claims. Holes taken
+    /// are handed out even when no block can be claimed any more (at the ceiling or the end);
+    /// on any other failure they go back to the pool.
+    pub(crate) async fn take_blocks(
+        &self,
+        category: &IdCategory,
+        slot: &mut Slot,
+        mut holes: Vec<IdRange>,
+        n: u64,
+    ) -> Result<Vec<IdRange>> {
+        let mut replans = Budget::start(self.options.retry);
+        loop {
+            let wanted = n - count_of(&holes);
+            if wanted == 0 {
+                return Ok(holes);
+            }
+            let failed = match self.claim_fresh(category, slot, wanted).await {
+                Ok(Claimed::Granted(mut fresh)) => {
+                    holes.append(&mut fresh);
+                    return Ok(holes);
+                }
+                Ok(Claimed::Replan) => match self.replan(category, slot, &mut replans, wanted).await
+                {
+                    Ok(Replanned::More(mut more)) => {
+                        holes.append(&mut more);
+                        continue;
+                    }
+                    Ok(Replanned::Complete(mut last)) => {
+                        holes.append(&mut last);
+                        return Ok(holes);
+                    }
+                    Err(err) => err,
+                },
+                Err(err) => err,
+            };
+            return match failed {
+                // Fewer remain (at the ceiling, or at the end): hand out the holes taken.
+                ZooidError::ReservationExhausted { .. } | ZooidError::Exhausted { .. }
+                    if !holes.is_empty() =>
+                {
+                    Ok(holes)
+                }
+                err => {
+                    if !holes.is_empty() {
+                        self.give_back(category, slot, holes).await;
+                    }
+                    Err(err)
+                }
+            };
+        }
+    }
+
+    /// Plans a take of `wanted` IDs again after the pool changed under a claim: at once the
+    /// first time, then with backoff, within `replans`.
+    async fn replan(
+        &self,
+        category: &IdCategory,
+        slot: &mut Slot,
+        replans: &mut Budget,
+        wanted: u64,
+    ) -> Result<Replanned> {
+        if !replans.try_attempt() {
+            return Err(ZooidError::Contention {
+                category: category.name().to_string(),
+                attempts: replans.attempts(),
+                elapsed: replans.elapsed(),
+            });
+        }
+        if replans.attempts() > 1 {
+            replans.backoff().await;
+        }
+        let mut budget = Budget::start(self.options.retry);
+        let plan = single::take(category, wanted);
+        let step = self
+            .update(category, slot, &mut budget, OpKind::Take, true, plan)
+            .await?;
+        Ok(match step {
+            Step::Done {
+                moved,
+                strategy: Strategy::Blocks(_),
+            } => Replanned::More(moved),
+            // Recreated as a single-node pool: what its free list gave is the take.
+            Step::Done { moved, .. } => Replanned::Complete(moved),
+            Step::Kept(_) => Replanned::More(Vec::new()),
+        })
+    }
+
+    /// Claims fresh blocks for `n` IDs on the pool as the slot holds it (in block allocation);
+    /// IDs of the claimed blocks beyond `n`, or above the ceiling, go back to the free list.
+    async fn claim_fresh(
+        &self,
+        category: &IdCategory,
+        slot: &mut Slot,
+        n: u64,
+    ) -> Result<Claimed> {
+        let path = category.name();
+        let session = self.store.session().ok_or_else(needs_zookeeper)?;
+        // No state: a lost reply was resolved without one; read the pool again.
+        let Some(state) = slot.cached.as_ref() else {
+            return Ok(Claimed::Replan);
+        };
+        let Strategy::Blocks(layout) = state.strategy else {
+            return Ok(Claimed::Replan);
+        };
+        let (version, announced) = (state.version, state.waiting.announced);
+        let (last, ceiling) = (state.pool.bounds().end(), state.pool.ceiling());
+        let top = ceiling.unwrap_or(last).min(last);
+        self.check_frontier(path, &layout, last, top, ceiling).await?;
+        let count = n.div_ceil(layout.unit).clamp(1, MAX_BLOCKS_PER_TAKE);
+        let count = u32::try_from(count).unwrap_or(1);
+        let mut budget = Budget::start(self.options.retry);
+        let claimed = claims::claim(session, path, version, announced, &layout, count, &mut budget);
+        let first = match claimed.await? {
+            Claim::Granted { first } => first,
+            Claim::Changed => {
+                slot.cached = None;
+                return Ok(Claimed::Replan);
+            }
+            Claim::Sealed => {
+                self.rotate(category, slot, &layout).await?;
+                return Ok(Claimed::Replan);
+            }
+            Claim::Missing => {
+                slot.cached = None;
+                self.repair_sequence_parent(path).await?;
+                return Ok(Claimed::Replan);
+            }
+            Claim::Unknown(why) => {
+                tracing::error!(category = path, %why, "block claim outcome unknown; its blocks stay unused");
+                self.stats.lost_reply(path, LostOutcome::Unknown, 0);
+                return Err(ZooidError::OutcomeUnknown {
+                    category: path.to_string(),
+                    op: "take",
+                    ids: Vec::new(),
+                });
+            }
+        };
+        let end = first + i64::from(count);
+        self.categories
+            .note_next_block(path, layout.generation, end);
+        let mut claimed = RangeSet::new();
+        for seq in first..end {
+            if let Some(block) = layout.block(seq, last) {
+                // Blocks are disjoint, so this cannot overlap.
+                let _ = claimed.insert_all(&[block]);
+            }
+        }
+        let handed = claimed.take_lowest_at_most(n, top);
+        let leftover = claimed.ranges().to_vec();
+        if !leftover.is_empty() {
+            self.give_back(category, slot, leftover).await;
+        }
+        if end > ROTATE_AT {
+            if let Err(err) = self.rotate(category, slot, &layout).await {
+                tracing::warn!(category = path, %err, "moving the blocks to a new generation; the next take tries again");
+            }
+        }
+        if handed.is_empty() {
+            return Err(exhausted(path, ceiling, top < last));
+        }
+        Ok(Claimed::Granted(handed))
+    }
+
+    /// Fails early when the next block this process knows of lies past the end (asking the
+    /// store before saying so) or above the ceiling.
+    async fn check_frontier(
+        &self,
+        path: &str,
+        layout: &Blocks,
+        last: i64,
+        top: i64,
+        ceiling: Option<i64>,
+    ) -> Result<()> {
+        let known = self.categories.known_next_block(path, layout.generation);
+        match layout.block(known, last) {
+            None => {
+                // Past the end as far as this process knows: ask the store before saying so.
+                let session = self.store.session().ok_or_else(needs_zookeeper)?;
+                let next = generations::next_block(session, path, layout).await?;
+                self.categories
+                    .note_next_block(path, layout.generation, next);
+                if layout.block(next, last).is_none() {
+                    return Err(ZooidError::Exhausted {
+                        category: path.to_string(),
+                    });
+                }
+            }
+            Some(block) if block.start() > top => {
+                if let Some(ceiling) = ceiling {
+                    return Err(ZooidError::ReservationExhausted {
+                        category: path.to_string(),
+                        ceiling,
+                        waited: Duration::ZERO,
+                    });
+                }
+            }
+            Some(_) => {}
+        }
+        Ok(())
+    }
+
+    /// Pushes IDs this process claimed but will not hand out back to the free list; a failure
+    /// leaves them unused (never handed out twice) and is logged.
+    pub(crate) async fn give_back(&self, category: &IdCategory, slot: &mut Slot, ranges: Vec<IdRange>) {
+        let returned = match self.store.session() {
+            Some(session) => self.return_ids(category.name(), session, &ranges).await,
+            None => Err(needs_zookeeper()),
+        };
+        match returned {
+            Ok(returned) => note_return(slot, returned, &ranges),
+            Err(err) => {
+                tracing::warn!(category = category.name(), %err, ids = ?ranges, "could not return unused block IDs; they stay unused");
+            }
+        }
+    }
+
+    /// Moves the pool's block allocation past generation `layout.generation`: seals it, reads
+    /// how many blocks it claimed, writes the next generation's base, creates its sequence
+    /// parent and retires the generation before. Any process may finish a move another one
+    /// started.
+    async fn rotate(&self, category: &IdCategory, slot: &mut Slot, layout: &Blocks) -> Result<()> {
+        let path = category.name();
+        let session = self.store.session().ok_or_else(needs_zookeeper)?;
+        generations::seal(session, path, layout).await?;
+        let next = match generations::next_block(session, path, layout).await {
+            Ok(next) => next,
+            // Gone: the move is done (and the generation retired), or the pool was recreated.
+            Err(ZooidError::NotFound { .. }) => {
+                slot.cached = None;
+                return Ok(());
+            }
+            Err(err) => return Err(err),
+        };
+        let generation = layout.generation;
+        let mut budget = Budget::start(self.options.retry);
+        let plan = |pool: &Pool, strategy| next_generation(pool, strategy, generation, next);
+        let step = self
+            .update(category, slot, &mut budget, OpKind::Blocks, true, plan)
+            .await?;
+        if let Step::Done { .. } = step {
+            tracing::info!(
+                category = path,
+                generation = generation + 1,
+                "blocks moved to a new generation"
+            );
+        }
+        generations::ensure_parent(session, path, generation + 1).await?;
+        if generation >= 1 {
+            // In the background: the take that moved the generation does not wait for it.
+            let (session, path) = (session.clone(), path.to_string());
+            tokio::spawn(async move { generations::retire(&session, &path, generation - 1).await });
+        }
+        Ok(())
+    }
+
+    /// After a claim found no sequence parent: creates the one of the pool's current generation
+    /// if it is missing (a process that moved the generation stopped before creating it). Reads
+    /// the pool after a `sync`, so that a lagging server does not bring back a retired one.
+    async fn repair_sequence_parent(&self, path: &str) -> Result<()> {
+        let session = self.store.session().ok_or_else(needs_zookeeper)?;
+        let node = self
+            .sync_and_read(path)
+            .await
+            .map_err(|e| e.into_zooid(path))?;
+        let pool = Pool::parse(path, &node.data)?;
+        self.categories.observe(path, pool.epoch(), node.version)?;
+        match pool.blocks() {
+            Some(layout) => generations::ensure_parent(session, path, layout.generation).await,
+            None => Ok(()),
+        }
+    }
+}
+
+/// How a re-planned take went on.
+enum Replanned {
+    /// Holes it took (maybe none); fresh blocks for the rest.
+    More(Vec<IdRange>),
+    /// What it took completes the take.
+    Complete(Vec<IdRange>),
+}
+
+/// The plan of a move past generation `generation`, whose sequence parent numbered `next`
+/// blocks: the next generation starts above them. Another process may have moved it already.
+fn next_generation(pool: &Pool, strategy: Strategy, generation: u64, next: i64) -> Result<Plan> {
+    let Strategy::Blocks(current) = strategy else {
+        return Ok(Plan::Keep);
+    };
+    if current.generation != generation {
+        return Ok(Plan::Keep);
+    }
+    let unit = i64::try_from(current.unit).unwrap_or(i64::MAX);
+    let base = next
+        .saturating_mul(unit)
+        .saturating_add(current.base)
+        .min(pool.bounds().end().saturating_add(1));
+    let mut moved = pool.clone();
+    moved.set_blocks(Blocks {
+        unit: current.unit,
+        generation: generation + 1,
+        base,
+    });
+    Ok(Plan::Write {
+        next: moved,
+        moved: Vec::new(),
+        count: base.abs_diff(current.base),
+    })
+}
+
+/// Why a claim handed out nothing: at the ceiling (below the end) or at the end.
+fn exhausted(path: &str, ceiling: Option<i64>, below_end: bool) -> ZooidError {
+    match ceiling {
+        Some(ceiling) if below_end => ZooidError::ReservationExhausted {
+            category: path.to_string(),
+            ceiling,
+            waited: Duration::ZERO,
+        },
+        _ => ZooidError::Exhausted {
+            category: path.to_string(),
+        },
+    }
+}

@@ -1,0 +1,519 @@
+//! The compare-and-set engine: plan an operation on the pool as this process knows it (or as
+//! it reads it), write the pool node at the version planned on, and retry on conflicts within
+//! the operation's budget; a write whose reply was lost goes to src/alloc/lost.rs.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::blocks::{generations, parts, returns};
+use super::zkerr::needs_zookeeper;
+use super::lost::{LostWrite, Resolution};
+use super::service::{count_of, IdGeneratorService};
+use super::state::{figures, Cached, Held, Slot, Strategy, Waiting};
+use crate::error::{Result, ZooidError};
+use crate::format::{ChunkOp, OpKind, OpRecord, OpToken, Pool, MAX_OP_LINE_BYTES};
+use crate::idset::IdCategory;
+use crate::range::IdRange;
+use crate::retry::Budget;
+use crate::stats::LostOutcome;
+use crate::store::{Store, StoreError, Versioned};
+
+/// What a plan decided, on the pool as read.
+pub(crate) enum Plan {
+    /// Write this pool: the operation moved `moved` (`count` IDs, as logged).
+    Write {
+        next: Pool,
+        moved: Vec<IdRange>,
+        count: u64,
+    },
+    /// Nothing to write.
+    Keep,
+}
+
+/// What an update did.
+pub(crate) enum Step<'s> {
+    /// The write applied: the operation moved these IDs, on a pool of this strategy.
+    Done {
+        moved: Vec<IdRange>,
+        strategy: Strategy,
+    },
+    /// The plan wrote nothing; this is the state it planned on.
+    Kept(&'s Cached),
+}
+
+/// Why the last attempt of an operation did not succeed.
+pub(crate) enum LastFailure {
+    None,
+    Conflict,
+    Unreachable(String),
+}
+
+/// A write as planned: the pool it leaves, and what is sent.
+struct Prepared {
+    /// The pool as planned (the waiting pushes it keeps still merged in its free list).
+    next: Pool,
+    /// The pushes still waiting after it.
+    waiting: Waiting,
+    /// The pool as its nodes hold it, when pushes wait (else `next` is).
+    stored: Option<Pool>,
+    /// The part writes and push deletes that go with it in one `multi`.
+    part_ops: Vec<ChunkOp>,
+    token: OpToken,
+    bytes: Vec<u8>,
+    moved: Vec<IdRange>,
+}
+
+impl<S: Store> IdGeneratorService<S> {
+    /// Holds `category`'s slot for one operation; the budget returned counts from the call,
+    /// including the wait behind this process's other operations on the category.
+    pub(crate) async fn hold(&self, category: &IdCategory) -> Result<(Held, Budget)> {
+        let budget = Budget::start(self.options.retry);
+        let slot = self.categories.slot(category.name());
+        match tokio::time::timeout(budget.remaining(), slot.lock_owned()).await {
+            Ok(held) => Ok((held, budget)),
+            Err(_) => Err(ZooidError::Timeout {
+                what: category.name().to_string(),
+                after: budget.elapsed(),
+            }),
+        }
+    }
+
+    /// Applies `plan` to the pool with compare-and-set until it sticks or `budget` runs out,
+    /// refusing a pool older than seen before when `refuse_older` (everything but the repair of
+    /// such a pool). A plan's error on a remembered state is not trusted: the pool is read again
+    /// and planned on once more.
+    pub(crate) async fn update<'s>(
+        &self,
+        category: &IdCategory,
+        slot: &'s mut Slot,
+        budget: &mut Budget,
+        kind: OpKind,
+        refuse_older: bool,
+        plan: impl Fn(&Pool, Strategy) -> Result<Plan>,
+    ) -> Result<Step<'s>> {
+        let result = self
+            .attempts(category, slot, budget, kind, refuse_older, plan)
+            .await;
+        self.stats.retries(
+            category.name(),
+            u64::from(budget.attempts().saturating_sub(1)),
+        );
+        result
+    }
+
+    /// The attempts of [`update`](Self::update).
+    async fn attempts<'s>(
+        &self,
+        category: &IdCategory,
+        slot: &'s mut Slot,
+        budget: &mut Budget,
+        kind: OpKind,
+        refuse_older: bool,
+        plan: impl Fn(&Pool, Strategy) -> Result<Plan>,
+    ) -> Result<Step<'s>> {
+        let path = category.name();
+        if slot.changed.swap(false, Ordering::AcqRel) {
+            slot.cached = None;
+        }
+        let mut failure = LastFailure::None;
+        let mut conflicts = 0u32;
+        // The version this process last wrote, when it yielded instead of writing on it.
+        let mut mine = None;
+        let fair = self.options.fair_pacing;
+        while budget.try_attempt() {
+            tracing::Span::current().record("attempt", budget.attempts());
+            if fair && budget.attempts() == 1 && slot.pace.contended() {
+                // Contended: yield to the others first, then plan on what the store holds after
+                // the wait rather than on the version this process last wrote (src/pace.rs).
+                budget
+                    .sleep_up_to(slot.pace.wait_ceiling(1).min(self.options.retry.max_delay))
+                    .await;
+                mine = slot.cached.take().filter(|c| !c.fresh).map(|c| c.version);
+            }
+            let current = match slot.cached.take() {
+                Some(state) => state,
+                None => match self
+                    .read_state(path, slot, budget, refuse_older, mine.take())
+                    .await?
+                {
+                    Some(state) => state,
+                    None => {
+                        // A part moved on: the pool node was read before a later write.
+                        budget.backoff().await;
+                        continue;
+                    }
+                },
+            };
+            let prepared = match plan(&current.pool, current.strategy) {
+                Ok(Plan::Write { next, moved, count }) => {
+                    self.prepare(path, &current, next, moved, count, kind)?
+                }
+                Ok(Plan::Keep) => return Ok(Step::Kept(slot.cached.insert(current))),
+                // A remembered state may be stale: decide only on what the store holds now.
+                Err(_) if !current.fresh => continue,
+                Err(err) => {
+                    slot.cached = Some(current);
+                    return Err(err);
+                }
+            };
+            if kind == OpKind::Push {
+                let size = self.projected_size(&prepared.next, prepared.bytes.len());
+                if size > self.options.max_pool_bytes {
+                    if !current.fresh {
+                        continue; // Decide on what the store holds now, not on a remembered state.
+                    }
+                    slot.cached = Some(current);
+                    return Err(ZooidError::PoolFull {
+                        category: path.to_string(),
+                        bytes: size,
+                        limit: self.options.max_pool_bytes,
+                    });
+                }
+            }
+            match self
+                .send(path, slot, current, prepared, kind, refuse_older)
+                .await?
+            {
+                Sent::Done(moved, strategy) => return Ok(Step::Done { moved, strategy }),
+                Sent::Conflict => {
+                    self.stats.conflict(path);
+                    failure = LastFailure::Conflict;
+                    conflicts += 1;
+                    if fair {
+                        slot.pace.on_conflict();
+                        let wait = slot.pace.wait_ceiling(conflicts + 1);
+                        budget
+                            .sleep_up_to(wait.min(self.options.retry.max_delay))
+                            .await;
+                    } else {
+                        budget.backoff().await;
+                    }
+                }
+                Sent::Unreachable(why) => {
+                    failure = LastFailure::Unreachable(why);
+                    budget.backoff().await;
+                }
+                Sent::NotApplied => {}
+            }
+        }
+        Err(self.budget_error(category, budget, failure))
+    }
+
+    /// Reads the pool whole: the node (caught up with a `sync` when it looks older than seen
+    /// before), its free-list parts, and for block allocation the pushes waiting in their own
+    /// nodes; arms the watch of a pool in block allocation. `None` when a part had moved on (the
+    /// node was read before a later write): read again.
+    async fn read_state(
+        &self,
+        path: &str,
+        slot: &mut Slot,
+        budget: &mut Budget,
+        refuse_older: bool,
+        mine: Option<i32>,
+    ) -> Result<Option<Cached>> {
+        let mut node = self.read(path, budget).await?;
+        if let Some(mine) = mine {
+            let behind = node.version.saturating_sub(mine).max(0);
+            slot.pace.on_fresh_read(u32::try_from(behind).unwrap_or(0));
+        }
+        let mut pool = Pool::parse(path, &node.data)?;
+        if refuse_older && self.categories.is_older(path, pool.epoch(), node.version) {
+            // A new session may have reached a server that lags behind the one the newer state
+            // came from: catch it up before concluding anything.
+            if self.store.sync(path).await.is_ok() {
+                node = self.read(path, budget).await?;
+                pool = Pool::parse(path, &node.data)?;
+            }
+        }
+        if refuse_older {
+            self.categories.observe(path, pool.epoch(), node.version)?;
+        }
+        let limit = self.options.max_pool_bytes;
+        self.stats
+            .pool_seen(figures(path, &pool, node.data.len(), node.version, limit));
+        if !pool.chunks().is_empty() {
+            let session = self.store.session().ok_or_else(needs_zookeeper)?;
+            if let parts::Loaded::Stale =
+                parts::load(session, path, &mut pool, &mut slot.chunks).await?
+            {
+                return Ok(None);
+            }
+        }
+        let mut waiting = Waiting::default();
+        let session = self.store.session();
+        if let (Some(_), Some(session)) = (pool.blocks(), session) {
+            // Pushes waiting in their own nodes are free IDs too.
+            let (version, pushes) = returns::read_returns(session, path).await?;
+            let doubled = waiting.merge(pool.free_mut(), version, pushes);
+            if doubled > 0 {
+                tracing::error!(
+                    category = path,
+                    ids = doubled,
+                    "IDs pushed twice (or pushed while free); counted once"
+                );
+            }
+        }
+        slot.known.store(node.version, Ordering::Release);
+        if let (Some(_), Some(session)) = (pool.blocks(), session) {
+            let (known, armed, changed) = (&slot.known, &slot.armed, &slot.changed);
+            generations::watch_pool(
+                session,
+                path,
+                Arc::clone(known),
+                Arc::clone(armed),
+                Arc::clone(changed),
+            );
+        }
+        Ok(Some(Cached::new(node.version, pool, true, waiting)))
+    }
+
+    /// Lays out the write of `next` over `current`: a format-3 pool writes only the parts of its
+    /// free list that changed, and merges the waiting pushes it does not leave waiting (their
+    /// nodes are deleted in the same `multi`); logs the operation.
+    fn prepare(
+        &self,
+        path: &str,
+        current: &Cached,
+        mut next: Pool,
+        moved: Vec<IdRange>,
+        count: u64,
+        kind: OpKind,
+    ) -> Result<Prepared> {
+        let (waiting, merged) = current.waiting.after_write(path, next.free());
+        // `stored`: the pool as its nodes will hold it, when pushes wait.
+        let (mut part_ops, mut stored) = if current.waiting.is_empty() && waiting.is_empty() {
+            (crate::format::parts::plan(&current.pool, &mut next), None)
+        } else {
+            let mut stored = waiting.stored(&next);
+            let before = current.waiting.stored(&current.pool);
+            let ops = crate::format::parts::plan(&before, &mut stored);
+            next.set_chunks(stored.chunks().to_vec());
+            (ops, Some(stored))
+        };
+        part_ops.extend(merged);
+        let version = current
+            .version
+            .checked_add(1)
+            .ok_or_else(|| ZooidError::VersionWrap {
+                path: path.to_string(),
+                version: current.version,
+            })?;
+        let token = OpToken::random();
+        let op = OpRecord {
+            version,
+            token,
+            kind,
+            count,
+        };
+        next.record(op, self.options.op_log_len);
+        if let Some(stored) = stored.as_mut() {
+            stored.record(op, self.options.op_log_len);
+        }
+        let bytes = stored.as_ref().unwrap_or(&next).render().into_bytes();
+        Ok(Prepared {
+            next,
+            waiting,
+            stored,
+            part_ops,
+            token,
+            bytes,
+            moved,
+        })
+    }
+
+    /// Sends a prepared write of `current`'s pool and takes in its reply: the state it leaves
+    /// goes to the slot.
+    async fn send(
+        &self,
+        path: &str,
+        slot: &mut Slot,
+        current: Cached,
+        write: Prepared,
+        kind: OpKind,
+        refuse_older: bool,
+    ) -> Result<Sent> {
+        let version = current.version + 1;
+        let sent = std::time::Instant::now();
+        // Before sending: the watch must not take this process's own write for another's.
+        slot.known.store(version, Ordering::Release);
+        let reply = self
+            .write(path, &write.bytes, current.version, &write.part_ops)
+            .await;
+        match reply {
+            Ok(written) => {
+                slot.known.store(written, Ordering::Release);
+                parts::remember(write.stored.as_ref().unwrap_or(&write.next), &mut slot.chunks);
+                if !refuse_older {
+                    self.categories.forget_seen(path);
+                }
+                self.categories
+                    .observe(path, write.next.epoch(), written)?;
+                let limit = self.options.max_pool_bytes;
+                let bytes = write.bytes.len();
+                self.stats
+                    .pool_seen(figures(path, &write.next, bytes, written, limit));
+                slot.pace.on_success(sent.elapsed());
+                let state = Cached::new(written, write.next, false, write.waiting);
+                let strategy = state.strategy;
+                slot.cached = Some(state);
+                Ok(Sent::Done(write.moved, strategy))
+            }
+            Err(StoreError::BadVersion) => Ok(Sent::Conflict),
+            Err(StoreError::NoNode) => Err(ZooidError::NotFound {
+                category: path.to_string(),
+            }),
+            Err(StoreError::Unavailable(why)) => {
+                slot.cached = Some(current);
+                Ok(Sent::Unreachable(why))
+            }
+            Err(StoreError::Unknown(why)) => {
+                tracing::warn!(category = path, %why, op = kind.as_str(), "reply lost; resolving the outcome");
+                self.after_lost_reply(path, slot, current.version, write, kind)
+                    .await
+            }
+            Err(
+                other @ (StoreError::NodeExists
+                | StoreError::Refused(_)
+                | StoreError::NotAuthorized { .. }),
+            ) => Err(other.into_zooid(path)),
+        }
+    }
+
+    /// Resolves a write whose reply was lost; the state found is kept only for a single-node
+    /// pool read whole (one with parts or waiting pushes is read again).
+    async fn after_lost_reply(
+        &self,
+        path: &str,
+        slot: &mut Slot,
+        expected: i32,
+        write: Prepared,
+        kind: OpKind,
+    ) -> Result<Sent> {
+        let lost = LostWrite {
+            token: write.token,
+            expected,
+            bytes: &write.bytes,
+            parts: &write.part_ops,
+            kind,
+            moved: &write.moved,
+        };
+        let planned = Cached::new(expected + 1, write.next, false, write.waiting);
+        let plannable = |s: &Cached| s.pool.chunks().is_empty() && s.strategy == Strategy::Single;
+        match self.resolve(path, lost, planned).await? {
+            Resolution::Applied(state) => {
+                self.stats.lost_reply(path, LostOutcome::Applied, 0);
+                let strategy = state.strategy;
+                slot.cached = Some(state).filter(plannable);
+                Ok(Sent::Done(write.moved, strategy))
+            }
+            Resolution::NotApplied(state) => {
+                self.stats.lost_reply(path, LostOutcome::NotApplied, 0);
+                slot.cached = Some(state).filter(plannable);
+                Ok(Sent::NotApplied)
+            }
+            Resolution::Unknown(why) => {
+                let leaked = count_of(&write.moved);
+                self.stats.lost_reply(path, LostOutcome::Unknown, leaked);
+                tracing::error!(category = path, %why, op = kind.as_str(), ids = ?write.moved, "outcome unknown; IDs leaked");
+                Err(ZooidError::OutcomeUnknown {
+                    category: path.to_string(),
+                    op: kind.as_str(),
+                    ids: write.moved,
+                })
+            }
+        }
+    }
+
+    /// Writes the pool node at `expected`, with the free-list part writes `parts` in the same
+    /// `multi` when there are any.
+    pub(crate) async fn write(
+        &self,
+        path: &str,
+        bytes: &[u8],
+        expected: i32,
+        part_ops: &[ChunkOp],
+    ) -> Result<i32, StoreError> {
+        match (part_ops.is_empty(), self.store.session()) {
+            (true, _) => self.store.set(path, bytes, expected).await,
+            (false, Some(session)) => parts::commit(session, path, bytes, expected, part_ops).await,
+            (false, None) => Err(StoreError::Refused(
+                "free-list parts need a ZooKeeper store".into(),
+            )),
+        }
+    }
+
+    /// Reads a node after catching its server up (`sync`).
+    pub(crate) async fn sync_and_read(&self, path: &str) -> Result<Versioned, StoreError> {
+        self.store.sync(path).await?;
+        self.store.get(path).await
+    }
+
+    /// Reads a node, retrying while the store is unreachable.
+    pub(crate) async fn read(&self, path: &str, budget: &mut Budget) -> Result<Versioned> {
+        loop {
+            match self.store.get(path).await {
+                Ok(node) => return Ok(node),
+                Err(StoreError::NoNode) => {
+                    return Err(ZooidError::NotFound {
+                        category: path.to_string(),
+                    })
+                }
+                Err(StoreError::Unknown(why) | StoreError::Unavailable(why)) => {
+                    if budget.expired() {
+                        return Err(ZooidError::ConnectionLost {
+                            category: path.to_string(),
+                            reason: why,
+                        });
+                    }
+                    budget.backoff().await;
+                }
+                Err(other) => return Err(other.into_zooid(path)),
+            }
+        }
+    }
+
+    /// The error of an operation whose budget ran out, after its last failure.
+    pub(crate) fn budget_error(
+        &self,
+        category: &IdCategory,
+        budget: &Budget,
+        failure: LastFailure,
+    ) -> ZooidError {
+        let name = category.name().to_string();
+        match failure {
+            LastFailure::Unreachable(reason) => ZooidError::ConnectionLost {
+                category: name,
+                reason,
+            },
+            LastFailure::Conflict => ZooidError::Contention {
+                category: name,
+                attempts: budget.attempts(),
+                elapsed: budget.elapsed(),
+            },
+            LastFailure::None => ZooidError::Timeout {
+                what: name,
+                after: budget.elapsed(),
+            },
+        }
+    }
+
+    /// The node's size once its operation log is full: a push must leave room for the log so
+    /// that later takes, which never add ranges, always fit.
+    fn projected_size(&self, pool: &Pool, bytes: usize) -> usize {
+        let missing = self.options.op_log_len.saturating_sub(pool.log().count());
+        bytes + missing * MAX_OP_LINE_BYTES
+    }
+}
+
+/// What sending one write came to.
+enum Sent {
+    /// It applied (found applied, after a lost reply): these IDs moved, on a pool of this
+    /// strategy.
+    Done(Vec<IdRange>, Strategy),
+    /// Another write came first.
+    Conflict,
+    /// The store could not be reached.
+    Unreachable(String),
+    /// Its reply was lost and it had not applied: plan again.
+    NotApplied,
+}

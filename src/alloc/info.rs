@@ -1,0 +1,80 @@
+//! What a pool holds, for operators: read whole (parts loaded, waiting pushes merged), with the
+//! blocks claimed since its node was written; and the categories below a node.
+
+use super::blocks::{parts, returns, usage};
+use super::options::PoolInfo;
+use super::service::IdGeneratorService;
+use super::state::{figures, Waiting};
+use super::zkerr::needs_zookeeper;
+use crate::error::{Result, ZooidError};
+use crate::format::Pool;
+use crate::idset::IdCategory;
+use crate::retry::Budget;
+use crate::store::{Store, StoreError, Versioned};
+
+impl<S: Store> IdGeneratorService<S> {
+    /// Reads the pool afresh (see [`pool_info`](Self::pool_info)).
+    pub(super) async fn read_info(&self, category: &IdCategory) -> Result<PoolInfo> {
+        let mut budget = Budget::start(self.options.retry);
+        tracing::Span::current().record("attempt", 1);
+        let path = category.name();
+        let (node, pool) = self.read_complete(path, &mut budget).await?;
+        let usage = usage(self.store.session(), path, &pool, true).await?;
+        let limit = self.options.max_pool_bytes;
+        self.stats
+            .pool_seen(figures(path, &pool, node.data.len(), node.version, limit));
+        Ok(PoolInfo {
+            bounds: pool.bounds(),
+            free: pool.free().ranges().to_vec(),
+            free_count: usage.free,
+            version: node.version,
+            bytes: node.data.len(),
+            legacy: pool.is_legacy(),
+            ceiling: pool.ceiling(),
+            epoch: pool.epoch(),
+            headroom: usage.available,
+            high_water: usage.high_water,
+            blocks: pool.blocks(),
+        })
+    }
+
+    /// Reads the pool with all its free IDs: its parts loaded and, in block allocation, the
+    /// pushes waiting in their own nodes merged.
+    async fn read_complete(&self, path: &str, budget: &mut Budget) -> Result<(Versioned, Pool)> {
+        loop {
+            let node = self.read(path, budget).await?;
+            let mut pool = Pool::parse(path, &node.data)?;
+            if !pool.chunks().is_empty() {
+                let session = self.store.session().ok_or_else(needs_zookeeper)?;
+                let mut cache = parts::ChunkCache::new();
+                if let parts::Loaded::Stale =
+                    parts::load(session, path, &mut pool, &mut cache).await?
+                {
+                    if budget.try_attempt() {
+                        continue;
+                    }
+                    return Err(ZooidError::Timeout {
+                        what: path.to_string(),
+                        after: budget.elapsed(),
+                    });
+                }
+            }
+            if let (Some(_), Some(session)) = (pool.blocks(), self.store.session()) {
+                let (version, pushes) = returns::read_returns(session, path).await?;
+                Waiting::default().merge(pool.free_mut(), version, pushes);
+            }
+            return Ok((node, pool));
+        }
+    }
+
+    /// The children of `parent` (see [`list_categories`](Self::list_categories)).
+    pub(super) async fn list_children(&self, parent: &str) -> Result<Vec<String>> {
+        tracing::Span::current().record("attempt", 1);
+        self.store.children(parent).await.map_err(|e| match e {
+            StoreError::NoNode => ZooidError::NotFound {
+                category: parent.to_string(),
+            },
+            other => other.into_zooid(parent),
+        })
+    }
+}

@@ -1,0 +1,141 @@
+//! Lost replies: whether a write whose reply was lost applied, told by the operation log the
+//! pool node keeps (docs/DESIGN.md), or by its free list when the log no longer says.
+
+use super::service::IdGeneratorService;
+use super::state::Cached;
+use crate::error::Result;
+use crate::format::{ChunkOp, OpKind, OpToken, Pool};
+use crate::range::IdRange;
+use crate::retry::Budget;
+use crate::store::{Store, StoreError};
+
+/// How a write with a lost reply turned out.
+pub(crate) enum Resolution {
+    /// It applied; the state it left (or a later one).
+    Applied(Cached),
+    /// It did not apply; the state read.
+    NotApplied(Cached),
+    /// It cannot be told, for this reason.
+    Unknown(String),
+}
+
+/// A write whose reply was lost, as its author knows it.
+pub(crate) struct LostWrite<'a> {
+    pub token: OpToken,
+    /// The version the write expected.
+    pub expected: i32,
+    pub bytes: &'a [u8],
+    /// The free-list part writes that went with it (src/alloc/blocks/parts.rs).
+    pub parts: &'a [ChunkOp],
+    pub kind: OpKind,
+    /// The IDs the write took or pushed.
+    pub moved: &'a [IdRange],
+}
+
+impl LostWrite<'_> {
+    /// Whether the write applied, judged from a later free list (whose version is past
+    /// `expected`, so the write can no longer apply), when the operation log no longer says.
+    ///
+    /// IDs a client holds are never free. A take that applied handed its IDs to no one but its
+    /// author, who never used them: none of them can be free later. A push that did not apply
+    /// left its IDs with its author: none of them can be free either. So one free ID among
+    /// `moved` tells: the take did not apply, the push did. With none free, it cannot be told.
+    fn told_by_free_list(&self, pool: &Pool) -> Option<bool> {
+        let any_free = self
+            .moved
+            .iter()
+            .any(|r| pool.free().first_overlap(r).is_some());
+        match (self.kind, any_free) {
+            (OpKind::Take, true) => Some(false),
+            (OpKind::Push, true) => Some(true),
+            _ => None,
+        }
+    }
+
+    /// What a read of the pool at `version` (past `expected`) says of the write.
+    fn told_by(&self, state: Cached) -> Resolution {
+        // `expected < version`, so `expected + 1` does not overflow.
+        let expected = self.expected;
+        match state.pool.op_at(expected + 1) {
+            Some(op) if op.token == self.token => Resolution::Applied(state),
+            Some(_) => Resolution::NotApplied(state),
+            None => match self.told_by_free_list(&state.pool) {
+                Some(true) => Resolution::Applied(state),
+                Some(false) => Resolution::NotApplied(state),
+                None => Resolution::Unknown(format!(
+                    "version {} is no longer in the node's operation log (now at {})",
+                    expected + 1,
+                    state.version
+                )),
+            },
+        }
+    }
+}
+
+impl<S: Store> IdGeneratorService<S> {
+    /// Finds out whether `write` applied; `planned` is the state it leaves if it did.
+    ///
+    /// The node records the token of the write that produced each recent version, so once the
+    /// version has moved past `expected`, version `expected + 1` tells whose write won. While it
+    /// has not moved, the identical write is sent again: both copies expect `expected`, so at most
+    /// one of them can ever apply.
+    pub(crate) async fn resolve(
+        &self,
+        path: &str,
+        write: LostWrite<'_>,
+        mut planned: Cached,
+    ) -> Result<Resolution> {
+        let expected = write.expected;
+        let mut budget = Budget::start(self.options.retry);
+        loop {
+            if budget.expired() {
+                return Ok(Resolution::Unknown(format!(
+                    "store unreachable for {:?}",
+                    budget.deadline()
+                )));
+            }
+            // Only the deadline bounds resolution; counting attempts grows the backoff.
+            budget.try_attempt();
+            let node = match self.sync_and_read(path).await {
+                Ok(node) => node,
+                Err(StoreError::NoNode) => {
+                    return Ok(Resolution::Unknown("the pool node was deleted".into()))
+                }
+                Err(err @ (StoreError::Refused(_) | StoreError::NotAuthorized { .. })) => {
+                    return Ok(Resolution::Unknown(err.to_string()))
+                }
+                Err(_) => {
+                    budget.backoff().await;
+                    continue;
+                }
+            };
+            if node.version == expected {
+                match self.write(path, write.bytes, expected, write.parts).await {
+                    Ok(written) => {
+                        planned.version = written;
+                        return Ok(Resolution::Applied(planned));
+                    }
+                    Err(StoreError::BadVersion) => {}
+                    Err(StoreError::Unknown(_) | StoreError::Unavailable(_)) => {
+                        budget.backoff().await
+                    }
+                    Err(other) => return Ok(Resolution::Unknown(other.to_string())),
+                }
+                continue;
+            }
+            let Ok(pool) = Pool::parse(path, &node.data) else {
+                return Ok(Resolution::Unknown(
+                    "the pool node is no longer parseable".into(),
+                ));
+            };
+            if node.version < expected {
+                return Ok(Resolution::Unknown(format!(
+                    "node version went back to {} (recreated?)",
+                    node.version
+                )));
+            }
+            let state = Cached::new(node.version, pool, true, Default::default());
+            return Ok(write.told_by(state));
+        }
+    }
+}

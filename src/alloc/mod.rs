@@ -1,0 +1,31 @@
+//! The allocator: hands out unique IDs from categories kept in a store, with versioned
+//! compare-and-set, and resolves writes whose reply was lost (docs/DESIGN.md explains the
+//! protocol).
+//!
+//! - [`service`]: the [`IdGeneratorService`] facade, its constructors and public operations.
+//! - `ops`: take and push, each following the strategy its read found: `single` (the free list
+//!   in the pool node) or [`blocks`] (block allocation: claims, returns, generations, parts).
+//! - `engine`: the compare-and-set loop every write of the pool node goes through; `lost`: the
+//!   resolution of a lost reply.
+//! - `state`: what this process knows of each category (the pool as last seen, the pushes
+//!   waiting, the newest version seen, the next block, its push marker).
+//! - `admin`: create, restore, repair, raise; `info`: what a pool holds, for operators.
+//! - `zkerr`: the one reading of ZooKeeper errors for the requests the allocator sends itself.
+
+mod admin;
+pub mod blocks;
+mod engine;
+mod info;
+mod lost;
+mod ops;
+mod options;
+mod service;
+mod single;
+mod state;
+mod zkerr;
+
+pub use crate::format::MAX_TAKE;
+pub use options::{
+    PoolInfo, Restored, ServiceOptions, DEFAULT_CEILING_WAIT, DEFAULT_MAX_POOL_BYTES,
+};
+pub use service::IdGeneratorService;

@@ -1,0 +1,104 @@
+//! Take and push: each holds its category's slot, plans on the pool once read (or as
+//! remembered), and follows the strategy that read found: the single-node one
+//! (src/alloc/single.rs) or block allocation (src/alloc/blocks/).
+
+use std::time::Duration;
+
+use super::engine::Step;
+use super::service::IdGeneratorService;
+use super::single;
+use super::state::Strategy;
+use crate::error::{Result, ZooidError};
+use crate::format::OpKind;
+use crate::idset::IdCategory;
+use crate::range::IdRange;
+use crate::store::Store;
+
+impl<S: Store> IdGeneratorService<S> {
+    /// A take of up to `n` IDs that, at the category's ceiling, waits for the keeper to raise it
+    /// (up to [`ceiling_wait`](super::ServiceOptions::ceiling_wait)).
+    pub(super) async fn take_waiting(&self, category: &IdCategory, n: u64) -> Result<Vec<IdRange>> {
+        let started = tokio::time::Instant::now();
+        loop {
+            match self.take_once(category, n).await {
+                Err(ZooidError::ReservationExhausted { ceiling, .. }) => {
+                    let waited = started.elapsed();
+                    let Some(left) = self.options.ceiling_wait.checked_sub(waited) else {
+                        tracing::warn!(
+                            category = category.name(),
+                            ceiling,
+                            ?waited,
+                            "take at the ceiling: the durable reservation is exhausted"
+                        );
+                        return Err(ZooidError::ReservationExhausted {
+                            category: category.name().to_string(),
+                            ceiling,
+                            waited,
+                        });
+                    };
+                    self.wait_for_raise(category, left).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// One take, under one hold of the category's slot: the lowest free IDs, and for a pool in
+    /// block allocation fresh blocks for what its holes did not cover.
+    async fn take_once(&self, category: &IdCategory, n: u64) -> Result<Vec<IdRange>> {
+        let (mut slot, mut budget) = self.hold(category).await?;
+        let plan = single::take(category, n);
+        let step = self
+            .update(category, &mut slot, &mut budget, OpKind::Take, true, plan)
+            .await?;
+        match step {
+            Step::Done {
+                moved,
+                strategy: Strategy::Single,
+            } => Ok(moved),
+            Step::Done { moved, .. } => self.take_blocks(category, &mut slot, moved, n).await,
+            Step::Kept(_) => self.take_blocks(category, &mut slot, Vec::new(), n).await,
+        }
+    }
+
+    /// One push: into the free list with compare-and-set, or for a pool in block allocation
+    /// into a node of its own (checked against the pool as read).
+    pub(super) async fn push_once(
+        &self,
+        category: &IdCategory,
+        ranges: &[IdRange],
+    ) -> Result<Vec<IdRange>> {
+        let (mut slot, mut budget) = self.hold(category).await?;
+        let plan = single::push(category, ranges);
+        let step = self
+            .update(category, &mut slot, &mut budget, OpKind::Push, true, plan)
+            .await?;
+        let checked = match step {
+            Step::Done { moved, .. } => return Ok(moved),
+            Step::Kept(state) => self.check_push(category, state, ranges)?,
+        };
+        // The push's own write does not need the slot: others take meanwhile.
+        drop(slot);
+        self.push_blocks(category, ranges, checked).await?;
+        Ok(ranges.to_vec())
+    }
+
+    /// Waits up to `limit` for the pool to change from the version last read (the keeper
+    /// raising the ceiling), then forgets the cached state so the next attempt reads afresh.
+    async fn wait_for_raise(&self, category: &IdCategory, limit: Duration) {
+        let slot = self.categories.slot(category.name());
+        let seen = slot.lock().await.cached.take().map(|state| state.version);
+        let Some(seen) = seen else { return };
+        tracing::debug!(
+            category = category.name(),
+            version = seen,
+            ?limit,
+            "take at the ceiling: waiting for the keeper"
+        );
+        if let Err(err) = self.store.wait_change(category.name(), seen, limit).await {
+            // Unreachable store: pause briefly; the next attempt reports it within its budget.
+            tracing::debug!(category = category.name(), %err, "waiting for the ceiling");
+            tokio::time::sleep(limit.min(Duration::from_millis(100))).await;
+        }
+    }
+}

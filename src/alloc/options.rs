@@ -1,0 +1,90 @@
+//! The allocator's public types: its tuning, what a pool holds for operators, what a restore did.
+
+use std::time::Duration;
+
+use crate::format::{Blocks, DEFAULT_OP_LOG_LEN};
+use crate::range::IdRange;
+use crate::retry::RetryPolicy;
+
+/// Default ceiling on a pool node's size: half of ZooKeeper's default 1 MiB `jute.maxbuffer`.
+pub const DEFAULT_MAX_POOL_BYTES: usize = 512 * 1024;
+
+/// Default wait of a take at the ceiling.
+pub const DEFAULT_CEILING_WAIT: Duration = Duration::from_secs(10);
+
+/// Tuning for an [`IdGeneratorService`](super::IdGeneratorService).
+#[derive(Clone, Debug)]
+pub struct ServiceOptions {
+    /// Retry budget of each operation.
+    pub retry: RetryPolicy,
+    /// Largest pool node a push may write; a push that would exceed it fails with `PoolFull`.
+    pub max_pool_bytes: usize,
+    /// How many recent writes a pool node remembers, to resolve lost replies.
+    pub op_log_len: usize,
+    /// How long a take at a category's ceiling waits for the keeper to raise it before failing
+    /// with `ReservationExhausted`.
+    pub ceiling_wait: Duration,
+
+    /// Share a contended category fairly between processes (src/pace.rs): operations wait their
+    /// turn and read afresh instead of writing at once on the version they remember, and the
+    /// oldest operation retries first. Off by default: it costs throughput and, with many
+    /// contenders on a fast network, more failed writes; it learns the contention from a
+    /// process's earlier operations, so it does not help processes that take once (a burst of
+    /// one-shot tasks). docs/BENCHMARKS.md has the figures.
+    pub fair_pacing: bool,
+}
+
+impl Default for ServiceOptions {
+    fn default() -> Self {
+        Self {
+            retry: RetryPolicy::default(),
+            max_pool_bytes: DEFAULT_MAX_POOL_BYTES,
+            op_log_len: DEFAULT_OP_LOG_LEN,
+            ceiling_wait: DEFAULT_CEILING_WAIT,
+            fair_pacing: false,
+        }
+    }
+}
+
+/// What a pool node holds, for operators.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoolInfo {
+    /// The category's bounds.
+    pub bounds: IdRange,
+    /// The free ranges, ascending.
+    pub free: Vec<IdRange>,
+    /// How many IDs are free.
+    pub free_count: u64,
+    /// The node's data version.
+    pub version: i32,
+    /// The node's size in bytes.
+    pub bytes: usize,
+    /// Whether the node is a headerless, seed-style list.
+    pub legacy: bool,
+    /// The ceiling of the durable reservation, if the category has one.
+    pub ceiling: Option<i64>,
+    /// The pool's epoch (restarts of its history by a restore).
+    pub epoch: u64,
+    /// How many free IDs a take may hand out now (at or below the ceiling).
+    pub headroom: u64,
+    /// The highest ID that is not free.
+    pub high_water: i64,
+    /// How fresh IDs are handed out, for a category in block allocation.
+    pub blocks: Option<Blocks>,
+}
+
+/// What [`IdGeneratorService::restore_category`](super::IdGeneratorService::restore_category)
+/// did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Restored {
+    /// The pool was missing and was created from the record.
+    Created,
+    /// The pool's ceiling was at or above the record's; it was left alone.
+    Kept,
+    /// The pool was behind the record; `removed` free IDs at or below the recorded ceiling were
+    /// removed and the ceiling raised.
+    Repaired {
+        /// How many free IDs were removed.
+        removed: u64,
+    },
+}

@@ -1,0 +1,301 @@
+//! The facade: [`IdGeneratorService`], its constructors and its public operations, each run in
+//! its span and counted. The work is done by the allocator's other modules (src/alloc/mod.rs).
+
+use std::time::Instant;
+
+use tracing::Instrument;
+
+use super::options::{PoolInfo, Restored, ServiceOptions};
+use super::state::Categories;
+use crate::error::{Result, ZooidError};
+use crate::format::MAX_TAKE;
+use crate::idset::{IdCategory, IdSet};
+use crate::range::IdRange;
+use crate::stats::{outcome_of, Recorder, ServiceStats};
+use crate::store::{AnyStore, ConnectOptions, Store};
+
+/// Hands out unique IDs from categories kept in a [`Store`].
+///
+/// Share one service between threads: operations on one category are serialized within the
+/// process (they would conflict on the node anyway), operations on different categories run in
+/// parallel, all over one store session.
+pub struct IdGeneratorService<S: Store = AnyStore> {
+    pub(super) store: S,
+    pub(super) options: ServiceOptions,
+    /// What this process knows of each category (src/alloc/state.rs).
+    pub(super) categories: Categories,
+    pub(super) stats: Recorder,
+}
+
+/// The span every service operation runs in: `category`, `op`, and, filled in as it goes, the
+/// `attempt` it reached and its `outcome` (`ok` or the error's kind).
+fn op_span(category: &str, op: &'static str) -> tracing::Span {
+    tracing::info_span!(
+        "zooid_op",
+        category,
+        op,
+        attempt = tracing::field::Empty,
+        outcome = tracing::field::Empty
+    )
+}
+
+impl IdGeneratorService<AnyStore> {
+    /// Opens a service on the store a connect string names (see [`AnyStore::open`]).
+    pub async fn connect(
+        connect: &str,
+        connect_options: &ConnectOptions,
+        options: ServiceOptions,
+    ) -> Result<Self> {
+        Ok(Self::with_store(
+            AnyStore::open(connect, connect_options).await?,
+            options,
+        ))
+    }
+
+    /// A service on an already open ZooKeeper session, shared with the recipes.
+    pub fn on_session(session: crate::session::Session, options: ServiceOptions) -> Self {
+        Self::with_store(
+            AnyStore::ZooKeeper(crate::store::ZkStore::on(session)),
+            options,
+        )
+    }
+
+    /// The ZooKeeper session the service uses; `None` on the embedded stores.
+    pub fn session(&self) -> Option<&crate::session::Session> {
+        self.store.session()
+    }
+
+    /// The options the service was opened with (the recipes opened from it follow its retry
+    /// policy).
+    pub fn options(&self) -> &ServiceOptions {
+        &self.options
+    }
+}
+
+impl<S: Store> IdGeneratorService<S> {
+    /// A service over an already opened store.
+    pub fn with_store(store: S, options: ServiceOptions) -> Self {
+        Self {
+            store,
+            options,
+            categories: Categories::default(),
+            stats: Recorder::default(),
+        }
+    }
+
+    /// What the service did since it was opened, and each category's pool as last seen
+    /// (see [`ServiceStats`]; the same figures go to the `metrics` facade).
+    pub fn stats(&self) -> ServiceStats {
+        let mut stats = self.stats.snapshot();
+        if let Some(session) = self.store.session() {
+            stats.session_losses = session.losses();
+            stats.session_generation = session.status().generation;
+        }
+        stats
+    }
+
+    /// The store the service uses.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// Runs one operation in its span, and counts it when it ends.
+    async fn observed<T>(
+        &self,
+        category: &str,
+        op: &'static str,
+        moved: impl FnOnce(&T) -> u64,
+        operation: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<T> {
+        let span = op_span(category, op);
+        let started = Instant::now();
+        let result = operation.instrument(span.clone()).await;
+        let outcome = outcome_of(result.as_ref().err());
+        span.record("outcome", outcome);
+        let ids = result.as_ref().map(moved).unwrap_or(0);
+        self.stats
+            .op_done(category, op, outcome, ids, started.elapsed());
+        result
+    }
+
+    /// Creates a category whose IDs are `first..=last` (first >= 1), all free.
+    ///
+    /// Fails with `CategoryExists` when the node is already there: an existing pool is never
+    /// reset, since that would hand out its IDs again.
+    pub async fn create_category(
+        &self,
+        category: &IdCategory,
+        first: i64,
+        last: i64,
+    ) -> Result<()> {
+        self.create_category_full(category, first, last, None, None)
+            .await
+    }
+
+    /// [`create_category`](Self::create_category) with the ACL `acl` on the pool node (`None`:
+    /// the store's default, `creator_all` for an authenticated session, else open to all).
+    ///
+    /// Clients the ACL does not grant read and write get `NotAuthorized` on every take and
+    /// push, and nothing changes. Needs a ZooKeeper store (`InvalidArgument` on `mem:`/`file:`)
+    /// and a non-empty ACL.
+    pub async fn create_category_with_acl(
+        &self,
+        category: &IdCategory,
+        first: i64,
+        last: i64,
+        acl: Option<&[crate::acl::Acl]>,
+    ) -> Result<()> {
+        self.create_category_full(category, first, last, acl, None)
+            .await
+    }
+
+    /// Creates a category like [`create_category`](Self::create_category) whose takes never
+    /// hand out an ID above `ceiling` (until a keeper raises it); `None` for no ceiling.
+    pub async fn create_category_with_ceiling(
+        &self,
+        category: &IdCategory,
+        first: i64,
+        last: i64,
+        ceiling: Option<i64>,
+    ) -> Result<()> {
+        self.create_category_full(category, first, last, None, ceiling)
+            .await
+    }
+
+    /// Creates a category with both an ACL ([`create_category_with_acl`]) and a ceiling
+    /// ([`create_category_with_ceiling`]).
+    ///
+    /// [`create_category_with_acl`]: Self::create_category_with_acl
+    /// [`create_category_with_ceiling`]: Self::create_category_with_ceiling
+    pub async fn create_category_full(
+        &self,
+        category: &IdCategory,
+        first: i64,
+        last: i64,
+        acl: Option<&[crate::acl::Acl]>,
+        ceiling: Option<i64>,
+    ) -> Result<()> {
+        let create = self.create_single(category, first, last, acl, ceiling);
+        self.observed(category.name(), "create", |_| 0, create)
+            .await
+    }
+
+    /// Creates a category in block allocation (pool format 3; needs ZooKeeper): takes of fresh
+    /// IDs claim blocks of `unit` IDs by creating sequential nodes, which never conflict, so
+    /// contending processes are served in arrival order with one transaction per take; pushed
+    /// IDs go to the node's free list and are handed out first (src/alloc/blocks/,
+    /// docs/DESIGN.md).
+    ///
+    /// A take of `n` IDs claims `ceil(n / unit)` blocks and returns what it does not hand out to
+    /// the free list: choose `unit` as the batch size the workers take (or a divisor of it).
+    pub async fn create_category_blocks(
+        &self,
+        category: &IdCategory,
+        first: i64,
+        last: i64,
+        unit: u64,
+    ) -> Result<()> {
+        let create = self.create_blocks(category, first, last, unit);
+        self.observed(category.name(), "create", |_| 0, create)
+            .await
+    }
+
+    /// Takes up to `n` of the lowest free IDs of `category` (fewer when fewer remain).
+    ///
+    /// Errors: `Exhausted` when none remain, `NotFound` for a missing category, `OutcomeUnknown`
+    /// (naming the leaked IDs) when a lost reply could not be resolved.
+    pub async fn take_ids(&self, category: &IdCategory, n: u64) -> Result<IdSet> {
+        if n == 0 || n > MAX_TAKE {
+            return Err(ZooidError::InvalidArgument(format!(
+                "take of {n} IDs: ask for 1..={MAX_TAKE}"
+            )));
+        }
+        let take = self.take_waiting(category, n);
+        let ranges = self
+            .observed(category.name(), "take", |r| count_of(r), take)
+            .await?;
+        Ok(IdSet::new(category.clone(), ranges))
+    }
+
+    /// Returns the unused IDs of `ids` to their category and empties `ids`.
+    ///
+    /// Nothing changes, and `ids` is kept, when an ID lies outside the category's bounds
+    /// (`OutOfBounds`), is already free (`AlreadyFree`), or the pool would outgrow its size
+    /// limit (`PoolFull`). On `OutcomeUnknown` the push is not repeated and `ids` is emptied.
+    pub async fn push_ids(&self, ids: &mut IdSet) -> Result<()> {
+        let ranges = ids.ranges();
+        if ranges.is_empty() {
+            return Ok(());
+        }
+        let category = ids.category().clone();
+        let push = self.push_once(&category, &ranges);
+        let result = self
+            .observed(category.name(), "push", |r| count_of(r), push)
+            .await;
+        if matches!(result, Ok(_) | Err(ZooidError::OutcomeUnknown { .. })) {
+            ids.clear();
+        }
+        result.map(drop)
+    }
+
+    /// Raises the category's ceiling to `ceiling` (clamped to its bounds) with a versioned
+    /// write; returns the ceiling now in force. A pool without a ceiling gets one, at the version
+    /// read: IDs handed out before are at or below it only if the caller made sure of it (the
+    /// keeper writes the durable record first). Never lowers a ceiling (`WentBackwards`).
+    ///
+    /// This is the operator's and the tests' way; the keeper raises ceilings with fenced writes.
+    pub async fn raise_ceiling(&self, category: &IdCategory, ceiling: i64) -> Result<i64> {
+        self.raise(category, ceiling).await?;
+        Ok(self.pool_info(category).await?.ceiling.unwrap_or(ceiling))
+    }
+
+    /// Recreates a category from its durable record after ZooKeeper lost its data: free IDs
+    /// `ceiling+1..=last`, the same ceiling, and `epoch` (the record's bumped generation), so
+    /// no ID at or below the ceiling is ever handed out again. An existing pool whose ceiling
+    /// is at or above the record's is left alone; one below it (rolled back) is repaired: its
+    /// free IDs at or below the record's ceiling are removed and the ceiling raised.
+    pub async fn restore_category(
+        &self,
+        category: &IdCategory,
+        bounds: IdRange,
+        ceiling: i64,
+        epoch: u64,
+    ) -> Result<Restored> {
+        self.restore(category, bounds, ceiling, epoch).await
+    }
+
+    /// Repairs an existing pool against a durable ceiling: no-op when its ceiling is at or
+    /// above; otherwise removes its free IDs at or below `ceiling`, raises the ceiling and sets
+    /// the epoch to at least `epoch` (so clients that saw its newer past accept it again).
+    pub async fn repair(
+        &self,
+        category: &IdCategory,
+        ceiling: i64,
+        epoch: u64,
+    ) -> Result<Restored> {
+        self.repair_pool(category, ceiling, epoch).await
+    }
+
+    /// Reads the category's pool afresh.
+    pub async fn pool_info(&self, category: &IdCategory) -> Result<PoolInfo> {
+        let read = self.read_info(category);
+        self.observed(category.name(), "show", |_| 0, read).await
+    }
+
+    /// The raw content of any node (for migration tools, such as reading a legacy counter).
+    pub async fn read_node(&self, path: &str) -> Result<Vec<u8>> {
+        let mut budget = crate::retry::Budget::start(self.options.retry);
+        Ok(self.read(path, &mut budget).await?.data)
+    }
+
+    /// The categories directly below `parent` (by path), for discovery.
+    pub async fn list_categories(&self, parent: &str) -> Result<Vec<String>> {
+        self.observed(parent, "list", |_| 0, self.list_children(parent))
+            .await
+    }
+}
+
+/// How many IDs `ranges` hold.
+pub(super) fn count_of(ranges: &[IdRange]) -> u64 {
+    ranges.iter().map(IdRange::len).sum()
+}

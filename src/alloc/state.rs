@@ -1,0 +1,380 @@
+//! What this process knows of each category: the pool as last read or written (with the pushes
+//! waiting in their own nodes it merged), how contended the category looks, the newest state
+//! seen (to refuse one from the past), the next block, and its last push marker.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicI32};
+use std::sync::{Arc, Mutex};
+
+use super::blocks::parts::ChunkCache;
+use crate::error::{Result, ZooidError};
+use crate::format::{returned_parent, Blocks, ChunkOp, Pool};
+use crate::pace::Pace;
+use crate::range::{IdRange, RangeSet};
+use crate::stats::CategoryStats;
+
+/// Up to this many pushes stay waiting in their own nodes when a write does not take their IDs
+/// (so that a take does not rewrite the parts of the free list they land in); beyond it, a write
+/// merges them all.
+pub const KEEP_PENDING: usize = 64;
+
+/// How a category hands out fresh IDs, as its pool node says: decided once per read, and every
+/// operation follows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Strategy {
+    /// One node: the free list is all there is (formats 1 and 2; src/alloc/single.rs).
+    Single,
+    /// Block allocation (format 3; src/alloc/blocks/): the free list holds the holes, fresh IDs
+    /// come in blocks claimed by sequential creates.
+    Blocks(Blocks),
+}
+
+impl Strategy {
+    /// The strategy a pool node asks for.
+    pub(crate) fn of(pool: &Pool) -> Self {
+        match pool.blocks() {
+            Some(blocks) => Strategy::Blocks(blocks),
+            None => Strategy::Single,
+        }
+    }
+}
+
+/// Pushes waiting in their own nodes (block allocation), as read with the pool: their IDs are
+/// in the cached pool's free list too, and the write that takes or merges them deletes their
+/// nodes.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Waiting {
+    /// (node name, ranges) of each push.
+    pub pushes: Vec<(String, Vec<IdRange>)>,
+    /// The data version of the node they are announced on (`zooid-returned`), when read.
+    pub announced: Option<i32>,
+}
+
+impl Waiting {
+    /// Merges `pushes`, read at announcement version `version`, into `free`. IDs already free
+    /// (a double push) are counted once; returns how many such IDs there were.
+    pub(crate) fn merge(
+        &mut self,
+        free: &mut RangeSet,
+        version: i32,
+        pushes: Vec<(String, Vec<IdRange>)>,
+    ) -> u64 {
+        self.announced = Some(version);
+        // Usually the pushes are disjoint from the free list: insert them (each insert is all or
+        // nothing; after a refused one, the union below takes the rest).
+        let mut inserted = 0;
+        for (_, ranges) in &pushes {
+            if free.insert_all(ranges).is_err() {
+                break;
+            }
+            inserted += 1;
+        }
+        if inserted == pushes.len() {
+            self.pushes.extend(pushes);
+            return 0;
+        }
+        let rest = || pushes[inserted..].iter().flat_map(|(_, r)| r.iter().copied());
+        let mut all: Vec<IdRange> = free.ranges().to_vec();
+        let before = free.count() + rest().map(|r| r.len()).sum::<u64>();
+        all.extend(rest());
+        all.sort_unstable_by_key(|r| r.start());
+        let mut merged: Vec<IdRange> = Vec::with_capacity(all.len());
+        for r in all {
+            match merged.last_mut() {
+                Some(last) if r.start() <= last.end().saturating_add(1) => {
+                    if let Some(joined) = IdRange::new(last.start(), last.end().max(r.end())) {
+                        *last = joined;
+                    }
+                }
+                _ => merged.push(r),
+            }
+        }
+        let mut union = RangeSet::new();
+        // Sorted, disjoint and not adjacent: cannot fail.
+        let _ = union.insert_all(&merged);
+        let doubled = before - union.count();
+        *free = union;
+        self.pushes.extend(pushes);
+        doubled
+    }
+
+    /// Whether no push waits.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.pushes.is_empty()
+    }
+
+    /// `pool` as its nodes hold it: without the IDs of these pushes (which its free list holds).
+    pub(crate) fn stored(&self, pool: &Pool) -> Pool {
+        let waiting: Vec<IdRange> = self
+            .pushes
+            .iter()
+            .flat_map(|(_, ranges)| ranges.iter().copied())
+            .collect();
+        pool.with_free(pool.free().without(&waiting))
+    }
+
+    /// After a write that leaves the free list `free` on pool `path`: the pushes that stay
+    /// waiting (those whose IDs it does not take, up to [`KEEP_PENDING`]) and the deletes of the
+    /// others' nodes, which go in the write's `multi`. (Not checked: that no push arrived since
+    /// they were read; one that did is merged by a later write, so pushes never starve takes.)
+    pub(crate) fn after_write(&self, path: &str, free: &RangeSet) -> (Waiting, Vec<ChunkOp>) {
+        let untouched: Vec<(String, Vec<IdRange>)> = self
+            .pushes
+            .iter()
+            .filter(|(_, ranges)| ranges.iter().all(|r| free.covers(r)))
+            .cloned()
+            .collect();
+        let kept = if untouched.len() <= KEEP_PENDING {
+            untouched
+        } else {
+            Vec::new()
+        };
+        let parent = returned_parent(path);
+        let merged = self
+            .pushes
+            .iter()
+            .filter(|(name, _)| !kept.iter().any(|(k, _)| k == name))
+            .map(|(name, _)| ChunkOp::DeleteNode {
+                node: format!("{parent}/{name}"),
+            })
+            .collect();
+        let waiting = Waiting {
+            pushes: kept,
+            announced: self.announced,
+        };
+        (waiting, merged)
+    }
+}
+
+/// The last pool state this process read or wrote for a category.
+pub(crate) struct Cached {
+    /// The pool node's data version.
+    pub version: i32,
+    /// The pool, its parts loaded and the waiting pushes merged into its free list.
+    pub pool: Pool,
+    /// Read from the store just now, rather than remembered from an earlier operation.
+    pub fresh: bool,
+    /// How the pool hands out fresh IDs.
+    pub strategy: Strategy,
+    /// The pushes waiting in their own nodes, merged into `pool`'s free list.
+    pub waiting: Waiting,
+}
+
+impl Cached {
+    /// The state of `pool` at `version`, its strategy decided.
+    pub(crate) fn new(version: i32, pool: Pool, fresh: bool, waiting: Waiting) -> Self {
+        Self {
+            version,
+            strategy: Strategy::of(&pool),
+            pool,
+            fresh,
+            waiting,
+        }
+    }
+}
+
+/// A category's state in one process, behind the lock that serializes its operations.
+#[derive(Default)]
+pub(crate) struct Slot {
+    /// The pool as last read or written.
+    pub cached: Option<Cached>,
+    /// How contended the category looks from here (src/pace.rs).
+    pub pace: Pace,
+    /// Set when the pool node changed since it was cached (watched for pools in block
+    /// allocation, whose takes otherwise never read it): the next operation reads it again.
+    pub changed: Arc<AtomicBool>,
+    /// The pool node version this process last read or wrote (the watch ignores its own writes).
+    pub known: Arc<AtomicI32>,
+    /// Whether a watch for `changed` is in place.
+    pub armed: Arc<AtomicBool>,
+    /// The free-list parts of a format-3 pool already read (src/alloc/blocks/parts.rs).
+    pub chunks: ChunkCache,
+}
+
+/// A category's slot, held: the operations of one category in this process run one at a time.
+pub(crate) type Held = tokio::sync::OwnedMutexGuard<Slot>;
+
+/// What this process knows of every category it touched.
+#[derive(Default)]
+pub(crate) struct Categories {
+    slots: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Slot>>>>,
+    /// The newest (epoch, data version) this process saw of each pool: a read older than that
+    /// means ZooKeeper went back in time, and is refused.
+    seen: Mutex<HashMap<String, (u64, i32)>>,
+    /// For pools in block allocation: (generation, a block number not claimed yet as far as this
+    /// process knows), to see the ceiling coming without reading.
+    next_block: Mutex<HashMap<String, (u64, i64)>>,
+    /// For pools in block allocation: this process's last push marker per category, deleted by
+    /// its next push (src/alloc/blocks/returns.rs).
+    markers: Mutex<HashMap<String, String>>,
+}
+
+/// Locks one of the maps; they are only ever inserted into or updated entry by entry, so a
+/// poisoned one is still consistent.
+fn locked<T>(map: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    map.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Categories {
+    /// The slot of category `path`.
+    pub(crate) fn slot(&self, path: &str) -> Arc<tokio::sync::Mutex<Slot>> {
+        Arc::clone(locked(&self.slots).entry(path.to_string()).or_default())
+    }
+
+    /// Whether (`epoch`, `version`) is older than what this process saw of the pool.
+    pub(crate) fn is_older(&self, path: &str, epoch: u64, version: i32) -> bool {
+        locked(&self.seen)
+            .get(path)
+            .is_some_and(|&newest| (epoch, version) < newest)
+    }
+
+    /// Forgets what this process saw of a pool (after repairing it).
+    pub(crate) fn forget_seen(&self, path: &str) {
+        locked(&self.seen).remove(path);
+    }
+
+    /// Records that this process saw the pool at (`epoch`, `version`), refusing a state older
+    /// than one seen before (ZooKeeper restored from an older snapshot or lost writes). Callers
+    /// `sync` first, so that a lagging server is not mistaken for a rollback.
+    pub(crate) fn observe(&self, path: &str, epoch: u64, version: i32) -> Result<()> {
+        let mut seen = locked(&self.seen);
+        let entry = seen.entry(path.to_string()).or_insert((epoch, version));
+        if (epoch, version) < *entry {
+            let (old_epoch, old_version) = *entry;
+            tracing::error!(
+                category = path,
+                epoch,
+                version,
+                old_epoch,
+                old_version,
+                "pool went back in time; refusing it"
+            );
+            return Err(ZooidError::WentBackwards {
+                what: format!("pool {path}"),
+                reason: format!("it is at epoch {epoch} version {version}, but this process saw epoch {old_epoch} version {old_version} earlier (ZooKeeper restored from an older state?)"),
+            });
+        }
+        *entry = (epoch, version);
+        Ok(())
+    }
+
+    /// A block number of `generation` not claimed yet as far as this process knows (0 when it
+    /// knows nothing of that generation).
+    pub(crate) fn known_next_block(&self, path: &str, generation: u64) -> i64 {
+        match locked(&self.next_block).get(path) {
+            Some(&(g, next)) if g == generation => next,
+            _ => 0,
+        }
+    }
+
+    /// Records that blocks of `generation` below `next` are claimed.
+    pub(crate) fn note_next_block(&self, path: &str, generation: u64, next: i64) {
+        let mut known = locked(&self.next_block);
+        let entry = known.entry(path.to_string()).or_insert((generation, next));
+        if entry.0 < generation || (entry.0 == generation && entry.1 < next) {
+            *entry = (generation, next);
+        }
+    }
+
+    /// This process's last push marker under pool `path`, forgotten here.
+    pub(crate) fn take_marker(&self, path: &str) -> Option<String> {
+        locked(&self.markers).remove(path)
+    }
+
+    /// Records this process's last push marker under pool `path`.
+    pub(crate) fn put_marker(&self, path: &str, marker: String) {
+        locked(&self.markers).insert(path.to_string(), marker);
+    }
+}
+
+/// The figures of a pool as read or written, for the statistics: its node is `bytes` long at
+/// `version`; a push may grow it to `limit`.
+pub(crate) fn figures(
+    path: &str,
+    pool: &Pool,
+    bytes: usize,
+    version: i32,
+    limit: usize,
+) -> CategoryStats {
+    CategoryStats {
+        category: path.to_string(),
+        free_ids: pool.free().count(),
+        ranges: pool.free().range_count() as u64,
+        node_bytes: bytes as u64,
+        node_bytes_limit: limit as u64,
+        version,
+        ceiling_headroom: pool.ceiling().map(|_| pool.available()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(start: i64, end: i64) -> IdRange {
+        IdRange::new(start, end).unwrap()
+    }
+
+    #[test]
+    fn waiting_pushes_merge_once() {
+        let mut pool = Pool::with_blocks(r(1, 1000), 10);
+        pool.free_mut().insert_all(&[r(5, 9)]).unwrap();
+        let mut waiting = Waiting::default();
+        // Disjoint: inserted as they are.
+        assert_eq!(
+            waiting.merge(pool.free_mut(), 3, vec![("r-a".into(), vec![r(20, 25)])]),
+            0
+        );
+        assert_eq!(pool.free().ranges(), &[r(5, 9), r(20, 25)]);
+        // A push overlapping free IDs (a double push): counted once, reported.
+        let doubled = waiting.merge(
+            pool.free_mut(),
+            4,
+            vec![("r-b".into(), vec![r(8, 12), r(25, 25)])],
+        );
+        assert_eq!(doubled, 3);
+        assert_eq!(pool.free().ranges(), &[r(5, 12), r(20, 25)]);
+        assert_eq!(waiting.pushes.len(), 2);
+        assert_eq!(waiting.announced, Some(4));
+        // Not part of the node's text.
+        assert!(!pool.render().contains("r-a"));
+        // As the nodes hold it: without the waiting IDs.
+        assert_eq!(waiting.stored(&pool).free().ranges(), &[r(5, 7)]);
+    }
+
+    #[test]
+    fn a_write_keeps_the_pushes_it_does_not_take_and_deletes_the_others() {
+        let mut free = RangeSet::new();
+        free.insert_all(&[r(1, 10)]).unwrap();
+        let waiting = Waiting {
+            pushes: vec![
+                ("r-a".into(), vec![r(2, 3)]),
+                ("r-b".into(), vec![r(20, 21)]),
+            ],
+            announced: Some(7),
+        };
+        let (kept, deletes) = waiting.after_write("/p", &free);
+        assert_eq!(kept.pushes, vec![("r-a".to_string(), vec![r(2, 3)])]);
+        assert_eq!(kept.announced, Some(7));
+        assert_eq!(
+            deletes,
+            vec![ChunkOp::DeleteNode {
+                node: "/p/zooid-returned/r-b".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn figures_follow_the_pool() {
+        let mut pool = Pool::new(r(1, 100));
+        pool.free_mut().take_lowest(10);
+        pool.free_mut().insert_all(&[r(3, 4)]).unwrap();
+        let f = figures("/c", &pool, 60, 2, 1000);
+        assert_eq!(
+            (f.free_ids, f.ranges, f.node_bytes, f.version, f.ceiling_headroom),
+            (92, 2, 60, 2, None)
+        );
+        pool.set_ceiling(Some(50));
+        assert_eq!(figures("/c", &pool, 60, 2, 1000).ceiling_headroom, Some(42));
+    }
+}

@@ -1,0 +1,71 @@
+//! The names of the nodes below a pool node (format 3, docs/FORMAT.md).
+
+/// The node of free-list part `key` of pool `path`.
+pub fn chunk_path(path: &str, key: i64) -> String {
+    format!("{path}/zooid-free-{key}")
+}
+
+/// Whether `name` (a child of a pool node) is one of zooid's free-list parts.
+pub fn is_chunk(name: &str) -> bool {
+    is_numbered(name, "zooid-free-")
+}
+
+/// The key a free-list part's node name carries.
+pub fn chunk_key(name: &str) -> Option<i64> {
+    name.strip_prefix("zooid-free-").and_then(|k| k.parse().ok())
+}
+
+/// The node whose children number generation `generation`'s blocks.
+pub fn sequence_parent(path: &str, generation: u64) -> String {
+    format!("{path}/zooid-blocks-{generation}")
+}
+
+/// Whether `name` (a child of a pool node) is one of zooid's sequence parents.
+pub fn is_sequence_parent(name: &str) -> bool {
+    is_numbered(name, "zooid-blocks-")
+}
+
+/// The sequence number ZooKeeper appended to a created node's name.
+pub fn sequence_of(path: &str) -> Option<i64> {
+    let digits = path.rsplit('-').next()?;
+    digits.parse().ok()
+}
+
+/// The node pushes to pool `path` are announced on; its children are the pushes.
+pub fn returned_parent(path: &str) -> String {
+    format!("{path}/zooid-returned")
+}
+
+/// The first line of a waiting push's node.
+pub const RETURNED_HEADER: &str = "#zooid-returned";
+
+/// The name prefix of a waiting push's node under [`returned_parent`] (`r-TOKEN`).
+pub const PUSH_PREFIX: &str = "r-";
+
+/// The name prefix of a push author's ephemeral marker under [`returned_parent`] (`m-TOKEN`).
+pub const MARKER_PREFIX: &str = "m-";
+
+/// Whether `name` is `prefix` followed by decimal digits.
+fn is_numbered(name: &str, prefix: &str) -> bool {
+    name.strip_prefix(prefix)
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert_eq!(sequence_of("/p/zooid-blocks-3/00ab-0000000042"), Some(42));
+        assert_eq!(sequence_of("/p/zooid-blocks-3/x"), None);
+        assert!(is_sequence_parent("zooid-blocks-12"));
+        assert!(!is_sequence_parent("zooid-blocks-"));
+        assert!(!is_sequence_parent("zooid-blocks-1a"));
+        assert_eq!(sequence_parent("/a/b", 7), "/a/b/zooid-blocks-7");
+        assert!(is_chunk("zooid-free-17"));
+        assert_eq!(chunk_key("zooid-free-17"), Some(17));
+        assert_eq!(chunk_path("/p", 17), "/p/zooid-free-17");
+        assert_eq!(returned_parent("/p"), "/p/zooid-returned");
+    }
+}
