@@ -32,9 +32,9 @@ enum Claimed {
 
 impl<S: Store> IdGeneratorService<S> {
     /// Completes a take of `n` IDs that took `holes` from the free list: fresh blocks for the
-    /// rest, planning again (holes first) while the pool changes under the claims. Holes taken
-    /// are handed out even when no block can be claimed any more (at the ceiling or the end);
-    /// on any other failure they go back to the pool.
+    /// rest. While the pool changes under the claims, the holes go back and the take is planned
+    /// again whole (holes first, lowest first). Holes taken are handed out even when no block
+    /// can be claimed any more (at the ceiling or the end); on any other failure they go back.
     pub(crate) async fn take_blocks(
         &self,
         category: &IdCategory,
@@ -53,18 +53,20 @@ impl<S: Store> IdGeneratorService<S> {
                     holes.append(&mut fresh);
                     return Ok(holes);
                 }
-                Ok(Claimed::Replan) => match self.replan(category, slot, &mut replans, wanted).await
-                {
-                    Ok(Replanned::More(mut more)) => {
-                        holes.append(&mut more);
-                        continue;
+                Ok(Claimed::Replan) => {
+                    if !holes.is_empty() {
+                        self.give_back(category, slot, std::mem::take(&mut holes))
+                            .await;
                     }
-                    Ok(Replanned::Complete(mut last)) => {
-                        holes.append(&mut last);
-                        return Ok(holes);
+                    match self.replan(category, slot, &mut replans, n).await {
+                        Ok(Replanned::More(taken)) => {
+                            holes = taken;
+                            continue;
+                        }
+                        Ok(Replanned::Complete(taken)) => return Ok(taken),
+                        Err(err) => err,
                     }
-                    Err(err) => err,
-                },
+                }
                 Err(err) => err,
             };
             return match failed {
@@ -84,8 +86,8 @@ impl<S: Store> IdGeneratorService<S> {
         }
     }
 
-    /// Plans a take of `wanted` IDs again after the pool changed under a claim: at once the
-    /// first time, then with backoff, within `replans`.
+    /// Plans a take of `wanted` IDs again, on the pool as it is now, after it changed under a
+    /// claim: at once the first time, then with backoff, within `replans`.
     async fn replan(
         &self,
         category: &IdCategory,
