@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI32};
 use std::sync::{Arc, Mutex};
 
-use super::blocks::parts::ChunkCache;
 use crate::error::{Result, ZooidError};
 use crate::format::{returned_parent, Blocks, ChunkOp, Pool};
 use crate::pace::Pace;
@@ -17,6 +16,9 @@ use crate::stats::CategoryStats;
 /// (so that a take does not rewrite the parts of the free list they land in); beyond it, a write
 /// merges them all.
 pub const KEEP_PENDING: usize = 64;
+
+/// The free-list parts of a format-3 pool already read, by key: (version, ranges).
+pub(crate) type ChunkCache = HashMap<i64, (i32, Vec<IdRange>)>;
 
 /// How a category hands out fresh IDs, as its pool node says: decided once per read, and every
 /// operation follows it.

@@ -2,8 +2,6 @@
 //! [`crate::format::parts`]): loading them, remembering those read, and writing the pool node
 //! with the part writes a change implies in one `multi`.
 
-use std::collections::HashMap;
-
 use zookeeper_client::{CreateMode, Error as ZkError, MultiWriteError};
 
 use crate::alloc::zkerr::store_error;
@@ -14,8 +12,7 @@ use crate::range::IdRange;
 use crate::session::Session;
 use crate::store::StoreError;
 
-/// The parts already read, by key: (version, ranges).
-pub(crate) type ChunkCache = HashMap<i64, (i32, Vec<IdRange>)>;
+pub(crate) use crate::alloc::state::ChunkCache;
 
 /// What loading the parts found.
 pub(crate) enum Loaded {
