@@ -174,7 +174,7 @@ impl Pool {
         &self.chunks
     }
 
-    /// Replaces the parts' index (after [`crate::chunks::plan`] laid them out again).
+    /// Replaces the parts' index (after [`super::parts::plan`] laid them out again).
     pub fn set_chunks(&mut self, chunks: Vec<ChunkRef>) {
         self.chunks = chunks;
     }
@@ -235,7 +235,7 @@ impl Pool {
         let top = self.ceiling.unwrap_or(self.bounds.end());
         let holes = self.free.count_at_most(top);
         match self.blocks {
-            // Blocks not yet claimed, as far as the node tells (src/blocks.rs counts the claims).
+            // Blocks not yet claimed, as far as the node tells (src/alloc/blocks/ counts the claims).
             Some(b) if top >= b.base => holes + top.abs_diff(b.base) + 1,
             _ => holes,
         }
