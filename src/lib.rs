@@ -45,6 +45,7 @@ pub mod store;
 mod tls_probe;
 
 pub use acl::{Acl, Perms};
+pub use alloc::{IdGeneratorService, PoolInfo, ServiceOptions};
 pub use counter::Counter;
 pub use election::{
     Election, ElectionOptions, ElectionStatus, FencedOp, FencedResult, LeaderInfo, LeaderState,
@@ -55,7 +56,6 @@ pub use idset::{IdCategory, IdSet};
 pub use queue::{Claim, QueueOptions, WorkQueue};
 pub use range::{IdRange, RangeSet};
 pub use retry::RetryPolicy;
-pub use alloc::{IdGeneratorService, PoolInfo, ServiceOptions};
 pub use session::{ConnectionState, Session, SessionStatus};
 pub use stats::{CategoryStats, LatencyHistogram, ServiceStats};
 pub use store::{AnyStore, ConnectOptions, Sasl, Store, TlsFiles};

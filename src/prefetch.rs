@@ -26,10 +26,10 @@ use std::time::{Duration, Instant};
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
 
+use crate::alloc::{IdGeneratorService, MAX_TAKE};
 use crate::error::{Result, ZooidError};
 use crate::idset::{IdCategory, IdSet};
 use crate::range::IdRange;
-use crate::alloc::{IdGeneratorService, MAX_TAKE};
 use crate::store::{AnyStore, Store};
 
 /// How many refill sizes [`SourceStats::batches`] keeps (the most recent ones).

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use support::ZkServer;
-use zooid::durable::{DirRecords, DurableStore, Fence, Record, S3Records};
 use zooid::alloc::Restored;
+use zooid::durable::{DirRecords, DurableStore, Fence, Record, S3Records};
 use zooid::{
     ConnectOptions, IdCategory, IdGeneratorService, IdRange, ServiceOptions, Store, ZooidError,
 };

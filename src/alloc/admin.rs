@@ -255,7 +255,14 @@ impl<S: Store> IdGeneratorService<S> {
             })
         };
         let step = self
-            .update(category, &mut slot, &mut budget, OpKind::Ceiling, false, plan)
+            .update(
+                category,
+                &mut slot,
+                &mut budget,
+                OpKind::Ceiling,
+                false,
+                plan,
+            )
             .await?;
         Ok(match step {
             Step::Done { moved, .. } => Restored::Repaired {
@@ -286,8 +293,15 @@ impl<S: Store> IdGeneratorService<S> {
                 count: raised,
             })
         };
-        self.update(category, &mut slot, &mut budget, OpKind::Ceiling, true, plan)
-            .await?;
+        self.update(
+            category,
+            &mut slot,
+            &mut budget,
+            OpKind::Ceiling,
+            true,
+            plan,
+        )
+        .await?;
         Ok(())
     }
 }

@@ -6,10 +6,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::blocks::{generations, parts, returns};
-use super::zkerr::needs_zookeeper;
 use super::lost::{LostWrite, Resolution};
 use super::service::{count_of, IdGeneratorService};
 use super::state::{figures, Cached, Held, Slot, Strategy, Waiting};
+use super::zkerr::needs_zookeeper;
 use crate::error::{Result, ZooidError};
 use crate::format::{ChunkOp, OpKind, OpRecord, OpToken, Pool, MAX_OP_LINE_BYTES};
 use crate::idset::IdCategory;
@@ -342,12 +342,14 @@ impl<S: Store> IdGeneratorService<S> {
         match reply {
             Ok(written) => {
                 slot.known.store(written, Ordering::Release);
-                parts::remember(write.stored.as_ref().unwrap_or(&write.next), &mut slot.chunks);
+                parts::remember(
+                    write.stored.as_ref().unwrap_or(&write.next),
+                    &mut slot.chunks,
+                );
                 if !refuse_older {
                     self.categories.forget_seen(path);
                 }
-                self.categories
-                    .observe(path, write.next.epoch(), written)?;
+                self.categories.observe(path, write.next.epoch(), written)?;
                 let limit = self.options.max_pool_bytes;
                 let bytes = write.bytes.len();
                 self.stats

@@ -75,7 +75,11 @@ impl Waiting {
             self.pushes.extend(pushes);
             return 0;
         }
-        let rest = || pushes[inserted..].iter().flat_map(|(_, r)| r.iter().copied());
+        let rest = || {
+            pushes[inserted..]
+                .iter()
+                .flat_map(|(_, r)| r.iter().copied())
+        };
         let mut all: Vec<IdRange> = free.ranges().to_vec();
         let before = free.count() + rest().map(|r| r.len()).sum::<u64>();
         all.extend(rest());
@@ -373,7 +377,13 @@ mod tests {
         pool.free_mut().insert_all(&[r(3, 4)]).unwrap();
         let f = figures("/c", &pool, 60, 2, 1000);
         assert_eq!(
-            (f.free_ids, f.ranges, f.node_bytes, f.version, f.ceiling_headroom),
+            (
+                f.free_ids,
+                f.ranges,
+                f.node_bytes,
+                f.version,
+                f.ceiling_headroom
+            ),
             (92, 2, 60, 2, None)
         );
         pool.set_ceiling(Some(50));

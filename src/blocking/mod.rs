@@ -13,10 +13,10 @@ pub use queue::{Claim, WorkQueue};
 
 use std::sync::Arc;
 
+use crate::alloc::{IdGeneratorService as AsyncService, PoolInfo, ServiceOptions};
 use crate::error::Result;
 use crate::idset::{IdCategory, IdSet};
 use crate::runtime::{block_on, runtime, DropInRuntime};
-use crate::alloc::{IdGeneratorService as AsyncService, PoolInfo, ServiceOptions};
 use crate::session::Session;
 use crate::store::{AnyStore, ConnectOptions};
 

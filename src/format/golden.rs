@@ -105,5 +105,8 @@ fn part_and_push_nodes_render_as_documented() {
     );
     let push = render_return(&ranges);
     assert_eq!(push, b"#zooid-returned\n4001:4100\n4201:5380\n");
-    assert_eq!(parse_return("/p/zooid-returned/r-1", &push).unwrap(), ranges);
+    assert_eq!(
+        parse_return("/p/zooid-returned/r-1", &push).unwrap(),
+        ranges
+    );
 }

@@ -12,7 +12,8 @@ pub fn is_chunk(name: &str) -> bool {
 
 /// The key a free-list part's node name carries.
 pub fn chunk_key(name: &str) -> Option<i64> {
-    name.strip_prefix("zooid-free-").and_then(|k| k.parse().ok())
+    name.strip_prefix("zooid-free-")
+        .and_then(|k| k.parse().ok())
 }
 
 /// The node whose children number generation `generation`'s blocks.

@@ -202,8 +202,8 @@ pub fn plan(current: &Pool, next: &mut Pool) -> Vec<ChunkOp> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::Blocks;
     use crate::error::ZooidError;
+    use crate::format::Blocks;
 
     fn r(a: i64, b: i64) -> IdRange {
         IdRange::new(a, b).unwrap()

@@ -453,7 +453,11 @@ impl Parser<'_> {
         match words.next() {
             Some("zooid") => {
                 if h.format.is_some() || h.bounds.is_some() || !h.log.is_empty() {
-                    return Err(self.corrupt(line_no, raw, "'#zooid' must be the first line, once"));
+                    return Err(self.corrupt(
+                        line_no,
+                        raw,
+                        "'#zooid' must be the first line, once",
+                    ));
                 }
                 let version: u32 = self.one_number(&mut words, line_no, raw)?;
                 if ![
@@ -521,11 +525,7 @@ impl Parser<'_> {
             return Err(self.corrupt(line_no, raw, "duplicate '#blocks'"));
         }
         if !h.log.is_empty() {
-            return Err(self.corrupt(
-                line_no,
-                raw,
-                "'#blocks' must come before the '#op' lines",
-            ));
+            return Err(self.corrupt(line_no, raw, "'#blocks' must come before the '#op' lines"));
         }
         let mut number = |name: &str| {
             words
@@ -548,11 +548,7 @@ impl Parser<'_> {
         let base = i64::try_from(base)
             .map_err(|_| self.corrupt(line_no, raw, "base out of the 64-bit range"))?;
         if unit == 0 || unit > MAX_TAKE {
-            return Err(self.corrupt(
-                line_no,
-                raw,
-                format!("unit must be 1..={MAX_TAKE}"),
-            ));
+            return Err(self.corrupt(line_no, raw, format!("unit must be 1..={MAX_TAKE}")));
         }
         Ok(Blocks {
             unit,
@@ -650,7 +646,10 @@ impl Parser<'_> {
                 .ok_or_else(|| bad("version"))?,
             ids: ids.parse().map_err(|_| bad("ids"))?,
         };
-        if h.chunks.last().is_some_and(|(_, prev)| prev.key >= chunk.key) {
+        if h.chunks
+            .last()
+            .is_some_and(|(_, prev)| prev.key >= chunk.key)
+        {
             return Err(self.corrupt(line_no, raw, "'#chunk' keys must ascend"));
         }
         Ok(chunk)

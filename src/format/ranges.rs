@@ -84,7 +84,10 @@ mod tests {
     fn range_words_are_strict() {
         assert_eq!(parse_range("5:9"), Ok(IdRange::new(5, 9).unwrap()));
         assert_eq!(parse_range("5"), Err("expected start:end"));
-        assert_eq!(parse_range("+5:9"), Err("expected start:end with decimal IDs"));
+        assert_eq!(
+            parse_range("+5:9"),
+            Err("expected start:end with decimal IDs")
+        );
         assert_eq!(parse_range("0:9"), Err("IDs start at 1"));
         assert_eq!(parse_range("9:5"), Err("start is greater than end"));
         assert_eq!(

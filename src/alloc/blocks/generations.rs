@@ -150,4 +150,3 @@ pub(crate) fn watch_pool(
         armed.store(false, Ordering::Release);
     });
 }
-

@@ -56,7 +56,6 @@ pub(crate) mod push;
 pub(crate) mod returns;
 pub(crate) mod take;
 
-
 pub use super::state::KEEP_PENDING;
 use super::zkerr::needs_zookeeper;
 use crate::error::Result;

@@ -179,9 +179,7 @@ pub(crate) async fn sweep(session: &Session, path: &str) {
     let orphans: Vec<String> = children
         .iter()
         .filter(|c| is_chunk(c))
-        .filter(|c| {
-            chunk_key(c).is_some_and(|k| !pool.chunks().iter().any(|chunk| chunk.key == k))
-        })
+        .filter(|c| chunk_key(c).is_some_and(|k| !pool.chunks().iter().any(|chunk| chunk.key == k)))
         .map(|c| format!("{path}/{c}"))
         .collect();
     if orphans.is_empty() {
@@ -201,4 +199,3 @@ pub(crate) async fn sweep(session: &Session, path: &str) {
         );
     }
 }
-

@@ -107,7 +107,10 @@ pub(crate) fn note_return(slot: &mut Slot, returned: returns::Returned, ranges: 
     let merged = match (slot.cached.as_mut(), returned.announced) {
         (Some(state), Some(announced)) if state.waiting.announced == Some(announced - 1) => {
             let pushes = vec![(returned.node, ranges.to_vec())];
-            state.waiting.merge(state.pool.free_mut(), announced, pushes) == 0
+            state
+                .waiting
+                .merge(state.pool.free_mut(), announced, pushes)
+                == 0
         }
         _ => false,
     };

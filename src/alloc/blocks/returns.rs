@@ -108,7 +108,10 @@ pub(crate) async fn push_return(
 ) -> Result<Returned> {
     let parent = returned_parent(path);
     let token = OpToken::random();
-    let (name, marker_name) = (format!("{PUSH_PREFIX}{token}"), format!("{MARKER_PREFIX}{token}"));
+    let (name, marker_name) = (
+        format!("{PUSH_PREFIX}{token}"),
+        format!("{MARKER_PREFIX}{token}"),
+    );
     let node = format!("{parent}/{name}");
     let marker = format!("{parent}/{marker_name}");
     let data = render_return(ranges);
@@ -201,4 +204,3 @@ pub(crate) async fn push_return(
         budget.backoff().await;
     }
 }
-

@@ -123,12 +123,7 @@ impl<S: Store> IdGeneratorService<S> {
 
     /// Claims fresh blocks for `n` IDs on the pool as the slot holds it (in block allocation);
     /// IDs of the claimed blocks beyond `n`, or above the ceiling, go back to the free list.
-    async fn claim_fresh(
-        &self,
-        category: &IdCategory,
-        slot: &mut Slot,
-        n: u64,
-    ) -> Result<Claimed> {
+    async fn claim_fresh(&self, category: &IdCategory, slot: &mut Slot, n: u64) -> Result<Claimed> {
         let path = category.name();
         let session = self.store.session().ok_or_else(needs_zookeeper)?;
         // No state: a lost reply was resolved without one; read the pool again.
@@ -141,11 +136,20 @@ impl<S: Store> IdGeneratorService<S> {
         let (version, announced) = (state.version, state.waiting.announced);
         let (last, ceiling) = (state.pool.bounds().end(), state.pool.ceiling());
         let top = ceiling.unwrap_or(last).min(last);
-        self.check_frontier(path, &layout, last, top, ceiling).await?;
+        self.check_frontier(path, &layout, last, top, ceiling)
+            .await?;
         let count = n.div_ceil(layout.unit).clamp(1, MAX_BLOCKS_PER_TAKE);
         let count = u32::try_from(count).unwrap_or(1);
         let mut budget = Budget::start(self.options.retry);
-        let claimed = claims::claim(session, path, version, announced, &layout, count, &mut budget);
+        let claimed = claims::claim(
+            session,
+            path,
+            version,
+            announced,
+            &layout,
+            count,
+            &mut budget,
+        );
         let first = match claimed.await? {
             Claim::Granted { first } => first,
             Claim::Changed => {
@@ -237,7 +241,12 @@ impl<S: Store> IdGeneratorService<S> {
 
     /// Pushes IDs this process claimed but will not hand out back to the free list; a failure
     /// leaves them unused (never handed out twice) and is logged.
-    pub(crate) async fn give_back(&self, category: &IdCategory, slot: &mut Slot, ranges: Vec<IdRange>) {
+    pub(crate) async fn give_back(
+        &self,
+        category: &IdCategory,
+        slot: &mut Slot,
+        ranges: Vec<IdRange>,
+    ) {
         let returned = match self.store.session() {
             Some(session) => self.return_ids(category.name(), session, &ranges).await,
             None => Err(needs_zookeeper()),

@@ -1,7 +1,7 @@
 //! The durable-reservation commands: `restore` and `dump` (and, with the election, `keeper`).
 
-use zooid::durable::{DurableStore, Fence, Record};
 use zooid::alloc::Restored;
+use zooid::durable::{DurableStore, Fence, Record};
 use zooid::{ConnectOptions, IdCategory, IdGeneratorService, ServiceOptions, ZooidError};
 
 /// A runtime for the async commands; everything holding a ZooKeeper client is dropped on it.
