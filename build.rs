@@ -7,7 +7,7 @@ fn main() {
 }
 
 /// Generates the C header from `src/ffi` into `OUT_DIR/zooid.h` and tells the tests where it is
-/// (`ZOOID_GENERATED_HEADER`); `tests/c_abi.rs` compares it with the committed
+/// (`ZOOID_GENERATED_HEADER`); `tests/c/abi.rs` compares it with the committed
 /// `include/zooid.h`. The source tree is never written to.
 fn generate_c_header() {
     println!("cargo:rerun-if-changed=src/ffi");

@@ -3,8 +3,7 @@
 //! (`IdSet::take_id`) measured in the same run, as a ratio. The C side is
 //! `benches/c/take_id.c`, compiled here at -O2 against this profile's libraries.
 
-#[path = "../tests/c/harness.rs"]
-mod harness;
+use zooid_test_support::c as harness;
 
 use std::hint::black_box;
 use std::process::Command;

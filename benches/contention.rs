@@ -33,8 +33,7 @@
 //! at the same moment. Printed: time until every take was served, the same for the pushes,
 //! failed writes per operation (server side), errors, and the pool's free ranges at the end.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
+use zooid_test_support as support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;

@@ -16,8 +16,7 @@
 //! cargo bench --bench fragmentation [-- --rounds 200 --ranges 20000]
 //! ```
 
-#[path = "../tests/support/mod.rs"]
-mod support;
+use zooid_test_support as support;
 
 use std::time::Instant;
 

@@ -13,8 +13,7 @@
 //! 2,000,000), `PREFETCH_BENCH_WORK_NS` (busy work per ID, default 200), `PREFETCH_BENCH_CONNECT`
 //! (another store instead of the ZooKeeper server, such as `mem:`).
 
-#[path = "../tests/support/mod.rs"]
-mod support;
+use zooid_test_support as support;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;

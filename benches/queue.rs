@@ -8,8 +8,7 @@
 //! requests per item counted on the client side (a `multi` is one request; watch notifications
 //! are counted apart).
 
-#[path = "../tests/support/mod.rs"]
-mod support;
+use zooid_test_support as support;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

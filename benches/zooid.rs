@@ -6,8 +6,7 @@
 //!   same size, interleaved, on the same real ZooKeeper server (started on loopback for the run),
 //!   and likewise on the embedded file and memory stores.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
+use zooid_test_support as support;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;

@@ -1,4 +1,4 @@
-//! The counter suite's workload (tests/counter.rs): one process whose threads each hold a
+//! The counter suite's workload (tests/recipes/counter.rs): one process whose threads each hold a
 //! [`zooid::blocking::Counter`] on the process's one session and call `next` a fixed number of
 //! times, printing one line per call to stdout:
 //!

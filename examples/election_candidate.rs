@@ -1,4 +1,4 @@
-//! One election candidate in its own process, for the election tests (tests/election.rs).
+//! One election candidate in its own process, for the election tests (tests/recipes/election/mod.rs).
 //!
 //! Joins GROUP and appends one line per status change to `--log` (and, with `--fence-node`, one
 //! line per fenced write it attempts every 100 ms while it holds a token):

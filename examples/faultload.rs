@@ -1,4 +1,4 @@
-//! The fault suite's workload (tests/faults.rs): one client process whose threads share one
+//! The fault suite's workload (tests/faults/main.rs): one client process whose threads share one
 //! blocking service and, until a stop file appears, take a batch, use part of it and push the
 //! rest back, over and over.
 //!

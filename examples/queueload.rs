@@ -1,4 +1,4 @@
-//! The work-queue tests' workload (tests/queue.rs): a producer or a consumer process on one
+//! The work-queue tests' workload (tests/recipes/queue/mod.rs): a producer or a consumer process on one
 //! queue, writing a timestamped log the test's checker reads.
 //!
 //! ```text

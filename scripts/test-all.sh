@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The whole test suite, from a fresh clone: fetches what the tests need (ZooKeeper server jars,
-# crates, Maven artifacts), then runs the Rust tests (unit, property, embedded stores, real
-# ZooKeeper, C ABI incl. valgrind, fault suite on a 3-server ensemble) and the Java tests
-# (JUnit on a real ZooKeeper, the Hadoop local-runner job).
+# The whole test suite, from a fresh clone on a machine with only the Rust toolchain (and a
+# Debian-style system): installs what the tests need (scripts/setup.sh: JDK, Maven, C compilers,
+# valgrind, Kerberos, moto), fetches the ZooKeeper server jars, then runs the Rust tests of the
+# workspace (unit, property, embedded stores, real ZooKeeper, recipes, load, C ABI incl. valgrind,
+# the fault suite on a 3-server ensemble, the CLI, the keeper and durable records) and the Java
+# tests (JUnit on a real ZooKeeper, the Hadoop local-runner job).
 #
 #   bash scripts/test-all.sh
 set -euo pipefail
@@ -10,25 +12,31 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
+step "Set-up: system packages and moto (scripts/setup.sh)"
+# moto_server may land in the user's Python bin directory (scripts/setup.sh).
+PATH="$PATH:$(python3 -m site --user-base 2>/dev/null || echo "$HOME/.local")/bin"
+export PATH
+bash scripts/setup.sh
+
 step "ZooKeeper server jars"
 bash scripts/fetch-zookeeper.sh
 
-step "S3-compatible test server (moto) for the durable-record tests"
-command -v moto_server >/dev/null || python3 -m pip install -q 'moto[server]>=5.1'
+step "Rust: build (workspace: library, CLI, test support)"
+cargo build --workspace --all-targets --locked
 
-step "Rust: build"
-cargo build --all-targets --locked
-
-step "Rust: tests (unit, property, stores, ZooKeeper, C ABI, faults)"
+step "Rust: tests (one binary per group: unit, embedded, zookeeper, recipes, load, c, faults, cli, keeper, durable)"
 # Test binaries run one after another; tests inside a binary in parallel (2 threads).
-cargo test --locked -- --test-threads=2
+cargo test --workspace --locked -- --test-threads=2
+
+step "Rust: the library alone (no S3): its unit tests"
+cargo test -p zooid --lib --locked -- --test-threads=2
 
 step "Rust: Kerberos (GSSAPI) against a KDC on loopback (feature kerberos)"
-cargo test --locked --features kerberos --test kerberos
+cargo test -p zooid-cli --locked --features kerberos --test kerberos
 
 if [ -f java/pom.xml ]; then
-    step "Java: native library (release) and jar, JUnit + Hadoop local runner"
-    cargo build --release --lib --locked
+    step "Java: native library (release, the lean library crate) and jar, JUnit + Hadoop local runner"
+    cargo build --release -p zooid --lib --locked
     mvn -B -ntp -f java/pom.xml verify
     cat java/zooid/target/take-id-benchmark.txt
 fi

@@ -7,10 +7,12 @@
 
 mod dir;
 mod record;
+#[cfg(feature = "s3")]
 mod s3;
 
 pub use dir::DirRecords;
 pub use record::{now_ms, rfc3339_ms, Fence, Record, RECORD_VERSION};
+#[cfg(feature = "s3")]
 pub use s3::S3Records;
 
 use crate::error::Result;
@@ -33,23 +35,39 @@ pub(crate) fn file_name(category: &str) -> String {
     name
 }
 
-/// Where the durable records live: a directory or `s3://BUCKET/PREFIX`.
+/// Where the durable records live: a directory or `s3://BUCKET/PREFIX` (cargo feature `s3`).
 #[derive(Debug)]
 pub enum DurableStore {
     /// A directory (local disk or a mounted file system).
     Dir(DirRecords),
     /// S3-compatible object storage.
+    #[cfg(feature = "s3")]
     S3(S3Records),
 }
 
 impl DurableStore {
     /// Opens a location: `s3://BUCKET/PREFIX`, else a directory path (created if missing).
+    /// An `s3://` location in a build without the cargo feature `s3` is an `InvalidArgument`
+    /// naming the feature.
     pub fn open(location: &str) -> Result<Self> {
         if location.starts_with("s3://") {
-            Ok(DurableStore::S3(S3Records::open(location)?))
+            Self::open_s3(location)
         } else {
             Ok(DurableStore::Dir(DirRecords::open(location)?))
         }
+    }
+
+    #[cfg(feature = "s3")]
+    fn open_s3(location: &str) -> Result<Self> {
+        Ok(DurableStore::S3(S3Records::open(location)?))
+    }
+
+    #[cfg(not(feature = "s3"))]
+    fn open_s3(location: &str) -> Result<Self> {
+        Err(crate::ZooidError::InvalidArgument(format!(
+            "{location}: this build of zooid has no S3 support (cargo feature `s3`); \
+             use a directory, or a build with the feature (the zooid CLI has it)"
+        )))
     }
 
     /// The record of `category`, if there is one.
@@ -60,6 +78,7 @@ impl DurableStore {
                 let category = category.to_string();
                 blocking(move || d.read(&category)).await
             }
+            #[cfg(feature = "s3")]
             DurableStore::S3(s) => s.read(category).await,
         }
     }
@@ -71,6 +90,7 @@ impl DurableStore {
                 let d = d.clone();
                 blocking(move || d.list()).await
             }
+            #[cfg(feature = "s3")]
             DurableStore::S3(s) => s.list().await,
         }
     }
@@ -83,6 +103,7 @@ impl DurableStore {
                 let record = record.clone();
                 blocking(move || d.write(&record)).await
             }
+            #[cfg(feature = "s3")]
             DurableStore::S3(s) => s.write(record).await,
         }
     }
@@ -100,6 +121,16 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(not(feature = "s3"))]
+    #[test]
+    fn s3_location_without_the_feature_names_it() {
+        let err = DurableStore::open("s3://bucket/prefix").unwrap_err();
+        assert!(
+            matches!(&err, crate::ZooidError::InvalidArgument(why) if why.contains("feature `s3`")),
+            "{err}"
+        );
+    }
 
     #[test]
     fn file_names_are_flat_and_unambiguous() {

@@ -142,7 +142,9 @@ fn excess(adds: &[(i64, i64)], subs: &[(i64, i64)]) -> (u64, Option<i64>) {
     (total, first)
 }
 
-/// One operation as recorded in an `.ops` file.
+/// One operation as recorded in an `.ops` file (`stem` and `op` are shown by `Debug` in failure
+/// reports only).
+#[allow(dead_code)]
 #[derive(Clone, Debug)]
 pub struct OpRecord {
     pub stem: String,

@@ -20,8 +20,8 @@ use zooid::blocking::IdGeneratorService;
 use zooid::{ConnectOptions, IdCategory, IdRange, RetryPolicy, ServiceOptions};
 
 use crate::check::{analyse, Analysis};
-use crate::support::zookeeper::wait_threads;
-use crate::support::{FaultProxy, RequestMatch, ZkEnsemble};
+use zooid_test_support::zookeeper::wait_threads;
+use zooid_test_support::{FaultProxy, RequestMatch, ZkEnsemble};
 
 /// Runs the tests of this file one at a time, whatever `--test-threads` says: each starts
 /// three JVMs and several client processes on a small machine.
@@ -56,7 +56,7 @@ pub fn unix_ms() -> u128 {
 
 /// The workload binary, built once per test binary in the profile the tests run in.
 pub fn faultload_binary() -> PathBuf {
-    crate::support::example_binary("faultload")
+    zooid_test_support::example_binary("faultload")
 }
 
 /// The workload's shape.
@@ -104,6 +104,7 @@ pub enum WorkerState {
     Running,
     Paused,
     Killed,
+    #[allow(dead_code)] // Kept for a debugger and future checks; nothing reads it yet.
     Exited(ExitStatus),
 }
 
@@ -162,6 +163,7 @@ pub struct Rig {
     pub proxies: Vec<FaultProxy>,
     pub zk: ZkEnsemble,
     pub category: IdCategory,
+    #[allow(dead_code)] // The category's bounds as created; the checks read them from the pool.
     pub bounds: IdRange,
     pub workers: Vec<Worker>,
     dir: TempDir,
@@ -176,7 +178,7 @@ pub struct Rig {
 impl Rig {
     /// Starts the ensemble, the proxies and `cfg.processes` workers.
     pub fn start(name: &str, cfg: Config) -> Rig {
-        crate::support::init_tracing();
+        zooid_test_support::init_tracing();
         let started = Instant::now();
         let bin = faultload_binary();
         assert!(bin.is_file());
@@ -740,8 +742,8 @@ impl Rig {
     /// (`take` or `push`): the write of one take or one push.
     pub fn pool_write(&self, kind: &'static str) -> RequestMatch {
         let path = self.category.name().as_bytes().to_vec();
-        RequestMatch::Custom(crate::support::MatchFn::new(move |opcode, frame| {
-            opcode == crate::support::op::SET_DATA
+        RequestMatch::Custom(zooid_test_support::MatchFn::new(move |opcode, frame| {
+            opcode == zooid_test_support::op::SET_DATA
                 && frame.windows(path.len()).any(|w| w == path)
                 && newest_op_kind(frame) == Some(kind.as_bytes())
         }))
@@ -750,7 +752,7 @@ impl Rig {
     /// Every setData on the pool node.
     pub fn any_pool_write(&self) -> RequestMatch {
         RequestMatch::Op {
-            opcode: crate::support::op::SET_DATA,
+            opcode: zooid_test_support::op::SET_DATA,
             path_contains: self.category.name().to_string(),
         }
     }

@@ -1,0 +1,141 @@
+//! `zooid queue put|work|show` end to end against a real ZooKeeper server.
+
+use zooid_test_support as support;
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use support::ZkServer;
+
+fn zooid(connect: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zooid"))
+        .arg("--connect")
+        .arg(connect)
+        .args(args)
+        .output()
+        .expect("run zooid")
+}
+
+fn ok(out: Output) -> String {
+    assert!(
+        out.status.success(),
+        "zooid failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn fails(out: Output, code: i32, needle: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "{stderr}");
+    assert!(stderr.contains(needle), "{stderr}");
+}
+
+/// put (argument and stdin), show, work (exit 0 completes, non-zero releases), bad input.
+#[test]
+fn put_work_show_and_errors() {
+    let zk = ZkServer::start();
+    let c = zk.connect_string();
+    let q = "/cli/q";
+    fails(zooid(&c, &["queue", "show", q]), 4, "does not exist");
+    let a = ok(zooid(&c, &["queue", "put", q, "a"]));
+    assert!(a.starts_with("i-") && a.ends_with("0000000000\n"), "{a}");
+    let mut put = Command::new(env!("CARGO_BIN_EXE_zooid"))
+        .args(["--connect", &c, "queue", "put", q, "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    put.stdin.take().unwrap().write_all(b"fail").unwrap();
+    assert!(put.wait_with_output().unwrap().status.success());
+    ok(zooid(&c, &["queue", "put", q, "b"]));
+    let show = ok(zooid(&c, &["queue", "show", q]));
+    assert!(show.contains("items:   3 (0 claimed)"), "{show}");
+
+    fails(
+        zooid(&c, &["queue", "put", q, "toolong", "--max-item-bytes", "3"]),
+        10,
+        "over its limit of 3",
+    );
+    fails(
+        zooid(&c, &["queue", "put", q, "x", "--max-items", "3"]),
+        9,
+        "is full",
+    );
+    fails(
+        zooid("mem:", &["queue", "show", q]),
+        2,
+        "queues need ZooKeeper",
+    );
+
+    // a completes; "fail" exits 1, is released and, being the oldest, is claimed again.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let script = format!(
+        "read line; echo \"$ZOOID_QUEUE_ITEM $line\" >> {}; [ \"$line\" != fail ]",
+        out.display()
+    );
+    ok(zooid(
+        &c,
+        &["queue", "work", q, "--max", "3", "--", "sh", "-c", &script],
+    ));
+    let seen = std::fs::read_to_string(&out).unwrap();
+    let data: Vec<&str> = seen.lines().map(|l| l.split(' ').nth(1).unwrap()).collect();
+    assert_eq!(data, ["a", "fail", "fail"], "{seen}");
+    let show = ok(zooid(&c, &["queue", "show", q]));
+    assert!(show.contains("items:   2 (0 claimed)"), "{show}");
+    assert!(show.contains(" 4 bytes  unclaimed"), "{show}");
+}
+
+/// SIGTERM during a command: within the grace period the command finishes and its item is
+/// completed; past it the command is killed and the item released. Either way the worker exits
+/// 0, and `show` lists who holds an item meanwhile.
+#[test]
+fn sigterm_finishes_or_releases_the_current_item() {
+    let zk = ZkServer::start();
+    let c = zk.connect_string();
+    let q = "/cli/term";
+    let dir = tempfile::tempdir().unwrap();
+    for (item, sleep, grace, completed) in [("quick", "1", "20", true), ("slow", "60", "1", false)]
+    {
+        ok(zooid(&c, &["queue", "put", q, item]));
+        let started = dir.path().join(format!("{item}.started"));
+        let script = format!(
+            "cat > /dev/null; touch {}; sleep {sleep}",
+            started.display()
+        );
+        let worker = Command::new(env!("CARGO_BIN_EXE_zooid"))
+            .args([
+                "--connect",
+                &c,
+                "queue",
+                "work",
+                q,
+                "--grace",
+                grace,
+                "--identity",
+                "cli-worker",
+            ])
+            .args(["--", "sh", "-c", &script])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        assert!(support::wait_until(Duration::from_secs(20), || started.exists()));
+        let show = ok(zooid(&c, &["queue", "show", q]));
+        assert!(show.contains("claimed by cli-worker"), "{show}");
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(worker.id() as i32, libc::SIGTERM) };
+        let out = worker.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        let show = ok(zooid(&c, &["queue", "show", q]));
+        if completed {
+            assert!(stderr.contains("completed"), "{stderr}");
+            assert!(show.contains("items:   0"), "{show}");
+        } else {
+            assert!(stderr.contains("grace period over"), "{stderr}");
+            assert!(show.contains("items:   1 (0 claimed)"), "{show}");
+        }
+    }
+}

@@ -1,0 +1,10 @@
+//! The C ABI from C: programs under tests/c/ compiled against the committed header, linked to
+//! the shared and the static library, run against real ZooKeeper servers (and under valgrind).
+
+mod abi;
+mod counter;
+mod election;
+mod prefetch;
+mod queue;
+mod security;
+mod stats;

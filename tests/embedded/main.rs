@@ -1,0 +1,4 @@
+//! The service on the embedded stores (in memory, a local directory): no server needed.
+
+mod behaviour;
+mod blocking;

@@ -1,0 +1,500 @@
+//! The fault suite (docs/RELIABILITY.md): "never the same ID twice" against a real 3-server
+//! ZooKeeper ensemble, one fault per test.
+//!
+//! Each test starts an ensemble with one fault-injecting proxy per server, creates a category,
+//! and runs worker processes (examples/faultload.rs: threads that take a batch, fsync it to their
+//! ledger, use part of it and push the rest back) connected through the proxies. It injects its
+//! fault, checks that the fault really happened, lets the workload carry on, stops it and runs the
+//! checker (tests/faults/check.rs) over every ledger and the final pool. Every test then asserts
+//! (`Rig::assert_guarantees`): zero duplicates; exact conservation (used + free + held by killed
+//! workers + leaked + unexplained = the category); at most one batch leaked per operation whose
+//! outcome was unknown, and none where the protocol can tell the outcome; at most one batch lost
+//! per killed worker thread; only transient error kinds.
+//!
+//! Needs the ZooKeeper jars (`bash scripts/fetch-zookeeper.sh`). The tests run one at a time
+//! (each holds a lock), so `cargo test --test faults` is enough. `ZOOID_FAULT_SCALE=N` runs the
+//! workload N times longer and repeats the repeatable faults N times more (the soak);
+//! `ZOOID_FAULT_REPORT=FILE` appends each test's figures to FILE as a markdown table row.
+
+use zooid_test_support as support;
+
+mod check;
+#[allow(dead_code)]
+#[path = "../../examples/eventpublish/ledger.rs"]
+mod ledger;
+mod rig;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use rig::{scaled, scaled_count, serial, unix_ms, Config, Expect, Rig};
+use support::ResetPoint;
+
+fn secs(s: f64) -> Duration {
+    Duration::from_secs_f64(s)
+}
+
+const DECIDABLE: Expect = Expect {
+    unknown_allowed: false,
+};
+const AMBIGUOUS: Expect = Expect {
+    unknown_allowed: true,
+};
+
+/// Drops the reply to `target` writes of `kind` after the server applied them.
+fn reply_lost_after(kind: &'static str, name: &str) {
+    let _serial = serial();
+    let mut rig = Rig::start(name, Config::default());
+    rig.warm_up();
+    let target = scaled_count(6);
+    let matcher = rig.pool_write(kind);
+    let dropped = rig.inject_until(
+        |p| p.drop_reply(matcher.clone()),
+        |t| t.dropped_replies,
+        target,
+        Duration::from_secs(60),
+    );
+    rig.run_for(secs(1.0));
+    let a = rig.finish();
+    assert!(
+        dropped >= target,
+        "only {dropped} of {target} replies dropped"
+    );
+    let lost = if kind == "take" {
+        a.lost_replies_take
+    } else {
+        a.lost_replies_push
+    };
+    assert!(
+        lost >= dropped,
+        "{dropped} {kind} replies dropped, but the workers saw only {lost} lost {kind} replies"
+    );
+    rig.assert_guarantees(&a, DECIDABLE);
+}
+
+/// Fault 1: The server applied a take, its reply never came: the take returns its own IDs.
+#[test]
+fn f1a_reply_lost_after_take_applied() {
+    reply_lost_after("take", "1a reply lost after a take applied");
+}
+
+/// Fault 1: The server applied a push, its reply never came: the push is not applied twice.
+#[test]
+fn f1b_reply_lost_after_push_applied() {
+    reply_lost_after("push", "1b reply lost after a push applied");
+}
+
+/// Fault 2: The connection is reset while a write is in flight: before it reached the server, after
+/// half of its frame did (torn), and after all of it did (the reply is lost).
+#[test]
+fn f2_connection_reset_mid_request() {
+    let _serial = serial();
+    let mut rig = Rig::start("2 connection reset mid-request", Config::default());
+    rig.warm_up();
+    let target = scaled_count(6);
+    let points = [
+        ResetPoint::MidRequest,
+        ResetPoint::AfterRequest,
+        ResetPoint::MidRequest,
+        ResetPoint::BeforeRequest,
+    ];
+    let next = AtomicUsize::new(0);
+    let matcher = rig.any_pool_write();
+    let resets = rig.inject_until(
+        |p| {
+            let point = points[next.fetch_add(1, Ordering::SeqCst) % points.len()];
+            p.reset_on_request(matcher.clone(), point)
+        },
+        |t| t.resets,
+        target,
+        Duration::from_secs(60),
+    );
+    rig.run_for(secs(1.0));
+    let a = rig.finish();
+    assert!(resets >= target, "only {resets} of {target} resets");
+    // Each reset hit a write (a first attempt, or the identical resend of one whose frame was
+    // torn, which the protocol retries without a new "reply lost") and cost its client the
+    // connection.
+    assert!(
+        a.ambiguous_ops >= 1 && a.lost_replies() >= 1,
+        "the workers saw no lost reply"
+    );
+    let accepted: u64 = rig.proxies.iter().map(|p| p.accepted_connections()).sum();
+    assert!(
+        accepted >= rig.cfg.processes as u64 + resets,
+        "{resets} resets but only {accepted} connections accepted"
+    );
+    rig.assert_guarantees(&a, DECIDABLE);
+}
+
+/// Blackholes every proxy for `hold`, `rounds` times, with the workload running in between.
+fn blackhole_all(rig: &Rig, hold: Duration, rounds: u64) {
+    for _ in 0..rounds {
+        for p in &rig.proxies {
+            p.blackhole_for(hold);
+        }
+        std::thread::sleep(hold);
+        rig.run_for(secs(1.5));
+    }
+}
+
+/// Fault 3: A blackhole longer than the client's connection timeout (it drops the connection) but
+/// shorter than the session timeout: the session survives, in-flight writes are resolved.
+#[test]
+fn f3a_blackhole_shorter_than_session_timeout() {
+    let _serial = serial();
+    let cfg = Config::default();
+    let hold = cfg.session_timeout / 2;
+    let mut rig = Rig::start("3a blackhole shorter than the session timeout", cfg);
+    rig.warm_up();
+    let rounds = scaled_count(2);
+    blackhole_all(&rig, hold, rounds);
+    let a = rig.finish();
+    let totals = rig.proxy_totals();
+    assert!(totals.blackholes >= 3 * rounds, "{totals:?}");
+    let stalled = a
+        .records
+        .iter()
+        .filter(|r| r.elapsed_ms() >= hold.as_millis() * 3 / 4)
+        .count();
+    assert!(stalled > 0, "no operation was held up by the blackhole");
+    assert_eq!(
+        a.session_renewals, 0,
+        "a session expired during a blackhole shorter than the session timeout"
+    );
+    rig.assert_guarantees(&a, DECIDABLE);
+}
+
+/// Fault 3: A blackhole of 2.5 session timeouts: every session expires, the workers open new ones
+/// and resolve the writes they had in flight.
+#[test]
+fn f3b_blackhole_longer_than_session_timeout() {
+    sessions_expire("3b blackhole longer than the session timeout", None);
+}
+
+/// Blackholes every proxy for 2.5 session timeouts: every session expires, the workers open new
+/// ones and resolve the writes they had in flight.
+fn sessions_expire(name: &str, blocks: Option<u64>) {
+    let _serial = serial();
+    let cfg = Config {
+        // Long enough for a write in flight to be resolved after the blackhole.
+        op_deadline: Duration::from_secs(15),
+        blocks,
+        ..Config::default()
+    };
+    let hold = cfg.session_timeout * 5 / 2;
+    let mut rig = Rig::start(name, cfg);
+    rig.warm_up();
+    let rounds = scaled_count(1);
+    blackhole_all(&rig, hold, rounds);
+    rig.assert_progress(20, "the blackhole");
+    let a = rig.finish();
+    assert!(rig.proxy_totals().blackholes >= 3 * rounds);
+    assert!(
+        a.session_renewals >= 1,
+        "no session expired during a blackhole of {hold:?}"
+    );
+    rig.assert_guarantees(&a, AMBIGUOUS);
+}
+
+/// Fault 4: Client processes SIGKILLed at random moments (until at least one died inside an
+/// operation) and replaced: nothing is duplicated; each killed thread loses at most its batch.
+#[test]
+fn f4a_client_killed_mid_operation() {
+    let _serial = serial();
+    let mut rig = Rig::start("4a client SIGKILLed mid-operation", Config::default());
+    rig.warm_up();
+    let wanted = scaled_count(2);
+    let (mut kills, mut mid_op) = (0u64, 0u64);
+    while (kills < wanted || mid_op == 0) && kills < 12 {
+        std::thread::sleep(Duration::from_millis(rand::random_range(200..700)));
+        let running = rig.running_workers();
+        let victim = running[rand::random_range(0..running.len())];
+        let status = rig.kill_worker(victim);
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(libc::SIGKILL)
+        );
+        kills += 1;
+        let name = rig.workers[victim].name.clone();
+        mid_op += inside_operation(rig.dir(), &name);
+        rig.spawn_worker();
+    }
+    rig.run_for(secs(1.0));
+    let a = rig.finish();
+    assert!(kills >= wanted);
+    assert!(
+        !a.killed_mid_op.is_empty(),
+        "no kill landed inside an operation in {kills} kills"
+    );
+    rig.assert_guarantees(&a, DECIDABLE);
+}
+
+/// How many threads of worker `name` were inside an operation (their `.ops` file ends with a
+/// `>` line).
+fn inside_operation(dir: &std::path::Path, name: &str) -> u64 {
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        if file.starts_with(&format!("{name}-")) && file.ends_with(".ops") {
+            let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+            if text.lines().last().is_some_and(|l| l.starts_with('>')) {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+/// Fault 4: A client process SIGSTOPped for twice its session timeout: its session expires while
+/// the others carry on; on SIGCONT it opens a new session and goes on without duplicates.
+#[test]
+fn f4b_client_paused_past_session_timeout() {
+    let _serial = serial();
+    let cfg = Config::default();
+    let hold = cfg.session_timeout * 2;
+    let mut rig = Rig::start("4b client SIGSTOPped past its session timeout", cfg);
+    rig.warm_up();
+    let victim = 0;
+    rig.pause_worker(victim);
+    let paused_at = unix_ms();
+    std::thread::sleep(hold);
+    let others_meanwhile = rig.ok_ops("", paused_at) - rig.ok_ops("p0-", paused_at);
+    rig.resume_worker(victim);
+    let resumed_at = unix_ms();
+    assert!(
+        rig.wait_ops("p0-", resumed_at, 10, Duration::from_secs(60)),
+        "the paused worker did not carry on:\n{}",
+        rig.worker_logs()
+    );
+    rig.run_for(secs(1.0));
+    let a = rig.finish();
+    assert!(
+        others_meanwhile >= 10,
+        "the other workers did not carry on while p0 was paused"
+    );
+    assert!(
+        rig.worker_log_contains(victim, "ZooKeeper session renewed"),
+        "the paused worker's session did not expire:\n{}",
+        rig.worker_logs()
+    );
+    rig.assert_guarantees(&a, AMBIGUOUS);
+}
+
+/// Fault 5: The leader is SIGKILLed under load; a new one is elected; the old one comes back.
+#[test]
+fn f5a_leader_killed() {
+    leader_killed("5a leader SIGKILLed", Config::default());
+}
+
+/// Kills the ensemble's leader (with clients on it) under load, waits for a new one, restarts
+/// the old one.
+fn leader_killed(name: &str, cfg: Config) {
+    let _serial = serial();
+    let mut rig = Rig::start(name, cfg);
+    rig.warm_up();
+    let leader = rig.zk.leader().expect("a leader");
+    rig.ensure_clients_on(leader);
+    rig.zk.kill(leader);
+    rig.record_fault("leader SIGKILL");
+    rig.new_leader_after(leader);
+    rig.assert_progress(20, "the leader was killed");
+    rig.restart_server(leader);
+    rig.run_for(secs(1.5));
+    let a = rig.finish();
+    rig.assert_guarantees(&a, AMBIGUOUS);
+}
+
+/// Fault 5: A follower that serves clients is SIGKILLed: the quorum remains, its clients move on.
+#[test]
+fn f5b_follower_killed() {
+    let _serial = serial();
+    let mut rig = Rig::start("5b follower SIGKILLed", Config::default());
+    rig.warm_up();
+    let leader = rig.zk.leader().expect("a leader");
+    let follower = (0..3).find(|&i| i != leader).unwrap();
+    assert_eq!(rig.zk.mode(follower).as_deref(), Some("follower"));
+    rig.ensure_clients_on(follower);
+    rig.zk.kill(follower);
+    rig.record_fault("follower SIGKILL");
+    rig.assert_progress(20, "a follower was killed");
+    rig.run_for(secs(1.0));
+    rig.restart_server(follower);
+    rig.run_for(secs(1.0));
+    let a = rig.finish();
+    assert!(
+        rig.proxies[follower].stats().accepted >= 1,
+        "no client ever used the killed follower"
+    );
+    rig.assert_guarantees(&a, AMBIGUOUS);
+}
+
+/// Fault 5: The leader is SIGSTOPped past the followers' sync limit: they elect a new leader; the
+/// old one, resumed, finds itself deposed and rejoins.
+#[test]
+fn f5c_leader_paused() {
+    let _serial = serial();
+    let mut rig = Rig::start("5c leader SIGSTOPped", Config::default());
+    rig.warm_up();
+    let leader = rig.zk.leader().expect("a leader");
+    rig.ensure_clients_on(leader);
+    rig.zk.pause(leader);
+    rig.record_fault("leader SIGSTOP");
+    rig.new_leader_after(leader);
+    rig.assert_progress(20, "the leader was paused");
+    rig.zk.resume(leader);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while rig.zk.mode(leader).as_deref() != Some("follower") {
+        assert!(
+            Instant::now() < deadline,
+            "the old leader did not rejoin as a follower:\n{}",
+            rig.zk.status_report(20)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    rig.run_for(secs(1.5));
+    let a = rig.finish();
+    rig.assert_guarantees(&a, AMBIGUOUS);
+}
+
+/// Fault 6: Two of three servers down: operations fail with a clear error within their deadline,
+/// and the workload carries on once the quorum is back.
+#[test]
+fn f6_quorum_lost() {
+    let _serial = serial();
+    let cfg = Config {
+        op_deadline: Duration::from_secs(3),
+        ..Config::default()
+    };
+    let deadline = cfg.op_deadline;
+    let session = cfg.session_timeout;
+    let mut rig = Rig::start("6 quorum lost (2 of 3 servers down)", cfg);
+    rig.warm_up();
+    let leader = rig.zk.leader().expect("a leader");
+    let follower = (0..3).find(|&i| i != leader).unwrap();
+    let survivor = (0..3).find(|&i| i != leader && i != follower).unwrap();
+    let down_at = unix_ms();
+    rig.zk.kill(follower);
+    rig.zk.kill(leader);
+    rig.record_fault("leader + follower SIGKILL");
+    // The survivor stops serving once it notices it is alone.
+    assert!(
+        support::wait_until(Duration::from_secs(20), || rig.zk.mode(survivor).is_none()),
+        "the last server kept serving without a quorum"
+    );
+    std::thread::sleep(scaled(deadline * 2 + session));
+    rig.zk.restart(follower);
+    rig.zk.restart(leader);
+    rig.zk.wait_for_quorum(Duration::from_secs(60));
+    let quorum_at = unix_ms();
+    assert!(
+        rig.wait_ops("", quorum_at, 30, Duration::from_secs(60)),
+        "the workload did not carry on after the quorum came back:\n{}",
+        rig.worker_logs()
+    );
+    rig.run_for(secs(1.0));
+    let a = rig.finish();
+    // Operations in flight or started during the outage failed, with a clear error (the kinds
+    // are checked by assert_guarantees), and none hung: an operation returns within its deadline
+    // plus the requests already in flight when it passed (a read and a write, each bounded by the
+    // session timeout). Resolving a lost reply has a deadline of its own.
+    let failed = a
+        .records
+        .iter()
+        .filter(|r| r.outcome != "ok" && r.end_ms >= down_at && r.end_ms <= quorum_at)
+        .count();
+    assert!(
+        failed >= rig.cfg.processes,
+        "only {failed} operations failed during the outage"
+    );
+    let slack = Duration::from_millis(1500);
+    let bound = |r: &check::OpRecord| {
+        let attempt = deadline + session * 2;
+        (attempt * (1 + r.lost as u32) + slack).as_millis()
+    };
+    let slowest = a.records.iter().max_by_key(|r| r.elapsed_ms()).unwrap();
+    eprintln!(
+        "{failed} operations failed during the outage; slowest {} ms: {slowest:?}",
+        slowest.elapsed_ms()
+    );
+    rig.assert_guarantees(&a, AMBIGUOUS);
+    for r in &a.records {
+        assert!(
+            r.elapsed_ms() <= bound(r),
+            "an operation took {} ms (deadline {deadline:?}, session timeout {session:?}, {} lost replies): {r:?}",
+            r.elapsed_ms(),
+            r.lost
+        );
+    }
+}
+
+/// Fault 7: Every server SIGKILLed at once, then restarted from its data.
+#[test]
+fn f7_all_servers_killed_and_restarted() {
+    let _serial = serial();
+    let mut rig = Rig::start("7 all servers SIGKILLed and restarted", Config::default());
+    rig.warm_up();
+    let pids: Vec<_> = (0..3).map(|i| rig.zk.pid(i)).collect();
+    for i in 0..3 {
+        rig.zk.kill(i);
+    }
+    rig.record_fault("all 3 servers SIGKILL");
+    assert!((0..3).all(|i| !rig.zk.is_running(i)));
+    std::thread::sleep(scaled(Duration::from_secs(2)));
+    for i in 0..3 {
+        rig.zk.restart(i);
+    }
+    rig.zk.wait_for_quorum(Duration::from_secs(60));
+    assert!(
+        (0..3).all(|i| rig.zk.pid(i) != pids[i]),
+        "servers not restarted"
+    );
+    rig.assert_progress(30, "all servers were restarted");
+    rig.run_for(secs(1.0));
+    let a = rig.finish();
+    rig.assert_guarantees(&a, AMBIGUOUS);
+}
+
+/// Block allocation (src/blocks.rs): replies lost after the server applied a block claim, a push
+/// or a take from the free list (all `multi` requests): each is resolved, none leaks.
+#[test]
+fn f8a_blocks_replies_lost() {
+    let _serial = serial();
+    let cfg = Config {
+        blocks: Some(100),
+        ..Config::default()
+    };
+    let mut rig = Rig::start("8a block allocation: replies lost", cfg);
+    rig.warm_up();
+    let target = scaled_count(8);
+    let dropped = rig.inject_until(
+        |p| p.drop_reply_to(support::op::MULTI, "/faults/ids/zooid-"),
+        |t| t.dropped_replies,
+        target,
+        Duration::from_secs(60),
+    );
+    rig.run_for(secs(1.0));
+    let a = rig.finish();
+    assert!(
+        dropped >= target,
+        "only {dropped} of {target} replies dropped"
+    );
+    rig.assert_guarantees(&a, DECIDABLE);
+}
+
+/// Block allocation: the ensemble's leader is SIGKILLed under load.
+#[test]
+fn f8b_blocks_leader_killed() {
+    let cfg = Config {
+        blocks: Some(100),
+        ..Config::default()
+    };
+    leader_killed("8b block allocation: leader SIGKILLed", cfg);
+}
+
+/// Block allocation: a blackhole of 2.5 session timeouts; every session expires with claims and
+/// pushes in flight.
+#[test]
+fn f8c_blocks_sessions_expire() {
+    sessions_expire("8c block allocation: sessions expire", Some(100));
+}

@@ -1,0 +1,1094 @@
+//! Leader election against real ZooKeeper: in-process candidates for the API, candidate
+//! processes (examples/election_candidate.rs) for kills, SIGSTOP and the checker over the
+//! timestamped state transitions, the fault proxy for lost replies, partitions and short
+//! network pauses (`zooid elect` end to end: cli/tests/cli/elect.rs).
+//!
+//! Figures are printed with `FIGURES` prefixes (`cargo test --test election -- --nocapture`).
+
+mod harness;
+use zooid_test_support as support;
+
+use std::time::{Duration, Instant};
+
+use harness::{active_terms, now_us, overlaps, tokens_grow, Candidate, Kind};
+use support::{op, runtime, session_options, FaultProxy, ZkEnsemble, ZkServer};
+use zooid::{
+    Election, ElectionOptions, ElectionStatus, FencedOp, FencedResult, LeaderState, PausePolicy,
+    Session, ZooidError,
+};
+
+async fn session(connect: &str, session_ms: u64) -> Session {
+    Session::connect(connect, &session_options(session_ms))
+        .await
+        .unwrap()
+}
+
+fn opts(name: &str, policy: PausePolicy) -> ElectionOptions {
+    let mut o = ElectionOptions::new(name);
+    o.on_pause = policy;
+    o.data = format!("data-of-{name}").into_bytes();
+    o
+}
+
+/// Waits (async) until `cond` holds on the election's status.
+async fn wait_status(
+    e: &Election,
+    timeout: Duration,
+    cond: impl Fn(&ElectionStatus) -> bool,
+) -> ElectionStatus {
+    let mut rx = e.subscribe();
+    let found = match tokio::time::timeout(timeout, rx.wait_for(|s| cond(s))).await {
+        Ok(Ok(s)) => Some(s.clone()),
+        _ => None,
+    };
+    found.unwrap_or_else(|| {
+        panic!(
+            "{}: condition not reached in {timeout:?}; status {:?}",
+            e.name(),
+            e.status()
+        )
+    })
+}
+
+/// Records every status an election publishes.
+fn record(e: &Election) -> std::sync::Arc<std::sync::Mutex<Vec<ElectionStatus>>> {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(vec![e.status()]));
+    let mut rx = e.subscribe();
+    let out = seen.clone();
+    tokio::spawn(async move {
+        while rx.changed().await.is_ok() {
+            let s = rx.borrow_and_update().clone();
+            out.lock().unwrap().push(s);
+        }
+    });
+    seen
+}
+
+/// Waits until the recorder has caught up with the election's current status.
+async fn caught_up(e: &Election, seen: &std::sync::Mutex<Vec<ElectionStatus>>) {
+    for _ in 0..200 {
+        if seen.lock().unwrap().last() == Some(&e.status()) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the recorder did not catch up");
+}
+
+fn states(seen: &std::sync::Mutex<Vec<ElectionStatus>>) -> Vec<(LeaderState, Option<i64>)> {
+    let mut out: Vec<(LeaderState, Option<i64>)> = Vec::new();
+    for s in seen.lock().unwrap().iter() {
+        let key = (s.state, s.token);
+        if out.last() != Some(&key) {
+            out.push(key);
+        }
+    }
+    out
+}
+
+/// Candidate nodes of a group owned by a session.
+async fn nodes_of(observer: &Session, group: &str, owner: i64) -> Vec<String> {
+    let (client, _) = observer.client();
+    let mut mine = Vec::new();
+    for child in client.list_children(group).await.unwrap() {
+        let path = format!("{group}/{child}");
+        if let Ok((_, stat)) = client.get_data(&path).await {
+            if stat.ephemeral_owner == owner {
+                mine.push(path);
+            }
+        }
+    }
+    mine
+}
+
+/// Join, lead, observe, fenced writes, resign and drop, with three candidates in one process.
+#[test]
+fn join_lead_fence_resign_and_drop() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let rt = runtime();
+    rt.block_on(async {
+        let group = "/el/basic";
+        let s: Vec<Session> = futures_sessions(&zk.connect_string(), 3).await;
+        let c0 = Election::join(&s[0], group, opts("c0", PausePolicy::Keep))
+            .await
+            .unwrap();
+        let t0 = c0.await_leadership(Duration::from_secs(10)).await.unwrap();
+        let c1 = Election::join(&s[1], group, opts("c1", PausePolicy::Keep))
+            .await
+            .unwrap();
+        let c2 = Election::join(&s[2], group, opts("c2", PausePolicy::Stop))
+            .await
+            .unwrap();
+        for c in [&c1, &c2] {
+            wait_status(c, Duration::from_secs(10), |s| s.node.is_some()).await;
+            assert_eq!(c.state(), LeaderState::Inactive);
+            assert_eq!(c.token(), None);
+        }
+        assert!(matches!(
+            c1.await_leadership(Duration::from_millis(300)).await,
+            Err(ZooidError::Timeout { .. })
+        ));
+
+        // Observers see the leader without joining.
+        let info = zooid::election::leader(&s[2], group)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((info.name.as_str(), info.token), ("c0", t0));
+        assert_eq!(info.data, b"data-of-c0");
+        assert_eq!(
+            zooid::election::leader(&s[2], "/el/none").await.unwrap(),
+            None
+        );
+
+        // Fenced writes: the leader's apply, a follower's are refused.
+        s[0].client()
+            .0
+            .create(
+                "/el/resource",
+                b"",
+                &zookeeper_client::CreateMode::Persistent
+                    .with_acls(zookeeper_client::Acls::anyone_all()),
+            )
+            .await
+            .unwrap();
+        let set = |who: &str| FencedOp::SetData {
+            path: "/el/resource".into(),
+            data: who.as_bytes().to_vec(),
+            version: None,
+        };
+        assert_eq!(
+            c0.fenced(&[set("c0")]).await.unwrap(),
+            vec![FencedResult::Set { version: 1 }]
+        );
+        assert!(matches!(
+            c1.fenced(&[set("c1")]).await,
+            Err(ZooidError::NotLeader { .. })
+        ));
+        // A failing op leaves nothing written.
+        let err = c0
+            .fenced(&[
+                set("c0-again"),
+                FencedOp::Check {
+                    path: "/el/resource".into(),
+                    version: 99,
+                },
+            ])
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ZooidError::Store { .. }), "{err:?}");
+        assert_eq!(
+            s[2].client().0.get_data("/el/resource").await.unwrap().0,
+            b"c0"
+        );
+
+        // Resign: the next in line leads with a higher token, woken by one notification.
+        let last = c1.status();
+        c0.resign().await.unwrap();
+        assert!(c0.status().closed);
+        assert_eq!(c0.state(), LeaderState::Inactive);
+        assert!(matches!(
+            c0.fenced(&[set("c0")]).await,
+            Err(ZooidError::Closed { .. })
+        ));
+        assert!(matches!(
+            c0.await_leadership(Duration::from_secs(1)).await,
+            Err(ZooidError::Closed { .. })
+        ));
+        let changed = c1
+            .wait_change(&last, Duration::from_secs(10))
+            .await
+            .unwrap();
+        assert_eq!(changed.state, LeaderState::Active);
+        let t1 = changed.token.unwrap();
+        assert!(t1 > t0, "token {t1} after {t0}");
+        assert_eq!(c1.status().watch_notifications, 1);
+        assert_eq!(
+            c2.status().watch_notifications,
+            0,
+            "c2 watches c1, not the leader"
+        );
+        assert_eq!(
+            c1.fenced(&[set("c1")]).await.unwrap(),
+            vec![FencedResult::Set { version: 2 }]
+        );
+
+        // Drop leaves the group in the background.
+        drop(c1);
+        let t2 = c2.await_leadership(Duration::from_secs(10)).await.unwrap();
+        assert!(t2 > t1);
+        assert_eq!(c2.status().watch_notifications, 1);
+        assert_eq!(c2.status().terms, 1);
+        let (client, _) = s[0].client();
+        assert_eq!(client.list_children(group).await.unwrap().len(), 1);
+        eprintln!(
+            "FIGURES basic: tokens {t0:#x} -> {t1:#x} -> {t2:#x}; one notification per change"
+        );
+        c2.resign().await.unwrap();
+        assert_eq!(client.list_children(group).await.unwrap().len(), 0);
+    });
+}
+
+async fn futures_sessions(connect: &str, n: usize) -> Vec<Session> {
+    let mut out = Vec::new();
+    for _ in 0..n {
+        out.push(session(connect, 4000).await);
+    }
+    out
+}
+
+/// The reply to the candidate's create (the multi) is lost: the candidate finds its node again
+/// by its marker, owned by its session, instead of creating a second one; the group goes on.
+#[test]
+fn lost_reply_to_the_candidate_create() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = FaultProxy::start(zk.addr());
+    let rt = runtime();
+    rt.block_on(async {
+        let group = "/el/lost";
+        let observer = session(&zk.connect_string(), 4000).await;
+        // A first candidate leads, so the one behind the proxy must queue correctly too.
+        let first = Election::join(&observer, group, opts("first", PausePolicy::Keep))
+            .await
+            .unwrap();
+        first
+            .await_leadership(Duration::from_secs(10))
+            .await
+            .unwrap();
+
+        let behind = session(&proxy.connect_string(), 4000).await;
+        proxy.drop_reply_to(op::MULTI, "");
+        let lost = Election::join(&behind, group, opts("lost", PausePolicy::Keep))
+            .await
+            .unwrap();
+        let status = wait_status(&lost, Duration::from_secs(15), |s| s.node.is_some()).await;
+        assert_eq!(proxy.dropped_replies(), 1, "the fault must have happened");
+        assert_eq!(status.session_generation, 1, "resolved on the same session");
+        let owner = behind.status().session_id;
+        let mine = nodes_of(&observer, group, owner).await;
+        assert_eq!(
+            mine,
+            vec![status.node.clone().unwrap()],
+            "exactly one candidate node"
+        );
+        // Progress: the first resigns, the one that lost its reply leads.
+        let third = Election::join(&observer, group, opts("third", PausePolicy::Keep))
+            .await
+            .unwrap();
+        first.resign().await.unwrap();
+        let token = lost
+            .await_leadership(Duration::from_secs(10))
+            .await
+            .unwrap();
+        let info = zooid::election::leader(&observer, group)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((info.name.as_str(), info.token), ("lost", token));
+        lost.resign().await.unwrap();
+        third
+            .await_leadership(Duration::from_secs(10))
+            .await
+            .unwrap();
+        assert_eq!(
+            observer
+                .client()
+                .0
+                .list_children(group)
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
+        eprintln!("FIGURES lost-reply: dropped multi replies 1, candidate nodes of the process 1");
+    });
+}
+
+/// Every branch of the create's resolution in one join: a multi that never reached the server
+/// (reset before it), a torn one (reset mid-frame), a lost reply to the resolution's `sync`,
+/// and a lost reply to a multi that applied: the candidate resends the identical multi while the
+/// group version has not moved and finds its one node by its marker once it has.
+#[test]
+fn lost_requests_and_replies_while_joining() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = FaultProxy::start(zk.addr());
+    let rt = runtime();
+    rt.block_on(async {
+        let group = "/el/resolve";
+        let observer = session(&zk.connect_string(), 4000).await;
+        let behind = session(&proxy.connect_string(), 4000).await;
+        proxy.reset_on(op::MULTI, "", support::ResetPoint::BeforeRequest);
+        proxy.reset_on(op::MULTI, "", support::ResetPoint::MidRequest);
+        proxy.drop_reply_to(op::SYNC, group);
+        proxy.drop_reply_to(op::MULTI, "");
+        let e = Election::join(&behind, group, opts("resolver", PausePolicy::Keep))
+            .await
+            .unwrap();
+        let token = e.await_leadership(Duration::from_secs(30)).await.unwrap();
+        assert_eq!(proxy.armed_faults(), 0, "every fault fired");
+        assert_eq!(proxy.resets(), 2);
+        assert_eq!(proxy.dropped_replies(), 2);
+        let owner = behind.status().session_id;
+        assert_eq!(behind.status().generation, 1);
+        let mine = nodes_of(&observer, group, owner).await;
+        assert_eq!(mine.len(), 1, "exactly one candidate node: {mine:?}");
+        // The group node was written exactly once: by the one multi that applied.
+        let (_, stat) = observer.client().0.get_data(group).await.unwrap();
+        assert_eq!(stat.version, 1);
+        let info = zooid::election::leader(&observer, group).await.unwrap().unwrap();
+        assert_eq!(info.token, token);
+        eprintln!("FIGURES resolve: 2 lost requests + 2 lost replies while joining -> 1 node, group version 1");
+        e.resign().await.unwrap();
+    });
+}
+
+/// A network pause shorter than the session: Paused, then Active again with the same token
+/// (keep policy), or Paused then Inactive and back in line (stop policy).
+#[test]
+fn short_blackhole_keep_and_stop() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let rt = runtime();
+    rt.block_on(async {
+        let observer = session(&zk.connect_string(), 6000).await;
+        for policy in [PausePolicy::Keep, PausePolicy::Stop] {
+            let group = format!("/el/pause-{}", policy.as_str());
+            let proxy = FaultProxy::start(zk.addr());
+            let behind = session(&proxy.connect_string(), 6000).await;
+            let leader = Election::join(&behind, &group, opts("leader", policy))
+                .await
+                .unwrap();
+            let token = leader
+                .await_leadership(Duration::from_secs(10))
+                .await
+                .unwrap();
+            let follower = Election::join(&observer, &group, opts("follower", PausePolicy::Stop))
+                .await
+                .unwrap();
+            wait_status(&follower, Duration::from_secs(10), |s| s.node.is_some()).await;
+            let seen = record(&leader);
+            let follower_seen = record(&follower);
+            let started = Instant::now();
+            proxy.blackhole_for(Duration::from_millis(3000));
+            wait_status(&leader, Duration::from_secs(5), |s| {
+                s.state == LeaderState::Paused
+            })
+            .await;
+            let paused_after = started.elapsed();
+            assert!(proxy.is_blackholed(), "paused during the blackhole");
+            match policy {
+                PausePolicy::Keep => {
+                    // Fenced writes are allowed to be attempted while Paused under keep.
+                    let s = wait_status(&leader, Duration::from_secs(10), |s| {
+                        s.state == LeaderState::Active
+                    })
+                    .await;
+                    assert_eq!(s.token, Some(token), "same token after a short pause");
+                    assert_eq!(s.session_generation, 1, "the session survived");
+                    caught_up(&leader, &seen).await;
+                    assert_eq!(
+                        states(&seen),
+                        vec![
+                            (LeaderState::Active, Some(token)),
+                            (LeaderState::Paused, Some(token)),
+                            (LeaderState::Active, Some(token)),
+                        ]
+                    );
+                    assert!(follower_seen
+                        .lock()
+                        .unwrap()
+                        .iter()
+                        .all(|s| s.state == LeaderState::Inactive));
+                }
+                PausePolicy::Stop => {
+                    assert!(
+                        matches!(
+                            leader
+                                .fenced(&[FencedOp::Check {
+                                    path: group.clone(),
+                                    version: 0
+                                }])
+                                .await,
+                            Err(ZooidError::NotLeader { .. })
+                        ),
+                        "stop policy: no fenced write while paused"
+                    );
+                    let t2 = follower
+                        .await_leadership(Duration::from_secs(15))
+                        .await
+                        .unwrap();
+                    assert!(t2 > token);
+                    wait_status(&leader, Duration::from_secs(10), |s| {
+                        s.node.is_some() && s.state == LeaderState::Inactive
+                    })
+                    .await;
+                    caught_up(&leader, &seen).await;
+                    let st = states(&seen);
+                    assert_eq!(
+                        &st[..3],
+                        &[
+                            (LeaderState::Active, Some(token)),
+                            (LeaderState::Paused, Some(token)),
+                            (LeaderState::Inactive, None),
+                        ],
+                        "{st:?}"
+                    );
+                    assert_eq!(
+                        leader.status().session_generation,
+                        1,
+                        "the session survived"
+                    );
+                    // The ex-leader is back in line behind the new leader.
+                    let info = zooid::election::leader(&observer, &group)
+                        .await
+                        .unwrap()
+                        .unwrap();
+                    assert_eq!(info.name, "follower");
+                    assert_eq!(
+                        observer
+                            .client()
+                            .0
+                            .list_children(&group)
+                            .await
+                            .unwrap()
+                            .len(),
+                        2
+                    );
+                }
+            }
+            eprintln!(
+                "FIGURES pause-{}: paused {:?} into a 3 s blackhole (session 6 s); states {:?}",
+                policy.as_str(),
+                paused_after,
+                states(&seen)
+                    .iter()
+                    .map(|s| s.0.as_str())
+                    .collect::<Vec<_>>()
+            );
+            drop(leader);
+            drop(follower);
+            drop(behind);
+        }
+    });
+}
+
+/// The line of a group, by candidate name, lowest first (read by an observer).
+async fn line_order(observer: &Session, group: &str) -> Vec<String> {
+    let (client, _) = observer.client();
+    let mut children = client.list_children(group).await.unwrap_or_default();
+    children.sort_by_key(|c| c.rsplit("-n_").next().and_then(|s| s.parse::<i64>().ok()));
+    let mut names = Vec::new();
+    for child in children {
+        if let Ok((data, _)) = client.get_data(&format!("{group}/{child}")).await {
+            let text = String::from_utf8_lossy(&data);
+            names.push(text.split('\n').next().unwrap_or("").to_string());
+        }
+    }
+    names
+}
+
+fn by_name<'a>(cands: &'a mut [Candidate], name: &str) -> &'a mut Candidate {
+    cands
+        .iter_mut()
+        .find(|c| c.name == name)
+        .expect("candidate by name")
+}
+
+fn active_names(cands: &[Candidate]) -> Vec<String> {
+    cands
+        .iter()
+        .filter(|c| c.killed_at.is_none() && c.is_active())
+        .map(|c| c.name.clone())
+        .collect()
+}
+
+/// When a candidate's log first shows it Active after `after_us`, and with which token.
+fn active_since(c: &Candidate, after_us: u128) -> Option<(u128, i64)> {
+    c.events().into_iter().find_map(|e| match e.kind {
+        Kind::State(s) if s.state == "active" && e.t_us >= after_us => Some((e.t_us, s.token?)),
+        _ => None,
+    })
+}
+
+fn total_notifications(cands: &[Candidate]) -> u64 {
+    let refs: Vec<&Candidate> = cands.iter().collect();
+    harness::notifications(&refs).values().sum()
+}
+
+/// Five candidate processes: exactly one Active; SIGKILL the leader (three times): the next in
+/// line is Active within the session timeout plus a margin, with a higher token, woken by one
+/// notification; killing a middle candidate leaves the leader alone and re-links its successor.
+#[test]
+fn five_processes_kill_leader_and_middle() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let group = "/el/five";
+    let session_ms = 3000u64;
+    let observer = rt.block_on(session(&zk.connect_string(), 4000));
+    let mut cands: Vec<Candidate> = Vec::new();
+    let mut next = 0;
+    let mut start = |cands: &mut Vec<Candidate>| {
+        let name = format!("p{next}");
+        next += 1;
+        cands.push(Candidate::start(
+            dir.path(),
+            &zk.connect_string(),
+            group,
+            &name,
+            "keep",
+            session_ms,
+            None,
+        ));
+        let n = cands.len();
+        // Join one at a time, so the line order is the start order.
+        assert!(
+            harness::wait_for(Duration::from_secs(20), || rt
+                .block_on(line_order(&observer, group))
+                .contains(&name)),
+            "{name} joined"
+        );
+        n
+    };
+    for _ in 0..5 {
+        start(&mut cands);
+    }
+    assert!(harness::wait_for(Duration::from_secs(10), || active_names(
+        &cands
+    )
+    .len()
+        == 1));
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        active_names(&cands),
+        vec!["p0".to_string()],
+        "exactly one Active"
+    );
+
+    let mut failovers = Vec::new();
+    let mut notif_per_change = Vec::new();
+    for _ in 0..3 {
+        let line = rt.block_on(line_order(&observer, group));
+        let (leader, successor) = (line[0].clone(), line[1].clone());
+        let old_token = by_name(&mut cands, &leader)
+            .last_state()
+            .unwrap()
+            .token
+            .unwrap();
+        let before = total_notifications(&cands);
+        by_name(&mut cands, &leader).kill();
+        let killed = by_name(&mut cands, &leader).killed_at.unwrap();
+        let limit = Duration::from_millis(session_ms) + Duration::from_secs(3);
+        assert!(
+            harness::wait_for(limit, || active_since(
+                by_name(&mut cands, &successor),
+                killed
+            )
+            .is_some()),
+            "{successor} Active within {limit:?} after {leader} was killed"
+        );
+        let (t, token) = active_since(by_name(&mut cands, &successor), killed).unwrap();
+        assert!(token > old_token, "token {token} after {old_token}");
+        failovers.push((t - killed) as f64 / 1000.0);
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(
+            active_names(&cands),
+            vec![successor.clone()],
+            "exactly one Active"
+        );
+        notif_per_change.push(total_notifications(&cands) - before);
+        start(&mut cands);
+    }
+    assert!(
+        notif_per_change.iter().all(|&n| n == 1),
+        "one notification per leader change: {notif_per_change:?}"
+    );
+
+    // Kill a middle candidate: the leader is unaffected, its successor re-links.
+    let line = rt.block_on(line_order(&observer, group));
+    let (leader, middle, after) = (line[0].clone(), line[2].clone(), line[3].clone());
+    let leader_lines = by_name(&mut cands, &leader).events().len();
+    let after_notif = by_name(&mut cands, &after)
+        .last_state()
+        .unwrap()
+        .notifications;
+    by_name(&mut cands, &middle).kill();
+    assert!(
+        harness::wait_for(
+            Duration::from_millis(session_ms) + Duration::from_secs(3),
+            || {
+                by_name(&mut cands, &after)
+                    .last_state()
+                    .unwrap()
+                    .notifications
+                    == after_notif + 1
+            }
+        ),
+        "{after} notified once when {middle} left"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        by_name(&mut cands, &leader).events().len(),
+        leader_lines,
+        "leader unaffected"
+    );
+    assert_eq!(active_names(&cands), vec![leader.clone()]);
+    assert!(!by_name(&mut cands, &after).is_active());
+    let line = rt.block_on(line_order(&observer, group));
+    assert!(!line.contains(&middle));
+
+    let mut sorted = failovers.clone();
+    let median = harness::median(&mut sorted);
+    let max = failovers.iter().cloned().fold(0.0, f64::max);
+    eprintln!(
+        "FIGURES five-processes: leader changes {}, failover after SIGKILL median {median:.0} ms max {max:.0} ms (session {session_ms} ms), watch notifications per change {notif_per_change:?}, middle kill: 1 notification, leader unaffected",
+        failovers.len()
+    );
+    drop(cands);
+    drop(observer);
+}
+
+/// SIGSTOP the leader past its session timeout: a new leader with a higher token; the resumed
+/// ex-leader goes Paused/Inactive and none of its fenced writes applies after the new leader's.
+#[test]
+fn sigstopped_leader_is_fenced() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let group = "/el/stopped";
+    let resource = "/el/stopped-resource";
+    let session_ms = 2000u64;
+    let observer = rt.block_on(session(&zk.connect_string(), 4000));
+    rt.block_on(async {
+        let (client, _) = observer.client();
+        let opts = zookeeper_client::CreateMode::Persistent
+            .with_acls(zookeeper_client::Acls::anyone_all());
+        client.mkdir("/el", &opts).await.unwrap();
+        client.create(resource, b"", &opts).await.unwrap();
+    });
+    let a = Candidate::start(
+        dir.path(),
+        &zk.connect_string(),
+        group,
+        "a",
+        "keep",
+        session_ms,
+        Some(resource),
+    );
+    assert!(harness::wait_for(Duration::from_secs(20), || a.is_active()));
+    let b = Candidate::start(
+        dir.path(),
+        &zk.connect_string(),
+        group,
+        "b",
+        "keep",
+        session_ms,
+        Some(resource),
+    );
+    assert!(harness::wait_for(Duration::from_secs(20), || b
+        .last_state()
+        .is_some()));
+    std::thread::sleep(Duration::from_millis(300));
+    let a_token = a.last_state().unwrap().token.unwrap();
+
+    a.signal(libc::SIGSTOP);
+    let stopped = now_us();
+    assert!(
+        support::zookeeper::wait_threads(a.pid(), Duration::from_secs(5), true),
+        "a is stopped"
+    );
+    assert!(
+        harness::wait_for(Duration::from_secs(15), || b.is_active()),
+        "b leads while a is stopped"
+    );
+    let (b_active, b_token) = active_since(&b, stopped).unwrap();
+    assert!(b_token > a_token);
+    // Let b write with its token, then resume a while it still believes it leads.
+    assert!(harness::wait_for(Duration::from_secs(5), || b
+        .events()
+        .iter()
+        .any(
+            |e| matches!(&e.kind, Kind::Fenced { outcome, .. } if outcome == "ok")
+        )));
+    a.signal(libc::SIGCONT);
+    let resumed = now_us();
+    assert!(
+        harness::wait_for(Duration::from_secs(15), || {
+            a.events().iter().any(|e| {
+                e.t_us >= resumed && matches!(&e.kind, Kind::State(s) if s.state == "inactive")
+            })
+        }),
+        "a goes Inactive after resuming"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let after: Vec<_> = a
+        .events()
+        .into_iter()
+        .filter(|e| e.t_us >= resumed)
+        .collect();
+    let states: Vec<String> = after
+        .iter()
+        .filter_map(|e| match &e.kind {
+            Kind::State(s) => Some(s.state.clone()),
+            _ => None,
+        })
+        .collect();
+    let fenced: Vec<String> = after
+        .iter()
+        .filter_map(|e| match &e.kind {
+            Kind::Fenced {
+                outcome, detail, ..
+            } => Some(format!("{outcome}: {detail}")),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        after
+            .iter()
+            .all(|e| !matches!(&e.kind, Kind::Fenced { token, .. } if *token != a_token)),
+        "a only ever tried with its old token"
+    );
+    assert!(
+        fenced.iter().all(|f| !f.starts_with("ok")),
+        "no fenced write of a applied after resuming: {fenced:?}"
+    );
+    // Right after SIGCONT a tried a fenced write until it got a definite answer: refused.
+    assert!(
+        harness::wait_for(Duration::from_secs(10), || a.events().iter().any(
+            |e| matches!(&e.kind, Kind::FencedCont { outcome, .. } if outcome != "error")
+        )),
+        "a's fenced write after SIGCONT got a definite answer"
+    );
+    let cont: Vec<String> = a
+        .events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            Kind::FencedCont {
+                token,
+                outcome,
+                detail,
+            } => Some(format!("{outcome} (token {token:?}): {detail}")),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        cont.last().is_some_and(|c| c.starts_with("notleader")),
+        "{cont:?}"
+    );
+    assert!(cont.iter().all(|c| !c.starts_with("ok")), "{cont:?}");
+    // The resource holds b's write, never a's after b took over.
+    let data = rt.block_on(async { observer.client().0.get_data(resource).await.unwrap().0 });
+    assert!(
+        String::from_utf8_lossy(&data).starts_with("b "),
+        "{}",
+        String::from_utf8_lossy(&data)
+    );
+    // Every ok of a happened before b was Active.
+    assert!(a.events().iter().all(
+        |e| !matches!(&e.kind, Kind::Fenced { outcome, .. } if outcome == "ok")
+            || e.t_us < b_active
+    ));
+    // a rejoined on a new session, behind b.
+    assert!(harness::wait_for(Duration::from_secs(10), || a
+        .last_state()
+        .is_some_and(|s| s.generation == 2)));
+    assert!(b.is_active() && !a.is_active());
+    eprintln!(
+        "FIGURES sigstop: b Active {} ms after a was stopped (session {session_ms} ms); a after SIGCONT: states {states:?}, fenced attempts {fenced:?}, fenced right after SIGCONT {cont:?}",
+        (b_active - stopped) / 1000
+    );
+    drop(a);
+    drop(b);
+    drop(observer);
+}
+
+/// A candidate process behind its own fault proxy.
+struct Proxied {
+    cand: Candidate,
+    proxy: FaultProxy,
+}
+
+/// The checker over the timestamped state transitions of every candidate, on the 3-server
+/// ensemble, stop policy: never two Active at once (margin: 25 ms of logging delay; one host,
+/// one clock), tokens growing, under a leader kill, a partition longer than the session, a
+/// network pause shorter than it, a lost reply to a candidate's create, and the ensemble's own
+/// leader killed.
+#[test]
+fn stop_policy_checker_on_an_ensemble() {
+    support::init_tracing();
+    let ens = ZkEnsemble::start(3);
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let group = "/el/checker";
+    let session_ms = 3000u64;
+    let observer = rt.block_on(session(&ens.connect_string(), 6000));
+    let mut cs: Vec<Proxied> = Vec::new();
+    let mut n = 0usize;
+    let mut add = |cs: &mut Vec<Proxied>, drop_create_reply: bool| -> usize {
+        let proxy = FaultProxy::start(ens.server_addr(n % 3));
+        if drop_create_reply {
+            proxy.drop_reply_to(op::MULTI, "");
+        }
+        let name = format!("c{n}");
+        n += 1;
+        let cand = Candidate::start(
+            dir.path(),
+            &proxy.connect_string(),
+            group,
+            &name,
+            "stop",
+            session_ms,
+            None,
+        );
+        cs.push(Proxied { cand, proxy });
+        cs.len() - 1
+    };
+    let alive_active = |cs: &[Proxied]| -> Vec<usize> {
+        (0..cs.len())
+            .filter(|&i| cs[i].cand.killed_at.is_none() && cs[i].cand.is_active())
+            .collect()
+    };
+    let wait_new_leader = |cs: &[Proxied], not: usize, what: &str| -> (usize, u128) {
+        let since = now_us();
+        let mut found = None;
+        assert!(
+            harness::wait_for(Duration::from_secs(30), || {
+                found = alive_active(cs).into_iter().find(|&i| i != not);
+                found.is_some()
+            }),
+            "a new leader after {what}"
+        );
+        (found.unwrap(), now_us() - since)
+    };
+    for _ in 0..3 {
+        add(&mut cs, false);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(harness::wait_for(Duration::from_secs(20), || alive_active(
+        &cs
+    )
+    .len()
+        == 1));
+    let mut figures = Vec::new();
+
+    // 1. Leader killed.
+    let leader = alive_active(&cs)[0];
+    cs[leader].cand.kill();
+    let (leader, took) = wait_new_leader(&cs, leader, "a leader kill");
+    figures.push(format!("kill: {} ms", took / 1000));
+    add(&mut cs, false);
+
+    // 2. Partition longer than the session.
+    cs[leader].proxy.blackhole();
+    let (next, took) = wait_new_leader(&cs, leader, "a partition");
+    figures.push(format!("partition: {} ms", took / 1000));
+    assert!(cs[leader].proxy.is_blackholed());
+    let old: Vec<String> = cs[leader]
+        .cand
+        .events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            Kind::State(s) => Some(s.state.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        old.iter().rev().take(3).any(|s| s == "paused"),
+        "partitioned leader went Paused: {old:?}"
+    );
+    cs[leader].proxy.heal();
+    let part = leader;
+    assert!(
+        harness::wait_for(Duration::from_secs(20), || cs[part]
+            .cand
+            .last_state()
+            .is_some_and(|s| s.generation >= 2)),
+        "the partitioned candidate rejoined on a new session"
+    );
+    let leader = next;
+
+    // 3. A network pause shorter than the session: stop policy gives the leadership up.
+    let gen_before = cs[leader].cand.last_state().unwrap().generation;
+    cs[leader].proxy.blackhole_for(Duration::from_millis(1800));
+    let (next, took) = wait_new_leader(&cs, leader, "a short pause");
+    figures.push(format!("short pause: {} ms", took / 1000));
+    let paused = leader;
+    assert!(harness::wait_for(Duration::from_secs(10), || cs[paused]
+        .cand
+        .last_state()
+        .is_some_and(|s| s.state == "inactive")));
+    assert_eq!(
+        cs[paused].cand.last_state().unwrap().generation,
+        gen_before,
+        "the session survived the short pause"
+    );
+    assert!(cs[paused].cand.events().iter().any(
+        |e| matches!(&e.kind, Kind::State(s) if s.state == "paused" && s.generation == gen_before)
+    ));
+    let leader = next;
+
+    // 4. Lost reply to a new candidate's create: exactly one node for it; the line moves on.
+    let lost = add(&mut cs, true);
+    assert!(
+        harness::wait_for(Duration::from_secs(20), || cs[lost].proxy.dropped_replies()
+            == 1),
+        "the multi's reply was dropped"
+    );
+    let lost_name = cs[lost].cand.name.clone();
+    assert!(harness::wait_for(Duration::from_secs(20), || rt
+        .block_on(line_order(&observer, group))
+        .contains(&lost_name)));
+    std::thread::sleep(Duration::from_millis(500));
+    let line = rt.block_on(line_order(&observer, group));
+    assert_eq!(
+        line.iter().filter(|n| **n == lost_name).count(),
+        1,
+        "one node for {lost_name}: {line:?}"
+    );
+
+    // 5. The ensemble's leader server dies; candidates behind it move to another server.
+    let zk_leader = ens.leader().expect("an ensemble leader");
+    let other = ens.server_addr((zk_leader + 1) % 3);
+    for c in &cs {
+        if c.proxy.upstream() == ens.server_addr(zk_leader) {
+            c.proxy.set_upstream(other);
+        }
+    }
+    ens.kill(zk_leader);
+    ens.wait_for_new_leader(zk_leader, Duration::from_secs(30));
+    assert!(
+        harness::wait_for(Duration::from_secs(30), || alive_active(&cs).len() == 1),
+        "a leader after the ensemble's leader died"
+    );
+    ens.restart(zk_leader);
+    let leader = {
+        let _ = leader;
+        alive_active(&cs)[0]
+    };
+
+    // 6. And one more leader kill: the line still moves.
+    cs[leader].cand.kill();
+    let (_, took) = wait_new_leader(&cs, leader, "the last kill");
+    figures.push(format!("kill: {} ms", took / 1000));
+    std::thread::sleep(Duration::from_millis(500));
+
+    let refs: Vec<&Candidate> = cs.iter().map(|c| &c.cand).collect();
+    let terms = active_terms(&refs, now_us());
+    let bad = overlaps(&terms, 25_000);
+    assert!(bad.is_empty(), "two Active at once: {bad:#?}");
+    assert!(tokens_grow(&terms), "tokens must grow: {terms:#?}");
+    assert!(terms.len() >= 6, "{terms:#?}");
+    eprintln!(
+        "FIGURES checker (ensemble, stop policy, session {session_ms} ms): {} Active terms over {} candidates, no overlap (margin 25 ms), tokens growing; time to a new leader: {}",
+        terms.len(),
+        cs.len(),
+        figures.join(", ")
+    );
+    drop(cs);
+    drop(observer);
+}
+
+/// The blocking facade: the same calls from plain threads.
+#[test]
+fn blocking_facade() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let opts4 = session_options(4000);
+    let s0 = zooid::blocking::open_session(&zk.connect_string(), &opts4).unwrap();
+    let s1 = zooid::blocking::open_session(&zk.connect_string(), &opts4).unwrap();
+    let a =
+        zooid::blocking::Election::join(&s0, "/el/blocking", opts("a", PausePolicy::Keep)).unwrap();
+    let token = a.await_leadership(Duration::from_secs(10)).unwrap();
+    let b =
+        zooid::blocking::Election::join(&s1, "/el/blocking", opts("b", PausePolicy::Stop)).unwrap();
+    let seen = b.status();
+    assert!(matches!(
+        b.wait_change(&seen, Duration::from_millis(200)),
+        Err(ZooidError::Timeout { .. })
+    ));
+    let info = zooid::blocking::leader(&s1, "/el/blocking")
+        .unwrap()
+        .unwrap();
+    assert_eq!((info.name.as_str(), info.token), ("a", token));
+    assert!(matches!(b.fenced(&[]), Err(ZooidError::NotLeader { .. })));
+    assert_eq!(a.fenced(&[]).unwrap(), vec![]);
+    drop(a); // leaves in the background
+    let changed = b.wait_change(&seen, Duration::from_secs(10)).unwrap();
+    assert_eq!(changed.state, LeaderState::Active);
+    assert!(changed.token.unwrap() > token);
+    b.resign().unwrap();
+    b.resign().unwrap();
+    let last = b.status();
+    assert!(last.closed);
+    assert_eq!(last.state, LeaderState::Inactive);
+    assert!(
+        matches!(
+            b.wait_change(&last, Duration::from_secs(5)),
+            Err(ZooidError::Closed { .. })
+        ),
+        "no change will come"
+    );
+    assert!(
+        b.wait_change(&changed, Duration::from_secs(5))
+            .unwrap()
+            .closed
+    );
+    // From inside a runtime the blocking calls refuse.
+    let rt = runtime();
+    rt.block_on(async {
+        assert!(matches!(
+            b.await_leadership(Duration::from_secs(1)),
+            Err(ZooidError::RuntimeThread)
+        ));
+    });
+    drop(b);
+    let _guard = rt.enter();
+    drop(s0);
+    drop(s1);
+}
+
+/// An operator deletes the leader's node: the leader notices (its own-node watch), goes
+/// Inactive, and rejoins at the back; the next in line leads.
+#[test]
+fn leader_node_deleted_by_an_operator() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let rt = runtime();
+    rt.block_on(async {
+        let group = "/el/deleted";
+        let s0 = session(&zk.connect_string(), 4000).await;
+        let s1 = session(&zk.connect_string(), 4000).await;
+        let a = Election::join(&s0, group, opts("a", PausePolicy::Keep))
+            .await
+            .unwrap();
+        let token = a.await_leadership(Duration::from_secs(10)).await.unwrap();
+        let b = Election::join(&s1, group, opts("b", PausePolicy::Keep))
+            .await
+            .unwrap();
+        wait_status(&b, Duration::from_secs(10), |s| s.node.is_some()).await;
+        // Let a's own-node watch be armed (a read after Active).
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let node = a.status().node.unwrap();
+        s1.client().0.delete(&node, None).await.unwrap();
+        let tb = b.await_leadership(Duration::from_secs(10)).await.unwrap();
+        assert!(tb > token);
+        let st = wait_status(&a, Duration::from_secs(10), |s| {
+            s.node.as_deref().is_some_and(|n| n != node)
+        })
+        .await;
+        assert_eq!(st.state, LeaderState::Inactive);
+        assert!(matches!(
+            a.fenced(&[]).await,
+            Err(ZooidError::NotLeader { .. })
+        ));
+        assert_eq!(
+            line_order(&s0, group).await,
+            vec!["b".to_string(), "a".to_string()]
+        );
+    });
+}

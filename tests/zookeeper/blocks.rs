@@ -1,0 +1,490 @@
+//! Block allocation (pool format 3, src/blocks.rs) against a real ZooKeeper server: fresh IDs
+//! from sequential creates, holes first, generations moving on under contention, lost replies,
+//! the ceiling, and the refusals.
+
+use zooid_test_support as support;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use support::{op, runtime, session_options, FaultProxy, ZkServer};
+use zooid::{
+    ConnectOptions, IdCategory, IdGeneratorService, IdRange, IdSet, ServiceOptions, Store,
+    ZooidError,
+};
+
+fn r(start: i64, end: i64) -> IdRange {
+    IdRange::new(start, end).unwrap()
+}
+
+async fn open(connect: &str) -> IdGeneratorService {
+    open_with(connect, ServiceOptions::default()).await
+}
+
+async fn open_with(connect: &str, options: ServiceOptions) -> IdGeneratorService {
+    IdGeneratorService::connect(connect, &session_options(6000), options)
+        .await
+        .unwrap()
+}
+
+/// Every ID of `sets`, checking that none repeats.
+fn all_ids(sets: &[IdSet]) -> BTreeSet<i64> {
+    let mut ids = BTreeSet::new();
+    for set in sets {
+        for range in set.ranges() {
+            for id in range.start()..=range.end() {
+                assert!(ids.insert(id), "ID {id} handed out twice");
+            }
+        }
+    }
+    ids
+}
+
+#[test]
+fn fresh_blocks_holes_first_and_double_pushes_refused() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let a = open(&zk.connect_string()).await;
+        let b = open(&zk.connect_string()).await;
+        let cat = IdCategory::new("/scale/did").unwrap();
+        a.create_category_blocks(&cat, 1, 1_000_000, 1000)
+            .await
+            .unwrap();
+        let raw = a.read_node("/scale/did").await.unwrap();
+        assert!(
+            raw.starts_with(b"#zooid 3\n#bounds 1:1000000\n#blocks 1000 0 1\n"),
+            "{}",
+            String::from_utf8_lossy(&raw)
+        );
+        assert!(matches!(
+            a.create_category_blocks(&cat, 1, 10, 1).await,
+            Err(ZooidError::CategoryExists { .. })
+        ));
+
+        let mut first = a.take_ids(&cat, 1000).await.unwrap();
+        assert_eq!(first.ranges(), vec![r(1, 1000)]);
+        assert_eq!(
+            b.take_ids(&cat, 1000).await.unwrap().ranges(),
+            vec![r(1001, 2000)]
+        );
+        // Half a block: the other half goes to the free list, and the next take gets it first.
+        assert_eq!(
+            a.take_ids(&cat, 500).await.unwrap().ranges(),
+            vec![r(2001, 2500)]
+        );
+        assert_eq!(
+            b.take_ids(&cat, 300).await.unwrap().ranges(),
+            vec![r(2501, 2800)]
+        );
+
+        // Pushed IDs are handed out before fresh blocks, lowest first, by every process.
+        for _ in 0..10 {
+            first.take_id();
+        }
+        a.push_ids(&mut first).await.unwrap();
+        let info = b.pool_info(&cat).await.unwrap();
+        assert_eq!(info.free, vec![r(11, 1000), r(2801, 3000)]);
+        assert_eq!(info.free_count, 1_000_000 - 1000 - 1000 - 500 - 300 + 990);
+        assert_eq!(info.high_water, 3000);
+        assert_eq!(info.blocks.map(|b| b.unit), Some(1000));
+        let mixed = b.take_ids(&cat, 1500).await.unwrap();
+        assert_eq!(
+            mixed.ranges(),
+            vec![r(11, 1000), r(2801, 3000), r(3001, 3310)]
+        );
+        assert_eq!(
+            b.pool_info(&cat).await.unwrap().free,
+            vec![r(3311, 4000)],
+            "the rest of the claimed block is free"
+        );
+
+        // IDs no block claimed yet are free already: pushing them is a double push.
+        let bogus = IdSet::new(cat.clone(), vec![r(3900, 4100)]);
+        let mut bogus_push = bogus.clone();
+        match a.push_ids(&mut bogus_push).await {
+            Err(ZooidError::AlreadyFree { range, .. }) => assert_eq!(range, r(4001, 4100)),
+            other => panic!("expected AlreadyFree, got {other:?}"),
+        }
+        let mut beyond = IdSet::new(cat.clone(), vec![r(5001, 5002)]);
+        match a.push_ids(&mut beyond).await {
+            Err(ZooidError::AlreadyFree { range, .. }) => assert_eq!(range, r(5001, 5002)),
+            other => panic!("expected AlreadyFree, got {other:?}"),
+        }
+        assert_eq!(b.pool_info(&cat).await.unwrap().free, vec![r(3311, 4000)]);
+
+        // The embedded stores cannot number blocks.
+        let mem = IdGeneratorService::connect(
+            "mem:",
+            &ConnectOptions::default(),
+            ServiceOptions::default(),
+        )
+        .await
+        .unwrap();
+        assert!(matches!(
+            mem.create_category_blocks(&cat, 1, 100, 10).await,
+            Err(ZooidError::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            a.create_category_blocks(&IdCategory::new("/scale/zero").unwrap(), 1, 100, 0)
+                .await,
+            Err(ZooidError::InvalidArgument(_))
+        ));
+    });
+}
+
+/// Four sessions take 1,000 IDs at a time from a category in blocks of one ID, so every take
+/// claims 1,000 blocks and the generation moves on every twenty takes, under contention. Every ID
+/// is handed out once, and no ID is skipped: the takes get exactly 1..=100000.
+#[test]
+fn generations_move_on_under_contention_without_gaps_or_duplicates() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let cat = IdCategory::new("/scale/rotating").unwrap();
+        let setup = open(&zk.connect_string()).await;
+        setup
+            .create_category_blocks(&cat, 1, 10_000_000, 1)
+            .await
+            .unwrap();
+        let mut tasks = Vec::new();
+        for _ in 0..4 {
+            let connect = zk.connect_string();
+            let cat = cat.clone();
+            tasks.push(tokio::spawn(async move {
+                let svc = open(&connect).await;
+                let mut got = Vec::new();
+                for _ in 0..25 {
+                    got.push(svc.take_ids(&cat, 1000).await.unwrap());
+                }
+                got
+            }));
+        }
+        let mut sets = Vec::new();
+        for task in tasks {
+            sets.extend(task.await.unwrap());
+        }
+        let ids = all_ids(&sets);
+        assert_eq!(ids.len(), 100_000);
+        assert_eq!(ids.first(), Some(&1));
+        assert_eq!(ids.last(), Some(&100_000), "no ID skipped");
+        let info = setup.pool_info(&cat).await.unwrap();
+        let generation = info.blocks.unwrap().generation;
+        assert!(generation >= 3, "the generation moved on ({generation})");
+        assert_eq!(info.high_water, 100_000);
+        // Retired generations are deleted (in the background): at most the current one and the
+        // one before remain.
+        let started = std::time::Instant::now();
+        let children = loop {
+            let children = setup.list_categories("/scale/rotating").await.unwrap();
+            let generations = children.iter().filter(|c| c.starts_with("zooid-blocks-"));
+            if generations.count() <= 2 {
+                break children;
+            }
+            assert!(started.elapsed() < Duration::from_secs(10), "{children:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert!(children.contains(&format!("zooid-blocks-{generation}")));
+        eprintln!(
+            "100 takes of 1000 by 4 sessions: generation {generation}, children {children:?}"
+        );
+    });
+}
+
+/// The reply to a block claim is lost after the server applied it: the take still returns its
+/// own blocks, and nothing is skipped or handed out twice.
+#[test]
+fn lost_claim_replies_are_resolved() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = FaultProxy::start(zk.addr());
+    runtime().block_on(async {
+        let svc = open(&proxy.connect_string()).await;
+        let cat = IdCategory::new("/scale/lossy").unwrap();
+        svc.create_category_blocks(&cat, 1, 1_000_000, 100)
+            .await
+            .unwrap();
+        assert_eq!(
+            svc.take_ids(&cat, 100).await.unwrap().ranges(),
+            vec![r(1, 100)]
+        );
+        proxy.drop_reply_to(op::MULTI, "/scale/lossy");
+        let taken = svc.take_ids(&cat, 200).await.unwrap();
+        assert_eq!(proxy.dropped_replies(), 1, "the fault must have happened");
+        assert_eq!(
+            taken.ranges(),
+            vec![r(101, 300)],
+            "the applied claim returns its blocks"
+        );
+        assert_eq!(
+            svc.take_ids(&cat, 100).await.unwrap().ranges(),
+            vec![r(301, 400)]
+        );
+        assert_eq!(
+            svc.pool_info(&cat).await.unwrap().free_count,
+            1_000_000 - 400
+        );
+    });
+}
+
+/// A ceiling caps fresh blocks as it caps the free list: the take at the ceiling waits for a
+/// raise and fails with `ReservationExhausted`, and IDs of a block above the ceiling wait in the
+/// free list until the ceiling is raised.
+#[test]
+fn the_ceiling_caps_fresh_blocks() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let svc = open_with(
+            &zk.connect_string(),
+            ServiceOptions {
+                ceiling_wait: Duration::from_millis(300),
+                ..ServiceOptions::default()
+            },
+        )
+        .await;
+        let cat = IdCategory::new("/scale/reserved").unwrap();
+        svc.create_category_blocks(&cat, 1, 1_000_000, 1000)
+            .await
+            .unwrap();
+        assert_eq!(svc.raise_ceiling(&cat, 2500).await.unwrap(), 2500);
+        let a = svc.take_ids(&cat, 1000).await.unwrap();
+        let b = svc.take_ids(&cat, 1000).await.unwrap();
+        let c = svc.take_ids(&cat, 1000).await.unwrap();
+        assert_eq!(
+            (a.ranges(), b.ranges(), c.ranges()),
+            (vec![r(1, 1000)], vec![r(1001, 2000)], vec![r(2001, 2500)]),
+            "the third block is cut at the ceiling"
+        );
+        match svc.take_ids(&cat, 1000).await {
+            Err(ZooidError::ReservationExhausted { ceiling, .. }) => assert_eq!(ceiling, 2500),
+            other => panic!("expected ReservationExhausted, got {other:?}"),
+        }
+        let info = svc.pool_info(&cat).await.unwrap();
+        assert_eq!(info.headroom, 0);
+        assert_eq!(info.free, vec![r(2501, 3000)]);
+        svc.raise_ceiling(&cat, 5000).await.unwrap();
+        assert_eq!(
+            svc.take_ids(&cat, 1000).await.unwrap().ranges(),
+            vec![r(2501, 3000), r(3001, 3500)]
+        );
+        assert_eq!(svc.pool_info(&cat).await.unwrap().headroom, 1500);
+    });
+}
+
+/// A fragmented free list of a format-3 pool is split over part nodes: the pool node stays small,
+/// another process reads the same free list, takes stay lowest first across parts, and a write
+/// whose reply was lost (pool node and part together) applies once.
+#[test]
+fn a_fragmented_free_list_lives_in_parts() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = FaultProxy::start(zk.addr());
+    runtime().block_on(async {
+        let a = open(&proxy.connect_string()).await;
+        let b = open(&zk.connect_string()).await;
+        let cat = IdCategory::new("/scale/fragmented").unwrap();
+        a.create_category_blocks(&cat, 1, 1_000_000, 20_000)
+            .await
+            .unwrap();
+        let held = a.take_ids(&cat, 20_000).await.unwrap();
+        assert_eq!(held.ranges(), vec![r(1, 20_000)]);
+        // Push every other run of 5: 2,000 free ranges.
+        let holes: Vec<IdRange> = (0..2000).map(|i| r(i * 10 + 1, i * 10 + 5)).collect();
+        a.push_ids(&mut IdSet::new(cat.clone(), holes.clone()))
+            .await
+            .unwrap();
+        let info = b.pool_info(&cat).await.unwrap();
+        assert_eq!(
+            info.free, holes,
+            "another process reads the whole free list"
+        );
+        assert_eq!(info.free_count, 10_000 + 1_000_000 - 20_000);
+        // The push waits in its own node; the next take merges it into the free list's parts.
+        assert_eq!(b.take_ids(&cat, 5).await.unwrap().ranges(), vec![r(1, 5)]);
+        let holes = holes[1..].to_vec();
+        let info = a.pool_info(&cat).await.unwrap();
+        assert_eq!(info.free, holes);
+        assert!(
+            info.bytes < 16 * 1024,
+            "the pool node stays small: {}",
+            info.bytes
+        );
+        let children = b.list_categories("/scale/fragmented").await.unwrap();
+        let parts = children
+            .iter()
+            .filter(|c| c.starts_with("zooid-free-"))
+            .count();
+        assert!(
+            parts >= 2000 / zooid::format::CHUNK_MAX_RANGES,
+            "{children:?}"
+        );
+
+        // A push into the middle, its reply lost: applied once.
+        proxy.drop_reply_to(op::MULTI, "/scale/fragmented");
+        a.push_ids(&mut IdSet::new(cat.clone(), vec![r(10_007, 10_008)]))
+            .await
+            .unwrap();
+        assert_eq!(proxy.dropped_replies(), 1, "the fault must have happened");
+        let info = b.pool_info(&cat).await.unwrap();
+        assert_eq!(info.free.len(), 2000);
+        assert!(info.free.contains(&r(10_007, 10_008)));
+        // A double push into a part is refused.
+        assert!(matches!(
+            b.push_ids(&mut IdSet::new(cat.clone(), vec![r(15_001, 15_002)]))
+                .await,
+            Err(ZooidError::AlreadyFree { .. })
+        ));
+
+        // Takes from both processes drain the parts lowest first, then fresh blocks follow.
+        let mut sets = Vec::new();
+        for i in 0..26 {
+            let svc = if i % 2 == 0 { &a } else { &b };
+            sets.push(svc.take_ids(&cat, 400).await.unwrap());
+        }
+        let ids = all_ids(&sets);
+        let expected: BTreeSet<i64> = holes
+            .iter()
+            .chain([r(10_007, 10_008)].iter())
+            .flat_map(|r| r.start()..=r.end())
+            .chain(20_001..)
+            .take(26 * 400)
+            .collect();
+        assert_eq!(ids, expected, "lowest first");
+        let children = b.list_categories("/scale/fragmented").await.unwrap();
+        assert!(
+            !children.iter().any(|c| c.starts_with("zooid-free-")),
+            "emptied parts are deleted: {children:?}"
+        );
+    });
+}
+
+/// The server's last zxid (`srvr`): every write it processed, failed ones included.
+fn zxid(zk: &ZkServer) -> u64 {
+    let out = support::four_letter_word(zk.addr(), "srvr", Duration::from_secs(5)).unwrap();
+    let hex = out
+        .lines()
+        .find_map(|l| l.strip_prefix("Zxid: 0x"))
+        .unwrap_or_else(|| panic!("no Zxid in srvr output:\n{out}"));
+    u64::from_str_radix(hex.trim(), 16).unwrap()
+}
+
+/// Twenty sessions take a batch each at once, then push part of it back at once: every take and
+/// every push is exactly one transaction on the server (none fails), and the next take merges
+/// the pushes, lowest first.
+#[test]
+fn concurrent_takes_and_pushes_do_not_conflict() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let cat = IdCategory::new("/scale/burst").unwrap();
+        let mut services = Vec::new();
+        for _ in 0..20 {
+            services.push(std::sync::Arc::new(open(&zk.connect_string()).await));
+        }
+        services[0]
+            .create_category_blocks(&cat, 1, 10_000_000, 100)
+            .await
+            .unwrap();
+        for svc in &services {
+            // Warm up each session's view of the pool (one read each, not measured).
+            svc.pool_info(&cat).await.unwrap();
+        }
+        let before = zxid(&zk);
+        let takes = services.iter().map(|svc| {
+            let (svc, cat) = (std::sync::Arc::clone(svc), cat.clone());
+            tokio::spawn(async move { svc.take_ids(&cat, 100).await.unwrap() })
+        });
+        let mut sets = Vec::new();
+        for t in takes.collect::<Vec<_>>() {
+            sets.push(t.await.unwrap());
+        }
+        let take_txns = zxid(&zk) - before;
+        let ids = all_ids(&sets);
+        assert_eq!(ids, (1..=2000).collect::<BTreeSet<i64>>());
+        assert_eq!(take_txns, 20, "one transaction per take, none failed");
+
+        let before = zxid(&zk);
+        let pushes = services.iter().zip(sets).map(|(svc, mut set)| {
+            let svc = std::sync::Arc::clone(svc);
+            tokio::spawn(async move {
+                let first = set.ranges()[0].start();
+                // Use 90, push back the last 10.
+                set.take_run(90);
+                svc.push_ids(&mut set).await.unwrap();
+                first + 90
+            })
+        });
+        let mut pushed = BTreeSet::new();
+        for p in pushes.collect::<Vec<_>>() {
+            let start = p.await.unwrap();
+            pushed.extend(start..start + 10);
+        }
+        let push_txns = zxid(&zk) - before;
+        assert_eq!(push_txns, 20, "one transaction per push, none failed");
+        let merged = services[3].take_ids(&cat, 150).await.unwrap();
+        let expected: BTreeSet<i64> = pushed.iter().copied().take(150).collect();
+        assert_eq!(
+            all_ids(&[merged]),
+            expected,
+            "pushed IDs first, lowest first"
+        );
+        let info = services[7].pool_info(&cat).await.unwrap();
+        assert_eq!(info.free_count, 10_000_000 - 2000 + 200 - 150);
+        eprintln!("20 takes: {take_txns} transactions; 20 pushes: {push_txns} transactions");
+    });
+}
+
+/// Pushes whose IDs a take does not need stay in their own nodes (the take writes only what it
+/// changes), up to `KEEP_PENDING` of them; then a write merges them all. The free list seen by
+/// every process is exact throughout.
+#[test]
+fn waiting_pushes_stay_until_needed_or_too_many() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let svc = open(&zk.connect_string()).await;
+        let other = open(&zk.connect_string()).await;
+        let cat = IdCategory::new("/scale/waiting").unwrap();
+        svc.create_category_blocks(&cat, 1, 1_000_000, 1000)
+            .await
+            .unwrap();
+        assert_eq!(
+            svc.take_ids(&cat, 1000).await.unwrap().ranges(),
+            vec![r(1, 1000)]
+        );
+        svc.push_ids(&mut IdSet::new(cat.clone(), vec![r(1, 100)]))
+            .await
+            .unwrap();
+        let waiting = || async {
+            other
+                .store()
+                .children("/scale/waiting/zooid-returned")
+                .await
+                .unwrap()
+                .iter()
+                .filter(|c| c.starts_with("r-"))
+                .count()
+        };
+        let mut most = 0;
+        for i in 0..80 {
+            svc.push_ids(&mut IdSet::new(cat.clone(), vec![r(900 + i, 900 + i)]))
+                .await
+                .unwrap();
+            // The lowest free ID is in 1..=100: the push above stays waiting.
+            assert_eq!(
+                svc.take_ids(&cat, 1).await.unwrap().ranges(),
+                vec![r(i + 1, i + 1)]
+            );
+            most = most.max(waiting().await);
+        }
+        assert!(most > 1, "pushes never waited");
+        assert!(
+            most <= zooid::alloc::blocks::KEEP_PENDING + 1,
+            "{most} pushes waiting"
+        );
+        let info = other.pool_info(&cat).await.unwrap();
+        assert_eq!(info.free, vec![r(81, 100), r(900, 979)]);
+        eprintln!("80 pushes above the lowest free IDs: at most {most} waited in their own nodes");
+    });
+}

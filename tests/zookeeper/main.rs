@@ -1,0 +1,12 @@
+//! The ID service and its layers against a real ZooKeeper server (started on loopback by
+//! zooid-test-support; the server's jars are fetched by scripts/fetch-zookeeper.sh from
+//! tests/zookeeper/pom.xml): the service, block allocation, the session layer, deadlines,
+//! metrics, TLS and SASL, and the test harness itself.
+
+mod blocks;
+mod deadline;
+mod harness;
+mod metrics;
+mod security;
+mod service;
+mod session;

@@ -1,0 +1,233 @@
+//! The shared session layer against a real ZooKeeper server: the states every part of zooid
+//! observes (Connected, Suspended, Lost, then Connected with the next generation), the local
+//! loss timer for a client cut off from every server, expiry reported by the server, and a
+//! service and a raw client sharing one session.
+
+use zooid_test_support as support;
+
+use std::time::{Duration, Instant};
+
+use support::{runtime, session_options, FaultProxy, ZkServer};
+use tokio::sync::watch;
+use zooid::{
+    ConnectionState, IdCategory, IdGeneratorService, ServiceOptions, Session, SessionStatus,
+};
+
+/// Every status the receiver sees until `until` holds or `timeout` passes.
+async fn record_until(
+    rx: &mut watch::Receiver<SessionStatus>,
+    timeout: Duration,
+    until: impl Fn(&SessionStatus) -> bool,
+) -> Vec<SessionStatus> {
+    let mut seen = vec![*rx.borrow_and_update()];
+    let deadline = tokio::time::Instant::now() + timeout;
+    while !until(seen.last().unwrap()) {
+        match tokio::time::timeout_at(deadline, rx.changed()).await {
+            Ok(Ok(())) => seen.push(*rx.borrow_and_update()),
+            _ => break,
+        }
+    }
+    seen
+}
+
+fn states(seen: &[SessionStatus]) -> Vec<(ConnectionState, u64)> {
+    seen.iter().map(|s| (s.state, s.generation)).collect()
+}
+
+/// A blackhole shorter than the session: Suspended, then Connected again in the same
+/// generation (the same session, so ephemeral nodes survive).
+#[test]
+fn short_partition_suspends_and_resumes_the_same_session() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = FaultProxy::start(zk.addr());
+    runtime().block_on(async {
+        let session = Session::connect(&proxy.connect_string(), &session_options(6000))
+            .await
+            .unwrap();
+        let first = session.status();
+        assert_eq!(first.state, ConnectionState::Connected);
+        assert_eq!(first.generation, 1);
+        let mut rx = session.subscribe();
+
+        // Long enough for the client to notice (2/3 of the timeout without a reply), shorter
+        // than the session.
+        proxy.blackhole_then_close(Duration::from_millis(4500));
+        let mut seen = record_until(&mut rx, Duration::from_secs(20), |s| {
+            s.state != ConnectionState::Connected
+        })
+        .await;
+        seen.extend(
+            record_until(&mut rx, Duration::from_secs(20), |s| {
+                s.state == ConnectionState::Connected
+            })
+            .await,
+        );
+        eprintln!("states: {:?}", states(&seen));
+        assert!(
+            proxy.stats().blackholes >= 1,
+            "the partition must have happened"
+        );
+        assert!(
+            seen.iter().any(|s| s.state == ConnectionState::Suspended),
+            "a disconnection shows as Suspended: {:?}",
+            states(&seen)
+        );
+        assert!(
+            !seen.iter().any(|s| s.state == ConnectionState::Lost),
+            "a partition shorter than the session is not a loss: {:?}",
+            states(&seen)
+        );
+        let last = seen.last().unwrap();
+        assert_eq!(
+            (last.state, last.generation),
+            (ConnectionState::Connected, 1)
+        );
+        assert_eq!(last.session_id, first.session_id, "the same session");
+    });
+}
+
+/// A client cut off from every server never hears "expired": the session layer declares the
+/// session Lost by its local timer (the negotiated timeout after the disconnection), and once a
+/// server is reachable again opens a new session (generation 2) that works.
+#[test]
+fn long_partition_is_lost_by_the_local_timer_and_replaced() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = FaultProxy::start(zk.addr());
+    runtime().block_on(async {
+        let session = Session::connect(&proxy.connect_string(), &session_options(3000))
+            .await
+            .unwrap();
+        let timeout = session.status().timeout;
+        let first = session.status();
+        let mut rx = session.subscribe();
+        let cut = Instant::now();
+        proxy.blackhole();
+        let seen = record_until(&mut rx, Duration::from_secs(30), |s| {
+            s.state == ConnectionState::Lost
+        })
+        .await;
+        let lost_after = cut.elapsed();
+        eprintln!(
+            "states: {:?}; Lost {lost_after:?} after the cut (negotiated timeout {timeout:?})",
+            states(&seen)
+        );
+        assert!(
+            proxy.is_blackholed(),
+            "still cut off: only the local timer can tell"
+        );
+        assert_eq!(seen.last().unwrap().state, ConnectionState::Lost);
+        assert!(
+            seen.iter().any(|s| s.state == ConnectionState::Suspended),
+            "Suspended comes first"
+        );
+        assert!(
+            lost_after >= timeout,
+            "never declared lost before the session timeout ({lost_after:?} < {timeout:?})"
+        );
+
+        proxy.heal();
+        proxy.close_all();
+        let seen = record_until(&mut rx, Duration::from_secs(30), |s| {
+            s.state == ConnectionState::Connected && s.generation == 2
+        })
+        .await;
+        eprintln!("after healing: {:?}", states(&seen));
+        let now = session.status();
+        assert_eq!((now.state, now.generation), (ConnectionState::Connected, 2));
+        assert_ne!(now.session_id, first.session_id, "a new session");
+
+        // The new session serves requests.
+        let (client, generation) = session.client();
+        assert_eq!(generation, 2);
+        client.sync("/").await.unwrap();
+    });
+}
+
+/// The ID service and a raw client share one session: the service's node is created by the
+/// session the application sees, and the service keeps working after the session is replaced.
+#[test]
+fn service_and_recipes_share_one_session_across_replacement() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = FaultProxy::start(zk.addr());
+    runtime().block_on(async {
+        let session = Session::connect(&proxy.connect_string(), &session_options(3000))
+            .await
+            .unwrap();
+        let service = IdGeneratorService::on_session(session.clone(), ServiceOptions::default());
+        assert_eq!(
+            service.session().unwrap().status().session_id,
+            session.status().session_id
+        );
+        let category = IdCategory::new("/shared/ids").unwrap();
+        service.create_category(&category, 1, 1000).await.unwrap();
+        assert_eq!(
+            service.take_ids(&category, 10).await.unwrap().count_ids(),
+            10
+        );
+
+        let mut rx = session.subscribe();
+        proxy.blackhole();
+        record_until(&mut rx, Duration::from_secs(30), |s| {
+            s.state == ConnectionState::Lost
+        })
+        .await;
+        assert_eq!(session.status().state, ConnectionState::Lost);
+        proxy.heal();
+        proxy.close_all();
+        let status = session
+            .wait_connected(Duration::from_secs(30))
+            .await
+            .unwrap();
+        assert_eq!(status.generation, 2);
+
+        let ids = service.take_ids(&category, 10).await.unwrap();
+        assert_eq!(ids.ranges()[0].start(), 11, "no ID twice across sessions");
+        assert_eq!(
+            service.session().unwrap().status().generation,
+            2,
+            "the service follows the shared session"
+        );
+    });
+}
+
+/// Dropping the last handle closes the session on the server (its ephemeral nodes vanish).
+#[test]
+fn dropping_the_last_handle_closes_the_session() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let session = Session::connect(&zk.connect_string(), &session_options(20000))
+            .await
+            .unwrap();
+        let (client, _) = session.client();
+        client
+            .create(
+                "/eph",
+                b"x",
+                &zookeeper_client::CreateMode::Ephemeral
+                    .with_acls(zookeeper_client::Acls::anyone_all()),
+            )
+            .await
+            .unwrap();
+        drop(client);
+        let observer = Session::connect(&zk.connect_string(), &session_options(20000))
+            .await
+            .unwrap();
+        drop(session);
+        let (watcher, _) = observer.client();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if watcher.check_stat("/eph").await.unwrap().is_none() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the ephemeral node outlived its session's last handle by 10 s (timeout 20 s)"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+}
