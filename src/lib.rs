@@ -23,9 +23,7 @@ pub mod acl;
 pub mod blocking;
 pub mod blocks;
 pub mod chunks;
-pub mod counter;
 pub mod durable;
-pub mod election;
 pub mod error;
 pub mod ffi;
 pub mod idset;
@@ -33,11 +31,11 @@ pub mod java;
 pub mod keeper;
 #[cfg(feature = "kerberos")]
 mod kerberos;
+mod marshal;
 mod pace;
 pub mod pool;
-pub mod prefetch;
-pub mod queue;
 pub mod range;
+pub mod recipes;
 pub mod retry;
 mod runtime;
 pub mod service;
@@ -46,15 +44,18 @@ pub mod stats;
 pub mod store;
 mod tls_probe;
 
+// The recipes' modules keep their paths at the crate root (`zooid::queue::QueueOptions`, ...).
+pub use recipes::{counter, election, prefetch, queue};
+
 pub use acl::{Acl, Perms};
-pub use counter::Counter;
-pub use election::{
+pub use recipes::counter::Counter;
+pub use recipes::election::{
     Election, ElectionOptions, ElectionStatus, FencedOp, FencedResult, LeaderInfo, LeaderState,
     PausePolicy,
 };
 pub use error::{Result, ZooidError};
 pub use idset::{IdCategory, IdSet};
-pub use queue::{Claim, QueueOptions, WorkQueue};
+pub use recipes::queue::{Claim, QueueOptions, WorkQueue};
 pub use range::{IdRange, RangeSet};
 pub use retry::RetryPolicy;
 pub use service::{IdGeneratorService, PoolInfo, ServiceOptions};

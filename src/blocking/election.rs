@@ -1,10 +1,10 @@
-//! The blocking facade of [`crate::election`].
+//! The blocking facade of [`crate::recipes::election`].
 
 use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::election::{
+use crate::recipes::election::{
     self, Election as AsyncElection, ElectionOptions, ElectionStatus, FencedOp, FencedResult,
     LeaderInfo, LeaderState,
 };
