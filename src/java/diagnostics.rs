@@ -9,7 +9,7 @@ use jni::sys::jlong;
 use jni::{native_method, Env, NativeMethod};
 
 use super::errors::{Failure, ThrowJava};
-use super::service::{long_array, ranges_from_java};
+use super::convert::{long_array, ranges_from_java};
 use crate::{IdCategory, IdSet};
 
 pub(super) const METHODS: &[NativeMethod] = &[

@@ -1,0 +1,73 @@
+//! Native objects crossing to Java as `long` handles (leaked `Box`es), and the one way to make,
+//! look up and free them.
+//!
+//! The Java side (`io.zooid.NativeResource`) passes only handles it got from an `open` and has
+//! not freed: calls hold its read lock, and the one free holds the write lock. So a handle a
+//! native method receives is live for the whole call; 0 (never a valid handle) is reported as
+//! `IllegalStateException`, the backstop for a caller that bypassed the Java class.
+
+use jni::sys::jlong;
+
+use super::errors::Failure;
+use crate::blocking::{Claim, Counter, Election, IdGeneratorService, IdSource, WorkQueue};
+
+/// A native object that crosses to Java as a handle; `CLASS` names its Java class in errors.
+pub(super) trait Handled: Send + Sync + 'static {
+    const CLASS: &'static str;
+}
+
+impl Handled for IdGeneratorService {
+    const CLASS: &'static str = "IDGeneratorService";
+}
+impl Handled for Counter {
+    const CLASS: &'static str = "Counter";
+}
+impl Handled for WorkQueue {
+    const CLASS: &'static str = "WorkQueue";
+}
+impl Handled for Claim {
+    const CLASS: &'static str = "WorkQueue.Claim";
+}
+impl Handled for Election {
+    const CLASS: &'static str = "LeaderElection";
+}
+impl Handled for IdSource {
+    const CLASS: &'static str = "IDSource";
+}
+
+/// Hands `value` to Java as a handle.
+pub(super) fn into_handle<T: Handled>(value: T) -> jlong {
+    Box::into_raw(Box::new(value)) as jlong
+}
+
+fn closed<T: Handled>() -> Failure {
+    Failure::IllegalState(format!("the {} is closed", T::CLASS))
+}
+
+/// The object behind a live handle (see the module comment).
+pub(super) fn get<'a, T: Handled>(handle: jlong) -> Result<&'a T, Failure> {
+    let ptr = handle as *const T;
+    // SAFETY: a non-zero handle came from `into_handle::<T>` and is not freed while Java uses
+    // it (the module comment).
+    unsafe { ptr.as_ref() }.ok_or_else(closed::<T>)
+}
+
+/// Takes back ownership of the object behind a live handle, which Java never uses again (a
+/// claim that completes consumes its handle).
+pub(super) fn take<T: Handled>(handle: jlong) -> Result<Box<T>, Failure> {
+    let ptr = handle as *mut T;
+    if ptr.is_null() {
+        return Err(closed::<T>());
+    }
+    // SAFETY: from `into_handle::<T>`; Java gives a handle back exactly once, with no call in
+    // flight (the module comment).
+    Ok(unsafe { Box::from_raw(ptr) })
+}
+
+/// Frees the object behind a handle; 0 is ignored. The blocking objects drop their ZooKeeper
+/// clients inside zooid's runtime themselves.
+pub(super) fn free<T: Handled>(handle: jlong) {
+    if handle != 0 {
+        drop(take::<T>(handle));
+    }
+}
