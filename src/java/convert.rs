@@ -1,13 +1,14 @@
-//! Values across the JNI boundary: string and byte arguments, `long[]` results, ranges as
-//! `long[]` start/end pairs, and the fields of the Java objects that cross whole (options in,
-//! statistics out), read and written by name on the object's own class, so no class is ever
-//! looked up.
+//! Arguments across the JNI boundary, checked: strings, bytes, ranges given as `long[]`
+//! start/end pairs, and the fields of the Java objects that cross whole (options in, statistics
+//! out), read and written by name on the object's own class, so no class is ever looked up.
+//! Results going out are built by [`super::arrays`].
 
 use jni::objects::{JByteArray, JLongArray, JObject, JString};
 use jni::signature::FieldSignature;
 use jni::strings::JNIString;
 use jni::{jni_sig, Env, JValue};
 
+use super::arrays::{long, long_array};
 use super::errors::Failure;
 use crate::{IdRange, ZooidError};
 
@@ -37,30 +38,6 @@ pub(super) fn bytes_arg(env: &Env<'_>, array: &JByteArray<'_>) -> Result<Vec<u8>
         return Ok(Vec::new());
     }
     Ok(env.convert_byte_array(array)?)
-}
-
-/// A new `long[]` holding `values`.
-pub(super) fn long_array<'local>(
-    env: &mut Env<'local>,
-    values: &[i64],
-) -> Result<JLongArray<'local>, jni::errors::Error> {
-    let array = JLongArray::new(env, values.len())?;
-    array.set_region(env, 0, values)?;
-    Ok(array)
-}
-
-/// A count for Java, which has no unsigned `long`: saturates at `i64::MAX`.
-pub(super) fn long(value: u64) -> i64 {
-    i64::try_from(value).unwrap_or(i64::MAX)
-}
-
-/// Ranges as a `long[]` of start/end pairs.
-pub(super) fn ranges_to_java<'local>(
-    env: &mut Env<'local>,
-    ranges: &[IdRange],
-) -> Result<JLongArray<'local>, jni::errors::Error> {
-    let values: Vec<i64> = ranges.iter().flat_map(|r| [r.start(), r.end()]).collect();
-    long_array(env, &values)
 }
 
 /// Ranges from a `long[]` of start/end pairs, which must be ascending and disjoint.

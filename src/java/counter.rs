@@ -8,7 +8,8 @@ use jni::objects::{JClass, JLongArray, JString};
 use jni::sys::jlong;
 use jni::{native_method, Env, NativeMethod};
 
-use super::convert::{invalid, long_array, string_arg};
+use super::arrays::long_array;
+use super::convert::{invalid, string_arg};
 use super::errors::{Failure, ThrowJava};
 use super::handle::{self, into_handle};
 use super::service::service;

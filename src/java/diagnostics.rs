@@ -9,7 +9,8 @@ use jni::sys::jlong;
 use jni::{native_method, Env, NativeMethod};
 
 use super::errors::{Failure, ThrowJava};
-use super::convert::{long_array, ranges_from_java};
+use super::arrays::long_array;
+use super::convert::ranges_from_java;
 use crate::{IdCategory, IdSet};
 
 pub(super) const METHODS: &[NativeMethod] = &[

@@ -11,7 +11,8 @@ use jni::objects::{JByteArray, JClass, JLongArray, JString};
 use jni::sys::{jint, jlong};
 use jni::{native_method, Env, NativeMethod};
 
-use super::convert::{bytes_arg, invalid, long, long_array, string_arg};
+use super::arrays::{long, long_array};
+use super::convert::{bytes_arg, invalid, string_arg};
 use super::errors::{Failure, ThrowJava};
 use super::handle::{self, into_handle};
 use super::service::service;

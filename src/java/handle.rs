@@ -71,3 +71,42 @@ pub(super) fn free<T: Handled>(handle: jlong) {
         drop(take::<T>(handle));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ConnectOptions, ServiceOptions};
+
+    #[test]
+    fn a_handle_reaches_its_object_until_freed_and_zero_is_a_closed_object() {
+        let service = IdGeneratorService::connect(
+            "mem:",
+            &ConnectOptions::default(),
+            ServiceOptions::default(),
+        )
+        .unwrap();
+        let handle = into_handle(service);
+        assert_ne!(handle, 0);
+        let category = crate::IdCategory::new("/handle/c").unwrap();
+        get::<IdGeneratorService>(handle)
+            .unwrap()
+            .create_category(&category, 1, 10)
+            .unwrap();
+        assert_eq!(
+            get::<IdGeneratorService>(handle)
+                .unwrap()
+                .take_ids(&category, 3)
+                .unwrap()
+                .count_ids(),
+            3
+        );
+        free::<IdGeneratorService>(handle);
+
+        match get::<Counter>(0) {
+            Err(Failure::IllegalState(why)) => assert_eq!(why, "the Counter is closed"),
+            other => panic!("expected IllegalState, got {:?}", other.map(|_| ())),
+        }
+        assert!(matches!(take::<Claim>(0), Err(Failure::IllegalState(_))));
+        free::<WorkQueue>(0);
+    }
+}

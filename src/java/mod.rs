@@ -19,6 +19,7 @@
 //! - **IDs in bulk.** A take returns its ranges as one `long[]` of start/end pairs and Java
 //!   iterates them: no JNI call per ID.
 
+mod arrays;
 mod convert;
 mod counter;
 mod diagnostics;

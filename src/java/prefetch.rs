@@ -10,7 +10,8 @@ use jni::objects::{JClass, JLongArray, JObject, JString};
 use jni::sys::jlong;
 use jni::{native_method, Env, NativeMethod};
 
-use super::convert::{invalid, long, long_array, ranges_from_java, string_arg};
+use super::arrays::{long, long_array};
+use super::convert::{invalid, ranges_from_java, string_arg};
 use super::errors::{Failure, ThrowJava};
 use super::handle::{self, into_handle};
 use super::options::source_options;

@@ -9,7 +9,8 @@ use jni::objects::{JClass, JLongArray, JObject, JString};
 use jni::sys::{jint, jlong};
 use jni::{native_method, Env, NativeMethod};
 
-use super::convert::{long, long_array, ranges_from_java, ranges_to_java, string_arg};
+use super::arrays::{long, long_array, ranges_to_java};
+use super::convert::{ranges_from_java, string_arg};
 use super::errors::{Failure, ThrowJava};
 use super::handle::{self, into_handle};
 use super::options::service_options;
