@@ -16,23 +16,22 @@ pub(super) trait Handled: Send + Sync + 'static {
     const CLASS: &'static str;
 }
 
-impl Handled for IdGeneratorService {
-    const CLASS: &'static str = "IDGeneratorService";
+/// Each handle type with its Java class.
+macro_rules! handled {
+    ($($rust:ty => $java:literal),* $(,)?) => {
+        $(impl Handled for $rust {
+            const CLASS: &'static str = $java;
+        })*
+    };
 }
-impl Handled for Counter {
-    const CLASS: &'static str = "Counter";
-}
-impl Handled for WorkQueue {
-    const CLASS: &'static str = "WorkQueue";
-}
-impl Handled for Claim {
-    const CLASS: &'static str = "WorkQueue.Claim";
-}
-impl Handled for Election {
-    const CLASS: &'static str = "LeaderElection";
-}
-impl Handled for IdSource {
-    const CLASS: &'static str = "IDSource";
+
+handled! {
+    IdGeneratorService => "IDGeneratorService",
+    Counter => "Counter",
+    WorkQueue => "WorkQueue",
+    Claim => "WorkQueue.Claim",
+    Election => "LeaderElection",
+    IdSource => "IDSource",
 }
 
 /// Hands `value` to Java as a handle.
