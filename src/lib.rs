@@ -48,15 +48,15 @@ mod tls_probe;
 pub use recipes::{counter, election, prefetch, queue};
 
 pub use acl::{Acl, Perms};
+pub use error::{Result, ZooidError};
+pub use idset::{IdCategory, IdSet};
+pub use range::{IdRange, RangeSet};
 pub use recipes::counter::Counter;
 pub use recipes::election::{
     Election, ElectionOptions, ElectionStatus, FencedOp, FencedResult, LeaderInfo, LeaderState,
     PausePolicy,
 };
-pub use error::{Result, ZooidError};
-pub use idset::{IdCategory, IdSet};
 pub use recipes::queue::{Claim, QueueOptions, WorkQueue};
-pub use range::{IdRange, RangeSet};
 pub use retry::RetryPolicy;
 pub use service::{IdGeneratorService, PoolInfo, ServiceOptions};
 pub use session::{ConnectionState, Session, SessionStatus};

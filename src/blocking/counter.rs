@@ -1,8 +1,8 @@
 //! The blocking facade over [`crate::recipes::counter::Counter`].
 
-use crate::recipes::counter::{Counter as AsyncCounter, CounterStats};
 use crate::error::Result;
 use crate::range::IdRange;
+use crate::recipes::counter::{Counter as AsyncCounter, CounterStats};
 use crate::retry::RetryPolicy;
 use crate::runtime::{block_on, DropInRuntime};
 use crate::session::Session;

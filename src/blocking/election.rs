@@ -4,11 +4,11 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use crate::error::Result;
 use crate::recipes::election::{
     self, Election as AsyncElection, ElectionOptions, ElectionStatus, FencedOp, FencedResult,
     LeaderInfo, LeaderState,
 };
-use crate::error::Result;
 use crate::runtime::{block_on, DropInRuntime};
 use crate::session::Session;
 

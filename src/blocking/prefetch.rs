@@ -2,8 +2,8 @@
 
 use crate::error::Result;
 use crate::idset::IdCategory;
-use crate::recipes::prefetch::{IdSource as AsyncSource, SourceOptions, SourceStats};
 use crate::range::IdRange;
+use crate::recipes::prefetch::{IdSource as AsyncSource, SourceOptions, SourceStats};
 use crate::runtime::{block_on, runtime, DropInRuntime};
 use crate::store::AnyStore;
 

@@ -8,7 +8,9 @@ use std::time::Duration;
 use super::service::zooid_service;
 use super::{arg_ref, arg_str, guard, guard_void, zooid_status, Failure, Out};
 use crate::blocking::Election;
-use crate::recipes::election::{ElectionOptions, ElectionStatus, FencedOp, FencedResult, LeaderInfo};
+use crate::recipes::election::{
+    ElectionOptions, ElectionStatus, FencedOp, FencedResult, LeaderInfo,
+};
 use crate::{LeaderState, PausePolicy};
 
 /// A candidate's state. The numbers are stable.
@@ -376,7 +378,9 @@ pub unsafe extern "C" fn zooid_election_wait_change(
             terms: 0,
             closed,
         };
-        let status = election.inner.wait_change(&last, Duration::from_millis(timeout_ms))?;
+        let status = election
+            .inner
+            .wait_change(&last, Duration::from_millis(timeout_ms))?;
         // SAFETY: forwarded from this function's contract.
         unsafe { out.write(zooid_election_status::from(&status)) };
         Ok(())
@@ -401,7 +405,9 @@ pub unsafe extern "C" fn zooid_election_await_leadership(
         // SAFETY: forwarded from this function's contract.
         let election = unsafe { arg_ref(election, "election") }?;
         let out = Out::new(out_token, "out_token")?;
-        let token = election.inner.await_leadership(Duration::from_millis(timeout_ms))?;
+        let token = election
+            .inner
+            .await_leadership(Duration::from_millis(timeout_ms))?;
         // SAFETY: forwarded from this function's contract.
         unsafe { out.write(token) };
         Ok(())

@@ -29,4 +29,3 @@ pub(super) fn ranges_to_java<'local>(
     let values: Vec<i64> = ranges.iter().flat_map(|r| [r.start(), r.end()]).collect();
     long_array(env, &values)
 }
-

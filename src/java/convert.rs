@@ -123,9 +123,19 @@ impl<'o, 'local> Fields<'o, 'local> {
     }
 
     /// Sets a `long` field.
-    pub(super) fn set_long(&self, env: &mut Env<'_>, name: &str, value: u64) -> Result<(), Failure> {
+    pub(super) fn set_long(
+        &self,
+        env: &mut Env<'_>,
+        name: &str,
+        value: u64,
+    ) -> Result<(), Failure> {
         let sig: FieldSignature = jni_sig!(jlong);
-        Ok(env.set_field(self.object, JNIString::new(name), sig, JValue::Long(long(value)))?)
+        Ok(env.set_field(
+            self.object,
+            JNIString::new(name),
+            sig,
+            JValue::Long(long(value)),
+        )?)
     }
 
     /// Sets a `long[]` field to a new array of `values`.
@@ -138,6 +148,11 @@ impl<'o, 'local> Fields<'o, 'local> {
         let values: Vec<i64> = values.iter().copied().map(long).collect();
         let array = long_array(env, &values)?;
         let sig: FieldSignature = jni_sig!(jlong[]);
-        Ok(env.set_field(self.object, JNIString::new(name), sig, JValue::Object(&array))?)
+        Ok(env.set_field(
+            self.object,
+            JNIString::new(name),
+            sig,
+            JValue::Object(&array),
+        )?)
     }
 }

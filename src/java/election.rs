@@ -151,7 +151,9 @@ fn election_join<'local>(
             PausePolicy::Keep
         },
     };
-    Ok(into_handle(service(service_handle)?.join_election(&group, options)?))
+    Ok(into_handle(
+        service(service_handle)?.join_election(&group, options)?,
+    ))
 }
 
 fn election_status<'local>(

@@ -55,7 +55,9 @@ fn source_open<'local>(
 ) -> Result<jlong, Failure> {
     let category = IdCategory::new(string_arg(env, &category, "category")?)?;
     let options = source_options(env, &options)?;
-    Ok(into_handle(service(service_handle)?.open_source(&category, options)?))
+    Ok(into_handle(
+        service(service_handle)?.open_source(&category, options)?,
+    ))
 }
 
 /// The source behind a handle.

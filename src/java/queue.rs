@@ -74,7 +74,9 @@ fn queue_open<'local>(
 ) -> Result<jlong, Failure> {
     let path = string_arg(env, &path, "path")?;
     let options = queue_options(env, &options)?;
-    Ok(into_handle(service(service_handle)?.open_queue(&path, options)?))
+    Ok(into_handle(
+        service(service_handle)?.open_queue(&path, options)?,
+    ))
 }
 
 fn queue_close<'local>(
@@ -107,10 +109,12 @@ fn queue_claim<'local>(
     handle: jlong,
     timeout_millis: jlong,
 ) -> Result<jlong, Failure> {
-    Ok(match handle::get::<WorkQueue>(handle)?.claim(millis(timeout_millis))? {
-        Some(claim) => into_handle(claim),
-        None => 0,
-    })
+    Ok(
+        match handle::get::<WorkQueue>(handle)?.claim(millis(timeout_millis))? {
+            Some(claim) => into_handle(claim),
+            None => 0,
+        },
+    )
 }
 
 fn claim_item<'local>(
