@@ -147,12 +147,13 @@ impl<'o, 'local> Fields<'o, 'local> {
     ) -> Result<(), Failure> {
         let values: Vec<i64> = values.iter().copied().map(long).collect();
         let array = long_array(env, &values)?;
+        let class = env.get_object_class(self.object)?;
         let sig: FieldSignature = jni_sig!(jlong[]);
-        Ok(env.set_field(
-            self.object,
-            JNIString::new(name),
-            sig,
-            JValue::Object(&array),
-        )?)
+        let field = env.get_field_id(&class, JNIString::new(name), sig)?;
+        // SAFETY: the object is not null (`Fields::of`), the field was looked up on its own
+        // class, and its type (`long[]`, checked by the lookup's signature) is the value's.
+        // (`Env::set_field` refuses every array value: it compares with the field's type only
+        // as "object".)
+        Ok(unsafe { env.set_field_unchecked(self.object, field, JValue::Object(&array)) }?)
     }
 }
