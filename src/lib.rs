@@ -22,9 +22,7 @@
 pub mod acl;
 pub mod alloc;
 pub mod blocking;
-pub mod counter;
 pub mod durable;
-pub mod election;
 pub mod error;
 pub mod ffi;
 pub mod format;
@@ -33,10 +31,10 @@ pub mod java;
 pub mod keeper;
 #[cfg(feature = "kerberos")]
 mod kerberos;
+mod marshal;
 mod pace;
-pub mod prefetch;
-pub mod queue;
 pub mod range;
+pub mod recipes;
 pub mod retry;
 mod runtime;
 pub mod session;
@@ -44,17 +42,20 @@ pub mod stats;
 pub mod store;
 mod tls_probe;
 
+// The recipes' modules keep their paths at the crate root (`zooid::queue::QueueOptions`, ...).
+pub use recipes::{counter, election, prefetch, queue};
+
 pub use acl::{Acl, Perms};
 pub use alloc::{IdGeneratorService, PoolInfo, ServiceOptions};
-pub use counter::Counter;
-pub use election::{
+pub use error::{Result, ZooidError};
+pub use idset::{IdCategory, IdSet};
+pub use range::{IdRange, RangeSet};
+pub use recipes::counter::Counter;
+pub use recipes::election::{
     Election, ElectionOptions, ElectionStatus, FencedOp, FencedResult, LeaderInfo, LeaderState,
     PausePolicy,
 };
-pub use error::{Result, ZooidError};
-pub use idset::{IdCategory, IdSet};
-pub use queue::{Claim, QueueOptions, WorkQueue};
-pub use range::{IdRange, RangeSet};
+pub use recipes::queue::{Claim, QueueOptions, WorkQueue};
 pub use retry::RetryPolicy;
 pub use session::{ConnectionState, Session, SessionStatus};
 pub use stats::{CategoryStats, LatencyHistogram, ServiceStats};

@@ -73,13 +73,18 @@ impl<T: std::fmt::Debug> std::fmt::Debug for DropInRuntime<T> {
 impl<T> Drop for DropInRuntime<T> {
     fn drop(&mut self) {
         // SAFETY: the value is taken exactly once, here, and never used again.
-        let value = unsafe { ManuallyDrop::take(&mut self.0) };
-        match runtime() {
-            Ok(rt) => {
-                let _guard = rt.enter();
-                drop(value);
-            }
-            Err(_) => drop(value),
+        drop_in_runtime(unsafe { ManuallyDrop::take(&mut self.0) });
+    }
+}
+
+/// Drops `value` inside zooid's runtime context (see [`DropInRuntime`]); without a runtime (it
+/// failed to start) it is dropped on the calling thread.
+pub(crate) fn drop_in_runtime<T>(value: T) {
+    match runtime() {
+        Ok(rt) => {
+            let _guard = rt.enter();
+            drop(value);
         }
+        Err(_) => drop(value),
     }
 }

@@ -1,13 +1,13 @@
-//! The blocking facade over [`crate::counter::Counter`].
+//! The blocking facade over [`crate::recipes::counter::Counter`].
 
-use crate::counter::{Counter as AsyncCounter, CounterStats};
 use crate::error::Result;
 use crate::range::IdRange;
+use crate::recipes::counter::{Counter as AsyncCounter, CounterStats};
 use crate::retry::RetryPolicy;
 use crate::runtime::{block_on, DropInRuntime};
 use crate::session::Session;
 
-/// A blocking CAS counter (see [`crate::counter`]). `Send + Sync`; calls through one handle are
+/// A blocking CAS counter (see [`crate::recipes::counter`]). `Send + Sync`; calls through one handle are
 /// serialized.
 ///
 /// Calls block the calling thread on zooid's own runtime and fail with

@@ -1,14 +1,14 @@
-//! The blocking facade of [`crate::election`].
+//! The blocking facade of [`crate::recipes::election`].
 
 use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::election::{
+use crate::error::Result;
+use crate::recipes::election::{
     self, Election as AsyncElection, ElectionOptions, ElectionStatus, FencedOp, FencedResult,
     LeaderInfo, LeaderState,
 };
-use crate::error::Result;
 use crate::runtime::{block_on, DropInRuntime};
 use crate::session::Session;
 

@@ -16,6 +16,9 @@ use std::sync::Arc;
 use crate::alloc::{IdGeneratorService as AsyncService, PoolInfo, ServiceOptions};
 use crate::error::Result;
 use crate::idset::{IdCategory, IdSet};
+use crate::recipes::election::{ElectionOptions, LeaderInfo};
+use crate::recipes::prefetch::SourceOptions;
+use crate::recipes::queue::QueueOptions;
 use crate::runtime::{block_on, runtime, DropInRuntime};
 use crate::session::Session;
 use crate::store::{AnyStore, ConnectOptions};
@@ -163,10 +166,51 @@ impl IdGeneratorService {
     /// The service's ZooKeeper session, which the recipes share; `InvalidArgument` on the
     /// embedded stores (`mem:`, `file:`), which have no session.
     pub fn session(&self) -> Result<Session> {
-        self.inner.session().cloned().ok_or_else(|| {
+        self.live_session().cloned()
+    }
+
+    /// The session the service holds (borrowed: no handle is made or dropped by the caller).
+    fn live_session(&self) -> Result<&Session> {
+        self.inner.session().ok_or_else(|| {
             crate::ZooidError::InvalidArgument(
                 "this needs a ZooKeeper connect string; the embedded stores (mem:, file:) have no session".into(),
             )
         })
+    }
+
+    // The recipes, each opened from the service in one call: this is how the C and JNI bindings
+    // open them. The session-based ones share the service's session and keep it open until they
+    // are dropped; `InvalidArgument` on the embedded stores.
+
+    /// The CAS counter at `path` on the service's session, retrying as the service does (see
+    /// [`Counter`]). The node need not exist yet.
+    pub fn open_counter(&self, path: &str) -> Result<Counter> {
+        // The clone is never the session's last handle: the service holds one for this call.
+        Counter::with_policy(
+            self.live_session()?.clone(),
+            path,
+            self.inner.options().retry,
+        )
+    }
+
+    /// The work queue at `path` on the service's session (see [`WorkQueue::open`]).
+    pub fn open_queue(&self, path: &str, options: QueueOptions) -> Result<WorkQueue> {
+        WorkQueue::open(self.live_session()?, path, options)
+    }
+
+    /// Joins the election of `group` on the service's session (see [`Election::join`]).
+    pub fn join_election(&self, group: &str, options: ElectionOptions) -> Result<Election> {
+        Election::join(self.live_session()?, group, options)
+    }
+
+    /// Who leads `group`, without joining it (see [`leader`]).
+    pub fn leader(&self, group: &str) -> Result<Option<LeaderInfo>> {
+        leader(self.live_session()?, group)
+    }
+
+    /// A prefetching source over `category`, taking its first batch now (see
+    /// [`IdSource::open`]).
+    pub fn open_source(&self, category: &IdCategory, options: SourceOptions) -> Result<IdSource> {
+        IdSource::open(self, category, options)
     }
 }

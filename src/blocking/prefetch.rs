@@ -1,9 +1,9 @@
-//! The blocking prefetching ID source (see [`crate::prefetch`]).
+//! The blocking prefetching ID source (see [`crate::recipes::prefetch`]).
 
 use crate::error::Result;
 use crate::idset::IdCategory;
-use crate::prefetch::{IdSource as AsyncSource, SourceOptions, SourceStats};
 use crate::range::IdRange;
+use crate::recipes::prefetch::{IdSource as AsyncSource, SourceOptions, SourceStats};
 use crate::runtime::{block_on, runtime, DropInRuntime};
 use crate::store::AnyStore;
 

@@ -1,16 +1,16 @@
-//! The blocking facade over [`crate::queue`]: a work queue for threads that are not async (the C
+//! The blocking facade over [`crate::recipes::queue`]: a work queue for threads that are not async (the C
 //! and JNI bindings sit on it).
 
 use std::time::Duration;
 
 use crate::error::Result;
-use crate::queue::{
+use crate::recipes::queue::{
     Claim as AsyncClaim, ItemInfo, QueueOptions, QueueStats, WorkQueue as AsyncQueue,
 };
 use crate::runtime::{block_on, DropInRuntime};
 use crate::session::Session;
 
-/// A blocking handle on a work queue (see [`crate::queue::WorkQueue`]). `Send + Sync`.
+/// A blocking handle on a work queue (see [`crate::recipes::queue::WorkQueue`]). `Send + Sync`.
 ///
 /// Calls block the calling thread on zooid's own runtime and fail with
 /// [`crate::ZooidError::RuntimeThread`] when made from inside an async runtime.
@@ -62,7 +62,7 @@ impl WorkQueue {
     }
 }
 
-/// A blocking claim (see [`crate::queue::Claim`]): complete or release it; dropped, it is
+/// A blocking claim (see [`crate::recipes::queue::Claim`]): complete or release it; dropped, it is
 /// released in the background.
 #[derive(Debug)]
 pub struct Claim {

@@ -39,9 +39,7 @@ pub unsafe extern "C" fn zooid_counter_open(
         // SAFETY: forwarded from this function's contract.
         let path = unsafe { arg_str(path, "path") }?;
         let out = Out::new(out_counter, "out_counter")?;
-        let session = service.inner.session()?;
-        let policy = service.inner.as_async().options().retry;
-        let inner = Counter::with_policy(session, path, policy)?;
+        let inner = service.inner.open_counter(path)?;
         // SAFETY: forwarded from this function's contract.
         unsafe { out.write(Box::into_raw(Box::new(zooid_counter { inner }))) };
         Ok(())

@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use super::service::zooid_service;
 use super::{arg_ref, arg_str, guard, guard_void, zooid_status, Failure, Out};
-use crate::blocking::{self, Election};
-use crate::election::{ElectionOptions, ElectionStatus, FencedOp, FencedResult, LeaderInfo};
-use crate::runtime::runtime;
-use crate::Session;
+use crate::blocking::Election;
+use crate::recipes::election::{
+    ElectionOptions, ElectionStatus, FencedOp, FencedResult, LeaderInfo,
+};
 use crate::{LeaderState, PausePolicy};
 
 /// A candidate's state. The numbers are stable.
@@ -190,22 +190,6 @@ fn expected_version(version: i64, any_version: bool) -> Result<Option<i32>, Fail
         })
 }
 
-/// Drops a session handle inside zooid's runtime (the last handle's client spawns tasks when
-/// dropped).
-fn drop_in_runtime(session: Session) {
-    match runtime() {
-        Ok(rt) => {
-            let _guard = rt.enter();
-            drop(session);
-        }
-        Err(_) => drop(session),
-    }
-}
-
-fn millis(timeout_ms: u64) -> Duration {
-    Duration::from_millis(timeout_ms)
-}
-
 /// The pause policy of a `zooid_pause_policy` number from C.
 fn pause_policy(value: u32) -> Result<PausePolicy, Failure> {
     match value {
@@ -273,10 +257,7 @@ pub unsafe extern "C" fn zooid_election_join(
             data: data.to_vec(),
             on_pause: pause_policy(on_pause)?,
         };
-        let session = service.inner().session()?;
-        let inner = Election::join(&session, group, options)?;
-        // The election keeps its own clone of the session; this one is dropped in the runtime.
-        drop_in_runtime(session);
+        let inner = service.inner.join_election(group, options)?;
         let handle = Box::new(zooid_election { inner });
         // SAFETY: forwarded from this function's contract.
         unsafe { out.write(Box::into_raw(handle)) };
@@ -397,7 +378,9 @@ pub unsafe extern "C" fn zooid_election_wait_change(
             terms: 0,
             closed,
         };
-        let status = election.inner.wait_change(&last, millis(timeout_ms))?;
+        let status = election
+            .inner
+            .wait_change(&last, Duration::from_millis(timeout_ms))?;
         // SAFETY: forwarded from this function's contract.
         unsafe { out.write(zooid_election_status::from(&status)) };
         Ok(())
@@ -422,7 +405,9 @@ pub unsafe extern "C" fn zooid_election_await_leadership(
         // SAFETY: forwarded from this function's contract.
         let election = unsafe { arg_ref(election, "election") }?;
         let out = Out::new(out_token, "out_token")?;
-        let token = election.inner.await_leadership(millis(timeout_ms))?;
+        let token = election
+            .inner
+            .await_leadership(Duration::from_millis(timeout_ms))?;
         // SAFETY: forwarded from this function's contract.
         unsafe { out.write(token) };
         Ok(())
@@ -617,10 +602,7 @@ pub unsafe extern "C" fn zooid_election_leader(
         // SAFETY: forwarded from this function's contract.
         let group = unsafe { arg_str(group, "group") }?;
         let out = Out::new(out_info, "out_info")?;
-        let session = service.inner().session()?;
-        let found = blocking::leader(&session, group);
-        drop_in_runtime(session);
-        let info = match found? {
+        let info = match service.inner.leader(group)? {
             Some(info) => Box::into_raw(LeaderInfoBox::new(info)?).cast::<zooid_leader_info>(),
             None => std::ptr::null_mut(),
         };

@@ -4,8 +4,8 @@
 use std::cell::RefCell;
 use std::ffi::c_char;
 
-use super::idset::zooid_range;
-use super::{copy_text, guard_void, zooid_status, Failure, Out};
+use super::convert::{copy_ranges, zooid_range};
+use super::{copy_text, guard_void, zooid_status, Failure};
 use crate::ZooidError;
 
 struct LastError {
@@ -113,34 +113,4 @@ pub unsafe extern "C" fn zooid_last_error_ranges(
         })
     });
     status
-}
-
-/// Copies `ranges` into a caller's array of `cap` ranges and writes their number; `buf = NULL,
-/// cap = 0` asks for the number only. Fails, writing nothing, when `cap` is too small.
-///
-/// # Safety
-/// `buf` must be valid for `cap` writes of `zooid_range`; `out_count` NULL or valid for a write.
-pub(crate) unsafe fn copy_ranges(
-    ranges: &[zooid_range],
-    buf: *mut zooid_range,
-    cap: usize,
-    out_count: *mut usize,
-) -> Result<(), Failure> {
-    let out_count = Out::new(out_count, "out_count")?;
-    if buf.is_null() && cap > 0 {
-        return Err(Failure::Null("buf"));
-    }
-    if !buf.is_null() || cap > 0 {
-        if cap < ranges.len() {
-            return Err(Failure::Invalid(format!(
-                "the buffer holds {cap} ranges, {} are needed",
-                ranges.len()
-            )));
-        }
-        // SAFETY: `buf` holds `cap >= ranges.len()` ranges by the caller's contract.
-        unsafe { std::ptr::copy_nonoverlapping(ranges.as_ptr(), buf, ranges.len()) };
-    }
-    // SAFETY: checked non-NULL; writable by the caller's contract.
-    unsafe { out_count.write(ranges.len()) };
-    Ok(())
 }

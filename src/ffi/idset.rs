@@ -2,28 +2,9 @@
 
 use std::ffi::c_char;
 
-use super::error::copy_ranges;
+use super::convert::{copy_ranges, zooid_range};
 use super::{arg_mut, arg_ref, copy_text, guard, guard_void, zooid_status, Failure, Out};
-use crate::{IdRange, IdSet};
-
-/// An inclusive range of IDs, `start` to `end` (`start <= end`).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct zooid_range {
-    /// The first ID of the range.
-    pub start: i64,
-    /// The last ID of the range (inclusive).
-    pub end: i64,
-}
-
-impl From<IdRange> for zooid_range {
-    fn from(range: IdRange) -> Self {
-        Self {
-            start: range.start(),
-            end: range.end(),
-        }
-    }
-}
+use crate::IdSet;
 
 /// The IDs handed out by one take (`zooid_service_take_ids`), used one at a time with
 /// `zooid_id_set_take_id`, and whatever is left pushed back with `zooid_service_push_ids`.
@@ -92,12 +73,7 @@ pub unsafe extern "C" fn zooid_id_set_take_range(
         }
         let run = set.set.take_run(max).ok_or(Failure::Empty)?;
         // SAFETY: forwarded from this function's contract.
-        unsafe {
-            out.write(zooid_range {
-                start: run.start(),
-                end: run.end(),
-            })
-        };
+        unsafe { out.write(zooid_range::from(run)) };
         Ok(())
     })
 }

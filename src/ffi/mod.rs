@@ -16,6 +16,7 @@
 // The C names are the ABI: `zooid_service`, `zooid_status`, ...
 #![allow(non_camel_case_types)]
 
+pub mod convert;
 pub mod counter;
 pub mod election;
 pub mod error;

@@ -1,9 +1,9 @@
 //! Options for opening a service: ZooKeeper session and authentication, retry budget.
 
 use std::ffi::c_char;
-use std::time::Duration;
 
 use super::{arg_mut, arg_str, guard, guard_void, zooid_status, Failure, Out};
+use crate::marshal::positive_millis;
 use crate::{ConnectOptions, Sasl, ServiceOptions, TlsFiles};
 
 /// Options for `zooid_service_open`, created with defaults by `zooid_options_new`: a 10 s
@@ -35,13 +35,6 @@ pub unsafe extern "C" fn zooid_options_new(out_options: *mut *mut zooid_options)
     })
 }
 
-fn millis(ms: u64, what: &str) -> Result<Duration, Failure> {
-    if ms == 0 {
-        return Err(Failure::Invalid(format!("{what} must be at least 1 ms")));
-    }
-    Ok(Duration::from_millis(ms))
-}
-
 /// Sets the ZooKeeper session timeout, in milliseconds (> 0). A request with no reply within it
 /// counts as lost. Ignored by the embedded stores.
 ///
@@ -55,7 +48,7 @@ pub unsafe extern "C" fn zooid_options_set_session_timeout_ms(
     guard(|| {
         // SAFETY: forwarded from this function's contract.
         let options = unsafe { arg_mut(options, "options") }?;
-        options.connect.session_timeout = millis(timeout_ms, "the session timeout")?;
+        options.connect.session_timeout = positive_millis(timeout_ms, "the session timeout")?;
         Ok(())
     })
 }
@@ -199,7 +192,7 @@ pub unsafe extern "C" fn zooid_options_set_retry_deadline_ms(
     guard(|| {
         // SAFETY: forwarded from this function's contract.
         let options = unsafe { arg_mut(options, "options") }?;
-        options.service.retry.deadline = millis(deadline_ms, "the retry deadline")?;
+        options.service.retry.deadline = positive_millis(deadline_ms, "the retry deadline")?;
         Ok(())
     })
 }

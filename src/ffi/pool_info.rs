@@ -1,6 +1,6 @@
 //! A snapshot of a category's pool node, for operators and tests.
 
-use super::idset::zooid_range;
+use super::convert::zooid_range;
 use super::{arg_ref, guard, guard_void, zooid_status, Out};
 use crate::PoolInfo;
 

@@ -2,12 +2,12 @@
 //! background (see [`crate::prefetch`]).
 
 use std::ffi::c_char;
-use std::time::Duration;
 
 use super::service::{category, zooid_service};
 use super::{arg_mut, arg_ref, guard, guard_void, zooid_status, Failure, Out};
 use crate::blocking::IdSource;
-use crate::prefetch::SourceOptions;
+use crate::marshal::positive_millis;
+use crate::recipes::prefetch::SourceOptions;
 
 /// Options for `zooid_id_source_open`, created with defaults by `zooid_source_options_new`: a
 /// first batch of 1,000 IDs, refills of 100 to 1,000,000 IDs sized so that a batch lasts about
@@ -96,12 +96,8 @@ pub unsafe extern "C" fn zooid_source_options_set_target_batch_ms(
     guard(|| {
         // SAFETY: forwarded from this function's contract.
         let options = unsafe { arg_mut(options, "options") }?;
-        if target_ms == 0 {
-            return Err(Failure::Invalid(
-                "the target batch duration must be at least 1 ms".into(),
-            ));
-        }
-        options.options.target_batch_duration = Duration::from_millis(target_ms);
+        options.options.target_batch_duration =
+            positive_millis(target_ms, "the target batch duration")?;
         Ok(())
     })
 }
@@ -175,7 +171,7 @@ pub unsafe extern "C" fn zooid_id_source_open(
         // SAFETY: NULL or live options, by this function's contract.
         let options =
             unsafe { options.as_ref() }.map_or_else(SourceOptions::default, |o| o.options.clone());
-        let inner = IdSource::open(service.blocking(), &category, options)?;
+        let inner = service.inner.open_source(&category, options)?;
         let handle = Box::new(zooid_id_source { inner });
         // SAFETY: forwarded from this function's contract.
         unsafe { out.write(Box::into_raw(handle)) };

@@ -2,13 +2,12 @@
 //! hands out (see [`crate::blocking::WorkQueue`]).
 
 use std::ffi::c_char;
-use std::time::Duration;
 
 use super::service::zooid_service;
 use super::{arg_mut, arg_ref, arg_str, copy_text, guard, guard_void, zooid_status, Failure, Out};
 use crate::blocking::{Claim, WorkQueue};
-use crate::queue::QueueOptions;
-use crate::runtime::runtime;
+use crate::marshal::{millis, positive_millis};
+use crate::recipes::queue::QueueOptions;
 use crate::ZooidError;
 
 /// A buffer of this many bytes always holds an item name and its terminating NUL
@@ -51,18 +50,6 @@ pub struct zooid_claim {
     item: String,
     sequence: u64,
     data: Vec<u8>,
-}
-
-/// Drops `value` inside zooid's runtime: queues and claims hold a ZooKeeper client, which
-/// spawns tasks when dropped (and a claim releases itself on the runtime).
-fn drop_in_runtime<T>(value: T) {
-    match runtime() {
-        Ok(rt) => {
-            let _guard = rt.enter();
-            drop(value);
-        }
-        Err(_) => drop(value),
-    }
 }
 
 /// Creates queue options with the defaults and writes them to `*out_options`.
@@ -134,12 +121,7 @@ pub unsafe extern "C" fn zooid_queue_options_set_op_timeout_ms(
     guard(|| {
         // SAFETY: forwarded from this function's contract.
         let options = unsafe { arg_mut(options, "options") }?;
-        if timeout_ms == 0 {
-            return Err(Failure::Invalid(
-                "the operation timeout must be at least 1 ms".into(),
-            ));
-        }
-        options.options.op_timeout = Duration::from_millis(timeout_ms);
+        options.options.op_timeout = positive_millis(timeout_ms, "the operation timeout")?;
         Ok(())
     })
 }
@@ -207,10 +189,9 @@ pub unsafe extern "C" fn zooid_queue_open(
         let options = unsafe { options.as_ref() }
             .map(|o| o.options.clone())
             .unwrap_or_default();
-        let session = service.inner.session()?;
-        let opened = WorkQueue::open(&session, path, options);
-        drop_in_runtime(session);
-        let queue = Box::new(zooid_queue { inner: opened? });
+        let queue = Box::new(zooid_queue {
+            inner: service.inner.open_queue(path, options)?,
+        });
         // SAFETY: forwarded from this function's contract.
         unsafe { out.write(Box::into_raw(queue)) };
         Ok(())
@@ -282,7 +263,7 @@ pub unsafe extern "C" fn zooid_queue_claim(
         // SAFETY: forwarded from this function's contract.
         let queue = unsafe { arg_ref(queue, "queue") }?;
         let out = Out::new(out_claim, "out_claim")?;
-        let timeout = u64::try_from(timeout_ms).ok().map(Duration::from_millis);
+        let timeout = millis(timeout_ms);
         let Some(claim) = queue.inner.claim(timeout)? else {
             return Err(ZooidError::Timeout {
                 what: format!("claim from queue {}", queue.inner.path()),
@@ -313,8 +294,9 @@ pub unsafe extern "C" fn zooid_queue_claim(
 pub unsafe extern "C" fn zooid_queue_free(queue: *mut zooid_queue) {
     guard_void(|| {
         if !queue.is_null() {
-            // SAFETY: from `Box::into_raw` in `zooid_queue_open`, freed once.
-            drop_in_runtime(unsafe { Box::from_raw(queue) });
+            // SAFETY: from `Box::into_raw` in `zooid_queue_open`, freed once. The blocking
+            // queue drops its client inside zooid's runtime itself.
+            drop(unsafe { Box::from_raw(queue) });
         }
     })
 }
@@ -470,8 +452,9 @@ pub unsafe extern "C" fn zooid_claim_release(claim: *mut zooid_claim) -> zooid_s
 pub unsafe extern "C" fn zooid_claim_free(claim: *mut zooid_claim) {
     guard_void(|| {
         if !claim.is_null() {
-            // SAFETY: from `Box::into_raw` in `zooid_queue_claim`, freed once.
-            drop_in_runtime(unsafe { Box::from_raw(claim) });
+            // SAFETY: from `Box::into_raw` in `zooid_queue_claim`, freed once. The blocking claim
+            // releases itself inside zooid's runtime.
+            drop(unsafe { Box::from_raw(claim) });
         }
     })
 }

@@ -20,20 +20,6 @@ pub struct zooid_service {
     pub(crate) inner: IdGeneratorService,
 }
 
-impl zooid_service {
-    /// The blocking service, for the recipes' handles that share its session.
-    pub(crate) fn inner(&self) -> &IdGeneratorService {
-        &self.inner
-    }
-}
-
-impl zooid_service {
-    /// The blocking service behind the handle, for the other handles built on it.
-    pub(super) fn blocking(&self) -> &IdGeneratorService {
-        &self.inner
-    }
-}
-
 /// Reads a category path argument.
 ///
 /// # Safety

@@ -8,8 +8,9 @@ use jni::objects::{JClass, JLongArray, JString};
 use jni::sys::jlong;
 use jni::{native_method, Env, NativeMethod};
 
+use super::arrays::long_array;
+use super::convert::ranges_from_java;
 use super::errors::{Failure, ThrowJava};
-use super::service::{long_array, ranges_from_java};
 use crate::{IdCategory, IdSet};
 
 pub(super) const METHODS: &[NativeMethod] = &[

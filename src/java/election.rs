@@ -2,25 +2,24 @@
 //! the status, wait for a change or for leadership with a timeout, fenced writes, resign, free,
 //! and the observer query; each a direct call of [`crate::blocking::Election`].
 //!
-//! A candidacy crosses to Java as a `long` handle (a leaked `Box`); the Java class guarantees
-//! that a handle is used only while it is open and freed exactly once. No native thread calls
+//! A candidacy crosses to Java as a handle ([`super::handle`]). No native thread calls
 //! into Java: the listener of `LeaderElection` is a Java thread looping on `election_wait_change`.
 //! Statuses cross as one `long[]` (see [`status_array`]), leader info as one `byte[]` (see
 //! [`election_leader`]).
-
-use std::time::Duration;
 
 use jni::objects::{JByteArray, JClass, JLongArray, JString};
 use jni::sys::{jint, jlong};
 use jni::{native_method, Env, NativeMethod};
 
+use super::arrays::{long, long_array};
+use super::convert::{bytes_arg, invalid, string_arg};
 use super::errors::{Failure, ThrowJava};
-use super::service::{long_array, service};
-use super::string_arg;
-use crate::blocking::{self, Election};
-use crate::election::{ElectionOptions, ElectionStatus, FencedOp, FencedResult};
-use crate::runtime::runtime;
-use crate::{LeaderState, PausePolicy, Session, ZooidError};
+use super::handle::{self, into_handle};
+use super::service::service;
+use crate::blocking::Election;
+use crate::marshal::millis;
+use crate::recipes::election::{ElectionOptions, ElectionStatus, FencedOp, FencedResult};
+use crate::{LeaderState, PausePolicy, ZooidError};
 
 pub(super) const METHODS: &[NativeMethod] = &[
     native_method! {
@@ -97,10 +96,6 @@ fn state_of(number: jint) -> Result<LeaderState, Failure> {
     }
 }
 
-fn invalid(message: String) -> Failure {
-    Failure::Zooid(ZooidError::InvalidArgument(message))
-}
-
 /// A status as read by `io.zooid.LeaderElection`: state number, token (0 while Inactive),
 /// closed (0/1), terms, watch notifications, session generation.
 fn status_array<'local>(
@@ -113,48 +108,16 @@ fn status_array<'local>(
             state_number(status.state),
             status.token.unwrap_or(0),
             i64::from(status.closed),
-            i64::try_from(status.terms).unwrap_or(i64::MAX),
-            i64::try_from(status.watch_notifications).unwrap_or(i64::MAX),
-            i64::try_from(status.session_generation).unwrap_or(i64::MAX),
+            long(status.terms),
+            long(status.watch_notifications),
+            long(status.session_generation),
         ],
     )?)
 }
 
 /// The candidacy behind a handle.
-///
-/// The Java side passes only handles returned by `election_join` and not yet freed (it holds a
-/// read lock for the whole call, and freeing takes the write lock), so the pointer is live.
 fn election<'a>(handle: jlong) -> Result<&'a Election, Failure> {
-    let ptr = handle as *const Election;
-    if ptr.is_null() {
-        return Err(Failure::IllegalState("the LeaderElection is closed".into()));
-    }
-    // SAFETY: see above: `handle` came from `Box::into_raw` in `election_join`, not yet freed.
-    Ok(unsafe { &*ptr })
-}
-
-/// The bytes of a `byte[]` argument; null is empty.
-fn bytes_arg(env: &Env<'_>, array: &JByteArray<'_>) -> Result<Vec<u8>, Failure> {
-    if array.is_null() {
-        return Ok(Vec::new());
-    }
-    Ok(env.convert_byte_array(array)?)
-}
-
-/// A session handle dropped inside zooid's runtime (a last handle's client spawns tasks).
-fn drop_in_runtime(session: Session) {
-    match runtime() {
-        Ok(rt) => {
-            let _guard = rt.enter();
-            drop(session);
-        }
-        Err(_) => drop(session),
-    }
-}
-
-/// Milliseconds from Java; negative is zero.
-fn millis(value: jlong) -> Duration {
-    Duration::from_millis(u64::try_from(value).unwrap_or(0))
+    handle::get(handle)
 }
 
 /// An explicit data version from Java: 0 or more (there is no "any version" here).
@@ -188,10 +151,9 @@ fn election_join<'local>(
             PausePolicy::Keep
         },
     };
-    let session = service(service_handle)?.session()?;
-    let joined = Election::join(&session, &group, options);
-    drop_in_runtime(session);
-    Ok(Box::into_raw(Box::new(joined?)) as jlong)
+    Ok(into_handle(
+        service(service_handle)?.join_election(&group, options)?,
+    ))
 }
 
 fn election_status<'local>(
@@ -234,7 +196,7 @@ fn election_wait_change<'local>(
         }
         .into());
     }
-    match election.wait_change(&last, millis(timeout_millis)) {
+    match election.wait_change(&last, millis(timeout_millis).unwrap_or_default()) {
         Ok(status) => status_array(env, &status),
         Err(ZooidError::Timeout { .. }) => Ok(JLongArray::default()),
         Err(err) => Err(err.into()),
@@ -247,7 +209,7 @@ fn election_await_leadership<'local>(
     handle: jlong,
     timeout_millis: jlong,
 ) -> Result<jlong, Failure> {
-    Ok(election(handle)?.await_leadership(millis(timeout_millis))?)
+    Ok(election(handle)?.await_leadership(millis(timeout_millis).unwrap_or_default())?)
 }
 
 /// Runs one fenced op.
@@ -327,12 +289,7 @@ fn election_free<'local>(
     _class: JClass<'local>,
     handle: jlong,
 ) -> Result<(), Failure> {
-    let ptr = handle as *mut Election;
-    if !ptr.is_null() {
-        // SAFETY: `handle` came from `Box::into_raw` in `election_join`; Java frees it exactly
-        // once, when no call is using it. `Election`'s drop enters the runtime.
-        drop(unsafe { Box::from_raw(ptr) });
-    }
+    handle::free::<Election>(handle);
     Ok(())
 }
 
@@ -346,10 +303,7 @@ fn election_leader<'local>(
     group: JString<'local>,
 ) -> Result<JByteArray<'local>, Failure> {
     let group = string_arg(env, &group, "group")?;
-    let session = service(service_handle)?.session()?;
-    let found = blocking::leader(&session, &group);
-    drop_in_runtime(session);
-    let Some(info) = found? else {
+    let Some(info) = service(service_handle)?.leader(&group)? else {
         return Ok(JByteArray::default());
     };
     let mut bytes = Vec::with_capacity(16 + info.name.len() + info.node.len() + info.data.len());

@@ -218,7 +218,7 @@ impl Factory {
         let ranges: JObject = if what.ranges.is_empty() {
             JObject::null()
         } else {
-            super::service::ranges_to_java(env, &what.ranges)?.into()
+            super::arrays::ranges_to_java(env, &what.ranges)?.into()
         };
         let args = [
             jvalue { i: what.code },

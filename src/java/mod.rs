@@ -19,10 +19,14 @@
 //! - **IDs in bulk.** A take returns its ranges as one `long[]` of start/end pairs and Java
 //!   iterates them: no JNI call per ID.
 
+mod arrays;
+mod convert;
 mod counter;
 mod diagnostics;
 mod election;
 mod errors;
+mod handle;
+mod options;
 mod prefetch;
 mod queue;
 mod service;
@@ -33,7 +37,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::OnceLock;
 
 use jni::errors::Error as JniError;
-use jni::objects::{JClass, JString};
+use jni::objects::JClass;
 use jni::sys::{jint, JNI_ERR, JNI_VERSION_1_8};
 use jni::{jni_str, Env, JavaVM, NativeMethod};
 
@@ -101,31 +105,10 @@ fn on_load(env: &mut Env<'_>) -> Result<(), JniError> {
         .chain(election::METHODS.iter())
         .chain(prefetch::METHODS.iter())
         .chain(stats::METHODS.iter())
+        .chain(counter::METHODS.iter())
         .copied()
         .collect();
     // SAFETY: every method is declared with `native_method!`, which checks at compile time that
     // the Rust function matches the JNI signature it is registered under.
-    unsafe { env.register_native_methods(&class, &methods) }?;
-    let counter_class: JClass = env.find_class(jni_str!("io/zooid/Counter"))?;
-    // SAFETY: as above, every method is declared with `native_method!`.
-    unsafe { env.register_native_methods(&counter_class, counter::METHODS) }
-}
-
-/// The Rust string of a Java string argument; `NullPointerException` when it is null.
-fn string_arg(env: &Env<'_>, value: &JString<'_>, name: &str) -> Result<String, errors::Failure> {
-    if value.is_null() {
-        return Err(errors::Failure::NullArgument(name.to_string()));
-    }
-    Ok(value.try_to_string(env)?)
-}
-
-/// The optional Rust string of a Java string argument: null is `None`.
-fn optional_string_arg(
-    env: &Env<'_>,
-    value: &JString<'_>,
-) -> Result<Option<String>, errors::Failure> {
-    if value.is_null() {
-        return Ok(None);
-    }
-    Ok(Some(value.try_to_string(env)?))
+    unsafe { env.register_native_methods(&class, &methods) }
 }

@@ -4,33 +4,24 @@
 //! The refill runs in Rust: the source's background task keeps the next batch ready, and Java
 //! pulls runs of consecutive IDs (up to its chunk size) with one JNI call each, written into a
 //! caller-owned `long[2]` so that the call allocates nothing; `IDSource.next()` then counts
-//! through the run in Java. A source crosses to Java as a `long` handle (a leaked `Box`); the
-//! Java class uses it only while open and frees it exactly once.
+//! through the run in Java. A source crosses to Java as a handle ([`super::handle`]).
 
-use std::time::Duration;
-
-use jni::objects::{JClass, JLongArray, JString};
-use jni::sys::{jdouble, jlong};
+use jni::objects::{JClass, JLongArray, JObject, JString};
+use jni::sys::jlong;
 use jni::{native_method, Env, NativeMethod};
 
+use super::arrays::{long, long_array};
+use super::convert::{invalid, ranges_from_java, string_arg};
 use super::errors::{Failure, ThrowJava};
-use super::service::{long_array, ranges_from_java, service};
-use super::string_arg;
+use super::handle::{self, into_handle};
+use super::options::source_options;
+use super::service::service;
 use crate::blocking::IdSource;
-use crate::prefetch::SourceOptions;
-use crate::{IdCategory, ZooidError};
+use crate::IdCategory;
 
 pub(super) const METHODS: &[NativeMethod] = &[
     native_method! {
-        static fn source_open(
-            service: jlong,
-            category: JString,
-            initial_batch: jlong,
-            min_batch: jlong,
-            max_batch: jlong,
-            refill_when_used: jdouble,
-            target_batch_millis: jlong
-        ) -> jlong,
+        static fn source_open(service: jlong, category: JString, options: io.zooid.IDSourceOptions) -> jlong,
         error_policy = ThrowJava,
     },
     native_method! {
@@ -52,52 +43,26 @@ pub(super) const METHODS: &[NativeMethod] = &[
 ];
 
 fn count(value: jlong, what: &str) -> Result<u64, Failure> {
-    u64::try_from(value).map_err(|_| {
-        Failure::Zooid(ZooidError::InvalidArgument(format!(
-            "{what} {value} must not be negative"
-        )))
-    })
+    u64::try_from(value).map_err(|_| invalid(format!("{what} {value} must not be negative")))
 }
 
-#[allow(clippy::too_many_arguments)] // mirrors the Java signature
 fn source_open<'local>(
     env: &mut Env<'local>,
     _class: JClass<'local>,
     service_handle: jlong,
     category: JString<'local>,
-    initial_batch: jlong,
-    min_batch: jlong,
-    max_batch: jlong,
-    refill_when_used: jdouble,
-    target_batch_millis: jlong,
+    options: JObject<'local>,
 ) -> Result<jlong, Failure> {
     let category = IdCategory::new(string_arg(env, &category, "category")?)?;
-    let options = SourceOptions {
-        initial_batch: count(initial_batch, "initial batch")?,
-        min_batch: count(min_batch, "min batch")?,
-        max_batch: count(max_batch, "max batch")?,
-        refill_when_used,
-        target_batch_duration: Duration::from_millis(count(
-            target_batch_millis,
-            "target batch duration",
-        )?),
-        ..SourceOptions::default()
-    };
-    let source = IdSource::open(service(service_handle)?, &category, options)?;
-    Ok(Box::into_raw(Box::new(source)) as jlong)
+    let options = source_options(env, &options)?;
+    Ok(into_handle(
+        service(service_handle)?.open_source(&category, options)?,
+    ))
 }
 
 /// The source behind a handle.
-///
-/// `IDSource` passes only handles from `source_open` not yet freed, and frees a handle only while
-/// no other call uses it (all calls hold its monitor), so the pointer is live for `'a`.
 fn source<'a>(handle: jlong) -> Result<&'a IdSource, Failure> {
-    let ptr = handle as *const IdSource;
-    if ptr.is_null() {
-        return Err(Failure::IllegalState("the IDSource is closed".into()));
-    }
-    // SAFETY: see above.
-    Ok(unsafe { &*ptr })
+    handle::get(handle)
 }
 
 /// Writes the next run of at most `max` IDs to `out[0]` (first) and `out[1]` (last); blocks only
@@ -142,7 +107,7 @@ fn source_stats<'local>(
         stats.batches.last().copied().unwrap_or(0),
         stats.local,
     ]
-    .map(|v| i64::try_from(v).unwrap_or(i64::MAX));
+    .map(long);
     Ok(long_array(env, &values)?)
 }
 
@@ -151,11 +116,6 @@ fn source_free<'local>(
     _class: JClass<'local>,
     handle: jlong,
 ) -> Result<(), Failure> {
-    let ptr = handle as *mut IdSource;
-    if !ptr.is_null() {
-        // SAFETY: from `Box::into_raw` in `source_open`; Java frees it exactly once, when no call
-        // is using it.
-        drop(unsafe { Box::from_raw(ptr) });
-    }
+    handle::free::<IdSource>(handle);
     Ok(())
 }

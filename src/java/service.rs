@@ -1,42 +1,25 @@
 //! The native methods behind `io.zooid.IDGeneratorService`: open, close, create a category, take,
 //! push and inspect, each a direct call of [`IdGeneratorService`].
 //!
-//! A service crosses to Java as a `long` handle (a leaked `Box`); the Java class guarantees that a
-//! handle is used only while it is open and closed exactly once. Ranges cross as one `long[]` of
-//! start/end pairs.
+//! A service crosses to Java as a handle ([`super::handle`]), its options as the
+//! `IDGeneratorOptions` object ([`super::options`]); ranges cross as one `long[]` of start/end
+//! pairs.
 
-use std::time::Duration;
-
-use jni::objects::{JClass, JLongArray, JString};
+use jni::objects::{JClass, JLongArray, JObject, JString};
 use jni::sys::{jint, jlong};
 use jni::{native_method, Env, NativeMethod};
 
+use super::arrays::{long, long_array, ranges_to_java};
+use super::convert::{ranges_from_java, string_arg};
 use super::errors::{Failure, ThrowJava};
-use super::{optional_string_arg, string_arg};
+use super::handle::{self, into_handle};
+use super::options::service_options;
 use crate::blocking::IdGeneratorService;
-use crate::{
-    ConnectOptions, IdCategory, IdRange, IdSet, RetryPolicy, Sasl, ServiceOptions, TlsFiles,
-    ZooidError,
-};
+use crate::{IdCategory, IdSet, ZooidError};
 
 pub(super) const METHODS: &[NativeMethod] = &[
     native_method! {
-        static fn open(
-            connect: JString,
-            session_timeout_millis: jlong,
-            digest_user: JString,
-            digest_password: JString,
-            operation_timeout_millis: jlong,
-            max_attempts: jint,
-            max_pool_bytes: jlong,
-            tls_ca: JString,
-            tls_cert: JString,
-            tls_key: JString,
-            sasl_mechanism: JString,
-            sasl_user: JString,
-            sasl_password: JString,
-            sasl_keytab: JString
-        ) -> jlong,
+        static fn open(connect: JString, options: io.zooid.IDGeneratorOptions) -> jlong,
         error_policy = ThrowJava,
     },
     native_method! {
@@ -81,120 +64,21 @@ pub(super) const METHODS: &[NativeMethod] = &[
     },
 ];
 
-/// `Some(d)` for a positive number of milliseconds, `None` (the default) otherwise.
-fn millis(value: jlong) -> Option<Duration> {
-    u64::try_from(value)
-        .ok()
-        .filter(|&ms| ms > 0)
-        .map(Duration::from_millis)
-}
-
-#[allow(clippy::too_many_arguments)] // mirrors the Java signature
 fn open<'local>(
     env: &mut Env<'local>,
     _class: JClass<'local>,
     connect: JString<'local>,
-    session_timeout_millis: jlong,
-    digest_user: JString<'local>,
-    digest_password: JString<'local>,
-    operation_timeout_millis: jlong,
-    max_attempts: jint,
-    max_pool_bytes: jlong,
-    tls_ca: JString<'local>,
-    tls_cert: JString<'local>,
-    tls_key: JString<'local>,
-    sasl_mechanism: JString<'local>,
-    sasl_user: JString<'local>,
-    sasl_password: JString<'local>,
-    sasl_keytab: JString<'local>,
+    options: JObject<'local>,
 ) -> Result<jlong, Failure> {
     let connect = string_arg(env, &connect, "connect")?;
-    let mut connect_options = ConnectOptions::default();
-    if let Some(timeout) = millis(session_timeout_millis) {
-        connect_options.session_timeout = timeout;
-    }
-    let user = optional_string_arg(env, &digest_user)?;
-    let password = optional_string_arg(env, &digest_password)?;
-    connect_options.digest_auth = match (user, password) {
-        (Some(user), Some(password)) => Some((user, password)),
-        (None, None) => None,
-        _ => {
-            return Err(ZooidError::InvalidArgument(
-                "digest auth needs both a user and a password".into(),
-            )
-            .into())
-        }
-    };
-    if let Some(ca) = optional_string_arg(env, &tls_ca)? {
-        let mut tls = TlsFiles::ca(ca);
-        match (
-            optional_string_arg(env, &tls_cert)?,
-            optional_string_arg(env, &tls_key)?,
-        ) {
-            (Some(cert), Some(key)) => tls = tls.with_identity(cert, key),
-            (None, None) => {}
-            _ => {
-                return Err(ZooidError::InvalidArgument(
-                    "TLS client certificate and key go together".into(),
-                )
-                .into())
-            }
-        }
-        connect_options.tls = Some(tls);
-    }
-    let user = optional_string_arg(env, &sasl_user)?;
-    connect_options.sasl = match optional_string_arg(env, &sasl_mechanism)?.as_deref() {
-        None => None,
-        Some("digest") => Some(Sasl::digest(
-            user.ok_or(Failure::NullArgument("SASL user".into()))?,
-            optional_string_arg(env, &sasl_password)?
-                .ok_or(Failure::NullArgument("SASL password".into()))?,
-        )),
-        Some("kerberos") => Some(Sasl::kerberos(
-            user.ok_or(Failure::NullArgument("Kerberos principal".into()))?,
-            optional_string_arg(env, &sasl_keytab)?
-                .ok_or(Failure::NullArgument("Kerberos keytab".into()))?,
-        )),
-        Some(other) => {
-            return Err(ZooidError::InvalidArgument(format!(
-                "unknown SASL mechanism {other:?} (digest or kerberos)"
-            ))
-            .into())
-        }
-    };
-    let mut options = ServiceOptions::default();
-    let mut retry = RetryPolicy::default();
-    if let Some(deadline) = millis(operation_timeout_millis) {
-        retry.deadline = deadline;
-    }
-    if let Ok(attempts) = u32::try_from(max_attempts) {
-        if attempts > 0 {
-            retry.max_attempts = attempts;
-        }
-    }
-    options.retry = retry;
-    if let Ok(bytes) = usize::try_from(max_pool_bytes) {
-        if bytes > 0 {
-            options.max_pool_bytes = bytes;
-        }
-    }
+    let (connect_options, options) = service_options(env, &options)?;
     let service = IdGeneratorService::connect(&connect, &connect_options, options)?;
-    Ok(Box::into_raw(Box::new(service)) as jlong)
+    Ok(into_handle(service))
 }
 
-/// The service behind a handle.
-///
-/// The Java side passes only handles returned by `open` and not yet closed (it holds a read lock
-/// for the whole call, and `close` takes the write lock), so the pointer is live for `'a`.
+/// The service behind a handle, for the recipes' methods that open on it.
 pub(super) fn service<'a>(handle: jlong) -> Result<&'a IdGeneratorService, Failure> {
-    let ptr = handle as *const IdGeneratorService;
-    if ptr.is_null() {
-        return Err(Failure::IllegalState(
-            "the IDGeneratorService is closed".into(),
-        ));
-    }
-    // SAFETY: see above: `handle` came from `Box::into_raw` in `open` and is not yet freed.
-    Ok(unsafe { &*ptr })
+    handle::get(handle)
 }
 
 fn close<'local>(
@@ -202,12 +86,7 @@ fn close<'local>(
     _class: JClass<'local>,
     handle: jlong,
 ) -> Result<(), Failure> {
-    let ptr = handle as *mut IdGeneratorService;
-    if !ptr.is_null() {
-        // SAFETY: `handle` came from `Box::into_raw` in `open`; Java closes it exactly once, when
-        // no call is using it.
-        drop(unsafe { Box::from_raw(ptr) });
-    }
+    handle::free::<IdGeneratorService>(handle);
     Ok(())
 }
 
@@ -238,7 +117,7 @@ fn create_category_blocks<'local>(
 ) -> Result<(), Failure> {
     let category = category_arg(env, &category)?;
     let unit = u64::try_from(block_size).map_err(|_| {
-        crate::ZooidError::InvalidArgument(format!("block size {block_size}: need 1..=2147483647"))
+        ZooidError::InvalidArgument(format!("block size {block_size}: need 1..=2147483647"))
     })?;
     Ok(service(handle)?.create_category_blocks(&category, first, last, unit)?)
 }
@@ -304,67 +183,8 @@ fn pool_info<'local>(
         i64::from(info.version),
         i64::try_from(info.bytes).unwrap_or(i64::MAX),
         i64::from(info.legacy),
-        i64::try_from(info.free_count).unwrap_or(i64::MAX),
+        long(info.free_count),
     ];
     values.extend(info.free.iter().flat_map(|r| [r.start(), r.end()]));
     Ok(long_array(env, &values)?)
-}
-
-/// A new `long[]` holding `values`.
-pub(super) fn long_array<'local>(
-    env: &mut Env<'local>,
-    values: &[i64],
-) -> Result<JLongArray<'local>, jni::errors::Error> {
-    let array = JLongArray::new(env, values.len())?;
-    array.set_region(env, 0, values)?;
-    Ok(array)
-}
-
-/// Ranges as a `long[]` of start/end pairs.
-pub(super) fn ranges_to_java<'local>(
-    env: &mut Env<'local>,
-    ranges: &[IdRange],
-) -> Result<JLongArray<'local>, jni::errors::Error> {
-    let values: Vec<i64> = ranges.iter().flat_map(|r| [r.start(), r.end()]).collect();
-    long_array(env, &values)
-}
-
-/// Ranges from a `long[]` of start/end pairs, which must be ascending and disjoint.
-pub(super) fn ranges_from_java(
-    env: &Env<'_>,
-    array: &JLongArray<'_>,
-) -> Result<Vec<IdRange>, Failure> {
-    if array.is_null() {
-        return Err(Failure::NullArgument("ranges".into()));
-    }
-    let len = array.len(env)?;
-    if len % 2 != 0 {
-        return Err(invalid(format!(
-            "ranges must be start/end pairs, got {len} values"
-        )));
-    }
-    let mut values = vec![0i64; len];
-    array.get_region(env, 0, &mut values)?;
-    let mut ranges: Vec<IdRange> = Vec::with_capacity(len / 2);
-    for pair in values.chunks_exact(2) {
-        let range = IdRange::new(pair[0], pair[1]).ok_or_else(|| {
-            invalid(format!(
-                "range {}:{} ends before it starts",
-                pair[0], pair[1]
-            ))
-        })?;
-        if let Some(previous) = ranges.last() {
-            if previous.end() >= range.start() {
-                return Err(invalid(format!(
-                    "ranges must be ascending and disjoint: {previous} then {range}"
-                )));
-            }
-        }
-        ranges.push(range);
-    }
-    Ok(ranges)
-}
-
-fn invalid(message: String) -> Failure {
-    Failure::Zooid(ZooidError::InvalidArgument(message))
 }

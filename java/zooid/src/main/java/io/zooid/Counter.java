@@ -1,10 +1,5 @@
 package io.zooid;
 
-import java.util.Objects;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.locks.Lock;
-import java.util.concurrent.locks.ReentrantReadWriteLock;
-
 /**
  * A CAS counter (the seed's ID counter): a ZooKeeper node holding the last value handed out as an
  * 8-byte big-endian {@code long} ({@code ByteBuffer.putLong}, the format existing deployments
@@ -27,24 +22,13 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * counter are serialized. {@link #close()} is idempotent, waits for calls in progress, and any
  * later call throws {@link IllegalStateException}.
  */
-public final class Counter implements AutoCloseable {
-    static {
-        ZooidNative.ensureLoaded();
-    }
-
-    private final long handle;
+public final class Counter extends NativeResource implements AutoCloseable {
     private final String path;
-    private final AtomicBoolean closed = new AtomicBoolean();
-    private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
 
-    private Counter(long handle, String path) {
-        this.handle = handle;
+    /** A counter over a native counter handle (from {@link IDGeneratorService#counter(String)}). */
+    Counter(long handle, String path) {
+        super(handle);
         this.path = path;
-    }
-
-    /** Opens a counter on a live service handle (the caller holds the service's read lock). */
-    static Counter open(long serviceHandle, String path) throws IDGeneratorException {
-        return new Counter(nativeOpen(serviceHandle, path), path);
     }
 
     /** The counter's node path. */
@@ -60,7 +44,7 @@ public final class Counter implements AutoCloseable {
      */
     public void init(long value) throws IDGeneratorException {
         withHandle(h -> {
-            nativeInit(h, value);
+            ZooidNative.counterInit(h, value);
             return null;
         });
     }
@@ -87,7 +71,7 @@ public final class Counter implements AutoCloseable {
         if (n < 1) {
             throw new IllegalArgumentException("next(" + n + "): ask for at least 1");
         }
-        long[] range = withHandle(h -> nativeNext(h, n));
+        long[] range = withHandle(h -> ZooidNative.counterNext(h, n));
         return new IDRange(new IDCategory(path), range[0], range[1]);
     }
 
@@ -104,58 +88,27 @@ public final class Counter implements AutoCloseable {
      * @throws CorruptPoolException if the node does not hold 8 bytes
      */
     public long get() throws IDGeneratorException {
-        return withHandle(Counter::nativeGet);
-    }
-
-    /** Whether {@link #close()} was called. */
-    public boolean isClosed() {
-        return closed.get();
+        return withHandle(ZooidNative::counterGet);
     }
 
     /** Releases the counter (and its hold on the service's session). Closing again does nothing. */
     @Override
     public void close() {
-        if (!closed.compareAndSet(false, true)) {
-            return;
-        }
-        Lock exclusive = lock.writeLock();
-        exclusive.lock();
-        try {
-            nativeClose(handle);
-        } finally {
-            exclusive.unlock();
-        }
+        closeOnce();
+    }
+
+    @Override
+    void free(long handle) {
+        ZooidNative.counterClose(handle);
+    }
+
+    @Override
+    String describe() {
+        return "Counter " + path;
     }
 
     @Override
     public String toString() {
-        return "Counter[" + path + (closed.get() ? ", closed]" : "]");
+        return "Counter[" + path + (isClosed() ? ", closed]" : "]");
     }
-
-    private interface HandleCall<T> {
-        T call(long handle) throws IDGeneratorException;
-    }
-
-    private <T> T withHandle(HandleCall<T> call) throws IDGeneratorException {
-        Lock shared = lock.readLock();
-        shared.lock();
-        try {
-            if (closed.get()) {
-                throw new IllegalStateException("Counter " + path + " is closed");
-            }
-            return call.call(handle);
-        } finally {
-            shared.unlock();
-        }
-    }
-
-    private static native long nativeOpen(long service, String path) throws IDGeneratorException;
-
-    private static native void nativeClose(long handle);
-
-    private static native void nativeInit(long handle, long value) throws IDGeneratorException;
-
-    private static native long[] nativeNext(long handle, long n) throws IDGeneratorException;
-
-    private static native long nativeGet(long handle) throws IDGeneratorException;
 }

@@ -9,6 +9,9 @@ import java.util.Objects;
  * operations may try. Unset options keep zooid's defaults (session timeout 10 s, operation deadline
  * 30 s, 100 attempts, pool node limit 512 KiB). The service copies the options when it opens;
  * changing them afterwards has no effect on it. Not thread-safe.
+ *
+ * <p>The native library reads the fields below by name when a service opens
+ * ({@code src/java/options.rs}): 0 and null mean "unset".
  */
 public final class IDGeneratorOptions {
     private long sessionTimeoutMillis;
@@ -17,13 +20,15 @@ public final class IDGeneratorOptions {
     private long operationTimeoutMillis;
     private int maxAttempts;
     private long maxPoolBytes;
-    private Path tlsCa;
-    private Path tlsCert;
-    private Path tlsKey;
-    private String saslMechanism;
-    private String saslUser;
-    private String saslPassword;
-    private Path saslKeytab;
+    private String tlsCa;
+    private String tlsCert;
+    private String tlsKey;
+    /** SASL DIGEST-MD5; set together, and only when the Kerberos fields are null. */
+    private String saslDigestUser;
+    private String saslDigestPassword;
+    /** SASL Kerberos; set together, and only when the digest fields are null. */
+    private String kerberosPrincipal;
+    private String kerberosKeytab;
     private String jmxName;
     private boolean jmx = true;
 
@@ -59,7 +64,7 @@ public final class IDGeneratorOptions {
      * read when the service opens its session.
      */
     public IDGeneratorOptions tls(Path caFile) {
-        this.tlsCa = Objects.requireNonNull(caFile, "caFile");
+        this.tlsCa = Objects.requireNonNull(caFile, "caFile").toString();
         this.tlsCert = null;
         this.tlsKey = null;
         return this;
@@ -70,9 +75,9 @@ public final class IDGeneratorOptions {
      * with its private key {@code keyFile} (both PEM).
      */
     public IDGeneratorOptions tls(Path caFile, Path certFile, Path keyFile) {
-        this.tlsCa = Objects.requireNonNull(caFile, "caFile");
-        this.tlsCert = Objects.requireNonNull(certFile, "certFile");
-        this.tlsKey = Objects.requireNonNull(keyFile, "keyFile");
+        this.tlsCa = Objects.requireNonNull(caFile, "caFile").toString();
+        this.tlsCert = Objects.requireNonNull(certFile, "certFile").toString();
+        this.tlsKey = Objects.requireNonNull(keyFile, "keyFile").toString();
         return this;
     }
 
@@ -82,10 +87,10 @@ public final class IDGeneratorOptions {
      * #toString()} or in error messages.
      */
     public IDGeneratorOptions saslDigest(String user, String password) {
-        this.saslMechanism = "digest";
-        this.saslUser = Objects.requireNonNull(user, "user");
-        this.saslPassword = Objects.requireNonNull(password, "password");
-        this.saslKeytab = null;
+        this.saslDigestUser = Objects.requireNonNull(user, "user");
+        this.saslDigestPassword = Objects.requireNonNull(password, "password");
+        this.kerberosPrincipal = null;
+        this.kerberosKeytab = null;
         return this;
     }
 
@@ -94,10 +99,10 @@ public final class IDGeneratorOptions {
      * native library built with zooid's {@code kerberos} feature; the keytab is process-wide.
      */
     public IDGeneratorOptions saslKerberos(String principal, Path keytab) {
-        this.saslMechanism = "kerberos";
-        this.saslUser = Objects.requireNonNull(principal, "principal");
-        this.saslKeytab = Objects.requireNonNull(keytab, "keytab");
-        this.saslPassword = null;
+        this.kerberosPrincipal = Objects.requireNonNull(principal, "principal");
+        this.kerberosKeytab = Objects.requireNonNull(keytab, "keytab").toString();
+        this.saslDigestUser = null;
+        this.saslDigestPassword = null;
         return this;
     }
 
@@ -177,67 +182,11 @@ public final class IDGeneratorOptions {
         return "IDGeneratorOptions{sessionTimeoutMillis=" + sessionTimeoutMillis
                 + ", digestAuth=" + (digestUser == null ? "none" : digestUser + ":<redacted>")
                 + ", tls=" + (tlsCa == null ? "none" : "ca=" + tlsCa + (tlsCert == null ? "" : ", cert=" + tlsCert + ", key=" + tlsKey))
-                + ", sasl=" + (saslMechanism == null ? "none" : saslMechanism + ":" + saslUser
-                        + (saslPassword == null ? "" : ":<redacted>")
-                        + (saslKeytab == null ? "" : ", keytab=" + saslKeytab))
+                + ", sasl=" + (saslDigestUser != null ? "digest:" + saslDigestUser + ":<redacted>"
+                        : kerberosPrincipal != null ? "kerberos:" + kerberosPrincipal + ", keytab=" + kerberosKeytab
+                        : "none")
                 + ", operationTimeoutMillis=" + operationTimeoutMillis
                 + ", maxAttempts=" + maxAttempts
                 + ", maxPoolBytes=" + maxPoolBytes + "}";
-    }
-
-    private static String pathString(Path path) {
-        return path == null ? null : path.toString();
-    }
-
-    String tlsCa() {
-        return pathString(tlsCa);
-    }
-
-    String tlsCert() {
-        return pathString(tlsCert);
-    }
-
-    String tlsKey() {
-        return pathString(tlsKey);
-    }
-
-    String saslMechanism() {
-        return saslMechanism;
-    }
-
-    String saslUser() {
-        return saslUser;
-    }
-
-    String saslPassword() {
-        return saslPassword;
-    }
-
-    String saslKeytab() {
-        return pathString(saslKeytab);
-    }
-
-    long sessionTimeoutMillis() {
-        return sessionTimeoutMillis;
-    }
-
-    String digestUser() {
-        return digestUser;
-    }
-
-    String digestPassword() {
-        return digestPassword;
-    }
-
-    long operationTimeoutMillis() {
-        return operationTimeoutMillis;
-    }
-
-    int maxAttempts() {
-        return maxAttempts;
-    }
-
-    long maxPoolBytes() {
-        return maxPoolBytes;
     }
 }

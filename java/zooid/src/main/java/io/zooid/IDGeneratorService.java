@@ -4,9 +4,6 @@ import java.util.List;
 import java.lang.management.ManagementFactory;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.locks.Lock;
-import java.util.concurrent.locks.ReentrantReadWriteLock;
 import javax.management.InstanceAlreadyExistsException;
 import javax.management.JMException;
 import javax.management.MBeanServer;
@@ -42,19 +39,15 @@ import javax.management.ObjectName;
  * Each service holds one ZooKeeper session; close it when done. {@link #close()} is idempotent,
  * waits for calls in progress, and any later call throws {@link IllegalStateException}.
  */
-public final class IDGeneratorService implements AutoCloseable {
-    private final long handle;
+public final class IDGeneratorService extends NativeResource implements AutoCloseable {
     private final String connect;
-    private final AtomicBoolean closed = new AtomicBoolean();
-    /** Calls hold the read lock; {@link #close()} takes the write lock to free the handle. */
-    private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
     /** The MBean registered for this service, or null. */
     private volatile ObjectName mbeanName;
 
     private static final AtomicLong SERVICES = new AtomicLong();
 
     private IDGeneratorService(long handle, String connect) {
-        this.handle = handle;
+        super(handle);
         this.connect = connect;
     }
 
@@ -85,21 +78,7 @@ public final class IDGeneratorService implements AutoCloseable {
             throws IDGeneratorException {
         Objects.requireNonNull(connect, "connect");
         Objects.requireNonNull(options, "options");
-        long handle = ZooidNative.open(
-                connect,
-                options.sessionTimeoutMillis(),
-                options.digestUser(),
-                options.digestPassword(),
-                options.operationTimeoutMillis(),
-                options.maxAttempts(),
-                options.maxPoolBytes(),
-                options.tlsCa(),
-                options.tlsCert(),
-                options.tlsKey(),
-                options.saslMechanism(),
-                options.saslUser(),
-                options.saslPassword(),
-                options.saslKeytab());
+        long handle = ZooidNative.open(connect, options);
         IDGeneratorService service = new IDGeneratorService(handle, connect);
         if (options.jmxEnabled()) {
             String name = options.jmxName() != null
@@ -156,7 +135,11 @@ public final class IDGeneratorService implements AutoCloseable {
      */
     public ServiceStats getStats() {
         try {
-            return withHandle(h -> new ServiceStats(ZooidNative.stats(h)));
+            return withHandle(h -> {
+                ServiceStats stats = new ServiceStats();
+                ZooidNative.stats(h, stats);
+                return stats;
+            });
         } catch (IDGeneratorException e) {
             throw new IllegalStateException("reading the statistics failed: " + e.getMessage(), e);
         }
@@ -319,7 +302,7 @@ public final class IDGeneratorService implements AutoCloseable {
      */
     public Counter counter(String path) throws IDGeneratorException {
         Objects.requireNonNull(path, "path");
-        return withHandle(h -> Counter.open(h, path));
+        return withHandle(h -> new Counter(ZooidNative.counterOpen(h, path), path));
     }
 
     /**
@@ -343,12 +326,7 @@ public final class IDGeneratorService implements AutoCloseable {
     public IDSource openSource(IDCategory category, IDSourceOptions options) throws IDGeneratorException {
         Objects.requireNonNull(category, "category");
         Objects.requireNonNull(options, "options");
-        return withHandle(h -> IDSource.open(h, category, options));
-    }
-
-    /** Whether {@link #close()} was called. */
-    public boolean isClosed() {
-        return closed.get();
+        return withHandle(h -> new IDSource(ZooidNative.sourceOpen(h, category.getName(), options), category, options));
     }
 
     /**
@@ -359,17 +337,22 @@ public final class IDGeneratorService implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (!closed.compareAndSet(false, true)) {
-            return;
-        }
+        closeOnce();
+    }
+
+    @Override
+    void beforeFree(long handle) {
         unregisterMBean();
-        Lock exclusive = lock.writeLock();
-        exclusive.lock();
-        try {
-            ZooidNative.close(handle);
-        } finally {
-            exclusive.unlock();
-        }
+    }
+
+    @Override
+    void free(long handle) {
+        ZooidNative.close(handle);
+    }
+
+    @Override
+    String describe() {
+        return "IDGeneratorService";
     }
 
     /** The version of the native library, and where it was loaded from. */
@@ -380,10 +363,9 @@ public final class IDGeneratorService implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "IDGeneratorService[" + connect + (closed.get() ? ", closed]" : "]");
+        return "IDGeneratorService[" + connect + (isClosed() ? ", closed]" : "]");
     }
 
-    /** A call on the native handle. */
     /** The MXBean of one service; every attribute reads the live statistics. */
     private static final class MBean implements IDGeneratorServiceMXBean {
         private final IDGeneratorService service;
@@ -418,29 +400,6 @@ public final class IDGeneratorService implements AutoCloseable {
         public double getLatencyMeanMicros() {
             ServiceStats s = stats();
             return s.getLatencyCount() == 0 ? 0.0 : (double) s.getLatencySumMicros() / s.getLatencyCount();
-        }
-    }
-
-    interface HandleCall<T> {
-        T call(long handle) throws IDGeneratorException;
-    }
-
-    /**
-     * Makes {@code call} on the handle while holding the read lock, so that {@link #close()} cannot
-     * free the handle meanwhile; throws {@link IllegalStateException} if the service is closed.
-     * Also used by the recipes ({@link WorkQueue#open}, {@link LeaderElection}) to reach the
-     * service's session.
-     */
-    <T> T withHandle(HandleCall<T> call) throws IDGeneratorException {
-        Lock shared = lock.readLock();
-        shared.lock();
-        try {
-            if (closed.get()) {
-                throw new IllegalStateException("IDGeneratorService is closed");
-            }
-            return call.call(handle);
-        } finally {
-            shared.unlock();
         }
     }
 }

@@ -1,7 +1,5 @@
 package io.zooid;
 
-import java.util.Objects;
-
 /**
  * A prefetching source of IDs of one category: {@link #next()} hands out IDs one at a time and
  * never waits on ZooKeeper while a prefetched batch is available.
@@ -31,11 +29,9 @@ import java.util.Objects;
  * {@code next()} after close throws {@link IllegalStateException}. The source keeps the service's
  * ZooKeeper session open until it is closed, even if the service is closed first.
  */
-public final class IDSource implements AutoCloseable {
+public final class IDSource extends NativeResource implements AutoCloseable {
     private final IDCategory category;
     private final int chunk;
-    /** The native source; 0 once freed. Guarded by {@code this}. */
-    private long handle;
     /** The next ID of the current run and how many of the run are left. Guarded by {@code this}. */
     private long nextId;
     private long left;
@@ -44,24 +40,11 @@ public final class IDSource implements AutoCloseable {
     /** Native calls made by {@link #next()}, for tests. Guarded by {@code this}. */
     private long nativeCalls;
 
-    private IDSource(IDCategory category, int chunk, long handle) {
+    /** A source over a native source handle (from {@link IDGeneratorService#openSource}). */
+    IDSource(long handle, IDCategory category, IDSourceOptions options) {
+        super(handle);
         this.category = category;
-        this.chunk = chunk;
-        this.handle = handle;
-    }
-
-    /** Opens a source over {@code category} of the service behind {@code serviceHandle}. */
-    static IDSource open(long serviceHandle, IDCategory category, IDSourceOptions options)
-            throws IDGeneratorException {
-        long handle = ZooidNative.sourceOpen(
-                serviceHandle,
-                category.getName(),
-                options.initialBatch(),
-                options.minBatch(),
-                options.maxBatch(),
-                options.refillWhenUsed(),
-                options.targetBatchMillis());
-        return new IDSource(category, options.chunk(), handle);
+        this.chunk = options.chunk();
     }
 
     /** The category the IDs come from. */
@@ -84,11 +67,11 @@ public final class IDSource implements AutoCloseable {
             left--;
             return nextId++;
         }
-        if (handle == 0) {
-            throw new IllegalStateException("IDSource of " + category + " is closed");
-        }
         nativeCalls++;
-        ZooidNative.sourceNextRun(handle, chunk, run);
+        withHandle(h -> {
+            ZooidNative.sourceNextRun(h, chunk, run);
+            return null;
+        });
         nextId = run[0];
         left = run[1] - run[0];
         return nextId++;
@@ -101,10 +84,7 @@ public final class IDSource implements AutoCloseable {
      * @throws IllegalStateException if the source is closed
      */
     public synchronized long[] stats() throws IDGeneratorException {
-        if (handle == 0) {
-            throw new IllegalStateException("IDSource of " + category + " is closed");
-        }
-        long[] stats = ZooidNative.sourceStats(handle);
+        long[] stats = withHandle(ZooidNative::sourceStats);
         stats[0] -= left; // pulled into Java but not handed out yet
         stats[5] += left;
         return stats;
@@ -113,11 +93,6 @@ public final class IDSource implements AutoCloseable {
     /** How many native calls {@link #next()} has made (one per run, none per ID). */
     synchronized long nativeCallsForTest() {
         return nativeCalls;
-    }
-
-    /** Whether {@link #close()} completed. */
-    public synchronized boolean isClosed() {
-        return handle == 0;
     }
 
     /**
@@ -130,15 +105,26 @@ public final class IDSource implements AutoCloseable {
      */
     @Override
     public synchronized void close() throws IDGeneratorException {
-        if (handle == 0) {
+        if (isClosed()) {
             return;
         }
         long[] unused = left > 0 ? new long[] {nextId, nextId + left - 1} : new long[0];
         left = 0; // handed to the native source, which keeps them if the push fails
-        ZooidNative.sourceClose(handle, unused);
-        long freed = handle;
-        handle = 0;
-        ZooidNative.sourceFree(freed);
+        withHandle(h -> {
+            ZooidNative.sourceClose(h, unused);
+            return null;
+        });
+        closeOnce();
+    }
+
+    @Override
+    void free(long handle) {
+        ZooidNative.sourceFree(handle);
+    }
+
+    @Override
+    String describe() {
+        return "IDSource of " + category;
     }
 
     @Override

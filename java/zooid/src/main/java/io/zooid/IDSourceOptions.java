@@ -9,6 +9,8 @@ import java.util.Objects;
  * the observed rate, the next batch requested once 10% of the current one is used, and runs of
  * up to 1,024 IDs moved to Java per native call. The source copies the options when it opens.
  * Not thread-safe.
+ *
+ * <p>The native library reads the batch fields below by name ({@code src/java/options.rs}).
  */
 public final class IDSourceOptions {
     private long initialBatch = 1_000;
@@ -71,26 +73,6 @@ public final class IDSourceOptions {
         }
         this.chunk = ids;
         return this;
-    }
-
-    long initialBatch() {
-        return initialBatch;
-    }
-
-    long minBatch() {
-        return minBatch;
-    }
-
-    long maxBatch() {
-        return maxBatch;
-    }
-
-    double refillWhenUsed() {
-        return refillWhenUsed;
-    }
-
-    long targetBatchMillis() {
-        return targetBatchMillis;
     }
 
     int chunk() {

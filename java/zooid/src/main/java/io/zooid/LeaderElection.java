@@ -3,9 +3,6 @@ package io.zooid;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.locks.Lock;
-import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
  * A candidacy in the leader election of one group (a ZooKeeper node path), on the session of an
@@ -36,7 +33,7 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * call throws {@link IllegalStateException}. The candidacy keeps the service's session open until
  * it is closed, even when the service is closed first.
  */
-public final class LeaderElection implements AutoCloseable {
+public final class LeaderElection extends NativeResource implements AutoCloseable {
     /** Receives the state changes of a candidate. */
     public interface Listener {
         /**
@@ -49,21 +46,18 @@ public final class LeaderElection implements AutoCloseable {
         void stateChanged(LeaderState state, long fencingToken);
     }
 
+    /** What the listener's wait returns once the handle is freed. */
+    private static final long[] FREED = new long[0];
+
     /** How long one native wait of the listener thread lasts. */
     private static final long LISTENER_WAIT_MILLIS = 1000;
 
-    private final long handle;
     private final String group;
     private final String name;
-    private final AtomicBoolean closed = new AtomicBoolean();
-    /** Calls hold the read lock; {@link #close()} takes the write lock to free the handle. */
-    private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
-    /** Set under the write lock when the handle is freed. */
-    private boolean freed;
     private final Thread listenerThread;
 
     private LeaderElection(long handle, String group, String name, Listener listener) {
-        this.handle = handle;
+        super(handle);
         this.group = group;
         this.name = name;
         if (listener == null) {
@@ -234,34 +228,22 @@ public final class LeaderElection implements AutoCloseable {
         });
     }
 
-    /** The native handle, for the library's own tests. */
-    long handleForTest() {
-        return handle;
-    }
-
-    /** Whether {@link #close()} was called. */
-    public boolean isClosed() {
-        return closed.get();
-    }
-
     /**
      * Resigns (if not done yet), stops the listener thread (after its last call, with the final
      * {@link LeaderState#INACTIVE}) and frees the candidacy. Closing again does nothing.
      */
     @Override
     public void close() {
-        if (!closed.compareAndSet(false, true)) {
-            return;
-        }
-        Lock shared = lock.readLock();
-        shared.lock();
+        closeOnce();
+    }
+
+    @Override
+    void beforeFree(long handle) {
         try {
             ZooidNative.electionResign(handle);
         } catch (IDGeneratorException e) {
-            // Leaving fails only on a runtime thread, never on a Java one; the free below
+            // Leaving fails only on a runtime thread, never on a Java one; the free
             // leaves the group in the background anyway.
-        } finally {
-            shared.unlock();
         }
         if (listenerThread != null && listenerThread != Thread.currentThread()) {
             boolean interrupted = false;
@@ -276,19 +258,21 @@ public final class LeaderElection implements AutoCloseable {
                 Thread.currentThread().interrupt();
             }
         }
-        Lock exclusive = lock.writeLock();
-        exclusive.lock();
-        try {
-            freed = true;
-            ZooidNative.electionFree(handle);
-        } finally {
-            exclusive.unlock();
-        }
+    }
+
+    @Override
+    void free(long handle) {
+        ZooidNative.electionFree(handle);
+    }
+
+    @Override
+    String describe() {
+        return "LeaderElection";
     }
 
     @Override
     public String toString() {
-        return "LeaderElection[" + group + ", " + name + (closed.get() ? ", closed]" : "]");
+        return "LeaderElection[" + group + ", " + name + (isClosed() ? ", closed]" : "]");
     }
 
     private static void requireVersion(int expectedVersion) {
@@ -299,16 +283,7 @@ public final class LeaderElection implements AutoCloseable {
     }
 
     private long[] status() {
-        Lock shared = lock.readLock();
-        shared.lock();
-        try {
-            if (closed.get()) {
-                throw new IllegalStateException("LeaderElection is closed");
-            }
-            return ZooidNative.electionStatus(handle);
-        } finally {
-            shared.unlock();
-        }
+        return withHandle(ZooidNative::electionStatus);
     }
 
     /**
@@ -319,19 +294,16 @@ public final class LeaderElection implements AutoCloseable {
     private void listen(Listener listener) {
         long[] last = {LeaderState.INACTIVE.getValue(), 0, 0};
         while (true) {
+            long[] seen = last;
             long[] next;
-            Lock shared = lock.readLock();
-            shared.lock();
             try {
-                if (freed) {
-                    return;
-                }
-                next = ZooidNative.electionWaitChange(
-                        handle, (int) last[0], last[1], (int) last[2], LISTENER_WAIT_MILLIS);
+                next = untilFreed(h -> ZooidNative.electionWaitChange(
+                        h, (int) seen[0], seen[1], (int) seen[2], LISTENER_WAIT_MILLIS), FREED);
             } catch (IDGeneratorException | RuntimeException e) {
                 return;
-            } finally {
-                shared.unlock();
+            }
+            if (next == FREED) {
+                return;
             }
             if (next == null) {
                 continue;
@@ -346,20 +318,6 @@ public final class LeaderElection implements AutoCloseable {
             if (next[2] != 0) {
                 return;
             }
-        }
-    }
-
-    /** Makes {@code call} on the handle under the read lock; {@link IllegalStateException} once closed. */
-    private <T> T withHandle(IDGeneratorService.HandleCall<T> call) throws IDGeneratorException {
-        Lock shared = lock.readLock();
-        shared.lock();
-        try {
-            if (closed.get()) {
-                throw new IllegalStateException("LeaderElection is closed");
-            }
-            return call.call(handle);
-        } finally {
-            shared.unlock();
         }
     }
 }

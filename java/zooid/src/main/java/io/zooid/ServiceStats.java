@@ -1,7 +1,5 @@
 package io.zooid;
 
-import java.util.Arrays;
-
 /**
  * What an {@link IDGeneratorService} did since it was opened: an immutable snapshot from
  * {@link IDGeneratorService#getStats()}. The same figures are exposed over JMX as
@@ -18,72 +16,84 @@ public final class ServiceStats {
         1_000_000, 2_500_000, 5_000_000, 10_000_000
     };
 
-    private static final int FIXED = 17;
+    // Filled once by the native library (src/java/stats.rs, by field name) before the object is
+    // handed out, never changed after.
+    private long takes;
+    private long pushes;
+    private long idsTaken;
+    private long idsPushed;
+    private long failedOperations;
+    private long versionConflicts;
+    private long retries;
+    private long lostReplies;
+    private long lostRepliesApplied;
+    private long lostRepliesNotApplied;
+    private long lostRepliesUnknown;
+    private long idsLeaked;
+    private long sessionLosses;
+    private long sessionGeneration;
+    private long latencyCount;
+    private long latencySumMicros;
+    private long latencyMaxMicros;
+    private long[] latencyBuckets = new long[0];
 
-    private final long[] values;
-
-    /** Reads the native layout (see src/java/stats.rs). */
-    ServiceStats(long[] values) {
-        if (values.length != FIXED + LATENCY_BUCKET_BOUNDS_MICROS.length + 1) {
-            throw new IllegalStateException("native stats layout of " + values.length + " values");
-        }
-        this.values = values.clone();
-    }
+    /** An empty snapshot for the native library to fill. */
+    ServiceStats() {}
 
     /** Takes that returned IDs. */
-    public long getTakes() { return values[0]; }
+    public long getTakes() { return takes; }
 
     /** Pushes that returned IDs to their pool. */
-    public long getPushes() { return values[1]; }
+    public long getPushes() { return pushes; }
 
     /** IDs handed out by those takes. */
-    public long getIDsTaken() { return values[2]; }
+    public long getIDsTaken() { return idsTaken; }
 
     /** IDs returned by those pushes. */
-    public long getIDsPushed() { return values[3]; }
+    public long getIDsPushed() { return idsPushed; }
 
     /** Operations that failed, whatever the reason. */
-    public long getFailedOperations() { return values[4]; }
+    public long getFailedOperations() { return failedOperations; }
 
     /** Writes refused because another client changed the pool first. */
-    public long getVersionConflicts() { return values[5]; }
+    public long getVersionConflicts() { return versionConflicts; }
 
     /** Attempts beyond each operation's first. */
-    public long getRetries() { return values[6]; }
+    public long getRetries() { return retries; }
 
     /** Writes whose reply was lost. */
-    public long getLostReplies() { return values[7]; }
+    public long getLostReplies() { return lostReplies; }
 
     /** Lost replies whose write was found applied. */
-    public long getLostRepliesApplied() { return values[8]; }
+    public long getLostRepliesApplied() { return lostRepliesApplied; }
 
     /** Lost replies whose write was found not applied (the operation went on). */
-    public long getLostRepliesNotApplied() { return values[9]; }
+    public long getLostRepliesNotApplied() { return lostRepliesNotApplied; }
 
     /** Lost replies whose outcome stayed unknown ({@link OutcomeUnknownException}). */
-    public long getLostRepliesUnknown() { return values[10]; }
+    public long getLostRepliesUnknown() { return lostRepliesUnknown; }
 
     /** IDs leaked by the unknown outcomes. */
-    public long getIDsLeaked() { return values[11]; }
+    public long getIDsLeaked() { return idsLeaked; }
 
     /** ZooKeeper sessions lost and replaced (0 on the embedded stores). */
-    public long getSessionLosses() { return values[12]; }
+    public long getSessionLosses() { return sessionLosses; }
 
     /** The current ZooKeeper session's generation, 1 for the first (0 on the embedded stores). */
-    public long getSessionGeneration() { return values[13]; }
+    public long getSessionGeneration() { return sessionGeneration; }
 
     /** Takes and pushes timed. */
-    public long getLatencyCount() { return values[14]; }
+    public long getLatencyCount() { return latencyCount; }
 
     /** Their total duration in microseconds. */
-    public long getLatencySumMicros() { return values[15]; }
+    public long getLatencySumMicros() { return latencySumMicros; }
 
     /** The slowest one, in microseconds. */
-    public long getLatencyMaxMicros() { return values[16]; }
+    public long getLatencyMaxMicros() { return latencyMaxMicros; }
 
     /** Operations per latency bucket (see {@link #LATENCY_BUCKET_BOUNDS_MICROS}), not cumulative. */
     public long[] getLatencyBuckets() {
-        return Arrays.copyOfRange(values, FIXED, values.length);
+        return latencyBuckets.clone();
     }
 
     @Override

@@ -2,9 +2,6 @@ package io.zooid;
 
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.locks.Lock;
-import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
  * A distributed work queue in ZooKeeper: producers {@link #put} items, consumers {@link #claim}
@@ -34,15 +31,11 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * (a waiting {@link #claim} included), and any later call throws {@link IllegalStateException};
  * claims already made stay usable.
  */
-public final class WorkQueue implements AutoCloseable {
-    private final long handle;
+public final class WorkQueue extends NativeResource implements AutoCloseable {
     private final String path;
-    private final AtomicBoolean closed = new AtomicBoolean();
-    /** Calls hold the read lock; {@link #close()} takes the write lock to free the handle. */
-    private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
 
     private WorkQueue(long handle, String path) {
-        this.handle = handle;
+        super(handle);
         this.path = path;
     }
 
@@ -65,13 +58,7 @@ public final class WorkQueue implements AutoCloseable {
         Objects.requireNonNull(service, "service");
         Objects.requireNonNull(path, "path");
         Objects.requireNonNull(options, "options");
-        long handle = service.withHandle(h -> ZooidNative.queueOpen(
-                h,
-                path,
-                options.maxItems(),
-                options.maxItemBytes(),
-                options.operationTimeoutMillis(),
-                options.identity()));
+        long handle = service.withHandle(h -> ZooidNative.queueOpen(h, path, options));
         return new WorkQueue(handle, path);
     }
 
@@ -117,11 +104,6 @@ public final class WorkQueue implements AutoCloseable {
         });
     }
 
-    /** Whether {@link #close()} was called. */
-    public boolean isClosed() {
-        return closed.get();
-    }
-
     /**
      * Closes this handle on the queue (the queue and its items stay in ZooKeeper). Waits for calls
      * in progress on other threads; later calls throw {@link IllegalStateException}. Claims made
@@ -129,34 +111,22 @@ public final class WorkQueue implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (!closed.compareAndSet(false, true)) {
-            return;
-        }
-        Lock exclusive = lock.writeLock();
-        exclusive.lock();
-        try {
-            ZooidNative.queueClose(handle);
-        } finally {
-            exclusive.unlock();
-        }
+        closeOnce();
+    }
+
+    @Override
+    void free(long handle) {
+        ZooidNative.queueClose(handle);
+    }
+
+    @Override
+    String describe() {
+        return "WorkQueue " + path;
     }
 
     @Override
     public String toString() {
-        return "WorkQueue[" + path + (closed.get() ? ", closed]" : "]");
-    }
-
-    private <T> T withHandle(IDGeneratorService.HandleCall<T> call) throws IDGeneratorException {
-        Lock shared = lock.readLock();
-        shared.lock();
-        try {
-            if (closed.get()) {
-                throw new IllegalStateException("WorkQueue " + path + " is closed");
-            }
-            return call.call(handle);
-        } finally {
-            shared.unlock();
-        }
+        return "WorkQueue[" + path + (isClosed() ? ", closed]" : "]");
     }
 
     /**
@@ -165,27 +135,24 @@ public final class WorkQueue implements AutoCloseable {
      * that is neither completed nor released, so use it in try-with-resources.
      *
      * <p>The item's name and data are read once when it is claimed and stay readable after the
-     * claim is finished. Meant for one thread; calls that touch the claim are synchronized, so a
-     * {@link #close()} from another thread is safe.
+     * claim is finished. Meant for one thread; finishing it from another thread (a {@link
+     * #close()}, say) waits for a call in progress and is safe.
      */
-    public static final class Claim implements AutoCloseable {
+    public static final class Claim extends NativeResource implements AutoCloseable {
         private final String queue;
         private final String item;
         private final long sequence;
         private final byte[] data;
-        /** The native claim; 0 once finished (completed, released or closed). Guarded by this. */
-        private long handle;
 
         Claim(long handle, String queue) throws IDGeneratorException {
-            this.handle = handle;
+            super(handle);
             this.queue = queue;
             try {
                 this.item = ZooidNative.claimItem(handle);
                 this.sequence = ZooidNative.claimSequence(handle);
                 this.data = ZooidNative.claimData(handle);
             } catch (RuntimeException | IDGeneratorException e) {
-                ZooidNative.claimFree(handle);
-                this.handle = 0;
+                closeOnce();
                 throw e;
             }
         }
@@ -209,13 +176,13 @@ public final class WorkQueue implements AutoCloseable {
          * Whether the claim is known to be lost with its ZooKeeper session, in which case another
          * consumer may get the item; {@code false} is no promise. {@code true} once finished.
          */
-        public synchronized boolean isLost() {
-            return handle == 0 || ZooidNative.claimIsLost(handle);
+        public boolean isLost() {
+            return untilFreed(ZooidNative::claimIsLost, true);
         }
 
         /** Whether the claim was completed, released or closed. */
-        public synchronized boolean isFinished() {
-            return handle == 0;
+        public boolean isFinished() {
+            return isClosed();
         }
 
         /**
@@ -229,8 +196,11 @@ public final class WorkQueue implements AutoCloseable {
          *     (outcome unknown)
          * @throws IllegalStateException if the claim is already finished
          */
-        public synchronized void complete() throws IDGeneratorException {
-            ZooidNative.claimComplete(finish());
+        public void complete() throws IDGeneratorException {
+            finish(h -> {
+                ZooidNative.claimComplete(h);
+                return null;
+            });
         }
 
         /**
@@ -241,8 +211,11 @@ public final class WorkQueue implements AutoCloseable {
          *     already)
          * @throws IllegalStateException if the claim is already finished
          */
-        public synchronized void release() throws IDGeneratorException {
-            ZooidNative.claimRelease(finish());
+        public void release() throws IDGeneratorException {
+            finish(h -> {
+                ZooidNative.claimRelease(h);
+                return null;
+            });
         }
 
         /**
@@ -251,27 +224,23 @@ public final class WorkQueue implements AutoCloseable {
          * that fails, when the session ends). Closing again does nothing.
          */
         @Override
-        public synchronized void close() {
-            if (handle != 0) {
-                long h = handle;
-                handle = 0;
-                ZooidNative.claimFree(h);
-            }
-        }
-
-        private long finish() {
-            if (handle == 0) {
-                throw new IllegalStateException(
-                        "the claim of item " + item + " of queue " + queue + " is already finished");
-            }
-            long h = handle;
-            handle = 0;
-            return h;
+        public void close() {
+            closeOnce();
         }
 
         @Override
-        public synchronized String toString() {
-            return "WorkQueue.Claim[" + queue + "/" + item + (handle == 0 ? ", finished]" : "]");
+        void free(long handle) {
+            ZooidNative.claimFree(handle);
+        }
+
+        @Override
+        String describe() {
+            return "the claim of item " + item + " of queue " + queue;
+        }
+
+        @Override
+        public String toString() {
+            return "WorkQueue.Claim[" + queue + "/" + item + (isFinished() ? ", finished]" : "]");
         }
     }
 }

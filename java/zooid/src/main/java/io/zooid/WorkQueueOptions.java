@@ -8,6 +8,8 @@ import java.util.Objects;
  * options keep zooid's defaults: at most 10000 items, items of at most 65536 bytes, 30 s for a
  * put, complete or release to get through connection loss, {@code "<hostname>:<pid>"} as the
  * identity written into locks. The queue copies the options when it opens. Not thread-safe.
+ *
+ * <p>The native library reads the fields below by name ({@code src/java/options.rs}).
  */
 public final class WorkQueueOptions {
     /** The largest {@link #maxItems(int)}: a listing of the queue must fit ZooKeeper's jute.maxbuffer. */
@@ -64,21 +66,5 @@ public final class WorkQueueOptions {
     public WorkQueueOptions identity(String identity) {
         this.identity = Objects.requireNonNull(identity, "identity");
         return this;
-    }
-
-    int maxItems() {
-        return maxItems;
-    }
-
-    int maxItemBytes() {
-        return maxItemBytes;
-    }
-
-    long operationTimeoutMillis() {
-        return operationTimeoutMillis;
-    }
-
-    String identity() {
-        return identity;
     }
 }

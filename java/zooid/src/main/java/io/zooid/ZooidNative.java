@@ -5,10 +5,10 @@ package io.zooid;
  * {@code RegisterNatives} when the library loads. The class name is fixed in the native library:
  * do not relocate the {@code io.zooid} package when shading.
  *
- * <p>Handles are {@code IdGeneratorService} pointers; {@link IDGeneratorService} guarantees that
- * a handle is used only while open and closed exactly once. Queue and claim handles likewise, by
- * {@link WorkQueue} and {@link WorkQueue.Claim}. Ranges are {@code long[]} start/end
- * pairs.
+ * <p>Handles are pointers to native objects; the {@link NativeResource} that owns each one
+ * guarantees that it is used only while live and freed exactly once. Options cross as the Java
+ * options objects (the native side reads their fields by name), ranges as {@code long[]}
+ * start/end pairs.
  */
 final class ZooidNative {
     static {
@@ -22,23 +22,8 @@ final class ZooidNative {
         // Running the static initializer is the whole point.
     }
 
-    /** Opens a service; non-positive numbers and null strings mean the default. */
-    static native long open(
-            String connect,
-            long sessionTimeoutMillis,
-            String digestUser,
-            String digestPassword,
-            long operationTimeoutMillis,
-            int maxAttempts,
-            long maxPoolBytes,
-            String tlsCa,
-            String tlsCert,
-            String tlsKey,
-            String saslMechanism,
-            String saslUser,
-            String saslPassword,
-            String saslKeytab)
-            throws IDGeneratorException;
+    /** Opens a service; the options' unset fields (0, null) mean the default. */
+    static native long open(String connect, IDGeneratorOptions options) throws IDGeneratorException;
 
     static native void close(long handle);
 
@@ -58,13 +43,23 @@ final class ZooidNative {
     /** bounds start, bounds end, version, bytes, legacy (0/1), free count, free pairs... */
     static native long[] poolInfo(long handle, String category) throws IDGeneratorException;
 
+    /** Opens a CAS counter on the session of service {@code service}. */
+    static native long counterOpen(long service, String path) throws IDGeneratorException;
+
+    static native void counterClose(long counter);
+
+    static native void counterInit(long counter, long value) throws IDGeneratorException;
+
+    /** The reserved range: first, last. */
+    static native long[] counterNext(long counter, long n) throws IDGeneratorException;
+
+    static native long counterGet(long counter) throws IDGeneratorException;
+
     /**
-     * Opens a work queue on the session of service {@code service}; non-positive numbers (negative
-     * for {@code maxItemBytes}) and a null identity mean the default.
+     * Opens a work queue on the session of service {@code service}; the options' unset fields
+     * (0, a negative {@code maxItemBytes}, a null identity) mean the default.
      */
-    static native long queueOpen(
-            long service, String path, int maxItems, int maxItemBytes, long operationTimeoutMillis, String identity)
-            throws IDGeneratorException;
+    static native long queueOpen(long service, String path, WorkQueueOptions options) throws IDGeneratorException;
 
     static native void queueClose(long queue);
 
@@ -123,14 +118,7 @@ final class ZooidNative {
     static native byte[] electionLeader(long serviceHandle, String group) throws IDGeneratorException;
 
     /** Opens a prefetching source on a service handle; returns the source handle. */
-    static native long sourceOpen(
-            long serviceHandle,
-            String category,
-            long initialBatch,
-            long minBatch,
-            long maxBatch,
-            double refillWhenUsed,
-            long targetBatchMillis)
+    static native long sourceOpen(long serviceHandle, String category, IDSourceOptions options)
             throws IDGeneratorException;
 
     /** Writes the next run of at most {@code max} IDs to {@code out[0]..out[1]}. */
@@ -144,10 +132,10 @@ final class ZooidNative {
 
     static native void sourceFree(long handle);
 
-    /** The version of the Rust crate the library was built from. */
-    /** The service's statistics; layout in src/java/stats.rs. */
-    static native long[] stats(long handle) throws IDGeneratorException;
+    /** Fills {@code into} (a fresh object) with the service's statistics. */
+    static native void stats(long handle, ServiceStats into) throws IDGeneratorException;
 
+    /** The version of the Rust crate the library was built from. */
     static native String version();
 
     /** Panics in Rust, to test that the panic becomes an exception (code PANIC). */
