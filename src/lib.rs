@@ -19,7 +19,6 @@
 //! # Ok(()) }
 //! ```
 
-pub mod acl;
 pub mod blocking;
 pub mod blocks;
 pub mod chunks;
@@ -31,8 +30,6 @@ pub mod ffi;
 pub mod idset;
 pub mod java;
 pub mod keeper;
-#[cfg(feature = "kerberos")]
-mod kerberos;
 mod pace;
 pub mod pool;
 pub mod prefetch;
@@ -41,23 +38,35 @@ pub mod range;
 pub mod retry;
 mod runtime;
 pub mod service;
-pub mod session;
 pub mod stats;
 pub mod store;
-mod tls_probe;
+pub mod zk;
 
-pub use acl::{Acl, Perms};
+/// The session layer's former path; the same items as [`zk::session`], [`zk::classify`]'s
+/// fate of a request and [`zk::validate_path`].
+pub mod session {
+    pub use crate::zk::classify::{fate, is_gone, Fate};
+    pub use crate::zk::path::validate_path;
+    pub use crate::zk::session::*;
+}
+
+/// The ACLs' former path; the same items as [`zk::acl`].
+pub mod acl {
+    pub(crate) use crate::zk::classify::not_authorized;
+    pub use crate::zk::acl::*;
+}
+
+pub use zk::{Acl, ConnectOptions, ConnectionState, Perms, Sasl, Session, SessionStatus, TlsFiles};
 pub use counter::Counter;
 pub use election::{
     Election, ElectionOptions, ElectionStatus, FencedOp, FencedResult, LeaderInfo, LeaderState,
     PausePolicy,
 };
-pub use error::{Result, ZooidError};
+pub use error::{ErrorKind, Result, WriteOp, ZooidError};
 pub use idset::{IdCategory, IdSet};
 pub use queue::{Claim, QueueOptions, WorkQueue};
 pub use range::{IdRange, RangeSet};
 pub use retry::RetryPolicy;
 pub use service::{IdGeneratorService, PoolInfo, ServiceOptions};
-pub use session::{ConnectionState, Session, SessionStatus};
 pub use stats::{CategoryStats, LatencyHistogram, ServiceStats};
-pub use store::{AnyStore, ConnectOptions, Sasl, Store, TlsFiles};
+pub use store::{AnyStore, Store};

@@ -113,6 +113,18 @@ pub enum OpKind {
     Blocks,
 }
 
+impl From<OpKind> for crate::WriteOp {
+    fn from(kind: OpKind) -> Self {
+        match kind {
+            OpKind::Create => crate::WriteOp::Create,
+            OpKind::Take => crate::WriteOp::Take,
+            OpKind::Push => crate::WriteOp::Push,
+            OpKind::Ceiling => crate::WriteOp::Ceiling,
+            OpKind::Blocks => crate::WriteOp::Blocks,
+        }
+    }
+}
+
 impl OpKind {
     /// The word used in `#op` lines.
     pub const fn as_str(self) -> &'static str {

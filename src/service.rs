@@ -762,7 +762,7 @@ impl<S: Store> IdGeneratorService<S> {
                 self.stats.lost_reply(path, LostOutcome::Unknown, 0);
                 return Err(ZooidError::OutcomeUnknown {
                     category: path.to_string(),
-                    op: "take",
+                    op: crate::WriteOp::Take,
                     ids: Vec::new(),
                 });
             }
@@ -1664,7 +1664,7 @@ impl<S: Store> IdGeneratorService<S> {
                             tracing::error!(category = path, %why, op = kind.as_str(), ids = ?moved, "outcome unknown; IDs leaked");
                             return Err(ZooidError::OutcomeUnknown {
                                 category: path.to_string(),
-                                op: kind.as_str(),
+                                op: kind.into(),
                                 ids: moved,
                             });
                         }
