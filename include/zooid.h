@@ -181,6 +181,12 @@ enum zooid_status
    * Nothing was changed.
    */
   ZOOID_STATUS_WENT_BACKWARDS = 26,
+  /**
+   * The ensemble refused the credentials (a wrong password, an unknown user or principal)
+   * when the session was opened (the message names the identity, never a password).
+   * Nothing was done.
+   */
+  ZOOID_STATUS_AUTH_FAILED = 27,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -1162,7 +1168,8 @@ zooid_status zooid_options_set_retry_max_attempts(struct zooid_options *options,
  * Sets SASL DIGEST-MD5 authentication as `user` with `password` (a user of the servers' JAAS
  * `Server` section), during the connection handshake. ACL entries `sasl:USER` then grant it
  * rights. The strings are copied; the password is never shown in messages. Ignored by the
- * embedded stores. A wrong password fails `zooid_service_open` with `ZOOID_STATUS_STORE`.
+ * embedded stores. A wrong password fails `zooid_service_open` with
+ * `ZOOID_STATUS_AUTH_FAILED`.
  *
  * # Safety
  * `options` must be NULL or live options not used by another thread during the call; `user`
@@ -1488,7 +1495,8 @@ void zooid_service_free(const struct zooid_service *service);
  *
  * Errors: `ZOOID_STATUS_INVALID_ARGUMENT` for a malformed connect string,
  * `ZOOID_STATUS_CONNECTION_LOST` when no ZooKeeper session could be opened,
- * `ZOOID_STATUS_STORE` when authentication failed or the directory cannot be used.
+ * `ZOOID_STATUS_AUTH_FAILED` when the servers refused the credentials,
+ * `ZOOID_STATUS_STORE` when the directory cannot be used.
  *
  * # Safety
  * `connect` must be NULL or a NUL-terminated string; `options` NULL or live options;

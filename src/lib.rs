@@ -19,7 +19,6 @@
 //! # Ok(()) }
 //! ```
 
-pub mod acl;
 pub mod alloc;
 pub mod blocking;
 pub mod durable;
@@ -29,25 +28,35 @@ pub mod format;
 pub mod idset;
 pub mod java;
 pub mod keeper;
-#[cfg(feature = "kerberos")]
-mod kerberos;
 mod marshal;
 mod pace;
 pub mod range;
 pub mod recipes;
 pub mod retry;
 mod runtime;
-pub mod session;
 pub mod stats;
 pub mod store;
-mod tls_probe;
+pub mod zk;
 
 // The recipes' modules keep their paths at the crate root (`zooid::queue::QueueOptions`, ...).
 pub use recipes::{counter, election, prefetch, queue};
 
-pub use acl::{Acl, Perms};
+/// The session layer's former path; the same items as [`zk::session`], [`zk::classify`]'s
+/// fate of a request and [`zk::validate_path`].
+pub mod session {
+    pub use crate::zk::classify::{fate, is_gone, Fate};
+    pub use crate::zk::path::validate_path;
+    pub use crate::zk::session::*;
+}
+
+/// The ACLs' former path; the same items as [`zk::acl`].
+pub mod acl {
+    pub(crate) use crate::zk::classify::not_authorized;
+    pub use crate::zk::acl::*;
+}
+
 pub use alloc::{IdGeneratorService, PoolInfo, ServiceOptions};
-pub use error::{Result, ZooidError};
+pub use error::{ErrorKind, Result, WriteOp, ZooidError};
 pub use idset::{IdCategory, IdSet};
 pub use range::{IdRange, RangeSet};
 pub use recipes::counter::Counter;
@@ -57,6 +66,6 @@ pub use recipes::election::{
 };
 pub use recipes::queue::{Claim, QueueOptions, WorkQueue};
 pub use retry::RetryPolicy;
-pub use session::{ConnectionState, Session, SessionStatus};
 pub use stats::{CategoryStats, LatencyHistogram, ServiceStats};
-pub use store::{AnyStore, ConnectOptions, Sasl, Store, TlsFiles};
+pub use store::{AnyStore, Store};
+pub use zk::{Acl, ConnectOptions, ConnectionState, Perms, Sasl, Session, SessionStatus, TlsFiles};

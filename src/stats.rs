@@ -288,26 +288,9 @@ impl Recorder {
     }
 }
 
-/// The outcome field of an operation's span and metrics: `ok`, or the error's kind.
+/// The outcome field of an operation's span and metrics: `ok`, or the error's kind's label.
 pub(crate) fn outcome_of(err: Option<&crate::ZooidError>) -> &'static str {
-    use crate::ZooidError as E;
-    match err {
-        None => "ok",
-        Some(E::Exhausted { .. }) => "exhausted",
-        Some(E::NotFound { .. }) => "not_found",
-        Some(E::CategoryExists { .. }) => "exists",
-        Some(E::InvalidArgument(_)) => "invalid_argument",
-        Some(E::OutOfBounds { .. }) => "out_of_bounds",
-        Some(E::AlreadyFree { .. }) => "already_free",
-        Some(E::CorruptPool { .. }) => "corrupt_pool",
-        Some(E::PoolFull { .. }) => "pool_full",
-        Some(E::Contention { .. }) => "contention",
-        Some(E::OutcomeUnknown { .. }) => "outcome_unknown",
-        Some(E::ConnectionLost { .. }) => "connection_lost",
-        Some(E::Timeout { .. }) => "timeout",
-        Some(E::VersionWrap { .. }) => "version_wrap",
-        Some(_) => "error",
-    }
+    err.map_or("ok", |err| err.kind().label())
 }
 
 #[cfg(test)]

@@ -324,39 +324,9 @@ fn main() -> ExitCode {
 
 /// The exit code of a missing category or node.
 pub const NOT_FOUND: u8 = 4;
-/// The exit code of a request ZooKeeper refused for lack of permission (9-13 are the recipes'
-/// codes: queue full, too large, session lost, no leader, not the leader).
-pub const NOT_AUTHORIZED: u8 = 14;
-
-/// Whether ZooKeeper refused the session's credentials (a refused ACL is the typed
-/// `NotAuthorized`; a failed authentication when opening the session is a `Store` error).
-fn not_authorized(err: &ZooidError) -> bool {
-    matches!(err, ZooidError::Store { reason, .. }
-        if reason.contains("not authorized") || reason.contains("authentication failed"))
-}
-
-/// Distinct exit codes for the errors a script may want to tell apart (README and
-/// docs/OPERATIONS.md list them).
+/// The exit code of an error: its kind's (README and docs/OPERATIONS.md list them).
 fn exit_code(err: &ZooidError) -> u8 {
-    match err {
-        ZooidError::InvalidArgument(_) => 2,
-        ZooidError::Exhausted { .. } => 3,
-        ZooidError::NotFound { .. } => NOT_FOUND,
-        ZooidError::CategoryExists { .. } => 5,
-        ZooidError::CorruptPool { .. } => 6,
-        ZooidError::OutcomeUnknown { .. } => 7,
-        ZooidError::ConnectionLost { .. } | ZooidError::Timeout { .. } => 8,
-        ZooidError::QueueFull { .. } => 9,
-        ZooidError::TooLarge { .. } => 10,
-        ZooidError::SessionLost { .. } => 11,
-        // 12: `zooid leader` found no leader (not an error).
-        ZooidError::NotLeader { .. } => 13,
-        ZooidError::NotAuthorized { .. } => NOT_AUTHORIZED,
-        err if not_authorized(err) => NOT_AUTHORIZED,
-        ZooidError::ReservationExhausted { .. } => 15,
-        ZooidError::WentBackwards { .. } => 16,
-        _ => 1,
-    }
+    err.kind().exit_code()
 }
 
 /// What to do about an error, appended to its line.
@@ -366,7 +336,7 @@ fn hint(err: &ZooidError, connect: &str) -> Option<String> {
             "is ZooKeeper running and reachable at {connect}? Check --connect / ZOOID_CONNECT (host:port,...[/chroot])"
         ),
         ZooidError::NotAuthorized { .. } => "give the credentials of an identity the node's ACL allows (ZOOID_AUTH=user:password, or --sasl ...), or have its ACL changed".to_string(),
-        err if not_authorized(err) => "ZooKeeper refused access: give the credentials of an identity the node's ACL allows (ZOOID_AUTH=user:password, or --sasl ...)".to_string(),
+        ZooidError::AuthFailed { .. } => "ZooKeeper refused the credentials: give those of an identity the ensemble knows (ZOOID_AUTH=user:password, or --sasl ...)".to_string(),
         ZooidError::Exhausted { .. } => {
             "push unused IDs back (zooid push) or create a new category".to_string()
         }

@@ -419,7 +419,7 @@ impl<S: Store> IdGeneratorService<S> {
                 tracing::error!(category = path, %why, op = kind.as_str(), ids = ?write.moved, "outcome unknown; IDs leaked");
                 Err(ZooidError::OutcomeUnknown {
                     category: path.to_string(),
-                    op: kind.as_str(),
+                    op: kind.into(),
                     ids: write.moved,
                 })
             }

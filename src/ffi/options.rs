@@ -129,7 +129,8 @@ pub unsafe extern "C" fn zooid_options_set_tls(
 /// Sets SASL DIGEST-MD5 authentication as `user` with `password` (a user of the servers' JAAS
 /// `Server` section), during the connection handshake. ACL entries `sasl:USER` then grant it
 /// rights. The strings are copied; the password is never shown in messages. Ignored by the
-/// embedded stores. A wrong password fails `zooid_service_open` with `ZOOID_STATUS_STORE`.
+/// embedded stores. A wrong password fails `zooid_service_open` with
+/// `ZOOID_STATUS_AUTH_FAILED`.
 ///
 /// # Safety
 /// `options` must be NULL or live options not used by another thread during the call; `user`

@@ -42,7 +42,8 @@ pub(super) unsafe fn category(path: *const c_char) -> Result<IdCategory, Failure
 ///
 /// Errors: `ZOOID_STATUS_INVALID_ARGUMENT` for a malformed connect string,
 /// `ZOOID_STATUS_CONNECTION_LOST` when no ZooKeeper session could be opened,
-/// `ZOOID_STATUS_STORE` when authentication failed or the directory cannot be used.
+/// `ZOOID_STATUS_AUTH_FAILED` when the servers refused the credentials,
+/// `ZOOID_STATUS_STORE` when the directory cannot be used.
 ///
 /// # Safety
 /// `connect` must be NULL or a NUL-terminated string; `options` NULL or live options;

@@ -3,7 +3,7 @@
 use std::ffi::c_char;
 
 use super::Failure;
-use crate::ZooidError;
+use crate::{ErrorKind, ZooidError};
 
 /// The outcome of a zooid call. `ZOOID_STATUS_OK` (0) is success; every other value is an error
 /// whose message is this thread's last error (`zooid_last_error_message`).
@@ -83,11 +83,15 @@ pub enum zooid_status {
     /// from an older state), or a durable-record write would move the record backwards.
     /// Nothing was changed.
     ZOOID_STATUS_WENT_BACKWARDS = 26,
+    /// The ensemble refused the credentials (a wrong password, an unknown user or principal)
+    /// when the session was opened (the message names the identity, never a password).
+    /// Nothing was done.
+    ZOOID_STATUS_AUTH_FAILED = 27,
 }
 
 impl zooid_status {
     /// Every status, in numeric order.
-    pub(crate) const ALL: [zooid_status; 27] = [
+    pub(crate) const ALL: [zooid_status; 28] = [
         Self::ZOOID_STATUS_OK,
         Self::ZOOID_STATUS_INVALID_ARGUMENT,
         Self::ZOOID_STATUS_EXHAUSTED,
@@ -115,37 +119,20 @@ impl zooid_status {
         Self::ZOOID_STATUS_NOT_AUTHORIZED,
         Self::ZOOID_STATUS_RESERVATION_EXHAUSTED,
         Self::ZOOID_STATUS_WENT_BACKWARDS,
+        Self::ZOOID_STATUS_AUTH_FAILED,
     ];
 
-    /// The status for an error of the library.
+    /// The status for an error of the library: its kind's number.
     pub fn of(err: &ZooidError) -> Self {
-        #[allow(unreachable_patterns)] // ZooidError is #[non_exhaustive]: future variants.
-        match err {
-            ZooidError::Exhausted { .. } => Self::ZOOID_STATUS_EXHAUSTED,
-            ZooidError::NotFound { .. } => Self::ZOOID_STATUS_NOT_FOUND,
-            ZooidError::CategoryExists { .. } => Self::ZOOID_STATUS_CATEGORY_EXISTS,
-            ZooidError::InvalidArgument(_) => Self::ZOOID_STATUS_INVALID_ARGUMENT,
-            ZooidError::OutOfBounds { .. } => Self::ZOOID_STATUS_OUT_OF_BOUNDS,
-            ZooidError::AlreadyFree { .. } => Self::ZOOID_STATUS_ALREADY_FREE,
-            ZooidError::CorruptPool { .. } => Self::ZOOID_STATUS_CORRUPT_POOL,
-            ZooidError::PoolFull { .. } => Self::ZOOID_STATUS_POOL_FULL,
-            ZooidError::Contention { .. } => Self::ZOOID_STATUS_CONTENTION,
-            ZooidError::OutcomeUnknown { .. } => Self::ZOOID_STATUS_OUTCOME_UNKNOWN,
-            ZooidError::ConnectionLost { .. } => Self::ZOOID_STATUS_CONNECTION_LOST,
-            ZooidError::Timeout { .. } => Self::ZOOID_STATUS_TIMEOUT,
-            ZooidError::VersionWrap { .. } => Self::ZOOID_STATUS_VERSION_WRAP,
-            ZooidError::Store { .. } => Self::ZOOID_STATUS_STORE,
-            ZooidError::RuntimeThread => Self::ZOOID_STATUS_RUNTIME_THREAD,
-            ZooidError::NotLeader { .. } => Self::ZOOID_STATUS_NOT_LEADER,
-            ZooidError::SessionLost { .. } => Self::ZOOID_STATUS_SESSION_LOST,
-            ZooidError::QueueFull { .. } => Self::ZOOID_STATUS_QUEUE_FULL,
-            ZooidError::TooLarge { .. } => Self::ZOOID_STATUS_TOO_LARGE,
-            ZooidError::Closed { .. } => Self::ZOOID_STATUS_CLOSED,
-            ZooidError::NotAuthorized { .. } => Self::ZOOID_STATUS_NOT_AUTHORIZED,
-            ZooidError::ReservationExhausted { .. } => Self::ZOOID_STATUS_RESERVATION_EXHAUSTED,
-            ZooidError::WentBackwards { .. } => Self::ZOOID_STATUS_WENT_BACKWARDS,
-            _ => Self::ZOOID_STATUS_OTHER,
-        }
+        Self::of_kind(err.kind())
+    }
+
+    /// The status numbered like `kind` (every kind's number is a status; see the tests).
+    pub(crate) fn of_kind(kind: ErrorKind) -> Self {
+        Self::ALL
+            .get(kind.number() as usize)
+            .copied()
+            .unwrap_or(Self::ZOOID_STATUS_OTHER)
     }
 
     /// The status for a failure at the boundary.
@@ -188,6 +175,7 @@ impl zooid_status {
             Self::ZOOID_STATUS_NOT_AUTHORIZED => "ZOOID_STATUS_NOT_AUTHORIZED\0",
             Self::ZOOID_STATUS_RESERVATION_EXHAUSTED => "ZOOID_STATUS_RESERVATION_EXHAUSTED\0",
             Self::ZOOID_STATUS_WENT_BACKWARDS => "ZOOID_STATUS_WENT_BACKWARDS\0",
+            Self::ZOOID_STATUS_AUTH_FAILED => "ZOOID_STATUS_AUTH_FAILED\0",
         }
     }
 }
@@ -219,171 +207,28 @@ mod tests {
         assert_eq!(unknown.to_str().unwrap(), "ZOOID_STATUS_UNKNOWN");
     }
 
+    /// Each kind's status has the kind's number and name, and no two kinds share a status.
     #[test]
-    fn every_library_error_has_its_own_status() {
-        use crate::IdRange;
-        use std::time::Duration;
-        let c = || "/c".to_string();
-        let range = IdRange::single(1);
-        let cases = [
-            (
-                ZooidError::Exhausted { category: c() },
-                zooid_status::ZOOID_STATUS_EXHAUSTED,
-            ),
-            (
-                ZooidError::NotFound { category: c() },
-                zooid_status::ZOOID_STATUS_NOT_FOUND,
-            ),
-            (
-                ZooidError::CategoryExists { category: c() },
-                zooid_status::ZOOID_STATUS_CATEGORY_EXISTS,
-            ),
-            (
-                ZooidError::InvalidArgument(c()),
-                zooid_status::ZOOID_STATUS_INVALID_ARGUMENT,
-            ),
-            (
-                ZooidError::OutOfBounds {
-                    category: c(),
-                    range,
-                    bounds: range,
-                },
-                zooid_status::ZOOID_STATUS_OUT_OF_BOUNDS,
-            ),
-            (
-                ZooidError::AlreadyFree {
-                    category: c(),
-                    range,
-                },
-                zooid_status::ZOOID_STATUS_ALREADY_FREE,
-            ),
-            (
-                ZooidError::CorruptPool {
-                    path: c(),
-                    line: 1,
-                    content: c(),
-                    reason: c(),
-                },
-                zooid_status::ZOOID_STATUS_CORRUPT_POOL,
-            ),
-            (
-                ZooidError::PoolFull {
-                    category: c(),
-                    bytes: 2,
-                    limit: 1,
-                },
-                zooid_status::ZOOID_STATUS_POOL_FULL,
-            ),
-            (
-                ZooidError::Contention {
-                    category: c(),
-                    attempts: 1,
-                    elapsed: Duration::ZERO,
-                },
-                zooid_status::ZOOID_STATUS_CONTENTION,
-            ),
-            (
-                ZooidError::OutcomeUnknown {
-                    category: c(),
-                    op: "take",
-                    ids: vec![range],
-                },
-                zooid_status::ZOOID_STATUS_OUTCOME_UNKNOWN,
-            ),
-            (
-                ZooidError::ConnectionLost {
-                    category: c(),
-                    reason: c(),
-                },
-                zooid_status::ZOOID_STATUS_CONNECTION_LOST,
-            ),
-            (
-                ZooidError::Timeout {
-                    what: c(),
-                    after: Duration::ZERO,
-                },
-                zooid_status::ZOOID_STATUS_TIMEOUT,
-            ),
-            (
-                ZooidError::VersionWrap {
-                    path: c(),
-                    version: i32::MAX,
-                },
-                zooid_status::ZOOID_STATUS_VERSION_WRAP,
-            ),
-            (
-                ZooidError::Store {
-                    path: c(),
-                    reason: c(),
-                },
-                zooid_status::ZOOID_STATUS_STORE,
-            ),
-            (
-                ZooidError::RuntimeThread,
-                zooid_status::ZOOID_STATUS_RUNTIME_THREAD,
-            ),
-            (
-                ZooidError::NotLeader {
-                    group: c(),
-                    reason: c(),
-                },
-                zooid_status::ZOOID_STATUS_NOT_LEADER,
-            ),
-            (
-                ZooidError::SessionLost {
-                    what: c(),
-                    reason: c(),
-                },
-                zooid_status::ZOOID_STATUS_SESSION_LOST,
-            ),
-            (
-                ZooidError::QueueFull {
-                    queue: c(),
-                    limit: 1,
-                },
-                zooid_status::ZOOID_STATUS_QUEUE_FULL,
-            ),
-            (
-                ZooidError::TooLarge {
-                    what: c(),
-                    bytes: 2,
-                    limit: 1,
-                },
-                zooid_status::ZOOID_STATUS_TOO_LARGE,
-            ),
-            (
-                ZooidError::Closed { what: c() },
-                zooid_status::ZOOID_STATUS_CLOSED,
-            ),
-            (
-                ZooidError::NotAuthorized {
-                    path: c(),
-                    identity: c(),
-                },
-                zooid_status::ZOOID_STATUS_NOT_AUTHORIZED,
-            ),
-            (
-                ZooidError::ReservationExhausted {
-                    category: c(),
-                    ceiling: 1,
-                    waited: Duration::ZERO,
-                },
-                zooid_status::ZOOID_STATUS_RESERVATION_EXHAUSTED,
-            ),
-            (
-                ZooidError::WentBackwards {
-                    what: c(),
-                    reason: c(),
-                },
-                zooid_status::ZOOID_STATUS_WENT_BACKWARDS,
-            ),
-        ];
-        for (err, status) in &cases {
-            assert_eq!(zooid_status::of(err), *status, "{err}");
+    fn every_error_kind_has_its_own_status() {
+        let mut seen = std::collections::BTreeSet::new();
+        for kind in ErrorKind::ALL {
+            let status = zooid_status::of_kind(*kind);
+            assert_eq!(status as u32, kind.number(), "{kind:?}");
+            assert_eq!(
+                format!("{status:?}"),
+                format!("ZOOID_STATUS_{}", kind.name().to_uppercase())
+            );
+            assert!(seen.insert(status as u32), "two kinds share {status:?}");
         }
-        let mut seen: Vec<u32> = cases.iter().map(|(_, s)| *s as u32).collect();
-        seen.sort_unstable();
-        seen.dedup();
-        assert_eq!(seen.len(), cases.len(), "two errors share a status");
+        for err in crate::error::samples() {
+            assert_eq!(zooid_status::of(&err) as u32, err.kind().number(), "{err}");
+        }
+        // The statuses no kind has are the boundary's own.
+        let own: Vec<u32> = zooid_status::ALL
+            .iter()
+            .map(|s| *s as u32)
+            .filter(|n| !seen.contains(n))
+            .collect();
+        assert_eq!(own, [0, 16, 17, 18]);
     }
 }

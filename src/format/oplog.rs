@@ -78,3 +78,16 @@ pub struct OpRecord {
 
 /// The longest `#op` line: `#op <i32> <kind> <16 hex> <u64>\n`.
 pub const MAX_OP_LINE_BYTES: usize = 4 + 11 + 7 + 17 + 21;
+
+impl From<OpKind> for crate::error::WriteOp {
+    fn from(kind: OpKind) -> Self {
+        use crate::error::WriteOp;
+        match kind {
+            OpKind::Create => WriteOp::Create,
+            OpKind::Take => WriteOp::Take,
+            OpKind::Push => WriteOp::Push,
+            OpKind::Ceiling => WriteOp::Ceiling,
+            OpKind::Blocks => WriteOp::Blocks,
+        }
+    }
+}

@@ -17,35 +17,14 @@ use jni::{ids::JStaticMethodID, jni_sig, jni_str, Env};
 
 use crate::{IdRange, ZooidError};
 
-/// Error codes understood by `io.zooid.NativeErrors`: the numbers of the C ABI's `zooid_status`
-/// for the same conditions, plus two negative ones for misuse.
+/// Error codes understood by `io.zooid.NativeErrors` beyond the kinds' numbers
+/// ([`ErrorKind::number`], which are `io.zooid.ErrorCode`'s): the C ABI's numbers for a panic
+/// and an unclassified failure, and two negative ones for misuse.
 pub(crate) mod code {
-    pub const INVALID_ARGUMENT: i32 = 1;
-    pub const EXHAUSTED: i32 = 2;
-    pub const NOT_FOUND: i32 = 3;
-    pub const CATEGORY_EXISTS: i32 = 4;
-    pub const OUT_OF_BOUNDS: i32 = 5;
-    pub const ALREADY_FREE: i32 = 6;
-    pub const CORRUPT_POOL: i32 = 7;
-    pub const POOL_FULL: i32 = 8;
-    pub const CONTENTION: i32 = 9;
-    pub const OUTCOME_UNKNOWN: i32 = 10;
-    pub const CONNECTION_LOST: i32 = 11;
-    pub const TIMEOUT: i32 = 12;
-    pub const VERSION_WRAP: i32 = 13;
-    pub const STORE: i32 = 14;
-    pub const RUNTIME_THREAD: i32 = 15;
+    /// zooid panicked (a bug): `ErrorCode.PANIC`.
     pub const PANIC: i32 = 17;
+    /// A failure of the binding itself (a JNI call): `ErrorCode.OTHER`.
     pub const OTHER: i32 = 18;
-    pub const NOT_LEADER: i32 = 19;
-    pub const SESSION_LOST: i32 = 20;
-    pub const QUEUE_FULL: i32 = 21;
-    pub const TOO_LARGE: i32 = 22;
-    /// A closed handle or resigned candidacy: `IllegalStateException` on the Java side.
-    pub const CLOSED: i32 = 23;
-    pub const NOT_AUTHORIZED: i32 = 24;
-    pub const RESERVATION_EXHAUSTED: i32 = 25;
-    pub const WENT_BACKWARDS: i32 = 26;
     /// A null argument: `NullPointerException`.
     pub const NULL_ARGUMENT: i32 = -1;
     /// An object used in the wrong state: `IllegalStateException`.
@@ -99,67 +78,19 @@ impl Described {
         }
     }
 
+    /// The exception for an error of the library: the code is the error's kind's number; the
+    /// category, operation and IDs are the error's own.
     fn of_zooid(err: &ZooidError) -> Self {
-        let message = err.to_string();
-        let (code, category, operation, ranges): (i32, Option<&str>, _, Vec<IdRange>) = match err {
-            ZooidError::Exhausted { category } => (code::EXHAUSTED, Some(category), None, vec![]),
-            ZooidError::NotFound { category } => (code::NOT_FOUND, Some(category), None, vec![]),
-            ZooidError::CategoryExists { category } => {
-                (code::CATEGORY_EXISTS, Some(category), None, vec![])
-            }
-            ZooidError::InvalidArgument(_) => (code::INVALID_ARGUMENT, None, None, vec![]),
-            ZooidError::OutOfBounds {
-                category,
-                range,
-                bounds,
-            } => (
-                code::OUT_OF_BOUNDS,
-                Some(category),
-                None,
-                vec![*range, *bounds],
-            ),
-            ZooidError::AlreadyFree { category, range } => {
-                (code::ALREADY_FREE, Some(category), None, vec![*range])
-            }
-            ZooidError::CorruptPool { path, .. } => (code::CORRUPT_POOL, Some(path), None, vec![]),
-            ZooidError::PoolFull { category, .. } => {
-                (code::POOL_FULL, Some(category), None, vec![])
-            }
-            ZooidError::Contention { category, .. } => {
-                (code::CONTENTION, Some(category), None, vec![])
-            }
-            ZooidError::OutcomeUnknown { category, op, ids } => (
-                code::OUTCOME_UNKNOWN,
-                Some(category),
-                Some(*op),
-                ids.clone(),
-            ),
-            ZooidError::ConnectionLost { category, .. } => {
-                (code::CONNECTION_LOST, Some(category), None, vec![])
-            }
-            ZooidError::Timeout { what, .. } => (code::TIMEOUT, Some(what), None, vec![]),
-            ZooidError::VersionWrap { path, .. } => (code::VERSION_WRAP, Some(path), None, vec![]),
-            ZooidError::Store { path, .. } => (code::STORE, Some(path), None, vec![]),
-            ZooidError::RuntimeThread => (code::RUNTIME_THREAD, None, None, vec![]),
-            ZooidError::NotLeader { group, .. } => (code::NOT_LEADER, Some(group), None, vec![]),
-            ZooidError::SessionLost { what, .. } => (code::SESSION_LOST, Some(what), None, vec![]),
-            ZooidError::QueueFull { queue, .. } => (code::QUEUE_FULL, Some(queue), None, vec![]),
-            ZooidError::TooLarge { what, .. } => (code::TOO_LARGE, Some(what), None, vec![]),
-            ZooidError::Closed { what } => (code::CLOSED, Some(what), None, vec![]),
-            ZooidError::NotAuthorized { path, .. } => {
-                (code::NOT_AUTHORIZED, Some(path), None, vec![])
-            }
-            ZooidError::ReservationExhausted { category, .. } => {
-                (code::RESERVATION_EXHAUSTED, Some(category), None, vec![])
-            }
-            ZooidError::WentBackwards { what, .. } => {
-                (code::WENT_BACKWARDS, Some(what), None, vec![])
-            }
+        let (operation, ranges) = match err {
+            ZooidError::OutcomeUnknown { op, ids, .. } => (Some(op.as_str()), ids.clone()),
+            ZooidError::OutOfBounds { range, bounds, .. } => (None, vec![*range, *bounds]),
+            ZooidError::AlreadyFree { range, .. } => (None, vec![*range]),
+            _ => (None, Vec::new()),
         };
         Self {
-            code,
-            message,
-            category: category.filter(|c| !c.is_empty()).map(str::to_string),
+            code: err.kind().number() as i32,
+            message: err.to_string(),
+            category: err.subject().map(str::to_string),
             operation,
             ranges,
         }
@@ -318,6 +249,7 @@ impl<T: Default> ErrorPolicy<T, Failure> for ThrowJava {
 mod tests {
     use super::*;
     use crate::ffi::zooid_status;
+    use crate::ErrorKind;
 
     fn range(start: i64, end: i64) -> IdRange {
         IdRange::new(start, end).unwrap()
@@ -326,110 +258,25 @@ mod tests {
     /// The Java codes are the C ABI's status numbers, variant for variant.
     #[test]
     fn codes_match_the_c_status_numbers() {
-        let errors = [
-            ZooidError::Exhausted {
-                category: "/c".into(),
-            },
-            ZooidError::NotFound {
-                category: "/c".into(),
-            },
-            ZooidError::CategoryExists {
-                category: "/c".into(),
-            },
-            ZooidError::InvalidArgument("x".into()),
-            ZooidError::OutOfBounds {
-                category: "/c".into(),
-                range: range(5, 6),
-                bounds: range(1, 4),
-            },
-            ZooidError::AlreadyFree {
-                category: "/c".into(),
-                range: range(1, 2),
-            },
-            ZooidError::CorruptPool {
-                path: "/c".into(),
-                line: 1,
-                content: "x".into(),
-                reason: "bad".into(),
-            },
-            ZooidError::PoolFull {
-                category: "/c".into(),
-                bytes: 2,
-                limit: 1,
-            },
-            ZooidError::Contention {
-                category: "/c".into(),
-                attempts: 1,
-                elapsed: std::time::Duration::ZERO,
-            },
-            ZooidError::OutcomeUnknown {
-                category: "/c".into(),
-                op: "take",
-                ids: vec![range(1, 10)],
-            },
-            ZooidError::ConnectionLost {
-                category: "/c".into(),
-                reason: "down".into(),
-            },
-            ZooidError::Timeout {
-                what: "/c".into(),
-                after: std::time::Duration::ZERO,
-            },
-            ZooidError::VersionWrap {
-                path: "/c".into(),
-                version: i32::MAX,
-            },
-            ZooidError::Store {
-                path: "/c".into(),
-                reason: "refused".into(),
-            },
-            ZooidError::RuntimeThread,
-            ZooidError::NotLeader {
-                group: "/g".into(),
-                reason: "gone".into(),
-            },
-            ZooidError::SessionLost {
-                what: "/q".into(),
-                reason: "expired".into(),
-            },
-            ZooidError::QueueFull {
-                queue: "/q".into(),
-                limit: 1,
-            },
-            ZooidError::TooLarge {
-                what: "/q".into(),
-                bytes: 2,
-                limit: 1,
-            },
-            ZooidError::Closed { what: "/g".into() },
-            ZooidError::NotAuthorized {
-                path: "/c".into(),
-                identity: "sasl:app".into(),
-            },
-            ZooidError::ReservationExhausted {
-                category: "/c".into(),
-                ceiling: 10,
-                waited: std::time::Duration::ZERO,
-            },
-            ZooidError::WentBackwards {
-                what: "/c".into(),
-                reason: "version 3 after 7".into(),
-            },
-        ];
-        for err in errors {
+        for err in crate::error::samples() {
             let described = Described::of_zooid(&err);
             assert_eq!(described.code, zooid_status::of(&err) as i32, "{err:?}");
             assert_eq!(described.message, err.to_string());
+            assert_eq!(described.category.as_deref(), err.subject());
         }
         assert_eq!(code::PANIC, zooid_status::ZOOID_STATUS_PANIC as i32);
         assert_eq!(code::OTHER, zooid_status::ZOOID_STATUS_OTHER as i32);
+        let kinds: Vec<i32> = ErrorKind::ALL.iter().map(|k| k.number() as i32).collect();
+        for own in [code::PANIC, code::OTHER, code::NULL_ARGUMENT, code::ILLEGAL_STATE] {
+            assert!(!kinds.contains(&own), "{own} is a kind's number");
+        }
     }
 
     #[test]
     fn errors_that_name_ids_carry_them() {
         let lost = Described::of_zooid(&ZooidError::OutcomeUnknown {
             category: "/c".into(),
-            op: "push",
+            op: crate::WriteOp::Push,
             ids: vec![range(1, 10), range(20, 29)],
         });
         assert_eq!(lost.operation, Some("push"));

@@ -424,7 +424,7 @@ impl Counter {
                     tracing::error!(counter = %self.path, %why, range = %range, "counter write outcome unknown; values skipped");
                     return Err(ZooidError::OutcomeUnknown {
                         category: self.path.clone(),
-                        op: "next",
+                        op: crate::WriteOp::Next,
                         ids: vec![range],
                     });
                 }

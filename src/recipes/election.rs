@@ -538,7 +538,7 @@ pub async fn leader(session: &Session, group: &str) -> Result<Option<LeaderInfo>
         let children = match session.run(generation, client.list_children(group)).await {
             Ok(children) => children,
             Err(ZkError::NoNode) => return Ok(None),
-            Err(err) => return Err(read_error(group, err)),
+            Err(err) => return Err(crate::zk::to_zooid(&err, group, session.options())),
         };
         let Some(lowest) = candidates(&children).into_iter().next() else {
             return Ok(None);
@@ -556,7 +556,7 @@ pub async fn leader(session: &Session, group: &str) -> Result<Option<LeaderInfo>
             }
             // It left between the two reads: look again.
             Err(ZkError::NoNode) => continue,
-            Err(err) => return Err(read_error(group, err)),
+            Err(err) => return Err(crate::zk::to_zooid(&err, group, session.options())),
         }
     }
     Err(ZooidError::Store {
@@ -641,24 +641,6 @@ fn decode_payload(payload: &[u8]) -> (String, Vec<u8>) {
     }
 }
 
-fn read_error(group: &str, err: ZkError) -> ZooidError {
-    match err {
-        ZkError::ConnectionLoss | ZkError::Timeout | ZkError::SessionExpired => {
-            ZooidError::ConnectionLost {
-                category: group.to_string(),
-                reason: err.to_string(),
-            }
-        }
-        ZkError::ClientClosed => ZooidError::Closed {
-            what: "ZooKeeper session".into(),
-        },
-        other => ZooidError::Store {
-            path: group.to_string(),
-            reason: other.to_string(),
-        },
-    }
-}
-
 /// Creates the group node and its parents when missing (idempotent, so retried freely).
 async fn ensure_group(session: &Session, group: &str) -> Result<()> {
     let deadline = tokio::time::Instant::now() + 2 * session.request_limit();
@@ -673,7 +655,7 @@ async fn ensure_group(session: &Session, group: &str) -> Result<()> {
                 tracing::debug!(%err, group, "ensuring the group node; retrying");
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            Err(err) => return Err(read_error(group, err)),
+            Err(err) => return Err(crate::zk::to_zooid(&err, group, session.options())),
         }
     }
 }

@@ -564,8 +564,8 @@ impl Inner {
     }
 
     fn not_found(&self) -> ZooidError {
-        ZooidError::NotFound {
-            category: format!("queue {}", self.path),
+        ZooidError::QueueNotFound {
+            queue: self.path.clone(),
         }
     }
 
@@ -602,6 +602,9 @@ impl Inner {
     }
 
     fn zk_error(&self, what: &str, err: ZkError) -> ZooidError {
+        if crate::zk::classify(&err) == crate::zk::Verdict::NotAuthorized {
+            return crate::acl::not_authorized(&self.path, self.session.options());
+        }
         match fate(&err) {
             Fate::Refused => ZooidError::Store {
                 path: self.path.clone(),

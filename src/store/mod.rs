@@ -9,7 +9,6 @@ mod memory;
 mod zookeeper;
 
 use std::future::Future;
-use std::path::PathBuf;
 use std::time::Duration;
 
 pub use file::FileStore;
@@ -17,6 +16,7 @@ pub use memory::MemoryStore;
 pub use zookeeper::ZkStore;
 
 use crate::error::{Result, ZooidError};
+pub use crate::zk::{ConnectOptions, Sasl, TlsFiles};
 
 /// A node's data and its data version.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -99,7 +99,7 @@ pub trait Store: Send + Sync + 'static {
         &self,
         path: &str,
         data: &[u8],
-        acl: &[crate::acl::Acl],
+        acl: &[crate::zk::Acl],
     ) -> impl Future<Output = Result<(), StoreError>> + Send {
         let _ = (path, data, acl);
         async {
@@ -131,7 +131,7 @@ pub trait Store: Send + Sync + 'static {
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// The ZooKeeper session underneath, if the store has one (for statistics and recipes).
-    fn session(&self) -> Option<&crate::session::Session> {
+    fn session(&self) -> Option<&crate::zk::Session> {
         None
     }
 
@@ -160,181 +160,6 @@ pub trait Store: Send + Sync + 'static {
                 tokio::time::sleep(pause.min(until - now)).await;
                 pause = (pause * 2).min(Duration::from_millis(200));
             }
-        }
-    }
-}
-
-/// Options for opening a store from a connect string. Its `Debug` output never shows a
-/// password.
-#[derive(Clone)]
-pub struct ConnectOptions {
-    /// ZooKeeper session timeout.
-    pub session_timeout: Duration,
-    /// ZooKeeper `digest` authentication as (user, password), sent with `addauth` once the
-    /// session is open.
-    pub digest_auth: Option<(String, String)>,
-    /// TLS to the ensemble's `secureClientPort`; `None` for a plain connection.
-    pub tls: Option<TlsFiles>,
-    /// SASL authentication during the connection handshake; `None` for none.
-    pub sasl: Option<Sasl>,
-}
-
-/// The PEM files of a TLS connection to ZooKeeper. Only paths: the files are read when a
-/// session is opened (again for every replacement session, so rotated files are picked up).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TlsFiles {
-    /// The CA certificate(s) that signed the servers' certificates.
-    pub ca: PathBuf,
-    /// The client certificate, for mutual TLS (with `key`).
-    pub cert: Option<PathBuf>,
-    /// The client certificate's private key, for mutual TLS (with `cert`).
-    pub key: Option<PathBuf>,
-    /// Whether the server's certificate must name the host in the connect string (default
-    /// `true`; turning it off exposes the connection to man-in-the-middle attacks).
-    pub verify_hostname: bool,
-}
-
-impl TlsFiles {
-    /// Server-authenticated TLS trusting the CA in the PEM file `ca`, with hostname
-    /// verification.
-    pub fn ca(ca: impl Into<PathBuf>) -> Self {
-        Self {
-            ca: ca.into(),
-            cert: None,
-            key: None,
-            verify_hostname: true,
-        }
-    }
-
-    /// Adds the client certificate and key (PEM files) for mutual TLS.
-    pub fn with_identity(mut self, cert: impl Into<PathBuf>, key: impl Into<PathBuf>) -> Self {
-        self.cert = Some(cert.into());
-        self.key = Some(key.into());
-        self
-    }
-}
-
-/// SASL authentication to ZooKeeper, during the connection handshake.
-#[derive(Clone, PartialEq, Eq)]
-pub enum Sasl {
-    /// DIGEST-MD5 with a user of the server's JAAS `Server` section (`user_NAME="password"`).
-    Digest {
-        /// The user name.
-        user: String,
-        /// The password (never shown by `Debug`).
-        password: String,
-    },
-    /// Kerberos (GSSAPI) with a client principal whose key is in a keytab, as Hadoop clusters
-    /// use it. Needs zooid built with the `kerberos` feature.
-    Kerberos {
-        /// The client principal, such as `app/host@EXAMPLE.COM`.
-        principal: String,
-        /// The keytab holding the principal's key.
-        keytab: PathBuf,
-        /// The servers' service name, the first part of their principal (default `zookeeper`,
-        /// Java's `zookeeper.sasl.client.username`).
-        service: String,
-    },
-}
-
-impl Sasl {
-    /// DIGEST-MD5 as `user` with `password`.
-    pub fn digest(user: impl Into<String>, password: impl Into<String>) -> Self {
-        Sasl::Digest {
-            user: user.into(),
-            password: password.into(),
-        }
-    }
-
-    /// Kerberos as `principal`, with its key from `keytab`, to servers `zookeeper/HOST`.
-    pub fn kerberos(principal: impl Into<String>, keytab: impl Into<PathBuf>) -> Self {
-        Sasl::Kerberos {
-            principal: principal.into(),
-            keytab: keytab.into(),
-            service: "zookeeper".into(),
-        }
-    }
-}
-
-impl std::fmt::Debug for Sasl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Sasl::Digest { user, .. } => f
-                .debug_struct("Digest")
-                .field("user", user)
-                .field("password", &"<redacted>")
-                .finish(),
-            Sasl::Kerberos {
-                principal,
-                keytab,
-                service,
-            } => f
-                .debug_struct("Kerberos")
-                .field("principal", principal)
-                .field("keytab", keytab)
-                .field("service", service)
-                .finish(),
-        }
-    }
-}
-
-impl ConnectOptions {
-    /// Who this client is to ZooKeeper, for error messages: the authenticated identities
-    /// (never a secret), or `anonymous (world:anyone)`.
-    pub fn identity(&self) -> String {
-        let mut ids = Vec::new();
-        if let Some(sasl) = &self.sasl {
-            ids.push(match sasl {
-                Sasl::Digest { user, .. } => format!("sasl:{user} (DIGEST-MD5)"),
-                Sasl::Kerberos { principal, .. } => format!("sasl:{principal} (Kerberos)"),
-            });
-        }
-        if let Some((user, _)) = &self.digest_auth {
-            ids.push(format!("digest:{user}"));
-        }
-        if let Some(TlsFiles {
-            cert: Some(cert), ..
-        }) = &self.tls
-        {
-            ids.push(format!("x509 client certificate {}", cert.display()));
-        }
-        if ids.is_empty() {
-            "anonymous (world:anyone)".to_string()
-        } else {
-            ids.join(" + ")
-        }
-    }
-
-    /// Whether the session authenticates as someone (so nodes can be created `creator_all`).
-    pub(crate) fn authenticated(&self) -> bool {
-        self.digest_auth.is_some() || self.sasl.is_some()
-    }
-}
-
-impl std::fmt::Debug for ConnectOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ConnectOptions")
-            .field("session_timeout", &self.session_timeout)
-            .field(
-                "digest_auth",
-                &self
-                    .digest_auth
-                    .as_ref()
-                    .map(|(user, _)| (user, "<redacted>")),
-            )
-            .field("tls", &self.tls)
-            .field("sasl", &self.sasl)
-            .finish()
-    }
-}
-
-impl Default for ConnectOptions {
-    fn default() -> Self {
-        Self {
-            session_timeout: Duration::from_secs(10),
-            digest_auth: None,
-            tls: None,
-            sasl: None,
         }
     }
 }
@@ -368,7 +193,7 @@ impl AnyStore {
     }
 
     /// The ZooKeeper session underneath, for the recipes; `None` for the embedded stores.
-    pub fn session(&self) -> Option<&crate::session::Session> {
+    pub fn session(&self) -> Option<&crate::zk::Session> {
         match self {
             AnyStore::ZooKeeper(zk) => Some(zk.session()),
             AnyStore::Memory(_) | AnyStore::File(_) => None,
@@ -397,7 +222,7 @@ impl Store for AnyStore {
         &self,
         path: &str,
         data: &[u8],
-        acl: &[crate::acl::Acl],
+        acl: &[crate::zk::Acl],
     ) -> Result<(), StoreError> {
         dispatch!(self, s => s.create_with_acl(path, data, acl))
     }
@@ -413,7 +238,7 @@ impl Store for AnyStore {
     async fn delete(&self, path: &str, expected: i32) -> Result<(), StoreError> {
         dispatch!(self, s => s.delete(path, expected))
     }
-    fn session(&self) -> Option<&crate::session::Session> {
+    fn session(&self) -> Option<&crate::zk::Session> {
         AnyStore::session(self)
     }
 
@@ -427,56 +252,5 @@ pub(crate) fn parent(path: &str) -> Option<&str> {
     match path.rfind('/') {
         Some(0) | None => None,
         Some(i) => Some(&path[..i]),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::ConnectOptions;
-
-    #[test]
-    fn debug_output_hides_the_password() {
-        let options = ConnectOptions {
-            digest_auth: Some(("alice".into(), "s3cret-pw".into())),
-            ..ConnectOptions::default()
-        };
-        let shown = format!("{options:?}");
-        assert!(shown.contains("alice"), "{shown}");
-        assert!(!shown.contains("s3cret-pw"), "{shown}");
-    }
-
-    #[test]
-    fn debug_output_hides_the_sasl_password_and_identity_names_no_secret() {
-        use super::{Sasl, TlsFiles};
-        let options = ConnectOptions {
-            digest_auth: Some(("bob".into(), "addauth-pw-123".into())),
-            sasl: Some(Sasl::digest("alice", "sasl-pw-456")),
-            tls: Some(
-                TlsFiles::ca("/etc/zk/ca.pem").with_identity("/etc/zk/c.pem", "/etc/zk/k.pem"),
-            ),
-            ..ConnectOptions::default()
-        };
-        for shown in [
-            format!("{options:?}"),
-            format!("{options:#?}"),
-            options.identity(),
-            format!("{:?}", options.clone().sasl),
-        ] {
-            assert!(!shown.contains("sasl-pw-456"), "{shown}");
-            assert!(!shown.contains("addauth-pw-123"), "{shown}");
-        }
-        let shown = format!("{options:?}");
-        assert!(
-            shown.contains("alice") && shown.contains("/etc/zk/k.pem"),
-            "{shown}"
-        );
-        assert_eq!(
-            options.identity(),
-            "sasl:alice (DIGEST-MD5) + digest:bob + x509 client certificate /etc/zk/c.pem"
-        );
-        assert_eq!(
-            ConnectOptions::default().identity(),
-            "anonymous (world:anyone)"
-        );
     }
 }

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError};
 
-use super::{ConnectOptions, Store, StoreError, Versioned};
+use super::{Store, StoreError, Versioned};
 use crate::error::Result;
-use crate::session::Session;
+use crate::zk::{classify, describe_error, is_gone, ConnectOptions, Session, Verdict};
 
 /// A ZooKeeper ensemble reached through the process's shared [`Session`].
 #[derive(Clone)]
@@ -71,10 +71,7 @@ impl ZkStore {
                     StoreError::Unavailable(why)
                 })
             }
-            Err(ZkError::NoAuth) => Err(StoreError::NotAuthorized {
-                identity: self.session.options().identity(),
-            }),
-            Err(err) => Err(classify(err, write)),
+            Err(err) => Err(StoreError::from_zk(&err, write, self.session.options())),
         }
     }
 
@@ -92,22 +89,26 @@ impl ZkStore {
     }
 }
 
-/// Maps a client error; for writes, anything that does not prove "no change" is ambiguous.
-fn classify(err: ZkError, write: bool) -> StoreError {
-    match err {
-        ZkError::NoNode => StoreError::NoNode,
-        ZkError::NodeExists => StoreError::NodeExists,
-        ZkError::BadVersion => StoreError::BadVersion,
-        ZkError::NoAuth
-        | ZkError::AuthFailed
-        | ZkError::InvalidAcl
-        | ZkError::BadArguments(_)
-        | ZkError::NotEmpty => StoreError::Refused(err.to_string()),
-        ZkError::MarshallingError => {
-            StoreError::Refused(format!("{err} (node over the server's jute.maxbuffer?)"))
+impl StoreError {
+    /// The store's reading of a failed ZooKeeper request (see [`classify`]): an answer of the
+    /// servers is what it says; anything else is [`StoreError::Unknown`] for a write (it may
+    /// have applied) and [`StoreError::Unavailable`] for a read.
+    pub(crate) fn from_zk(err: &ZkError, write: bool, options: &ConnectOptions) -> StoreError {
+        match classify(err) {
+            Verdict::NoNode => StoreError::NoNode,
+            Verdict::NodeExists => StoreError::NodeExists,
+            Verdict::BadVersion => StoreError::BadVersion,
+            Verdict::NotAuthorized => StoreError::NotAuthorized {
+                identity: options.identity(),
+            },
+            Verdict::Refused => StoreError::Refused(describe_error(err)),
+            Verdict::Expired | Verdict::Closed | Verdict::Unknown if write => {
+                StoreError::Unknown(err.to_string())
+            }
+            Verdict::Expired | Verdict::Closed | Verdict::Unknown => {
+                StoreError::Unavailable(err.to_string())
+            }
         }
-        other if write => StoreError::Unknown(other.to_string()),
-        other => StoreError::Unavailable(other.to_string()),
     }
 }
 
@@ -133,9 +134,9 @@ impl Store for ZkStore {
         &self,
         path: &str,
         data: &[u8],
-        acl: &[crate::acl::Acl],
+        acl: &[crate::zk::Acl],
     ) -> Result<(), StoreError> {
-        let acl: Vec<zookeeper_client::Acl> = acl.iter().map(crate::acl::Acl::to_zk).collect();
+        let acl: Vec<zookeeper_client::Acl> = acl.iter().map(crate::zk::Acl::to_zk).collect();
         self.create_node(path, data, Acls::new(&acl)).await
     }
 
@@ -193,10 +194,10 @@ impl Store for ZkStore {
             Err(_) => Ok(()),
             Ok(Ok(())) => Ok(()),
             Ok(Err(err)) => {
-                if crate::session::is_gone(&err) {
+                if is_gone(&err) {
                     self.session.report_lost(generation, &err.to_string()).await;
                 }
-                Err(classify(err, false))
+                Err(StoreError::from_zk(&err, false, self.session.options()))
             }
         }
     }

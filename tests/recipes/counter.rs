@@ -314,7 +314,7 @@ fn a_lost_reply_and_a_lost_session_skip_the_values() {
         assert_eq!(proxy.dropped_replies(), 1, "the fault must have happened");
         match &err {
             ZooidError::OutcomeUnknown { op, ids, .. } => {
-                assert_eq!(*op, "next");
+                assert_eq!(*op, zooid::WriteOp::Next);
                 assert_eq!(ids, &vec![IdRange::new(2, 6).unwrap()]);
             }
             other => panic!("expected OutcomeUnknown, got {other:?}"),

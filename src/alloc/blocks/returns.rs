@@ -170,7 +170,7 @@ pub(crate) async fn push_return(
                     if session.is_gone_generation(generation) || budget.expired() {
                         return Err(ZooidError::OutcomeUnknown {
                             category: path.to_string(),
-                            op: "push",
+                            op: crate::WriteOp::Push,
                             ids: ranges.to_vec(),
                         });
                     }

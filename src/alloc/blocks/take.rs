@@ -170,7 +170,7 @@ impl<S: Store> IdGeneratorService<S> {
                 self.stats.lost_reply(path, LostOutcome::Unknown, 0);
                 return Err(ZooidError::OutcomeUnknown {
                     category: path.to_string(),
-                    op: "take",
+                    op: crate::WriteOp::Take,
                     ids: Vec::new(),
                 });
             }

@@ -139,12 +139,12 @@ fn bad_input_gets_typed_errors_and_changes_nothing() {
         let s = session(&zk.connect_string(), 4000).await;
         let missing = queue(&s, "/bad/never-put");
         match missing.claim(Some(Duration::ZERO)).await {
-            Err(ZooidError::NotFound { category }) => assert!(category.contains("/bad/never-put")),
+            Err(ZooidError::QueueNotFound { queue }) => assert_eq!(queue, "/bad/never-put"),
             other => panic!("claim on a missing queue: {other:?}"),
         }
         assert!(matches!(
             missing.items().await,
-            Err(ZooidError::NotFound { .. })
+            Err(ZooidError::QueueNotFound { .. })
         ));
 
         let q = WorkQueue::open(

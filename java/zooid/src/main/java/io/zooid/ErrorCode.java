@@ -2,7 +2,8 @@ package io.zooid;
 
 /**
  * Why an {@link IDGeneratorException} was thrown. The numbers are those of the C API's
- * {@code zooid_status} for the same conditions.
+ * {@code zooid_status} for the same conditions (the native library's {@code ErrorKind} numbers;
+ * a unit test there checks that every kind is declared here with its number).
  */
 public enum ErrorCode {
     /** The category has no free IDs left ({@link IDsExhaustedException}). */
@@ -29,7 +30,7 @@ public enum ErrorCode {
     TIMEOUT(12),
     /** The pool node's 32-bit data version is about to wrap; recreate the category. */
     VERSION_WRAP(13),
-    /** ZooKeeper refused or failed the request otherwise (for example an ACL refused it). */
+    /** ZooKeeper refused or failed the request in a way no other code names. */
     STORE(14),
     /** A blocking call was made from an async runtime thread. */
     RUNTIME_THREAD(15),
@@ -52,7 +53,9 @@ public enum ErrorCode {
     /** The durable reservation is used up and was not raised in time ({@link ReservationExhaustedException}). */
     RESERVATION_EXHAUSTED(25),
     /** A pool or durable record went backwards ({@link WentBackwardsException}). */
-    WENT_BACKWARDS(26);
+    WENT_BACKWARDS(26),
+    /** ZooKeeper refused the credentials when the session was opened ({@link AuthenticationFailedException}). */
+    AUTH_FAILED(27);
 
     private final int value;
 

@@ -75,6 +75,8 @@ final class NativeErrors {
                 return new ReservationExhaustedException(message, category);
             case WENT_BACKWARDS:
                 return new WentBackwardsException(message, category);
+            case AUTH_FAILED:
+                return new AuthenticationFailedException(message, category);
             default:
                 return new IDGeneratorException(errorCode, message, category);
         }

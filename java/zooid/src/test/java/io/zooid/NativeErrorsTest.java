@@ -37,6 +37,7 @@ class NativeErrorsTest {
             {ErrorCode.NOT_AUTHORIZED, NotAuthorizedException.class},
             {ErrorCode.RESERVATION_EXHAUSTED, ReservationExhaustedException.class},
             {ErrorCode.WENT_BACKWARDS, WentBackwardsException.class},
+            {ErrorCode.AUTH_FAILED, AuthenticationFailedException.class},
         };
         Set<ErrorCode> seen = EnumSet.noneOf(ErrorCode.class);
         for (Object[] c : cases) {
@@ -89,6 +90,7 @@ class NativeErrorsTest {
         assertEquals(10, ErrorCode.OUTCOME_UNKNOWN.getValue());
         assertEquals(17, ErrorCode.PANIC.getValue());
         assertEquals(24, ErrorCode.NOT_AUTHORIZED.getValue());
+        assertEquals(27, ErrorCode.AUTH_FAILED.getValue());
         for (ErrorCode code : ErrorCode.values()) {
             assertEquals(code, ErrorCode.fromValue(code.getValue()));
         }

@@ -12,7 +12,7 @@ use std::time::Duration;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 
-use crate::store::TlsFiles;
+use super::options::TlsFiles;
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 

@@ -31,8 +31,10 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use zookeeper_client::{Acls, Client, Error as ZkError, SessionState};
 
+use super::classify::is_gone;
+use super::connect::open_client;
+use super::options::ConnectOptions;
 use crate::error::{Result, ZooidError};
-use crate::store::ConnectOptions;
 
 /// The state of the process's ZooKeeper session, as every part of zooid interprets it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -215,7 +217,7 @@ impl Session {
     /// The ACLs zooid gives the nodes it creates without an explicit ACL: creator-only on an
     /// authenticated session (SASL or digest), open otherwise.
     pub fn default_acls(&self) -> Acls<'static> {
-        crate::acl::default_zk_acls(&self.inner.options)
+        super::acl::default_zk_acls(&self.inner.options)
     }
 
     /// How long one request may go unanswered before it counts as lost: the session timeout,
@@ -350,63 +352,6 @@ impl Inner {
     }
 }
 
-/// What a failed request's error says about whether it applied.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Fate {
-    /// The request may or may not have applied (connection loss, no reply in time, I/O).
-    Unknown,
-    /// The session is gone (expired, closed); the request did not apply on a live session.
-    Expired,
-    /// The server answered with this error: the request did not apply.
-    Refused,
-}
-
-/// Classifies a failed request: an answer of the server proves it did not apply; anything else
-/// may hide an applied request.
-pub fn fate(err: &ZkError) -> Fate {
-    match err {
-        ZkError::SessionExpired | ZkError::ClientClosed => Fate::Expired,
-        ZkError::NoNode
-        | ZkError::NodeExists
-        | ZkError::BadVersion
-        | ZkError::NotEmpty
-        | ZkError::NoAuth
-        | ZkError::AuthFailed
-        | ZkError::InvalidAcl
-        | ZkError::NoChildrenForEphemerals
-        | ZkError::BadArguments(_)
-        | ZkError::MarshallingError
-        | ZkError::QuotaExceeded
-        | ZkError::Unimplemented
-        | ZkError::NotReadOnly => Fate::Refused,
-        _ => Fate::Unknown,
-    }
-}
-
-/// Whether a request's error says its session itself is gone.
-pub fn is_gone(err: &ZkError) -> bool {
-    fate(err) == Fate::Expired
-}
-
-/// Checks a znode path that zooid will create or use: absolute, not `/`, no empty, `.` or `..`
-/// segment, no trailing `/`, no NUL. `what` names it in the error ("counter path", ...).
-pub fn validate_path(what: &str, path: &str) -> Result<()> {
-    let ok = path.starts_with('/')
-        && path.len() > 1
-        && !path.ends_with('/')
-        && !path.contains('\0')
-        && !path[1..]
-            .split('/')
-            .any(|part| part.is_empty() || part == "." || part == "..");
-    if ok {
-        Ok(())
-    } else {
-        Err(ZooidError::InvalidArgument(format!(
-            "{what} {path:?}: expected an absolute ZooKeeper path other than /, without empty, . or .. segments"
-        )))
-    }
-}
-
 /// Why the monitor decided a generation's session is lost.
 fn lost_reason(state: SessionState) -> Option<&'static str> {
     match state {
@@ -494,160 +439,4 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
         Some(deadline) => tokio::time::sleep_until(deadline).await,
         None => std::future::pending().await,
     }
-}
-
-/// Opens a new ZooKeeper session (a new client: it carries no last-seen zxid, so servers that
-/// lost their data accept it). The one place a connection is configured: timeouts, `digest`
-/// auth, TLS and SASL. No error message built here holds a secret.
-async fn open_client(connect: &str, options: &ConnectOptions) -> Result<Client> {
-    let mut connector = Client::connector()
-        .with_session_timeout(options.session_timeout)
-        .with_connection_timeout((options.session_timeout / 3).max(Duration::from_millis(200)));
-    if let Some((user, password)) = &options.digest_auth {
-        connector = connector.with_auth("digest", format!("{user}:{password}").as_bytes());
-    }
-    if let Some(tls) = &options.tls {
-        connector = connector.with_tls(tls_options(tls)?);
-    }
-    if let Some(sasl) = &options.sasl {
-        connector = with_sasl(connector, sasl)?;
-    }
-    let connecting = if options.tls.is_some() {
-        connector.secure_connect(connect).await
-    } else {
-        connector.connect(connect).await
-    };
-    let err = match connecting {
-        Ok(client) => return Ok(client),
-        Err(err) => err,
-    };
-    Err(match err {
-        zookeeper_client::Error::BadArguments(why) => {
-            ZooidError::InvalidArgument(format!("ZooKeeper connect string {connect:?}: {why}"))
-        }
-        zookeeper_client::Error::AuthFailed => ZooidError::Store {
-            path: connect.to_string(),
-            reason: format!(
-                "authentication failed as {} (check the user, password or keytab)",
-                options.identity()
-            ),
-        },
-        other => {
-            let tls_cause = match &options.tls {
-                Some(tls) => {
-                    let (connect, tls) = (connect.to_string(), tls.clone());
-                    tokio::task::spawn_blocking(move || crate::tls_probe::diagnose(&connect, &tls))
-                        .await
-                        .ok()
-                        .flatten()
-                }
-                None => None,
-            };
-            ZooidError::ConnectionLost {
-                category: connect.to_string(),
-                reason: match (tls_cause, &options.tls) {
-                    (Some(cause), _) => {
-                        format!("cannot open a ZooKeeper session over TLS: {cause}")
-                    }
-                    (None, Some(tls)) => format!(
-                        "cannot open a ZooKeeper session over TLS (trusting the CA in {}; is \
-                         this the servers' secureClientPort, and did that CA sign their \
-                         certificates?): {other}",
-                        tls.ca.display()
-                    ),
-                    (None, None) => format!("cannot open a ZooKeeper session: {other}"),
-                } + &match &options.sasl {
-                    // Over TLS the server's SASL refusal can arrive as a closed connection,
-                    // which zookeeper-client retries until the connect times out.
-                    Some(_) => format!(
-                        " (if the servers are up, the SASL credentials of {} may have been refused)",
-                        options.identity()
-                    ),
-                    None => String::new(),
-                },
-            }
-        }
-    })
-}
-
-fn read_pem(what: &str, path: &std::path::Path) -> Result<String> {
-    std::fs::read_to_string(path).map_err(|err| {
-        ZooidError::InvalidArgument(format!("TLS {what} file {}: {err}", path.display()))
-    })
-}
-
-/// The client's TLS options from the PEM files named in `tls`.
-fn tls_options(tls: &crate::store::TlsFiles) -> Result<zookeeper_client::TlsOptions> {
-    let bad = |what: &str, path: &std::path::Path, err: zookeeper_client::Error| {
-        ZooidError::InvalidArgument(format!(
-            "TLS {what} file {}: not usable PEM ({err})",
-            path.display()
-        ))
-    };
-    let ca = read_pem("CA", &tls.ca)?;
-    let mut out = zookeeper_client::TlsOptions::new()
-        .with_pem_ca(&ca)
-        .map_err(|err| bad("CA", &tls.ca, err))?;
-    match (&tls.cert, &tls.key) {
-        (Some(cert_path), Some(key_path)) => {
-            let cert = read_pem("client certificate", cert_path)?;
-            let key = read_pem("client key", key_path)?;
-            // The key's parse error names neither the key nor its content.
-            out = out
-                .with_pem_identity(&cert, &key)
-                .map_err(|err| bad("client certificate or key", key_path, err))?;
-        }
-        (None, None) => {}
-        _ => {
-            return Err(ZooidError::InvalidArgument(
-                "TLS client certificate and key go together: give both or neither".into(),
-            ))
-        }
-    }
-    if !tls.verify_hostname {
-        // SAFETY: not memory safety; the crate marks this unsafe because it weakens TLS. The
-        // caller asked for it explicitly (`verify_hostname: false`).
-        out = unsafe { out.with_no_hostname_verification() };
-    }
-    Ok(out)
-}
-
-fn with_sasl(
-    connector: zookeeper_client::Connector,
-    sasl: &crate::store::Sasl,
-) -> Result<zookeeper_client::Connector> {
-    match sasl {
-        crate::store::Sasl::Digest { user, password } => Ok(connector.with_sasl(
-            zookeeper_client::SaslOptions::digest_md5(user.clone(), password.clone()),
-        )),
-        crate::store::Sasl::Kerberos {
-            principal,
-            keytab,
-            service,
-        } => kerberos(connector, principal, keytab, service),
-    }
-}
-
-#[cfg(feature = "kerberos")]
-fn kerberos(
-    connector: zookeeper_client::Connector,
-    principal: &str,
-    keytab: &std::path::Path,
-    service: &str,
-) -> Result<zookeeper_client::Connector> {
-    crate::kerberos::use_keytab(principal, keytab)?;
-    Ok(connector
-        .with_sasl(zookeeper_client::SaslOptions::gssapi().with_username(service.to_string())))
-}
-
-#[cfg(not(feature = "kerberos"))]
-fn kerberos(
-    _connector: zookeeper_client::Connector,
-    principal: &str,
-    _keytab: &std::path::Path,
-    _service: &str,
-) -> Result<zookeeper_client::Connector> {
-    Err(ZooidError::InvalidArgument(format!(
-        "Kerberos SASL (as {principal}) needs zooid built with the `kerberos` feature"
-    )))
 }

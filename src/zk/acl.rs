@@ -224,20 +224,12 @@ pub fn digest_id(user: &str, password: &str) -> String {
 /// session authenticates (SASL or digest), else open to all. The ID service and the recipes
 /// share it.
 pub(crate) fn default_zk_acls(
-    options: &crate::store::ConnectOptions,
+    options: &super::options::ConnectOptions,
 ) -> zookeeper_client::Acls<'static> {
     if options.authenticated() {
         zookeeper_client::Acls::creator_all()
     } else {
         zookeeper_client::Acls::anyone_all()
-    }
-}
-
-/// A ZooKeeper `NoAuth` refusal on `path` as the typed error, naming the session's identity.
-pub(crate) fn not_authorized(path: &str, options: &crate::store::ConnectOptions) -> ZooidError {
-    ZooidError::NotAuthorized {
-        path: path.to_string(),
-        identity: options.identity(),
     }
 }
 

@@ -1,8 +1,53 @@
-//! The error type every zooid operation returns.
+//! The error type every zooid operation returns, and its [`ErrorKind`]: the one table from
+//! which the C status, the Java exception, the CLI exit code and the metrics label are derived.
+
+mod kind;
 
 use std::time::Duration;
 
+pub use kind::ErrorKind;
+#[cfg(test)]
+pub(crate) use kind::samples;
+
 use crate::range::IdRange;
+
+/// The write whose outcome a [`ZooidError::OutcomeUnknown`] could not determine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WriteOp {
+    /// The creation of a category.
+    Create,
+    /// A take of IDs from a category.
+    Take,
+    /// A push of IDs back to a category.
+    Push,
+    /// A raise of a category's ceiling, or a repair.
+    Ceiling,
+    /// A move of a block-allocated category to a new generation.
+    Blocks,
+    /// A counter's `next`.
+    Next,
+}
+
+impl WriteOp {
+    /// The operation's name, such as `take` (also what Java's
+    /// `OutcomeUnknownException.getOperation()` returns).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WriteOp::Create => "create",
+            WriteOp::Take => "take",
+            WriteOp::Push => "push",
+            WriteOp::Ceiling => "ceiling",
+            WriteOp::Blocks => "blocks",
+            WriteOp::Next => "next",
+        }
+    }
+}
+
+impl std::fmt::Display for WriteOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// What went wrong, with enough detail to act on it.
 #[non_exhaustive]
@@ -13,9 +58,12 @@ pub enum ZooidError {
     Exhausted { category: String },
 
     /// The category's pool node does not exist. Categories are created explicitly.
-    /// Also a work queue that was never put to: then `category` is `queue <path>`.
-    #[error("{}", fmt_not_found(.category))]
+    #[error("category {category} does not exist (create it with create_category / `zooid init`)")]
     NotFound { category: String },
+
+    /// The work queue was never put to (a queue is created by its first put).
+    #[error("queue {queue} does not exist (a queue is created by its first put)")]
+    QueueNotFound { queue: String },
 
     /// `create_category` found the node already there.
     #[error("category {category} already exists")]
@@ -67,7 +115,7 @@ pub enum ZooidError {
     #[error("{category}: outcome of {op} unknown after a lost reply; IDs {} were not handed out and are leaked", fmt_ranges(.ids))]
     OutcomeUnknown {
         category: String,
-        op: &'static str,
+        op: WriteOp,
         ids: Vec<IdRange>,
     },
 
@@ -122,6 +170,11 @@ pub enum ZooidError {
     #[error("not authorized on {path} as {identity}: the node's ACL does not grant this identity the permission (nothing was changed)")]
     NotAuthorized { path: String, identity: String },
 
+    /// The ensemble refused the session's credentials (a wrong password, an unknown user or
+    /// principal) when it was opened; nothing was done.
+    #[error("{connect}: authentication failed as {identity} (check the user, password or keytab)")]
+    AuthFailed { connect: String, identity: String },
+
     /// The category's free IDs at or below its ceiling (the durably reserved IDs) are used up,
     /// and the keeper did not raise the ceiling within the wait; nothing was handed out.
     #[error("category {category}: the durable reservation is exhausted (ceiling {ceiling}, free IDs remain above it); the keeper did not raise the ceiling within {waited:?}")]
@@ -138,19 +191,72 @@ pub enum ZooidError {
     WentBackwards { what: String, reason: String },
 }
 
-fn fmt_not_found(category: &str) -> String {
-    if category.starts_with("queue ") {
-        format!("{category} does not exist (a queue is created by its first put)")
-    } else {
-        format!(
-            "category {category} does not exist (create it with create_category / `zooid init`)"
-        )
-    }
-}
-
 fn fmt_ranges(ids: &[IdRange]) -> String {
     let parts: Vec<String> = ids.iter().map(ToString::to_string).collect();
     format!("[{}]", parts.join(" "))
+}
+
+impl ZooidError {
+    /// The kind of error: its stable number and name, and what each binding makes of it.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            ZooidError::Exhausted { .. } => ErrorKind::Exhausted,
+            ZooidError::NotFound { .. } | ZooidError::QueueNotFound { .. } => ErrorKind::NotFound,
+            ZooidError::CategoryExists { .. } => ErrorKind::CategoryExists,
+            ZooidError::InvalidArgument(_) => ErrorKind::InvalidArgument,
+            ZooidError::OutOfBounds { .. } => ErrorKind::OutOfBounds,
+            ZooidError::AlreadyFree { .. } => ErrorKind::AlreadyFree,
+            ZooidError::CorruptPool { .. } => ErrorKind::CorruptPool,
+            ZooidError::PoolFull { .. } => ErrorKind::PoolFull,
+            ZooidError::Contention { .. } => ErrorKind::Contention,
+            ZooidError::OutcomeUnknown { .. } => ErrorKind::OutcomeUnknown,
+            ZooidError::ConnectionLost { .. } => ErrorKind::ConnectionLost,
+            ZooidError::Timeout { .. } => ErrorKind::Timeout,
+            ZooidError::VersionWrap { .. } => ErrorKind::VersionWrap,
+            ZooidError::Store { .. } => ErrorKind::Store,
+            ZooidError::NotLeader { .. } => ErrorKind::NotLeader,
+            ZooidError::SessionLost { .. } => ErrorKind::SessionLost,
+            ZooidError::QueueFull { .. } => ErrorKind::QueueFull,
+            ZooidError::TooLarge { .. } => ErrorKind::TooLarge,
+            ZooidError::Closed { .. } => ErrorKind::Closed,
+            ZooidError::RuntimeThread => ErrorKind::RuntimeThread,
+            ZooidError::NotAuthorized { .. } => ErrorKind::NotAuthorized,
+            ZooidError::AuthFailed { .. } => ErrorKind::AuthFailed,
+            ZooidError::ReservationExhausted { .. } => ErrorKind::ReservationExhausted,
+            ZooidError::WentBackwards { .. } => ErrorKind::WentBackwards,
+        }
+    }
+
+    /// What the error is about: the category, node, queue, group or connect string it names;
+    /// `None` when it names nothing (or an empty name).
+    pub fn subject(&self) -> Option<&str> {
+        let subject = match self {
+            ZooidError::Exhausted { category }
+            | ZooidError::NotFound { category }
+            | ZooidError::CategoryExists { category }
+            | ZooidError::OutOfBounds { category, .. }
+            | ZooidError::AlreadyFree { category, .. }
+            | ZooidError::PoolFull { category, .. }
+            | ZooidError::Contention { category, .. }
+            | ZooidError::OutcomeUnknown { category, .. }
+            | ZooidError::ConnectionLost { category, .. }
+            | ZooidError::ReservationExhausted { category, .. } => category,
+            ZooidError::CorruptPool { path, .. }
+            | ZooidError::VersionWrap { path, .. }
+            | ZooidError::Store { path, .. }
+            | ZooidError::NotAuthorized { path, .. } => path,
+            ZooidError::Timeout { what, .. }
+            | ZooidError::SessionLost { what, .. }
+            | ZooidError::TooLarge { what, .. }
+            | ZooidError::Closed { what }
+            | ZooidError::WentBackwards { what, .. } => what,
+            ZooidError::QueueNotFound { queue } | ZooidError::QueueFull { queue, .. } => queue,
+            ZooidError::NotLeader { group, .. } => group,
+            ZooidError::AuthFailed { connect, .. } => connect,
+            ZooidError::InvalidArgument(_) | ZooidError::RuntimeThread => return None,
+        };
+        Some(subject.as_str()).filter(|s| !s.is_empty())
+    }
 }
 
 /// Shorthand for results of zooid operations.
