@@ -32,7 +32,9 @@ pub enum Confirmed {
 #[derive(Debug, thiserror::Error)]
 pub enum Unconfirmed {
     /// No server answered in time: the session may still be alive.
-    #[error("no server confirmed the end of session {session:#x} within {waited:?} (last: {last})")]
+    #[error(
+        "no server confirmed the end of session {session:#x} within {waited:?} (last: {last})"
+    )]
     Deadline {
         session: i64,
         waited: Duration,
@@ -75,7 +77,10 @@ pub async fn confirm_dead(
                 last,
             });
         }
-        let reattach = connector.clone().with_session(session.clone()).connect(connect);
+        let reattach = connector
+            .clone()
+            .with_session(session.clone())
+            .connect(connect);
         let client = match tokio::time::timeout(remaining, reattach).await {
             Err(_) => {
                 last = "reattach timed out".into();

@@ -27,10 +27,9 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use support::proxy::Delivery;
-use support::{op, runtime, FaultProxy, RequestMatch, ZkEnsemble, ZkServer};
+use support::{runtime, FaultProxy, RequestMatch, ZkEnsemble, ZkServer};
 use zk_fate::{confirm_dead, Confirmed};
 use zookeeper_client::{Acls, Client, Connector, CreateMode, CreateOptions, Error, SessionState};
-
 
 /// One test at a time, whatever `--test-threads` says.
 fn serial() -> MutexGuard<'static, ()> {
@@ -128,7 +127,11 @@ fn queued_create_after_heal(drop_client: bool, path: &str) -> bool {
         })
         .await;
         // Guard: the fault happened, and the client knows it is disconnected.
-        assert_eq!(state, SessionState::Disconnected, "the client never noticed");
+        assert_eq!(
+            state,
+            SessionState::Disconnected,
+            "the client never noticed"
+        );
         assert_eq!(proxy.stats().blackholes, 1);
 
         let create = client.create(path, b"queued", &persistent());
@@ -147,7 +150,11 @@ fn queued_create_after_heal(drop_client: bool, path: &str) -> bool {
                 s == SessionState::SyncConnected
             })
             .await;
-            assert_eq!(state, SessionState::SyncConnected, "the session reconnected");
+            assert_eq!(
+                state,
+                SessionState::SyncConnected,
+                "the session reconnected"
+            );
         }
         let seen = wait_exists(&direct, path, true, Duration::from_secs(5)).await;
         eprintln!(
@@ -237,13 +244,9 @@ impl InFlight {
     /// sees ConnectionLoss at once; the client cannot reattach (new connections through the
     /// proxy are refused). Returns when the caller saw the loss.
     async fn create_in_flight(&self, client: &Client, path: &str) -> Instant {
-        self.proxy.hold_request(
-            RequestMatch::Op {
-                opcode: op::CREATE,
-                path_contains: path.to_string(),
-            },
-            HOLD,
-        );
+        // The crate sends create2 (or create with TTL), not create: match the path's bytes.
+        self.proxy
+            .hold_request(RequestMatch::Contains(path.as_bytes().to_vec()), HOLD);
         // Only new connections go to the dead address; the held one stays on server 0.
         self.proxy.set_upstream(dead_upstream());
         let outcome = client.create(path, b"in flight", &persistent()).await;
@@ -302,12 +305,10 @@ fn b_request_in_flight_at_connection_loss_can_apply_after_a_later_read_found_it_
     });
 }
 
-/// Reattach-and-close (`zk_fate::confirm_dead`, through server 1) before the held create
+/// Reattach-and-close (`zk_fate::confirm_dead`) through server `via` before the held create
 /// arrives on the old connection to server 0: the servers refuse it and it never applies.
-#[test]
-fn d_after_reattach_and_close_a_delayed_request_is_refused() {
-    let _serial = serial();
-    support::init_tracing();
+/// Returns the delivery.
+fn reattach_and_close_then_delivery(via: usize) -> Delivery {
     let rig = InFlight::start();
     runtime().block_on(async {
         let client = connect(&rig.proxy.connect_string(), Duration::from_secs(1)).await;
@@ -320,7 +321,7 @@ fn d_after_reattach_and_close_a_delayed_request_is_refused() {
         let confirming = Instant::now();
         let confirmed = confirm_dead(
             &connector(negotiated),
-            &rig.zk.server_connect_string(1),
+            &rig.zk.server_connect_string(via),
             &session,
             Duration::from_secs(10),
         )
@@ -328,7 +329,7 @@ fn d_after_reattach_and_close_a_delayed_request_is_refused() {
         .expect("confirmed");
         let confirmed_at = Instant::now();
         eprintln!(
-            "d: confirm_dead: {confirmed:?} in {:?}",
+            "d via server {via}: confirm_dead: {confirmed:?} in {:?}",
             confirmed_at - confirming
         );
         assert_eq!(confirmed, Confirmed::Closed, "the live session was closed");
@@ -338,21 +339,51 @@ fn d_after_reattach_and_close_a_delayed_request_is_refused() {
         );
 
         let deliveries = rig.proxy.wait_deliveries(1, HOLD * 3).await;
-        let [Delivery {
-            reply_err,
-            delivered_at,
-            written,
-            ..
-        }] = deliveries[..]
-        else {
+        let [delivery] = &deliveries[..] else {
             panic!("one held create delivered: {deliveries:?}");
         };
-        eprintln!("d: held create delivered {:?} after the loss: written={written}, reply {reply_err:?}", delivered_at - lost_at);
-        assert!(delivered_at > confirmed_at, "delivered after the close");
-        assert_ne!(reply_err, Some(0), "the servers refused the late create");
+        eprintln!(
+            "d via server {via}: held create delivered {:?} after the loss: {delivery:?}",
+            delivery.delivered_at - lost_at
+        );
+        assert!(
+            delivery.delivered_at > confirmed_at,
+            "delivered after the close"
+        );
+        assert_ne!(
+            delivery.reply_err,
+            Some(0),
+            "the servers refused the late create"
+        );
         tokio::time::sleep(Duration::from_millis(500)).await;
         assert!(!exists(&other, path).await, "the late create never applied");
-    });
+        assert!(!exists(&direct_on_server_0(&rig).await, path).await);
+        delivery.clone()
+    })
+}
+
+/// A fresh direct client on server 0 (the old connection's server).
+async fn direct_on_server_0(rig: &InFlight) -> Client {
+    connect(&rig.zk.server_connect_string(0), Duration::from_secs(10)).await
+}
+
+/// Reattach-and-close through another server than the old connection's.
+#[test]
+fn d_after_reattach_and_close_elsewhere_a_delayed_request_is_refused() {
+    let _serial = serial();
+    support::init_tracing();
+    let delivery = reattach_and_close_then_delivery(1);
+    // What server 0 does today: it closes the old connection when the close commits.
+    assert!(delivery.closed_by_server, "{delivery:?}");
+}
+
+/// Reattach-and-close through the old connection's own server.
+#[test]
+fn d_after_reattach_and_close_on_the_same_server_a_delayed_request_is_refused() {
+    let _serial = serial();
+    support::init_tracing();
+    let delivery = reattach_and_close_then_delivery(0);
+    assert!(delivery.closed_by_server, "{delivery:?}");
 }
 
 /// How long `confirm_dead` takes on an ensemble: reattach-and-close of live sessions (each
@@ -387,11 +418,13 @@ fn d_confirm_dead_timings() {
             assert_eq!(confirmed, Confirmed::Closed);
             // The session is gone: its own client hears so, its ephemeral node is deleted.
             let mut watcher = client.state_watcher();
-            let (state, _) = wait_state(&mut watcher, Duration::from_secs(5), |s| {
-                s.is_terminated()
-            })
-            .await;
-            assert_eq!(state, SessionState::Expired, "the old client learns the end");
+            let (state, _) =
+                wait_state(&mut watcher, Duration::from_secs(5), |s| s.is_terminated()).await;
+            assert_eq!(
+                state,
+                SessionState::Expired,
+                "the old client learns the end"
+            );
             let checker = connect(&zk.server_connect_string(i % 3), timeout).await;
             assert!(!exists(&checker, &format!("/fate-d-eph-{i}")).await);
             last = Some(session);

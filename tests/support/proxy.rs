@@ -252,6 +252,8 @@ pub struct Delivery {
     /// The error code of the server's reply to it (0: applied), or `None` when the server
     /// closed the connection or sent nothing within [`HELD_REPLY_WAIT`].
     pub reply_err: Option<i32>,
+    /// The server closed the connection without replying to it.
+    pub closed_by_server: bool,
 }
 
 /// How long a delivered held request waits for its reply.
@@ -282,7 +284,11 @@ impl ProxyStats {
     /// All faults injected: dropped replies + resets + forced closes + blackholes + held
     /// requests.
     pub fn faults_injected(&self) -> u64 {
-        self.dropped_replies + self.resets + self.forced_closes + self.blackholes + self.held_requests
+        self.dropped_replies
+            + self.resets
+            + self.forced_closes
+            + self.blackholes
+            + self.held_requests
     }
 }
 
@@ -998,6 +1004,7 @@ async fn deliver_held(shared: &Shared, mut server: TcpStream, held: Held) {
     let written = server.write_all(&held.frame).await.is_ok();
     let delivered_at = Instant::now();
     let mut reply_err = None;
+    let mut closed_by_server = false;
     if written {
         let mut buf = Vec::new();
         let mut raw = false;
@@ -1005,20 +1012,24 @@ async fn deliver_held(shared: &Shared, mut server: TcpStream, held: Held) {
             loop {
                 while let Some(frame) = next_frame(&mut buf, &mut raw) {
                     if frame.len() >= 20 && be_i32(&frame[4..8]) == held.xid {
-                        return Some(be_i32(&frame[16..20]));
+                        return Ok(be_i32(&frame[16..20]));
                     }
                 }
                 match server.read_buf(&mut buf).await {
-                    Ok(0) | Err(_) => return None,
+                    Ok(0) | Err(_) => return Err(()),
                     Ok(_) => {}
                 }
             }
         })
         .await;
-        reply_err = waited.ok().flatten();
+        match waited {
+            Ok(Ok(err)) => reply_err = Some(err),
+            Ok(Err(())) => closed_by_server = true,
+            Err(_) => {}
+        }
     }
     eprintln!(
-        "fault proxy: held request xid {} opcode {} delivered after {:?}: written={written}, reply error code {reply_err:?}",
+        "fault proxy: held request xid {} opcode {} delivered after {:?}: written={written}, reply error code {reply_err:?}, closed by the server: {closed_by_server}",
         held.xid,
         held.opcode,
         delivered_at - held.held_at,
@@ -1034,6 +1045,7 @@ async fn deliver_held(shared: &Shared, mut server: TcpStream, held: Held) {
             delivered_at,
             written,
             reply_err,
+            closed_by_server,
         });
 }
 
