@@ -209,12 +209,14 @@ pub enum Mode {
 enum Fault {
     DropReply(RequestMatch),
     Reset(RequestMatch, ResetPoint),
+    /// Close the client side at once, deliver the request upstream after the delay.
+    Hold(RequestMatch, Duration),
 }
 
 impl Fault {
     fn request_match(&self) -> &RequestMatch {
         match self {
-            Fault::DropReply(m) | Fault::Reset(m, _) => m,
+            Fault::DropReply(m) | Fault::Reset(m, _) | Fault::Hold(m, _) => m,
         }
     }
 }
@@ -231,7 +233,31 @@ struct State {
     blackhole: Option<Blackhole>,
     close_generation: u64,
     shutdown: bool,
+    /// Server-to-client bytes are held (client-to-server bytes still flow).
+    muted: bool,
 }
+
+/// A request held by [`FaultProxy::hold_request`] and delivered to the server later, with what
+/// the server answered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    pub opcode: i32,
+    pub xid: i32,
+    /// When the request was held (its client connection closed).
+    pub held_at: Instant,
+    /// When it was written to the server (or the write failed).
+    pub delivered_at: Instant,
+    /// The write to the server's socket succeeded.
+    pub written: bool,
+    /// The error code of the server's reply to it (0: applied), or `None` when the server
+    /// closed the connection or sent nothing within [`HELD_REPLY_WAIT`].
+    pub reply_err: Option<i32>,
+    /// The server closed the connection without replying to it.
+    pub closed_by_server: bool,
+}
+
+/// How long a delivered held request waits for its reply.
+pub const HELD_REPLY_WAIT: Duration = Duration::from_secs(5);
 
 /// Counters, all since the proxy started.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -250,12 +276,19 @@ pub struct ProxyStats {
     pub blackholes: u64,
     /// Client connections closed because the upstream could not be reached.
     pub upstream_failures: u64,
+    /// Requests held by [`FaultProxy::hold_request`] (their client connection closed).
+    pub held_requests: u64,
 }
 
 impl ProxyStats {
-    /// All faults injected: dropped replies + resets + forced closes + blackholes.
+    /// All faults injected: dropped replies + resets + forced closes + blackholes + held
+    /// requests.
     pub fn faults_injected(&self) -> u64 {
-        self.dropped_replies + self.resets + self.forced_closes + self.blackholes
+        self.dropped_replies
+            + self.resets
+            + self.forced_closes
+            + self.blackholes
+            + self.held_requests
     }
 }
 
@@ -268,6 +301,7 @@ struct Counters {
     forced_closes: AtomicU64,
     blackholes: AtomicU64,
     upstream_failures: AtomicU64,
+    held_requests: AtomicU64,
 }
 
 struct Shared {
@@ -275,6 +309,7 @@ struct Shared {
     /// Bumped on every state change; connections and the accept loop wait on it.
     notify: watch::Sender<()>,
     counters: Counters,
+    deliveries: Mutex<Vec<Delivery>>,
 }
 
 enum Gate {
@@ -356,9 +391,11 @@ impl FaultProxy {
                 blackhole: None,
                 close_generation: 0,
                 shutdown: false,
+                muted: false,
             }),
             notify: watch::Sender::new(()),
             counters: Counters::default(),
+            deliveries: Mutex::new(Vec::new()),
         });
         let thread_shared = shared.clone();
         let thread = std::thread::Builder::new()
@@ -466,6 +503,51 @@ impl FaultProxy {
         );
     }
 
+    /// Arms: on the next request matching `m`, close the client connection at once (the client
+    /// sees a connection loss for it) but keep the server connection open, hold the request
+    /// for `hold`, then write it to the server and wait up to [`HELD_REPLY_WAIT`] for its
+    /// reply: a request that was in flight when its client gave up, arriving late on the old
+    /// connection. Requests after it on that connection are lost. Blackholes do not delay the
+    /// delivery. Each delivery is logged to stderr and in [`FaultProxy::deliveries`].
+    pub fn hold_request(&self, m: RequestMatch, hold: Duration) {
+        self.shared
+            .update(|st| st.faults.push_back(Fault::Hold(m, hold)));
+    }
+
+    /// Held requests delivered so far (see [`FaultProxy::hold_request`]), in delivery order.
+    pub fn deliveries(&self) -> Vec<Delivery> {
+        self.shared
+            .deliveries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Waits (async, polling) until `n` held requests were delivered or `timeout` passes;
+    /// returns the deliveries so far.
+    pub async fn wait_deliveries(&self, n: usize, timeout: Duration) -> Vec<Delivery> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let done = self.deliveries();
+            if done.len() >= n || Instant::now() >= deadline {
+                return done;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Holds every server-to-client byte (on open and new connections) until
+    /// [`FaultProxy::unmute`]; client-to-server bytes still flow. The server hears the client
+    /// (pings, reconnection attempts), the client hears nothing.
+    pub fn mute_replies(&self) {
+        self.shared.update(|st| st.muted = true);
+    }
+
+    /// Ends [`FaultProxy::mute_replies`]: held server bytes flow again.
+    pub fn unmute(&self) {
+        self.shared.update(|st| st.muted = false);
+    }
+
     /// Disarms every pending one-shot fault.
     pub fn clear_faults(&self) {
         self.shared.update(|st| st.faults.clear());
@@ -515,6 +597,7 @@ impl FaultProxy {
             forced_closes: c.forced_closes.load(Ordering::SeqCst),
             blackholes: c.blackholes.load(Ordering::SeqCst),
             upstream_failures: c.upstream_failures.load(Ordering::SeqCst),
+            held_requests: c.held_requests.load(Ordering::SeqCst),
         }
     }
 
@@ -625,6 +708,17 @@ enum Flow {
     Close,
     /// Reset both sides (RST).
     Reset,
+    /// Close the client side; deliver this held request to the server later.
+    Detach(Held),
+}
+
+/// A request held back from the server by a [`Fault::Hold`].
+struct Held {
+    frame: Vec<u8>,
+    xid: i32,
+    opcode: i32,
+    hold: Duration,
+    held_at: Instant,
 }
 
 /// What to do when the server's reply with a given xid arrives.
@@ -691,6 +785,12 @@ async fn handle_connection(shared: Arc<Shared>, client: TcpStream, generation: u
         generation,
     };
     let flow = conn.run(&shared, &mut rx).await;
+    if let Flow::Detach(held) = flow {
+        let Conn { client, server, .. } = conn;
+        drop(client);
+        deliver_held(&shared, server, held).await;
+        return;
+    }
     if let Flow::Reset = flow {
         let _ = conn.client.set_zero_linger();
         let _ = conn.server.set_zero_linger();
@@ -719,9 +819,10 @@ impl Conn {
                 Server(std::io::Result<usize>),
                 Changed,
             }
+            let muted = shared.state().muted;
             let event = tokio::select! {
                 r = self.client.read_buf(&mut self.cbuf) => Event::Client(r),
-                r = self.server.read_buf(&mut self.sbuf) => Event::Server(r),
+                r = self.server.read_buf(&mut self.sbuf), if !muted => Event::Server(r),
                 _ = rx.changed() => Event::Changed,
             };
             let flow = match event {
@@ -776,6 +877,20 @@ impl Conn {
                     }
                     shared.counters.resets.fetch_add(1, Ordering::SeqCst);
                     return Flow::Reset;
+                }
+                Some((xid, Fault::Hold(_, hold))) => {
+                    if !self.send(true, &out, shared, rx).await {
+                        return Flow::Close;
+                    }
+                    shared.counters.held_requests.fetch_add(1, Ordering::SeqCst);
+                    let opcode = be_i32(&frame[8..12]);
+                    return Flow::Detach(Held {
+                        frame,
+                        xid,
+                        opcode,
+                        hold,
+                        held_at: Instant::now(),
+                    });
                 }
                 Some((_, Fault::Reset(_, ResetPoint::MidRequest))) => {
                     let cut = 4 + (frame.len() - 4) / 2;
@@ -870,6 +985,68 @@ impl Conn {
             }
         }
     }
+}
+
+/// Delivers a held request on its (still open) server connection after its hold, waits for the
+/// reply to it, and logs the delivery. Gives up early when the proxy shuts down.
+async fn deliver_held(shared: &Shared, mut server: TcpStream, held: Held) {
+    let mut rx = shared.notify.subscribe();
+    let due = tokio::time::Instant::from_std(held.held_at + held.hold);
+    loop {
+        if shared.state().shutdown {
+            return;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep_until(due) => break,
+            _ = rx.changed() => {}
+        }
+    }
+    let written = server.write_all(&held.frame).await.is_ok();
+    let delivered_at = Instant::now();
+    let mut reply_err = None;
+    let mut closed_by_server = false;
+    if written {
+        let mut buf = Vec::new();
+        let mut raw = false;
+        let waited = tokio::time::timeout(HELD_REPLY_WAIT, async {
+            loop {
+                while let Some(frame) = next_frame(&mut buf, &mut raw) {
+                    if frame.len() >= 20 && be_i32(&frame[4..8]) == held.xid {
+                        return Ok(be_i32(&frame[16..20]));
+                    }
+                }
+                match server.read_buf(&mut buf).await {
+                    Ok(0) | Err(_) => return Err(()),
+                    Ok(_) => {}
+                }
+            }
+        })
+        .await;
+        match waited {
+            Ok(Ok(err)) => reply_err = Some(err),
+            Ok(Err(())) => closed_by_server = true,
+            Err(_) => {}
+        }
+    }
+    eprintln!(
+        "fault proxy: held request xid {} opcode {} delivered after {:?}: written={written}, reply error code {reply_err:?}, closed by the server: {closed_by_server}",
+        held.xid,
+        held.opcode,
+        delivered_at - held.held_at,
+    );
+    shared
+        .deliveries
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(Delivery {
+            opcode: held.opcode,
+            xid: held.xid,
+            held_at: held.held_at,
+            delivered_at,
+            written,
+            reply_err,
+            closed_by_server,
+        });
 }
 
 /// Takes the next complete length-prefixed frame off `buf`. Switches to raw mode (and returns
