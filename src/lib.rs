@@ -51,8 +51,8 @@ pub mod session {
 
 /// The ACLs' former path; the same items as [`zk::acl`].
 pub mod acl {
-    pub(crate) use crate::zk::classify::not_authorized;
     pub use crate::zk::acl::*;
+    pub(crate) use crate::zk::classify::not_authorized;
 }
 
 pub use alloc::{IdGeneratorService, PoolInfo, ServiceOptions};

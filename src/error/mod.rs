@@ -5,9 +5,9 @@ mod kind;
 
 use std::time::Duration;
 
-pub use kind::ErrorKind;
 #[cfg(test)]
 pub(crate) use kind::samples;
+pub use kind::ErrorKind;
 
 use crate::range::IdRange;
 

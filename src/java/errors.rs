@@ -267,7 +267,12 @@ mod tests {
         assert_eq!(code::PANIC, zooid_status::ZOOID_STATUS_PANIC as i32);
         assert_eq!(code::OTHER, zooid_status::ZOOID_STATUS_OTHER as i32);
         let kinds: Vec<i32> = ErrorKind::ALL.iter().map(|k| k.number() as i32).collect();
-        for own in [code::PANIC, code::OTHER, code::NULL_ARGUMENT, code::ILLEGAL_STATE] {
+        for own in [
+            code::PANIC,
+            code::OTHER,
+            code::NULL_ARGUMENT,
+            code::ILLEGAL_STATE,
+        ] {
             assert!(!kinds.contains(&own), "{own} is a kind's number");
         }
     }

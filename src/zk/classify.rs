@@ -151,7 +151,11 @@ mod tests {
         for err in &refused {
             assert_eq!(fate(err), Fate::Refused, "{err}");
         }
-        for err in [ZkError::ConnectionLoss, ZkError::Timeout, ZkError::Throttled] {
+        for err in [
+            ZkError::ConnectionLoss,
+            ZkError::Timeout,
+            ZkError::Throttled,
+        ] {
             assert_eq!(fate(&err), Fate::Unknown, "{err}");
             assert!(!is_gone(&err));
         }
@@ -173,7 +177,10 @@ mod tests {
         assert_eq!(kind(ZkError::ClientClosed), ErrorKind::Closed);
         assert_eq!(kind(ZkError::NotEmpty), ErrorKind::Store);
         let text = to_zooid(&ZkError::NoAuth, "/g", &options).to_string();
-        assert!(text.contains("/g") && text.contains("digest:alice"), "{text}");
+        assert!(
+            text.contains("/g") && text.contains("digest:alice"),
+            "{text}"
+        );
         assert!(!text.contains("s3cret"), "{text}");
         let big = to_zooid(&ZkError::MarshallingError, "/g", &options).to_string();
         assert!(big.contains("jute.maxbuffer"), "{big}");

@@ -9,6 +9,7 @@
 pub mod acl;
 pub mod classify;
 mod connect;
+pub mod fate;
 #[cfg(feature = "kerberos")]
 mod kerberos;
 pub mod multi;
@@ -19,6 +20,7 @@ mod tls_probe;
 
 pub use acl::{parse_acl_list, Acl, Perms};
 pub use classify::{classify, describe as describe_error, fate, is_gone, to_zooid, Fate, Verdict};
+pub use fate::{confirm_dead, Confirmed, Unconfirmed};
 pub use multi::{Multi, MultiFailed};
 pub use options::{ConnectOptions, Sasl, TlsFiles};
 pub use path::validate_path;

@@ -10,3 +10,4 @@ mod metrics;
 mod security;
 mod service;
 mod session;
+mod session_fate;

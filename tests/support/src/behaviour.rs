@@ -425,7 +425,9 @@ pub async fn unresolvable_outcomes_leak_never_duplicate(ctx: &Ctx) {
     svc.store().arm(Fault::LoseReplyThenOthersWrite(3));
     match svc.take_ids(&cat, 100).await {
         Err(ZooidError::OutcomeUnknown {
-            ids, op: zooid::WriteOp::Take, ..
+            ids,
+            op: zooid::WriteOp::Take,
+            ..
         }) => assert_eq!(ids, vec![r(1, 100)]),
         other => panic!("expected OutcomeUnknown, got {other:?}"),
     }
@@ -443,7 +445,9 @@ pub async fn unresolvable_outcomes_leak_never_duplicate(ctx: &Ctx) {
     svc.store().arm(Fault::LoseReplyThenOthersWrite(3));
     match svc.push_ids(&mut back).await {
         Err(ZooidError::OutcomeUnknown {
-            ids, op: zooid::WriteOp::Push, ..
+            ids,
+            op: zooid::WriteOp::Push,
+            ..
         }) => assert_eq!(ids, vec![r(50, 51)]),
         other => panic!("expected OutcomeUnknown, got {other:?}"),
     }

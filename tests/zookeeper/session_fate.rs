@@ -8,7 +8,7 @@
 //! - a request in flight when the connection dropped (the caller saw ConnectionLoss) can apply
 //!   later, after a read on another session found it absent;
 //! - the crate reports the session timeout the server negotiated, not the one requested;
-//! - reattaching to the session with its id and password and closing it (`zk_fate::confirm_dead`)
+//! - reattaching to the session with its id and password and closing it (`zooid::zk::confirm_dead`)
 //!   makes a request still in flight unable to apply;
 //! - the crate reports `Expired` on its own timer while the servers still hold the session.
 //!
@@ -16,19 +16,13 @@
 //! log) before asserting what followed. The tests run one at a time (each starts JVMs).
 //! Needs the ZooKeeper jars (`bash scripts/fetch-zookeeper.sh`, or `ZOOID_ZK_LIB`).
 
-mod support;
-
-#[allow(dead_code)]
-#[path = "../src/zk_fate.rs"]
-mod zk_fate;
-
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use support::proxy::Delivery;
-use support::{runtime, FaultProxy, RequestMatch, ZkEnsemble, ZkServer};
-use zk_fate::{confirm_dead, Confirmed};
+use zooid::zk::{confirm_dead, Confirmed};
+use zooid_test_support::proxy::Delivery;
+use zooid_test_support::{runtime, FaultProxy, RequestMatch, ZkEnsemble, ZkServer};
 use zookeeper_client::{Acls, Client, Connector, CreateMode, CreateOptions, Error, SessionState};
 
 /// One test at a time, whatever `--test-threads` says.
@@ -170,7 +164,7 @@ fn queued_create_after_heal(drop_client: bool, path: &str) -> bool {
 #[test]
 fn a_request_queued_while_disconnected_is_sent_after_reconnection_today() {
     let _serial = serial();
-    support::init_tracing();
+    zooid_test_support::init_tracing();
     assert!(
         queued_create_after_heal(false, "/fate-a-kept"),
         "the queued create applied after reconnection"
@@ -182,7 +176,7 @@ fn a_request_queued_while_disconnected_is_sent_after_reconnection_today() {
 #[test]
 fn a_request_queued_while_disconnected_is_sent_even_after_the_client_is_dropped_today() {
     let _serial = serial();
-    support::init_tracing();
+    zooid_test_support::init_tracing();
     assert!(
         queued_create_after_heal(true, "/fate-a-dropped"),
         "the queued create applied after reconnection"
@@ -194,7 +188,7 @@ fn a_request_queued_while_disconnected_is_sent_even_after_the_client_is_dropped_
 #[ignore = "fails today: zookeeper-client 0.11 sends requests queued while disconnected after reconnection, also when the caller dropped the future (issue 18)"]
 fn a_request_queued_while_disconnected_is_not_sent_after_the_caller_gave_up() {
     let _serial = serial();
-    support::init_tracing();
+    zooid_test_support::init_tracing();
     assert!(
         !queued_create_after_heal(false, "/fate-a-safe"),
         "a create whose caller timed out while disconnected applied after reconnection"
@@ -205,7 +199,7 @@ fn a_request_queued_while_disconnected_is_not_sent_after_the_caller_gave_up() {
 #[test]
 fn a_request_is_sent_when_the_method_is_called_not_when_polled() {
     let _serial = serial();
-    support::init_tracing();
+    zooid_test_support::init_tracing();
     let zk = ZkServer::start();
     runtime().block_on(async {
         let client = connect(&zk.connect_string(), Duration::from_secs(4)).await;
@@ -267,7 +261,7 @@ impl InFlight {
 #[test]
 fn b_request_in_flight_at_connection_loss_can_apply_after_a_later_read_found_it_absent() {
     let _serial = serial();
-    support::init_tracing();
+    zooid_test_support::init_tracing();
     let rig = InFlight::start();
     runtime().block_on(async {
         let requested = Duration::from_secs(1);
@@ -305,7 +299,7 @@ fn b_request_in_flight_at_connection_loss_can_apply_after_a_later_read_found_it_
     });
 }
 
-/// Reattach-and-close (`zk_fate::confirm_dead`) through server `via` before the held create
+/// Reattach-and-close (`zooid::zk::confirm_dead`) through server `via` before the held create
 /// arrives on the old connection to server 0: the servers refuse it and it never applies.
 /// Returns the delivery.
 fn reattach_and_close_then_delivery(via: usize) -> Delivery {
@@ -371,7 +365,7 @@ async fn direct_on_server_0(rig: &InFlight) -> Client {
 #[test]
 fn d_after_reattach_and_close_elsewhere_a_delayed_request_is_refused() {
     let _serial = serial();
-    support::init_tracing();
+    zooid_test_support::init_tracing();
     let delivery = reattach_and_close_then_delivery(1);
     // What server 0 does today: it closes the old connection when the close commits.
     assert!(delivery.closed_by_server, "{delivery:?}");
@@ -381,7 +375,7 @@ fn d_after_reattach_and_close_elsewhere_a_delayed_request_is_refused() {
 #[test]
 fn d_after_reattach_and_close_on_the_same_server_a_delayed_request_is_refused() {
     let _serial = serial();
-    support::init_tracing();
+    zooid_test_support::init_tracing();
     let delivery = reattach_and_close_then_delivery(0);
     assert!(delivery.closed_by_server, "{delivery:?}");
 }
@@ -392,7 +386,7 @@ fn d_after_reattach_and_close_on_the_same_server_a_delayed_request_is_refused() 
 #[test]
 fn d_confirm_dead_timings() {
     let _serial = serial();
-    support::init_tracing();
+    zooid_test_support::init_tracing();
     let zk = ZkEnsemble::start(3);
     runtime().block_on(async {
         let timeout = Duration::from_secs(2);
@@ -454,7 +448,7 @@ fn d_confirm_dead_timings() {
 #[test]
 fn c_session_timeout_below_the_servers_minimum_is_negotiated_up() {
     let _serial = serial();
-    support::init_tracing();
+    zooid_test_support::init_tracing();
     let zk = ZkServer::start_with(&[
         ("tickTime", "1000"),
         ("minSessionTimeout", "-1"),
@@ -487,7 +481,7 @@ fn c_session_timeout_below_the_servers_minimum_is_negotiated_up() {
 #[test]
 fn e_crate_reports_expired_while_the_servers_hold_the_session() {
     let _serial = serial();
-    support::init_tracing();
+    zooid_test_support::init_tracing();
     let zk = ZkEnsemble::start(3);
     let proxy = FaultProxy::start(zk.server_addr(0));
     runtime().block_on(async {

@@ -10,8 +10,8 @@
 //! transaction) is awaited. After either, every request of the session either applied before
 //! (a `sync` and read on any session sees it) or can never apply.
 //!
-//! Prototype: not wired into the library yet (the session layer moves to `src/zk/`); the tests
-//! in `tests/session_fate.rs` include it by path.
+//! The session layer does not call it yet (issue 18 wires lost-reply resolution through it);
+//! tests/zookeeper/session_fate.rs establishes what it guarantees against real servers.
 
 use std::time::Duration;
 
