@@ -24,15 +24,20 @@ import org.apache.hadoop.mapreduce.lib.map.WrappedMapper;
  * flushed line by line so that a killed attempt leaves what it did: {@code node}, {@code loader}
  * (the class loader of {@code io.zooid}: {@code system} or its class), {@code jar} (where
  * {@code io.zooid} came from) and {@code library} (the native library) before the first record,
- * then {@code id N} for every record before it is written, and last {@code end} when the attempt's
- * run returned or {@code failed} when it threw (after {@code cleanup}, which pushes back what the
- * source held). A killed attempt's journal has neither.
+ * then {@code id N} for every record before it is written, {@code cleanup-begins} and
+ * {@code cleanup} around the example's {@code cleanup()} (which pushes back what the source
+ * held), and last {@code end} when the attempt's run returned or {@code cause} (the exception)
+ * and {@code failed} when it threw. An attempt whose JVM was stopped
+ * under it has neither.
  *
  * <p>Faults, on attempt 0 only: {@value #FAIL_TASK} (a map task number) throws after
  * {@value #FAIL_AFTER} records; {@value #STRAGGLE_TASK} sleeps {@value #STRAGGLE_MS} ms after each
  * record, so that speculative execution starts a second attempt of it.
  */
 public class JournalingMapper extends AssignIdsMapper {
+    /** This attempt's journal, open while {@link #run} runs. */
+    private Writer journal;
+
     /** Local directory the attempts write their journals to (all containers run on this host). */
     public static final String JOURNAL_DIR = "zooid.it.journal.dir";
     /** The map task whose attempt 0 fails; none if unset. */
@@ -58,6 +63,7 @@ public class JournalingMapper extends AssignIdsMapper {
         long straggleMs = firstAttempt && conf.getInt(STRAGGLE_TASK, -1) == task ? conf.getLong(STRAGGLE_MS, 0) : 0;
         File file = new File(dir, attempt.toString());
         try (Writer journal = new BufferedWriter(new OutputStreamWriter(new FileOutputStream(file), StandardCharsets.UTF_8))) {
+            this.journal = journal;
             Context journaling = new WrappedMapper<LongWritable, Text, LongWritable, Text>().new Context(context) {
                 private long written;
 
@@ -80,11 +86,21 @@ public class JournalingMapper extends AssignIdsMapper {
             try {
                 super.run(journaling);
             } catch (IOException | InterruptedException | RuntimeException e) {
+                line(journal, "cause " + e.toString().replace('\n', ' '));
                 line(journal, "failed");
                 throw e;
             }
             line(journal, "end");
+        } finally {
+            this.journal = null;
         }
+    }
+
+    @Override
+    protected void cleanup(Context context) throws IOException {
+        line(journal, "cleanup-begins");
+        super.cleanup(context);
+        line(journal, "cleanup");
     }
 
     /** Which node, class loader, jar and native library this attempt's zooid runs on. */

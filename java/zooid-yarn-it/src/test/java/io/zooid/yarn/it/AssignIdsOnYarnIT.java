@@ -25,6 +25,7 @@ import java.nio.file.Paths;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -83,6 +84,8 @@ class AssignIdsOnYarnIT {
     private static final String JOB_CLASS_LOADER = "org.apache.hadoop.util.ApplicationClassLoader";
 
     private static final Path FIGURES = Paths.get("target", "yarn-job-figures.txt");
+    /** Each run's attempt journals, kept for a look after the build. */
+    private static final Path JOURNALS = Paths.get("target", "yarn-journals");
 
     @TempDir
     static Path dir;
@@ -93,6 +96,11 @@ class AssignIdsOnYarnIT {
     @BeforeAll
     static void startCluster() throws Exception {
         Files.deleteIfExists(FIGURES);
+        if (Files.exists(JOURNALS)) {
+            try (Stream<Path> paths = Files.walk(JOURNALS)) {
+                paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            }
+        }
         zk = LoopbackZooKeeper.start(dir.resolve("zookeeper"));
         Configuration conf = new YarnConfiguration();
         // HDFS, as on a cluster: -libjars copies the local jars into the job's staging directory
@@ -158,10 +166,11 @@ class AssignIdsOnYarnIT {
         assertEquals(2, attempts.size(), "task 3 ran twice: " + attempts);
         AttemptJournal failed = attempts.get(0);
         assertEquals(0, failed.attempt.getId());
-        assertEquals(AttemptJournal.End.FAILED, failed.end, "attempt 0 failed after its cleanup: " + failed);
+        assertEquals(AttemptJournal.End.FAILED, failed.end, "attempt 0 failed: " + failed);
+        assertTrue(failed.cleanedUp, "and its cleanup() ran: " + failed);
         assertEquals(500, failed.ids.size());
         assertEquals(new TreeSet<>(failed.ids), run.leaked, "exactly the failed attempt's records' IDs are leaked");
-        assertEquals(0, run.heldByCutAttempts, "the failed attempt pushed back what it held");
+        assertEquals(0, run.heldByUncleanedAttempts, "the failed attempt pushed back what it held");
     }
 
     /**
@@ -210,7 +219,7 @@ class AssignIdsOnYarnIT {
                 }
             }
         }
-        Path journals = Files.createDirectories(dir.resolve(name).resolve("journal"));
+        Path journals = Files.createDirectories(JOURNALS.resolve(name));
 
         Configuration conf = new Configuration(cluster.getConfig());
         conf.setBoolean(MRJobConfig.MAPREDUCE_JOB_CLASSLOADER, jobClassLoader);
@@ -255,7 +264,7 @@ class AssignIdsOnYarnIT {
         /** IDs handed out by attempts whose output was discarded. */
         final TreeSet<Long> leaked = new TreeSet<>();
         /** IDs taken from the pool but neither handed out nor pushed back. */
-        final long heldByCutAttempts;
+        final long heldByUncleanedAttempts;
         final long launched;
         final long failed;
         final long killed;
@@ -322,7 +331,7 @@ class AssignIdsOnYarnIT {
             for (AttemptJournal attempt : journals) {
                 int task = attempt.attempt.getTaskID().getId();
                 if (attempt.attempt.equals(committed.get(task))) {
-                    assertEquals(AttemptJournal.End.END, attempt.end, attempt.toString());
+                    assertTrue(attempt.end == AttemptJournal.End.END && attempt.cleanedUp, attempt.toString());
                     assertEquals(outputIds.get(task), attempt.ids, name + ": output of task " + task + " is its attempt's");
                 } else {
                     for (long id : attempt.ids) {
@@ -349,14 +358,22 @@ class AssignIdsOnYarnIT {
                 }
             }
             long taken = LAST_ID - free;
-            heldByCutAttempts = taken - handedOut.size();
-            boolean anyCut = journals.stream().anyMatch(a -> a.end == AttemptJournal.End.CUT);
-            if (anyCut) {
-                assertTrue(heldByCutAttempts >= 0, name + ": taken " + taken + ", handed out " + handedOut.size());
+            heldByUncleanedAttempts = taken - handedOut.size();
+            if (journals.stream().anyMatch(a -> !a.cleanedUp)) {
+                assertTrue(heldByUncleanedAttempts >= 0, name + ": taken " + taken + ", handed out " + handedOut.size());
             } else {
-                assertEquals(0, heldByCutAttempts, name + ": every ID taken was handed out or pushed back");
+                assertEquals(0, heldByUncleanedAttempts, name + ": every ID taken was handed out or pushed back");
             }
             report(name, jobClassLoader, job, seconds, nodes.size(), records.size());
+        }
+
+        /** The attempts that did not commit: {@code attempt end-state IDs-handed-out}. */
+        String lostAttempts() {
+            return journals.stream()
+                    .filter(a -> !a.attempt.equals(committed.get(a.attempt.getTaskID().getId())))
+                    .map(a -> a.attempt + " " + a.end + (a.cleanedUp ? " after cleanup" : a.cleanupBegan ? " in cleanup" : "")
+                            + ", " + a.ids.size() + " IDs" + (a.facts.containsKey("cause") ? ", " + a.facts.get("cause") : ""))
+                    .collect(Collectors.joining(", ", "[", "]"));
         }
 
         List<AttemptJournal> attemptsOf(int task) {
@@ -379,10 +396,10 @@ class AssignIdsOnYarnIT {
                 open.add(report.getTaskCounters().findCounter(AssignIdsMapper.Ids.OPEN_MS).getValue());
             }
             String line = String.format("%-12s classloader=%-5s wall %5.1f s, %d tasks on %d nodes, attempts %d launched"
-                    + " / %d failed / %d killed, %d records, %d IDs leaked by lost attempts' records, %d held by killed"
-                    + " attempts; per task native library load ms %s, open ms %s%n",
+                    + " / %d failed / %d killed, %d records, %d IDs leaked by lost attempts' records, %d held by attempts"
+                    + " stopped before their cleanup(); per task native library load ms %s, open ms %s; lost attempts: %s%n",
                     name, jobClassLoader, seconds, TASKS, nodes, launched, failed, killed, records, leaked.size(),
-                    heldByCutAttempts, spread(load), spread(open));
+                    heldByUncleanedAttempts, spread(load), spread(open), lostAttempts());
             System.out.print(line);
             Files.write(FIGURES, line.getBytes(StandardCharsets.UTF_8), StandardOpenOption.CREATE, StandardOpenOption.APPEND);
         }

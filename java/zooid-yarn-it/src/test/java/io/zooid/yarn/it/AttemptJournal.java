@@ -15,11 +15,11 @@ import org.apache.hadoop.mapreduce.TaskAttemptID;
 final class AttemptJournal {
     /** How the attempt's run ended. */
     enum End {
-        /** run() returned: the source was closed and pushed back what it held. */
+        /** run() returned. */
         END,
-        /** run() threw, after cleanup() pushed back what the source held. */
+        /** run() threw. */
         FAILED,
-        /** Neither: the container was stopped while the attempt ran (cleanup did not run). */
+        /** Neither: the attempt's JVM was stopped while it ran. */
         CUT
     }
 
@@ -27,12 +27,19 @@ final class AttemptJournal {
     final Map<String, String> facts;
     final List<Long> ids;
     final End end;
+    /** Whether the example's cleanup() returned, so what the source held went back to the pool. */
+    final boolean cleanedUp;
+    /** Whether the example's cleanup() started (it may have pushed back before the JVM stopped). */
+    final boolean cleanupBegan;
 
-    private AttemptJournal(TaskAttemptID attempt, Map<String, String> facts, List<Long> ids, End end) {
+    private AttemptJournal(TaskAttemptID attempt, Map<String, String> facts, List<Long> ids, End end,
+            boolean cleanupBegan, boolean cleanedUp) {
+        this.cleanupBegan = cleanupBegan;
         this.attempt = attempt;
         this.facts = facts;
         this.ids = ids;
         this.end = end;
+        this.cleanedUp = cleanedUp;
     }
 
     static AttemptJournal read(Path file) throws IOException {
@@ -40,6 +47,8 @@ final class AttemptJournal {
         Map<String, String> facts = new HashMap<>();
         List<Long> ids = new ArrayList<>();
         End end = End.CUT;
+        boolean cleanedUp = false;
+        boolean cleanupBegan = false;
         String text = new String(Files.readAllBytes(file), StandardCharsets.UTF_8);
         // A killed attempt may leave a partial last line: only lines ended by '\n' count.
         text = text.substring(0, text.lastIndexOf('\n') + 1);
@@ -48,6 +57,10 @@ final class AttemptJournal {
                 end = End.END;
             } else if (line.equals("failed")) {
                 end = End.FAILED;
+            } else if (line.equals("cleanup-begins")) {
+                cleanupBegan = true;
+            } else if (line.equals("cleanup")) {
+                cleanedUp = true;
             } else if (line.startsWith("id ")) {
                 ids.add(Long.parseLong(line.substring(3)));
             } else {
@@ -57,11 +70,11 @@ final class AttemptJournal {
                 }
             }
         }
-        return new AttemptJournal(attempt, facts, Collections.unmodifiableList(ids), end);
+        return new AttemptJournal(attempt, facts, Collections.unmodifiableList(ids), end, cleanupBegan, cleanedUp);
     }
 
     @Override
     public String toString() {
-        return attempt + " (" + end + ", " + ids.size() + " IDs, " + facts + ")";
+        return attempt + " (" + end + (cleanedUp ? " after cleanup" : cleanupBegan ? " in cleanup" : "") + ", " + ids.size() + " IDs, " + facts + ")";
     }
 }
