@@ -69,9 +69,10 @@ import org.junit.jupiter.api.io.TempDir;
  * output is exactly what its successful attempt handed out; that no ID was handed out to two
  * records by any attempts; and the pool afterwards: an ID handed out by an attempt whose output
  * was discarded (failed or killed) is leaked, never free again and never another record's; what
- * an attempt held unused is pushed back by its {@code cleanup()} if its run ended (normally or by
- * an exception), and leaked if its container was stopped under it (a speculative loser), so only
- * then may IDs be neither free nor handed out. The figures go to {@code target/yarn-job-figures.txt}.
+ * an attempt held unused is pushed back by its {@code cleanup()}, so IDs may be neither free nor
+ * handed out only if an attempt was stopped before its cleanup() ended (a killed speculative
+ * loser). The figures go to {@code target/yarn-job-figures.txt}, the attempts' journals to
+ * {@code target/yarn-journals/}.
  */
 @Timeout(value = 10, unit = TimeUnit.MINUTES)
 class AssignIdsOnYarnIT {
@@ -85,7 +86,7 @@ class AssignIdsOnYarnIT {
 
     private static final Path FIGURES = Paths.get("target", "yarn-job-figures.txt");
     /** Each run's attempt journals, kept for a look after the build. */
-    private static final Path JOURNALS = Paths.get("target", "yarn-journals");
+    private static final Path JOURNALS = Paths.get("target", "yarn-journals").toAbsolutePath();
 
     @TempDir
     static Path dir;
@@ -175,8 +176,9 @@ class AssignIdsOnYarnIT {
 
     /**
      * Attempt 0 of task 5 is slow, so speculative execution starts attempt 1 of it; the first to
-     * finish commits and the other is killed by stopping its container (its cleanup() does not
-     * run): the IDs it handed out and those its source still held are leaked.
+     * finish commits and YARN kills the other's container (SIGTERM, then SIGKILL). The IDs the
+     * loser gave to records are leaked; what its source held unused goes back if its cleanup()
+     * pushes it back before the SIGKILL, and is leaked otherwise (both are checked in {@link Run}).
      */
     @Test
     void aKilledSpeculativeAttemptLeaksWhatItTookAndNothingIsReused() throws Exception {
@@ -188,13 +190,14 @@ class AssignIdsOnYarnIT {
                 "a speculative attempt ran and one attempt was killed: " + run.launched + " launched, " + run.killed + " killed");
         List<AttemptJournal> attempts = run.attemptsOf(5);
         assertTrue(attempts.size() >= 2, "task 5 ran twice: " + attempts);
-        Set<Long> lost = new TreeSet<>();
-        for (AttemptJournal attempt : run.journals) {
-            if (!attempt.attempt.equals(run.committed.get(attempt.attempt.getTaskID().getId()))) {
-                lost.addAll(attempt.ids);
-            }
-        }
-        assertEquals(lost, run.leaked, "the killed attempts' records' IDs are leaked");
+        AttemptJournal loser = attempts.stream()
+                .filter(a -> !a.attempt.equals(run.committed.get(5)))
+                .filter(a -> !a.ids.isEmpty())
+                .findFirst()
+                .orElseThrow(() -> new AssertionError("no attempt of task 5 lost after handing out IDs: " + attempts));
+        assertTrue(loser.end != AttemptJournal.End.END, "the loser was stopped while it ran: " + loser);
+        assertTrue(run.leaked.containsAll(loser.ids) && loser.ids.size() < RECORDS_PER_TASK,
+                "the IDs it gave to records are leaked: " + loser);
     }
 
     /** Runs the job and checks everything every run must satisfy. */
