@@ -375,8 +375,12 @@ class AssignIdsOnYarnIT {
             return journals.stream()
                     .filter(a -> !a.attempt.equals(committed.get(a.attempt.getTaskID().getId())))
                     .map(a -> a.attempt + " " + a.end + (a.cleanedUp ? " after cleanup" : a.cleanupBegan ? " in cleanup" : "")
-                            + ", " + a.ids.size() + " IDs" + (a.facts.containsKey("cause") ? ", " + a.facts.get("cause") : ""))
+                            + ", " + a.ids.size() + " IDs" + (a.facts.containsKey("cause") ? ", " + abbreviate(a.facts.get("cause")) : ""))
                     .collect(Collectors.joining(", ", "[", "]"));
+        }
+
+        private static String abbreviate(String text) {
+            return text.length() <= 160 ? text : text.substring(0, 160) + "...";
         }
 
         List<AttemptJournal> attemptsOf(int task) {
