@@ -12,6 +12,8 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.io.LongWritable;
 import org.apache.hadoop.io.Text;
 import org.apache.hadoop.mapreduce.Mapper;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Assigns a unique ID to every input record, as the design document's {@code publishEvents}
@@ -35,8 +37,14 @@ public class AssignIdsMapper extends Mapper<LongWritable, Text, LongWritable, Te
         /** Unused IDs pushed back at the end of a task. */
         PUSHED_BACK,
         /** Records that waited for a batch from ZooKeeper. */
-        WAITED
+        WAITED,
+        /** Milliseconds spent finding, extracting and loading the native library (first use in the task's JVM). */
+        NATIVE_LOAD_MS,
+        /** Milliseconds spent opening the service (connecting to ZooKeeper) and the source (its first batch). */
+        OPEN_MS
     }
+
+    private static final Logger LOG = LoggerFactory.getLogger(AssignIdsMapper.class);
 
     private IDGeneratorService service;
     private IDCategory category;
@@ -54,6 +62,9 @@ public class AssignIdsMapper extends Mapper<LongWritable, Text, LongWritable, Te
         if (sessionTimeoutMs > 0) {
             options.sessionTimeout(Duration.ofMillis(sessionTimeoutMs));
         }
+        long start = System.nanoTime();
+        String library = IDGeneratorService.nativeLibraryInfo();
+        long loaded = System.nanoTime();
         try {
             service = IDGeneratorService.open(connect, options);
         } catch (IDGeneratorException e) {
@@ -67,6 +78,13 @@ public class AssignIdsMapper extends Mapper<LongWritable, Text, LongWritable, Te
             service.close();
             throw new IOException("cannot take IDs from " + category, e);
         }
+        long opened = System.nanoTime();
+        long loadMs = (loaded - start) / 1_000_000;
+        long openMs = (opened - loaded) / 1_000_000;
+        context.getCounter(Ids.NATIVE_LOAD_MS).increment(loadMs);
+        context.getCounter(Ids.OPEN_MS).increment(openMs);
+        LOG.info("{}: native library ready in {} ms, service and source opened in {} ms; {}",
+                context.getTaskAttemptID(), loadMs, openMs, library);
     }
 
     @Override
