@@ -26,6 +26,11 @@ cargo test --locked -- --test-threads=2
 step "Rust: Kerberos (GSSAPI) against a KDC on loopback (feature kerberos)"
 cargo test --locked --features kerberos --test kerberos
 
+# Portable natives (issue 21): the libraries the jar bundles and the C release ships.
+step "Natives: linux x86_64 + aarch64 for glibc 2.17 (zig); symbol versions; C tests on aarch64 under qemu"
+bash scripts/build-natives.sh
+cargo test --locked --test natives -- --ignored --test-threads=1
+
 if [ -f java/pom.xml ]; then
     step "Java: native library (release) and jar, JUnit + Hadoop local runner"
     cargo build --release --lib --locked
