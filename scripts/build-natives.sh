@@ -5,7 +5,7 @@
 #
 #   target/natives/linux-<arch>/libzooid.so        stripped; .gnu_debuglink names the file below
 #   target/natives/linux-<arch>/libzooid.so.debug  its debug info (objcopy --only-keep-debug)
-#   target/natives/linux-<arch>/libzooid.a         static library, debug info stripped
+#   target/natives/linux-<arch>/libzooid.a         static library: one object, no debug info
 #
 # The Java build bundles every linux-<arch>/libzooid.so of that directory (java/zooid/pom.xml);
 # scripts/release-c.sh packs the C release from it; tests/natives.rs checks it.
@@ -14,9 +14,9 @@
 #   bash scripts/build-natives.sh aarch64          # one
 #   bash scripts/build-natives.sh --out DIR x86_64
 #
-# Needs: rustup, pip (installs ziglang and cargo-zigbuild when missing), binutils (objcopy);
-# for aarch64 the cross binutils (Debian: binutils-aarch64-linux-gnu, which
-# gcc-aarch64-linux-gnu pulls in) when the host objcopy cannot rewrite aarch64 ELF files.
+# Needs: rustup, pip (installs ziglang and cargo-zigbuild when missing), binutils (objcopy, ld)
+# for each architecture: the host's for its own, the cross ones for the other (Debian:
+# binutils-aarch64-linux-gnu, which gcc-aarch64-linux-gnu pulls in).
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -48,25 +48,25 @@ for arch in "${arches[@]}"; do
     grep -qx "$arch-unknown-linux-gnu" <<<"$installed_targets" || rustup target add "$arch-unknown-linux-gnu"
 done
 
-# An objcopy that can rewrite `arch` ELF files: the cross one if installed, else the host's when
-# it knows the architecture.
-objcopy_for() {
-    local arch="$1" tool
-    for tool in "$arch-linux-gnu-objcopy" objcopy; do
-        if command -v "$tool" >/dev/null && { [ "$tool" != objcopy ] || [ "$arch" = "$(uname -m)" ] \
-                || objcopy --info 2>/dev/null | grep -q "elf64-littleaarch64"; }; then
-            echo "$tool"
-            return
-        fi
-    done
-    echo "build-natives: no objcopy for $arch ELF files: install binutils-$arch-linux-gnu" >&2
-    return 1
+# A binutils tool (objcopy, ld) for `arch` ELF files: the cross one if installed, else the
+# host's when the host is that architecture.
+binutil() {
+    local tool="$1" arch="$2"
+    if command -v "$arch-linux-gnu-$tool" >/dev/null; then
+        echo "$arch-linux-gnu-$tool"
+    elif [ "$arch" = "$(uname -m)" ] && command -v "$tool" >/dev/null; then
+        echo "$tool"
+    else
+        echo "build-natives: no $tool for $arch ELF files: install binutils-$arch-linux-gnu" >&2
+        return 1
+    fi
 }
 
 started=$SECONDS
 for arch in "${arches[@]}"; do
     triple="$arch-unknown-linux-gnu"
-    objcopy="$(objcopy_for "$arch")"
+    objcopy="$(binutil objcopy "$arch")"
+    ld="$(binutil ld "$arch")"
     say "$triple, glibc $glibc"
     arch_started=$SECONDS
     cargo zigbuild --locked --release --lib -p zooid --target "$triple.$glibc"
@@ -80,7 +80,17 @@ for arch in "${arches[@]}"; do
     "$objcopy" --strip-all "$built/libzooid.so" "$dest/libzooid.so.stripped"
     (cd "$dest" && "$objcopy" --add-gnu-debuglink=libzooid.so.debug libzooid.so.stripped libzooid.so)
     rm "$dest/libzooid.so.stripped"
-    "$objcopy" --strip-debug "$built/libzooid.a" "$dest/libzooid.a"
+    # The static library as one relocatable object: a C program's link then takes all of zooid,
+    # never only the archive members it references. Registrations no code calls (the tokio
+    # spawner that zookeeper-client finds through a linkme distributed slice) would otherwise be
+    # left out, and every connection would fail with the panic "no spawner".
+    work="$(mktemp -d)"
+    "$ld" -r --whole-archive "$built/libzooid.a" -o "$work/zooid.o"
+    "$objcopy" --strip-debug "$work/zooid.o"
+    # zig's llvm-ar: GNU ar hands objects to its LTO plugins (LLVMgold of an older LLVM where
+    # libclang-dev is installed), which abort on rustc's object.
+    python3 -m ziglang ar rcsD "$dest/libzooid.a" "$work/zooid.o"
+    rm -rf "$work"
     say "linux-$arch done in $((SECONDS - arch_started)) s:"
     ls -l "$dest" | sed 's/^/    /'
 done
