@@ -42,6 +42,11 @@ command -v kadmin.local >/dev/null || need+=(krb5-admin-server)
 command -v kinit >/dev/null || need+=(krb5-user)
 [ -f /usr/include/gssapi/gssapi.h ] || need+=(libkrb5-dev)
 ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || need+=(libclang-dev)
+# Portable natives (scripts/build-natives.sh, tests/natives.rs): aarch64 cross gcc and qemu-user.
+command -v aarch64-linux-gnu-gcc >/dev/null || need+=(gcc-aarch64-linux-gnu)
+command -v qemu-aarch64 >/dev/null || need+=(qemu-user)
+command -v file >/dev/null || need+=(file)
+command -v readelf >/dev/null || need+=(binutils)
 # moto comes from PyPI, through pip.
 command -v moto_server >/dev/null || python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
 

@@ -34,9 +34,13 @@ cargo test -p zooid --lib --locked -- --test-threads=2
 step "Rust: Kerberos (GSSAPI) against a KDC on loopback (feature kerberos)"
 cargo test -p zooid-cli --locked --features kerberos --test kerberos
 
+# Portable natives (issue 21): the libraries the jar bundles and the C release ships.
+step "Natives: linux x86_64 + aarch64 for glibc 2.17 (zig); symbol versions; C tests on aarch64 under qemu"
+bash scripts/build-natives.sh
+cargo test --locked --test natives -- --ignored --test-threads=1
+
 if [ -f java/pom.xml ]; then
-    step "Java: native library (release, the lean library crate) and jar, JUnit + Hadoop local runner"
-    cargo build --release -p zooid --lib --locked
+    step "Java: the jar (bundling target/natives), JUnit, the Hadoop local runner and the YARN job"
     mvn -B -ntp -f java/pom.xml verify
     cat java/zooid/target/take-id-benchmark.txt
 fi

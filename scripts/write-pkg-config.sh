@@ -7,6 +7,8 @@
 #   bash scripts/write-pkg-config.sh --libdir "$PWD/target/release" \
 #       --includedir "$PWD/include" --out target/release/pkgconfig/zooid.pc
 #   PKG_CONFIG_PATH=target/release/pkgconfig cc app.c $(pkg-config --cflags --libs zooid)
+#   # or relocatable, for a tarball (scripts/release-c.sh): paths relative to the .pc file
+#   bash scripts/write-pkg-config.sh --prefix '${pcfiledir}/../..' --out lib/pkgconfig/zooid.pc
 #
 # Options: --prefix DIR (default /usr/local), --libdir DIR (default PREFIX/lib),
 # --includedir DIR (default PREFIX/include), --out FILE (default: standard output).
@@ -28,7 +30,7 @@ while [ $# -gt 0 ]; do
         --libdir) libdir="$2"; shift 2 ;;
         --includedir) includedir="$2"; shift 2 ;;
         --out) out="$2"; shift 2 ;;
-        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
         *) echo "write-pkg-config: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done

@@ -16,13 +16,16 @@ import java.util.Locale;
  *
  * <ol>
  *   <li>the file named by the system property {@value #PATH_PROPERTY}, if set (and only it);
+ *   <li>the directories listed in {@value #DIR_PROPERTY}, if set (and only them): in each,
+ *       {@code <os>-<arch>/libzooid.so}, then {@code libzooid.so};
  *   <li>{@code libzooid.so} on {@code java.library.path};
  *   <li>the copy in this jar, {@code /native/<os>-<arch>/libzooid.so}, extracted to a uniquely
- *       named temporary file (in {@value #TMPDIR_PROPERTY} if set, else {@code java.io.tmpdir})
- *       that is deleted once loaded.
+ *       named temporary file (in {@value #TMPDIR_PROPERTY}, or the older {@value
+ *       #LEGACY_TMPDIR_PROPERTY}, if set, else {@code java.io.tmpdir}) that is deleted once
+ *       loaded.
  * </ol>
  *
- * <p>The JVM loads a given file in one class loader only. When the file found in steps 1 or 2 is
+ * <p>The JVM loads a given file in one class loader only. When the file found in steps 1 to 3 is
  * already held by another class loader, a private temporary copy of it is loaded instead, so any
  * number of class loaders in one JVM (web apps, Hadoop and Spark task loaders, tests) can each
  * load zooid; each gets its own copy of the native state.
@@ -30,8 +33,14 @@ import java.util.Locale;
 final class NativeLoader {
     /** System property naming the native library file to load. */
     static final String PATH_PROPERTY = "zooid.native.path";
+    /** System property listing directories (path-separator separated) that hold the library. */
+    static final String DIR_PROPERTY = "zooid.library.path";
     /** System property naming the directory to extract the bundled library to. */
-    static final String TMPDIR_PROPERTY = "zooid.native.tmpdir";
+    static final String TMPDIR_PROPERTY = "zooid.tmpdir";
+    /** The earlier name of {@link #TMPDIR_PROPERTY}, still honoured. */
+    static final String LEGACY_TMPDIR_PROPERTY = "zooid.native.tmpdir";
+    /** The platforms a release jar carries, named as in its {@code /native/} directory. */
+    static final String[] KNOWN_PLATFORMS = {"linux-x86_64", "linux-aarch64", "darwin-x86_64", "darwin-aarch64"};
 
     private static final String LIBRARY = "zooid";
 
@@ -45,10 +54,15 @@ final class NativeLoader {
         if (loadedFrom != null) {
             return;
         }
-        String override = System.getProperty(PATH_PROPERTY);
-        if (override != null && !override.isEmpty()) {
+        String override = property(PATH_PROPERTY);
+        if (override != null) {
             File file = new File(override).getAbsoluteFile();
             loadedFrom = loadFile(file, "system property " + PATH_PROPERTY);
+            return;
+        }
+        String dirs = property(DIR_PROPERTY);
+        if (dirs != null) {
+            loadedFrom = loadFromDirectories(dirs);
             return;
         }
         List<String> tried = new ArrayList<>();
@@ -64,8 +78,7 @@ final class NativeLoader {
             }
             tried.add("java.library.path: " + e.getMessage());
         }
-        String resource = "/native/" + platform() + "/" + System.mapLibraryName(LIBRARY);
-        loadedFrom = loadResource(resource, tried);
+        loadedFrom = loadResource(resourceName(), tried);
     }
 
     /** How the library was loaded, for diagnostics; null if it is not loaded. */
@@ -92,6 +105,55 @@ final class NativeLoader {
         return os + "-" + arch;
     }
 
+    /** The jar resource holding this platform's library. */
+    static String resourceName() {
+        return resourceName(platform());
+    }
+
+    private static String resourceName(String platform) {
+        return "/native/" + platform + "/" + System.mapLibraryName(LIBRARY);
+    }
+
+    /** The platforms of {@link #KNOWN_PLATFORMS} this jar carries a library for. */
+    static List<String> bundledPlatforms() {
+        List<String> bundled = new ArrayList<>();
+        for (String platform : KNOWN_PLATFORMS) {
+            String os = platform.substring(0, platform.indexOf('-'));
+            String file = os.equals("darwin") ? "libzooid.dylib" : "libzooid.so";
+            if (NativeLoader.class.getResource("/native/" + platform + "/" + file) != null) {
+                bundled.add(platform);
+            }
+        }
+        return bundled;
+    }
+
+    /** A system property's value, or null when it is unset or empty. */
+    private static String property(String name) {
+        String value = System.getProperty(name);
+        return value == null || value.isEmpty() ? null : value;
+    }
+
+    private static String loadFromDirectories(String dirs) {
+        String name = System.mapLibraryName(LIBRARY);
+        List<File> candidates = new ArrayList<>();
+        for (String dir : dirs.split(File.pathSeparator)) {
+            if (dir.isEmpty()) {
+                continue;
+            }
+            File base = new File(dir).getAbsoluteFile();
+            candidates.add(new File(new File(base, platform()), name));
+            candidates.add(new File(base, name));
+        }
+        for (File candidate : candidates) {
+            if (candidate.isFile()) {
+                return loadFile(candidate, "system property " + DIR_PROPERTY);
+            }
+        }
+        throw new UnsatisfiedLinkError("zooid: no native library for platform " + platform() + " ("
+                + describeHost() + ") in the directories named by system property " + DIR_PROPERTY
+                + ": looked for " + candidates);
+    }
+
     private static String loadFile(File file, String source) {
         try {
             System.load(file.getPath());
@@ -116,9 +178,12 @@ final class NativeLoader {
     private static String loadResource(String resource, List<String> tried) {
         InputStream in = NativeLoader.class.getResourceAsStream(resource);
         if (in == null) {
-            throw new UnsatisfiedLinkError("zooid: no native library for platform " + platform()
-                    + ": not in this jar (" + resource + ") and " + String.join("; ", tried)
-                    + ". Set -D" + PATH_PROPERTY + "=/path/to/" + System.mapLibraryName(LIBRARY) + ".");
+            List<String> bundled = bundledPlatforms();
+            throw new UnsatisfiedLinkError("zooid: no native library for platform " + platform() + " ("
+                    + describeHost() + "): looked for " + resource + " in this jar, which carries "
+                    + (bundled.isEmpty() ? "none" : String.join(", ", bundled)) + "; and "
+                    + String.join("; ", tried) + ". Set -D" + PATH_PROPERTY + "=/path/to/"
+                    + System.mapLibraryName(LIBRARY) + " or -D" + DIR_PROPERTY + "=DIR.");
         }
         try (InputStream stream = in) {
             return extractAndLoad(stream, "the jar (" + resource + ")");
@@ -129,13 +194,26 @@ final class NativeLoader {
 
     /** Copies {@code in} to a new, uniquely named temporary file, loads it and deletes it. */
     private static String extractAndLoad(InputStream in, String source) throws IOException {
-        String dirName = System.getProperty(TMPDIR_PROPERTY);
-        Path dir = Paths.get(dirName != null && !dirName.isEmpty() ? dirName : System.getProperty("java.io.tmpdir"));
+        String dirName = property(TMPDIR_PROPERTY);
+        String dirSource = TMPDIR_PROPERTY;
+        if (dirName == null) {
+            dirName = property(LEGACY_TMPDIR_PROPERTY);
+            dirSource = LEGACY_TMPDIR_PROPERTY;
+        }
+        if (dirName == null) {
+            dirName = System.getProperty("java.io.tmpdir");
+            dirSource = "java.io.tmpdir";
+        }
+        Path dir = Paths.get(dirName);
         Files.createDirectories(dir);
-        Path file = Files.createTempFile(dir, "libzooid-", ".so");
+        Path file = Files.createTempFile(dir, "libzooid-", suffix());
         try {
             Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
             System.load(file.toAbsolutePath().toString());
+        } catch (UnsatisfiedLinkError e) {
+            throw linkError("cannot load " + source + ", extracted to " + file + " (directory from "
+                    + dirSource + "): " + e.getMessage() + ". If that directory is on a file system "
+                    + "mounted noexec, set -D" + TMPDIR_PROPERTY + "=DIR to one that allows executables.", e);
         } finally {
             // Once mapped, the library no longer needs its file (Linux, macOS). Where it cannot be
             // deleted while loaded, delete it when the JVM exits.
@@ -146,6 +224,17 @@ final class NativeLoader {
             }
         }
         return source + ", extracted to " + file;
+    }
+
+    /** The extension of a library file on this platform, from {@code System.mapLibraryName}. */
+    private static String suffix() {
+        String name = System.mapLibraryName(LIBRARY);
+        int dot = name.lastIndexOf('.');
+        return dot >= 0 ? name.substring(dot) : ".so";
+    }
+
+    private static String describeHost() {
+        return "os.name " + System.getProperty("os.name") + ", os.arch " + System.getProperty("os.arch");
     }
 
     /** The file on java.library.path that another class loader holds, or null. */

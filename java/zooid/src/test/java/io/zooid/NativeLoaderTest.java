@@ -20,8 +20,41 @@ class NativeLoaderTest {
     @Test
     void theBuildBundlesTheLibraryUnderItsPlatformPath() {
         assertEquals("linux-x86_64", NativeLoader.platform());
+        assertEquals("/native/linux-x86_64/libzooid.so", NativeLoader.resourceName());
         assertTrue(BUNDLED.isFile(), BUNDLED + " must be in the jar's classes");
         assertTrue(NativeLoader.class.getResource("/native/linux-x86_64/libzooid.so") != null);
+        assertTrue(NativeLoader.bundledPlatforms().contains("linux-x86_64"), NativeLoader.bundledPlatforms().toString());
+    }
+
+    /** Each bundled library is an ELF shared object for the machine its directory names. */
+    @Test
+    void eachBundledLibraryIsBuiltForItsPlatform() throws Exception {
+        File[] dirs = new File(CLASSES, "native").listFiles(File::isDirectory);
+        assertTrue(dirs != null && dirs.length > 0, "no native/ directory in " + CLASSES);
+        for (File dir : dirs) {
+            File lib = new File(dir, "libzooid.so");
+            assertTrue(lib.isFile(), lib + " is missing");
+            byte[] header = new byte[20];
+            try (java.io.InputStream in = new java.io.FileInputStream(lib)) {
+                assertEquals(header.length, in.read(header), lib + " is too short");
+            }
+            assertEquals(0x7f, header[0]);
+            assertEquals("ELF", new String(header, 1, 3, java.nio.charset.StandardCharsets.US_ASCII));
+            assertEquals(2, header[4], lib + " is a 64-bit ELF");
+            assertEquals(1, header[5], lib + " is little-endian");
+            assertEquals(3, header[16], lib + " is a shared object (ET_DYN)");
+            int machine = (header[18] & 0xff) | (header[19] & 0xff) << 8;
+            switch (dir.getName()) {
+                case "linux-x86_64":
+                    assertEquals(62, machine, lib + " is for EM_X86_64");
+                    break;
+                case "linux-aarch64":
+                    assertEquals(183, machine, lib + " is for EM_AARCH64");
+                    break;
+                default:
+                    throw new AssertionError("unexpected platform directory " + dir);
+            }
+        }
     }
 
     /** Two class loaders in one JVM each load zooid: each gets its own extracted copy. */
@@ -96,6 +129,64 @@ class NativeLoaderTest {
         ChildJvm child = ChildJvm.run(Collections.<String>emptyList(), LoaderProbe.class);
         assertEquals(0, child.exitCode, child.toString());
         assertTrue(child.output.contains("the jar (/native/linux-x86_64/libzooid.so), extracted to"), child.toString());
+    }
+
+    @Test
+    void theLibraryDirectoryPropertyFindsThePlatformSubdirectory() throws Exception {
+        File nativeDir = new File(CLASSES, "native").getAbsoluteFile();
+        ChildJvm child = ChildJvm.run(
+                Arrays.asList("-D" + NativeLoader.DIR_PROPERTY + "=/nonexistent" + File.pathSeparator + nativeDir,
+                        "-Dzooid.test.classes=" + CLASSES.getAbsolutePath()),
+                LoaderProbe.class, "two-loaders");
+        assertEquals(0, child.exitCode, child.toString());
+        assertTrue(child.output.contains("system property zooid.library.path (" + BUNDLED.getAbsolutePath() + ")"),
+                child.toString());
+        assertTrue(child.output.contains("probe 2 took 1"), child.toString());
+    }
+
+    @Test
+    void aLibraryDirectoryWithoutTheLibraryNamesWhatItLookedFor() throws Exception {
+        File empty = java.nio.file.Files.createTempDirectory("zooid-empty-").toFile();
+        try {
+            ChildJvm child = ChildJvm.run(
+                    Collections.singletonList("-D" + NativeLoader.DIR_PROPERTY + "=" + empty.getAbsolutePath()),
+                    LoaderProbe.class);
+            assertNotEquals(0, child.exitCode, child.toString());
+            assertTrue(child.output.contains("UnsatisfiedLinkError")
+                    && child.output.contains("system property zooid.library.path")
+                    && child.output.contains(new File(new File(empty, "linux-x86_64"), "libzooid.so").getAbsolutePath())
+                    && child.output.contains(new File(empty, "libzooid.so").getAbsolutePath()),
+                    child.toString());
+        } finally {
+            assertTrue(empty.delete());
+        }
+    }
+
+    @Test
+    void theTmpdirPropertyChoosesWhereTheJarCopyIsExtracted() throws Exception {
+        File dir = java.nio.file.Files.createTempDirectory("zooid-tmpdir-").toFile();
+        try {
+            ChildJvm child = ChildJvm.run(
+                    Collections.singletonList("-D" + NativeLoader.TMPDIR_PROPERTY + "=" + dir.getAbsolutePath()),
+                    LoaderProbe.class);
+            assertEquals(0, child.exitCode, child.toString());
+            assertTrue(child.output.contains("extracted to " + dir.getAbsolutePath() + File.separator + "libzooid-"),
+                    child.toString());
+            String[] left = dir.list();
+            assertTrue(left != null && left.length == 0, "the extracted file is deleted once loaded");
+        } finally {
+            assertTrue(dir.delete());
+        }
+    }
+
+    @Test
+    void anUnknownPlatformNamesWhatWasLookedForAndWhatTheJarCarries() throws Exception {
+        ChildJvm child = ChildJvm.run(Collections.singletonList("-Dos.arch=riscv64"), LoaderProbe.class);
+        assertNotEquals(0, child.exitCode, child.toString());
+        assertTrue(child.output.contains("no native library for platform linux-riscv64")
+                && child.output.contains("os.arch riscv64")
+                && child.output.contains("looked for /native/linux-riscv64/libzooid.so in this jar, which carries linux-x86_64"),
+                child.toString());
     }
 
     private static URLClassLoader isolatedLoader() throws Exception {
