@@ -184,6 +184,8 @@ pub struct Analysis {
     pub held_by_live: u64,
     pub leaked: u64,
     pub unexplained: u64,
+    /// The first few unexplained ranges, to trace where they went.
+    pub unexplained_ranges: Vec<(i64, i64)>,
     /// Operations that ended in `OutcomeUnknown`, from the ledgers' `L` lines.
     pub takes_unknown: u64,
     pub pushes_unknown: u64,
@@ -309,6 +311,9 @@ impl Analysis {
             self.conservation_sum(),
             self.category
         );
+        if !self.unexplained_ranges.is_empty() {
+            let _ = writeln!(s, "  unexplained IDs: {:?}", self.unexplained_ranges);
+        }
         let _ = writeln!(s, "  errors ridden out: {}", self.error_summary());
         if !self.killed_mid_op.is_empty() {
             let _ = writeln!(s, "  killed mid-operation: {:?}", self.killed_mid_op);
@@ -534,7 +539,9 @@ pub fn analyse(dir: &Path, bounds: IdRange, free: &[IdRange], killed: &[String])
     let out = out.union(&held_live);
     a.leaked = leaked_set.subtract(&out).count();
     let out = out.union(&leaked_set);
-    a.unexplained = all.subtract(&out).count();
+    let unexplained = all.subtract(&out);
+    a.unexplained = unexplained.count();
+    a.unexplained_ranges = unexplained.0.iter().take(10).copied().collect();
     if a.conservation_sum() != a.category {
         a.problems.push(format!(
             "conservation: {} accounted for, the category has {}",
