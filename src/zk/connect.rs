@@ -1,20 +1,85 @@
 //! Opening a ZooKeeper client: the one place a connection is configured (timeouts, `digest`
-//! auth, TLS, SASL) and a failure to connect is explained.
+//! auth, TLS, SASL, the servers' release) and a failure to connect is explained.
 
 use std::time::Duration;
 
-use zookeeper_client::Client;
+use zookeeper_client::{Client, Error as ZkError};
 
-use super::options::{ConnectOptions, Sasl, TlsFiles};
+use super::options::{ConnectOptions, Sasl, ServerVersion, TlsFiles};
 use crate::error::{Result, ZooidError};
 
 /// Opens a new ZooKeeper session (a new client: it carries no last-seen zxid, so servers that
-/// lost their data accept it). The one place a connection is configured: timeouts, `digest`
-/// auth, TLS and SASL. No error message built here holds a secret.
-pub(crate) async fn open_client(connect: &str, options: &ConnectOptions) -> Result<Client> {
+/// lost their data accept it) for servers of release `version`, and returns it with the release
+/// it was opened for. [`ServerVersion::Detect`] opens a session, asks the servers (see
+/// [`detect`]), and on 3.4 replaces it by one that creates nodes with `create`.
+pub(crate) async fn open_client(
+    connect: &str,
+    options: &ConnectOptions,
+    version: ServerVersion,
+) -> Result<(Client, ServerVersion)> {
+    if version != ServerVersion::Detect {
+        return Ok((open_for(connect, options, version).await?, version));
+    }
+    let client = open_for(connect, options, ServerVersion::V3_5).await?;
+    match detect(&client, connect, options).await? {
+        ServerVersion::V3_4 => {
+            tracing::info!(
+                connect,
+                "the ZooKeeper servers run 3.4 (no /zookeeper/config): nodes are created with \
+                 `create`, not `create2`"
+            );
+            // Dropping the only handle closes the probe's session.
+            drop(client);
+            let client = open_for(connect, options, ServerVersion::V3_4).await?;
+            Ok((client, ServerVersion::V3_4))
+        }
+        found => Ok((client, found)),
+    }
+}
+
+/// Which release the servers of `client`'s session run, as far as zooid's requests depend on it:
+/// `/zookeeper/config` exists on every server from 3.5 on (readable by anyone, and a refused
+/// read proves it exists too) and on no 3.4 server. A read ignores the connect string's chroot.
+/// No answer in time fails the connect: creating nodes the wrong way would fail every write.
+async fn detect(client: &Client, connect: &str, options: &ConnectOptions) -> Result<ServerVersion> {
+    let limit = options.session_timeout.max(Duration::from_millis(500));
+    let unknown = |why: String| ZooidError::ConnectionLost {
+        category: connect.to_string(),
+        reason: format!(
+            "cannot tell the ZooKeeper servers' release (reading /zookeeper/config): {why}; \
+             set ConnectOptions::server_version to skip the check"
+        ),
+    };
+    match tokio::time::timeout(limit, client.get_config()).await {
+        Ok(Ok(_)) | Ok(Err(ZkError::NoAuth)) => Ok(ServerVersion::V3_5),
+        Ok(Err(ZkError::NoNode)) => Ok(ServerVersion::V3_4),
+        Ok(Err(err)) => Err(unknown(err.to_string())),
+        Err(_) => Err(unknown(format!("no reply within {limit:?}"))),
+    }
+}
+
+/// Opens a session whose creates suit servers of release `version` (3.4: `create`; otherwise
+/// `create2`). The one place a connection is configured: timeouts, `digest` auth, TLS and SASL.
+/// No error message built here holds a secret.
+async fn open_for(
+    connect: &str,
+    options: &ConnectOptions,
+    version: ServerVersion,
+) -> Result<Client> {
+    if options.tls.is_some() && version == ServerVersion::V3_4 {
+        return Err(ZooidError::InvalidArgument(
+            "TLS needs ZooKeeper 3.5.5 or later (secureClientPort); ConnectOptions::server_version \
+             says the servers run 3.4"
+                .into(),
+        ));
+    }
     let mut connector = Client::connector()
         .with_session_timeout(options.session_timeout)
         .with_connection_timeout((options.session_timeout / 3).max(Duration::from_millis(200)));
+    if version == ServerVersion::V3_4 {
+        // Creates (also inside a `multi`, vendor/README.md) go as `create`.
+        connector = connector.with_server_version(3, 4, 14);
+    }
     if let Some((user, password)) = &options.digest_auth {
         connector = connector.with_auth("digest", format!("{user}:{password}").as_bytes());
     }

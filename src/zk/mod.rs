@@ -22,6 +22,6 @@ pub use acl::{parse_acl_list, Acl, Perms};
 pub use classify::{classify, describe as describe_error, fate, is_gone, to_zooid, Fate, Verdict};
 pub use fate::{confirm_dead, Confirmed, Unconfirmed};
 pub use multi::{Multi, MultiFailed};
-pub use options::{ConnectOptions, Sasl, TlsFiles};
+pub use options::{ConnectOptions, Sasl, ServerVersion, TlsFiles};
 pub use path::validate_path;
 pub use session::{ConnectionState, Session, SessionStatus};

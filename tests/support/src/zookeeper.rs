@@ -60,7 +60,12 @@ pub fn zk_lib_dir() -> PathBuf {
         Some(d) if !d.is_empty() => PathBuf::from(d),
         _ => crate::repo().join("target/zookeeper/lib"),
     };
-    check_lib_dir(dir, "zookeeper-3", "bash scripts/fetch-zookeeper.sh", "ZOOID_ZK_LIB")
+    check_lib_dir(
+        dir,
+        "zookeeper-3",
+        "bash scripts/fetch-zookeeper.sh",
+        "ZOOID_ZK_LIB",
+    )
 }
 
 /// Directory holding the jars of ZooKeeper server `version` (such as `"3.4.14"`):
