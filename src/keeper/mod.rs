@@ -185,7 +185,14 @@ impl Active<'_> {
         let mut session_rx = self.session.subscribe();
         let mut election_rx = self.election.subscribe();
         let mut watcher: Option<(u64, PersistentWatcher)> = None;
-        let mut discovery = Discovery::Watch;
+        // 3.4 is known from the session; 3.5 answers the `addWatch` with `Unimplemented`.
+        let mut discovery = match self.session.server_version() {
+            crate::zk::ServerVersion::V3_4 => Discovery::Poll,
+            _ => Discovery::Watch,
+        };
+        if discovery == Discovery::Poll {
+            self.report_polling();
+        }
         let mut need_scan = true;
         let mut last_scan = Instant::now();
         let mut dirty: BTreeSet<String> = BTreeSet::new();
@@ -215,11 +222,7 @@ impl Active<'_> {
                         Err(zookeeper_client::Error::Unimplemented) => {
                             discovery = Discovery::Poll;
                             watcher = None;
-                            (self.options.report)(&format!(
-                                "keeper {}: the servers have no persistent watches (ZooKeeper \
-                                 before 3.6); discovering categories by polling every {:?}",
-                                self.options.name, self.options.poll
-                            ));
+                            self.report_polling();
                         }
                         Err(err) => {
                             tracing::warn!(root = self.options.root, %err, "keeper: cannot watch the root yet");
@@ -313,6 +316,15 @@ impl Active<'_> {
                 _ = shutdown.changed() => return Ok(()),
             }
         }
+    }
+
+    /// Says that the servers have no persistent watches, so categories are found by polling.
+    fn report_polling(&self) {
+        (self.options.report)(&format!(
+            "keeper {}: the servers have no persistent watches (ZooKeeper before 3.6); \
+             discovering categories by polling every {:?}",
+            self.options.name, self.options.poll
+        ));
     }
 
     /// Lists every pool node under the root (recursively), skipping ZooKeeper's own nodes and

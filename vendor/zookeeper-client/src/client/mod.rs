@@ -1749,7 +1749,9 @@ impl Connector {
             .with_readonly(self.readonly)
             .with_detached(self.detached)
             .with_session_timeout(self.session_timeout)
-            .with_connection_timeout(self.connection_timeout);
+            .with_connection_timeout(self.connection_timeout)
+            // zooid patch: ZooKeeper 3.4 knows no `removeWatches`.
+            .with_no_remove_watches(self.server_version < Version(3, 5, 0));
         #[cfg(feature = "tls")]
         let builder = builder.with_tls(self.tls);
         #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]

@@ -58,9 +58,16 @@ pub struct Builder {
     session: Option<SessionInfo>,
     session_timeout: Duration,
     connection_timeout: Duration,
+    // zooid patch: the server does not know `removeWatches` (ZooKeeper 3.4).
+    no_remove_watches: bool,
 }
 
 impl Builder {
+    /// zooid patch: never send `removeWatches` (ZooKeeper 3.4 drops the connection on it).
+    pub fn with_no_remove_watches(self, no_remove_watches: bool) -> Self {
+        Self { no_remove_watches, ..self }
+    }
+
     #[cfg(feature = "tls")]
     pub fn with_tls(self, tls: Option<TlsOptions>) -> Self {
         Self { tls, ..self }
@@ -123,7 +130,8 @@ impl Builder {
         let connector = Connector::new();
         let (state_sender, state_receiver) = sync::watch::channel(SessionState::Disconnected);
         let now = Instant::now();
-        let watch_manager = WatchManager::new(requester, state_receiver);
+        let mut watch_manager = WatchManager::new(requester, state_receiver);
+        watch_manager.set_remove_watches(!self.no_remove_watches);
         let mut session = Session {
             readonly: self.readonly,
             detached: self.detached,

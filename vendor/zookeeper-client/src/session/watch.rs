@@ -242,6 +242,10 @@ pub struct WatchManager {
 
     requester: Weak<mpsc::UnboundedSender<Request>>,
     state_receiver: Arc<sync::watch::Receiver<SessionState>>,
+
+    // zooid patch: whether the server knows `removeWatches` (3.5+). ZooKeeper 3.4 drops the
+    // connection on it, so there a dropped watcher is only forgotten locally.
+    remove_watches: bool,
 }
 
 /// Maximum number of paths kept in `cached_paths` for reuse.
@@ -262,6 +266,7 @@ impl WatchManager {
 
             requester,
             state_receiver: state_receiver.into(),
+            remove_watches: true,
         }
     }
 
@@ -391,7 +396,7 @@ impl WatchManager {
                 }
             }
         }
-        if !has_watch {
+        if !has_watch && self.remove_watches {
             // Probably a dangling persistent watcher.
             depot.push_remove_watch(event.path, WatchMode::Any, StateResponser::none());
         }
@@ -414,11 +419,19 @@ impl WatchManager {
     }
 
     pub fn remove_watcher(&mut self, watcher_id: WatcherId, responser: StateResponser, depot: &mut Depot) {
-        if let Some((path, mode)) = self.try_remove_watcher(watcher_id, depot) {
-            depot.push_remove_watch(path, mode, responser);
-        } else {
-            responser.send_empty();
+        let remove_watches = self.remove_watches;
+        match self.try_remove_watcher(watcher_id, depot) {
+            Some((path, mode)) if remove_watches => depot.push_remove_watch(path, mode, responser),
+            _ => {
+                responser.send_empty();
+            },
         }
+    }
+
+    /// zooid patch: whether to send `removeWatches` when the last watcher of a path goes (false
+    /// for ZooKeeper 3.4, which does not know it).
+    pub fn set_remove_watches(&mut self, remove_watches: bool) {
+        self.remove_watches = remove_watches;
     }
 
     fn send_and_clear_watches(&self, last_zxid: i64, paths: &mut [Vec<&str>; 5], i: usize, depot: &mut Depot) {
