@@ -185,14 +185,18 @@ impl Active<'_> {
         let mut session_rx = self.session.subscribe();
         let mut election_rx = self.election.subscribe();
         let mut watcher: Option<(u64, PersistentWatcher)> = None;
-        // 3.4 is known from the session; 3.5 answers the `addWatch` with `Unimplemented`.
-        let mut discovery = match self.session.server_version() {
-            crate::zk::ServerVersion::V3_4 => Discovery::Poll,
-            _ => Discovery::Watch,
+        // Servers before 3.6 have no persistent watches (asked once per session).
+        let mut discovery = match self.session.persistent_watches().await {
+            Ok(true) => Discovery::Watch,
+            Ok(false) => {
+                self.report_polling();
+                Discovery::Poll
+            }
+            Err(err) => {
+                tracing::warn!(%err, "keeper: cannot tell whether the servers have persistent watches; polling this term");
+                Discovery::Poll
+            }
         };
-        if discovery == Discovery::Poll {
-            self.report_polling();
-        }
         let mut need_scan = true;
         let mut last_scan = Instant::now();
         let mut dirty: BTreeSet<String> = BTreeSet::new();

@@ -58,6 +58,35 @@ async fn detect(client: &Client, connect: &str, options: &ConnectOptions) -> Res
     }
 }
 
+/// Whether the servers support persistent watches (`addWatch`, ZooKeeper 3.6+), asked on a
+/// throwaway session: a 3.5 server answers the unknown request with `Unimplemented` and then
+/// drops the connection, which must not hit the session that holds ephemeral nodes and
+/// candidacies (an election would pause).
+pub(crate) async fn probe_persistent_watches(
+    connect: &str,
+    options: &ConnectOptions,
+    version: ServerVersion,
+) -> Result<bool> {
+    if version == ServerVersion::V3_4 {
+        return Ok(false);
+    }
+    let client = open_for(connect, options, version).await?;
+    let limit = options.session_timeout.max(Duration::from_millis(500));
+    let asked = client.watch("/", zookeeper_client::AddWatchMode::Persistent);
+    match tokio::time::timeout(limit, asked).await {
+        Ok(Ok(_watcher)) => Ok(true),
+        Ok(Err(ZkError::Unimplemented)) => Ok(false),
+        Ok(Err(err)) => Err(ZooidError::ConnectionLost {
+            category: connect.to_string(),
+            reason: format!("asking whether the servers have persistent watches: {err}"),
+        }),
+        Err(_) => Err(ZooidError::Timeout {
+            what: format!("asking {connect} whether the servers have persistent watches"),
+            after: limit,
+        }),
+    }
+}
+
 /// Opens a session whose creates suit servers of release `version` (3.4: `create`; otherwise
 /// `create2`). The one place a connection is configured: timeouts, `digest` auth, TLS and SASL.
 /// No error message built here holds a secret.

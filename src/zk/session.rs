@@ -32,7 +32,7 @@ use tokio::time::Instant;
 use zookeeper_client::{Acls, Client, Error as ZkError, SessionState};
 
 use super::classify::is_gone;
-use super::connect::open_client;
+use super::connect::{open_client, probe_persistent_watches};
 use super::options::{ConnectOptions, ServerVersion};
 use crate::error::{Result, ZooidError};
 
@@ -88,6 +88,8 @@ struct Inner {
     /// The servers' release the first session found (or the options named); later sessions
     /// are opened for it without asking again.
     server_version: ServerVersion,
+    /// Whether the servers have persistent watches, once asked.
+    persistent_watches: tokio::sync::OnceCell<bool>,
     current: RwLock<Current>,
     status: watch::Sender<SessionStatus>,
     /// Serializes the replacement of a lost session, so it is opened once.
@@ -146,6 +148,7 @@ impl Session {
             connect: connect.to_string(),
             options: options.clone(),
             server_version,
+            persistent_watches: tokio::sync::OnceCell::new(),
             current: RwLock::new(Current {
                 client,
                 generation: 1,
@@ -179,6 +182,20 @@ impl Session {
     /// [`ConnectOptions::server_version`] named it; never `Detect`.
     pub fn server_version(&self) -> ServerVersion {
         self.inner.server_version
+    }
+
+    /// Whether the servers support persistent watches (`addWatch`, ZooKeeper 3.6 and later).
+    /// Asked once, on a separate short-lived session (3.5 drops the connection that sends an
+    /// unknown request); `false` without asking on 3.4.
+    pub async fn persistent_watches(&self) -> Result<bool> {
+        let inner = &self.inner;
+        inner
+            .persistent_watches
+            .get_or_try_init(|| {
+                probe_persistent_watches(&inner.connect, &inner.options, inner.server_version)
+            })
+            .await
+            .copied()
     }
 
     /// The client of the current generation, and that generation. Requests made on it belong

@@ -66,14 +66,22 @@ pub async fn core(connect: &str, server: std::net::SocketAddr) {
     assert_eq!(second.ranges(), vec![r(11, 15)]);
     svc.push_ids(&mut first).await.unwrap();
     let again = svc.take_ids(&cat, 10).await.unwrap();
-    assert_eq!(again.ranges(), vec![r(1, 10)], "pushed IDs are handed out first");
+    assert_eq!(
+        again.ranges(),
+        vec![r(1, 10)],
+        "pushed IDs are handed out first"
+    );
 
     let proxy = FaultProxy::start(server);
     let lossy = service(&proxy.connect_string()).await;
     proxy.drop_reply_to(op::SET_DATA, "/compat/core/did");
     let taken = lossy.take_ids(&cat, 100).await.unwrap();
     assert_eq!(proxy.dropped_replies(), 1, "the fault must have happened");
-    assert_eq!(taken.ranges(), vec![r(16, 115)], "the applied take returns its own IDs");
+    assert_eq!(
+        taken.ranges(),
+        vec![r(16, 115)],
+        "the applied take returns its own IDs"
+    );
     assert_eq!(
         svc.pool_info(&cat).await.unwrap().free,
         vec![r(116, 1_000_000)],
@@ -97,7 +105,11 @@ pub async fn blocks(connect: &str) {
     let pushed: BTreeSet<i64> = all_ids(&[&one]);
     a.push_ids(&mut one).await.unwrap();
     let back = b.take_ids(&cat, 150).await.unwrap();
-    assert_eq!(all_ids(&[&back]), pushed, "pushed IDs are handed out before fresh blocks");
+    assert_eq!(
+        all_ids(&[&back]),
+        pushed,
+        "pushed IDs are handed out before fresh blocks"
+    );
     let info = a.pool_info(&cat).await.unwrap();
     assert_eq!(info.blocks.map(|blocks| blocks.unit), Some(100));
 }
@@ -250,11 +262,20 @@ pub async fn keeper(connect: &str) -> (Discovery, Duration) {
     options.report = Arc::new(move |line| sink.lock().unwrap().push(line.to_string()));
     let (stop, shutdown) = tokio::sync::watch::channel(false);
     let keeper_session = session(connect).await;
-    let running = tokio::spawn(zooid::keeper::run(keeper_session, durable, options, shutdown));
+    let running = tokio::spawn(zooid::keeper::run(
+        keeper_session,
+        durable,
+        options,
+        shutdown,
+    ));
     let said = |what: &str| lines.lock().unwrap().iter().any(|l| l.contains(what));
     let deadline = Instant::now() + Duration::from_secs(30);
     while !said("active") {
-        assert!(Instant::now() < deadline, "keeper never became active: {:?}", lines.lock().unwrap());
+        assert!(
+            Instant::now() < deadline,
+            "keeper never became active: {:?}",
+            lines.lock().unwrap()
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let svc = service(connect).await;
@@ -265,7 +286,13 @@ pub async fn keeper(connect: &str) -> (Discovery, Duration) {
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
     let ceiling = loop {
-        if let Some(ceiling) = svc.pool_info(&cat).await.unwrap().ceiling.filter(|c| *c > 0) {
+        if let Some(ceiling) = svc
+            .pool_info(&cat)
+            .await
+            .unwrap()
+            .ceiling
+            .filter(|c| *c > 0)
+        {
             break ceiling;
         }
         assert!(
@@ -284,9 +311,28 @@ pub async fn keeper(connect: &str) -> (Discovery, Duration) {
         .await
         .unwrap()
         .expect("a durable record of the raise");
-    assert!(record.ceiling >= ceiling, "the pool's ceiling is under the durable record");
-    let discovery = if said("polling") { Discovery::Poll } else { Discovery::Watch };
+    assert!(
+        record.ceiling >= ceiling,
+        "the pool's ceiling is under the durable record"
+    );
+    let discovery = if said("polling") {
+        Discovery::Poll
+    } else {
+        Discovery::Watch
+    };
     assert!(said("discovered"), "{:?}", lines.lock().unwrap());
+    let terms = lines
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| l.contains(" active, token "))
+        .count();
+    assert_eq!(
+        terms,
+        1,
+        "one term: finding out about persistent watches must not disturb the keeper's session: {:?}",
+        lines.lock().unwrap()
+    );
     stop.send(true).unwrap();
     tokio::time::timeout(Duration::from_secs(20), running)
         .await
