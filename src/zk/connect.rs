@@ -254,3 +254,27 @@ fn kerberos(
         "Kerberos SASL (as {principal}) needs zooid built with the `kerberos` feature"
     )))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// TLS and a 3.4 server contradict each other; refused before any connection is tried.
+    #[test]
+    fn tls_to_a_3_4_server_is_refused_naming_the_release() {
+        let options = ConnectOptions {
+            tls: Some(TlsFiles::ca("/nonexistent/ca.pem")),
+            ..ConnectOptions::default()
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let refused = runtime
+            .block_on(open_client("127.0.0.1:1", &options, ServerVersion::V3_4))
+            .err()
+            .expect("refused");
+        assert_eq!(refused.kind(), crate::error::ErrorKind::InvalidArgument);
+        assert!(refused.to_string().contains("3.5.5"), "{refused}");
+    }
+}

@@ -224,7 +224,23 @@ impl Default for ConnectOptions {
 
 #[cfg(test)]
 mod tests {
-    use super::ConnectOptions;
+    use super::{ConnectOptions, ServerVersion};
+
+    #[test]
+    fn the_servers_release_is_detected_unless_named() {
+        let options = ConnectOptions::default();
+        assert_eq!(options.server_version, ServerVersion::Detect);
+        assert!(format!("{options:?}").contains("server_version: Detect"));
+        let named: Vec<String> = [
+            ServerVersion::Detect,
+            ServerVersion::V3_4,
+            ServerVersion::V3_5,
+        ]
+        .iter()
+        .map(|v| v.to_string())
+        .collect();
+        assert_eq!(named, ["detect", "3.4", "3.5+"]);
+    }
 
     #[test]
     fn debug_output_hides_the_password() {

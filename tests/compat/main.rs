@@ -154,3 +154,40 @@ release_tests! {
     zookeeper_3_8 => "3.8.6";
     zookeeper_3_9 => "3.9.5";
 }
+
+/// `ServerVersion::V3_4` (the setting for an ensemble being upgraded from 3.4) works on a newer
+/// server too: creates go as `create`, which every release knows, and the session reports what
+/// it was told instead of asking.
+#[test]
+fn assuming_3_4_works_on_a_newer_server() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let connect = zk.connect_string();
+    runtime().block_on(async {
+        let options = zooid::ConnectOptions {
+            server_version: ServerVersion::V3_4,
+            ..support::session_options(6000)
+        };
+        let session = zooid::Session::connect(&connect, &options).await.unwrap();
+        assert_eq!(session.server_version(), ServerVersion::V3_4);
+        assert!(!session.persistent_watches().await.unwrap());
+        let svc = zooid::IdGeneratorService::on_session(
+            session.clone(),
+            zooid::ServiceOptions::default(),
+        );
+        let cat = zooid::IdCategory::new("/assumed/did").unwrap();
+        svc.create_category_blocks(&cat, 1, 1000, 10).await.unwrap();
+        let mut taken = svc.take_ids(&cat, 25).await.unwrap();
+        assert_eq!(taken.count_ids(), 25);
+        svc.push_ids(&mut taken).await.unwrap();
+        let queue =
+            zooid::WorkQueue::open(&session, "/assumed/queue", zooid::QueueOptions::default())
+                .unwrap();
+        queue.put(b"x").await.unwrap();
+        let claim = queue
+            .claim(Some(std::time::Duration::from_secs(5)))
+            .await
+            .unwrap();
+        claim.expect("the item").complete().await.unwrap();
+    });
+}
