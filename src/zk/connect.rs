@@ -1,96 +1,18 @@
 //! Opening a ZooKeeper client: the one place a connection is configured (timeouts, `digest`
-//! auth, TLS, SASL, the servers' release) and a failure to connect is explained.
+//! auth, TLS, SASL, the form of requests for the servers' release) and a failure to connect is
+//! explained.
 
 use std::time::Duration;
 
-use zookeeper_client::{Client, Error as ZkError};
+use zookeeper_client::Client;
 
 use super::options::{ConnectOptions, Sasl, ServerVersion, TlsFiles};
 use crate::error::{Result, ZooidError};
 
-/// Opens a new ZooKeeper session (a new client: it carries no last-seen zxid, so servers that
-/// lost their data accept it) for servers of release `version`, and returns it with the release
-/// it was opened for. [`ServerVersion::Detect`] opens a session, asks the servers (see
-/// [`detect`]), and on 3.4 replaces it by one that creates nodes with `create`.
-pub(crate) async fn open_client(
-    connect: &str,
-    options: &ConnectOptions,
-    version: ServerVersion,
-) -> Result<(Client, ServerVersion)> {
-    if version != ServerVersion::Detect {
-        return Ok((open_for(connect, options, version).await?, version));
-    }
-    let client = open_for(connect, options, ServerVersion::V3_5).await?;
-    match detect(&client, connect, options).await? {
-        ServerVersion::V3_4 => {
-            tracing::info!(
-                connect,
-                "the ZooKeeper servers run 3.4 (no /zookeeper/config): nodes are created with \
-                 `create`, not `create2`"
-            );
-            // Dropping the only handle closes the probe's session.
-            drop(client);
-            let client = open_for(connect, options, ServerVersion::V3_4).await?;
-            Ok((client, ServerVersion::V3_4))
-        }
-        found => Ok((client, found)),
-    }
-}
-
-/// Which release the servers of `client`'s session run, as far as zooid's requests depend on it:
-/// `/zookeeper/config` exists on every server from 3.5 on (readable by anyone, and a refused
-/// read proves it exists too) and on no 3.4 server. A read ignores the connect string's chroot.
-/// No answer in time fails the connect: creating nodes the wrong way would fail every write.
-async fn detect(client: &Client, connect: &str, options: &ConnectOptions) -> Result<ServerVersion> {
-    let limit = options.session_timeout.max(Duration::from_millis(500));
-    let unknown = |why: String| ZooidError::ConnectionLost {
-        category: connect.to_string(),
-        reason: format!(
-            "cannot tell the ZooKeeper servers' release (reading /zookeeper/config): {why}; \
-             set ConnectOptions::server_version to skip the check"
-        ),
-    };
-    match tokio::time::timeout(limit, client.get_config()).await {
-        Ok(Ok(_)) | Ok(Err(ZkError::NoAuth)) => Ok(ServerVersion::V3_5),
-        Ok(Err(ZkError::NoNode)) => Ok(ServerVersion::V3_4),
-        Ok(Err(err)) => Err(unknown(err.to_string())),
-        Err(_) => Err(unknown(format!("no reply within {limit:?}"))),
-    }
-}
-
-/// Whether the servers support persistent watches (`addWatch`, ZooKeeper 3.6+), asked on a
-/// throwaway session: a 3.5 server answers the unknown request with `Unimplemented` and then
-/// drops the connection, which must not hit the session that holds ephemeral nodes and
-/// candidacies (an election would pause).
-pub(crate) async fn probe_persistent_watches(
-    connect: &str,
-    options: &ConnectOptions,
-    version: ServerVersion,
-) -> Result<bool> {
-    if version == ServerVersion::V3_4 {
-        return Ok(false);
-    }
-    let client = open_for(connect, options, version).await?;
-    let limit = options.session_timeout.max(Duration::from_millis(500));
-    let asked = client.watch("/", zookeeper_client::AddWatchMode::Persistent);
-    match tokio::time::timeout(limit, asked).await {
-        Ok(Ok(_watcher)) => Ok(true),
-        Ok(Err(ZkError::Unimplemented)) => Ok(false),
-        Ok(Err(err)) => Err(ZooidError::ConnectionLost {
-            category: connect.to_string(),
-            reason: format!("asking whether the servers have persistent watches: {err}"),
-        }),
-        Err(_) => Err(ZooidError::Timeout {
-            what: format!("asking {connect} whether the servers have persistent watches"),
-            after: limit,
-        }),
-    }
-}
-
 /// Opens a session whose creates suit servers of release `version` (3.4: `create`; otherwise
 /// `create2`). The one place a connection is configured: timeouts, `digest` auth, TLS and SASL.
 /// No error message built here holds a secret.
-async fn open_for(
+pub(super) async fn open_for(
     connect: &str,
     options: &ConnectOptions,
     version: ServerVersion,
@@ -253,28 +175,4 @@ fn kerberos(
     Err(ZooidError::InvalidArgument(format!(
         "Kerberos SASL (as {principal}) needs zooid built with the `kerberos` feature"
     )))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// TLS and a 3.4 server contradict each other; refused before any connection is tried.
-    #[test]
-    fn tls_to_a_3_4_server_is_refused_naming_the_release() {
-        let options = ConnectOptions {
-            tls: Some(TlsFiles::ca("/nonexistent/ca.pem")),
-            ..ConnectOptions::default()
-        };
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("a runtime");
-        let refused = runtime
-            .block_on(open_client("127.0.0.1:1", &options, ServerVersion::V3_4))
-            .err()
-            .expect("refused");
-        assert_eq!(refused.kind(), crate::error::ErrorKind::InvalidArgument);
-        assert!(refused.to_string().contains("3.5.5"), "{refused}");
-    }
 }

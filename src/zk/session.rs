@@ -32,8 +32,8 @@ use tokio::time::Instant;
 use zookeeper_client::{Acls, Client, Error as ZkError, SessionState};
 
 use super::classify::is_gone;
-use super::connect::{open_client, probe_persistent_watches};
 use super::options::{ConnectOptions, ServerVersion};
+use super::version::{open_client, probe_persistent_watches};
 use crate::error::{Result, ZooidError};
 
 /// The state of the process's ZooKeeper session, as every part of zooid interprets it.
