@@ -8,8 +8,8 @@
 //!   never needs re-arming, so no change can slip between a trigger and a re-registration, the
 //!   seed's missed-watch gap), a full re-scan after every reconnect and new session (events that
 //!   happened while disconnected are not replayed), and a periodic re-scan as a backstop. On
-//!   servers without persistent watches (ZooKeeper 3.4 and 3.5 answer the `addWatch` with
-//!   `Unimplemented`) it polls instead: a full re-scan every [`KeeperOptions::poll`];
+//!   servers without persistent watches (ZooKeeper 3.4 and 3.5; [`Session::persistent_watches`]
+//!   asks once) it polls instead: a full re-scan every [`KeeperOptions::poll`];
 //! - evaluates a category on every change of its node and on every tick: headroom (free IDs at
 //!   or below the ceiling), take rate, reserve;
 //! - raises a ceiling when the headroom falls under the low-water mark: (1) the durable record
