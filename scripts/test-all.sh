@@ -18,13 +18,14 @@ PATH="$PATH:$(python3 -m site --user-base 2>/dev/null || echo "$HOME/.local")/bi
 export PATH
 bash scripts/setup.sh
 
-step "ZooKeeper server jars"
+step "ZooKeeper server jars (the suite's 3.9 server, and 3.4 to 3.9 for tests/compat)"
 bash scripts/fetch-zookeeper.sh
+bash scripts/fetch-zookeeper.sh matrix
 
 step "Rust: build (workspace: library, CLI, test support)"
 cargo build --workspace --all-targets --locked
 
-step "Rust: tests (one binary per group: unit, embedded, zookeeper, recipes, load, c, faults, cli, keeper, durable)"
+step "Rust: tests (one binary per group: unit, embedded, zookeeper, recipes, load, c, faults, compat, cli, keeper, durable)"
 # Test binaries run one after another; tests inside a binary in parallel (2 threads).
 cargo test --workspace --locked -- --test-threads=2
 

@@ -68,4 +68,7 @@ pub use recipes::queue::{Claim, QueueOptions, WorkQueue};
 pub use retry::RetryPolicy;
 pub use stats::{CategoryStats, LatencyHistogram, ServiceStats};
 pub use store::{AnyStore, Store};
-pub use zk::{Acl, ConnectOptions, ConnectionState, Perms, Sasl, Session, SessionStatus, TlsFiles};
+pub use zk::{
+    Acl, ConnectOptions, ConnectionState, Perms, Sasl, ServerVersion, Session, SessionStatus,
+    TlsFiles,
+};

@@ -7,7 +7,9 @@
 //! - discovers the categories under its root: one persistent recursive watch on the root (it
 //!   never needs re-arming, so no change can slip between a trigger and a re-registration, the
 //!   seed's missed-watch gap), a full re-scan after every reconnect and new session (events that
-//!   happened while disconnected are not replayed), and a periodic re-scan as a backstop;
+//!   happened while disconnected are not replayed), and a periodic re-scan as a backstop. On
+//!   servers without persistent watches (ZooKeeper 3.4 and 3.5; [`Session::persistent_watches`]
+//!   asks once) it polls instead: a full re-scan every [`KeeperOptions::poll`];
 //! - evaluates a category on every change of its node and on every tick: headroom (free IDs at
 //!   or below the ceiling), take rate, reserve;
 //! - raises a ceiling when the headroom falls under the low-water mark: (1) the durable record
@@ -54,6 +56,9 @@ pub struct KeeperOptions {
     pub tick: Duration,
     /// How often the category list is re-read in full without a reason.
     pub rescan: Duration,
+    /// How often the category list is re-read in full on servers without persistent watches
+    /// (ZooKeeper before 3.6), where that re-read is how new categories are found.
+    pub poll: Duration,
     /// Receives metric and event lines.
     pub report: Reporter,
 }
@@ -67,6 +72,7 @@ impl std::fmt::Debug for KeeperOptions {
             .field("sizing", &self.sizing)
             .field("tick", &self.tick)
             .field("rescan", &self.rescan)
+            .field("poll", &self.poll)
             .finish_non_exhaustive()
     }
 }
@@ -84,6 +90,7 @@ impl KeeperOptions {
             sizing: Sizing::default(),
             tick: Duration::from_secs(1),
             rescan: Duration::from_secs(30),
+            poll: Duration::from_secs(2),
             report: Arc::new(|line| tracing::info!("{line}")),
         }
     }
@@ -147,6 +154,15 @@ pub async fn run(
     Ok(())
 }
 
+/// How the active keeper learns of new categories.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Discovery {
+    /// A persistent recursive watch on the root (ZooKeeper 3.6+), plus the periodic re-scan.
+    Watch,
+    /// A full re-scan every [`KeeperOptions::poll`] (servers without persistent watches).
+    Poll,
+}
+
 /// The active keeper's term.
 pub(crate) struct Active<'a> {
     pub session: &'a Session,
@@ -169,6 +185,18 @@ impl Active<'_> {
         let mut session_rx = self.session.subscribe();
         let mut election_rx = self.election.subscribe();
         let mut watcher: Option<(u64, PersistentWatcher)> = None;
+        // Servers before 3.6 have no persistent watches (asked once per session).
+        let mut discovery = match self.session.persistent_watches().await {
+            Ok(true) => Discovery::Watch,
+            Ok(false) => {
+                self.report_polling();
+                Discovery::Poll
+            }
+            Err(err) => {
+                tracing::warn!(%err, "keeper: cannot tell whether the servers have persistent watches; polling this term");
+                Discovery::Poll
+            }
+        };
         let mut need_scan = true;
         let mut last_scan = Instant::now();
         let mut dirty: BTreeSet<String> = BTreeSet::new();
@@ -180,7 +208,9 @@ impl Active<'_> {
             }
             let status = self.session.status();
             if status.state == ConnectionState::Connected {
-                if watcher.as_ref().map(|(g, _)| *g) != Some(status.generation) {
+                if discovery == Discovery::Watch
+                    && watcher.as_ref().map(|(g, _)| *g) != Some(status.generation)
+                {
                     let (client, generation) = self.session.client();
                     match self
                         .session
@@ -193,13 +223,22 @@ impl Active<'_> {
                             watcher = Some((generation, w));
                             need_scan = true;
                         }
+                        Err(zookeeper_client::Error::Unimplemented) => {
+                            discovery = Discovery::Poll;
+                            watcher = None;
+                            self.report_polling();
+                        }
                         Err(err) => {
                             tracing::warn!(root = self.options.root, %err, "keeper: cannot watch the root yet");
                             watcher = None;
                         }
                     }
                 }
-                if need_scan || last_scan.elapsed() >= self.options.rescan {
+                let every = match discovery {
+                    Discovery::Watch => self.options.rescan,
+                    Discovery::Poll => self.options.poll.min(self.options.rescan),
+                };
+                if need_scan || last_scan.elapsed() >= every {
                     match self.scan().await {
                         Ok(found) => {
                             need_scan = false;
@@ -281,6 +320,15 @@ impl Active<'_> {
                 _ = shutdown.changed() => return Ok(()),
             }
         }
+    }
+
+    /// Says that the servers have no persistent watches, so categories are found by polling.
+    fn report_polling(&self) {
+        (self.options.report)(&format!(
+            "keeper {}: the servers have no persistent watches (ZooKeeper before 3.6); \
+             discovering categories by polling every {:?}",
+            self.options.name, self.options.poll
+        ));
     }
 
     /// Lists every pool node under the root (recursively), skipping ZooKeeper's own nodes and

@@ -91,10 +91,16 @@ pub fn is_gone(err: &ZkError) -> bool {
     fate(err) == Fate::Expired
 }
 
-/// The error's text for a message; a marshalling error names the likely cause.
+/// The error's text for a message; a marshalling error and an unimplemented request name the
+/// likely cause.
 pub fn describe(err: &ZkError) -> String {
     match err {
         ZkError::MarshallingError => format!("{err} (node over the server's jute.maxbuffer?)"),
+        ZkError::Unimplemented => format!(
+            "{err} (the ZooKeeper server is older than the request: `create2` needs 3.5, \
+             persistent watches 3.6; a 3.4 server in a newer ensemble needs \
+             ConnectOptions::server_version = V3_4)"
+        ),
         other => other.to_string(),
     }
 }

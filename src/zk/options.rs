@@ -1,5 +1,6 @@
-//! How a session connects: the ensemble's session timeout, credentials (`digest`, SASL) and
-//! TLS files. Plain data; [`super::connect`] turns it into a ZooKeeper client.
+//! How a session connects: the ensemble's session timeout, credentials (`digest`, SASL), TLS
+//! files and the servers' release. Plain data; [`super::connect`] turns it into a ZooKeeper
+//! client.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -17,6 +18,46 @@ pub struct ConnectOptions {
     pub tls: Option<TlsFiles>,
     /// SASL authentication during the connection handshake; `None` for none.
     pub sasl: Option<Sasl>,
+    /// Which ZooKeeper release the servers run, as far as the form of zooid's requests depends
+    /// on it; [`ServerVersion::Detect`] (the default) asks the servers when the session opens.
+    pub server_version: ServerVersion,
+}
+
+/// The ZooKeeper release a session's requests must suit. The servers' release only changes how
+/// a node is created: 3.4 knows `create` only, 3.5 and later also `create2` (which returns the
+/// node's stat). Everything else zooid sends is the same on 3.4 to 3.9, except the keeper's
+/// persistent watch (3.6+), for which the keeper falls back to polling by itself.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ServerVersion {
+    /// Ask the servers when the first session opens: one read of `/zookeeper/config`, a node
+    /// every server from 3.5 on has and 3.4 has not (no four-letter word, which servers may
+    /// refuse or serve on no port the client reaches). The answer holds for the process's later
+    /// sessions.
+    #[default]
+    Detect,
+    /// ZooKeeper 3.4 (or an ensemble with a 3.4 server in it, such as during a rolling upgrade
+    /// from 3.4): nodes are created with `create`.
+    V3_4,
+    /// ZooKeeper 3.5 or later: nodes are created with `create2`.
+    V3_5,
+}
+
+impl ServerVersion {
+    /// The release as `3.4`, `3.5+`, or `detect`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServerVersion::Detect => "detect",
+            ServerVersion::V3_4 => "3.4",
+            ServerVersion::V3_5 => "3.5+",
+        }
+    }
+}
+
+impl std::fmt::Display for ServerVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// The PEM files of a TLS connection to ZooKeeper. Only paths: the files are read when a
@@ -164,6 +205,7 @@ impl std::fmt::Debug for ConnectOptions {
             )
             .field("tls", &self.tls)
             .field("sasl", &self.sasl)
+            .field("server_version", &self.server_version)
             .finish()
     }
 }
@@ -175,13 +217,30 @@ impl Default for ConnectOptions {
             digest_auth: None,
             tls: None,
             sasl: None,
+            server_version: ServerVersion::Detect,
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::ConnectOptions;
+    use super::{ConnectOptions, ServerVersion};
+
+    #[test]
+    fn the_servers_release_is_detected_unless_named() {
+        let options = ConnectOptions::default();
+        assert_eq!(options.server_version, ServerVersion::Detect);
+        assert!(format!("{options:?}").contains("server_version: Detect"));
+        let named: Vec<String> = [
+            ServerVersion::Detect,
+            ServerVersion::V3_4,
+            ServerVersion::V3_5,
+        ]
+        .iter()
+        .map(|v| v.to_string())
+        .collect();
+        assert_eq!(named, ["detect", "3.4", "3.5+"]);
+    }
 
     #[test]
     fn debug_output_hides_the_password() {

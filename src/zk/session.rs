@@ -32,8 +32,8 @@ use tokio::time::Instant;
 use zookeeper_client::{Acls, Client, Error as ZkError, SessionState};
 
 use super::classify::is_gone;
-use super::connect::open_client;
-use super::options::ConnectOptions;
+use super::options::{ConnectOptions, ServerVersion};
+use super::version::{open_client, probe_persistent_watches};
 use crate::error::{Result, ZooidError};
 
 /// The state of the process's ZooKeeper session, as every part of zooid interprets it.
@@ -85,6 +85,11 @@ struct Current {
 struct Inner {
     connect: String,
     options: ConnectOptions,
+    /// The servers' release the first session found (or the options named); later sessions
+    /// are opened for it without asking again.
+    server_version: ServerVersion,
+    /// Whether the servers have persistent watches, once asked.
+    persistent_watches: tokio::sync::OnceCell<bool>,
     current: RwLock<Current>,
     status: watch::Sender<SessionStatus>,
     /// Serializes the replacement of a lost session, so it is opened once.
@@ -130,7 +135,8 @@ impl Session {
                 ));
             }
         }
-        let client = open_client(connect, options).await?;
+        let (client, server_version) =
+            open_client(connect, options, options.server_version).await?;
         let status = SessionStatus {
             state: ConnectionState::Connected,
             generation: 1,
@@ -141,6 +147,8 @@ impl Session {
         let inner = Arc::new(Inner {
             connect: connect.to_string(),
             options: options.clone(),
+            server_version,
+            persistent_watches: tokio::sync::OnceCell::new(),
             current: RwLock::new(Current {
                 client,
                 generation: 1,
@@ -152,7 +160,7 @@ impl Session {
         metrics::gauge!("zooid_session_generation").set(1.0);
         let (alive_tx, alive_rx) = watch::channel(());
         tokio::spawn(monitor(Arc::downgrade(&inner), alive_rx));
-        tracing::info!(session = %format_args!("{:#x}", status.session_id), timeout = ?status.timeout, "ZooKeeper session opened");
+        tracing::info!(session = %format_args!("{:#x}", status.session_id), timeout = ?status.timeout, %server_version, "ZooKeeper session opened");
         Ok(Session {
             inner,
             _alive: Arc::new(alive_tx),
@@ -167,6 +175,27 @@ impl Session {
     /// The options the session was opened with.
     pub fn options(&self) -> &ConnectOptions {
         &self.inner.options
+    }
+
+    /// The servers' release the session's requests suit: [`ServerVersion::V3_4`] or
+    /// [`ServerVersion::V3_5`] (3.5 or later), as detected when the session opened or as
+    /// [`ConnectOptions::server_version`] named it; never `Detect`.
+    pub fn server_version(&self) -> ServerVersion {
+        self.inner.server_version
+    }
+
+    /// Whether the servers support persistent watches (`addWatch`, ZooKeeper 3.6 and later).
+    /// Asked once, on a separate short-lived session (3.5 drops the connection that sends an
+    /// unknown request); `false` without asking on 3.4.
+    pub async fn persistent_watches(&self) -> Result<bool> {
+        let inner = &self.inner;
+        inner
+            .persistent_watches
+            .get_or_try_init(|| {
+                probe_persistent_watches(&inner.connect, &inner.options, inner.server_version)
+            })
+            .await
+            .copied()
     }
 
     /// The client of the current generation, and that generation. Requests made on it belong
@@ -327,8 +356,8 @@ impl Inner {
             why,
             "ZooKeeper session lost; opening a new one"
         );
-        match open_client(&self.connect, &self.options).await {
-            Ok(client) => {
+        match open_client(&self.connect, &self.options, self.server_version).await {
+            Ok((client, _)) => {
                 let generation = lost_generation + 1;
                 *self.current.write().unwrap_or_else(|p| p.into_inner()) = Current {
                     client: client.clone(),

@@ -10,10 +10,14 @@
 //! kernel kills it if the test binary itself dies (`PR_SET_PDEATHSIG`).
 //!
 //! The jars come from `$ZOOID_ZK_LIB`, else `<crate>/target/zookeeper/lib` (filled by
-//! `scripts/fetch-zookeeper.sh`). Tests never download anything.
+//! `scripts/fetch-zookeeper.sh`). A given server version ([`ZkServer::start_version`], the
+//! compatibility matrix) comes from `$ZOOID_ZK_ROOT/<version>/lib`, else
+//! `<crate>/target/zookeeper/<version>/lib` (`scripts/fetch-zookeeper.sh <version>`). Tests never
+//! download anything.
 //!
 //! Environment knobs (all optional):
 //! * `ZOOID_ZK_LIB`: directory holding the ZooKeeper jars.
+//! * `ZOOID_ZK_ROOT`: directory holding `<version>/lib` for [`ZkServer::start_version`].
 //! * `ZOOID_ZK_LOG_LEVEL`: server log level (`info` by default; `debug`, `warn`, ...).
 //! * `ZOOID_ZK_KEEP=1`: keep the temp directories (data, configs, logs) after the test.
 //! * `JAVA_HOME`: use `$JAVA_HOME/bin/java` instead of `java` from `PATH`.
@@ -56,20 +60,48 @@ pub fn zk_lib_dir() -> PathBuf {
         Some(d) if !d.is_empty() => PathBuf::from(d),
         _ => crate::repo().join("target/zookeeper/lib"),
     };
+    check_lib_dir(
+        dir,
+        "zookeeper-3",
+        "bash scripts/fetch-zookeeper.sh",
+        "ZOOID_ZK_LIB",
+    )
+}
+
+/// Directory holding the jars of ZooKeeper server `version` (such as `"3.4.14"`):
+/// `$ZOOID_ZK_ROOT/<version>/lib` if `ZOOID_ZK_ROOT` is set, else
+/// `<repo>/target/zookeeper/<version>/lib`. Panics, telling how to fetch them, if that version's
+/// server jar is not there.
+pub fn zk_version_lib_dir(version: &str) -> PathBuf {
+    let root = match std::env::var_os("ZOOID_ZK_ROOT") {
+        Some(d) if !d.is_empty() => PathBuf::from(d),
+        _ => crate::repo().join("target/zookeeper"),
+    };
+    check_lib_dir(
+        root.join(version).join("lib"),
+        &format!("zookeeper-{version}.jar"),
+        &format!("bash scripts/fetch-zookeeper.sh {version}"),
+        "ZOOID_ZK_ROOT",
+    )
+}
+
+/// `dir` if it holds a file whose name starts with `jar_prefix` and ends in `.jar`; else panics
+/// telling how to fetch the jars.
+fn check_lib_dir(dir: PathBuf, jar_prefix: &str, fetch: &str, env: &str) -> PathBuf {
+    let jar_prefix = jar_prefix.trim_end_matches(".jar");
     let has_server_jar = fs::read_dir(&dir)
         .map(|entries| {
             entries.filter_map(|e| e.ok()).any(|e| {
                 let name = e.file_name();
                 let name = name.to_string_lossy();
-                name.starts_with("zookeeper-3") && name.ends_with(".jar")
+                name.starts_with(jar_prefix) && name.ends_with(".jar")
             })
         })
         .unwrap_or(false);
     if !has_server_jar {
         panic!(
-            "Apache ZooKeeper jars not found in {} (set ZOOID_ZK_LIB to override). \
-             Run `bash scripts/fetch-zookeeper.sh` from the repository root first; \
-             tests do not download anything.",
+            "Apache ZooKeeper jars ({jar_prefix}*.jar) not found in {} (set {env} to override). \
+             Run `{fetch}` from the repository root first; tests do not download anything.",
             dir.display()
         );
     }
@@ -348,6 +380,8 @@ struct Node {
     extra_config: Vec<(String, String)>,
     /// Extra JVM arguments (`-Dkey=value`), before the main class.
     jvm_args: Vec<String>,
+    /// The server's jars (and logging configuration files).
+    lib: PathBuf,
     jvm: Option<Jvm>,
     last_pid: Option<u32>,
 }
@@ -365,6 +399,7 @@ impl Node {
         myid: Option<u32>,
         peers: Option<Peers>,
         extra_config: Vec<(String, String)>,
+        lib: PathBuf,
     ) -> Node {
         let node = Node {
             label,
@@ -374,6 +409,7 @@ impl Node {
             peers,
             extra_config,
             jvm_args: Vec::new(),
+            lib,
             jvm: None,
             last_pid: None,
         };
@@ -442,7 +478,7 @@ impl Node {
 
     fn spawn(&mut self) {
         assert!(self.jvm.is_none(), "{}: already running", self.label);
-        let lib = zk_lib_dir();
+        let lib = self.lib.clone();
         let mut log = OpenOptions::new()
             .create(true)
             .append(true)
@@ -470,9 +506,13 @@ impl Node {
             "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
         ])
         .arg(format!("-Dorg.slf4j.simpleLogger.defaultLogLevel={level}"))
+        // Read by the log4j.properties / logback.xml that fetch-zookeeper.sh writes for
+        // servers logging through log4j 1.2 (3.4) or logback (3.8).
+        .arg(format!("-Dzooid.zk.log.level={level}"))
         .args(&self.jvm_args)
         .arg("-cp")
-        .arg(format!("{}/*", lib.display()))
+        // The jars, and the directory itself for those logging configuration files.
+        .arg(format!("{lib}/*:{lib}", lib = lib.display()))
         .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
         .arg(self.config_path())
         .current_dir(&self.dir)
@@ -641,6 +681,16 @@ impl ZkServer {
     /// Like [`ZkServer::start_with`], with extra JVM arguments such as
     /// `-Djava.security.auth.login.config=FILE` (for SASL) before the main class.
     pub fn start_with_jvm_args(extra_config: &[(&str, &str)], jvm_args: &[String]) -> ZkServer {
+        Self::start_from(zk_lib_dir(), extra_config, jvm_args)
+    }
+
+    /// Like [`ZkServer::start`], running ZooKeeper `version` (such as `"3.4.14"`) from
+    /// [`zk_version_lib_dir`] instead of the suite's default server.
+    pub fn start_version(version: &str) -> ZkServer {
+        Self::start_from(zk_version_lib_dir(version), &[], &[])
+    }
+
+    fn start_from(lib: PathBuf, extra_config: &[(&str, &str)], jvm_args: &[String]) -> ZkServer {
         let extra: Vec<(String, String)> = extra_config
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -656,6 +706,7 @@ impl ZkServer {
                 None,
                 None,
                 extra.clone(),
+                lib.clone(),
             );
             node.jvm_args = jvm_args.to_vec();
             node.spawn();
@@ -848,6 +899,7 @@ impl ZkEnsemble {
                         Some((i + 1) as u32),
                         Some(peers.clone()),
                         extra.clone(),
+                        zk_lib_dir(),
                     )
                 })
                 .collect();
