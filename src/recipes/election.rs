@@ -9,7 +9,7 @@
 //!   still be alive on the servers). [`PausePolicy`] says what happens on reconnection.
 //! - [`LeaderState::Inactive`]: anything else (waiting in line, session lost, resigned, closed).
 //!
-//! The session layer ([`crate::session`]) is the only interpreter of the connection: a session
+//! The session layer ([`crate::zk::session`]) is the only interpreter of the connection: a session
 //! it declares `Lost` (expired, or unreachable for its whole negotiated timeout) makes the
 //! candidate Inactive, and the candidate rejoins on the next session by itself unless it
 //! resigned or was dropped.
@@ -33,12 +33,10 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use zookeeper_client::{
-    Client, CreateMode, Error as ZkError, EventType, MultiWriteError, MultiWriteResult, Stat,
-};
+use zookeeper_client::{Client, CreateMode, Error as ZkError, EventType, MultiWriteResult, Stat};
 
 use crate::error::{Result, ZooidError};
-use crate::session::{ConnectionState, Session, SessionStatus};
+use crate::zk::{Classified, ConnectionState, Multi, MultiFailed, Session, SessionStatus, Verdict};
 
 /// Whether this candidate leads, from its own point of view.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -415,89 +413,72 @@ impl Election {
         if generation != leading.generation {
             return Err(not_leader("the session of the leadership was lost"));
         }
-        let bad = |e: ZkError| ZooidError::InvalidArgument(format!("fenced op: {e}"));
         let create = CreateMode::Persistent.with_acls(self.session.default_acls());
-        let mut multi = client.new_multi_writer();
-        multi.add_check_version(&leading.node, 0).map_err(bad)?;
+        let mut multi = Multi::new(&client);
+        multi.check(&leading.node, 0);
         for op in ops {
             match op {
-                FencedOp::Create { path, data } => multi.add_create(path, data, &create),
+                FencedOp::Create { path, data } => multi.create(path, data, &create),
                 FencedOp::SetData {
                     path,
                     data,
                     version,
-                } => multi.add_set_data(path, data, *version),
-                FencedOp::Delete { path, version } => multi.add_delete(path, *version),
-                FencedOp::Check { path, version } => multi.add_check_version(path, *version),
-            }
-            .map_err(bad)?;
+                } => multi.set(path, data, *version),
+                FencedOp::Delete { path, version } => multi.delete(path, *version),
+                FencedOp::Check { path, version } => multi.check(path, *version),
+            };
         }
-        let limit = self.session.request_limit();
-        let outcome = match tokio::time::timeout(limit, multi.commit()).await {
-            Ok(outcome) => outcome,
-            Err(_) => {
-                return Err(ZooidError::Store {
-                    path: self.group.clone(),
-                    reason: format!("fenced write: no reply within {limit:?}; outcome unknown"),
-                })
-            }
+        if let Some(refused) = multi.refused() {
+            let e = &refused.error;
+            return Err(ZooidError::InvalidArgument(format!("fenced op: {e}")));
+        }
+        match multi.commit(&self.session, generation).await {
+            Ok(results) => Ok(fenced_results(results)),
+            Err(failed) => Err(self.fenced_error(ops, failed)),
+        }
+    }
+
+    /// The error of a fenced write that failed (see [`Election::fenced`]).
+    fn fenced_error(&self, ops: &[FencedOp], failed: MultiFailed) -> ZooidError {
+        let not_leader = |reason: String| ZooidError::NotLeader {
+            group: self.group.clone(),
+            reason,
         };
-        match outcome {
-            Ok(mut results) => {
-                if !results.is_empty() {
-                    results.remove(0);
-                }
-                Ok(results
-                    .into_iter()
-                    .map(|r| match r {
-                        MultiWriteResult::Create { path, .. } => FencedResult::Created { path },
-                        MultiWriteResult::SetData { stat } => FencedResult::Set {
-                            version: stat.version,
-                        },
-                        MultiWriteResult::Delete => FencedResult::Deleted,
-                        _ => FencedResult::Checked,
-                    })
-                    .collect())
-            }
-            Err(MultiWriteError::OperationFailed { index: 0, source }) => Err(not_leader(
-                &format!("ZooKeeper refused the write: our candidate node is gone ({source})"),
+        let source = &failed.error;
+        match (failed.index, failed.verdict()) {
+            (Some(0), _) => not_leader(format!(
+                "ZooKeeper refused the write: our candidate node is gone ({source})"
             )),
-            Err(MultiWriteError::OperationFailed { index, source }) => Err(ZooidError::Store {
-                path: ops
+            (Some(index), verdict) => {
+                let path = ops
                     .get(index - 1)
                     .map(|op| op.path().to_string())
-                    .unwrap_or_default(),
-                reason: format!(
-                    "fenced op {} failed: {source}; nothing was written",
-                    index - 1
-                ),
-            }),
-            Err(MultiWriteError::RequestFailed { source }) => match source {
-                ZkError::SessionExpired | ZkError::ClientClosed => {
-                    self.session
-                        .report_lost(generation, &source.to_string())
-                        .await;
-                    Err(not_leader(&format!(
-                        "ZooKeeper refused the write: {source}"
-                    )))
+                    .unwrap_or_default();
+                if verdict == Verdict::NotAuthorized {
+                    return crate::zk::not_authorized(&path, self.session.options());
                 }
-                ZkError::NoNode
-                | ZkError::NoAuth
-                | ZkError::BadVersion
-                | ZkError::NoChildrenForEphemerals
-                | ZkError::NodeExists
-                | ZkError::NotEmpty
-                | ZkError::InvalidAcl
-                | ZkError::AuthFailed
-                | ZkError::BadArguments(_)
-                | ZkError::MarshallingError => Err(ZooidError::Store {
-                    path: self.group.clone(),
-                    reason: format!("fenced write refused: {source}; nothing was written"),
-                }),
-                other => Err(ZooidError::Store {
-                    path: self.group.clone(),
-                    reason: format!("fenced write: {other}; outcome unknown"),
-                }),
+                ZooidError::Store {
+                    path,
+                    reason: format!(
+                        "fenced op {} failed: {source}; nothing was written",
+                        index - 1
+                    ),
+                }
+            }
+            // The commit told the session layer.
+            (None, Verdict::Expired | Verdict::Closed) => {
+                not_leader(format!("ZooKeeper refused the write: {source}"))
+            }
+            (None, Verdict::NotAuthorized) => {
+                crate::zk::not_authorized(&self.group, self.session.options())
+            }
+            (None, Verdict::Unknown) => ZooidError::Store {
+                path: self.group.clone(),
+                reason: format!("fenced write: {source}; outcome unknown"),
+            },
+            (None, _) => ZooidError::Store {
+                path: self.group.clone(),
+                reason: format!("fenced write refused: {source}; nothing was written"),
             },
         }
     }
@@ -528,6 +509,24 @@ impl Drop for Election {
     }
 }
 
+/// One result per fenced op: the committed `multi`'s results without the leadership check's.
+fn fenced_results(mut results: Vec<MultiWriteResult>) -> Vec<FencedResult> {
+    if !results.is_empty() {
+        results.remove(0);
+    }
+    results
+        .into_iter()
+        .map(|r| match r {
+            MultiWriteResult::Create { path, .. } => FencedResult::Created { path },
+            MultiWriteResult::SetData { stat } => FencedResult::Set {
+                version: stat.version,
+            },
+            MultiWriteResult::Delete => FencedResult::Deleted,
+            _ => FencedResult::Checked,
+        })
+        .collect()
+}
+
 /// Who leads `group`, without joining: the lowest candidate node's name, data and token;
 /// `None` when the group has no candidate (or no group node).
 pub async fn leader(session: &Session, group: &str) -> Result<Option<LeaderInfo>> {
@@ -535,16 +534,24 @@ pub async fn leader(session: &Session, group: &str) -> Result<Option<LeaderInfo>
     let group = group.trim_end_matches('/');
     for _ in 0..16 {
         let (client, generation) = session.client();
-        let children = match session.run(generation, client.list_children(group)).await {
+        let children = match session
+            .run(generation, client.list_children(group))
+            .await
+            .classified()
+        {
             Ok(children) => children,
-            Err(ZkError::NoNode) => return Ok(None),
-            Err(err) => return Err(crate::zk::to_zooid(&err, group, session.options())),
+            Err((Verdict::NoNode, _)) => return Ok(None),
+            Err((_, err)) => return Err(crate::zk::to_zooid(&err, group, session.options())),
         };
         let Some(lowest) = candidates(&children).into_iter().next() else {
             return Ok(None);
         };
         let path = format!("{group}/{}", lowest.name);
-        match session.run(generation, client.get_data(&path)).await {
+        match session
+            .run(generation, client.get_data(&path))
+            .await
+            .classified()
+        {
             Ok((data, stat)) => {
                 let (name, data) = decode_payload(&data);
                 return Ok(Some(LeaderInfo {
@@ -555,8 +562,8 @@ pub async fn leader(session: &Session, group: &str) -> Result<Option<LeaderInfo>
                 }));
             }
             // It left between the two reads: look again.
-            Err(ZkError::NoNode) => continue,
-            Err(err) => return Err(crate::zk::to_zooid(&err, group, session.options())),
+            Err((Verdict::NoNode, _)) => continue,
+            Err((_, err)) => return Err(crate::zk::to_zooid(&err, group, session.options())),
         }
     }
     Err(ZooidError::Store {
@@ -647,15 +654,16 @@ async fn ensure_group(session: &Session, group: &str) -> Result<()> {
     let options = CreateMode::Persistent.with_acls(session.default_acls());
     loop {
         let (client, generation) = session.client();
-        match session.run(generation, client.mkdir(group, &options)).await {
-            Ok(()) | Err(ZkError::NodeExists) => return Ok(()),
-            Err(err @ (ZkError::ConnectionLoss | ZkError::Timeout | ZkError::SessionExpired))
+        let made = session.run(generation, client.mkdir(group, &options)).await;
+        match made.classified() {
+            Ok(()) | Err((Verdict::NodeExists, _)) => return Ok(()),
+            Err((Verdict::Unknown | Verdict::Expired, err))
                 if tokio::time::Instant::now() < deadline =>
             {
                 tracing::debug!(%err, group, "ensuring the group node; retrying");
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            Err(err) => return Err(crate::zk::to_zooid(&err, group, session.options())),
+            Err((_, err)) => return Err(crate::zk::to_zooid(&err, group, session.options())),
         }
     }
 }
@@ -881,22 +889,25 @@ impl Driver {
         let marker = format!("{:032x}", rand::random::<u128>());
         let prefix = format!("{}/{MARKER_PREFIX}{marker}{SEQ_PREFIX}", self.group);
         let create = CreateMode::EphemeralSequential.with_acls(self.session.default_acls());
-        let limit = self.session.request_limit();
         'fresh: loop {
             if self.closed() {
                 // Nothing of this candidacy is unresolved here: every earlier copy of the multi
                 // expected a version the group node has left behind, and none made our node.
                 return Err(Exit::Closed);
             }
-            let (data, stat) = match self.req(generation, client.get_data(&self.group)).await {
+            let (data, stat) = match self
+                .req(generation, client.get_data(&self.group))
+                .await
+                .classified()
+            {
                 Ok(read) => read,
-                Err(ZkError::NoNode) => {
+                Err((Verdict::NoNode, _)) => {
                     if let Err(err) = ensure_group(&self.session, &self.group).await {
                         return Err(Exit::Retry(err.to_string()));
                     }
                     continue;
                 }
-                Err(err) if crate::session::is_gone(&err) => return Err(Exit::SessionGone),
+                Err((Verdict::Expired | Verdict::Closed, _)) => return Err(Exit::SessionGone),
                 Err(_) => {
                     if !self.recover(generation).await {
                         return Err(Exit::SessionGone);
@@ -912,19 +923,16 @@ impl Driver {
                 )));
             }
             loop {
-                let mut multi = client.new_multi_writer();
-                let built = multi
-                    .add_set_data(&self.group, &data, Some(expected))
-                    .and_then(|()| multi.add_create(&prefix, &self.payload, &create));
-                if let Err(err) = built {
-                    return Err(Exit::Retry(err.to_string()));
+                let mut multi = Multi::new(client);
+                multi.set(&self.group, &data, Some(expected)).create(
+                    &prefix,
+                    &self.payload,
+                    &create,
+                );
+                if let Some(refused) = multi.refused() {
+                    return Err(Exit::Retry(refused.error.to_string()));
                 }
-                let outcome = tokio::time::timeout(limit, multi.commit())
-                    .await
-                    .unwrap_or(Err(MultiWriteError::RequestFailed {
-                        source: ZkError::Timeout,
-                    }));
-                match outcome {
+                let failed = match multi.commit(&self.session, generation).await {
                     Ok(results) => {
                         let path = results.into_iter().find_map(|r| match r {
                             MultiWriteResult::Create { path, .. } => Some(path),
@@ -935,31 +943,23 @@ impl Driver {
                             None => Err(Exit::Retry("multi returned no created path".into())),
                         };
                     }
-                    Err(MultiWriteError::OperationFailed {
-                        source: ZkError::NoNode,
-                        ..
-                    }) => continue 'fresh,
-                    Err(MultiWriteError::OperationFailed {
-                        index: 0,
-                        source: ZkError::BadVersion,
-                    }) => {
+                    Err(failed) => failed,
+                };
+                let source = &failed.error;
+                match (failed.index, failed.verdict()) {
+                    (Some(_), Verdict::NoNode) => continue 'fresh,
+                    (Some(0), Verdict::BadVersion) => {
                         // This copy did not apply; the version moved past `expected`, so any
                         // earlier copy's fate is fixed: the marker decides.
                     }
-                    Err(MultiWriteError::OperationFailed { source, .. }) => {
+                    (Some(_), _) => {
                         return Err(Exit::Retry(format!(
                             "creating the candidate node: {source}"
                         )))
                     }
-                    Err(MultiWriteError::RequestFailed { source })
-                        if crate::session::is_gone(&source) =>
-                    {
-                        self.session
-                            .report_lost(generation, &source.to_string())
-                            .await;
-                        return Err(Exit::SessionGone);
-                    }
-                    Err(MultiWriteError::RequestFailed { source }) => {
+                    // The commit told the session layer.
+                    (None, Verdict::Expired | Verdict::Closed) => return Err(Exit::SessionGone),
+                    (None, _) => {
                         tracing::info!(group = %self.group, %source, "candidate create: outcome unknown; resolving");
                     }
                 }
@@ -975,7 +975,7 @@ impl Driver {
                             return self.confirm(client, generation, &path).await
                         }
                         Ok(Resolved::Never) => continue 'fresh,
-                        Err(err) if crate::session::is_gone(&err) => return Err(Exit::SessionGone),
+                        Err(err) if crate::zk::is_gone(&err) => return Err(Exit::SessionGone),
                         Err(_) => {
                             if !self.recover(generation).await {
                                 return Err(Exit::SessionGone);
@@ -1018,10 +1018,14 @@ impl Driver {
         path: &str,
     ) -> Result<Node, Exit> {
         loop {
-            match self.req(generation, client.get_data(path)).await {
+            match self
+                .req(generation, client.get_data(path))
+                .await
+                .classified()
+            {
                 Ok((_, stat)) => return self.check_owner(client, path, &stat),
-                Err(ZkError::NoNode) => return Err(Exit::Rejoin { delete: false }),
-                Err(err) if crate::session::is_gone(&err) => return Err(Exit::SessionGone),
+                Err((Verdict::NoNode, _)) => return Err(Exit::Rejoin { delete: false }),
+                Err((Verdict::Expired | Verdict::Closed, _)) => return Err(Exit::SessionGone),
                 Err(_) => {
                     if !self.recover(generation).await {
                         return Err(Exit::SessionGone);
@@ -1067,10 +1071,11 @@ impl Driver {
             let children = match self
                 .req(generation, client.list_children(&self.group))
                 .await
+                .classified()
             {
                 Ok(children) => children,
-                Err(ZkError::NoNode) => return Exit::Rejoin { delete: false },
-                Err(err) if crate::session::is_gone(&err) => return Exit::SessionGone,
+                Err((Verdict::NoNode, _)) => return Exit::Rejoin { delete: false },
+                Err((Verdict::Expired | Verdict::Closed, _)) => return Exit::SessionGone,
                 Err(_) => {
                     if !self.recover(generation).await {
                         return Exit::SessionGone;
@@ -1089,10 +1094,11 @@ impl Driver {
             let watcher = match self
                 .req(generation, client.get_and_watch_data(&predecessor))
                 .await
+                .classified()
             {
                 Ok((_, _, watcher)) => watcher,
-                Err(ZkError::NoNode) => continue,
-                Err(err) if crate::session::is_gone(&err) => return Exit::SessionGone,
+                Err((Verdict::NoNode, _)) => continue,
+                Err((Verdict::Expired | Verdict::Closed, _)) => return Exit::SessionGone,
                 Err(_) => {
                     if !self.recover(generation).await {
                         return Exit::SessionGone;
@@ -1165,13 +1171,14 @@ impl Driver {
                     match self
                         .req(generation, client.get_and_watch_data(&node.path))
                         .await
+                        .classified()
                     {
                         Ok((_, _, watcher)) => {
                             own = Some(Box::pin(watcher.changed()));
                             continue;
                         }
-                        Err(ZkError::NoNode) => return Exit::Rejoin { delete: false },
-                        Err(err) if crate::session::is_gone(&err) => return Exit::SessionGone,
+                        Err((Verdict::NoNode, _)) => return Exit::Rejoin { delete: false },
+                        Err((Verdict::Expired | Verdict::Closed, _)) => return Exit::SessionGone,
                         // Connection trouble: the session state will tell, or we retry below.
                         Err(_) => {}
                     }
@@ -1214,10 +1221,14 @@ impl Driver {
     async fn delete_node(&mut self, client: &Client, generation: u64, path: &str) {
         let deadline = tokio::time::Instant::now() + 2 * self.session.request_limit();
         while tokio::time::Instant::now() < deadline {
-            match self.req(generation, client.delete(path, None)).await {
-                Ok(()) | Err(ZkError::NoNode) => return,
-                Err(err) if crate::session::is_gone(&err) => return,
-                Err(err) => {
+            match self
+                .req(generation, client.delete(path, None))
+                .await
+                .classified()
+            {
+                Ok(()) | Err((Verdict::NoNode, _)) => return,
+                Err((Verdict::Expired | Verdict::Closed, _)) => return,
+                Err((_, err)) => {
                     tracing::debug!(%err, path, "deleting the candidate node; retrying");
                     let wait = self.recover(generation);
                     match tokio::time::timeout_at(deadline, wait).await {

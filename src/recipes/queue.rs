@@ -22,12 +22,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
-use zookeeper_client::{
-    Client, CreateMode, Error as ZkError, MultiWriteError, MultiWriteResult, OneshotWatcher,
-};
+use zookeeper_client::{Client, CreateMode, Error as ZkError, MultiWriteResult, OneshotWatcher};
 
 use crate::error::{Result, ZooidError};
-use crate::session::{ConnectionState, Session};
+use crate::zk::{ConnectionState, Session};
 
 /// Default for [`QueueOptions::max_items`]: 10,000 items. An item name is 29 bytes
 /// (`i-` + 16 hex + `-` + 10 digits), 33 bytes with its length prefix in a `getChildren`
@@ -204,15 +202,7 @@ impl std::fmt::Debug for Claim {
     }
 }
 
-use crate::session::{fate, Fate};
-
-/// The error and, for a multi, the index of the operation that failed.
-fn multi_err(err: MultiWriteError) -> (Option<usize>, ZkError) {
-    match err {
-        MultiWriteError::RequestFailed { source } => (None, source),
-        MultiWriteError::OperationFailed { index, source } => (Some(index), source),
-    }
-}
+use crate::zk::{classify, fate, Classified, Fate, Multi, Verdict};
 
 fn random_marker() -> String {
     format!("{:016x}", rand::random::<u64>())
@@ -238,7 +228,7 @@ fn default_identity() -> String {
 }
 
 fn validate_path(path: &str) -> Result<()> {
-    crate::session::validate_path("queue path", path)?;
+    crate::zk::validate_path("queue path", path)?;
     if path.len() > 1024 {
         return Err(ZooidError::InvalidArgument(format!(
             "queue path {path:?}: longer than 1024 bytes"
@@ -420,32 +410,20 @@ impl Claim {
                 return Err(self.lost("the session that made it was lost"));
             }
             q.stats.request();
-            let attempt = async {
-                let mut multi = self.client.new_multi_writer();
-                multi
-                    .add_check_version(&lock, self.lock_version)
-                    .map_err(|e| (None, e))?;
-                multi
-                    .add_delete(&lock, Some(self.lock_version))
-                    .map_err(|e| (None, e))?;
-                if complete {
-                    multi.add_delete(&item, None).map_err(|e| (None, e))?;
-                }
-                multi.commit().await.map_err(multi_err)
-            };
-            let outcome = match tokio::time::timeout(q.session.request_limit(), attempt).await {
-                Ok(outcome) => outcome,
-                Err(_) => Err((None, ZkError::Timeout)),
-            };
-            let (index, err) = match outcome {
+            let mut multi = Multi::new(&self.client);
+            multi
+                .check(&lock, self.lock_version)
+                .delete(&lock, Some(self.lock_version));
+            if complete {
+                multi.delete(&item, None);
+            }
+            let failed = match multi.commit(&q.session, self.generation).await {
                 Ok(_) => return Ok(()),
-                Err(e) => e,
+                Err(failed) => failed,
             };
-            match fate(&err) {
+            match failed.verdict().fate() {
+                // The commit told the session layer.
                 Fate::Expired => {
-                    q.session
-                        .report_lost(self.generation, &err.to_string())
-                        .await;
                     return Err(self.lost(if in_doubt {
                         "the session ended while the outcome of a request was unknown"
                     } else {
@@ -471,9 +449,10 @@ impl Claim {
                     // The lock is gone or changed. On our own session, only our own earlier
                     // attempt can have deleted it (an expired session gets SessionExpired, and
                     // the orphan cleanup deletes only locks whose item is gone).
-                    if in_doubt && index == Some(0) && matches!(err, ZkError::NoNode) {
+                    if in_doubt && failed.at(0) == Some(Verdict::NoNode) {
                         return Ok(());
                     }
+                    let err = failed.error;
                     return Err(self.lost(&format!("its lock is gone or not ours: {err}")));
                 }
             }
@@ -603,7 +582,7 @@ impl Inner {
 
     fn zk_error(&self, what: &str, err: ZkError) -> ZooidError {
         if crate::zk::classify(&err) == crate::zk::Verdict::NotAuthorized {
-            return crate::acl::not_authorized(&self.path, self.session.options());
+            return crate::zk::not_authorized(&self.path, self.session.options());
         }
         match fate(&err) {
             Fate::Refused => ZooidError::Store {
@@ -791,15 +770,18 @@ impl Inner {
             match self
                 .call(generation, client.create(&path, b"", &options))
                 .await
+                .classified()
             {
                 Ok(_) => {}
-                Err(ZkError::NoNode) => {
+                Err((Verdict::NoNode, _)) => {
                     self.create_nodes(client, generation)
                         .await
                         .map_err(|_| PutStop::Transient)?;
                     return Ok(None);
                 }
-                Err(e) if fate(&e) == Fate::Refused && !matches!(e, ZkError::NodeExists) => {
+                Err((verdict, e))
+                    if verdict.fate() == Fate::Refused && verdict != Verdict::NodeExists =>
+                {
                     return Err(PutStop::Fail(self.zk_error("creating the put guard", e)))
                 }
                 // A lost reply: the name is unique, so whether it landed is found on the next try.
@@ -823,22 +805,12 @@ impl Inner {
             return Ok(None);
         }
         let options = CreateMode::PersistentSequential.with_acls(self.session.default_acls());
-        let attempt = async {
-            let mut multi = client.new_multi_writer();
-            multi
-                .add_set_data(&guard.path, b"", Some(guard.version))
-                .map_err(|e| (None, e))?;
-            multi
-                .add_create(item_prefix, data, &options)
-                .map_err(|e| (None, e))?;
-            multi.commit().await.map_err(multi_err)
-        };
+        let mut multi = Multi::new(client);
+        multi
+            .set(&guard.path, b"", Some(guard.version))
+            .create(item_prefix, data, &options);
         self.stats.request();
-        let outcome = match tokio::time::timeout(self.session.request_limit(), attempt).await {
-            Ok(outcome) => outcome,
-            Err(_) => Err((None, ZkError::Timeout)),
-        };
-        match outcome {
+        match multi.commit(&self.session, generation).await {
             Ok(results) => {
                 let mut name = None;
                 for result in results {
@@ -858,33 +830,27 @@ impl Inner {
                     })),
                 }
             }
-            Err((index, err)) => match fate(&err) {
-                Fate::Unknown => {
+            // A gone session was told to the session layer by the commit.
+            Err(failed) => match (failed.index, failed.verdict()) {
+                (_, verdict) if verdict.fate() != Fate::Refused => {
                     *in_doubt = true;
                     Err(PutStop::Transient)
                 }
-                Fate::Expired => {
-                    *in_doubt = true;
-                    self.session.report_lost(generation, &err.to_string()).await;
-                    Err(PutStop::Transient)
+                // The guard moved (an earlier attempt of ours applied) or vanished.
+                (Some(0), Verdict::BadVersion | Verdict::NoNode) => {
+                    if !*in_doubt {
+                        // Nobody else writes the guard: re-read it.
+                        *guard_slot = None;
+                    }
+                    Ok(None)
                 }
-                Fate::Refused => match (index, &err) {
-                    // The guard moved (an earlier attempt of ours applied) or vanished.
-                    (Some(0), ZkError::BadVersion) | (Some(0), ZkError::NoNode) => {
-                        if !*in_doubt {
-                            // Nobody else writes the guard: re-read it.
-                            *guard_slot = None;
-                        }
-                        Ok(None)
-                    }
-                    (Some(1), ZkError::NoNode) => {
-                        self.create_nodes(client, generation)
-                            .await
-                            .map_err(|_| PutStop::Transient)?;
-                        Ok(None)
-                    }
-                    _ => Err(PutStop::Fail(self.zk_error("put", err))),
-                },
+                (Some(1), Verdict::NoNode) => {
+                    self.create_nodes(client, generation)
+                        .await
+                        .map_err(|_| PutStop::Transient)?;
+                    Ok(None)
+                }
+                _ => Err(PutStop::Fail(self.zk_error("put", failed.error))),
             },
         }
     }
@@ -939,10 +905,13 @@ impl Inner {
                     match self
                         .call(generation, client.get_and_watch_data(&path))
                         .await
+                        .classified()
                     {
                         Ok((_, _, watcher)) => watches.push(watcher),
-                        Err(ZkError::NoNode) => continue,
-                        Err(e) if fate(&e) == Fate::Refused => return Err(self.claim_error(e)),
+                        Err((Verdict::NoNode, _)) => continue,
+                        Err((verdict, e)) if verdict.fate() == Fate::Refused => {
+                            return Err(self.claim_error(e))
+                        }
                         Err(_) => {
                             if !sleep_or_deadline(&mut backoff, deadline).await {
                                 return Ok(None);
@@ -1005,7 +974,7 @@ impl Inner {
     }
 
     fn claim_error(&self, err: ZkError) -> ZooidError {
-        if matches!(err, ZkError::NoNode) {
+        if classify(&err) == Verdict::NoNode {
             self.not_found()
         } else {
             self.zk_error("claim", err)
@@ -1102,10 +1071,12 @@ impl Inner {
                 Err(e) => Err(e),
             }
         };
-        let (items, locks) = match listed {
+        let (items, locks) = match listed.classified() {
             Ok(lists) => lists,
-            Err(ZkError::NoNode) => return Err(self.not_found()),
-            Err(e) if fate(&e) == Fate::Refused => return Err(self.zk_error("claim", e)),
+            Err((Verdict::NoNode, _)) => return Err(self.not_found()),
+            Err((verdict, e)) if verdict.fate() == Fate::Refused => {
+                return Err(self.zk_error("claim", e))
+            }
             Err(_) => return Ok(TryClaim::Retry),
         };
         let locked: std::collections::HashSet<&str> = locks.iter().map(String::as_str).collect();
@@ -1170,24 +1141,16 @@ impl Inner {
         let options = CreateMode::Ephemeral.with_acls(self.session.default_acls());
         let mut in_doubt = false;
         let lock_version = loop {
-            let attempt = async {
-                let mut multi = client.new_multi_writer();
-                multi.add_check_version(&item, -1).map_err(|e| (None, e))?;
-                multi
-                    .add_create(&lock, self.identity.as_bytes(), &options)
-                    .map_err(|e| (None, e))?;
-                multi.commit().await.map_err(multi_err)
-            };
+            let mut multi = Multi::new(client);
+            multi
+                .check(&item, -1)
+                .create(&lock, self.identity.as_bytes(), &options);
             self.stats.request();
-            let outcome = match tokio::time::timeout(self.session.request_limit(), attempt).await {
-                Ok(outcome) => outcome,
-                Err(_) => Err((None, ZkError::Timeout)),
-            };
-            match outcome {
+            match multi.commit(&self.session, generation).await {
                 Ok(_) => break 0,
-                Err((index, err)) => match (fate(&err), index, &err) {
-                    (Fate::Refused, Some(0), ZkError::NoNode) => return Ok(None),
-                    (Fate::Refused, Some(1), ZkError::NodeExists) => {
+                Err(failed) => match (failed.verdict().fate(), failed.index, failed.verdict()) {
+                    (Fate::Refused, Some(0), Verdict::NoNode) => return Ok(None),
+                    (Fate::Refused, Some(1), Verdict::NodeExists) => {
                         if !in_doubt {
                             return Ok(None);
                         }
@@ -1201,11 +1164,9 @@ impl Inner {
                             Err(_) => return Ok(None),
                         }
                     }
-                    (Fate::Refused, _, _) => return Err(self.zk_error("claim", err)),
-                    (Fate::Expired, _, _) => {
-                        self.session.report_lost(generation, &err.to_string()).await;
-                        return Ok(None);
-                    }
+                    (Fate::Refused, _, _) => return Err(self.zk_error("claim", failed.error)),
+                    // The commit told the session layer.
+                    (Fate::Expired, _, _) => return Ok(None),
                     (Fate::Unknown, _, _) => {
                         in_doubt = true;
                         // Resolve at once on the same session: the lock is ours iff it exists
@@ -1238,18 +1199,22 @@ impl Inner {
             done: false,
         };
         loop {
-            match self.call(generation, client.get_data(&item)).await {
+            match self
+                .call(generation, client.get_data(&item))
+                .await
+                .classified()
+            {
                 Ok((data, _)) => {
                     claim.data = data;
                     return Ok(Some(claim));
                 }
                 // Deleted under our lock (by hand): drop the lock, move on.
-                Err(ZkError::NoNode) => {
+                Err((Verdict::NoNode, _)) => {
                     claim.done = true;
                     let _ = self.call(generation, client.delete(&lock, None)).await;
                     return Ok(None);
                 }
-                Err(e) if fate(&e) == Fate::Unknown => {
+                Err((Verdict::Unknown, _)) => {
                     if claim.is_lost() {
                         claim.done = true;
                         return Ok(None);
@@ -1301,13 +1266,14 @@ impl Inner {
                 match self
                     .call(generation, client.get_data(&format!("{locks_path}/{name}")))
                     .await
+                    .classified()
                 {
                     Ok((data, stat)) => Some(ClaimHolder {
                         identity: String::from_utf8_lossy(&data).into_owned(),
                         session_id: stat.ephemeral_owner,
                     }),
-                    Err(ZkError::NoNode) => None,
-                    Err(e) => return Err(self.zk_error("listing items", e)),
+                    Err((Verdict::NoNode, _)) => None,
+                    Err((_, e)) => return Err(self.zk_error("listing items", e)),
                 }
             } else {
                 None

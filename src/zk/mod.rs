@@ -19,7 +19,10 @@ pub mod session;
 mod tls_probe;
 
 pub use acl::{parse_acl_list, Acl, Perms};
-pub use classify::{classify, describe as describe_error, fate, is_gone, to_zooid, Fate, Verdict};
+pub use classify::{
+    classify, describe as describe_error, fate, is_gone, not_authorized, to_zooid, Classified,
+    Fate, Verdict,
+};
 pub use fate::{confirm_dead, Confirmed, Unconfirmed};
 pub use multi::{Multi, MultiFailed};
 pub use options::{ConnectOptions, Sasl, TlsFiles};

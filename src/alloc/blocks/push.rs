@@ -3,9 +3,9 @@
 //! (src/alloc/blocks/returns.rs).
 
 use super::{generations, returns};
+use crate::alloc::blocks::needs_zookeeper;
 use crate::alloc::service::IdGeneratorService;
 use crate::alloc::state::{Cached, Slot};
-use crate::alloc::zkerr::needs_zookeeper;
 use crate::error::{Result, ZooidError};
 use crate::format::Blocks;
 use crate::idset::IdCategory;
