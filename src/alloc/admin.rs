@@ -24,11 +24,11 @@ impl<S: Store> IdGeneratorService<S> {
         category: &IdCategory,
         first: i64,
         last: i64,
-        acl: Option<&[crate::acl::Acl]>,
+        acl: Option<&[crate::zk::Acl]>,
         ceiling: Option<i64>,
     ) -> Result<()> {
         if let Some(acl) = acl {
-            crate::acl::check_acl_list(acl)?;
+            crate::zk::acl::check_acl_list(acl)?;
         }
         if let Some(c) = ceiling.filter(|&c| c < 0 || c > last) {
             return Err(ZooidError::InvalidArgument(format!(

@@ -212,14 +212,14 @@ impl Counter {
     }
 
     /// [`init`](Self::init) with the ACL `acl` on the counter node (`None`: the session's
-    /// default, see [`crate::acl`]); missing parents get the default. Clients the ACL does not
+    /// default, see [`crate::zk::acl`]); missing parents get the default. Clients the ACL does not
     /// grant read and write get `NotAuthorized` from `next`, and nothing changes.
-    pub async fn init_with_acl(&self, value: i64, acl: Option<&[crate::acl::Acl]>) -> Result<()> {
+    pub async fn init_with_acl(&self, value: i64, acl: Option<&[crate::zk::Acl]>) -> Result<()> {
         if let Some(acl) = acl {
-            crate::acl::check_acl_list(acl)?;
+            crate::zk::acl::check_acl_list(acl)?;
         }
         let explicit: Option<Vec<zookeeper_client::Acl>> =
-            acl.map(|acl| acl.iter().map(crate::acl::Acl::to_zk).collect());
+            acl.map(|acl| acl.iter().map(crate::zk::Acl::to_zk).collect());
         let mut budget = Budget::start(self.policy);
         let parent_options = CreateMode::Persistent.with_acls(self.session.default_acls());
         let options = match &explicit {

@@ -11,8 +11,8 @@ use crate::format::Blocks;
 use crate::idset::IdCategory;
 use crate::range::IdRange;
 use crate::retry::Budget;
-use crate::session::Session;
 use crate::store::Store;
+use crate::zk::Session;
 
 /// A push as checked against the pool as read: within the bounds; what is left to check.
 pub(crate) struct Checked {
