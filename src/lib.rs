@@ -26,7 +26,7 @@ pub mod error;
 pub mod ffi;
 pub mod format;
 pub mod idset;
-pub mod java;
+pub mod jni;
 pub mod keeper;
 mod marshal;
 mod pace;
