@@ -26,7 +26,7 @@ pub mod error;
 pub mod ffi;
 pub mod format;
 pub mod idset;
-pub mod java;
+pub mod jni;
 pub mod keeper;
 mod marshal;
 mod pace;
@@ -40,20 +40,6 @@ pub mod zk;
 
 // The recipes' modules keep their paths at the crate root (`zooid::queue::QueueOptions`, ...).
 pub use recipes::{counter, election, prefetch, queue};
-
-/// The session layer's former path; the same items as [`zk::session`], [`zk::classify`]'s
-/// fate of a request and [`zk::validate_path`].
-pub mod session {
-    pub use crate::zk::classify::{fate, is_gone, Fate};
-    pub use crate::zk::path::validate_path;
-    pub use crate::zk::session::*;
-}
-
-/// The ACLs' former path; the same items as [`zk::acl`].
-pub mod acl {
-    pub use crate::zk::acl::*;
-    pub(crate) use crate::zk::classify::not_authorized;
-}
 
 pub use alloc::{IdGeneratorService, PoolInfo, ServiceOptions};
 pub use error::{ErrorKind, Result, WriteOp, ZooidError};

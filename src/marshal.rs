@@ -1,6 +1,6 @@
 //! What the C and JNI bindings share when moving values across: durations given in
 //! milliseconds. (Handles and ranges have a shape of their own in each binding: see
-//! `ffi::convert` and `java::convert`.)
+//! `ffi::convert` and `jni::convert`.)
 
 use std::time::Duration;
 

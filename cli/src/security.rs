@@ -159,7 +159,7 @@ pub fn parse_acls(acls: &[String]) -> zooid::Result<Option<Vec<Acl>>> {
     }
     let mut all = Vec::new();
     for text in acls {
-        all.extend(zooid::acl::parse_acl_list(text)?);
+        all.extend(zooid::zk::parse_acl_list(text)?);
     }
     Ok(Some(all))
 }

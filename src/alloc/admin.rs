@@ -3,17 +3,18 @@
 
 use zookeeper_client::CreateMode;
 
+use super::blocks::needs_zookeeper;
 use super::engine::{LastFailure, Plan, Step};
 use super::options::Restored;
 use super::service::{count_of, IdGeneratorService};
 use super::state::{Cached, Waiting};
-use super::zkerr::{classify, needs_zookeeper, ZkFailure};
 use crate::error::{Result, ZooidError};
 use crate::format::{returned_parent, sequence_parent, OpKind, OpRecord, OpToken, Pool, MAX_TAKE};
 use crate::idset::IdCategory;
 use crate::range::IdRange;
 use crate::retry::Budget;
 use crate::store::{Store, StoreError};
+use crate::zk::{Multi, MultiFailed, Verdict};
 
 impl<S: Store> IdGeneratorService<S> {
     /// Creates a single-node category (see
@@ -23,11 +24,11 @@ impl<S: Store> IdGeneratorService<S> {
         category: &IdCategory,
         first: i64,
         last: i64,
-        acl: Option<&[crate::acl::Acl]>,
+        acl: Option<&[crate::zk::Acl]>,
         ceiling: Option<i64>,
     ) -> Result<()> {
         if let Some(acl) = acl {
-            crate::acl::check_acl_list(acl)?;
+            crate::zk::acl::check_acl_list(acl)?;
         }
         if let Some(c) = ceiling.filter(|&c| c < 0 || c > last) {
             return Err(ZooidError::InvalidArgument(format!(
@@ -103,28 +104,26 @@ impl<S: Store> IdGeneratorService<S> {
             let options = CreateMode::Persistent.with_acls(session.default_acls());
             let created = async {
                 if let Some(dir) = crate::store::parent(path) {
-                    client.mkdir(dir, &options).await?;
+                    let made = session.run(generation, client.mkdir(dir, &options)).await;
+                    made.map_err(|error| MultiFailed { index: None, error })?;
                 }
-                let mut multi = client.new_multi_writer();
-                multi.add_create(path, &bytes, &options)?;
-                multi.add_create(&parent, &[], &options)?;
-                multi.add_create(&returned_parent(path), &[], &options)?;
+                let mut multi = Multi::new(&client);
                 multi
-                    .commit()
-                    .await
-                    .map(drop)
-                    .map_err(zookeeper_client::Error::from)
+                    .create(path, &bytes, &options)
+                    .create(&parent, &[], &options)
+                    .create(&returned_parent(path), &[], &options);
+                multi.commit(session, generation).await.map(drop)
             };
-            let err = match session.run(generation, created).await {
+            let err = match created.await {
                 Ok(()) => {
                     self.remember_created(category, pool).await;
                     tracing::info!(category = path, %bounds, unit, "category created (block allocation)");
                     return Ok(());
                 }
-                Err(err) => err,
+                Err(failed) => failed.error,
             };
-            match classify(&err) {
-                ZkFailure::NodeExists => {
+            match crate::zk::classify(&err) {
+                Verdict::NodeExists => {
                     // Ours, if an earlier attempt applied before its reply was lost.
                     if !self.created_by(path, token, &mut budget).await? {
                         return Err(ZooidError::CategoryExists {
@@ -135,19 +134,16 @@ impl<S: Store> IdGeneratorService<S> {
                     tracing::info!(category = path, %bounds, unit, "category created (block allocation)");
                     return Ok(());
                 }
-                ZkFailure::NoAuth => {
-                    return Err(ZooidError::NotAuthorized {
-                        path: path.to_string(),
-                        identity: session.options().identity(),
-                    })
+                Verdict::NotAuthorized => {
+                    return Err(crate::zk::not_authorized(path, session.options()))
                 }
-                ZkFailure::BadVersion | ZkFailure::NoNode | ZkFailure::Refused => {
+                Verdict::BadVersion | Verdict::NoNode | Verdict::Refused => {
                     return Err(ZooidError::Store {
                         path: path.to_string(),
                         reason: err.to_string(),
                     })
                 }
-                ZkFailure::Expired | ZkFailure::Unknown => {
+                Verdict::Expired | Verdict::Closed | Verdict::Unknown => {
                     failure = LastFailure::Unreachable(err.to_string());
                     budget.backoff().await;
                 }

@@ -5,11 +5,11 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use super::blocks::needs_zookeeper;
 use super::blocks::{generations, parts, returns};
 use super::lost::{LostWrite, Resolution};
 use super::service::{count_of, IdGeneratorService};
 use super::state::{figures, Cached, Held, Slot, Strategy, Waiting};
-use super::zkerr::needs_zookeeper;
 use crate::error::{Result, ZooidError};
 use crate::format::{ChunkOp, OpKind, OpRecord, OpToken, Pool, MAX_OP_LINE_BYTES};
 use crate::idset::IdCategory;

@@ -1,11 +1,11 @@
 //! What a pool holds, for operators: read whole (parts loaded, waiting pushes merged), with the
 //! blocks claimed since its node was written; and the categories below a node.
 
+use super::blocks::needs_zookeeper;
 use super::blocks::{parts, returns, usage};
 use super::options::PoolInfo;
 use super::service::IdGeneratorService;
 use super::state::{figures, Waiting};
-use super::zkerr::needs_zookeeper;
 use crate::error::{Result, ZooidError};
 use crate::format::Pool;
 use crate::idset::IdCategory;

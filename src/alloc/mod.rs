@@ -10,7 +10,9 @@
 //! - `state`: what this process knows of each category (the pool as last seen, the pushes
 //!   waiting, the newest version seen, the next block, its push marker).
 //! - `admin`: create, restore, repair, raise; `info`: what a pool holds, for operators.
-//! - `zkerr`: the one reading of ZooKeeper errors for the requests the allocator sends itself.
+//!
+//! The requests the allocator sends itself read their errors with [`crate::zk::classify`] and
+//! send their transactions as [`crate::zk::Multi`].
 
 mod admin;
 pub mod blocks;
@@ -22,7 +24,6 @@ mod options;
 mod service;
 mod single;
 mod state;
-mod zkerr;
 
 pub use crate::format::MAX_TAKE;
 pub use options::{

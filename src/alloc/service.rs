@@ -53,7 +53,7 @@ impl IdGeneratorService<AnyStore> {
     }
 
     /// A service on an already open ZooKeeper session, shared with the recipes.
-    pub fn on_session(session: crate::session::Session, options: ServiceOptions) -> Self {
+    pub fn on_session(session: crate::zk::Session, options: ServiceOptions) -> Self {
         Self::with_store(
             AnyStore::ZooKeeper(crate::store::ZkStore::on(session)),
             options,
@@ -61,7 +61,7 @@ impl IdGeneratorService<AnyStore> {
     }
 
     /// The ZooKeeper session the service uses; `None` on the embedded stores.
-    pub fn session(&self) -> Option<&crate::session::Session> {
+    pub fn session(&self) -> Option<&crate::zk::Session> {
         self.store.session()
     }
 
@@ -143,7 +143,7 @@ impl<S: Store> IdGeneratorService<S> {
         category: &IdCategory,
         first: i64,
         last: i64,
-        acl: Option<&[crate::acl::Acl]>,
+        acl: Option<&[crate::zk::Acl]>,
     ) -> Result<()> {
         self.create_category_full(category, first, last, acl, None)
             .await
@@ -172,7 +172,7 @@ impl<S: Store> IdGeneratorService<S> {
         category: &IdCategory,
         first: i64,
         last: i64,
-        acl: Option<&[crate::acl::Acl]>,
+        acl: Option<&[crate::zk::Acl]>,
         ceiling: Option<i64>,
     ) -> Result<()> {
         let create = self.create_single(category, first, last, acl, ceiling);

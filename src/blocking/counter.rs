@@ -5,7 +5,7 @@ use crate::range::IdRange;
 use crate::recipes::counter::{Counter as AsyncCounter, CounterStats};
 use crate::retry::RetryPolicy;
 use crate::runtime::{block_on, DropInRuntime};
-use crate::session::Session;
+use crate::zk::Session;
 
 /// A blocking CAS counter (see [`crate::recipes::counter`]). `Send + Sync`; calls through one handle are
 /// serialized.
@@ -36,7 +36,7 @@ impl Counter {
     }
 
     /// See [`AsyncCounter::init_with_acl`].
-    pub fn init_with_acl(&self, value: i64, acl: Option<&[crate::acl::Acl]>) -> Result<()> {
+    pub fn init_with_acl(&self, value: i64, acl: Option<&[crate::zk::Acl]>) -> Result<()> {
         block_on(self.inner.init_with_acl(value, acl))?
     }
 

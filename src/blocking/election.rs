@@ -10,7 +10,7 @@ use crate::recipes::election::{
     LeaderInfo, LeaderState,
 };
 use crate::runtime::{block_on, DropInRuntime};
-use crate::session::Session;
+use crate::zk::Session;
 
 /// A blocking candidacy in one group's election (see [`AsyncElection`]). `Send + Sync`.
 /// Dropping it leaves the group in the background; [`Election::resign`] leaves and waits.

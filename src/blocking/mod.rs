@@ -20,11 +20,11 @@ use crate::recipes::election::{ElectionOptions, LeaderInfo};
 use crate::recipes::prefetch::SourceOptions;
 use crate::recipes::queue::QueueOptions;
 use crate::runtime::{block_on, runtime, DropInRuntime};
-use crate::session::Session;
 use crate::store::{AnyStore, ConnectOptions};
+use crate::zk::Session;
 
 /// Opens a ZooKeeper session on zooid's own runtime, to share between the ID service and the
-/// recipes (see [`crate::session`]).
+/// recipes (see [`crate::zk::session`]).
 pub fn open_session(connect: &str, options: &ConnectOptions) -> Result<Session> {
     let runtime = runtime()?;
     if tokio::runtime::Handle::try_current().is_ok() {
@@ -65,7 +65,7 @@ impl IdGeneratorService {
         category: &IdCategory,
         first: i64,
         last: i64,
-        acl: Option<&[crate::acl::Acl]>,
+        acl: Option<&[crate::zk::Acl]>,
     ) -> Result<()> {
         block_on(
             self.inner
@@ -93,7 +93,7 @@ impl IdGeneratorService {
         category: &IdCategory,
         first: i64,
         last: i64,
-        acl: Option<&[crate::acl::Acl]>,
+        acl: Option<&[crate::zk::Acl]>,
         ceiling: Option<i64>,
     ) -> Result<()> {
         block_on(

@@ -8,7 +8,7 @@ use crate::recipes::queue::{
     Claim as AsyncClaim, ItemInfo, QueueOptions, QueueStats, WorkQueue as AsyncQueue,
 };
 use crate::runtime::{block_on, DropInRuntime};
-use crate::session::Session;
+use crate::zk::Session;
 
 /// A blocking handle on a work queue (see [`crate::recipes::queue::WorkQueue`]). `Send + Sync`.
 ///

@@ -185,7 +185,7 @@ pub unsafe extern "C" fn zooid_service_create_category_with_acl(
         // SAFETY: forwarded from this function's contract.
         let category = unsafe { self::category(category) }?;
         // SAFETY: forwarded from this function's contract.
-        let acl = crate::acl::parse_acl_list(unsafe { arg_str(acl, "acl") }?)?;
+        let acl = crate::zk::parse_acl_list(unsafe { arg_str(acl, "acl") }?)?;
         service
             .inner
             .create_category_with_acl(&category, first, last, Some(&acl))?;

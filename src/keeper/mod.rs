@@ -31,7 +31,7 @@ use zookeeper_client::{AddWatchMode, EventType, PersistentWatcher};
 use crate::durable::DurableStore;
 use crate::election::{Election, ElectionOptions, LeaderState, PausePolicy};
 use crate::error::{Result, ZooidError};
-use crate::session::{ConnectionState, Session};
+use crate::zk::{ConnectionState, Session};
 pub use sizing::{Sizing, TakeRate};
 
 /// Where a keeper may be told to crash (tests): `ZOOID_KEEPER_CRASH_AT` names one, and the

@@ -30,12 +30,12 @@
 
 use std::sync::Arc;
 
-use zookeeper_client::{Client, CreateMode, Error as ZkError, MultiWriteError};
+use zookeeper_client::{Client, CreateMode, Error as ZkError};
 
 use crate::error::{Result, ZooidError};
 use crate::range::IdRange;
 use crate::retry::{Budget, RetryPolicy};
-use crate::session::Session;
+use crate::zk::{Classified, Fate, Multi, Session, Verdict};
 
 /// The prefix of the marker children a counter's writes create.
 pub const MARKER_PREFIX: &str = "_zc_";
@@ -212,14 +212,14 @@ impl Counter {
     }
 
     /// [`init`](Self::init) with the ACL `acl` on the counter node (`None`: the session's
-    /// default, see [`crate::acl`]); missing parents get the default. Clients the ACL does not
+    /// default, see [`crate::zk::acl`]); missing parents get the default. Clients the ACL does not
     /// grant read and write get `NotAuthorized` from `next`, and nothing changes.
-    pub async fn init_with_acl(&self, value: i64, acl: Option<&[crate::acl::Acl]>) -> Result<()> {
+    pub async fn init_with_acl(&self, value: i64, acl: Option<&[crate::zk::Acl]>) -> Result<()> {
         if let Some(acl) = acl {
-            crate::acl::check_acl_list(acl)?;
+            crate::zk::acl::check_acl_list(acl)?;
         }
         let explicit: Option<Vec<zookeeper_client::Acl>> =
-            acl.map(|acl| acl.iter().map(crate::acl::Acl::to_zk).collect());
+            acl.map(|acl| acl.iter().map(crate::zk::Acl::to_zk).collect());
         let mut budget = Budget::start(self.policy);
         let parent_options = CreateMode::Persistent.with_acls(self.session.default_acls());
         let options = match &explicit {
@@ -234,9 +234,13 @@ impl Counter {
             }
             let (client, generation) = self.session.client();
             if let Some(parent) = parent(&self.path) {
-                match self.bounded(client.mkdir(parent, &parent_options)).await {
-                    Ok(()) | Err(ZkError::NodeExists) => {}
-                    Err(err) => {
+                match self
+                    .bounded(client.mkdir(parent, &parent_options))
+                    .await
+                    .classified()
+                {
+                    Ok(()) | Err((Verdict::NodeExists, _)) => {}
+                    Err((_, err)) => {
                         self.note_error(&err, generation).await;
                         if retryable(&err) {
                             budget.backoff().await;
@@ -249,9 +253,10 @@ impl Counter {
             match self
                 .bounded(async { client.create(&self.path, &data, &options).await.map(|_| ()) })
                 .await
+                .classified()
             {
                 Ok(()) => return Ok(()),
-                Err(ZkError::NodeExists) => {
+                Err((Verdict::NodeExists, _)) => {
                     if lost {
                         // Our lost create may be the one that made it: a node still at
                         // version 0 holding exactly our value is indistinguishable from ours,
@@ -266,7 +271,7 @@ impl Counter {
                         category: self.path.clone(),
                     });
                 }
-                Err(err) => {
+                Err((_, err)) => {
                     self.note_error(&err, generation).await;
                     if retryable(&err) {
                         lost = true;
@@ -292,10 +297,10 @@ impl Counter {
                 client.sync(&self.path).await?;
                 client.get_data(&self.path).await
             };
-            match self.bounded(read).await {
+            match self.bounded(read).await.classified() {
                 Ok((data, _)) => return decode(&self.path, &data),
-                Err(ZkError::NoNode) => return Err(self.not_found()),
-                Err(err) => {
+                Err((Verdict::NoNode, _)) => return Err(self.not_found()),
+                Err((_, err)) => {
                     self.note_error(&err, generation).await;
                     if retryable(&err) && !budget.expired() {
                         budget.backoff().await;
@@ -339,10 +344,11 @@ impl Counter {
         while budget.try_attempt() {
             let (client, generation) = self.session.client();
             // Read the current value and version.
-            let (data, stat) = match self.bounded(client.get_data(&self.path)).await {
+            let read = self.bounded(client.get_data(&self.path)).await;
+            let (data, stat) = match read.classified() {
                 Ok(read) => read,
-                Err(ZkError::NoNode) => return Err(self.not_found()),
-                Err(err) => {
+                Err((Verdict::NoNode, _)) => return Err(self.not_found()),
+                Err((_, err)) => {
                     self.note_error(&err, generation).await;
                     if retryable(&err) {
                         last_failure = err.to_string();
@@ -378,7 +384,7 @@ impl Counter {
                 previous: previous.as_deref(),
                 marker_data: range.to_string(),
             };
-            let outcome = match self.send(&client, &write).await {
+            let outcome = match self.send(&client, generation, &write).await {
                 Ok(()) => Resolution::Applied,
                 Err(WriteError::Conflict) => {
                     conflicted = true;
@@ -441,46 +447,33 @@ impl Counter {
         }
     }
 
-    /// Sends one write `multi`.
+    /// Sends one write `multi` on `client` (session `generation`).
     async fn send(
         &self,
         client: &Client,
+        generation: u64,
         write: &Write<'_>,
     ) -> std::result::Result<(), WriteError> {
         let options = CreateMode::Ephemeral.with_acls(self.session.default_acls());
-        let mut multi = client.new_multi_writer();
-        let built = multi
-            .add_set_data(&self.path, &write.value, Some(write.version))
-            .and_then(|()| multi.add_create(write.marker, write.marker_data.as_bytes(), &options))
-            .and_then(|()| match write.previous {
-                Some(previous) => multi.add_delete(previous, Some(0)),
-                None => Ok(()),
-            });
-        if let Err(err) = built {
-            return Err(WriteError::Refused(err));
+        let mut multi = Multi::new(client);
+        multi
+            .set(&self.path, &write.value, Some(write.version))
+            .create(write.marker, write.marker_data.as_bytes(), &options);
+        if let Some(previous) = write.previous {
+            multi.delete(previous, Some(0));
         }
-        let limit = self.session.request_limit();
-        let result = match tokio::time::timeout(limit, multi.commit()).await {
-            Ok(result) => result,
-            Err(_) => return Err(WriteError::Lost(format!("no reply within {limit:?}"))),
+        let failed = match multi.commit(&self.session, generation).await {
+            Ok(_) => return Ok(()),
+            Err(failed) => failed,
         };
-        match result {
-            Ok(_) => Ok(()),
-            Err(MultiWriteError::OperationFailed { index, source }) => match (index, source) {
-                (0, ZkError::BadVersion) => Err(WriteError::Conflict),
-                (0, ZkError::NoNode) => Err(WriteError::NoNode),
-                (2, ZkError::NoNode | ZkError::BadVersion) => Err(WriteError::StaleMarker),
-                (_, err) if retryable(&err) => Err(WriteError::Lost(err.to_string())),
-                (_, err) => Err(WriteError::Refused(err)),
-            },
-            Err(MultiWriteError::RequestFailed { source }) => match source {
-                err @ (ZkError::NoAuth
-                | ZkError::AuthFailed
-                | ZkError::InvalidAcl
-                | ZkError::BadArguments(_)
-                | ZkError::NoChildrenForEphemerals) => Err(WriteError::Refused(err)),
-                other => Err(WriteError::Lost(other.to_string())),
-            },
+        match (failed.index, failed.verdict()) {
+            (Some(0), Verdict::BadVersion) => Err(WriteError::Conflict),
+            (Some(0), Verdict::NoNode) => Err(WriteError::NoNode),
+            (Some(2), Verdict::NoNode | Verdict::BadVersion) => Err(WriteError::StaleMarker),
+            (_, verdict) if verdict.fate() == Fate::Refused => {
+                Err(WriteError::Refused(failed.error))
+            }
+            _ => Err(WriteError::Lost(failed.error.to_string())),
         }
     }
 
@@ -516,10 +509,10 @@ impl Counter {
                 let marker = client.check_stat(write.marker).await?;
                 Ok((stat.version, marker.is_some(), lookalike))
             };
-            match self.bounded(lookup).await {
+            match self.bounded(lookup).await.classified() {
                 Ok((version, _, _)) if version == write.version => {
                     stats.resends += 1;
-                    match self.send(client, write).await {
+                    match self.send(client, generation, write).await {
                         Ok(()) => return Resolution::Applied,
                         // Moved meanwhile (maybe by our first copy): look again.
                         Err(WriteError::Conflict) => continue,
@@ -557,12 +550,12 @@ impl Counter {
                     }
                     return Resolution::NotApplied;
                 }
-                Err(ZkError::NoNode) => {
+                Err((Verdict::NoNode, _)) => {
                     return Resolution::Unknown("the counter node was deleted".into())
                 }
-                Err(err) => {
+                Err((_, err)) => {
                     self.note_error(&err, generation).await;
-                    if crate::session::is_gone(&err) {
+                    if crate::zk::is_gone(&err) {
                         return Resolution::Unknown(format!("the ZooKeeper session ended: {err}"));
                     }
                     if !retryable(&err) {
@@ -576,7 +569,7 @@ impl Counter {
 
     /// Tells the session layer about a request that failed because its session is gone.
     async fn note_error(&self, err: &ZkError, generation: u64) {
-        if crate::session::is_gone(err) {
+        if crate::zk::is_gone(err) {
             self.session.report_lost(generation, &err.to_string()).await;
         }
     }
@@ -588,8 +581,8 @@ impl Counter {
     }
 
     fn store_error(&self, err: ZkError) -> ZooidError {
-        if matches!(err, ZkError::NoAuth) {
-            return crate::acl::not_authorized(&self.path, self.session.options());
+        if crate::zk::classify(&err) == Verdict::NotAuthorized {
+            return crate::zk::not_authorized(&self.path, self.session.options());
         }
         ZooidError::Store {
             path: self.path.clone(),
@@ -623,11 +616,11 @@ struct Write<'a> {
 /// every kind (connection loss, reset, timeouts, throttling) and a session being replaced are
 /// transient.
 fn retryable(err: &ZkError) -> bool {
-    crate::session::fate(err) != crate::session::Fate::Refused
+    crate::zk::fate(err) != Fate::Refused
 }
 
 fn validate_path(path: &str) -> Result<()> {
-    crate::session::validate_path("counter path", path)
+    crate::zk::validate_path("counter path", path)
 }
 
 fn parent(path: &str) -> Option<&str> {

@@ -91,6 +91,19 @@ pub fn is_gone(err: &ZkError) -> bool {
     fate(err) == Fate::Expired
 }
 
+/// A request's result with a failure's error paired with its [`Verdict`], so that callers match
+/// on what the error says instead of on `zookeeper_client::Error` variants.
+pub trait Classified<T> {
+    /// `Err(error)` becomes `Err((classify(&error), error))`.
+    fn classified(self) -> Result<T, (Verdict, ZkError)>;
+}
+
+impl<T> Classified<T> for Result<T, ZkError> {
+    fn classified(self) -> Result<T, (Verdict, ZkError)> {
+        self.map_err(|err| (classify(&err), err))
+    }
+}
+
 /// The error's text for a message; a marshalling error and an unimplemented request name the
 /// likely cause.
 pub fn describe(err: &ZkError) -> String {

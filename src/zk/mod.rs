@@ -21,7 +21,10 @@ mod tls_probe;
 mod version;
 
 pub use acl::{parse_acl_list, Acl, Perms};
-pub use classify::{classify, describe as describe_error, fate, is_gone, to_zooid, Fate, Verdict};
+pub use classify::{
+    classify, describe as describe_error, fate, is_gone, not_authorized, to_zooid, Classified,
+    Fate, Verdict,
+};
 pub use fate::{confirm_dead, Confirmed, Unconfirmed};
 pub use multi::{Multi, MultiFailed};
 pub use options::{ConnectOptions, Sasl, ServerVersion, TlsFiles};

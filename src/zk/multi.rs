@@ -84,6 +84,12 @@ impl<'a> Multi<'a> {
         self.ops == 0
     }
 
+    /// The first op the client refused to add (a malformed path, say), if any: nothing is
+    /// sent then, and [`Multi::commit`] reports it.
+    pub fn refused(&self) -> Option<&MultiFailed> {
+        self.refused.as_ref()
+    }
+
     fn add(&mut self, added: Result<(), ZkError>) -> &mut Self {
         if let (Err(error), None) = (added, &self.refused) {
             self.refused = Some(MultiFailed {

@@ -2,13 +2,13 @@
 //! sequential nodes, which get `m` consecutive numbers; a lost reply is resolved by the claim's
 //! token among the generation's children (src/alloc/blocks/mod.rs).
 
-use zookeeper_client::{CreateMode, Error as ZkError, MultiWriteError, MultiWriteResult};
+use zookeeper_client::{CreateMode, MultiWriteResult};
 
-use crate::alloc::zkerr::{classify, refused, ZkFailure};
+use super::refused;
 use crate::error::{Result, ZooidError};
 use crate::format::{returned_parent, sequence_of, sequence_parent, Blocks, OpToken};
 use crate::retry::Budget;
-use crate::session::Session;
+use crate::zk::{Classified, Fate, Multi, Session, Verdict};
 
 /// What one attempt to claim blocks did.
 #[derive(Debug)]
@@ -45,51 +45,42 @@ pub(crate) async fn claim(
     loop {
         let (client, generation) = session.client();
         let options = CreateMode::PersistentSequential.with_acls(session.default_acls());
-        let mut multi = client.new_multi_writer();
+        let mut multi = Multi::new(&client);
         // Op 0 checks the pool node, then (with pushes read) op 1 the pushes' node, then the
         // generation's node.
-        let returned_node = returned_parent(path);
-        let mut built = multi.add_check_version(path, version);
+        multi.check(path, version);
         if let Some(returned) = returned {
-            built = built.and_then(|()| multi.add_check_version(&returned_node, returned));
+            multi.check(&returned_parent(path), returned);
         }
-        let gate = usize::from(returned.is_some()) + 1;
-        built = built.and_then(|()| multi.add_check_version(&parent, 0));
+        let gate = multi.len();
+        multi.check(&parent, 0);
         for _ in 0..count {
-            built = built.and_then(|()| multi.add_create(&name, &[], &options));
+            multi.create(&name, &[], &options);
         }
-        built.map_err(|err| refused(session, path, err))?;
-        let reply = tokio::time::timeout(session.request_limit(), multi.commit())
-            .await
-            .unwrap_or(Err(MultiWriteError::RequestFailed {
-                source: ZkError::Timeout,
-            }));
-        let err = match reply {
+        let failed = match multi.commit(session, generation).await {
             Ok(results) => {
                 return granted(path, &results, count).map(|first| Claim::Granted { first })
             }
-            Err(MultiWriteError::OperationFailed { index, source }) => match (index, &source) {
-                (0, ZkError::BadVersion) => return Ok(Claim::Changed),
-                (0, ZkError::NoNode) => {
-                    return Err(ZooidError::NotFound {
-                        category: path.to_string(),
-                    })
-                }
-                (i, ZkError::BadVersion | ZkError::NoNode) if i < gate => {
-                    return Ok(Claim::Changed)
-                }
-                (i, ZkError::BadVersion) if i == gate => return Ok(Claim::Sealed),
-                (_, ZkError::NoNode) => return Ok(Claim::Missing),
-                _ => source,
-            },
-            Err(MultiWriteError::RequestFailed { source }) => source,
+            Err(failed) => failed,
         };
-        match classify(&err) {
-            ZkFailure::Expired => {
-                // Not applied on a live session; the next attempt runs on the new one.
-                session.report_lost(generation, &err.to_string()).await;
+        let verdict = failed.verdict();
+        match (failed.index, verdict) {
+            (Some(0), Verdict::BadVersion) => return Ok(Claim::Changed),
+            (Some(0), Verdict::NoNode) => {
+                return Err(ZooidError::NotFound {
+                    category: path.to_string(),
+                })
             }
-            ZkFailure::Unknown => {
+            (Some(i), Verdict::BadVersion | Verdict::NoNode) if i < gate => {
+                return Ok(Claim::Changed)
+            }
+            (Some(i), Verdict::BadVersion) if i == gate => return Ok(Claim::Sealed),
+            (Some(_), Verdict::NoNode) => return Ok(Claim::Missing),
+            // Not applied on a live session (the commit told the session layer); the next
+            // attempt runs on the new one.
+            (_, Verdict::Expired | Verdict::Closed) => {}
+            (_, Verdict::Unknown) => {
+                let err = &failed.error;
                 tracing::warn!(category = path, %err, op = "take", "reply lost; resolving the outcome");
                 match resolve(session, generation, &parent, &prefix, count, budget).await {
                     Resolved::Applied(first) => return Ok(Claim::Granted { first }),
@@ -97,8 +88,9 @@ pub(crate) async fn claim(
                     Resolved::Unknown(why) => return Ok(Claim::Unknown(why)),
                 }
             }
-            _ => return Err(refused(session, path, err)),
+            _ => return Err(refused(session, path, verdict, &failed.error)),
         }
+        let err = failed.error;
         if !budget.try_attempt() {
             return Err(ZooidError::ConnectionLost {
                 category: path.to_string(),
@@ -153,7 +145,7 @@ async fn resolve(
             client.sync(parent).await?;
             client.list_children(parent).await
         };
-        match session.run(current, lookup).await {
+        match session.run(current, lookup).await.classified() {
             Ok(children) => {
                 let mut seqs: Vec<i64> = children
                     .iter()
@@ -172,10 +164,10 @@ async fn resolve(
                     None => Resolved::Unknown(format!("found blocks {seqs:?} for the claim")),
                 };
             }
-            Err(ZkError::NoNode) => {
+            Err((Verdict::NoNode, _)) => {
                 return Resolved::Unknown("the generation's sequence node is gone".into())
             }
-            Err(err) if !matches!(classify(&err), ZkFailure::Expired | ZkFailure::Unknown) => {
+            Err((verdict, err)) if verdict.fate() == Fate::Refused => {
                 return Resolved::Unknown(err.to_string())
             }
             Err(_) => budget.backoff().await,

@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use zookeeper_client::{CreateMode, Error as ZkError};
 
-use crate::alloc::zkerr::refused;
+use super::refused;
 use crate::error::{Result, ZooidError};
 use crate::format::{sequence_parent, Blocks};
-use crate::session::Session;
+use crate::zk::{Classified, Multi, Session, Verdict};
 
 /// Retiring a generation deletes its claims this many at a time...
 const RETIRE_BATCH: usize = 100;
@@ -23,10 +23,14 @@ const RETIRE_PAUSE: std::time::Duration = std::time::Duration::from_millis(5);
 pub(crate) async fn next_block(session: &Session, path: &str, blocks: &Blocks) -> Result<i64> {
     let parent = sequence_parent(path, blocks.generation);
     let (client, generation) = session.client();
-    match session.run(generation, client.check_stat(&parent)).await {
+    match session
+        .run(generation, client.check_stat(&parent))
+        .await
+        .classified()
+    {
         Ok(Some(stat)) => Ok(i64::from(stat.cversion)),
-        Ok(None) | Err(ZkError::NoNode) => Err(ZooidError::NotFound { category: parent }),
-        Err(err) => Err(ZooidError::ConnectionLost {
+        Ok(None) | Err((Verdict::NoNode, _)) => Err(ZooidError::NotFound { category: parent }),
+        Err((_, err)) => Err(ZooidError::ConnectionLost {
             category: path.to_string(),
             reason: err.to_string(),
         }),
@@ -57,10 +61,11 @@ pub(crate) async fn ensure_parent(session: &Session, path: &str, generation: u64
     match session
         .run(gen, client.create(&parent, &[], &options))
         .await
+        .classified()
     {
-        Ok(_) | Err(ZkError::NodeExists) => Ok(()),
-        Err(ZkError::NoAuth) => Err(refused(session, path, ZkError::NoAuth)),
-        Err(err) => Err(unreachable(err)),
+        Ok(_) | Err((Verdict::NodeExists, _)) => Ok(()),
+        Err((verdict @ Verdict::NotAuthorized, err)) => Err(refused(session, path, verdict, &err)),
+        Err((_, err)) => Err(unreachable(err)),
     }
 }
 
@@ -71,9 +76,10 @@ pub(crate) async fn seal(session: &Session, path: &str, blocks: &Blocks) -> Resu
     match session
         .run(generation, client.set_data(&parent, b"sealed", Some(0)))
         .await
+        .classified()
     {
-        Ok(_) | Err(ZkError::BadVersion) | Err(ZkError::NoNode) => Ok(()),
-        Err(err) => Err(ZooidError::ConnectionLost {
+        Ok(_) | Err((Verdict::BadVersion | Verdict::NoNode, _)) => Ok(()),
+        Err((_, err)) => Err(ZooidError::ConnectionLost {
             category: path.to_string(),
             reason: format!("sealing a block generation: {err}"),
         }),
@@ -85,10 +91,14 @@ pub(crate) async fn seal(session: &Session, path: &str, blocks: &Blocks) -> Resu
 pub(crate) async fn retire(session: &Session, path: &str, generation: u64) {
     let parent = sequence_parent(path, generation);
     let (client, gen) = session.client();
-    let children = match session.run(gen, client.list_children(&parent)).await {
+    let children = match session
+        .run(gen, client.list_children(&parent))
+        .await
+        .classified()
+    {
         Ok(children) => children,
-        Err(ZkError::NoNode) => return,
-        Err(err) => {
+        Err((Verdict::NoNode, _)) => return,
+        Err((_, err)) => {
             tracing::debug!(category = path, %err, generation, "retiring a block generation");
             return;
         }
@@ -99,15 +109,15 @@ pub(crate) async fn retire(session: &Session, path: &str, generation: u64) {
         if i > 0 {
             tokio::time::sleep(RETIRE_PAUSE).await;
         }
-        let mut multi = client.new_multi_writer();
-        let built = chunk
-            .iter()
-            .try_for_each(|child| multi.add_delete(&format!("{parent}/{child}"), None));
-        let committed = tokio::time::timeout(session.request_limit(), multi.commit()).await;
-        if built.is_err() || !matches!(committed, Ok(Ok(_))) {
+        let mut multi = Multi::new(&client);
+        for child in chunk {
+            multi.delete(&format!("{parent}/{child}"), None);
+        }
+        if let Err(failed) = multi.commit(session, gen).await {
             tracing::debug!(
                 category = path,
                 generation,
+                %failed,
                 "retiring a block generation: delete failed"
             );
             return;

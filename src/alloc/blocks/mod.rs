@@ -57,16 +57,41 @@ pub(crate) mod returns;
 pub(crate) mod take;
 
 pub use super::state::KEEP_PENDING;
-use super::zkerr::needs_zookeeper;
-use crate::error::Result;
+use crate::error::{Result, ZooidError};
 use crate::format::Pool;
-use crate::session::Session;
+use crate::zk::{not_authorized, Session, Verdict};
 
 /// A take that gets this block number or above moves the category to a new generation.
 pub const ROTATE_AT: i64 = 20_000;
 
 /// The largest number of blocks one take claims (one `multi`).
 pub const MAX_BLOCKS_PER_TAKE: u64 = 1_000;
+
+/// The error for block allocation on an embedded store.
+pub(crate) fn needs_zookeeper() -> ZooidError {
+    ZooidError::InvalidArgument(
+        "block allocation (pool format 3) needs a ZooKeeper store, not mem: or file:".into(),
+    )
+}
+
+/// The error of a block-allocation request on pool `path` that ZooKeeper answered with `err`
+/// (read by [`crate::zk::classify`] as `verdict`) and the caller has no reading of its own for:
+/// a refusal by the node's ACL is `NotAuthorized`; any other is `ConnectionLost`, as block
+/// requests have always reported it (unlike [`crate::zk::to_zooid`], which says `Store`).
+pub(crate) fn refused(
+    session: &Session,
+    path: &str,
+    verdict: Verdict,
+    err: &dyn std::fmt::Display,
+) -> ZooidError {
+    match verdict {
+        Verdict::NotAuthorized => not_authorized(path, session.options()),
+        _ => ZooidError::ConnectionLost {
+            category: path.to_string(),
+            reason: format!("block claim refused: {err}"),
+        },
+    }
+}
 
 /// What a pool holds, counting the blocks claimed since the node was written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

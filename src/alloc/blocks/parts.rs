@@ -2,15 +2,15 @@
 //! [`crate::format::parts`]): loading them, remembering those read, and writing the pool node
 //! with the part writes a change implies in one `multi`.
 
-use zookeeper_client::{CreateMode, Error as ZkError, MultiWriteError};
+use zookeeper_client::{CreateMode, Error as ZkError};
 
-use crate::alloc::zkerr::store_error;
 use crate::error::{Result, ZooidError};
 use crate::format::parts::{parse_chunk, within};
 use crate::format::{chunk_key, chunk_path, is_chunk, ChunkOp, Pool};
 use crate::range::IdRange;
-use crate::session::Session;
 use crate::store::StoreError;
+use crate::zk::multi::set_version;
+use crate::zk::{Classified, Multi, Session, Verdict};
 
 pub(crate) use crate::alloc::state::ChunkCache;
 
@@ -38,10 +38,11 @@ pub(crate) async fn load(
             _ => {
                 let node = chunk_path(path, chunk.key);
                 let (client, generation) = session.client();
-                let (data, stat) = match session.run(generation, client.get_data(&node)).await {
+                let read = session.run(generation, client.get_data(&node)).await;
+                let (data, stat) = match read.classified() {
                     Ok(got) => got,
-                    Err(ZkError::NoNode) => return Ok(Loaded::Stale),
-                    Err(err) => {
+                    Err((Verdict::NoNode, _)) => return Ok(Loaded::Stale),
+                    Err((_, err)) => {
                         return Err(ZooidError::ConnectionLost {
                             category: path.to_string(),
                             reason: format!("reading {node}: {err}"),
@@ -107,55 +108,38 @@ pub(crate) async fn commit(
 ) -> std::result::Result<i32, StoreError> {
     let (client, generation) = session.client();
     let options = CreateMode::Persistent.with_acls(session.default_acls());
-    let mut multi = client.new_multi_writer();
-    let mut built = multi.add_set_data(path, data, Some(expected));
+    let mut multi = Multi::new(&client);
+    multi.set(path, data, Some(expected));
     for op in ops {
-        built = built.and_then(|()| match op {
+        match op {
             ChunkOp::Set { key, data, version } => {
-                multi.add_set_data(&chunk_path(path, *key), data, Some(*version))
+                multi.set(&chunk_path(path, *key), data, Some(*version))
             }
-            ChunkOp::Create { key, data } => {
-                multi.add_create(&chunk_path(path, *key), data, &options)
-            }
+            ChunkOp::Create { key, data } => multi.create(&chunk_path(path, *key), data, &options),
             ChunkOp::Delete { key, version } => {
-                multi.add_delete(&chunk_path(path, *key), Some(*version))
+                multi.delete(&chunk_path(path, *key), Some(*version))
             }
-            ChunkOp::DeleteNode { node } => multi.add_delete(node, None),
-        });
+            ChunkOp::DeleteNode { node } => multi.delete(node, None),
+        };
     }
-    built.map_err(|err| StoreError::Refused(err.to_string()))?;
-    let reply = tokio::time::timeout(session.request_limit(), multi.commit())
-        .await
-        .unwrap_or(Err(MultiWriteError::RequestFailed {
-            source: ZkError::Timeout,
-        }));
-    match reply {
-        Ok(results) => Ok(results
-            .iter()
-            .find_map(|r| match r {
-                zookeeper_client::MultiWriteResult::SetData { stat } => Some(stat.version),
-                _ => None,
-            })
-            .unwrap_or(expected + 1)),
-        Err(MultiWriteError::OperationFailed { index: 0, source }) => {
-            Err(store_error(session, generation, source).await)
+    let failed = match multi.commit(session, generation).await {
+        Ok(results) => return Ok(set_version(&results).unwrap_or(expected + 1)),
+        Err(failed) => failed,
+    };
+    match (failed.index, failed.verdict()) {
+        // A part no index names (a repair gave it up) is in the way.
+        (Some(index), Verdict::NodeExists) if index > 0 => {
+            sweep(session, path).await;
+            Err(StoreError::BadVersion)
         }
-        Err(MultiWriteError::OperationFailed { index, source }) => match source {
-            ZkError::NodeExists => {
-                // A part no index names (a repair gave it up) is in the way.
-                sweep(session, path).await;
-                Err(StoreError::BadVersion)
-            }
-            // A part moved on or is missing: the pool node was read too early.
-            ZkError::BadVersion | ZkError::NoNode => {
-                tracing::debug!(category = path, index, %source, "free-list part out of date");
-                Err(StoreError::BadVersion)
-            }
-            other => Err(store_error(session, generation, other).await),
-        },
-        Err(MultiWriteError::RequestFailed { source }) => {
-            Err(store_error(session, generation, source).await)
+        // A part moved on or is missing: the pool node was read too early.
+        (Some(index), Verdict::BadVersion | Verdict::NoNode) if index > 0 => {
+            let source = &failed.error;
+            tracing::debug!(category = path, index, %source, "free-list part out of date");
+            Err(StoreError::BadVersion)
         }
+        // The pool node's own op, or the request: what the error says, for a write.
+        _ => Err(StoreError::from_zk(&failed.error, true, session.options())),
     }
 }
 
@@ -185,17 +169,16 @@ pub(crate) async fn sweep(session: &Session, path: &str) {
     if orphans.is_empty() {
         return;
     }
-    let mut multi = client.new_multi_writer();
-    let built = multi
-        .add_check_version(path, stat.version)
-        .and_then(|()| orphans.iter().try_for_each(|o| multi.add_delete(o, None)));
-    if built.is_ok() {
-        let done = tokio::time::timeout(session.request_limit(), multi.commit()).await;
-        tracing::warn!(
-            category = path,
-            parts = orphans.len(),
-            ok = matches!(done, Ok(Ok(_))),
-            "deleted free-list parts the pool no longer names"
-        );
+    let mut multi = Multi::new(&client);
+    multi.check(path, stat.version);
+    for orphan in &orphans {
+        multi.delete(orphan, None);
     }
+    let done = multi.commit(session, generation).await;
+    tracing::warn!(
+        category = path,
+        parts = orphans.len(),
+        ok = done.is_ok(),
+        "deleted free-list parts the pool no longer names"
+    );
 }

@@ -3,16 +3,16 @@
 //! (src/alloc/blocks/returns.rs).
 
 use super::{generations, returns};
+use crate::alloc::blocks::needs_zookeeper;
 use crate::alloc::service::IdGeneratorService;
 use crate::alloc::state::{Cached, Slot};
-use crate::alloc::zkerr::needs_zookeeper;
 use crate::error::{Result, ZooidError};
 use crate::format::Blocks;
 use crate::idset::IdCategory;
 use crate::range::IdRange;
 use crate::retry::Budget;
-use crate::session::Session;
 use crate::store::Store;
+use crate::zk::Session;
 
 /// A push as checked against the pool as read: within the bounds; what is left to check.
 pub(crate) struct Checked {

@@ -2,16 +2,17 @@
 //! push's node and its author's ephemeral marker and announces it on `zooid-returned`; the next
 //! take reads the waiting pushes and merges them in its own write (src/alloc/engine.rs).
 
-use zookeeper_client::{CreateMode, Error as ZkError, MultiWriteError, MultiWriteResult};
+use zookeeper_client::{CreateMode, Error as ZkError};
 
-use crate::alloc::zkerr::{classify, refused, ZkFailure};
+use super::refused;
 use crate::error::{Result, ZooidError};
 use crate::format::{
     parse_return, render_return, returned_parent, OpToken, MARKER_PREFIX, PUSH_PREFIX,
 };
 use crate::range::IdRange;
 use crate::retry::Budget;
-use crate::session::Session;
+use crate::zk::multi::set_version;
+use crate::zk::{Classified, Multi, Session, Verdict};
 
 /// Reads the pushes waiting under pool `path` (creating their parent if missing): the parent's
 /// data version and each push's node name and ranges.
@@ -27,13 +28,13 @@ pub(crate) async fn read_returns(
     loop {
         let (client, generation) = session.client();
         let listed = session.run(generation, client.get_children(&parent)).await;
-        let (children, stat) = match listed {
+        let (children, stat) = match listed.classified() {
             Ok(got) => got,
-            Err(ZkError::NoNode) => {
+            Err((Verdict::NoNode, _)) => {
                 ensure_node(session, path, &parent).await?;
                 continue;
             }
-            Err(err) => return Err(unreachable(err)),
+            Err((_, err)) => return Err(unreachable(err)),
         };
         let names: Vec<String> = children
             .into_iter()
@@ -48,14 +49,14 @@ pub(crate) async fn read_returns(
                 async move { (node.clone(), client.get_data(&node).await) }
             });
             for (node, read) in futures_util::future::join_all(reads).await {
-                match read {
+                match read.classified() {
                     Ok((data, _)) => {
                         let name = node.rsplit('/').next().unwrap_or_default().to_string();
                         pending.push((name, parse_return(&node, &data)?));
                     }
                     // Merged by another take meanwhile: read again.
-                    Err(ZkError::NoNode) => gone = true,
-                    Err(err) => return Err(unreachable(err)),
+                    Err((Verdict::NoNode, _)) => gone = true,
+                    Err((_, err)) => return Err(unreachable(err)),
                 }
             }
         }
@@ -72,13 +73,14 @@ async fn ensure_node(session: &Session, path: &str, node: &str) -> Result<()> {
     match session
         .run(generation, client.create(node, &[], &options))
         .await
+        .classified()
     {
-        Ok(_) | Err(ZkError::NodeExists) => Ok(()),
-        Err(ZkError::NoNode) => Err(ZooidError::NotFound {
+        Ok(_) | Err((Verdict::NodeExists, _)) => Ok(()),
+        Err((Verdict::NoNode, _)) => Err(ZooidError::NotFound {
             category: path.to_string(),
         }),
-        Err(ZkError::NoAuth) => Err(refused(session, path, ZkError::NoAuth)),
-        Err(err) => Err(ZooidError::ConnectionLost {
+        Err((verdict @ Verdict::NotAuthorized, err)) => Err(refused(session, path, verdict, &err)),
+        Err((_, err)) => Err(ZooidError::ConnectionLost {
             category: path.to_string(),
             reason: format!("creating {node}: {err}"),
         }),
@@ -120,51 +122,40 @@ pub(crate) async fn push_return(
         let (client, generation) = session.client();
         let persistent = CreateMode::Persistent.with_acls(session.default_acls());
         let ephemeral = CreateMode::Ephemeral.with_acls(session.default_acls());
-        let mut multi = client.new_multi_writer();
-        let built = multi
-            .add_create(&node, &data, &persistent)
-            .and_then(|()| multi.add_set_data(&parent, &[], None))
-            .and_then(|()| multi.add_create(&marker, &[], &ephemeral))
-            .and_then(|()| match &previous {
-                Some(p) => multi.add_delete(&format!("{parent}/{p}"), None),
-                None => Ok(()),
-            });
-        built.map_err(|err| refused(session, path, err))?;
-        let reply = tokio::time::timeout(session.request_limit(), multi.commit())
-            .await
-            .unwrap_or(Err(MultiWriteError::RequestFailed {
-                source: ZkError::Timeout,
-            }));
-        let err = match reply {
+        let mut multi = Multi::new(&client);
+        multi
+            .create(&node, &data, &persistent)
+            .set(&parent, &[], None)
+            .create(&marker, &[], &ephemeral);
+        if let Some(p) = &previous {
+            multi.delete(&format!("{parent}/{p}"), None);
+        }
+        let failed = match multi.commit(session, generation).await {
             Ok(results) => {
-                let announced = results.iter().find_map(|r| match r {
-                    MultiWriteResult::SetData { stat } => Some(stat.version),
-                    _ => None,
-                });
                 return Ok(Returned {
                     node: name,
                     marker: marker_name,
-                    announced,
+                    announced: set_version(&results),
                 });
             }
-            Err(MultiWriteError::OperationFailed { index, source }) => match (index, &source) {
-                // The parent is missing (a category created before pushes had their node).
-                (0 | 1, ZkError::NoNode) => {
-                    ensure_node(session, path, &parent).await?;
-                    continue;
-                }
-                // The previous marker went with an earlier session: leave it out.
-                (3, ZkError::NoNode) => {
-                    previous = None;
-                    continue;
-                }
-                _ => source,
-            },
-            Err(MultiWriteError::RequestFailed { source }) => source,
+            Err(failed) => failed,
         };
-        match classify(&err) {
-            ZkFailure::Expired => session.report_lost(generation, &err.to_string()).await,
-            ZkFailure::Unknown => {
+        let verdict = failed.verdict();
+        match (failed.index, verdict) {
+            // The parent is missing (a category created before pushes had their node).
+            (Some(0 | 1), Verdict::NoNode) => {
+                ensure_node(session, path, &parent).await?;
+                continue;
+            }
+            // The previous marker went with an earlier session: leave it out.
+            (Some(3), Verdict::NoNode) => {
+                previous = None;
+                continue;
+            }
+            // Not applied on a live session (the commit told the session layer).
+            (_, Verdict::Expired | Verdict::Closed) => {}
+            (_, Verdict::Unknown) => {
+                let err = &failed.error;
                 tracing::warn!(category = path, %err, op = "push", "reply lost; resolving the outcome");
                 loop {
                     if session.is_gone_generation(generation) || budget.expired() {
@@ -193,8 +184,9 @@ pub(crate) async fn push_return(
                     }
                 }
             }
-            _ => return Err(refused(session, path, err)),
+            _ => return Err(refused(session, path, verdict, &failed.error)),
         }
+        let err = failed.error;
         if !budget.try_attempt() {
             return Err(ZooidError::ConnectionLost {
                 category: path.to_string(),

@@ -11,7 +11,7 @@ import java.util.Objects;
  * changing them afterwards has no effect on it. Not thread-safe.
  *
  * <p>The native library reads the fields below by name when a service opens
- * ({@code src/java/options.rs}): 0 and null mean "unset".
+ * ({@code src/jni/options.rs}): 0 and null mean "unset".
  */
 public final class IDGeneratorOptions {
     private long sessionTimeoutMillis;

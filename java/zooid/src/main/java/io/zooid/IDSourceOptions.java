@@ -10,7 +10,7 @@ import java.util.Objects;
  * up to 1,024 IDs moved to Java per native call. The source copies the options when it opens.
  * Not thread-safe.
  *
- * <p>The native library reads the batch fields below by name ({@code src/java/options.rs}).
+ * <p>The native library reads the batch fields below by name ({@code src/jni/options.rs}).
  */
 public final class IDSourceOptions {
     private long initialBatch = 1_000;

@@ -16,7 +16,7 @@ public final class ServiceStats {
         1_000_000, 2_500_000, 5_000_000, 10_000_000
     };
 
-    // Filled once by the native library (src/java/stats.rs, by field name) before the object is
+    // Filled once by the native library (src/jni/stats.rs, by field name) before the object is
     // handed out, never changed after.
     private long takes;
     private long pushes;

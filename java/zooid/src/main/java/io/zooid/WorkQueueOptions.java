@@ -9,7 +9,7 @@ import java.util.Objects;
  * put, complete or release to get through connection loss, {@code "<hostname>:<pid>"} as the
  * identity written into locks. The queue copies the options when it opens. Not thread-safe.
  *
- * <p>The native library reads the fields below by name ({@code src/java/options.rs}).
+ * <p>The native library reads the fields below by name ({@code src/jni/options.rs}).
  */
 public final class WorkQueueOptions {
     /** The largest {@link #maxItems(int)}: a listing of the queue must fit ZooKeeper's jute.maxbuffer. */

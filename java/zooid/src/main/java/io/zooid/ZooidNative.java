@@ -1,7 +1,7 @@
 package io.zooid;
 
 /**
- * The native methods, implemented in Rust ({@code src/java/} of the zooid crate) and bound with
+ * The native methods, implemented in Rust ({@code src/jni/} of the zooid crate) and bound with
  * {@code RegisterNatives} when the library loads. The class name is fixed in the native library:
  * do not relocate the {@code io.zooid} package when shading.
  *

@@ -132,7 +132,7 @@ fn create_category_with_acl<'local>(
     acl: JString<'local>,
 ) -> Result<(), Failure> {
     let category = category_arg(env, &category)?;
-    let acl = crate::acl::parse_acl_list(&string_arg(env, &acl, "acl")?)?;
+    let acl = crate::zk::parse_acl_list(&string_arg(env, &acl, "acl")?)?;
     Ok(service(handle)?.create_category_with_acl(&category, first, last, Some(&acl))?)
 }
 

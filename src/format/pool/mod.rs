@@ -1,0 +1,309 @@
+//! The pool node's text (formats 1 to 3): strict parsing and rendering, as docs/FORMAT.md
+//! specifies it. A [`Pool`] is what the node says, nothing more: the state an operation keeps
+//! about it (pushes waiting in their own nodes, parts loaded) lives in the allocator.
+//!
+//! ```text
+//! #zooid 1
+//! #bounds 1:123456789
+//! #op 3 take 5d0c3a0f9e8b7a61 10000
+//! 37001:123456789
+//! ```
+//!
+//! A pool with a durable reservation carries a ceiling (and, once restored, an epoch) and is
+//! written as format 2, which readers of format 1 refuse:
+//!
+//! ```text
+//! #zooid 2
+//! #bounds 1:123456789
+//! #ceiling 60000
+//! #epoch 1
+//! #op 3 take 5d0c3a0f9e8b7a61 10000
+//! 37001:123456789
+//! ```
+//!
+//! A category created for scale hands out fresh IDs in blocks (src/alloc/blocks/) and keeps only the
+//! recycled IDs (holes) in its free list; it is written as format 3, which older readers refuse:
+//!
+//! ```text
+//! #zooid 3
+//! #bounds 1:123456789
+//! #blocks 1000 2 20001
+//! #op 3 push 5d0c3a0f9e8b7a61 250
+//! 1751:2000
+//! ```
+
+use std::collections::VecDeque;
+
+use super::oplog::OpRecord;
+use crate::range::{IdRange, RangeSet};
+
+/// Largest number of IDs one take may ask for, and the largest block unit.
+pub const MAX_TAKE: u64 = i32::MAX as u64;
+
+/// The format version zooid writes for pools without a ceiling or epoch (readable by every zooid).
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The format version zooid writes for pools with a ceiling or an epoch. Readers of format 1
+/// refuse it (they refuse any version but their own), so no older zooid ignores a ceiling.
+pub const FORMAT_VERSION_RESERVED: u32 = 2;
+
+/// The format version of pools that hand out fresh IDs in blocks (a `#blocks` line). Readers of
+/// formats 1 and 2 refuse it: they would read its short free list as all there is.
+pub const FORMAT_VERSION_BLOCKS: u32 = 3;
+
+/// How a pool in block allocation hands out fresh IDs (src/alloc/blocks/): block `s` of generation
+/// `generation` is `base + s * unit ..= base + (s + 1) * unit - 1`, where `s` is the sequence
+/// number ZooKeeper gave the node that claimed it. The free list holds IDs of claimed blocks that
+/// were pushed back: all below the generation's frontier (`base + unit *` blocks claimed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Blocks {
+    /// IDs per block.
+    pub unit: u64,
+    /// Which sequence node numbers the blocks (it moves on when one fills up).
+    pub generation: u64,
+    /// The first ID of the generation's block 0.
+    pub base: i64,
+}
+
+/// One part of a format-3 pool's free list kept in its own node ([`super::parts`]): the free IDs
+/// from `key` up to the next part's key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChunkRef {
+    /// The lowest ID the part may hold; the node is `PATH/zooid-free-KEY`.
+    pub key: i64,
+    /// The part node's data version this pool state goes with.
+    pub version: i32,
+    /// How many free IDs the part holds.
+    pub ids: u64,
+}
+
+impl Blocks {
+    /// The IDs of block `seq`, clipped to `last`; `None` when the block starts past `last`.
+    pub fn block(&self, seq: i64, last: i64) -> Option<IdRange> {
+        let unit = i64::try_from(self.unit).ok()?;
+        let start = seq.checked_mul(unit)?.checked_add(self.base)?;
+        let end = start.checked_add(unit - 1)?.min(last);
+        IdRange::new(start, end)
+    }
+}
+
+/// A parsed pool node: the category's bounds, its free IDs and its recent operations.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pool {
+    bounds: IdRange,
+    free: RangeSet,
+    log: VecDeque<OpRecord>,
+    /// True when the node had no header (a seed-style list of `start:end` lines).
+    legacy: bool,
+    /// No take hands out an ID above it (`None`: no durable reservation).
+    ceiling: Option<i64>,
+    /// Restarts of the pool's history (a restore after ZooKeeper lost its data); the pool's
+    /// versions are ordered by (epoch, data version).
+    epoch: u64,
+    /// Fresh IDs come in blocks (format 3); `None` for a single-node pool.
+    blocks: Option<Blocks>,
+    /// Parts of the free list kept in their own nodes (format 3), ascending by key. The node
+    /// holds the free IDs below the first key; `free` holds them all once the parts are loaded.
+    chunks: Vec<ChunkRef>,
+}
+
+impl Pool {
+    /// A fresh pool whose every ID in `bounds` is free.
+    pub fn new(bounds: IdRange) -> Self {
+        Self {
+            bounds,
+            free: RangeSet::from_range(bounds),
+            log: VecDeque::new(),
+            legacy: false,
+            ceiling: None,
+            epoch: 0,
+            blocks: None,
+            chunks: Vec::new(),
+        }
+    }
+
+    /// A fresh pool in block allocation: no holes, block 0 of generation 0 starts at the first
+    /// ID.
+    pub fn with_blocks(bounds: IdRange, unit: u64) -> Self {
+        Self {
+            free: RangeSet::new(),
+            blocks: Some(Blocks {
+                unit,
+                generation: 0,
+                base: bounds.start(),
+            }),
+            ..Self::new(bounds)
+        }
+    }
+
+    /// How fresh IDs are handed out, for a pool in block allocation.
+    pub fn blocks(&self) -> Option<Blocks> {
+        self.blocks
+    }
+
+    /// Makes sure no ID at or below `ceiling` is ever handed out again (a repair after a
+    /// rollback): removes such free IDs, and for a pool in block allocation moves fresh blocks to
+    /// a new generation above `ceiling`. Returns the free IDs removed.
+    pub fn clear_through(&mut self, ceiling: i64) -> Vec<IdRange> {
+        if let Some(b) = self.blocks.as_mut() {
+            b.generation += 1;
+            b.base = b
+                .base
+                .max(ceiling.saturating_add(1))
+                .min(self.bounds.end().saturating_add(1));
+        }
+        self.free.remove_at_most(ceiling)
+    }
+
+    /// This pool with `free` as its free IDs (the rest copied): the pool as its nodes hold it,
+    /// when some free IDs wait in nodes of their own.
+    pub fn with_free(&self, free: RangeSet) -> Pool {
+        Pool {
+            free,
+            log: self.log.clone(),
+            chunks: self.chunks.clone(),
+            ..*self
+        }
+    }
+
+    /// The parts of the free list kept in their own nodes (format 3).
+    pub fn chunks(&self) -> &[ChunkRef] {
+        &self.chunks
+    }
+
+    /// Replaces the parts' index (after [`super::parts::plan`] laid them out again).
+    pub fn set_chunks(&mut self, chunks: Vec<ChunkRef>) {
+        self.chunks = chunks;
+    }
+
+    /// Free IDs, counting the parts by their index (right whether or not they are loaded into
+    /// [`free`](Self::free), since loading checks each part's count).
+    pub fn free_count(&self) -> u64 {
+        let head = match self.chunks.first() {
+            Some(first) => self.free.count_at_most(first.key - 1),
+            None => self.free.count(),
+        };
+        head + self.chunks.iter().map(|c| c.ids).sum::<u64>()
+    }
+
+    /// Free IDs at or below `limit`, counting the parts by their index: a part that straddles
+    /// `limit` counts whole (exact without parts; with them loaded,
+    /// `free().count_at_most(limit)` is exact).
+    pub fn indexed_free_count_at_most(&self, limit: i64) -> u64 {
+        let head_end = self.chunks.first().map_or(i64::MAX, |c| c.key - 1);
+        self.free.count_at_most(limit.min(head_end))
+            + self
+                .chunks
+                .iter()
+                .filter(|c| c.key <= limit)
+                .map(|c| c.ids)
+                .sum::<u64>()
+    }
+
+    /// Moves block allocation to a new generation starting at `base` (see src/alloc/blocks/).
+    pub fn set_blocks(&mut self, blocks: Blocks) {
+        self.blocks = Some(blocks);
+    }
+
+    /// The ceiling: no take hands out an ID above it. `None` for pools without a durable
+    /// reservation.
+    pub fn ceiling(&self) -> Option<i64> {
+        self.ceiling
+    }
+
+    /// Sets the ceiling (clamped to the bounds' last ID); `None` removes it.
+    pub fn set_ceiling(&mut self, ceiling: Option<i64>) {
+        self.ceiling = ceiling.map(|c| c.clamp(0, self.bounds.end()));
+    }
+
+    /// The pool's epoch (0 until a restore).
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Sets the pool's epoch.
+    pub fn set_epoch(&mut self, epoch: u64) {
+        self.epoch = epoch;
+    }
+
+    /// How many free IDs a take may hand out now: those at or below the ceiling (all of them
+    /// without a ceiling).
+    pub fn available(&self) -> u64 {
+        let top = self.ceiling.unwrap_or(self.bounds.end());
+        let holes = self.free.count_at_most(top);
+        match self.blocks {
+            // Blocks not yet claimed, as far as the node tells (src/alloc/blocks/ counts the claims).
+            Some(b) if top >= b.base => holes + top.abs_diff(b.base) + 1,
+            _ => holes,
+        }
+    }
+
+    /// The highest ID that is not free (`first - 1` when every ID is free): every ID held by a
+    /// client is at or below it.
+    ///
+    /// For a pool in block allocation this is what the node alone tells (`base - 1` or above);
+    /// the blocks claimed since are counted by the allocator (`alloc::blocks::usage`).
+    pub fn high_water(&self) -> i64 {
+        if let Some(blocks) = self.blocks {
+            return blocks.base - 1;
+        }
+        // The free list's last range reaches the end of the bounds while the top is untouched.
+        match self.free.ranges().last() {
+            Some(last) if last.end() == self.bounds.end() => last.start() - 1,
+            _ => self.bounds.end(),
+        }
+    }
+
+    /// The IDs the category may ever hold.
+    pub fn bounds(&self) -> IdRange {
+        self.bounds
+    }
+
+    /// The free IDs.
+    pub fn free(&self) -> &RangeSet {
+        &self.free
+    }
+
+    /// Mutable access to the free IDs.
+    pub fn free_mut(&mut self) -> &mut RangeSet {
+        &mut self.free
+    }
+
+    /// The recent operations, oldest first.
+    pub fn log(&self) -> impl Iterator<Item = &OpRecord> {
+        self.log.iter()
+    }
+
+    /// Whether the node was a headerless, seed-style list.
+    pub fn is_legacy(&self) -> bool {
+        self.legacy
+    }
+
+    /// The logged write that produced data version `version`, if still remembered.
+    pub fn op_at(&self, version: i32) -> Option<&OpRecord> {
+        self.log.iter().find(|op| op.version == version)
+    }
+
+    /// Appends `op` to the log, keeping at most `capacity` entries. Entries at or above `op`'s
+    /// version belong to another history of the node (it was recreated with old content) and are
+    /// dropped, so the log stays ascending.
+    pub fn record(&mut self, op: OpRecord, capacity: usize) {
+        while self
+            .log
+            .back()
+            .is_some_and(|last| last.version >= op.version)
+        {
+            self.log.pop_back();
+        }
+        self.log.push_back(op);
+        while self.log.len() > capacity.max(1) {
+            self.log.pop_front();
+        }
+    }
+}
+
+mod parse;
+mod render;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,459 @@
+//! Parsing a pool node's text, strictly (docs/FORMAT.md): every line checked, every error a
+//! `CorruptPool` naming the line.
+
+use std::collections::VecDeque;
+
+use super::{Blocks, ChunkRef, Pool};
+use super::{FORMAT_VERSION, FORMAT_VERSION_BLOCKS, FORMAT_VERSION_RESERVED, MAX_TAKE};
+use crate::error::{Result, ZooidError};
+use crate::format::oplog::{OpKind, OpRecord, OpToken};
+use crate::format::ranges::parse_range;
+use crate::range::{IdRange, RangeSet};
+
+impl Pool {
+    /// Parses the content of pool node `path`, strictly.
+    pub fn parse(path: &str, data: &[u8]) -> Result<Self> {
+        Parser { path }.parse(data)
+    }
+}
+
+struct Parser<'a> {
+    path: &'a str,
+}
+
+/// The header lines of a pool node read so far, with the line each came from where a later
+/// check names it.
+#[derive(Default)]
+struct Headers {
+    format: Option<u32>,
+    bounds: Option<IdRange>,
+    ceiling: Option<(usize, i64)>,
+    epoch: Option<u64>,
+    blocks: Option<(usize, Blocks)>,
+    chunks: Vec<(usize, ChunkRef)>,
+    log: VecDeque<OpRecord>,
+}
+
+impl Parser<'_> {
+    fn corrupt(&self, line: usize, content: &str, reason: impl Into<String>) -> ZooidError {
+        let mut content = content.to_string();
+        if content.len() > 80 {
+            let cut = (0..=80)
+                .rev()
+                .find(|&i| content.is_char_boundary(i))
+                .unwrap_or(0);
+            content.truncate(cut);
+            content.push('…');
+        }
+        ZooidError::CorruptPool {
+            path: self.path.to_string(),
+            line,
+            content,
+            reason: reason.into(),
+        }
+    }
+
+    fn parse(&self, data: &[u8]) -> Result<Pool> {
+        let text = self.text(data)?;
+        let mut headers = Headers::default();
+        let mut ranges: Vec<(usize, IdRange)> = Vec::new();
+        for (line_no, raw) in (1..).zip(text.lines()) {
+            let line = raw.trim();
+            if line.is_empty() {
+                continue;
+            }
+            if let Some(header) = line.strip_prefix('#') {
+                if !ranges.is_empty() {
+                    return Err(self.corrupt(line_no, raw, "header line after the first range"));
+                }
+                self.header(&mut headers, header, line_no, raw)?;
+                if headers.format.is_none() {
+                    return Err(self.corrupt(line_no, raw, "header lines need '#zooid 1' first"));
+                }
+            } else {
+                ranges.push((line_no, self.range(line, line_no, raw)?));
+            }
+        }
+        self.finish(headers, ranges)
+    }
+
+    /// The node's text, or why it is not text.
+    fn text<'d>(&self, data: &'d [u8]) -> Result<&'d str> {
+        let text = std::str::from_utf8(data).map_err(|e| {
+            let hint = if data.len() == 8 {
+                " (8 bytes: a legacy big-endian counter? see `zooid init --after-counter`)"
+            } else {
+                ""
+            };
+            let line = data[..e.valid_up_to()]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count()
+                + 1;
+            self.corrupt(line, "", format!("not UTF-8 text{hint}"))
+        })?;
+        if text.trim().is_empty() {
+            return Err(self.corrupt(1, "", "empty node: not a zooid pool"));
+        }
+        Ok(text)
+    }
+
+    /// Reads header line `header` (without its `#`) into `h`.
+    fn header(&self, h: &mut Headers, header: &str, line_no: usize, raw: &str) -> Result<()> {
+        let mut words = header.split_ascii_whitespace();
+        match words.next() {
+            Some("zooid") => {
+                if h.format.is_some() || h.bounds.is_some() || !h.log.is_empty() {
+                    return Err(self.corrupt(
+                        line_no,
+                        raw,
+                        "'#zooid' must be the first line, once",
+                    ));
+                }
+                let version: u32 = self.one_number(&mut words, line_no, raw)?;
+                if ![
+                    FORMAT_VERSION,
+                    FORMAT_VERSION_RESERVED,
+                    FORMAT_VERSION_BLOCKS,
+                ]
+                .contains(&version)
+                {
+                    return Err(self.corrupt(line_no, raw, format!("unsupported format version {version} (this zooid reads {FORMAT_VERSION} to {FORMAT_VERSION_BLOCKS})")));
+                }
+                h.format = Some(version);
+            }
+            Some("bounds") => {
+                if h.bounds.is_some() {
+                    return Err(self.corrupt(line_no, raw, "duplicate '#bounds'"));
+                }
+                let word = words
+                    .next()
+                    .ok_or_else(|| self.corrupt(line_no, raw, "'#bounds' needs start:end"))?;
+                h.bounds = Some(self.range(word, line_no, raw)?);
+                if words.next().is_some() {
+                    return Err(self.corrupt(line_no, raw, "trailing words"));
+                }
+            }
+            Some("blocks") => {
+                let blocks = self.blocks_line(h, &mut words, line_no, raw)?;
+                h.blocks = Some((line_no, blocks));
+            }
+            Some(word @ ("ceiling" | "epoch")) => {
+                self.reserved_line(h, word, &mut words, line_no, raw)?
+            }
+            Some("chunk") => {
+                let chunk = self.chunk_line(h, &mut words, line_no, raw)?;
+                h.chunks.push((line_no, chunk));
+            }
+            Some("op") => {
+                let op = self.op(&mut words, line_no, raw)?;
+                if h.log.back().is_some_and(|prev| prev.version >= op.version) {
+                    return Err(self.corrupt(line_no, raw, "'#op' versions must ascend"));
+                }
+                h.log.push_back(op);
+            }
+            _ => return Err(self.corrupt(line_no, raw, "unknown header line")),
+        }
+        Ok(())
+    }
+
+    /// `#blocks UNIT GENERATION BASE` (format 3).
+    fn blocks_line<'w>(
+        &self,
+        h: &Headers,
+        words: &mut impl Iterator<Item = &'w str>,
+        line_no: usize,
+        raw: &str,
+    ) -> Result<Blocks> {
+        if h.format != Some(FORMAT_VERSION_BLOCKS) {
+            return Err(self.corrupt(
+                line_no,
+                raw,
+                format!("'#blocks' needs '#zooid {FORMAT_VERSION_BLOCKS}'"),
+            ));
+        }
+        if h.blocks.is_some() {
+            return Err(self.corrupt(line_no, raw, "duplicate '#blocks'"));
+        }
+        if !h.log.is_empty() {
+            return Err(self.corrupt(line_no, raw, "'#blocks' must come before the '#op' lines"));
+        }
+        let mut number = |name: &str| {
+            words
+                .next()
+                .and_then(|w| w.parse::<u64>().ok())
+                .ok_or_else(|| {
+                    self.corrupt(
+                        line_no,
+                        raw,
+                        format!("'#blocks UNIT GENERATION BASE': bad {name}"),
+                    )
+                })
+        };
+        let unit = number("unit")?;
+        let generation = number("generation")?;
+        let base = number("base")?;
+        if words.next().is_some() {
+            return Err(self.corrupt(line_no, raw, "trailing words"));
+        }
+        let base = i64::try_from(base)
+            .map_err(|_| self.corrupt(line_no, raw, "base out of the 64-bit range"))?;
+        if unit == 0 || unit > MAX_TAKE {
+            return Err(self.corrupt(line_no, raw, format!("unit must be 1..={MAX_TAKE}")));
+        }
+        Ok(Blocks {
+            unit,
+            generation,
+            base,
+        })
+    }
+
+    /// `#ceiling C` or `#epoch E` (formats 2 and 3), before the `#op` lines.
+    fn reserved_line<'w>(
+        &self,
+        h: &mut Headers,
+        word: &str,
+        words: &mut impl Iterator<Item = &'w str>,
+        line_no: usize,
+        raw: &str,
+    ) -> Result<()> {
+        if h.format != Some(FORMAT_VERSION_RESERVED) && h.format != Some(FORMAT_VERSION_BLOCKS) {
+            return Err(self.corrupt(
+                line_no,
+                raw,
+                format!("'#{word}' needs '#zooid {FORMAT_VERSION_RESERVED}'"),
+            ));
+        }
+        if !h.log.is_empty() {
+            return Err(self.corrupt(
+                line_no,
+                raw,
+                format!("'#{word}' must come before the '#op' lines"),
+            ));
+        }
+        if word == "ceiling" {
+            if h.ceiling.is_some() {
+                return Err(self.corrupt(line_no, raw, "duplicate '#ceiling'"));
+            }
+            let value: i64 = self.one_number(words, line_no, raw)?;
+            if value < 0 {
+                return Err(self.corrupt(line_no, raw, "negative '#ceiling'"));
+            }
+            h.ceiling = Some((line_no, value));
+        } else {
+            if h.epoch.is_some() {
+                return Err(self.corrupt(line_no, raw, "duplicate '#epoch'"));
+            }
+            h.epoch = Some(self.one_number(words, line_no, raw)?);
+        }
+        Ok(())
+    }
+
+    /// `#chunk KEY VERSION IDS` (format 3), keys ascending.
+    fn chunk_line<'w>(
+        &self,
+        h: &Headers,
+        words: &mut impl Iterator<Item = &'w str>,
+        line_no: usize,
+        raw: &str,
+    ) -> Result<ChunkRef> {
+        if h.format != Some(FORMAT_VERSION_BLOCKS) {
+            return Err(self.corrupt(
+                line_no,
+                raw,
+                format!("'#chunk' needs '#zooid {FORMAT_VERSION_BLOCKS}'"),
+            ));
+        }
+        let mut field = |name: &str| {
+            words.next().ok_or_else(|| {
+                self.corrupt(
+                    line_no,
+                    raw,
+                    format!("'#chunk KEY VERSION IDS': missing {name}"),
+                )
+            })
+        };
+        let (key, version, ids) = (field("key")?, field("version")?, field("ids")?);
+        if words.next().is_some() {
+            return Err(self.corrupt(line_no, raw, "trailing words"));
+        }
+        let bad = |name: &str| {
+            self.corrupt(
+                line_no,
+                raw,
+                format!("'#chunk KEY VERSION IDS': bad {name}"),
+            )
+        };
+        let chunk = ChunkRef {
+            key: key
+                .parse()
+                .ok()
+                .filter(|&k: &i64| k >= 1)
+                .ok_or_else(|| bad("key"))?,
+            version: version
+                .parse()
+                .ok()
+                .filter(|&v: &i32| v >= 0)
+                .ok_or_else(|| bad("version"))?,
+            ids: ids.parse().map_err(|_| bad("ids"))?,
+        };
+        if h.chunks
+            .last()
+            .is_some_and(|(_, prev)| prev.key >= chunk.key)
+        {
+            return Err(self.corrupt(line_no, raw, "'#chunk' keys must ascend"));
+        }
+        Ok(chunk)
+    }
+
+    /// Checks the headers against each other and the ranges against them; builds the pool.
+    fn finish(&self, h: Headers, ranges: Vec<(usize, IdRange)>) -> Result<Pool> {
+        let Headers {
+            format,
+            bounds,
+            ceiling,
+            epoch,
+            blocks,
+            chunks,
+            log,
+        } = h;
+        let legacy = format.is_none();
+        let bounds = match (legacy, bounds) {
+            (false, Some(b)) => b,
+            (false, None) => return Err(self.corrupt(1, "#zooid 1", "missing '#bounds' header")),
+            // A seed-style node: IDs run from 1 to the end of its highest free range.
+            (true, _) => match ranges
+                .iter()
+                .map(|(_, r)| r.end())
+                .max()
+                .and_then(|top| IdRange::new(1, top))
+            {
+                Some(b) => b,
+                None => return Err(self.corrupt(1, "", "no ranges")),
+            },
+        };
+        if format == Some(FORMAT_VERSION_RESERVED) && ceiling.is_none() {
+            return Err(self.corrupt(1, "#zooid 2", "format 2 needs a '#ceiling' header"));
+        }
+        if format == Some(FORMAT_VERSION_BLOCKS) && blocks.is_none() {
+            return Err(self.corrupt(1, "#zooid 3", "format 3 needs a '#blocks' header"));
+        }
+        if let Some((line_no, b)) = blocks {
+            // The base may sit one past the last ID: every block is handed out.
+            if b.base < bounds.start() || b.base > bounds.end().saturating_add(1) {
+                return Err(self.corrupt(
+                    line_no,
+                    &format!("#blocks {} {} {}", b.unit, b.generation, b.base),
+                    format!("base outside the bounds {bounds}"),
+                ));
+            }
+        }
+        if let Some((line_no, value)) = ceiling {
+            if value > bounds.end() {
+                return Err(self.corrupt(
+                    line_no,
+                    &format!("#ceiling {value}"),
+                    format!("above the bounds {bounds}"),
+                ));
+            }
+        }
+        if let Some((line_no, c)) = chunks.iter().find(|(_, c)| !bounds.contains(c.key)) {
+            return Err(self.corrupt(
+                *line_no,
+                &format!("#chunk {} {} {}", c.key, c.version, c.ids),
+                format!("key outside the bounds {bounds}"),
+            ));
+        }
+        let head_end = chunks.first().map(|(_, c)| c.key);
+        let mut free = RangeSet::new();
+        let mut prev: Option<IdRange> = None;
+        for (line_no, range) in ranges {
+            let raw = range.to_string();
+            if let Some(key) = head_end.filter(|&key| range.end() >= key) {
+                return Err(self.corrupt(line_no, &raw, format!("at or above the first '#chunk' key {key} (those IDs are in the chunk nodes)")));
+            }
+            if !bounds.covers(&range) {
+                return Err(self.corrupt(line_no, &raw, format!("outside the bounds {bounds}")));
+            }
+            if let Some(p) = prev {
+                if range.start() <= p.end() {
+                    return Err(self.corrupt(
+                        line_no,
+                        &raw,
+                        format!("overlaps or precedes the previous range {p}"),
+                    ));
+                }
+            }
+            prev = Some(range);
+            // Ascending and disjoint were checked above, so this cannot fail.
+            free.insert_all(&[range])
+                .map_err(|_| self.corrupt(line_no, &raw, "overlapping range"))?;
+        }
+        Ok(Pool {
+            bounds,
+            free,
+            log,
+            legacy,
+            ceiling: ceiling.map(|(_, c)| c),
+            epoch: epoch.unwrap_or(0),
+            blocks: blocks.map(|(_, b)| b),
+            chunks: chunks.into_iter().map(|(_, c)| c).collect(),
+        })
+    }
+
+    fn one_number<'w, T: std::str::FromStr>(
+        &self,
+        words: &mut impl Iterator<Item = &'w str>,
+        line_no: usize,
+        raw: &str,
+    ) -> Result<T> {
+        let value = words
+            .next()
+            .and_then(|w| w.parse().ok())
+            .ok_or_else(|| self.corrupt(line_no, raw, "expected a number"))?;
+        if words.next().is_some() {
+            return Err(self.corrupt(line_no, raw, "trailing words"));
+        }
+        Ok(value)
+    }
+
+    fn op<'w>(
+        &self,
+        words: &mut impl Iterator<Item = &'w str>,
+        line_no: usize,
+        raw: &str,
+    ) -> Result<OpRecord> {
+        let mut field = |name: &str| {
+            words
+                .next()
+                .ok_or_else(|| self.corrupt(line_no, raw, format!("'#op' is missing its {name}")))
+        };
+        let version = field("version")?;
+        let kind = field("kind")?;
+        let token = field("token")?;
+        let count = field("count")?;
+        if words.next().is_some() {
+            return Err(self.corrupt(line_no, raw, "trailing words"));
+        }
+        Ok(OpRecord {
+            version: version
+                .parse()
+                .map_err(|_| self.corrupt(line_no, raw, "bad '#op' version"))?,
+            kind: OpKind::parse(kind)
+                .ok_or_else(|| self.corrupt(line_no, raw, "bad '#op' kind"))?,
+            token: OpToken(
+                u64::from_str_radix(token, 16)
+                    .ok()
+                    .filter(|_| token.len() == 16)
+                    .ok_or_else(|| self.corrupt(line_no, raw, "bad '#op' token (16 hex digits)"))?,
+            ),
+            count: count
+                .parse()
+                .map_err(|_| self.corrupt(line_no, raw, "bad '#op' count"))?,
+        })
+    }
+
+    fn range(&self, word: &str, line_no: usize, raw: &str) -> Result<IdRange> {
+        parse_range(word).map_err(|reason| self.corrupt(line_no, raw, reason))
+    }
+}

@@ -1,0 +1,562 @@
+//! The candidacy's driver task: joins the line (a lost create resolved by its marker), watches
+//! only its predecessor, leads, follows the session's state and deletes its node when done.
+
+use super::line::{candidates, parse_candidate, MARKER_PREFIX, SEQ_PREFIX};
+use super::*;
+
+/// Our candidate node.
+#[derive(Clone, Debug)]
+struct Node {
+    path: String,
+    seq: i64,
+    token: i64,
+}
+
+/// Why a phase of the driver ended.
+#[derive(Debug)]
+enum Exit {
+    /// Resigned or dropped: leave the group.
+    Closed,
+    /// The session of this candidacy is gone; so is its node.
+    SessionGone,
+    /// Our node is gone (deleted by someone) or must be given up: join again.
+    Rejoin { delete: bool },
+    /// Something refused us; try again after a pause.
+    Retry(String),
+}
+
+/// The background task that runs one candidacy after another until closed.
+pub(super) struct Driver {
+    pub(super) session: Session,
+    pub(super) sess_rx: watch::Receiver<SessionStatus>,
+    pub(super) group: String,
+    pub(super) payload: Vec<u8>,
+    pub(super) policy: PausePolicy,
+    pub(super) shared: Arc<Mutex<Shared>>,
+    pub(super) status: watch::Sender<ElectionStatus>,
+    pub(super) close: watch::Receiver<bool>,
+}
+
+impl Driver {
+    pub(super) async fn run(mut self) {
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            if self.closed() {
+                break;
+            }
+            let Some(connected) = self.wait_connected().await else {
+                break;
+            };
+            let (client, generation) = self.session.client();
+            if generation != connected.generation {
+                continue;
+            }
+            self.update(|s| {
+                s.session_generation = generation;
+                s.node = None;
+            });
+            let exit = match self.candidacy(&client, generation).await {
+                Ok(node) => {
+                    self.update(|s| s.node = Some(node.path.clone()));
+                    let exit = self.hold(&client, generation, &node).await;
+                    self.step_down();
+                    match exit {
+                        Exit::Closed | Exit::Rejoin { delete: true } => {
+                            self.delete_node(&client, generation, &node.path).await;
+                        }
+                        _ => {}
+                    }
+                    exit
+                }
+                Err(exit) => exit,
+            };
+            self.update(|s| s.node = None);
+            match exit {
+                Exit::Closed => break,
+                Exit::SessionGone | Exit::Rejoin { .. } => backoff = Duration::from_millis(100),
+                Exit::Retry(why) => {
+                    tracing::warn!(group = %self.group, why, "election candidacy failed; retrying");
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => {}
+                        _ = self.close.changed() => {}
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                }
+            }
+        }
+        self.step_down();
+        self.update(|s| {
+            s.node = None;
+            s.closed = true;
+        });
+    }
+
+    fn closed(&self) -> bool {
+        *self.close.borrow() || self.close.has_changed().is_err()
+    }
+
+    fn update(&self, change: impl FnOnce(&mut ElectionStatus)) {
+        self.status.send_if_modified(|status| {
+            let before = status.clone();
+            change(status);
+            if before.state != status.state || before.token != status.token {
+                tracing::info!(
+                    group = %self.group,
+                    state = status.state.as_str(),
+                    token = ?status.token,
+                    "election state"
+                );
+            }
+            *status != before
+        });
+    }
+
+    fn step_down(&self) {
+        lock(&self.shared).leading = None;
+        self.update(|s| {
+            s.state = LeaderState::Inactive;
+            s.token = None;
+        });
+    }
+
+    /// Waits for a connected session; `None` when closed (by us or the application).
+    async fn wait_connected(&mut self) -> Option<SessionStatus> {
+        loop {
+            let status = *self.sess_rx.borrow_and_update();
+            match status.state {
+                ConnectionState::Closed => return None,
+                ConnectionState::Connected => return Some(status),
+                _ => {}
+            }
+            tokio::select! {
+                changed = self.sess_rx.changed() => if changed.is_err() { return None },
+                _ = self.close.changed() => {}
+            }
+            if self.closed() {
+                return None;
+            }
+        }
+    }
+
+    /// Waits until the session of `generation` is connected again (true) or gone (false).
+    async fn wait_same_session(&mut self, generation: u64) -> bool {
+        loop {
+            let status = *self.sess_rx.borrow_and_update();
+            if status.generation != generation
+                || matches!(
+                    status.state,
+                    ConnectionState::Lost | ConnectionState::Closed
+                )
+            {
+                return false;
+            }
+            if status.state == ConnectionState::Connected {
+                return true;
+            }
+            if self.sess_rx.changed().await.is_err() {
+                return false;
+            }
+        }
+    }
+
+    /// Whether the session of `generation` is gone (lost, replaced or closed).
+    fn session_gone(&self, generation: u64) -> bool {
+        let status = *self.sess_rx.borrow();
+        status.generation != generation
+            || matches!(
+                status.state,
+                ConnectionState::Lost | ConnectionState::Closed
+            )
+    }
+
+    async fn req<T>(
+        &self,
+        generation: u64,
+        request: impl std::future::Future<Output = std::result::Result<T, ZkError>>,
+    ) -> std::result::Result<T, ZkError> {
+        self.session.run(generation, request).await
+    }
+
+    /// After an error that is not "session gone": waits for the session to be usable again and
+    /// pauses briefly (so a persistent refusal does not spin). False when the session is gone.
+    async fn recover(&mut self, generation: u64) -> bool {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        self.wait_same_session(generation).await
+    }
+
+    /// Creates our candidate node, exactly once even when replies are lost (see the module
+    /// docs): `multi[setData(group, unchanged, V), create(marker node)]`, and after an unknown
+    /// outcome, the group node's version and the marker decide.
+    async fn candidacy(&mut self, client: &Client, generation: u64) -> Result<Node, Exit> {
+        let marker = format!("{:032x}", rand::random::<u128>());
+        let prefix = format!("{}/{MARKER_PREFIX}{marker}{SEQ_PREFIX}", self.group);
+        let create = CreateMode::EphemeralSequential.with_acls(self.session.default_acls());
+        'fresh: loop {
+            if self.closed() {
+                // Nothing of this candidacy is unresolved here: every earlier copy of the multi
+                // expected a version the group node has left behind, and none made our node.
+                return Err(Exit::Closed);
+            }
+            let (data, stat) = match self
+                .req(generation, client.get_data(&self.group))
+                .await
+                .classified()
+            {
+                Ok(read) => read,
+                Err((Verdict::NoNode, _)) => {
+                    if let Err(err) = ensure_group(&self.session, &self.group).await {
+                        return Err(Exit::Retry(err.to_string()));
+                    }
+                    continue;
+                }
+                Err((Verdict::Expired | Verdict::Closed, _)) => return Err(Exit::SessionGone),
+                Err(_) => {
+                    if !self.recover(generation).await {
+                        return Err(Exit::SessionGone);
+                    }
+                    continue;
+                }
+            };
+            let expected = stat.version;
+            if expected < 0 || expected == i32::MAX {
+                return Err(Exit::Retry(format!(
+                    "group node {} is at data version {expected}; recreate the group node",
+                    self.group
+                )));
+            }
+            loop {
+                let mut multi = Multi::new(client);
+                multi.set(&self.group, &data, Some(expected)).create(
+                    &prefix,
+                    &self.payload,
+                    &create,
+                );
+                if let Some(refused) = multi.refused() {
+                    return Err(Exit::Retry(refused.error.to_string()));
+                }
+                let failed = match multi.commit(&self.session, generation).await {
+                    Ok(results) => {
+                        let path = results.into_iter().find_map(|r| match r {
+                            MultiWriteResult::Create { path, .. } => Some(path),
+                            _ => None,
+                        });
+                        return match path {
+                            Some(path) => self.confirm(client, generation, &path).await,
+                            None => Err(Exit::Retry("multi returned no created path".into())),
+                        };
+                    }
+                    Err(failed) => failed,
+                };
+                let source = &failed.error;
+                match (failed.index, failed.verdict()) {
+                    (Some(_), Verdict::NoNode) => continue 'fresh,
+                    (Some(0), Verdict::BadVersion) => {
+                        // This copy did not apply; the version moved past `expected`, so any
+                        // earlier copy's fate is fixed: the marker decides.
+                    }
+                    (Some(_), _) => {
+                        return Err(Exit::Retry(format!(
+                            "creating the candidate node: {source}"
+                        )))
+                    }
+                    // The commit told the session layer.
+                    (None, Verdict::Expired | Verdict::Closed) => return Err(Exit::SessionGone),
+                    (None, _) => {
+                        tracing::info!(group = %self.group, %source, "candidate create: outcome unknown; resolving");
+                    }
+                }
+                // Resolve: sync, then the group node's version says whether the copies expecting
+                // `expected` can still apply.
+                loop {
+                    if !self.wait_same_session(generation).await {
+                        return Err(Exit::SessionGone);
+                    }
+                    match self.resolve(client, generation, &marker, expected).await {
+                        Ok(Resolved::Pending) => break, // resend the identical multi
+                        Ok(Resolved::Found(path)) => {
+                            return self.confirm(client, generation, &path).await
+                        }
+                        Ok(Resolved::Never) => continue 'fresh,
+                        Err(err) if crate::zk::is_gone(&err) => return Err(Exit::SessionGone),
+                        Err(_) => {
+                            if !self.recover(generation).await {
+                                return Err(Exit::SessionGone);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Decides the fate of the multis that expected group version `expected`.
+    async fn resolve(
+        &self,
+        client: &Client,
+        generation: u64,
+        marker: &str,
+        expected: i32,
+    ) -> std::result::Result<Resolved, ZkError> {
+        self.req(generation, client.sync(&self.group)).await?;
+        let (_, stat) = self.req(generation, client.get_data(&self.group)).await?;
+        if stat.version == expected {
+            return Ok(Resolved::Pending);
+        }
+        let children = self
+            .req(generation, client.list_children(&self.group))
+            .await?;
+        Ok(candidates(&children)
+            .into_iter()
+            .find(|c| c.marker == marker)
+            .map(|c| Resolved::Found(format!("{}/{}", self.group, c.name)))
+            .unwrap_or(Resolved::Never))
+    }
+
+    /// Reads our new node's stat: its czxid is the token, and it must belong to our session.
+    async fn confirm(
+        &mut self,
+        client: &Client,
+        generation: u64,
+        path: &str,
+    ) -> Result<Node, Exit> {
+        loop {
+            match self
+                .req(generation, client.get_data(path))
+                .await
+                .classified()
+            {
+                Ok((_, stat)) => return self.check_owner(client, path, &stat),
+                Err((Verdict::NoNode, _)) => return Err(Exit::Rejoin { delete: false }),
+                Err((Verdict::Expired | Verdict::Closed, _)) => return Err(Exit::SessionGone),
+                Err(_) => {
+                    if !self.recover(generation).await {
+                        return Err(Exit::SessionGone);
+                    }
+                }
+            }
+        }
+    }
+
+    fn check_owner(&self, client: &Client, path: &str, stat: &Stat) -> Result<Node, Exit> {
+        let session_id = client.session_id().0;
+        if stat.ephemeral_owner != session_id {
+            return Err(Exit::Retry(format!(
+                "candidate node {path} belongs to session {:#x}, not ours ({session_id:#x})",
+                stat.ephemeral_owner
+            )));
+        }
+        let name = path.rsplit('/').next().unwrap_or(path);
+        let Some(candidate) = parse_candidate(name) else {
+            return Err(Exit::Retry(format!(
+                "unexpected candidate node name {path}"
+            )));
+        };
+        Ok(Node {
+            path: path.to_string(),
+            seq: candidate.seq,
+            token: stat.czxid,
+        })
+    }
+
+    /// Waits in line (watching only the predecessor), then leads, until the candidacy ends.
+    async fn hold(&mut self, client: &Client, generation: u64, node: &Node) -> Exit {
+        loop {
+            if self.closed() {
+                return Exit::Closed;
+            }
+            if self.session_gone(generation) {
+                return Exit::SessionGone;
+            }
+            if !self.wait_same_session(generation).await {
+                return Exit::SessionGone;
+            }
+            let children = match self
+                .req(generation, client.list_children(&self.group))
+                .await
+                .classified()
+            {
+                Ok(children) => children,
+                Err((Verdict::NoNode, _)) => return Exit::Rejoin { delete: false },
+                Err((Verdict::Expired | Verdict::Closed, _)) => return Exit::SessionGone,
+                Err(_) => {
+                    if !self.recover(generation).await {
+                        return Exit::SessionGone;
+                    }
+                    continue;
+                }
+            };
+            let line = candidates(&children);
+            let Some(pos) = line.iter().position(|c| c.seq == node.seq) else {
+                return Exit::Rejoin { delete: false };
+            };
+            if pos == 0 {
+                return self.lead(client, generation, node).await;
+            }
+            let predecessor = format!("{}/{}", self.group, line[pos - 1].name);
+            let watcher = match self
+                .req(generation, client.get_and_watch_data(&predecessor))
+                .await
+                .classified()
+            {
+                Ok((_, _, watcher)) => watcher,
+                Err((Verdict::NoNode, _)) => continue,
+                Err((Verdict::Expired | Verdict::Closed, _)) => return Exit::SessionGone,
+                Err(_) => {
+                    if !self.recover(generation).await {
+                        return Exit::SessionGone;
+                    }
+                    continue;
+                }
+            };
+            let mut changed = std::pin::pin!(watcher.changed());
+            loop {
+                tokio::select! {
+                    event = &mut changed => {
+                        if event.event_type != EventType::Session {
+                            self.update(|s| s.watch_notifications += 1);
+                        }
+                        break;
+                    }
+                    changed = self.sess_rx.changed() => {
+                        if changed.is_err() || self.session_gone(generation) {
+                            return Exit::SessionGone;
+                        }
+                    }
+                    _ = self.close.changed() => {
+                        if self.closed() {
+                            return Exit::Closed;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Leads until the candidacy ends: Active while connected, Paused while suspended.
+    async fn lead(&mut self, client: &Client, generation: u64, node: &Node) -> Exit {
+        lock(&self.shared).leading = Some(Leading {
+            node: node.path.clone(),
+            generation,
+        });
+        // The token and the state change together (never Inactive with a token); the term is
+        // counted with its first publication.
+        let mut first = true;
+        let mut publish = |driver: &Self, state: LeaderState| {
+            let new_term = std::mem::take(&mut first);
+            driver.update(|s| {
+                s.state = state;
+                s.token = Some(node.token);
+                if new_term {
+                    s.terms += 1;
+                }
+            });
+        };
+        let mut interrupted = false;
+        // The watch on our own node, kept across session state changes.
+        let mut own: Option<OwnWatch> = None;
+        loop {
+            if self.closed() {
+                return Exit::Closed;
+            }
+            let status = *self.sess_rx.borrow_and_update();
+            if self.session_gone(generation) {
+                return Exit::SessionGone;
+            }
+            if status.state == ConnectionState::Connected {
+                if interrupted {
+                    // Stop policy: the suspension ended this leadership; go to the back.
+                    return Exit::Rejoin { delete: true };
+                }
+                publish(self, LeaderState::Active);
+                if own.is_none() {
+                    // Watch our own node, so a deletion by someone else ends the leadership.
+                    match self
+                        .req(generation, client.get_and_watch_data(&node.path))
+                        .await
+                        .classified()
+                    {
+                        Ok((_, _, watcher)) => {
+                            own = Some(Box::pin(watcher.changed()));
+                            continue;
+                        }
+                        Err((Verdict::NoNode, _)) => return Exit::Rejoin { delete: false },
+                        Err((Verdict::Expired | Verdict::Closed, _)) => return Exit::SessionGone,
+                        // Connection trouble: the session state will tell, or we retry below.
+                        Err(_) => {}
+                    }
+                }
+            } else {
+                publish(self, LeaderState::Paused);
+                if self.policy == PausePolicy::Stop {
+                    interrupted = true;
+                }
+            }
+            let connected = status.state == ConnectionState::Connected;
+            let own_changed = async {
+                match own.as_mut() {
+                    Some(watch) => Some(watch.as_mut().await),
+                    // Not armed while connected: a request failed; try again shortly.
+                    None if connected => {
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                        None
+                    }
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                event = own_changed => {
+                    if let Some(event) = event {
+                        if event.event_type == EventType::NodeDeleted {
+                            return Exit::Rejoin { delete: false };
+                        }
+                        // Data changed or a session event: re-arm / re-check.
+                        own = None;
+                    }
+                }
+                _ = self.sess_rx.changed() => {}
+                _ = self.close.changed() => {}
+            }
+        }
+    }
+
+    /// Deletes our node (idempotent: its name is unique and never reused), bounded in time.
+    async fn delete_node(&mut self, client: &Client, generation: u64, path: &str) {
+        let deadline = tokio::time::Instant::now() + 2 * self.session.request_limit();
+        while tokio::time::Instant::now() < deadline {
+            match self
+                .req(generation, client.delete(path, None))
+                .await
+                .classified()
+            {
+                Ok(()) | Err((Verdict::NoNode, _)) => return,
+                Err((Verdict::Expired | Verdict::Closed, _)) => return,
+                Err((_, err)) => {
+                    tracing::debug!(%err, path, "deleting the candidate node; retrying");
+                    let wait = self.recover(generation);
+                    match tokio::time::timeout_at(deadline, wait).await {
+                        Ok(true) => {}
+                        _ => return,
+                    }
+                }
+            }
+        }
+        tracing::warn!(
+            path,
+            "could not delete the candidate node in time; it goes with the session"
+        );
+    }
+}
+
+/// A pending notification of the watch on our own node.
+type OwnWatch =
+    std::pin::Pin<Box<dyn std::future::Future<Output = zookeeper_client::WatchedEvent> + Send>>;
+
+/// The fate of the candidate multis that expected one group version.
+enum Resolved {
+    /// The group node is still at that version: neither copy applied yet; resend the same.
+    Pending,
+    /// The version moved on and our marker node exists: a copy applied.
+    Found(String),
+    /// The version moved on without our marker node: no copy applied, and none ever will.
+    Never,
+}

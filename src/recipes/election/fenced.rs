@@ -1,0 +1,165 @@
+//! Fenced writes: `multi(check(own candidate node, version 0), ops...)`, applied only while
+//! this candidate leads on a live session.
+
+use super::*;
+
+/// One write of a fenced `multi` (see [`Election::fenced`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FencedOp {
+    /// Create a persistent node (its parent must exist).
+    Create { path: String, data: Vec<u8> },
+    /// Set a node's data, at an expected version (`None`: any version).
+    SetData {
+        path: String,
+        data: Vec<u8>,
+        version: Option<i32>,
+    },
+    /// Delete a node, at an expected version (`None`: any version).
+    Delete { path: String, version: Option<i32> },
+    /// Require a node to be at this data version.
+    Check { path: String, version: i32 },
+}
+
+/// The result of one [`FencedOp`], in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FencedResult {
+    /// The node was created at this path.
+    Created { path: String },
+    /// The data was set; the node's new data version.
+    Set { version: i32 },
+    /// The node was deleted.
+    Deleted,
+    /// The check passed.
+    Checked,
+}
+
+impl FencedOp {
+    /// The node the op is about.
+    pub fn path(&self) -> &str {
+        match self {
+            FencedOp::Create { path, .. }
+            | FencedOp::SetData { path, .. }
+            | FencedOp::Delete { path, .. }
+            | FencedOp::Check { path, .. } => path,
+        }
+    }
+}
+
+impl Election {
+    /// Runs `ops` as one ZooKeeper `multi` whose first op checks our own candidate node (version
+    /// 0), so they apply only while we still lead on a live session. Returns one result per op.
+    ///
+    /// Errors: `NotLeader` when we do not lead (refused locally when we are Inactive, or Paused
+    /// under [`PausePolicy::Stop`]; refused by ZooKeeper when our node is gone or our session
+    /// expired): nothing was written. `Store` when one of `ops` failed (nothing was written), or
+    /// when the reply was lost (the reason says the outcome is unknown). `Closed` after resign.
+    pub async fn fenced(&self, ops: &[FencedOp]) -> Result<Vec<FencedResult>> {
+        if *self.close.borrow() {
+            return Err(self.closed_error());
+        }
+        let status = self.status();
+        let leading = lock(&self.shared).leading.clone();
+        let not_leader = |reason: &str| ZooidError::NotLeader {
+            group: self.group.clone(),
+            reason: reason.to_string(),
+        };
+        let Some(leading) = leading else {
+            return Err(not_leader("this candidate does not lead"));
+        };
+        if self.policy == PausePolicy::Stop && status.state != LeaderState::Active {
+            return Err(not_leader(
+                "paused, and the stop policy ends a paused leadership",
+            ));
+        }
+        let (client, generation) = self.session.client();
+        if generation != leading.generation {
+            return Err(not_leader("the session of the leadership was lost"));
+        }
+        let create = CreateMode::Persistent.with_acls(self.session.default_acls());
+        let mut multi = Multi::new(&client);
+        multi.check(&leading.node, 0);
+        for op in ops {
+            match op {
+                FencedOp::Create { path, data } => multi.create(path, data, &create),
+                FencedOp::SetData {
+                    path,
+                    data,
+                    version,
+                } => multi.set(path, data, *version),
+                FencedOp::Delete { path, version } => multi.delete(path, *version),
+                FencedOp::Check { path, version } => multi.check(path, *version),
+            };
+        }
+        if let Some(refused) = multi.refused() {
+            let e = &refused.error;
+            return Err(ZooidError::InvalidArgument(format!("fenced op: {e}")));
+        }
+        match multi.commit(&self.session, generation).await {
+            Ok(results) => Ok(fenced_results(results)),
+            Err(failed) => Err(self.fenced_error(ops, failed)),
+        }
+    }
+
+    /// The error of a fenced write that failed (see [`Election::fenced`]).
+    fn fenced_error(&self, ops: &[FencedOp], failed: MultiFailed) -> ZooidError {
+        let not_leader = |reason: String| ZooidError::NotLeader {
+            group: self.group.clone(),
+            reason,
+        };
+        let source = &failed.error;
+        match (failed.index, failed.verdict()) {
+            (Some(0), _) => not_leader(format!(
+                "ZooKeeper refused the write: our candidate node is gone ({source})"
+            )),
+            (Some(index), verdict) => {
+                let path = ops
+                    .get(index - 1)
+                    .map(|op| op.path().to_string())
+                    .unwrap_or_default();
+                if verdict == Verdict::NotAuthorized {
+                    return crate::zk::not_authorized(&path, self.session.options());
+                }
+                ZooidError::Store {
+                    path,
+                    reason: format!(
+                        "fenced op {} failed: {source}; nothing was written",
+                        index - 1
+                    ),
+                }
+            }
+            // The commit told the session layer.
+            (None, Verdict::Expired | Verdict::Closed) => {
+                not_leader(format!("ZooKeeper refused the write: {source}"))
+            }
+            (None, Verdict::NotAuthorized) => {
+                crate::zk::not_authorized(&self.group, self.session.options())
+            }
+            (None, Verdict::Unknown) => ZooidError::Store {
+                path: self.group.clone(),
+                reason: format!("fenced write: {source}; outcome unknown"),
+            },
+            (None, _) => ZooidError::Store {
+                path: self.group.clone(),
+                reason: format!("fenced write refused: {source}; nothing was written"),
+            },
+        }
+    }
+}
+
+/// One result per fenced op: the committed `multi`'s results without the leadership check's.
+fn fenced_results(mut results: Vec<MultiWriteResult>) -> Vec<FencedResult> {
+    if !results.is_empty() {
+        results.remove(0);
+    }
+    results
+        .into_iter()
+        .map(|r| match r {
+            MultiWriteResult::Create { path, .. } => FencedResult::Created { path },
+            MultiWriteResult::SetData { stat } => FencedResult::Set {
+                version: stat.version,
+            },
+            MultiWriteResult::Delete => FencedResult::Deleted,
+            _ => FencedResult::Checked,
+        })
+        .collect()
+}

@@ -1,0 +1,263 @@
+//! Taking an item: its lock node (`multi[check(item), create(lock)]`), a lost reply resolved by
+//! the lock's owner, orphan locks cleaned up; the listing of items with their holders.
+
+use super::*;
+
+pub(super) enum TryClaim {
+    Claimed(Box<Claim>),
+    Nothing,
+    /// A transient failure (connection loss, session replaced): try again.
+    Retry,
+}
+
+impl Inner {
+    /// Lists the items and locks (with watches when `watch`, as the head of the line does) and
+    /// tries to lock the oldest unclaimed items in order.
+    pub(super) async fn try_claim(
+        self: &Arc<Self>,
+        client: &Client,
+        generation: u64,
+        watch: bool,
+        watches: &mut Vec<OneshotWatcher>,
+    ) -> Result<TryClaim> {
+        let items_path = self.items_path();
+        let locks_path = format!("{}/locks", self.path);
+        let listed = if watch {
+            match self.list_watch(client, generation, &items_path).await {
+                Ok((items, w1)) => match self.list_watch(client, generation, &locks_path).await {
+                    Ok((locks, w2)) => {
+                        watches.push(w1);
+                        watches.push(w2);
+                        Ok((items, locks))
+                    }
+                    Err(e) => Err(e),
+                },
+                Err(e) => Err(e),
+            }
+        } else {
+            match self.list(client, generation, &items_path).await {
+                Ok(items) => self
+                    .list(client, generation, &locks_path)
+                    .await
+                    .map(|locks| (items, locks)),
+                Err(e) => Err(e),
+            }
+        };
+        let (items, locks) = match listed.classified() {
+            Ok(lists) => lists,
+            Err((Verdict::NoNode, _)) => return Err(self.not_found()),
+            Err((verdict, e)) if verdict.fate() == Fate::Refused => {
+                return Err(self.zk_error("claim", e))
+            }
+            Err(_) => return Ok(TryClaim::Retry),
+        };
+        let locked: std::collections::HashSet<&str> = locks.iter().map(String::as_str).collect();
+        let mut free: Vec<(u64, &str)> = items
+            .iter()
+            .filter(|n| !locked.contains(n.as_str()))
+            .filter_map(|n| sequence_of(n).map(|s| (s, n.as_str())))
+            .collect();
+        free.sort();
+        // Locks whose item is gone (cannot happen through this API; clean up after others).
+        let item_set: std::collections::HashSet<&str> = items.iter().map(String::as_str).collect();
+        for lock in locks
+            .iter()
+            .filter(|l| !item_set.contains(l.as_str()))
+            .take(16)
+        {
+            self.clean_orphan_lock(client, generation, lock).await;
+        }
+        // Oldest first. Losing the race for an item means other consumers work from the same
+        // listing and would lose the next ones too, one after another: after each loss, jump
+        // ahead by a random step within the next few items; the skipped ones move to the end
+        // (no free item is left untried).
+        let mut order: Vec<usize> = (0..free.len()).collect();
+        let mut at = 0;
+        while at < order.len() {
+            let (sequence, name) = free[order[at]];
+            if let Some(claim) = self.lock_item(client, generation, name, sequence).await? {
+                return Ok(TryClaim::Claimed(Box::new(claim)));
+            }
+            at += 1;
+            if order.len() - at > 1 {
+                let window = (order.len() - at).min(COLLISION_SPREAD);
+                let skip = rand::random_range(0..window);
+                order[at..].rotate_left(skip);
+            }
+        }
+        Ok(TryClaim::Nothing)
+    }
+
+    /// A lock whose item does not exist: the lock was created while its item existed (the claim
+    /// `multi` checks it), and item names are never reused, so the item is gone for good.
+    async fn clean_orphan_lock(&self, client: &Client, generation: u64, lock: &str) {
+        let item = format!("{}/items/{lock}", self.path);
+        if let Ok(None) = self.call(generation, client.check_stat(&item)).await {
+            let path = format!("{}/locks/{lock}", self.path);
+            let _ = self.call(generation, client.delete(&path, None)).await;
+            tracing::info!(queue = %self.path, lock, "deleted a lock whose item is gone");
+        }
+    }
+
+    /// Locks one item: `multi[check(item exists), create(lock, EPHEMERAL)]`, then reads it.
+    async fn lock_item(
+        self: &Arc<Self>,
+        client: &Client,
+        generation: u64,
+        name: &str,
+        sequence: u64,
+    ) -> Result<Option<Claim>> {
+        let item = format!("{}/items/{name}", self.path);
+        let lock = format!("{}/locks/{name}", self.path);
+        let session_id = client.session_id().0;
+        let options = CreateMode::Ephemeral.with_acls(self.session.default_acls());
+        let mut in_doubt = false;
+        let lock_version = loop {
+            let mut multi = Multi::new(client);
+            multi
+                .check(&item, -1)
+                .create(&lock, self.identity.as_bytes(), &options);
+            self.stats.request();
+            match multi.commit(&self.session, generation).await {
+                Ok(_) => break 0,
+                Err(failed) => match (failed.verdict().fate(), failed.index, failed.verdict()) {
+                    (Fate::Refused, Some(0), Verdict::NoNode) => return Ok(None),
+                    (Fate::Refused, Some(1), Verdict::NodeExists) => {
+                        if !in_doubt {
+                            return Ok(None);
+                        }
+                        // Our own lost create, or someone else's lock? Our session is the marker.
+                        match self.call(generation, client.check_stat(&lock)).await {
+                            Ok(Some(stat)) if stat.ephemeral_owner == session_id => {
+                                break stat.version
+                            }
+                            Ok(Some(_)) => return Ok(None),
+                            Ok(None) => continue,
+                            Err(_) => return Ok(None),
+                        }
+                    }
+                    (Fate::Refused, _, _) => return Err(self.zk_error("claim", failed.error)),
+                    // The commit told the session layer.
+                    (Fate::Expired, _, _) => return Ok(None),
+                    (Fate::Unknown, _, _) => {
+                        in_doubt = true;
+                        // Resolve at once on the same session: the lock is ours iff it exists
+                        // with our session as its owner.
+                        match self.call(generation, client.check_stat(&lock)).await {
+                            Ok(Some(stat)) if stat.ephemeral_owner == session_id => {
+                                break stat.version
+                            }
+                            Ok(Some(_)) => return Ok(None),
+                            Ok(None) => continue,
+                            Err(e) if fate(&e) == Fate::Unknown => {
+                                tokio::time::sleep(Duration::from_millis(50)).await;
+                                continue;
+                            }
+                            Err(_) => return Ok(None),
+                        }
+                    }
+                },
+            }
+        };
+        let mut claim = Claim {
+            queue: self.clone(),
+            name: name.to_string(),
+            sequence,
+            data: Vec::new(),
+            lock_version,
+            client: client.clone(),
+            generation,
+            session_id,
+            done: false,
+        };
+        loop {
+            match self
+                .call(generation, client.get_data(&item))
+                .await
+                .classified()
+            {
+                Ok((data, _)) => {
+                    claim.data = data;
+                    return Ok(Some(claim));
+                }
+                // Deleted under our lock (by hand): drop the lock, move on.
+                Err((Verdict::NoNode, _)) => {
+                    claim.done = true;
+                    let _ = self.call(generation, client.delete(&lock, None)).await;
+                    return Ok(None);
+                }
+                Err((Verdict::Unknown, _)) => {
+                    if claim.is_lost() {
+                        claim.done = true;
+                        return Ok(None);
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(_) => {
+                    claim.done = true;
+                    return Ok(None);
+                }
+            }
+        }
+    }
+
+    pub(super) async fn items(&self) -> Result<Vec<ItemInfo>> {
+        let (client, generation) = self.session.client();
+        let items_path = self.items_path();
+        let locks_path = format!("{}/locks", self.path);
+        let items = self
+            .list(&client, generation, &items_path)
+            .await
+            .map_err(|e| self.claim_error(e))?;
+        let locks = self
+            .list(&client, generation, &locks_path)
+            .await
+            .map_err(|e| self.claim_error(e))?;
+        let locked: std::collections::HashSet<&str> = locks.iter().map(String::as_str).collect();
+        let item_set: std::collections::HashSet<&str> = items.iter().map(String::as_str).collect();
+        for lock in locks.iter().filter(|l| !item_set.contains(l.as_str())) {
+            self.clean_orphan_lock(&client, generation, lock).await;
+        }
+        let mut out = Vec::with_capacity(items.len());
+        for name in &items {
+            let Some(sequence) = sequence_of(name) else {
+                continue;
+            };
+            let bytes = match self
+                .call(
+                    generation,
+                    client.check_stat(&format!("{items_path}/{name}")),
+                )
+                .await
+            {
+                Ok(Some(stat)) => stat.data_length.max(0) as usize,
+                Ok(None) => continue, // completed meanwhile
+                Err(e) => return Err(self.zk_error("listing items", e)),
+            };
+            let claimed_by = if locked.contains(name.as_str()) {
+                match self
+                    .call(generation, client.get_data(&format!("{locks_path}/{name}")))
+                    .await
+                    .classified()
+                {
+                    Ok((data, stat)) => Some(ClaimHolder {
+                        identity: String::from_utf8_lossy(&data).into_owned(),
+                        session_id: stat.ephemeral_owner,
+                    }),
+                    Err((Verdict::NoNode, _)) => None,
+                    Err((_, e)) => return Err(self.zk_error("listing items", e)),
+                }
+            } else {
+                None
+            };
+            out.push(ItemInfo {
+                name: name.clone(),
+                sequence,
+                bytes,
+                claimed_by,
+            });
+        }
+        out.sort_by_key(|i| i.sequence);
+        Ok(out)
+    }
+}

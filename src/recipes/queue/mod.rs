@@ -1,0 +1,483 @@
+//! A distributed work queue with per-item locks and no herd effect (seed 003, issue 9).
+//!
+//! Layout under the queue node `Q` (all created by the first `put`):
+//!
+//! - `Q/items/i-<marker>-<seq>`: one PERSISTENT_SEQUENTIAL node per item, its data the item's
+//!   bytes. `<marker>` is 16 random hex digits chosen by the put, so a put whose reply was lost
+//!   is found again; `<seq>` is ZooKeeper's sequence number and gives the put order.
+//! - `Q/locks/<item name>`: the EPHEMERAL lock of a claimed item, its data the claimer's
+//!   identity; the claim is ours while the lock exists with `ephemeralOwner` = our session.
+//! - `Q/waiters/w-<marker>-<seq>`: EPHEMERAL_SEQUENTIAL nodes of consumers waiting for work,
+//!   the line in which only the head watches the queue (no herd).
+//! - `Q/guards/g-<session>-<marker>`: one EPHEMERAL put guard per [`WorkQueue`] handle and
+//!   session. Every put is `multi[setData(guard, version V), create(item)]`, so after a lost
+//!   reply the guard's version tells whether the put can still land (see [`WorkQueue::put`]).
+//!
+//! Delivery is at-least-once: a claim whose session ends is lost, its item is claimed again. A
+//! completed item is never delivered again (its lock and the item are deleted in one `multi`
+//! that first checks the lock is still ours).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use zookeeper_client::{Client, CreateMode, Error as ZkError, MultiWriteResult, OneshotWatcher};
+
+use crate::error::{Result, ZooidError};
+use crate::zk::{ConnectionState, Session};
+
+/// Default for [`QueueOptions::max_items`]: 10,000 items. An item name is 29 bytes
+/// (`i-` + 16 hex + `-` + 10 digits), 33 bytes with its length prefix in a `getChildren`
+/// reply, so a full queue lists in about 330 KB: a third of ZooKeeper's default
+/// `jute.maxbuffer` (1 MiB - 1), leaving room for producers that overshoot the bound at the
+/// same moment and for the lock listing.
+pub const DEFAULT_MAX_ITEMS: usize = 10_000;
+
+/// The largest [`QueueOptions::max_items`] accepted: 25,000 items list in about 825 KB, still
+/// under the default `jute.maxbuffer`.
+pub const MAX_MAX_ITEMS: usize = 25_000;
+
+/// Default for [`QueueOptions::max_item_bytes`]: 64 KiB. Every item lives in the servers'
+/// memory; 10,000 items of 64 KiB are 640 MiB of heap on every server.
+pub const DEFAULT_MAX_ITEM_BYTES: usize = 64 * 1024;
+
+/// The largest [`QueueOptions::max_item_bytes`] accepted: the item travels in one request and
+/// one reply, both bounded by the default `jute.maxbuffer` (1 MiB - 1) with their headers.
+pub const MAX_MAX_ITEM_BYTES: usize = 1_000_000;
+
+/// After losing the race for an item, a claim jumps ahead by a random step below this.
+const COLLISION_SPREAD: usize = 16;
+
+/// How a [`WorkQueue`] handle behaves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueueOptions {
+    /// A put finding this many items in the queue fails with [`ZooidError::QueueFull`].
+    /// 1..=[`MAX_MAX_ITEMS`]; default [`DEFAULT_MAX_ITEMS`]. The bound is checked against the
+    /// item count read just before the put, so producers putting at the same instant can
+    /// overshoot it by at most one item each.
+    pub max_items: usize,
+    /// A put of more bytes fails with [`ZooidError::TooLarge`].
+    /// 0..=[`MAX_MAX_ITEM_BYTES`]; default [`DEFAULT_MAX_ITEM_BYTES`].
+    pub max_item_bytes: usize,
+    /// Written into the lock of each claim and shown by [`WorkQueue::items`]; default
+    /// `<hostname>:<pid>`. At most 256 bytes.
+    pub identity: Option<String>,
+    /// How long a put, complete or release keeps retrying through connection loss before it
+    /// gives up with [`ZooidError::Timeout`]; default 30 s.
+    pub op_timeout: Duration,
+}
+
+impl Default for QueueOptions {
+    fn default() -> Self {
+        Self {
+            max_items: DEFAULT_MAX_ITEMS,
+            max_item_bytes: DEFAULT_MAX_ITEM_BYTES,
+            identity: None,
+            op_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Counters of the ZooKeeper traffic of one [`WorkQueue`] handle (and its claims), for the herd
+/// measurement and the benchmark.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueStats {
+    /// Requests sent (a `multi` counts as one).
+    pub requests: u64,
+    /// `getChildren` requests among them.
+    pub get_children: u64,
+    /// Watch notifications received.
+    pub watch_events: u64,
+    /// Puts whose reply was lost and which were resolved through the guard.
+    pub puts_resolved: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    requests: AtomicU64,
+    get_children: AtomicU64,
+    watch_events: AtomicU64,
+    puts_resolved: AtomicU64,
+}
+
+impl Counters {
+    fn snapshot(&self) -> QueueStats {
+        QueueStats {
+            requests: self.requests.load(Ordering::Relaxed),
+            get_children: self.get_children.load(Ordering::Relaxed),
+            watch_events: self.watch_events.load(Ordering::Relaxed),
+            puts_resolved: self.puts_resolved.load(Ordering::Relaxed),
+        }
+    }
+    fn request(&self) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+    }
+    fn event(&self) {
+        self.watch_events.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Who holds a claimed item, read from its lock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClaimHolder {
+    /// The claimer's [`QueueOptions::identity`].
+    pub identity: String,
+    /// The ZooKeeper session that owns the lock.
+    pub session_id: i64,
+}
+
+/// One item, as [`WorkQueue::items`] lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ItemInfo {
+    /// The item's node name under `Q/items` (unique for the queue's lifetime).
+    pub name: String,
+    /// Its sequence number: the put order.
+    pub sequence: u64,
+    /// Its size in bytes.
+    pub bytes: usize,
+    /// Who holds it, if it is claimed.
+    pub claimed_by: Option<ClaimHolder>,
+}
+
+/// The put guard of a handle on one session.
+struct Guard {
+    path: String,
+    version: i32,
+    generation: u64,
+}
+
+struct Inner {
+    session: Session,
+    path: String,
+    options: QueueOptions,
+    identity: String,
+    /// Serializes this handle's puts; holds its guard.
+    guard: tokio::sync::Mutex<Option<Guard>>,
+    stats: Counters,
+}
+
+/// A handle on one work queue, over the process's shared [`Session`]. Cheap to clone; clones
+/// share the put guard and the counters. `Send + Sync`.
+#[derive(Clone)]
+pub struct WorkQueue {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for WorkQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkQueue")
+            .field("path", &self.inner.path)
+            .field("options", &self.inner.options)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An item claimed by this process: its lock exists and is owned by our session.
+///
+/// Consume it with [`Claim::complete`] (the item is deleted, never delivered again) or
+/// [`Claim::release`] (the item is handed out again). A claim dropped without either is released
+/// in the background. A claim is lost with the session it was made on: then `complete` and
+/// `release` fail with [`ZooidError::SessionLost`] and change nothing.
+pub struct Claim {
+    queue: Arc<Inner>,
+    name: String,
+    sequence: u64,
+    data: Vec<u8>,
+    lock_version: i32,
+    client: Client,
+    generation: u64,
+    session_id: i64,
+    done: bool,
+}
+
+impl std::fmt::Debug for Claim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Claim")
+            .field("queue", &self.queue.path)
+            .field("item", &self.name)
+            .field("bytes", &self.data.len())
+            .field("session", &format_args!("{:#x}", self.session_id))
+            .finish_non_exhaustive()
+    }
+}
+
+use crate::zk::{classify, fate, Classified, Fate, Multi, Verdict};
+
+fn random_marker() -> String {
+    format!("{:016x}", rand::random::<u64>())
+}
+
+/// The sequence number ZooKeeper appended to a sequential node's name.
+fn sequence_of(name: &str) -> Option<u64> {
+    let (_, digits) = name.rsplit_once('-')?;
+    if digits.len() < 10 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+fn default_identity() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "unknown-host".into());
+    format!("{host}:{}", std::process::id())
+}
+
+fn validate_path(path: &str) -> Result<()> {
+    crate::zk::validate_path("queue path", path)?;
+    if path.len() > 1024 {
+        return Err(ZooidError::InvalidArgument(format!(
+            "queue path {path:?}: longer than 1024 bytes"
+        )));
+    }
+    Ok(())
+}
+
+impl WorkQueue {
+    /// A handle on the queue at `path` (an absolute ZooKeeper path), over `session`. Touches
+    /// nothing on the servers: the first [`put`](Self::put) creates the queue's nodes;
+    /// [`claim`](Self::claim) and [`items`](Self::items) on a queue never put to fail with
+    /// [`ZooidError::NotFound`].
+    ///
+    /// Errors: [`ZooidError::InvalidArgument`] for a bad path or options out of range.
+    pub fn open(session: &Session, path: &str, options: QueueOptions) -> Result<WorkQueue> {
+        validate_path(path)?;
+        if options.max_items == 0 || options.max_items > MAX_MAX_ITEMS {
+            return Err(ZooidError::InvalidArgument(format!(
+                "max_items {} outside 1..={MAX_MAX_ITEMS}",
+                options.max_items
+            )));
+        }
+        if options.max_item_bytes > MAX_MAX_ITEM_BYTES {
+            return Err(ZooidError::InvalidArgument(format!(
+                "max_item_bytes {} over {MAX_MAX_ITEM_BYTES}",
+                options.max_item_bytes
+            )));
+        }
+        if options.op_timeout.is_zero() {
+            return Err(ZooidError::InvalidArgument("op_timeout must be > 0".into()));
+        }
+        let identity = match &options.identity {
+            Some(id) if id.len() > 256 => {
+                return Err(ZooidError::InvalidArgument(
+                    "identity longer than 256 bytes".into(),
+                ))
+            }
+            Some(id) => id.clone(),
+            None => default_identity(),
+        };
+        Ok(WorkQueue {
+            inner: Arc::new(Inner {
+                session: session.clone(),
+                path: path.to_string(),
+                options,
+                identity,
+                guard: tokio::sync::Mutex::new(None),
+                stats: Counters::default(),
+            }),
+        })
+    }
+
+    /// The queue's path.
+    pub fn path(&self) -> &str {
+        &self.inner.path
+    }
+
+    /// The options the handle was opened with.
+    pub fn options(&self) -> &QueueOptions {
+        &self.inner.options
+    }
+
+    /// The identity written into this handle's locks.
+    pub fn identity(&self) -> &str {
+        &self.inner.identity
+    }
+
+    /// The session the handle uses.
+    pub fn session(&self) -> &Session {
+        &self.inner.session
+    }
+
+    /// The handle's ZooKeeper traffic so far.
+    pub fn stats(&self) -> QueueStats {
+        self.inner.stats.snapshot()
+    }
+
+    /// Adds an item; returns its node name (`i-<marker>-<seq>`). Creates the queue's nodes if
+    /// they are missing.
+    ///
+    /// Exactly once, also when replies are lost: the put is `multi[setData(guard, V),
+    /// create(item)]` on this handle's ephemeral guard node. After a lost reply the identical
+    /// multi is sent again: if the first one did not apply, the guard is still at V and the
+    /// second applies; if it did, the guard moved past V and the second fails, and the item is
+    /// found by its marker. Nothing else writes the guard, and its version never goes back, so a
+    /// first multi still in flight on a dropped connection can no longer land once the guard
+    /// moved; if the guard is gone (session lost), it cannot land either, and the handle's next
+    /// guard has a new name.
+    ///
+    /// Errors: [`ZooidError::TooLarge`] (over `max_item_bytes`), [`ZooidError::QueueFull`]
+    /// (`max_items` reached); in both cases nothing changed. [`ZooidError::Timeout`] when no
+    /// server could be reached for `op_timeout`: then the item may or may not have been added.
+    pub async fn put(&self, data: &[u8]) -> Result<String> {
+        self.inner.put(data).await
+    }
+
+    /// Claims the oldest unclaimed item (lowest sequence), waiting for one for at most
+    /// `timeout` (`None`: wait for ever; `Some(ZERO)`: do not wait). `Ok(None)` when the time
+    /// ran out.
+    ///
+    /// Waiting consumers form a line (`Q/waiters`): only its head watches the queue, every
+    /// other waiter watches its predecessor, so a put wakes one consumer, not all of them.
+    ///
+    /// Errors: [`ZooidError::NotFound`] when the queue does not exist (never put to).
+    pub async fn claim(&self, timeout: Option<Duration>) -> Result<Option<Claim>> {
+        self.inner.claim(timeout).await
+    }
+
+    /// Lists the items in put order, with who holds each claimed one. Cleans up locks whose item
+    /// is gone. Errors: [`ZooidError::NotFound`] when the queue does not exist.
+    pub async fn items(&self) -> Result<Vec<ItemInfo>> {
+        self.inner.items().await
+    }
+}
+
+impl Inner {
+    fn items_path(&self) -> String {
+        format!("{}/items", self.path)
+    }
+
+    fn not_found(&self) -> ZooidError {
+        ZooidError::QueueNotFound {
+            queue: self.path.clone(),
+        }
+    }
+
+    /// Runs one request bounded by [`Self::request_limit`]; a session that turned out to be gone
+    /// is reported to the session layer.
+    async fn call<T>(
+        &self,
+        generation: u64,
+        fut: impl std::future::Future<Output = std::result::Result<T, ZkError>>,
+    ) -> std::result::Result<T, ZkError> {
+        self.stats.request();
+        self.session.run(generation, fut).await
+    }
+
+    async fn list(
+        &self,
+        client: &Client,
+        generation: u64,
+        path: &str,
+    ) -> std::result::Result<Vec<String>, ZkError> {
+        self.stats.get_children.fetch_add(1, Ordering::Relaxed);
+        self.call(generation, client.list_children(path)).await
+    }
+
+    async fn list_watch(
+        &self,
+        client: &Client,
+        generation: u64,
+        path: &str,
+    ) -> std::result::Result<(Vec<String>, OneshotWatcher), ZkError> {
+        self.stats.get_children.fetch_add(1, Ordering::Relaxed);
+        self.call(generation, client.list_and_watch_children(path))
+            .await
+    }
+
+    fn zk_error(&self, what: &str, err: ZkError) -> ZooidError {
+        if crate::zk::classify(&err) == crate::zk::Verdict::NotAuthorized {
+            return crate::zk::not_authorized(&self.path, self.session.options());
+        }
+        match fate(&err) {
+            Fate::Refused => ZooidError::Store {
+                path: self.path.clone(),
+                reason: format!("{what}: {err}"),
+            },
+            _ => ZooidError::ConnectionLost {
+                category: self.path.clone(),
+                reason: format!("{what}: {err}"),
+            },
+        }
+    }
+
+    async fn create_nodes(
+        &self,
+        client: &Client,
+        generation: u64,
+    ) -> std::result::Result<(), ZkError> {
+        let acls = self.session.default_acls();
+        let options = CreateMode::Persistent.with_acls(acls);
+        for sub in ["items", "locks", "waiters", "guards"] {
+            let path = format!("{}/{sub}", self.path);
+            self.call(generation, client.mkdir(&path, &options)).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Sleeps the backoff (doubling it) unless that passes the deadline; false when the deadline
+/// passed.
+async fn sleep_or_deadline(backoff: &mut Duration, deadline: Option<Instant>) -> bool {
+    let wake = Instant::now() + *backoff;
+    *backoff = (*backoff * 2).min(Duration::from_millis(500));
+    match deadline {
+        Some(d) if d <= wake => {
+            tokio::time::sleep_until(d).await;
+            false
+        }
+        _ => {
+            tokio::time::sleep_until(wake).await;
+            true
+        }
+    }
+}
+
+async fn sleep_until_opt(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
+mod futures {
+    //! A tiny `select_all` over watch futures, to avoid a dependency for one function.
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    pub struct SelectAll<F> {
+        futures: Vec<Pin<Box<F>>>,
+    }
+
+    impl<F: Future> Future for SelectAll<F> {
+        type Output = Option<F::Output>;
+        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+            if self.futures.is_empty() {
+                return Poll::Pending;
+            }
+            for f in self.futures.iter_mut() {
+                if let Poll::Ready(out) = f.as_mut().poll(cx) {
+                    return Poll::Ready(Some(out));
+                }
+            }
+            Poll::Pending
+        }
+    }
+
+    /// Resolves when the first future resolves; never when there are none.
+    pub fn select_all_compat<F: Future>(futures: Vec<Pin<Box<F>>>) -> SelectAll<F> {
+        SelectAll { futures }
+    }
+}
+
+mod claim;
+mod lock;
+mod put;
+mod waiters;
+
+#[cfg(test)]
+mod tests;

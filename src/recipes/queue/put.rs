@@ -1,0 +1,257 @@
+//! Putting an item: `multi[setData(guard, V), create(item)]` through the handle's put guard, so
+//! a lost reply is resolved by the guard's version (see [`WorkQueue::put`]).
+
+use super::*;
+
+impl Inner {
+    pub(super) async fn put(&self, data: &[u8]) -> Result<String> {
+        if data.len() > self.options.max_item_bytes {
+            return Err(ZooidError::TooLarge {
+                what: format!("item for queue {}", self.path),
+                bytes: data.len(),
+                limit: self.options.max_item_bytes,
+            });
+        }
+        let marker = random_marker();
+        let item_prefix = format!("{}/items/i-{marker}-", self.path);
+        let deadline = Instant::now() + self.options.op_timeout;
+        let mut guard_slot = self.guard.lock().await;
+        // Whether an earlier attempt with this marker may still have applied.
+        let mut in_doubt = false;
+        let mut backoff = Duration::from_millis(20);
+        loop {
+            if Instant::now() >= deadline {
+                return Err(ZooidError::Timeout {
+                    what: format!(
+                        "put to queue {}{}",
+                        self.path,
+                        if in_doubt {
+                            " (outcome unknown: the item may have been added)"
+                        } else {
+                            ""
+                        }
+                    ),
+                    after: self.options.op_timeout,
+                });
+            }
+            let (client, generation) = self.session.client();
+            let step = self
+                .put_attempt(
+                    &client,
+                    generation,
+                    data,
+                    &marker,
+                    &item_prefix,
+                    &mut guard_slot,
+                    &mut in_doubt,
+                )
+                .await;
+            match step {
+                Ok(Some(name)) => return Ok(name),
+                Ok(None) => backoff = Duration::from_millis(20),
+                Err(PutStop::Fail(err)) => return Err(err),
+                Err(PutStop::Transient) => {
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_millis(500));
+                }
+            }
+        }
+    }
+
+    /// One step of a put: `Some(name)` when the item is known to be in the queue, `None` to try
+    /// again at once.
+    #[allow(clippy::too_many_arguments)]
+    async fn put_attempt(
+        &self,
+        client: &Client,
+        generation: u64,
+        data: &[u8],
+        marker: &str,
+        item_prefix: &str,
+        guard_slot: &mut Option<Guard>,
+        in_doubt: &mut bool,
+    ) -> std::result::Result<Option<String>, PutStop> {
+        let transient = |_e: ZkError| PutStop::Transient;
+        // An earlier attempt may have applied and the guard moved (or vanished): look for
+        // the marker before anything else.
+        if *in_doubt {
+            let stale = match guard_slot.as_ref() {
+                None => true,
+                Some(g) => {
+                    if g.generation != generation {
+                        true
+                    } else {
+                        self.call(generation, client.sync(&g.path))
+                            .await
+                            .map_err(transient)?;
+                        match self.call(generation, client.check_stat(&g.path)).await {
+                            Ok(Some(stat)) => stat.version != g.version,
+                            Ok(None) => true,
+                            Err(e) => return Err(transient(e)),
+                        }
+                    }
+                }
+            };
+            if stale {
+                // No earlier attempt can land any more: its guard version is gone for good.
+                self.call(generation, client.sync(&self.items_path()))
+                    .await
+                    .map_err(transient)?;
+                let items = match self.list(client, generation, &self.items_path()).await {
+                    Ok(items) => items,
+                    Err(e) => return Err(transient(e)),
+                };
+                self.stats.puts_resolved.fetch_add(1, Ordering::Relaxed);
+                let needle = format!("i-{marker}-");
+                if let Some(found) = items.into_iter().find(|n| n.starts_with(&needle)) {
+                    return Ok(Some(found));
+                }
+                *in_doubt = false;
+                if let Some(g) = guard_slot.as_mut() {
+                    if g.generation != generation {
+                        *guard_slot = None;
+                    } else if let Ok(Some(stat)) =
+                        self.call(generation, client.check_stat(&g.path)).await
+                    {
+                        g.version = stat.version;
+                    } else {
+                        *guard_slot = None;
+                    }
+                }
+            }
+            // Not stale: the guard is still at V, so no earlier attempt applied; resend.
+        }
+        // The bound, from the count read just before the put.
+        let count = match self
+            .call(generation, client.check_stat(&self.items_path()))
+            .await
+        {
+            Ok(Some(stat)) => Some(stat.num_children as usize),
+            Ok(None) => None,
+            Err(e) => return Err(transient(e)),
+        };
+        match count {
+            None => {
+                self.create_nodes(client, generation)
+                    .await
+                    .map_err(|e| match fate(&e) {
+                        Fate::Refused => PutStop::Fail(self.zk_error("creating the queue", e)),
+                        _ => PutStop::Transient,
+                    })?;
+                return Ok(None);
+            }
+            Some(n) if n >= self.options.max_items => {
+                return Err(PutStop::Fail(ZooidError::QueueFull {
+                    queue: self.path.clone(),
+                    limit: self.options.max_items,
+                }))
+            }
+            Some(_) => {}
+        }
+        // This handle's guard on this session.
+        let fresh_guard = match guard_slot.as_ref() {
+            Some(g) => g.generation != generation,
+            None => true,
+        };
+        if fresh_guard {
+            let path = format!(
+                "{}/guards/g-{:016x}-{}",
+                self.path,
+                client.session_id().0,
+                random_marker()
+            );
+            let options = CreateMode::Ephemeral.with_acls(self.session.default_acls());
+            match self
+                .call(generation, client.create(&path, b"", &options))
+                .await
+                .classified()
+            {
+                Ok(_) => {}
+                Err((Verdict::NoNode, _)) => {
+                    self.create_nodes(client, generation)
+                        .await
+                        .map_err(|_| PutStop::Transient)?;
+                    return Ok(None);
+                }
+                Err((verdict, e))
+                    if verdict.fate() == Fate::Refused && verdict != Verdict::NodeExists =>
+                {
+                    return Err(PutStop::Fail(self.zk_error("creating the put guard", e)))
+                }
+                // A lost reply: the name is unique, so whether it landed is found on the next try.
+                Err(_) => match self.call(generation, client.check_stat(&path)).await {
+                    Ok(Some(stat)) if stat.ephemeral_owner == client.session_id().0 => {}
+                    _ => return Err(PutStop::Transient),
+                },
+            }
+            *guard_slot = Some(Guard {
+                path,
+                version: 0,
+                generation,
+            });
+        }
+        let Some(guard) = guard_slot.as_mut() else {
+            return Ok(None);
+        };
+        if guard.version == i32::MAX {
+            // Never wrap the counter: take a new guard.
+            *guard_slot = None;
+            return Ok(None);
+        }
+        let options = CreateMode::PersistentSequential.with_acls(self.session.default_acls());
+        let mut multi = Multi::new(client);
+        multi
+            .set(&guard.path, b"", Some(guard.version))
+            .create(item_prefix, data, &options);
+        self.stats.request();
+        match multi.commit(&self.session, generation).await {
+            Ok(results) => {
+                let mut name = None;
+                for result in results {
+                    match result {
+                        MultiWriteResult::SetData { stat } => guard.version = stat.version,
+                        MultiWriteResult::Create { path, .. } => {
+                            name = path.rsplit('/').next().map(str::to_string)
+                        }
+                        _ => {}
+                    }
+                }
+                match name {
+                    Some(name) => Ok(Some(name)),
+                    None => Err(PutStop::Fail(ZooidError::Store {
+                        path: self.path.clone(),
+                        reason: "put: the server's reply lacks the created item".into(),
+                    })),
+                }
+            }
+            // A gone session was told to the session layer by the commit.
+            Err(failed) => match (failed.index, failed.verdict()) {
+                (_, verdict) if verdict.fate() != Fate::Refused => {
+                    *in_doubt = true;
+                    Err(PutStop::Transient)
+                }
+                // The guard moved (an earlier attempt of ours applied) or vanished.
+                (Some(0), Verdict::BadVersion | Verdict::NoNode) => {
+                    if !*in_doubt {
+                        // Nobody else writes the guard: re-read it.
+                        *guard_slot = None;
+                    }
+                    Ok(None)
+                }
+                (Some(1), Verdict::NoNode) => {
+                    self.create_nodes(client, generation)
+                        .await
+                        .map_err(|_| PutStop::Transient)?;
+                    Ok(None)
+                }
+                _ => Err(PutStop::Fail(self.zk_error("put", failed.error))),
+            },
+        }
+    }
+}
+
+/// Why a put attempt stopped.
+pub(super) enum PutStop {
+    Fail(ZooidError),
+    Transient,
+}
