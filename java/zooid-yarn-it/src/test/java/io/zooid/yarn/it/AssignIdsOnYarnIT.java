@@ -186,8 +186,12 @@ class AssignIdsOnYarnIT {
         faults.put(JournalingMapper.STRAGGLE_TASK, "5");
         faults.put(JournalingMapper.STRAGGLE_MS, "40");
         Run run = run("speculative", false, true, faults);
-        assertTrue(run.launched > TASKS && run.killed >= 1,
-                "a speculative attempt ran and one attempt was killed: " + run.launched + " launched, " + run.killed + " killed");
+        // The guard that speculation happened: more attempts than tasks, and below, task 5 ran
+        // twice with one attempt stopped while it ran. The job's killed-maps counter is not a
+        // guard: a loser stopped when the winner commits is often not counted there (seen:
+        // "9 launched / 0 failed / 0 killed" with attempt 0 of task 5 cut in its cleanup()).
+        assertTrue(run.launched > TASKS,
+                "a speculative attempt ran: " + run.launched + " launched, " + run.killed + " killed");
         List<AttemptJournal> attempts = run.attemptsOf(5);
         assertTrue(attempts.size() >= 2, "task 5 ran twice: " + attempts);
         AttemptJournal loser = attempts.stream()
