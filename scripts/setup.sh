@@ -41,7 +41,16 @@ command -v krb5kdc >/dev/null || need+=(krb5-kdc)
 command -v kadmin.local >/dev/null || need+=(krb5-admin-server)
 command -v kinit >/dev/null || need+=(krb5-user)
 [ -f /usr/include/gssapi/gssapi.h ] || need+=(libkrb5-dev)
-ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || need+=(libclang-dev)
+# bindgen loads libclang itself (libclang.so or libclang-N.so); libclang-cpp (the C++ interface,
+# often installed alone) is not it.
+any_exists() {
+    local f
+    for f in "$@"; do [ -e "$f" ] && return 0; done
+    return 1
+}
+any_exists /usr/lib/llvm-*/lib/libclang.so* /usr/lib/llvm-*/lib/libclang-[0-9]*.so* \
+    /usr/lib/*-linux-gnu/libclang.so* /usr/lib/*-linux-gnu/libclang-[0-9]*.so* ||
+    need+=(libclang-dev)
 # Portable natives (scripts/build-natives.sh, tests/natives.rs): aarch64 cross gcc and qemu-user.
 command -v aarch64-linux-gnu-gcc >/dev/null || need+=(gcc-aarch64-linux-gnu)
 command -v qemu-aarch64 >/dev/null || need+=(qemu-user)
