@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-step() { printf '\n==> %s\n' "$*"; }
+step() { printf '\n==> [%d s] %s\n' "$SECONDS" "$*"; }
 
 step "Set-up: system packages and moto (scripts/setup.sh)"
 # moto_server may land in the user's Python bin directory (scripts/setup.sh).
@@ -46,4 +46,4 @@ if [ -f java/pom.xml ]; then
     cat java/zooid/target/take-id-benchmark.txt
 fi
 
-step "all tests passed"
+step "all tests passed in $SECONDS s"
