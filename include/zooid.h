@@ -1472,7 +1472,9 @@ zooid_status zooid_service_create_category_with_acl(const struct zooid_service *
 
 /**
  * Releases a service reference; NULL is accepted and ignored. Releasing the last reference
- * closes the session. ID sets taken from the service stay valid (and must still be freed), but
+ * closes the ZooKeeper session on the servers (unless a recipe shares it) and waits up to 2 s
+ * for their answer, so a program may exit right after: no session or ephemeral node is left
+ * behind until the servers would expire it. ID sets taken from the service stay valid (and must still be freed), but
  * can only be pushed through another reference to a service on the same store.
  *
  * # Safety

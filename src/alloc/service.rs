@@ -65,6 +65,17 @@ impl IdGeneratorService<AnyStore> {
         self.store.session()
     }
 
+    /// Closes the service: when no recipe shares its ZooKeeper session, the session is closed on
+    /// the servers and this resolves once they answered (dropping the service closes it too,
+    /// without waiting).
+    pub async fn close(self) {
+        let session = self.session().cloned();
+        drop(self);
+        if let Some(session) = session {
+            session.close().await;
+        }
+    }
+
     /// The options the service was opened with (the recipes opened from it follow its retry
     /// policy).
     pub fn options(&self) -> &ServiceOptions {

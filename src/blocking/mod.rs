@@ -11,7 +11,9 @@ pub use election::{leader, Election};
 pub use prefetch::IdSource;
 pub use queue::{Claim, WorkQueue};
 
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::alloc::{IdGeneratorService as AsyncService, PoolInfo, ServiceOptions};
 use crate::error::Result;
@@ -19,7 +21,7 @@ use crate::idset::{IdCategory, IdSet};
 use crate::recipes::election::{ElectionOptions, LeaderInfo};
 use crate::recipes::prefetch::SourceOptions;
 use crate::recipes::queue::QueueOptions;
-use crate::runtime::{block_on, runtime, DropInRuntime};
+use crate::runtime::{self, block_on, drop_in_runtime, runtime};
 use crate::store::{AnyStore, ConnectOptions};
 use crate::zk::Session;
 
@@ -38,7 +40,35 @@ pub fn open_session(connect: &str, options: &ConnectOptions) -> Result<Session> 
 /// Calls block the calling thread on zooid's own runtime and fail with
 /// [`crate::ZooidError::RuntimeThread`] when made from inside an async runtime.
 pub struct IdGeneratorService {
-    inner: DropInRuntime<Arc<AsyncService<AnyStore>>>,
+    /// Taken out exactly once, in `drop`.
+    inner: ManuallyDrop<Arc<AsyncService<AnyStore>>>,
+}
+
+/// How long freeing a service waits for the servers to answer its session's close.
+const CLOSE_WAIT: Duration = Duration::from_secs(2);
+
+impl Drop for IdGeneratorService {
+    /// Closes the ZooKeeper session on the servers (when no recipe or ID source shares it) and
+    /// waits up to [`CLOSE_WAIT`] for their answer: a process that frees its service and exits
+    /// leaves no session (and no ephemeral node) behind until the servers would expire it.
+    fn drop(&mut self) {
+        // SAFETY: taken exactly once, here, and never used again.
+        let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
+        let closing = Arc::into_inner(inner).and_then(|service| {
+            let session = service.session().cloned();
+            drop_in_runtime(service);
+            session
+        });
+        let Some(session) = closing else { return };
+        let closed = runtime::runtime().map(|rt| {
+            let _guard = rt.enter();
+            session.close()
+        });
+        if let Ok(closed) = closed {
+            // From inside an async runtime (`RuntimeThread`) the close goes on without waiting.
+            let _ = block_on(async { tokio::time::timeout(CLOSE_WAIT, closed).await });
+        }
+    }
 }
 
 impl IdGeneratorService {
@@ -50,7 +80,7 @@ impl IdGeneratorService {
     ) -> Result<Self> {
         let inner = block_on(AsyncService::connect(connect, connect_options, options))??;
         Ok(Self {
-            inner: DropInRuntime::new(Arc::new(inner)),
+            inner: ManuallyDrop::new(Arc::new(inner)),
         })
     }
 

@@ -105,8 +105,8 @@ struct Inner {
 #[derive(Clone)]
 pub struct Session {
     inner: Arc<Inner>,
-    /// Dropped with the last handle, which stops the monitor task.
-    _alive: Arc<watch::Sender<()>>,
+    /// Dropped with the last handle, which stops the monitor task and ends [`Session::ended`].
+    alive: Arc<watch::Sender<()>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -163,7 +163,7 @@ impl Session {
         tracing::info!(session = %format_args!("{:#x}", status.session_id), timeout = ?status.timeout, %server_version, "ZooKeeper session opened");
         Ok(Session {
             inner,
-            _alive: Arc::new(alive_tx),
+            alive: Arc::new(alive_tx),
         })
     }
 
@@ -467,5 +467,33 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
     match deadline {
         Some(deadline) => tokio::time::sleep_until(deadline).await,
         None => std::future::pending().await,
+    }
+}
+
+impl Session {
+    /// Resolves once the last handle of this session is dropped. A background task that holds a
+    /// ZooKeeper client of its own (a watch that may never fire) selects on it, so that it never
+    /// keeps the session open on the servers after the application closed it.
+    pub(crate) fn ended(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut alive = self.alive.subscribe();
+        async move { while alive.changed().await.is_ok() {} }
+    }
+
+    /// Releases this handle. When it is the last one, the client closes the session on the
+    /// servers: the future resolves once they answered the close (or the session had already
+    /// ended), so its ephemeral nodes are gone and the servers no longer count it. With other
+    /// handles alive (a recipe opened on the same session) it resolves at once and the session
+    /// stays open.
+    pub fn close(self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let last = Arc::strong_count(&self.inner) == 1;
+        let watcher = last.then(|| self.client().0.state_watcher());
+        drop(self);
+        async move {
+            let Some(mut watcher) = watcher else { return };
+            let mut state = watcher.peek_state();
+            while !state.is_terminated() {
+                state = watcher.changed().await;
+            }
+        }
     }
 }

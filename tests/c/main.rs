@@ -2,6 +2,7 @@
 //! the shared and the static library, run against real ZooKeeper servers (and under valgrind).
 
 mod abi;
+mod close;
 mod counter;
 mod election;
 mod prefetch;

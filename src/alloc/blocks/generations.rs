@@ -145,17 +145,29 @@ pub(crate) fn watch_pool(
     }
     let (client, _) = session.client();
     let path = path.to_string();
+    // The task holds a client: it must end with the session, or the session stays open on the
+    // servers until the pool changes (a closed service would leak its session).
+    let ended = session.ended();
     tokio::spawn(async move {
-        loop {
-            match client.check_and_watch_stat(&path).await {
-                // At or below: this process's own write (`known` is set before it is sent, so
-                // the node may still be a version behind). Above: another process wrote.
-                Ok((Some(stat), watcher)) if stat.version <= known.load(Ordering::Acquire) => {
-                    watcher.changed().await;
+        let watch = async {
+            loop {
+                match client.check_and_watch_stat(&path).await {
+                    // At or below: this process's own write (`known` is set before it is sent,
+                    // so the node may still be a version behind). Above: another process wrote.
+                    Ok((Some(stat), watcher))
+                        if stat.version <= known.load(Ordering::Acquire) =>
+                    {
+                        watcher.changed().await;
+                    }
+                    _ => break,
                 }
-                _ => break,
             }
+        };
+        tokio::select! {
+            () = watch => {}
+            () = ended => {}
         }
+        drop(client);
         changed.store(true, Ordering::Release);
         armed.store(false, Ordering::Release);
     });

@@ -801,6 +801,28 @@ impl ZkServer {
         four_letter_word(self.addr, cmd, PROBE_TIMEOUT * 5)
     }
 
+    /// The number of sessions the server holds (`zk_global_sessions` in `mntr`).
+    pub fn global_sessions(&self) -> u64 {
+        let mntr = self.four_letter("mntr").expect("mntr");
+        mntr.lines()
+            .find_map(|line| line.strip_prefix("zk_global_sessions"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no zk_global_sessions in mntr:\n{mntr}"))
+    }
+
+    /// Waits up to `within` for [`ZkServer::global_sessions`] to be `want`; returns the last
+    /// count.
+    pub fn wait_global_sessions(&self, want: u64, within: Duration) -> u64 {
+        let end = Instant::now() + within;
+        loop {
+            let now = self.global_sessions();
+            if now == want || Instant::now() >= end {
+                return now;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     pub fn data_dir(&self) -> PathBuf {
         self.node().data_dir()
     }

@@ -123,6 +123,42 @@ class ServiceTest {
         }
     }
 
+    /**
+     * close() closes the ZooKeeper session on the server at once, after takes and pushes in
+     * both allocation modes (issue 22: a long-running JVM must not leak sessions). The server's
+     * own session count is the measure; the session timeout is the server's maximum (10 s), so
+     * expiry cannot pass for a close.
+     */
+    @Test
+    void closeClosesTheSessionOnTheServer() throws Exception {
+        for (boolean blocks : new boolean[] {false, true}) {
+            long before = zk.sessionCount();
+            IDCategory cat = freshCategory();
+            IDGeneratorService service = IDGeneratorService.open(
+                    zk.connectString(), new IDGeneratorOptions().sessionTimeout(Duration.ofSeconds(10)));
+            if (blocks) {
+                service.createCategoryWithBlocks(cat, 1, 1_000_000, 1_000);
+            } else {
+                service.createCategory(cat, 1, 1_000_000);
+            }
+            for (int round = 0; round < 5; round++) {
+                IDSet ids = service.takeIDs(cat, 1_000);
+                for (int i = 0; i < 900; i++) {
+                    ids.takeID();
+                }
+                service.pushIDs(ids); // a task's leftovers
+            }
+            assertEquals(before + 1, zk.sessionCount(), "guard: the service's session is open");
+            service.close();
+            long deadline = System.nanoTime() + Duration.ofMillis(500).toNanos();
+            while (zk.sessionCount() != before && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+            assertEquals(before, zk.sessionCount(),
+                    (blocks ? "block allocation" : "default") + ": session still open after close()");
+        }
+    }
+
     @Test
     void closeIsIdempotentAndUseAfterCloseThrowsIllegalState() throws Exception {
         IDCategory cat = freshCategory();

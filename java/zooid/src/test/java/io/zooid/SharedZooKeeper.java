@@ -47,6 +47,11 @@ final class SharedZooKeeper implements BeforeAllCallback, AfterAllCallback {
         return server().connectString();
     }
 
+    /** The number of sessions the server holds. */
+    long sessionCount() {
+        return server().sessionCount();
+    }
+
     /** A plain ZooKeeper Java client, connected; the caller closes it. */
     ZooKeeper client() throws IOException, InterruptedException {
         return server().client();

@@ -21,12 +21,14 @@ import org.apache.zookeeper.server.ZooKeeperServer;
 public final class TestZooKeeper implements AutoCloseable {
     private final Path dataDir;
     private final ServerCnxnFactory factory;
+    private final ZooKeeperServer server;
     private final int port;
     private boolean running;
 
-    private TestZooKeeper(Path dataDir, ServerCnxnFactory factory, int port) {
+    private TestZooKeeper(Path dataDir, ServerCnxnFactory factory, ZooKeeperServer server, int port) {
         this.dataDir = dataDir;
         this.factory = factory;
+        this.server = server;
         this.port = port;
         this.running = true;
     }
@@ -38,7 +40,7 @@ public final class TestZooKeeper implements AutoCloseable {
         ZooKeeperServer server = new ZooKeeperServer(dir, dir, 500);
         ServerCnxnFactory factory = ServerCnxnFactory.createFactory(new InetSocketAddress("127.0.0.1", 0), 200);
         factory.startup(server);
-        return new TestZooKeeper(dataDir, factory, factory.getLocalPort());
+        return new TestZooKeeper(dataDir, factory, server, factory.getLocalPort());
     }
 
     /** The connect string, {@code 127.0.0.1:PORT}. */
@@ -59,6 +61,11 @@ public final class TestZooKeeper implements AutoCloseable {
             throw new IOException("could not connect to " + connectString());
         }
         return zk;
+    }
+
+    /** The number of sessions the server holds (what {@code mntr} reports as zk_global_sessions). */
+    public long sessionCount() {
+        return server.getZKDatabase().getSessionWithTimeOuts().size();
     }
 
     /** Stops the server (its clients lose their connection); the data directory stays. */
