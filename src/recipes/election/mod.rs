@@ -202,6 +202,7 @@ pub struct Election {
     session: Session,
     shared: Arc<Mutex<Shared>>,
     status: watch::Receiver<ElectionStatus>,
+    lease: watch::Receiver<Option<std::time::Instant>>,
     close: watch::Sender<bool>,
     driver: Mutex<Option<JoinHandle<()>>>,
 }
@@ -241,6 +242,7 @@ impl Election {
         let generation = session.status().generation;
         let (status_tx, status_rx) = watch::channel(ElectionStatus::initial(generation));
         let (close_tx, close_rx) = watch::channel(false);
+        let (lease_tx, lease_rx) = watch::channel(None);
         let shared = Arc::new(Mutex::new(Shared::default()));
         let driver = Driver {
             session: session.clone(),
@@ -250,6 +252,7 @@ impl Election {
             policy: options.on_pause,
             shared: shared.clone(),
             status: status_tx,
+            lease: lease_tx,
             close: close_rx,
         };
         let handle = tokio::spawn(driver.run());
@@ -260,6 +263,7 @@ impl Election {
             session: session.clone(),
             shared,
             status: status_rx,
+            lease: lease_rx,
             close: close_tx,
             driver: Mutex::new(Some(handle)),
         })
@@ -293,6 +297,23 @@ impl Election {
     /// The fencing token while Active or Paused, else `None`.
     pub fn token(&self) -> Option<i64> {
         self.status.borrow().token
+    }
+
+    /// Until when (local monotonic clock) the ensemble last confirmed this leadership: the send
+    /// time of the last `sync` the quorum answered while we led, plus half the negotiated
+    /// session timeout. `None` when not leading or not confirmed yet. Active never outlives it:
+    /// when it passes unconfirmed the state turns Paused. The servers cannot expire the session
+    /// before that send time plus (about) a whole session timeout, so a process that stops
+    /// acting by the lease (plus a margin below half a session) stops before anyone else can
+    /// lead; see docs/RECIPES.md for the exact window.
+    pub fn lease(&self) -> Option<std::time::Instant> {
+        *self.lease.borrow()
+    }
+
+    /// A receiver of every change of [`Election::lease`] (renewed about six times per session
+    /// timeout while leading).
+    pub fn subscribe_lease(&self) -> watch::Receiver<Option<std::time::Instant>> {
+        self.lease.clone()
     }
 
     /// A receiver of every status change (a slow receiver may miss intermediate statuses, never
