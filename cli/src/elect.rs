@@ -181,8 +181,14 @@ async fn run_elect(
                     0.0
                 },
             );
-            metrics::gauge!("zooid_election_token", "group" => group.clone())
-                .set(status.token.map_or(0.0, |t| t as f64));
+            // A token has 63 bits; a gauge is an f64 (53 bits exact): the epoch and the
+            // sequence number are exported exactly beside it.
+            let token = status.token.unwrap_or(0);
+            metrics::gauge!("zooid_election_token", "group" => group.clone()).set(token as f64);
+            metrics::gauge!("zooid_election_token_epoch", "group" => group.clone())
+                .set((token >> 31) as f64);
+            metrics::gauge!("zooid_election_token_sequence", "group" => group.clone())
+                .set((token & 0x7fff_ffff) as f64);
             metrics::counter!("zooid_election_transitions_total", "group" => group, "state" => status.state.as_str())
                 .increment(1);
             log.line(&format!(
