@@ -471,8 +471,10 @@ impl Driver {
             });
         };
         let timing = LeaseTiming::of(self.sess_rx.borrow().timeout);
-        // Until when the quorum confirmed us; `None` before the first confirmation.
+        // Until when the quorum confirmed us; `None` before the second confirmation.
         let mut lease: Option<Instant> = None;
+        // The send time of the last answered confirmation.
+        let mut last_sent: Option<Instant> = None;
         let mut confirming: Option<Confirming> = None;
         let mut next_confirm = Instant::now();
         let mut interrupted = false;
@@ -560,9 +562,17 @@ impl Driver {
                     confirming = None;
                     match done {
                         Ok(sent) => {
-                            let until = sent + timing.lease;
-                            lease = Some(until);
-                            self.lease.send_replace(Some(until.into_std()));
+                            // The answer proves the session alive on the ensemble's leader,
+                            // which has heard (through its follower's ping replies, every
+                            // tickTime/2) of our touches up to the previous confirmation, sent
+                            // at least `renew` earlier: the servers cannot expire the session
+                            // before that send time plus a whole session timeout. The lease
+                            // counts from there.
+                            if let Some(previous) = last_sent.replace(sent) {
+                                let until = previous + timing.lease;
+                                lease = Some(until);
+                                self.lease.send_replace(Some(until.into_std()));
+                            }
                             next_confirm = sent + timing.renew;
                         }
                         Err(err) => {
@@ -622,11 +632,12 @@ type Confirming = std::pin::Pin<
 
 /// How a leader's confirmation through the quorum is paced, from the negotiated timeout.
 struct LeaseTiming {
-    /// How long an answered `sync` confirms the leadership, from its send time: half the
-    /// session timeout.
+    /// How long an answered `sync` confirms the leadership, from the send time of the one
+    /// answered before it: half the session timeout.
     lease: Duration,
-    /// How often a confirmation is sent while leading: a sixth of the session timeout, so two
-    /// can fail before the lease runs out.
+    /// How often a confirmation is sent while leading: a sixth of the session timeout (also
+    /// the least time between two answered ones; more than the servers' ping period,
+    /// tickTime/2, when the session is longer than 3 ticks).
     renew: Duration,
     /// The pause after a failed confirmation.
     retry: Duration,

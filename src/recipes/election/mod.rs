@@ -299,13 +299,13 @@ impl Election {
         self.status.borrow().token
     }
 
-    /// Until when (local monotonic clock) the ensemble last confirmed this leadership: the send
-    /// time of the last `sync` the quorum answered while we led, plus half the negotiated
-    /// session timeout. `None` when not leading or not confirmed yet. Active never outlives it:
-    /// when it passes unconfirmed the state turns Paused. The servers cannot expire the session
-    /// before that send time plus (about) a whole session timeout, so a process that stops
-    /// acting by the lease (plus a margin below half a session) stops before anyone else can
-    /// lead; see docs/RECIPES.md for the exact window.
+    /// Until when (local monotonic clock) the ensemble confirmed this leadership: the send time
+    /// of the next-to-last `sync` the quorum answered while we led, plus half the negotiated
+    /// session timeout. `None` when not leading or not confirmed twice yet. Active never
+    /// outlives it: when it passes unconfirmed the state turns Paused. The servers cannot
+    /// expire the session before that send time plus a whole session timeout, so a process
+    /// that stops acting by the lease plus less than half a session stops before anyone else
+    /// can lead; docs/RECIPES.md gives the exact window and its assumptions.
     pub fn lease(&self) -> Option<std::time::Instant> {
         *self.lease.borrow()
     }
