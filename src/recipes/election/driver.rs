@@ -4,6 +4,7 @@
 use super::line::{
     candidates, group_epoch, parse_candidate, token, MARKER_PREFIX, SEQ_PREFIX,
 };
+use super::lease::{sleep_until_opt, Confirming, LeaseTiming};
 use super::*;
 
 use tokio::time::Instant;
@@ -622,42 +623,6 @@ impl Driver {
             path,
             "could not delete the candidate node in time; it goes with the session"
         );
-    }
-}
-
-/// A `sync` in flight that confirms the leadership; yields its send time when answered.
-type Confirming = std::pin::Pin<
-    Box<dyn std::future::Future<Output = std::result::Result<Instant, ZkError>> + Send>,
->;
-
-/// How a leader's confirmation through the quorum is paced, from the negotiated timeout.
-struct LeaseTiming {
-    /// How long an answered `sync` confirms the leadership, from the send time of the one
-    /// answered before it: half the session timeout.
-    lease: Duration,
-    /// How often a confirmation is sent while leading: a sixth of the session timeout (also
-    /// the least time between two answered ones; more than the servers' ping period,
-    /// tickTime/2, when the session is longer than 3 ticks).
-    renew: Duration,
-    /// The pause after a failed confirmation.
-    retry: Duration,
-}
-
-impl LeaseTiming {
-    fn of(session_timeout: Duration) -> Self {
-        let session_timeout = session_timeout.max(Duration::from_millis(100));
-        Self {
-            lease: session_timeout / 2,
-            renew: session_timeout / 6,
-            retry: (session_timeout / 30).max(Duration::from_millis(20)),
-        }
-    }
-}
-
-async fn sleep_until_opt(deadline: Option<Instant>) {
-    match deadline {
-        Some(deadline) => tokio::time::sleep_until(deadline).await,
-        None => std::future::pending().await,
     }
 }
 

@@ -487,6 +487,7 @@ async fn ensure_group(session: &Session, group: &str) -> Result<()> {
 
 mod driver;
 mod fenced;
+mod lease;
 mod line;
 mod observe;
 
