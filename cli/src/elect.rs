@@ -49,10 +49,12 @@ fn now_us() -> u128 {
 
 /// Timestamped lines (unix µs) to the `--log` file, if any, written by a thread of their own:
 /// a slow or stuck file never stalls the runtime thread, which carries the session's
-/// heartbeats. Dropping it writes what is queued, then closes the file.
+/// heartbeats. Dropping it lets the thread write what is queued, waiting for that at most a
+/// second (a stuck file does not keep the process from exiting).
 struct Log {
     lines: Option<std::sync::mpsc::Sender<String>>,
-    writer: Option<std::thread::JoinHandle<()>>,
+    /// Disconnected when the writer thread is done.
+    done: Option<std::sync::mpsc::Receiver<()>>,
 }
 
 impl Log {
@@ -60,14 +62,16 @@ impl Log {
         let Some(path) = path else {
             return Ok(Log {
                 lines: None,
-                writer: None,
+                done: None,
             });
         };
         let mut file: File = OpenOptions::new().create(true).append(true).open(path)?;
         let (tx, rx) = std::sync::mpsc::channel::<String>();
-        let writer = std::thread::Builder::new()
+        let (done_tx, done) = std::sync::mpsc::channel::<()>();
+        std::thread::Builder::new()
             .name("zooid-elect-log".into())
             .spawn(move || {
+                let _done = done_tx;
                 for line in rx {
                     let _ = file.write_all(line.as_bytes());
                     let _ = file.flush();
@@ -75,7 +79,7 @@ impl Log {
             })?;
         Ok(Log {
             lines: Some(tx),
-            writer: Some(writer),
+            done: Some(done),
         })
     }
 
@@ -89,8 +93,8 @@ impl Log {
 impl Drop for Log {
     fn drop(&mut self) {
         self.lines = None;
-        if let Some(writer) = self.writer.take() {
-            let _ = writer.join();
+        if let Some(done) = self.done.take() {
+            let _ = done.recv_timeout(Duration::from_secs(1));
         }
     }
 }

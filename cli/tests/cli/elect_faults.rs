@@ -198,3 +198,94 @@ fn stopped_elect_command_does_not_overlap_the_successor() {
     assert!(bad.is_empty(), "commands overlap: {bad:#?}");
     drop(c);
 }
+
+/// The `--log` file stalls (a FIFO whose buffer is full and whose reader never reads): the log
+/// lines must not stall the runtime thread that carries the session's heartbeats. The leader
+/// starts its command and keeps its session (same token) for three session timeouts.
+#[test]
+fn a_stalled_log_does_not_stall_the_leader() {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt;
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("runs.csv");
+    let fifo = dir.path().join("stalled.log");
+    let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo(3) on a path in our temp dir.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    // A reader that never reads, so writers can open it; then fill the buffer.
+    let _reader = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .unwrap();
+    let mut filler = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .unwrap();
+    let mut filled = 0usize;
+    while let Ok(n) = filler.write(&[b'x'; 4096]) {
+        filled += n;
+    }
+    let group = "/el/stalled-log";
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_zooid"));
+    cmd.args(["--connect", &zk.connect_string(), "--session-timeout-ms", "2000"])
+        .args(["elect", group, "--name", "logger", "--log"])
+        .arg(&fifo)
+        .args(["--", "sh", "-c", &script(false), "sh"])
+        .arg(&out)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut elect = support::spawn_with_parent_death_signal(cmd).unwrap();
+    let started = wait_runs(&out, 1, Duration::from_secs(15));
+    let first = zooid_leader_token(&zk.connect_string(), group);
+    std::thread::sleep(Duration::from_secs(6));
+    let later = zooid_leader_token(&zk.connect_string(), group);
+    let all = runs(&out);
+    let fresh = all.last().is_some_and(|r| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        now - r.last < 500_000_000
+    });
+    // Guard: the log stayed stalled (the FIFO is still full).
+    let still_full = matches!(filler.write(b"y"), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
+    eprintln!(
+        "FIGURES stalled log: {filled} bytes filled, still full {still_full}; command started {started}, runs {}, beating {fresh}; leader token {first:?} then {later:?} (session 2000 ms)",
+        all.len()
+    );
+    // SIGTERM: it stops the command, resigns and exits although its log is stuck.
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(elect.id() as i32, libc::SIGTERM) };
+    let mut exited = None;
+    support::wait_until(Duration::from_secs(10), || {
+        exited = elect.try_wait().ok().flatten();
+        exited.is_some()
+    });
+    if exited.is_none() {
+        // SAFETY: as above.
+        unsafe { libc::kill(elect.id() as i32, libc::SIGKILL) };
+        let _ = elect.wait();
+    }
+    assert!(filled > 0 && still_full, "the log was stalled throughout");
+    assert_eq!(exited.and_then(|s| s.code()), Some(0), "SIGTERM: exits 0 despite the stuck log");
+    assert!(started, "the leader started its command although its log is stalled");
+    assert!(first.is_some() && first == later, "the leader kept its session: {first:?} then {later:?}");
+    assert!(all.len() == 1 && fresh, "one run, still going: {all:?}");
+}
+
+/// The token `zooid leader` prints, if any.
+fn zooid_leader_token(connect: &str, group: &str) -> Option<i64> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zooid"))
+        .args(["--connect", connect, "leader", group])
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("token="))
+        .and_then(|t| t.parse().ok())
+}
