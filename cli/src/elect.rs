@@ -126,8 +126,10 @@ pub fn elect(connect: &str, options: &ConnectOptions, args: ElectArgs) -> zooid:
     let name = args.name.clone().unwrap_or_else(default_name);
     // Forked while the process has one thread: the guard runs and stops the command, and
     // enforces the lease even when this process is stopped.
-    let guard = Guard::fork(args.command.clone(), name.clone(), args.group.clone())
-        .map_err(|e| ZooidError::InvalidArgument(format!("cannot start the command's guard: {e}")))?;
+    let guard =
+        Guard::fork(args.command.clone(), name.clone(), args.group.clone()).map_err(|e| {
+            ZooidError::InvalidArgument(format!("cannot start the command's guard: {e}"))
+        })?;
     runtime()?.block_on(run_elect(connect, options, args, name, guard))
 }
 
@@ -162,7 +164,10 @@ async fn run_elect(
     election_options.on_pause = args.on_pause;
     election_options.data = format!("pid={}", std::process::id()).into_bytes();
     let election = Election::join(&session, &args.group, election_options).await?;
-    log.line(&format!("joined {} as {name} guard={}", args.group, guard.pid));
+    log.line(&format!(
+        "joined {} as {name} guard={}",
+        args.group, guard.pid
+    ));
     let stop_policy = args.on_pause == PausePolicy::Stop;
     let mut rx = election.subscribe();
     let mut lease_rx = election.subscribe_lease();
@@ -275,7 +280,9 @@ async fn run_elect(
                         break;
                     }
                     Report::Exited { token, code } => {
-                        log.line(&format!("command exited by itself code={code} token={token}"));
+                        log.line(&format!(
+                            "command exited by itself code={code} token={token}"
+                        ));
                         break;
                     }
                     _ => {}

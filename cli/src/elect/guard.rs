@@ -78,7 +78,11 @@ pub(super) struct Guard {
 impl Guard {
     /// Forks the guard. Must be called while the process has a single thread (before the
     /// runtime starts): the child runs Rust code after `fork`.
-    pub(super) fn fork(command: Vec<String>, name: String, group: String) -> std::io::Result<Guard> {
+    pub(super) fn fork(
+        command: Vec<String>,
+        name: String,
+        group: String,
+    ) -> std::io::Result<Guard> {
         let (order_r, order_w) = pipe()?;
         let (report_r, report_w) = pipe()?;
         // SAFETY: the process is single-threaded here (see above), so the child may run
@@ -129,10 +133,9 @@ impl Guard {
     /// Run the command with `token` until `deadline_ns` (0: no lease), stopping it with
     /// `grace` between SIGTERM and SIGKILL.
     pub(super) fn run(&self, token: i64, deadline_ns: u64, grace: Duration) {
-        let _ = self.orders.send(format!(
-            "run {token} {deadline_ns} {}\n",
-            grace.as_millis()
-        ));
+        let _ = self
+            .orders
+            .send(format!("run {token} {deadline_ns} {}\n", grace.as_millis()));
     }
 
     /// Moves the lease of the running command.
@@ -197,7 +200,13 @@ fn guard_main(orders: OwnedFd, reports: OwnedFd, command: &[String], name: &str,
     // SAFETY: plain libc calls on our own process.
     unsafe {
         libc::setpgid(0, 0);
-        for sig in [libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU, libc::SIGHUP, libc::SIGINT] {
+        for sig in [
+            libc::SIGTSTP,
+            libc::SIGTTIN,
+            libc::SIGTTOU,
+            libc::SIGHUP,
+            libc::SIGINT,
+        ] {
             libc::signal(sig, libc::SIG_IGN);
         }
     }
@@ -229,10 +238,17 @@ fn guard_main(orders: OwnedFd, reports: OwnedFd, command: &[String], name: &str,
                 match run.stopping {
                     Some((_, why)) => {
                         let how = if run.killed { "killed" } else { "terminated" };
-                        report(format!("stopped {} {} {how},{}", run.token, run.pid, why.replace(' ', "_")));
+                        report(format!(
+                            "stopped {} {} {how},{}",
+                            run.token,
+                            run.pid,
+                            why.replace(' ', "_")
+                        ));
                     }
                     None => {
-                        let code = status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+                        let code = status
+                            .code()
+                            .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
                         report(format!("exited {} {code}", run.token));
                     }
                 }
@@ -295,7 +311,9 @@ fn guard_main(orders: OwnedFd, reports: OwnedFd, command: &[String], name: &str,
         let mut chunk = [0u8; 4096];
         // SAFETY: reads into our buffer.
         let n = unsafe { libc::read(order_fd, chunk.as_mut_ptr().cast(), chunk.len()) };
-        if n == 0 || (n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted) {
+        if n == 0
+            || (n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted)
+        {
             closed = true;
             continue;
         }
@@ -310,9 +328,11 @@ fn guard_main(orders: OwnedFd, reports: OwnedFd, command: &[String], name: &str,
             let now = monotonic_ns();
             match words.as_slice() {
                 ["run", token, deadline, grace_ms] => {
-                    let (Ok(token), Ok(deadline), Ok(grace_ms)) =
-                        (token.parse::<i64>(), deadline.parse::<u64>(), grace_ms.parse::<u64>())
-                    else {
+                    let (Ok(token), Ok(deadline), Ok(grace_ms)) = (
+                        token.parse::<i64>(),
+                        deadline.parse::<u64>(),
+                        grace_ms.parse::<u64>(),
+                    ) else {
                         continue;
                     };
                     let grace_ns = grace_ms * 1_000_000;
@@ -367,7 +387,12 @@ fn signal_group(pid: i32, sig: i32) {
 /// Starts the command in its own process group, with the terminal's stop signals back to
 /// their defaults, dying with the guard (`PR_SET_PDEATHSIG`; the kernel clears it when the
 /// command execs a set-user-ID or set-group-ID program or one with file capabilities).
-fn spawn(command: &[String], token: i64, name: &str, group: &str) -> std::io::Result<std::process::Child> {
+fn spawn(
+    command: &[String],
+    token: i64,
+    name: &str,
+    group: &str,
+) -> std::io::Result<std::process::Child> {
     let mut cmd = std::process::Command::new(&command[0]);
     cmd.args(&command[1..])
         .env("ZOOID_FENCING_TOKEN", token.to_string())
@@ -378,7 +403,13 @@ fn spawn(command: &[String], token: i64, name: &str, group: &str) -> std::io::Re
         let parent = libc::getpid();
         cmd.pre_exec(move || {
             libc::setpgid(0, 0);
-            for sig in [libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU, libc::SIGHUP, libc::SIGINT] {
+            for sig in [
+                libc::SIGTSTP,
+                libc::SIGTTIN,
+                libc::SIGTTOU,
+                libc::SIGHUP,
+                libc::SIGINT,
+            ] {
                 libc::signal(sig, libc::SIG_DFL);
             }
             libc::prctl(

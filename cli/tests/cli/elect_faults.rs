@@ -28,18 +28,32 @@ struct Elect {
 }
 
 impl Elect {
-    fn start(dir: &Path, connect: &str, group: &str, name: &str, out: &Path, ignore_term: bool) -> Elect {
+    fn start(
+        dir: &Path,
+        connect: &str,
+        group: &str,
+        name: &str,
+        out: &Path,
+        ignore_term: bool,
+    ) -> Elect {
         let log = dir.join(format!("{name}.log"));
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_zooid"));
-        cmd.args(["--connect", connect, "--session-timeout-ms", "3000", "elect", group])
-            .args(["--name", name, "--on-pause", "stop", "--log"])
-            .arg(&log)
-            .args(["--", "sh", "-c", &script(ignore_term), "sh"])
-            .arg(out)
-            .env("RUST_LOG", "zooid=info")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::fs::File::create(dir.join(format!("{name}.stderr"))).unwrap());
+        cmd.args([
+            "--connect",
+            connect,
+            "--session-timeout-ms",
+            "3000",
+            "elect",
+            group,
+        ])
+        .args(["--name", name, "--on-pause", "stop", "--log"])
+        .arg(&log)
+        .args(["--", "sh", "-c", &script(ignore_term), "sh"])
+        .arg(out)
+        .env("RUST_LOG", "zooid=info")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(dir.join(format!("{name}.stderr"))).unwrap());
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         Elect {
             child: support::spawn_with_parent_death_signal(cmd).unwrap(),
@@ -89,14 +103,23 @@ fn runs(out: &Path) -> Vec<Run> {
     let mut runs: Vec<Run> = Vec::new();
     for line in text.lines() {
         let f: Vec<&str> = line.split(',').collect();
-        let [kind, name, token, pid, ns] = f.as_slice() else { continue };
+        let [kind, name, token, pid, ns] = f.as_slice() else {
+            continue;
+        };
         let (Ok(token), Ok(pid), Ok(ns)) = (token.parse(), pid.parse(), ns.parse::<u128>()) else {
             continue;
         };
         let i = match runs.iter().position(|r| r.pid == pid) {
             Some(i) => i,
             None => {
-                runs.push(Run { name: name.to_string(), token, pid, first: ns, last: ns, terms: 0 });
+                runs.push(Run {
+                    name: name.to_string(),
+                    token,
+                    pid,
+                    first: ns,
+                    last: ns,
+                    terms: 0,
+                });
                 runs.len() - 1
             }
         };
@@ -118,7 +141,13 @@ fn overlaps(runs: &[Run]) -> Vec<String> {
             if b.first <= a.last {
                 out.push(format!(
                     "{} (token {}, pid {}) ran until {:.3}s after {} (token {}, pid {}) started",
-                    a.name, a.token, a.pid, (a.last - b.first) as f64 / 1e9, b.name, b.token, b.pid
+                    a.name,
+                    a.token,
+                    a.pid,
+                    (a.last - b.first) as f64 / 1e9,
+                    b.name,
+                    b.token,
+                    b.pid
                 ));
             }
         }
@@ -140,13 +169,31 @@ fn term_ignoring_command_is_gone_before_the_successor_starts() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("runs.csv");
     let group = "/el/term";
-    let first = Elect::start(dir.path(), &proxy.connect_string(), group, "first", &out, true);
+    let first = Elect::start(
+        dir.path(),
+        &proxy.connect_string(),
+        group,
+        "first",
+        &out,
+        true,
+    );
     assert!(wait_runs(&out, 1, Duration::from_secs(20)), "first leads");
-    let second = Elect::start(dir.path(), &zk.connect_string(), group, "second", &out, true);
+    let second = Elect::start(
+        dir.path(),
+        &zk.connect_string(),
+        group,
+        "second",
+        &out,
+        true,
+    );
     assert!(support::wait_until(Duration::from_secs(20), || second.joined()));
     std::thread::sleep(Duration::from_millis(300));
     proxy.blackhole();
-    assert!(wait_runs(&out, 2, Duration::from_secs(20)), "second leads: {:?}", runs(&out));
+    assert!(
+        wait_runs(&out, 2, Duration::from_secs(20)),
+        "second leads: {:?}",
+        runs(&out)
+    );
     // Let the first command's fate settle (today: SIGKILL 5 s after the SIGTERM).
     std::thread::sleep(Duration::from_secs(7));
     let all = runs(&out);
@@ -155,7 +202,10 @@ fn term_ignoring_command_is_gone_before_the_successor_starts() {
     // Guards: the leader was cut off, and its command got (and ignored) SIGTERM.
     assert!(stats.blackholes >= 1, "the proxy blackholed the leader");
     let old = all.iter().find(|r| r.name == "first").expect("first's run");
-    assert!(old.terms >= 1, "the first command received SIGTERM and ignored it: {old:?}");
+    assert!(
+        old.terms >= 1,
+        "the first command received SIGTERM and ignored it: {old:?}"
+    );
     let bad = overlaps(&all);
     assert!(bad.is_empty(), "commands overlap: {bad:#?}");
     proxy.heal();
@@ -181,7 +231,11 @@ fn stopped_elect_command_does_not_overlap_the_successor() {
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(a.pid(), libc::SIGSTOP) };
     let a_stopped = support::wait_until(Duration::from_secs(2), || a.proc_state() == Some('T'));
-    assert!(wait_runs(&out, 2, Duration::from_secs(20)), "b leads after a's session expired: {:?}", runs(&out));
+    assert!(
+        wait_runs(&out, 2, Duration::from_secs(20)),
+        "b leads after a's session expired: {:?}",
+        runs(&out)
+    );
     let c = Elect::start(dir.path(), &connect, group, "c", &out, false);
     assert!(support::wait_until(Duration::from_secs(20), || c.joined()));
     std::thread::sleep(Duration::from_millis(300));
@@ -189,11 +243,20 @@ fn stopped_elect_command_does_not_overlap_the_successor() {
     // SAFETY: kill(2) on our own child's process group.
     unsafe { libc::kill(-b.pid(), libc::SIGTSTP) };
     let b_stopped = support::wait_until(Duration::from_secs(2), || b.proc_state() == Some('T'));
-    assert!(wait_runs(&out, 3, Duration::from_secs(20)), "c leads after b's session expired: {:?}", runs(&out));
+    assert!(
+        wait_runs(&out, 3, Duration::from_secs(20)),
+        "c leads after b's session expired: {:?}",
+        runs(&out)
+    );
     std::thread::sleep(Duration::from_secs(2));
     let all = runs(&out);
-    eprintln!("FIGURES stopped elect: runs {all:?}; guards: a stopped {a_stopped}, b stopped {b_stopped}");
-    assert!(a_stopped && b_stopped, "both zooid elect processes were stopped");
+    eprintln!(
+        "FIGURES stopped elect: runs {all:?}; guards: a stopped {a_stopped}, b stopped {b_stopped}"
+    );
+    assert!(
+        a_stopped && b_stopped,
+        "both zooid elect processes were stopped"
+    );
     let bad = overlaps(&all);
     assert!(bad.is_empty(), "commands overlap: {bad:#?}");
     drop(c);
@@ -231,14 +294,19 @@ fn a_stalled_log_does_not_stall_the_leader() {
     }
     let group = "/el/stalled-log";
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_zooid"));
-    cmd.args(["--connect", &zk.connect_string(), "--session-timeout-ms", "2000"])
-        .args(["elect", group, "--name", "logger", "--log"])
-        .arg(&fifo)
-        .args(["--", "sh", "-c", &script(false), "sh"])
-        .arg(&out)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
+    cmd.args([
+        "--connect",
+        &zk.connect_string(),
+        "--session-timeout-ms",
+        "2000",
+    ])
+    .args(["elect", group, "--name", "logger", "--log"])
+    .arg(&fifo)
+    .args(["--", "sh", "-c", &script(false), "sh"])
+    .arg(&out)
+    .stdin(std::process::Stdio::null())
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null());
     let mut elect = support::spawn_with_parent_death_signal(cmd).unwrap();
     let started = wait_runs(&out, 1, Duration::from_secs(15));
     let first = zooid_leader_token(&zk.connect_string(), group);
@@ -253,7 +321,8 @@ fn a_stalled_log_does_not_stall_the_leader() {
         now - r.last < 500_000_000
     });
     // Guard: the log stayed stalled (the FIFO is still full).
-    let still_full = matches!(filler.write(b"y"), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
+    let still_full =
+        matches!(filler.write(b"y"), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
     eprintln!(
         "FIGURES stalled log: {filled} bytes filled, still full {still_full}; command started {started}, runs {}, beating {fresh}; leader token {first:?} then {later:?} (session 2000 ms)",
         all.len()
@@ -272,9 +341,19 @@ fn a_stalled_log_does_not_stall_the_leader() {
         let _ = elect.wait();
     }
     assert!(filled > 0 && still_full, "the log was stalled throughout");
-    assert_eq!(exited.and_then(|s| s.code()), Some(0), "SIGTERM: exits 0 despite the stuck log");
-    assert!(started, "the leader started its command although its log is stalled");
-    assert!(first.is_some() && first == later, "the leader kept its session: {first:?} then {later:?}");
+    assert_eq!(
+        exited.and_then(|s| s.code()),
+        Some(0),
+        "SIGTERM: exits 0 despite the stuck log"
+    );
+    assert!(
+        started,
+        "the leader started its command although its log is stalled"
+    );
+    assert!(
+        first.is_some() && first == later,
+        "the leader kept its session: {first:?} then {later:?}"
+    );
     assert!(all.len() == 1 && fresh, "one run, still going: {all:?}");
 }
 

@@ -1,10 +1,8 @@
 //! The candidacy's driver task: joins the line (a lost create resolved by its marker), watches
 //! only its predecessor, leads, follows the session's state and deletes its node when done.
 
-use super::line::{
-    candidates, group_epoch, parse_candidate, token, MARKER_PREFIX, SEQ_PREFIX,
-};
 use super::lease::{sleep_until_opt, Confirming, LeaseTiming};
+use super::line::{candidates, group_epoch, parse_candidate, token, MARKER_PREFIX, SEQ_PREFIX};
 use super::*;
 
 use tokio::time::Instant;

@@ -76,8 +76,14 @@ mod token_tests {
         // A czxid-era token (epoch 0xff, counter 2^32 - 1) is below any epoch token from 1971 on.
         assert!(token(group_epoch(b"", 31_536_000_000), 0) > (0xff_i64 << 32) | 0xffff_ffff);
         // An operator's epoch raises, never lowers.
-        assert_eq!(group_epoch(b"x\nzooid-epoch=1800000000\n", 1_764_000_000_000), 1_800_000_000);
-        assert_eq!(group_epoch(b"zooid-epoch=5", 1_764_000_000_000), 1_764_000_000);
+        assert_eq!(
+            group_epoch(b"x\nzooid-epoch=1800000000\n", 1_764_000_000_000),
+            1_800_000_000
+        );
+        assert_eq!(
+            group_epoch(b"zooid-epoch=5", 1_764_000_000_000),
+            1_764_000_000
+        );
         assert_eq!(group_epoch(b"zooid-epoch=99999999999", 1_000), 1);
     }
 }

@@ -17,9 +17,7 @@ pub async fn leader(session: &Session, group: &str) -> Result<Option<LeaderInfo>
         let listed = async {
             session.run(generation, client.sync(group)).await?;
             let (data, stat) = session.run(generation, client.get_data(group)).await?;
-            let children = session
-                .run(generation, client.list_children(group))
-                .await?;
+            let children = session.run(generation, client.list_children(group)).await?;
             Ok((group_epoch(&data, stat.ctime), children))
         };
         let (epoch, children) = match listed.await.classified() {

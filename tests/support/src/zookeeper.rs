@@ -1250,7 +1250,14 @@ impl ZkEnsemble {
             let tmp = make_temp_dir("zooid-zk-ensemble-");
             let ports = free_ports(3 * n);
             let real: Vec<(u32, u16, u16, u16)> = (0..n)
-                .map(|i| ((i + 1) as u32, ports[3 * i], ports[3 * i + 1], ports[3 * i + 2]))
+                .map(|i| {
+                    (
+                        (i + 1) as u32,
+                        ports[3 * i],
+                        ports[3 * i + 1],
+                        ports[3 * i + 2],
+                    )
+                })
                 .collect();
             let mut relays = Vec::new();
             let mut nodes: Vec<Node> = Vec::new();
@@ -1410,7 +1417,11 @@ fn pump(
                     break;
                 }
             }
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) => {}
             Err(_) => break,
         }
     }
