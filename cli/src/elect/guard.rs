@@ -195,178 +195,219 @@ struct Running {
     killed: bool,
 }
 
+/// A command to start once nothing runs: token, lease deadline, grace (ns).
+type Pending = (i64, u64, u64);
+
+/// The terminal's stop signals and the others the guard ignores (the command gets them back).
+const IGNORED: [i32; 5] = [
+    libc::SIGTSTP,
+    libc::SIGTTIN,
+    libc::SIGTTOU,
+    libc::SIGHUP,
+    libc::SIGINT,
+];
+
+/// The guard's state between two wake-ups.
+struct Watch<'a> {
+    command: &'a [String],
+    name: &'a str,
+    group: &'a str,
+    reports: std::fs::File,
+    running: Option<Running>,
+    pending: Option<Pending>,
+}
+
+impl Watch<'_> {
+    fn report(&mut self, line: String) {
+        let _ = self.reports.write_all(format!("{line}\n").as_bytes());
+    }
+
+    /// Enforces the lease and the grace, and notices the command's end.
+    fn check(&mut self) {
+        let now = monotonic_ns();
+        let Some(run) = self.running.as_mut() else {
+            return;
+        };
+        if run.stopping.is_none() && run.deadline != 0 && now >= run.deadline {
+            begin_stop(run, now, "lease lapsed");
+        }
+        if let Some((kill_at, _)) = run.stopping {
+            if !run.killed && now >= kill_at {
+                signal_group(run.pid, libc::SIGKILL);
+                run.killed = true;
+            }
+        }
+        let Ok(Some(status)) = run.child.try_wait() else {
+            return;
+        };
+        // Whatever is left of its group goes too.
+        signal_group(run.pid, libc::SIGKILL);
+        let line = match run.stopping {
+            Some((_, why)) => {
+                let how = if run.killed { "killed" } else { "terminated" };
+                format!(
+                    "stopped {} {} {how},{}",
+                    run.token,
+                    run.pid,
+                    why.replace(' ', "_")
+                )
+            }
+            None => {
+                let code = status
+                    .code()
+                    .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+                format!("exited {} {code}", run.token)
+            }
+        };
+        self.running = None;
+        self.report(line);
+    }
+
+    /// Starts the pending command once nothing runs.
+    fn start_pending(&mut self) {
+        if self.running.is_some() {
+            return;
+        }
+        let Some((token, deadline, grace_ns)) = self.pending.take() else {
+            return;
+        };
+        match spawn(self.command, token, self.name, self.group) {
+            Ok(child) => {
+                let pid = child.id() as i32;
+                self.running = Some(Running {
+                    child,
+                    token,
+                    pid,
+                    deadline,
+                    grace_ns,
+                    stopping: None,
+                    killed: false,
+                });
+                self.report(format!("started {token} {pid}"));
+            }
+            Err(err) => self.report(format!("failed {token} {err}")),
+        }
+    }
+
+    /// How long to sleep: until an order comes (-1) or, while a command runs, until its next
+    /// deadline but at most 10 ms, to notice its exit.
+    fn sleep_ms(&self) -> i32 {
+        let Some(run) = &self.running else {
+            return -1;
+        };
+        let next = match run.stopping {
+            Some((kill_at, _)) if !run.killed => kill_at,
+            Some(_) => u64::MAX,
+            None if run.deadline != 0 => run.deadline,
+            None => u64::MAX,
+        };
+        let wait = next.saturating_sub(monotonic_ns()).div_ceil(1_000_000);
+        wait.min(10) as i32
+    }
+
+    /// Follows one order of `zooid elect`.
+    fn order(&mut self, line: &str) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let now = monotonic_ns();
+        match words.as_slice() {
+            ["run", token, deadline, grace_ms] => {
+                let (Ok(token), Ok(deadline), Ok(grace_ms)) = (
+                    token.parse::<i64>(),
+                    deadline.parse::<u64>(),
+                    grace_ms.parse::<u64>(),
+                ) else {
+                    return;
+                };
+                let grace_ns = grace_ms * 1_000_000;
+                match self.running.as_mut() {
+                    Some(run) if run.token == token && run.stopping.is_none() => {
+                        run.deadline = deadline;
+                        run.grace_ns = grace_ns;
+                    }
+                    Some(run) => {
+                        if run.stopping.is_none() {
+                            begin_stop(run, now, "replaced");
+                        }
+                        self.pending = Some((token, deadline, grace_ns));
+                    }
+                    None => self.pending = Some((token, deadline, grace_ns)),
+                }
+            }
+            ["lease", deadline] => {
+                if let (Some(run), Ok(deadline)) = (self.running.as_mut(), deadline.parse()) {
+                    if run.stopping.is_none() {
+                        run.deadline = deadline;
+                    }
+                }
+            }
+            ["stop"] => {
+                self.pending = None;
+                if let Some(run) = self.running.as_mut() {
+                    if run.stopping.is_none() {
+                        begin_stop(run, now, "asked");
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// `zooid elect` is gone: nothing may run without it.
+    fn end(mut self) -> ! {
+        if let Some(run) = self.running.as_mut() {
+            signal_group(run.pid, libc::SIGKILL);
+            let _ = run.child.wait();
+        }
+        // SAFETY: ends the guard without running the parent's atexit handlers.
+        unsafe { libc::_exit(0) }
+    }
+}
+
 /// The guard's life: never returns.
 fn guard_main(orders: OwnedFd, reports: OwnedFd, command: &[String], name: &str, group: &str) -> ! {
     // SAFETY: plain libc calls on our own process.
     unsafe {
         libc::setpgid(0, 0);
-        for sig in [
-            libc::SIGTSTP,
-            libc::SIGTTIN,
-            libc::SIGTTOU,
-            libc::SIGHUP,
-            libc::SIGINT,
-        ] {
+        for sig in IGNORED {
             libc::signal(sig, libc::SIG_IGN);
         }
     }
     let order_fd = std::os::fd::AsRawFd::as_raw_fd(&orders);
-    let mut reports = std::fs::File::from(reports);
-    let mut report = |line: String| {
-        let _ = reports.write_all(format!("{line}\n").as_bytes());
+    let mut watch = Watch {
+        command,
+        name,
+        group,
+        reports: std::fs::File::from(reports),
+        running: None,
+        pending: None,
     };
-    let mut running: Option<Running> = None;
-    let mut pending: Option<(i64, u64, u64)> = None;
     let mut buf: Vec<u8> = Vec::new();
-    let mut closed = false;
     loop {
-        let now = monotonic_ns();
-        if let Some(run) = running.as_mut() {
-            if run.stopping.is_none() && run.deadline != 0 && now >= run.deadline {
-                begin_stop(run, now, "lease lapsed");
-            }
-            if let Some((kill_at, _)) = run.stopping {
-                if !run.killed && now >= kill_at {
-                    signal_group(run.pid, libc::SIGKILL);
-                    run.killed = true;
-                }
-            }
-            if let Ok(Some(status)) = run.child.try_wait() {
-                // Whatever is left of its group goes too.
-                signal_group(run.pid, libc::SIGKILL);
-                let run = running.take().expect("running");
-                match run.stopping {
-                    Some((_, why)) => {
-                        let how = if run.killed { "killed" } else { "terminated" };
-                        report(format!(
-                            "stopped {} {} {how},{}",
-                            run.token,
-                            run.pid,
-                            why.replace(' ', "_")
-                        ));
-                    }
-                    None => {
-                        let code = status
-                            .code()
-                            .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
-                        report(format!("exited {} {code}", run.token));
-                    }
-                }
-            }
-        }
-        if closed {
-            // zooid elect is gone: nothing may run without it.
-            if let Some(run) = running.as_mut() {
-                signal_group(run.pid, libc::SIGKILL);
-                let _ = run.child.wait();
-            }
-            // SAFETY: ends the guard without running the parent's atexit handlers.
-            unsafe { libc::_exit(0) };
-        }
-        if running.is_none() {
-            if let Some((token, deadline, grace_ns)) = pending.take() {
-                match spawn(command, token, name, group) {
-                    Ok(child) => {
-                        let pid = child.id() as i32;
-                        report(format!("started {token} {pid}"));
-                        running = Some(Running {
-                            child,
-                            token,
-                            pid,
-                            deadline,
-                            grace_ns,
-                            stopping: None,
-                            killed: false,
-                        });
-                    }
-                    Err(err) => report(format!("failed {token} {err}")),
-                }
-            }
-        }
-        // Sleep until an order comes, the next deadline, or (while a command runs) 10 ms, to
-        // notice its exit.
-        let timeout_ms = match &running {
-            None => -1,
-            Some(run) => {
-                let next = match run.stopping {
-                    Some((kill_at, _)) if !run.killed => kill_at,
-                    Some(_) => u64::MAX,
-                    None if run.deadline != 0 => run.deadline,
-                    None => u64::MAX,
-                };
-                let wait = next.saturating_sub(monotonic_ns()).div_ceil(1_000_000);
-                wait.min(10) as i32
-            }
-        };
+        watch.check();
+        watch.start_pending();
         let mut pfd = libc::pollfd {
             fd: order_fd,
             events: libc::POLLIN,
             revents: 0,
         };
         // SAFETY: one valid pollfd.
-        let ready = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
-        if ready <= 0 {
+        if unsafe { libc::poll(&mut pfd, 1, watch.sleep_ms()) } <= 0 {
             continue;
         }
         let mut chunk = [0u8; 4096];
         // SAFETY: reads into our buffer.
         let n = unsafe { libc::read(order_fd, chunk.as_mut_ptr().cast(), chunk.len()) };
-        if n == 0
-            || (n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted)
-        {
-            closed = true;
+        if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
             continue;
         }
-        if n < 0 {
-            continue;
+        if n <= 0 {
+            watch.check();
+            watch.end();
         }
         buf.extend_from_slice(&chunk[..n as usize]);
         while let Some(end) = buf.iter().position(|&b| b == b'\n') {
             let line: Vec<u8> = buf.drain(..=end).collect();
-            let line = String::from_utf8_lossy(&line);
-            let words: Vec<&str> = line.split_whitespace().collect();
-            let now = monotonic_ns();
-            match words.as_slice() {
-                ["run", token, deadline, grace_ms] => {
-                    let (Ok(token), Ok(deadline), Ok(grace_ms)) = (
-                        token.parse::<i64>(),
-                        deadline.parse::<u64>(),
-                        grace_ms.parse::<u64>(),
-                    ) else {
-                        continue;
-                    };
-                    let grace_ns = grace_ms * 1_000_000;
-                    match running.as_mut() {
-                        Some(run) if run.token == token && run.stopping.is_none() => {
-                            run.deadline = deadline;
-                            run.grace_ns = grace_ns;
-                        }
-                        Some(run) => {
-                            if run.stopping.is_none() {
-                                begin_stop(run, now, "replaced");
-                            }
-                            pending = Some((token, deadline, grace_ns));
-                        }
-                        None => pending = Some((token, deadline, grace_ns)),
-                    }
-                }
-                ["lease", deadline] => {
-                    if let (Some(run), Ok(deadline)) = (running.as_mut(), deadline.parse::<u64>()) {
-                        if run.stopping.is_none() {
-                            run.deadline = deadline;
-                        }
-                    }
-                }
-                ["stop"] => {
-                    pending = None;
-                    if let Some(run) = running.as_mut() {
-                        if run.stopping.is_none() {
-                            begin_stop(run, now, "asked");
-                        }
-                    }
-                }
-                _ => {}
-            }
+            watch.order(&String::from_utf8_lossy(&line));
         }
     }
 }
@@ -403,13 +444,7 @@ fn spawn(
         let parent = libc::getpid();
         cmd.pre_exec(move || {
             libc::setpgid(0, 0);
-            for sig in [
-                libc::SIGTSTP,
-                libc::SIGTTIN,
-                libc::SIGTTOU,
-                libc::SIGHUP,
-                libc::SIGINT,
-            ] {
+            for sig in IGNORED {
                 libc::signal(sig, libc::SIG_DFL);
             }
             libc::prctl(

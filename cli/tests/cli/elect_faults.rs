@@ -155,6 +155,13 @@ fn overlaps(runs: &[Run]) -> Vec<String> {
     out
 }
 
+/// The gaps (s) between each run's last beat and the next run's first beat.
+fn gaps(runs: &[Run]) -> Vec<String> {
+    runs.windows(2)
+        .map(|w| format!("{:.2}", (w[1].first as f64 - w[0].last as f64) / 1e9))
+        .collect()
+}
+
 fn wait_runs(out: &Path, n: usize, timeout: Duration) -> bool {
     support::wait_until(timeout, || runs(out).len() >= n)
 }
@@ -198,7 +205,10 @@ fn term_ignoring_command_is_gone_before_the_successor_starts() {
     std::thread::sleep(Duration::from_secs(7));
     let all = runs(&out);
     let stats = proxy.stats();
-    eprintln!("FIGURES term-ignoring command: runs {all:?}; proxy {stats:?}");
+    eprintln!(
+        "FIGURES term-ignoring command: gaps {:?} s; runs {all:?}; proxy {stats:?}",
+        gaps(&all)
+    );
     // Guards: the leader was cut off, and its command got (and ignored) SIGTERM.
     assert!(stats.blackholes >= 1, "the proxy blackholed the leader");
     let old = all.iter().find(|r| r.name == "first").expect("first's run");
@@ -251,7 +261,8 @@ fn stopped_elect_command_does_not_overlap_the_successor() {
     std::thread::sleep(Duration::from_secs(2));
     let all = runs(&out);
     eprintln!(
-        "FIGURES stopped elect: runs {all:?}; guards: a stopped {a_stopped}, b stopped {b_stopped}"
+        "FIGURES stopped elect: gaps {:?} s; runs {all:?}; guards: a stopped {a_stopped}, b stopped {b_stopped}",
+        gaps(&all)
     );
     assert!(
         a_stopped && b_stopped,
