@@ -4,9 +4,12 @@
 //! `_c_<32 hex marker>-n_<sequence>`; the lowest sequence leads, and each other candidate watches
 //! only its immediate predecessor (a `getData` watch), so a leader change wakes one candidate.
 //!
-//! - [`LeaderState::Active`]: this candidate's node is the lowest and the session is connected.
+//! - [`LeaderState::Active`]: this candidate's node is the lowest, the session is connected, and
+//!   the quorum confirmed it within the lease ([`Election::lease`]: a `sync` answered by the
+//!   ensemble's leader, renewed every sixth of the session timeout).
 //! - [`LeaderState::Paused`]: it is the lowest, but the session is suspended (disconnected; it may
-//!   still be alive on the servers). [`PausePolicy`] says what happens on reconnection.
+//!   still be alive on the servers) or the lease ran out unconfirmed (e.g. its server is cut off
+//!   from the quorum). [`PausePolicy`] says what happens on reconnection.
 //! - [`LeaderState::Inactive`]: anything else (waiting in line, session lost, resigned, closed).
 //!
 //! The session layer ([`crate::zk::session`]) is the only interpreter of the connection: a session
@@ -22,8 +25,10 @@
 //! applied atomically with the bump, or it never will), and looking for the marker among the
 //! children, owned by our session, decides. See docs/RECIPES.md.
 //!
-//! **Fencing token.** The leader's token is its candidate node's creation zxid (`czxid`), which
-//! strictly increases from one leader to the next. [`Election::fenced`] runs writes as one
+//! **Fencing token.** The leader's token is `epoch << 31 | sequence`: the group node's epoch
+//! (its creation second, or a larger `zooid-epoch=N` in its data) and the candidate's sequence
+//! number. It strictly increases from one leader to the next, also across a wipe of ZooKeeper
+//! (the group node is created again, later). [`Election::fenced`] runs writes as one
 //! `multi` whose first op checks the leader's own candidate node, so they apply only while it
 //! still exists, i.e. while this candidate still leads on a live session.
 
@@ -41,9 +46,10 @@ use crate::zk::{Classified, ConnectionState, Multi, MultiFailed, Session, Sessio
 /// Whether this candidate leads, from its own point of view.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LeaderState {
-    /// We lead and our session is connected.
+    /// We lead, our session is connected, and the quorum confirmed it within the lease.
     Active,
-    /// We led when the session was suspended (disconnected); the session may still be alive.
+    /// We lead, but the session is suspended (disconnected; it may still be alive) or the lease
+    /// ran out unconfirmed.
     Paused,
     /// We do not lead: waiting in line, session lost, resigned or closed.
     Inactive,
@@ -130,7 +136,7 @@ impl ElectionOptions {
 pub struct ElectionStatus {
     /// Active, Paused or Inactive.
     pub state: LeaderState,
-    /// The fencing token of our leadership while Active or Paused (our candidate node's czxid);
+    /// The fencing token of our leadership while Active or Paused (`epoch << 31 | sequence`);
     /// `None` while Inactive.
     pub token: Option<i64>,
     /// The session generation the candidacy belongs to (see [`crate::SessionStatus`]).
@@ -174,7 +180,7 @@ pub struct LeaderInfo {
     pub name: String,
     /// The leader's candidate data.
     pub data: Vec<u8>,
-    /// The leader's fencing token (its candidate node's czxid).
+    /// The leader's fencing token (`epoch << 31 | sequence`).
     pub token: i64,
     /// The leader's candidate node path.
     pub node: String,

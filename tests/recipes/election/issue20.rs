@@ -41,10 +41,14 @@ fn isolated_follower_does_not_make_two_active_leaders() {
         let mut violations = Vec::new();
         // Sample both candidates until b leads.
         let mut a_left_active = None;
+        let mut a_suspended = None;
         let a_active_at_b;
         let b_token = loop {
             if a.state() != LeaderState::Active && a_left_active.is_none() {
                 a_left_active = Some(cut.elapsed());
+            }
+            if sa.status().state != zooid::ConnectionState::Connected && a_suspended.is_none() {
+                a_suspended = Some(cut.elapsed());
             }
             if b.state() == LeaderState::Active {
                 a_active_at_b = Some(a.state());
@@ -59,7 +63,7 @@ fn isolated_follower_does_not_make_two_active_leaders() {
         let a_session = sa.status().state;
         let f_mode = ens.mode(f);
         eprintln!(
-            "FIGURES isolated follower: b Active {b_at:?} after the cut (token {b_token:#x} > {a_token:#x}); a left Active at {a_left_active:?}, a's state then {a_active_at_b:?}; guards: relay holds {held}, a's session {a_session:?}, follower mode {f_mode:?}"
+            "FIGURES isolated follower: b Active {b_at:?} after the cut (token {b_token:#x} > {a_token:#x}); a left Active at {a_left_active:?} (its session suspended at {a_suspended:?}), a's state then {a_active_at_b:?}; guards: relay holds {held}, a's session {a_session:?}, follower mode {f_mode:?}"
         );
         assert!(held > 0, "the relays held F's quorum traffic");
         assert_eq!(f_mode.as_deref(), Some("follower"), "F still serves clients");
