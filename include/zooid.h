@@ -375,9 +375,9 @@ typedef struct zooid_election_status {
    */
   zooid_leader_state state;
   /**
-   * The fencing token of the leadership while Active or Paused (the leader's candidate node
-   * creation zxid: positive, strictly increasing from one leader to the next); 0 while
-   * Inactive.
+   * The fencing token of the leadership while Active or Paused (the group's epoch << 31 |
+   * the candidate's sequence number: positive, strictly increasing from one leader to the
+   * next, also across a wipe of ZooKeeper); 0 while Inactive.
    */
   int64_t token;
   /**

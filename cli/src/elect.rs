@@ -3,16 +3,18 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use tokio::process::{Child, Command};
 use tokio::signal::unix::{signal, SignalKind};
 use zooid::{
     ConnectOptions, Election, ElectionOptions, LeaderState, PausePolicy, Session, ZooidError,
 };
+
+mod guard;
+
+use guard::{Guard, Report};
 
 /// The exit code of `zooid leader` when the group has no leader.
 pub const NO_LEADER: u8 = 12;
@@ -45,14 +47,54 @@ fn now_us() -> u128 {
         .unwrap_or(0)
 }
 
-/// Timestamped lines (unix µs) to the `--log` file, if any.
-struct Log(Option<File>);
+/// Timestamped lines (unix µs) to the `--log` file, if any, written by a thread of their own:
+/// a slow or stuck file never stalls the runtime thread, which carries the session's
+/// heartbeats. Dropping it lets the thread write what is queued, waiting for that at most a
+/// second (a stuck file does not keep the process from exiting).
+struct Log {
+    lines: Option<std::sync::mpsc::Sender<String>>,
+    /// Disconnected when the writer thread is done.
+    done: Option<std::sync::mpsc::Receiver<()>>,
+}
 
 impl Log {
-    fn line(&mut self, text: &str) {
-        if let Some(file) = &mut self.0 {
-            let _ = writeln!(file, "{} {} {}", now_us(), std::process::id(), text);
-            let _ = file.flush();
+    fn open(path: Option<&PathBuf>) -> std::io::Result<Log> {
+        let Some(path) = path else {
+            return Ok(Log {
+                lines: None,
+                done: None,
+            });
+        };
+        let mut file: File = OpenOptions::new().create(true).append(true).open(path)?;
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        let (done_tx, done) = std::sync::mpsc::channel::<()>();
+        std::thread::Builder::new()
+            .name("zooid-elect-log".into())
+            .spawn(move || {
+                let _done = done_tx;
+                for line in rx {
+                    let _ = file.write_all(line.as_bytes());
+                    let _ = file.flush();
+                }
+            })?;
+        Ok(Log {
+            lines: Some(tx),
+            done: Some(done),
+        })
+    }
+
+    fn line(&self, text: &str) {
+        if let Some(tx) = &self.lines {
+            let _ = tx.send(format!("{} {} {}\n", now_us(), std::process::id(), text));
+        }
+    }
+}
+
+impl Drop for Log {
+    fn drop(&mut self) {
+        self.lines = None;
+        if let Some(done) = self.done.take() {
+            let _ = done.recv_timeout(Duration::from_secs(1));
         }
     }
 }
@@ -64,6 +106,14 @@ fn default_name() -> String {
     format!("{host}:{}", std::process::id())
 }
 
+/// The longest pause between SIGTERM and SIGKILL: a quarter of the negotiated session timeout.
+/// The command is asked to stop when the lease runs out (half a session after the last
+/// confirmation was sent), so it is gone three quarters of a session after it, a quarter
+/// before the servers can expire the session and let another candidate lead.
+fn grace_bound(negotiated: Duration) -> Duration {
+    negotiated / 4
+}
+
 /// `zooid elect`: joins the election and runs the command while leading. Returns the exit code:
 /// the command's own when it ended by itself while leading, 0 after SIGTERM / SIGINT.
 pub fn elect(connect: &str, options: &ConnectOptions, args: ElectArgs) -> zooid::Result<ExitCode> {
@@ -73,9 +123,14 @@ pub fn elect(connect: &str, options: &ConnectOptions, args: ElectArgs) -> zooid:
             "no command given after --".into(),
         ));
     }
-    // One thread: the command is spawned from the thread that lives as long as the process,
-    // which PR_SET_PDEATHSIG ties it to.
-    runtime()?.block_on(run_elect(connect, options, args))
+    let name = args.name.clone().unwrap_or_else(default_name);
+    // Forked while the process has one thread: the guard runs and stops the command, and
+    // enforces the lease even when this process is stopped.
+    let guard =
+        Guard::fork(args.command.clone(), name.clone(), args.group.clone()).map_err(|e| {
+            ZooidError::InvalidArgument(format!("cannot start the command's guard: {e}"))
+        })?;
+    runtime()?.block_on(run_elect(connect, options, args, name, guard))
 }
 
 fn runtime() -> zooid::Result<tokio::runtime::Runtime> {
@@ -85,37 +140,45 @@ fn runtime() -> zooid::Result<tokio::runtime::Runtime> {
         .map_err(|e| ZooidError::InvalidArgument(format!("cannot start a runtime: {e}")))
 }
 
+/// What the guard was told to run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Order {
+    token: i64,
+    deadline_ns: u64,
+}
+
 async fn run_elect(
     connect: &str,
     options: &ConnectOptions,
     args: ElectArgs,
+    name: String,
+    mut guard: Guard,
 ) -> zooid::Result<ExitCode> {
     let io = |e: std::io::Error| ZooidError::InvalidArgument(e.to_string());
-    let mut log = Log(match &args.log {
-        Some(path) => Some(
-            OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map_err(io)?,
-        ),
-        None => None,
-    });
+    let log = Log::open(args.log.as_ref()).map_err(io)?;
     let mut term = signal(SignalKind::terminate()).map_err(io)?;
     let mut int = signal(SignalKind::interrupt()).map_err(io)?;
     crate::metrics::serve(args.metrics_addr)?;
     let session = Session::connect(connect, options).await?;
-    let name = args.name.clone().unwrap_or_else(default_name);
     let mut election_options = ElectionOptions::new(name.clone());
     election_options.on_pause = args.on_pause;
     election_options.data = format!("pid={}", std::process::id()).into_bytes();
     let election = Election::join(&session, &args.group, election_options).await?;
-    log.line(&format!("joined {} as {name}", args.group));
+    log.line(&format!(
+        "joined {} as {name} guard={}",
+        args.group, guard.pid
+    ));
+    let stop_policy = args.on_pause == PausePolicy::Stop;
     let mut rx = election.subscribe();
-    let mut child: Option<(Child, i64)> = None;
+    let mut lease_rx = election.subscribe_lease();
+    // What the guard runs, and a token whose command the guard stopped for a lapsed lease
+    // (not started again: that term is over).
+    let mut ordered: Option<Order> = None;
+    let mut lapsed: Option<i64> = None;
     let mut last = None;
     let code = loop {
         let status = rx.borrow_and_update().clone();
+        let lease = *lease_rx.borrow_and_update();
         let key = (status.state, status.token, status.session_generation);
         if last != Some(key) {
             last = Some(key);
@@ -127,8 +190,14 @@ async fn run_elect(
                     0.0
                 },
             );
-            metrics::gauge!("zooid_election_token", "group" => group.clone())
-                .set(status.token.map_or(0.0, |t| t as f64));
+            // A token has 63 bits; a gauge is an f64 (53 bits exact): the epoch and the
+            // sequence number are exported exactly beside it.
+            let token = status.token.unwrap_or(0);
+            metrics::gauge!("zooid_election_token", "group" => group.clone()).set(token as f64);
+            metrics::gauge!("zooid_election_token_epoch", "group" => group.clone())
+                .set((token >> 31) as f64);
+            metrics::gauge!("zooid_election_token_sequence", "group" => group.clone())
+                .set((token & 0x7fff_ffff) as f64);
             metrics::counter!("zooid_election_transitions_total", "group" => group, "state" => status.state.as_str())
                 .increment(1);
             log.line(&format!(
@@ -140,121 +209,96 @@ async fn run_elect(
         }
         let run_token = match status.state {
             LeaderState::Active => status.token,
-            LeaderState::Paused if args.on_pause == PausePolicy::Keep => status.token,
+            LeaderState::Paused if !stop_policy => status.token,
             _ => None,
-        };
-        if let Some((_, running)) = &child {
-            if run_token != Some(*running) {
-                let (c, token) = child.take().expect("child present");
-                stop_child(c, token, args.grace, &mut log).await;
-            }
         }
-        if child.is_none() {
-            if let Some(token) = run_token {
-                match spawn_command(&args.command, token, &name, &args.group) {
-                    Ok(c) => {
-                        log.line(&format!(
-                            "command started pid={} token={token}",
-                            c.id().unwrap_or(0)
-                        ));
-                        child = Some((c, token));
-                    }
-                    Err(err) => {
-                        eprintln!("zooid elect: cannot start {:?}: {err}", args.command[0]);
-                        break 127;
-                    }
+        .filter(|t| Some(*t) != lapsed);
+        // Under the stop policy the command runs on the lease; under keep it has none.
+        let deadline_ns = match (stop_policy, lease) {
+            (false, _) => 0,
+            (true, Some(lease)) => guard::monotonic_ns_of(lease),
+            (true, None) => 1,
+        };
+        match (run_token, ordered) {
+            (Some(token), Some(order)) if order.token == token => {
+                if order.deadline_ns != deadline_ns {
+                    guard.lease(deadline_ns);
+                    ordered = Some(Order { token, deadline_ns });
                 }
             }
+            (Some(token), _) => {
+                let grace = args.grace.min(grace_bound(session.status().timeout));
+                guard.run(token, deadline_ns, grace);
+                ordered = Some(Order { token, deadline_ns });
+            }
+            (None, Some(_)) => {
+                guard.stop();
+                ordered = None;
+            }
+            (None, None) => {}
         }
         tokio::select! {
             changed = rx.changed() => if changed.is_err() { break 1 },
+            _ = lease_rx.changed() => {}
             _ = term.recv() => break 0,
             _ = int.recv() => break 0,
-            exited = wait_child(&mut child) => {
-                let code = exited.ok().and_then(|s| s.code()).unwrap_or(1);
-                log.line(&format!("command exited by itself code={code}"));
-                child = None;
-                break code;
+            report = guard.reports.recv() => match report {
+                Some(Report::Started { token, pid }) => {
+                    log.line(&format!("command started pid={pid} token={token}"));
+                }
+                Some(Report::Stopped { token, pid, how }) => {
+                    log.line(&format!("command stopped pid={pid} token={token} {how}"));
+                    if how.contains("lease") && ordered.is_some_and(|o| o.token == token) {
+                        lapsed = Some(token);
+                        ordered = None;
+                    }
+                }
+                Some(Report::Exited { token, code }) => {
+                    log.line(&format!("command exited by itself code={code} token={token}"));
+                    break code;
+                }
+                Some(Report::Failed { token, reason }) => {
+                    eprintln!("zooid elect: cannot start {:?}: {reason}", args.command[0]);
+                    log.line(&format!("command failed token={token}: {reason}"));
+                    break 127;
+                }
+                None => {
+                    eprintln!("zooid elect: the command's guard (pid {}) is gone", guard.pid);
+                    break 1;
+                }
             }
         }
     };
-    if let Some((c, token)) = child.take() {
-        stop_child(c, token, args.grace, &mut log).await;
+    if ordered.is_some() {
+        // Stop the command and wait for it (the guard bounds that by the grace).
+        guard.stop();
+        let wait = async {
+            while let Some(report) = guard.reports.recv().await {
+                match report {
+                    Report::Stopped { token, pid, how } => {
+                        log.line(&format!("command stopped pid={pid} token={token} {how}"));
+                        break;
+                    }
+                    Report::Exited { token, code } => {
+                        log.line(&format!(
+                            "command exited by itself code={code} token={token}"
+                        ));
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+        };
+        let bound = args.grace + Duration::from_secs(1);
+        let _ = tokio::time::timeout(bound, wait).await;
     }
     election.resign().await?;
     log.line("resigned");
     drop(election);
     drop(session);
+    drop(guard);
+    drop(log);
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
-}
-
-async fn wait_child(child: &mut Option<(Child, i64)>) -> std::io::Result<std::process::ExitStatus> {
-    match child {
-        Some((c, _)) => c.wait().await,
-        None => std::future::pending().await,
-    }
-}
-
-fn spawn_command(
-    command: &[String],
-    token: i64,
-    name: &str,
-    group: &str,
-) -> std::io::Result<Child> {
-    let mut cmd = std::process::Command::new(&command[0]);
-    cmd.args(&command[1..])
-        .env("ZOOID_FENCING_TOKEN", token.to_string())
-        .env("ZOOID_LEADER_NAME", name)
-        .env("ZOOID_ELECTION_GROUP", group);
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        let parent = libc::getpid();
-        cmd.pre_exec(move || {
-            // Its own process group, so a stop reaches the command's children too.
-            libc::setpgid(0, 0);
-            // Die with zooid elect, even when it is SIGKILLed.
-            libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            );
-            if libc::getppid() != parent {
-                libc::_exit(1);
-            }
-            Ok(())
-        });
-    }
-    let mut cmd = Command::from(cmd);
-    cmd.kill_on_drop(true);
-    cmd.spawn()
-}
-
-/// SIGTERM to the command's process group, then SIGKILL after `grace`.
-async fn stop_child(mut child: Child, token: i64, grace: Duration, log: &mut Log) {
-    let Some(pid) = child.id() else { return };
-    // SAFETY: kill(2) on the process group we created for the child.
-    unsafe {
-        libc::kill(-(pid as i32), libc::SIGTERM);
-    }
-    let how = match tokio::time::timeout(grace, child.wait()).await {
-        Ok(_) => "terminated",
-        Err(_) => {
-            // SAFETY: as above.
-            unsafe {
-                libc::kill(-(pid as i32), libc::SIGKILL);
-            }
-            let _ = child.wait().await;
-            "killed after the grace period"
-        }
-    };
-    // Reap what is left of the group (the command's children), if anything.
-    // SAFETY: as above; ESRCH when the group is gone.
-    unsafe {
-        libc::kill(-(pid as i32), libc::SIGKILL);
-    }
-    log.line(&format!("command stopped pid={pid} token={token} {how}"));
 }
 
 /// `zooid leader`: prints the leader's name, token and data; `NO_LEADER` when there is none.

@@ -209,9 +209,11 @@ enum Command {
     },
     /// Run COMMAND only while this process leads GROUP (ZooKeeper only), with
     /// ZOOID_FENCING_TOKEN and ZOOID_LEADER_NAME exported. The command is stopped (SIGTERM to its
-    /// process group, SIGKILL after --grace-ms) when the leadership ends, and started again when
-    /// it comes back. SIGTERM/SIGINT stop the command, resign and exit 0; when the command ends
-    /// by itself, zooid elect resigns and exits with its code. The command dies with zooid elect.
+    /// process group, SIGKILL after the grace) when the leadership ends or its lease runs out,
+    /// by a guard process that does so even when zooid elect is stopped, and started again when
+    /// the leadership comes back. SIGTERM/SIGINT stop the command, resign and exit 0; when the
+    /// command ends by itself, zooid elect resigns and exits with its code. The command dies
+    /// with zooid elect.
     #[command(after_help = "Examples:
   zooid elect /services/compactor -- ./compactor --once-leader
   zooid elect /services/compactor --on-pause keep --metrics-addr 0.0.0.0:9464 -- ./compactor")]
@@ -224,7 +226,8 @@ enum Command {
         /// lost; stop: it stops the command at once and rejoins at the back of the line.
         #[arg(long, default_value = "stop")]
         on_pause: String,
-        /// Milliseconds between SIGTERM and SIGKILL when stopping the command.
+        /// Milliseconds between SIGTERM and SIGKILL when stopping the command; at most a
+        /// quarter of the negotiated session timeout.
         #[arg(long, default_value_t = 5000)]
         grace_ms: u64,
         /// Append timestamped state transitions (unix microseconds) to this file.

@@ -54,9 +54,9 @@ pub enum zooid_pause_policy {
 pub struct zooid_election_status {
     /// Active, Paused or Inactive.
     pub state: zooid_leader_state,
-    /// The fencing token of the leadership while Active or Paused (the leader's candidate node
-    /// creation zxid: positive, strictly increasing from one leader to the next); 0 while
-    /// Inactive.
+    /// The fencing token of the leadership while Active or Paused (the group's epoch << 31 |
+    /// the candidate's sequence number: positive, strictly increasing from one leader to the
+    /// next, also across a wipe of ZooKeeper); 0 while Inactive.
     pub token: i64,
     /// True once the candidacy ended for good (resigned, or the session closed); the state is
     /// then Inactive and stays so.

@@ -63,6 +63,16 @@ impl Elect {
     }
 }
 
+impl Elect {
+    /// The pid of the guard that runs this `zooid elect`'s command (from its log).
+    fn guard_pid(&self, dir: &std::path::Path) -> Option<u32> {
+        let log = std::fs::read_to_string(dir.join(format!("{}.log", self.name))).ok()?;
+        log.lines()
+            .find_map(|l| l.split(" guard=").nth(1))
+            .and_then(|p| p.trim().parse().ok())
+    }
+}
+
 impl Drop for Elect {
     fn drop(&mut self) {
         if self.killed_at.is_none() {
@@ -161,9 +171,10 @@ fn zooid_elect_end_to_end() {
         let (code, text) = zooid_leader(&connect, group);
         assert_eq!(code, Some(0));
         assert!(text.contains(&format!("token={}", run.token)), "{text}");
+        // The command's parent is the guard its `zooid elect` forked (logged at join).
         let leader = elects
             .iter_mut()
-            .find(|e| e.child.id() == run.parent)
+            .find(|e| e.guard_pid(dir.path()) == Some(run.parent))
             .expect("the run's zooid elect");
         let t0 = now_us();
         if round % 2 == 0 {
@@ -221,7 +232,7 @@ fn zooid_elect_end_to_end() {
             let end = r.end.or_else(|| {
                 elects
                     .iter()
-                    .find(|e| e.child.id() == r.parent)
+                    .find(|e| e.guard_pid(dir.path()) == Some(r.parent))
                     .and_then(|e| e.killed_at)
             });
             (r.clone(), end.expect("every run ended"))

@@ -6,6 +6,7 @@ mod blocks;
 mod counter;
 mod draw;
 mod elect;
+mod elect_faults;
 mod errors;
 mod metrics;
 mod ops;

@@ -145,8 +145,15 @@ fn elect_serves_prometheus_metrics_that_follow_the_leadership() {
         "{text}"
     );
     assert_eq!(sample(&text, "zooid_session_generation", &[]), Some(1.0));
-    let first_token = sample(&text, "zooid_election_token", &[group]).expect("a token");
-    assert!(first_token > 0.0);
+    let token_of = |text: &str| {
+        (
+            sample(text, "zooid_election_token_epoch", &[group]).expect("an epoch"),
+            sample(text, "zooid_election_token_sequence", &[group]).expect("a sequence"),
+        )
+    };
+    let first_token = token_of(&text);
+    assert!(sample(&text, "zooid_election_token", &[group]).is_some_and(|t| t > 0.0));
+    assert!(first_token.0 > 0.0);
 
     let second = Elect::start(&zk.connect_string(), group.1, "second");
     second.wait_for("second follows", |t| {
@@ -157,8 +164,8 @@ fn elect_serves_prometheus_metrics_that_follow_the_leadership() {
     let text = second.wait_for("second takes over", |t| {
         sample(t, "zooid_election_leader", &[group]) == Some(1.0)
     });
-    let second_token = sample(&text, "zooid_election_token", &[group]).expect("a token");
-    eprintln!("tokens: first {first_token}, second {second_token}");
+    let second_token = token_of(&text);
+    eprintln!("tokens (epoch, sequence): first {first_token:?}, second {second_token:?}");
     assert!(
         second_token > first_token,
         "the new leader's token is larger"

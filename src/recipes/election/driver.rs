@@ -1,8 +1,11 @@
 //! The candidacy's driver task: joins the line (a lost create resolved by its marker), watches
 //! only its predecessor, leads, follows the session's state and deletes its node when done.
 
-use super::line::{candidates, parse_candidate, MARKER_PREFIX, SEQ_PREFIX};
+use super::lease::{sleep_until_opt, Confirming, LeaseTiming};
+use super::line::{candidates, group_epoch, parse_candidate, token, MARKER_PREFIX, SEQ_PREFIX};
 use super::*;
+
+use tokio::time::Instant;
 
 /// Our candidate node.
 #[derive(Clone, Debug)]
@@ -34,6 +37,7 @@ pub(super) struct Driver {
     pub(super) policy: PausePolicy,
     pub(super) shared: Arc<Mutex<Shared>>,
     pub(super) status: watch::Sender<ElectionStatus>,
+    pub(super) lease: watch::Sender<Option<std::time::Instant>>,
     pub(super) close: watch::Receiver<bool>,
 }
 
@@ -113,6 +117,7 @@ impl Driver {
 
     fn step_down(&self) {
         lock(&self.shared).leading = None;
+        self.lease.send_replace(None);
         self.update(|s| {
             s.state = LeaderState::Inactive;
             s.token = None;
@@ -312,7 +317,9 @@ impl Driver {
             .unwrap_or(Resolved::Never))
     }
 
-    /// Reads our new node's stat: its czxid is the token, and it must belong to our session.
+    /// Reads our new node's stat (it must belong to our session), then the group node's: our
+    /// node lives in it now, so it cannot be deleted and re-created under us, and its epoch with
+    /// our sequence number is the token.
     async fn confirm(
         &mut self,
         client: &Client,
@@ -320,12 +327,13 @@ impl Driver {
         path: &str,
     ) -> Result<Node, Exit> {
         loop {
-            match self
-                .req(generation, client.get_data(path))
-                .await
-                .classified()
-            {
-                Ok((_, stat)) => return self.check_owner(client, path, &stat),
+            let read = async {
+                let (_, stat) = self.req(generation, client.get_data(path)).await?;
+                let (data, group) = self.req(generation, client.get_data(&self.group)).await?;
+                Ok((stat, group_epoch(&data, group.ctime)))
+            };
+            match read.await.classified() {
+                Ok((stat, epoch)) => return self.check_owner(client, path, &stat, epoch),
                 Err((Verdict::NoNode, _)) => return Err(Exit::Rejoin { delete: false }),
                 Err((Verdict::Expired | Verdict::Closed, _)) => return Err(Exit::SessionGone),
                 Err(_) => {
@@ -337,7 +345,13 @@ impl Driver {
         }
     }
 
-    fn check_owner(&self, client: &Client, path: &str, stat: &Stat) -> Result<Node, Exit> {
+    fn check_owner(
+        &self,
+        client: &Client,
+        path: &str,
+        stat: &Stat,
+        epoch: i64,
+    ) -> Result<Node, Exit> {
         let session_id = client.session_id().0;
         if stat.ephemeral_owner != session_id {
             return Err(Exit::Retry(format!(
@@ -354,7 +368,7 @@ impl Driver {
         Ok(Node {
             path: path.to_string(),
             seq: candidate.seq,
-            token: stat.czxid,
+            token: token(epoch, candidate.seq),
         })
     }
 
@@ -432,7 +446,11 @@ impl Driver {
         }
     }
 
-    /// Leads until the candidacy ends: Active while connected, Paused while suspended.
+    /// Leads until the candidacy ends: Active while connected *and* confirmed through the
+    /// quorum (a `sync` answered within the lease, renewed every sixth of the session timeout),
+    /// Paused while suspended or unconfirmed. A server cut off from the quorum keeps answering
+    /// our pings for `syncLimit` ticks, which may be longer than the session: only an answered
+    /// `sync` (forwarded to the ensemble's leader) proves the session is still alive there.
     async fn lead(&mut self, client: &Client, generation: u64, node: &Node) -> Exit {
         lock(&self.shared).leading = Some(Leading {
             node: node.path.clone(),
@@ -451,6 +469,13 @@ impl Driver {
                 }
             });
         };
+        let timing = LeaseTiming::of(self.sess_rx.borrow().timeout);
+        // Until when the quorum confirmed us; `None` before the second confirmation.
+        let mut lease: Option<Instant> = None;
+        // The send time of the last answered confirmation.
+        let mut last_sent: Option<Instant> = None;
+        let mut confirming: Option<Confirming> = None;
+        let mut next_confirm = Instant::now();
         let mut interrupted = false;
         // The watch on our own node, kept across session state changes.
         let mut own: Option<OwnWatch> = None;
@@ -462,7 +487,10 @@ impl Driver {
             if self.session_gone(generation) {
                 return Exit::SessionGone;
             }
-            if status.state == ConnectionState::Connected {
+            let connected = status.state == ConnectionState::Connected;
+            let now = Instant::now();
+            let confirmed = lease.is_some_and(|until| now < until);
+            if connected && confirmed {
                 if interrupted {
                     // Stop policy: the suspension ended this leadership; go to the back.
                     return Exit::Rejoin { delete: true };
@@ -485,18 +513,43 @@ impl Driver {
                         Err(_) => {}
                     }
                 }
-            } else {
-                publish(self, LeaderState::Paused);
+            } else if lease.is_some() || !connected {
+                // Led before (or suspended before the first confirmation): the leadership is
+                // not confirmed any more.
+                if lease.is_some() {
+                    publish(self, LeaderState::Paused);
+                }
                 if self.policy == PausePolicy::Stop {
                     interrupted = true;
                 }
             }
-            let connected = status.state == ConnectionState::Connected;
+            if confirming.is_none() && connected && now >= next_confirm {
+                let sent = Instant::now();
+                let (session, client, group) =
+                    (self.session.clone(), client.clone(), self.group.clone());
+                confirming = Some(Box::pin(async move {
+                    session
+                        .run(generation, client.sync(&group))
+                        .await
+                        .map(|_| sent)
+                }));
+            }
+            // Wake when the lease runs out or the next confirmation is due.
+            let mut wake = lease.filter(|until| now < *until);
+            if confirming.is_none() && connected {
+                wake = Some(wake.map_or(next_confirm, |w| w.min(next_confirm)));
+            }
+            let confirm_done = async {
+                match confirming.as_mut() {
+                    Some(pending) => pending.as_mut().await,
+                    None => std::future::pending().await,
+                }
+            };
             let own_changed = async {
                 match own.as_mut() {
                     Some(watch) => Some(watch.as_mut().await),
-                    // Not armed while connected: a request failed; try again shortly.
-                    None if connected => {
+                    // Not armed while Active: a request failed; try again shortly.
+                    None if connected && confirmed => {
                         tokio::time::sleep(Duration::from_millis(500)).await;
                         None
                     }
@@ -504,6 +557,29 @@ impl Driver {
                 }
             };
             tokio::select! {
+                done = confirm_done => {
+                    confirming = None;
+                    match done {
+                        Ok(sent) => {
+                            // The answer proves the session alive on the ensemble's leader,
+                            // which has heard (through its follower's ping replies, every
+                            // tickTime/2) of our touches up to the previous confirmation, sent
+                            // at least `renew` earlier: the servers cannot expire the session
+                            // before that send time plus a whole session timeout. The lease
+                            // counts from there.
+                            if let Some(previous) = last_sent.replace(sent) {
+                                let until = previous + timing.lease;
+                                lease = Some(until);
+                                self.lease.send_replace(Some(until.into_std()));
+                            }
+                            next_confirm = sent + timing.renew;
+                        }
+                        Err(err) => {
+                            tracing::debug!(group = %self.group, %err, "confirming the leadership through the quorum failed");
+                            next_confirm = Instant::now() + timing.retry;
+                        }
+                    }
+                }
                 event = own_changed => {
                     if let Some(event) = event {
                         if event.event_type == EventType::NodeDeleted {
@@ -513,6 +589,7 @@ impl Driver {
                         own = None;
                     }
                 }
+                _ = sleep_until_opt(wake) => {}
                 _ = self.sess_rx.changed() => {}
                 _ = self.close.changed() => {}
             }

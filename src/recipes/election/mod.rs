@@ -4,9 +4,12 @@
 //! `_c_<32 hex marker>-n_<sequence>`; the lowest sequence leads, and each other candidate watches
 //! only its immediate predecessor (a `getData` watch), so a leader change wakes one candidate.
 //!
-//! - [`LeaderState::Active`]: this candidate's node is the lowest and the session is connected.
+//! - [`LeaderState::Active`]: this candidate's node is the lowest, the session is connected, and
+//!   the quorum confirmed it within the lease ([`Election::lease`]: a `sync` answered by the
+//!   ensemble's leader, renewed every sixth of the session timeout).
 //! - [`LeaderState::Paused`]: it is the lowest, but the session is suspended (disconnected; it may
-//!   still be alive on the servers). [`PausePolicy`] says what happens on reconnection.
+//!   still be alive on the servers) or the lease ran out unconfirmed (e.g. its server is cut off
+//!   from the quorum). [`PausePolicy`] says what happens on reconnection.
 //! - [`LeaderState::Inactive`]: anything else (waiting in line, session lost, resigned, closed).
 //!
 //! The session layer ([`crate::zk::session`]) is the only interpreter of the connection: a session
@@ -22,8 +25,10 @@
 //! applied atomically with the bump, or it never will), and looking for the marker among the
 //! children, owned by our session, decides. See docs/RECIPES.md.
 //!
-//! **Fencing token.** The leader's token is its candidate node's creation zxid (`czxid`), which
-//! strictly increases from one leader to the next. [`Election::fenced`] runs writes as one
+//! **Fencing token.** The leader's token is `epoch << 31 | sequence`: the group node's epoch
+//! (its creation second, or a larger `zooid-epoch=N` in its data) and the candidate's sequence
+//! number. It strictly increases from one leader to the next, also across a wipe of ZooKeeper
+//! (the group node is created again, later). [`Election::fenced`] runs writes as one
 //! `multi` whose first op checks the leader's own candidate node, so they apply only while it
 //! still exists, i.e. while this candidate still leads on a live session.
 
@@ -41,9 +46,10 @@ use crate::zk::{Classified, ConnectionState, Multi, MultiFailed, Session, Sessio
 /// Whether this candidate leads, from its own point of view.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LeaderState {
-    /// We lead and our session is connected.
+    /// We lead, our session is connected, and the quorum confirmed it within the lease.
     Active,
-    /// We led when the session was suspended (disconnected); the session may still be alive.
+    /// We lead, but the session is suspended (disconnected; it may still be alive) or the lease
+    /// ran out unconfirmed.
     Paused,
     /// We do not lead: waiting in line, session lost, resigned or closed.
     Inactive,
@@ -130,7 +136,7 @@ impl ElectionOptions {
 pub struct ElectionStatus {
     /// Active, Paused or Inactive.
     pub state: LeaderState,
-    /// The fencing token of our leadership while Active or Paused (our candidate node's czxid);
+    /// The fencing token of our leadership while Active or Paused (`epoch << 31 | sequence`);
     /// `None` while Inactive.
     pub token: Option<i64>,
     /// The session generation the candidacy belongs to (see [`crate::SessionStatus`]).
@@ -174,7 +180,7 @@ pub struct LeaderInfo {
     pub name: String,
     /// The leader's candidate data.
     pub data: Vec<u8>,
-    /// The leader's fencing token (its candidate node's czxid).
+    /// The leader's fencing token (`epoch << 31 | sequence`).
     pub token: i64,
     /// The leader's candidate node path.
     pub node: String,
@@ -202,6 +208,7 @@ pub struct Election {
     session: Session,
     shared: Arc<Mutex<Shared>>,
     status: watch::Receiver<ElectionStatus>,
+    lease: watch::Receiver<Option<std::time::Instant>>,
     close: watch::Sender<bool>,
     driver: Mutex<Option<JoinHandle<()>>>,
 }
@@ -241,6 +248,7 @@ impl Election {
         let generation = session.status().generation;
         let (status_tx, status_rx) = watch::channel(ElectionStatus::initial(generation));
         let (close_tx, close_rx) = watch::channel(false);
+        let (lease_tx, lease_rx) = watch::channel(None);
         let shared = Arc::new(Mutex::new(Shared::default()));
         let driver = Driver {
             session: session.clone(),
@@ -250,6 +258,7 @@ impl Election {
             policy: options.on_pause,
             shared: shared.clone(),
             status: status_tx,
+            lease: lease_tx,
             close: close_rx,
         };
         let handle = tokio::spawn(driver.run());
@@ -260,6 +269,7 @@ impl Election {
             session: session.clone(),
             shared,
             status: status_rx,
+            lease: lease_rx,
             close: close_tx,
             driver: Mutex::new(Some(handle)),
         })
@@ -293,6 +303,23 @@ impl Election {
     /// The fencing token while Active or Paused, else `None`.
     pub fn token(&self) -> Option<i64> {
         self.status.borrow().token
+    }
+
+    /// Until when (local monotonic clock) the ensemble confirmed this leadership: the send time
+    /// of the next-to-last `sync` the quorum answered while we led, plus half the negotiated
+    /// session timeout. `None` when not leading or not confirmed twice yet. Active never
+    /// outlives it: when it passes unconfirmed the state turns Paused. The servers cannot
+    /// expire the session before that send time plus a whole session timeout, so a process
+    /// that stops acting by the lease plus less than half a session stops before anyone else
+    /// can lead; docs/RECIPES.md gives the exact window and its assumptions.
+    pub fn lease(&self) -> Option<std::time::Instant> {
+        *self.lease.borrow()
+    }
+
+    /// A receiver of every change of [`Election::lease`] (renewed about six times per session
+    /// timeout while leading).
+    pub fn subscribe_lease(&self) -> watch::Receiver<Option<std::time::Instant>> {
+        self.lease.clone()
     }
 
     /// A receiver of every status change (a slow receiver may miss intermediate statuses, never
@@ -466,6 +493,7 @@ async fn ensure_group(session: &Session, group: &str) -> Result<()> {
 
 mod driver;
 mod fenced;
+mod lease;
 mod line;
 mod observe;
 

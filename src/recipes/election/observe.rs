@@ -1,21 +1,27 @@
 //! Who leads a group, read without joining it.
 
-use super::line::candidates;
+use super::line::{candidates, group_epoch, token};
 use super::*;
 
 /// Who leads `group`, without joining: the lowest candidate node's name, data and token;
 /// `None` when the group has no candidate (or no group node).
+///
+/// The read starts with a `sync`, so the server it is answered by has caught up with the
+/// ensemble's leader first: a server cut off from the quorum cannot answer with a leader whose
+/// session the ensemble already expired (the `sync` fails or times out instead).
 pub async fn leader(session: &Session, group: &str) -> Result<Option<LeaderInfo>> {
     validate_group(group)?;
     let group = group.trim_end_matches('/');
     for _ in 0..16 {
         let (client, generation) = session.client();
-        let children = match session
-            .run(generation, client.list_children(group))
-            .await
-            .classified()
-        {
-            Ok(children) => children,
+        let listed = async {
+            session.run(generation, client.sync(group)).await?;
+            let (data, stat) = session.run(generation, client.get_data(group)).await?;
+            let children = session.run(generation, client.list_children(group)).await?;
+            Ok((group_epoch(&data, stat.ctime), children))
+        };
+        let (epoch, children) = match listed.await.classified() {
+            Ok(listed) => listed,
             Err((Verdict::NoNode, _)) => return Ok(None),
             Err((_, err)) => return Err(crate::zk::to_zooid(&err, group, session.options())),
         };
@@ -28,12 +34,12 @@ pub async fn leader(session: &Session, group: &str) -> Result<Option<LeaderInfo>
             .await
             .classified()
         {
-            Ok((data, stat)) => {
+            Ok((data, _)) => {
                 let (name, data) = decode_payload(&data);
                 return Ok(Some(LeaderInfo {
                     name,
                     data,
-                    token: stat.czxid,
+                    token: token(epoch, lowest.seq),
                     node: path,
                 }));
             }

@@ -6,6 +6,7 @@
 //! Figures are printed with `FIGURES` prefixes (`cargo test --test election -- --nocapture`).
 
 mod harness;
+mod issue20;
 use zooid_test_support as support;
 
 use std::time::{Duration, Instant};

@@ -1220,3 +1220,233 @@ fn _assert_send_sync() {
     is::<ZkServer>();
     is::<ZkEnsemble>();
 }
+
+/// The quorum and election links of an ensemble started with
+/// [`ZkEnsemble::start_with_links`]: every server reaches every peer through its own
+/// [`LinkRelay`], so one server can be cut off from the others (its quorum and election
+/// traffic held, connections left open) while its clients stay connected to it.
+pub struct QuorumLinks {
+    /// (from server, to server, relay), both the quorum and the election port of `to`.
+    relays: Vec<(usize, usize, LinkRelay)>,
+}
+
+impl QuorumLinks {
+    /// Holds every byte between server `i` and its peers, both ways, until [`QuorumLinks::heal`].
+    pub fn isolate(&self, i: usize) {
+        for (from, to, relay) in &self.relays {
+            if *from == i || *to == i {
+                relay.cut();
+            }
+        }
+    }
+
+    /// Lets every link flow again.
+    pub fn heal(&self) {
+        for (_, _, relay) in &self.relays {
+            relay.heal();
+        }
+    }
+
+    /// Guard: how many times a relay of server `i`'s links found bytes waiting while cut.
+    pub fn held(&self, i: usize) -> u64 {
+        self.relays
+            .iter()
+            .filter(|(from, to, _)| *from == i || *to == i)
+            .map(|(_, _, relay)| relay.held())
+            .sum()
+    }
+}
+
+impl ZkEnsemble {
+    /// Like [`ZkEnsemble::start_with`], but each server's `server.N` lines for its peers point at
+    /// relays, so [`QuorumLinks::isolate`] can cut one server off the quorum while its client
+    /// port keeps answering (its pings are served locally until `syncLimit` ticks pass).
+    pub fn start_with_links(n: usize, extra_config: &[(&str, &str)]) -> (ZkEnsemble, QuorumLinks) {
+        assert!(n >= 1, "an ensemble needs at least one server");
+        let extra: Vec<(String, String)> = extra_config
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let mut last_conflict = String::new();
+        for _attempt in 0..PORT_ATTEMPTS {
+            let tmp = make_temp_dir("zooid-zk-ensemble-");
+            let ports = free_ports(3 * n);
+            let real: Vec<(u32, u16, u16, u16)> = (0..n)
+                .map(|i| {
+                    (
+                        (i + 1) as u32,
+                        ports[3 * i],
+                        ports[3 * i + 1],
+                        ports[3 * i + 2],
+                    )
+                })
+                .collect();
+            let mut relays = Vec::new();
+            let mut nodes: Vec<Node> = Vec::new();
+            for i in 0..n {
+                let mut servers = Vec::new();
+                for (j, &(id, client, quorum, election)) in real.iter().enumerate() {
+                    if i == j {
+                        servers.push((id, client, quorum, election));
+                        continue;
+                    }
+                    let q = LinkRelay::start(loopback(quorum));
+                    let e = LinkRelay::start(loopback(election));
+                    servers.push((id, client, q.port(), e.port()));
+                    relays.push((i, j, q));
+                    relays.push((i, j, e));
+                }
+                nodes.push(Node::new(
+                    format!("zk{}", i + 1),
+                    tmp.path().join(format!("zk{}", i + 1)),
+                    ports[3 * i],
+                    Some((i + 1) as u32),
+                    Some(Peers { servers }),
+                    extra.clone(),
+                    zk_lib_dir(),
+                ));
+            }
+            for node in nodes.iter_mut() {
+                node.spawn();
+            }
+            let addrs = nodes.iter().map(|n| n.addr()).collect();
+            let ensemble = ZkEnsemble {
+                nodes: Mutex::new(nodes),
+                addrs,
+                tmp: Some(tmp),
+            };
+            match ensemble.wait_for_quorum_inner(ENSEMBLE_START_TIMEOUT, n) {
+                Ok(_) => return (ensemble, QuorumLinks { relays }),
+                Err(StartError::PortConflict(tail)) => {
+                    last_conflict = tail;
+                    drop(ensemble);
+                }
+            }
+        }
+        panic!("ZooKeeper ensemble could not bind free ports in {PORT_ATTEMPTS} attempts; last log:\n{last_conflict}");
+    }
+}
+
+/// A raw TCP relay (no framing: quorum and election traffic are not client frames) that can be
+/// cut: while cut it reads nothing, so bytes wait in the kernel and connections stay open.
+pub struct LinkRelay {
+    port: u16,
+    cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    held: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    accept: Option<std::thread::JoinHandle<()>>,
+}
+
+impl LinkRelay {
+    /// Listens on a free loopback port and relays every connection to `upstream`.
+    pub fn start(upstream: SocketAddr) -> LinkRelay {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::Arc;
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind a relay port");
+        listener.set_nonblocking(true).expect("nonblocking relay");
+        let port = listener.local_addr().expect("relay address").port();
+        let cut = Arc::new(AtomicBool::new(false));
+        let held = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (c, h, s) = (cut.clone(), held.clone(), stop.clone());
+        let accept = std::thread::spawn(move || {
+            while !s.load(std::sync::atomic::Ordering::SeqCst) {
+                match listener.accept() {
+                    Ok((down, _)) => {
+                        let Ok(up) = TcpStream::connect_timeout(&upstream, Duration::from_secs(2))
+                        else {
+                            continue;
+                        };
+                        for (from, to) in [
+                            (down.try_clone(), up.try_clone()),
+                            (up.try_clone(), down.try_clone()),
+                        ] {
+                            if let (Ok(from), Ok(to)) = (from, to) {
+                                let (c, h, s) = (c.clone(), h.clone(), s.clone());
+                                std::thread::spawn(move || pump(from, to, &c, &h, &s));
+                            }
+                        }
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                }
+            }
+        });
+        LinkRelay {
+            port,
+            cut,
+            held,
+            stop,
+            accept: Some(accept),
+        }
+    }
+
+    /// The port peers connect to.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Stops relaying (both ways) until [`LinkRelay::heal`].
+    pub fn cut(&self) {
+        self.cut.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Relays again; held bytes flow.
+    pub fn heal(&self) {
+        self.cut.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// How many times bytes were found waiting while cut (the guard that traffic was held).
+    pub fn held(&self) -> u64 {
+        self.held.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Drop for LinkRelay {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(accept) = self.accept.take() {
+            let _ = accept.join();
+        }
+    }
+}
+
+/// Copies `from` to `to` until either side closes or the relay stops; reads nothing while cut.
+fn pump(
+    mut from: TcpStream,
+    mut to: TcpStream,
+    cut: &std::sync::atomic::AtomicBool,
+    held: &std::sync::atomic::AtomicU64,
+    stop: &std::sync::atomic::AtomicBool,
+) {
+    use std::sync::atomic::Ordering;
+    let _ = from.set_read_timeout(Some(Duration::from_millis(50)));
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut was_held = false;
+    while !stop.load(Ordering::SeqCst) {
+        if cut.load(Ordering::SeqCst) {
+            if !was_held && matches!(from.peek(&mut buf[..1]), Ok(n) if n > 0) {
+                was_held = true;
+                held.fetch_add(1, Ordering::SeqCst);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
+        }
+        was_held = false;
+        match from.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                if to.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => break,
+        }
+    }
+    let _ = to.shutdown(std::net::Shutdown::Both);
+    let _ = from.shutdown(std::net::Shutdown::Both);
+}

@@ -45,7 +45,7 @@ public final class LeaderInfo {
         return Arrays.copyOf(data, data.length);
     }
 
-    /** The leader's fencing token (its candidate node's creation zxid). */
+    /** The leader's fencing token (the group's epoch << 31 | its candidate's sequence number). */
     public long getFencingToken() {
         return fencingToken;
     }
