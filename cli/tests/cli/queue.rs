@@ -139,3 +139,44 @@ fn sigterm_finishes_or_releases_the_current_item() {
         }
     }
 }
+
+/// Workers are started before producers (issue 20, finding 9): `queue work` on a queue that
+/// does not exist yet waits for it instead of failing, and processes the first item put.
+#[test]
+fn a_worker_started_before_the_first_put_waits_for_the_queue() {
+    let zk = ZkServer::start();
+    let c = zk.connect_string();
+    let q = "/cli/later";
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let script = format!("read line; echo \"$line\" >> {}", out.display());
+    let mut worker = Command::new(env!("CARGO_BIN_EXE_zooid"))
+        .args(["--connect", &c, "queue", "work", q, "--max", "1"])
+        .args(["--", "sh", "-c", &script])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The worker is up and has looked for the queue before anything is put.
+    std::thread::sleep(Duration::from_secs(2));
+    if let Some(status) = worker.try_wait().unwrap() {
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut worker.stderr.take().unwrap(), &mut stderr).unwrap();
+        panic!("the worker exited before the first put ({status}): {stderr}");
+    }
+    ok(zooid(&c, &["queue", "put", q, "first"]));
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = worker.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the worker never processed the item"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "worker: {status}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "first\n");
+    let show = ok(zooid(&c, &["queue", "show", q]));
+    assert!(show.contains("items:   0 (0 claimed)"), "{show}");
+}

@@ -45,7 +45,9 @@ impl Inner {
         };
         let (items, locks) = match listed.classified() {
             Ok(lists) => lists,
-            Err((Verdict::NoNode, _)) => return Err(self.not_found()),
+            // Workers start before producers: a claim on a queue never put to creates it (as
+            // the first put would) and waits for items.
+            Err((Verdict::NoNode, _)) => return self.create_for_claim(client, generation).await,
             Err((verdict, e)) if verdict.fate() == Fate::Refused => {
                 return Err(self.zk_error("claim", e))
             }
@@ -86,6 +88,22 @@ impl Inner {
             }
         }
         Ok(TryClaim::Nothing)
+    }
+
+    /// Creates the queue's nodes for a claim that found them missing; `Retry` once they exist.
+    pub(super) async fn create_for_claim(
+        &self,
+        client: &Client,
+        generation: u64,
+    ) -> Result<TryClaim> {
+        match self.create_nodes(client, generation).await {
+            Ok(()) => {
+                tracing::info!(queue = %self.path, "created the queue for a claim");
+                Ok(TryClaim::Retry)
+            }
+            Err(e) if fate(&e) == Fate::Refused => Err(self.zk_error("creating the queue", e)),
+            Err(_) => Ok(TryClaim::Retry),
+        }
     }
 
     /// A lock whose item does not exist: the lock was created while its item existed (the claim

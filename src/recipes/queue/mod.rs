@@ -239,9 +239,9 @@ fn validate_path(path: &str) -> Result<()> {
 
 impl WorkQueue {
     /// A handle on the queue at `path` (an absolute ZooKeeper path), over `session`. Touches
-    /// nothing on the servers: the first [`put`](Self::put) creates the queue's nodes;
-    /// [`claim`](Self::claim) and [`items`](Self::items) on a queue never put to fail with
-    /// [`ZooidError::NotFound`].
+    /// nothing on the servers: the first [`put`](Self::put) or [`claim`](Self::claim) creates
+    /// the queue's nodes (consumers may start before producers); [`items`](Self::items) on a
+    /// queue that does not exist fails with [`ZooidError::QueueNotFound`].
     ///
     /// Errors: [`ZooidError::InvalidArgument`] for a bad path or options out of range.
     pub fn open(session: &Session, path: &str, options: QueueOptions) -> Result<WorkQueue> {
@@ -333,13 +333,14 @@ impl WorkQueue {
     /// Waiting consumers form a line (`Q/waiters`): only its head watches the queue, every
     /// other waiter watches its predecessor, so a put wakes one consumer, not all of them.
     ///
-    /// Errors: [`ZooidError::NotFound`] when the queue does not exist (never put to).
+    /// A claim on a queue that does not exist yet creates its nodes and waits for the first put
+    /// like any other claim: workers are normally started before producers.
     pub async fn claim(&self, timeout: Option<Duration>) -> Result<Option<Claim>> {
         self.inner.claim(timeout).await
     }
 
     /// Lists the items in put order, with who holds each claimed one. Cleans up locks whose item
-    /// is gone. Errors: [`ZooidError::NotFound`] when the queue does not exist.
+    /// is gone. Errors: [`ZooidError::QueueNotFound`] when the queue does not exist.
     pub async fn items(&self) -> Result<Vec<ItemInfo>> {
         self.inner.items().await
     }

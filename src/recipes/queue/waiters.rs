@@ -83,6 +83,8 @@ impl Inner {
                 None => None,
                 Some(w) => match self.position(&client, generation, w).await {
                     Ok(p) => Some(p),
+                    // The queue was deleted under us: the next try creates it again.
+                    Err(e) if classify(&e) == Verdict::NoNode => Some(Position::Missing),
                     Err(e) if fate(&e) == Fate::Refused => return Err(self.claim_error(e)),
                     Err(_) => {
                         if !sleep_or_deadline(&mut backoff, deadline).await {
@@ -142,6 +144,8 @@ impl Inner {
                         }
                         match self.join(&client, generation).await {
                             Ok(w) => *waiter = Some(w),
+                            // The queue was deleted under us: the next try creates it again.
+                            Err(e) if classify(&e) == Verdict::NoNode => {}
                             Err(e) if fate(&e) == Fate::Refused => return Err(self.claim_error(e)),
                             Err(_) => {
                                 if !sleep_or_deadline(&mut backoff, deadline).await {
