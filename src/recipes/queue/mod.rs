@@ -25,7 +25,7 @@ use tokio::time::Instant;
 use zookeeper_client::{Client, CreateMode, Error as ZkError, MultiWriteResult, OneshotWatcher};
 
 use crate::error::{Result, ZooidError};
-use crate::zk::{ConnectionState, Session};
+use crate::zk::Session;
 
 /// Default for [`QueueOptions::max_items`]: 10,000 items. An item name is 29 bytes
 /// (`i-` + 16 hex + `-` + 10 digits), 33 bytes with its length prefix in a `getChildren`
@@ -173,31 +173,44 @@ impl std::fmt::Debug for WorkQueue {
     }
 }
 
-/// An item claimed by this process: its lock exists and is owned by our session.
+/// An item claimed by this process: its lock exists, owned by our session and carrying this
+/// claim's own random token.
 ///
 /// Consume it with [`Claim::complete`] (the item is deleted, never delivered again) or
 /// [`Claim::release`] (the item is handed out again). A claim dropped without either is released
 /// in the background. A claim is lost with the session it was made on: then `complete` and
 /// `release` fail with [`ZooidError::SessionLost`] and change nothing.
 pub struct Claim {
+    held: Held,
+    data: Vec<u8>,
+    done: bool,
+    /// Set once the claim is known lost; never cleared.
+    lost: std::sync::atomic::AtomicBool,
+}
+
+/// What a claim holds on the servers, enough to complete or release it (also from a
+/// background task once the [`Claim`] is dropped).
+#[derive(Clone)]
+struct Held {
     queue: Arc<Inner>,
     name: String,
     sequence: u64,
-    data: Vec<u8>,
-    lock_version: i32,
+    /// The item's data version while we hold the lock. Only a release moves it (rewriting the
+    /// same bytes), so it names this incarnation of the lock: every complete or release checks
+    /// it, and a resend after a lost reply cannot touch a later claimer's lock.
+    item_version: i32,
     client: Client,
     generation: u64,
     session_id: i64,
-    done: bool,
 }
 
 impl std::fmt::Debug for Claim {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Claim")
-            .field("queue", &self.queue.path)
-            .field("item", &self.name)
+            .field("queue", &self.held.queue.path)
+            .field("item", &self.held.name)
             .field("bytes", &self.data.len())
-            .field("session", &format_args!("{:#x}", self.session_id))
+            .field("session", &format_args!("{:#x}", self.held.session_id))
             .finish_non_exhaustive()
     }
 }

@@ -125,7 +125,7 @@ impl Inner {
                 head_or_not_in_line => {
                     let head = matches!(head_or_not_in_line, Some(Position::Head));
                     match self
-                        .try_claim(&client, generation, head, &mut watches)
+                        .try_claim(&client, generation, head, &mut watches, deadline)
                         .await
                     {
                         Ok(TryClaim::Claimed(claim)) => return Ok(Some(*claim)),
