@@ -331,7 +331,7 @@ impl Inner {
 
 /// How long (in request limits, at least a second each) a lock create given up in doubt is
 /// looked for in the background.
-const STRAY_WATCH: u32 = 4;
+pub(super) const STRAY_WATCH: u32 = 4;
 
 /// A lock's data: `claim <token>` on the first line, the claimer's identity after it.
 fn lock_data(token: &str, identity: &str) -> Vec<u8> {
