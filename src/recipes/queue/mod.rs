@@ -157,6 +157,42 @@ struct Inner {
     stats: Counters,
 }
 
+impl Drop for Inner {
+    /// The last clone of a handle (and its last claim) is gone: delete its put guard, which
+    /// would otherwise stay until the session ends (ephemerals piling up on a long session).
+    /// No put can be in flight (it would hold the handle), and a guard is never reused.
+    fn drop(&mut self) {
+        let Some(guard) = self.guard.get_mut().take() else {
+            return;
+        };
+        let (client, generation) = self.session.client();
+        if guard.generation != generation || self.session.is_gone_generation(generation) {
+            return; // it goes with its session
+        }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let session = self.session.clone();
+        handle.spawn(async move {
+            let mut backoff = Duration::from_millis(50);
+            for _ in 0..20 {
+                match session
+                    .run(generation, client.delete(&guard.path, None))
+                    .await
+                {
+                    Ok(()) => return,
+                    Err(e) if fate(&e) != Fate::Unknown => return, // gone, or not ours to delete
+                    Err(_) if session.is_gone_generation(generation) => return,
+                    Err(_) => {
+                        tokio::time::sleep(backoff).await;
+                        backoff = (backoff * 2).min(Duration::from_secs(1));
+                    }
+                }
+            }
+        });
+    }
+}
+
 /// A handle on one work queue, over the process's shared [`Session`]. Cheap to clone; clones
 /// share the put guard and the counters. `Send + Sync`.
 #[derive(Clone)]
@@ -221,13 +257,26 @@ fn random_marker() -> String {
     format!("{:016x}", rand::random::<u64>())
 }
 
-/// The sequence number ZooKeeper appended to a sequential node's name.
+/// The sequence number ZooKeeper appended to a sequential node's name, as an order key.
+///
+/// ZooKeeper formats its signed 32-bit counter with `%010d`: after 2147483647 it wraps to
+/// negative numbers (`-2147483648`, then up to `-000000001`), which come after every positive
+/// one. They are read as the counter's unsigned value (2^32 - N), so the order holds across the
+/// wrap.
 fn sequence_of(name: &str) -> Option<u64> {
-    let (_, digits) = name.rsplit_once('-')?;
-    if digits.len() < 10 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+    let (head, digits) = name.rsplit_once('-')?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    digits.parse().ok()
+    // `<prefix>-<marker>--<digits>`: the counter is negative, its sign the second dash.
+    let negative = head.ends_with('-');
+    if digits.len() + usize::from(negative) < 10 {
+        return None;
+    }
+    let value: i64 = digits.parse().ok()?;
+    let signed = if negative { -value } else { value };
+    let counter = i32::try_from(signed).ok()?;
+    Some(u64::from(counter as u32))
 }
 
 fn default_identity() -> String {

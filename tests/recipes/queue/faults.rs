@@ -367,3 +367,46 @@ fn a_waiter_whose_delete_is_lost_is_deleted_in_the_background() {
         drop(s);
     });
 }
+
+/// Finding 8: a handle's put guard is an ephemeral node; dropped handles must not leave theirs
+/// behind on a long-lived session (they would pile up until the session ends).
+#[test]
+fn a_dropped_handle_deletes_its_put_guard() {
+    super::support::init_tracing();
+    let zk = ZkServer::start();
+    let rt = runtime();
+    rt.block_on(async {
+        let path = "/f8g/q";
+        let s = session(&zk.connect_string(), 4000).await;
+        let admin = zookeeper_client::Client::connect(&zk.connect_string())
+            .await
+            .unwrap();
+        let guards = format!("{path}/guards");
+        for round in 0..3 {
+            let q = WorkQueue::open(&s, path, opts("producer")).unwrap();
+            q.put(format!("{round}").as_bytes()).await.unwrap();
+            // Guard: the handle made a guard node.
+            assert_eq!(admin.list_children(&guards).await.unwrap().len(), 1);
+            let claim = q.claim(Some(Duration::ZERO)).await.unwrap().unwrap();
+            drop(q);
+            // A live claim keeps the handle's state; completing it lets the handle go.
+            claim.complete().await.unwrap();
+            let until = Instant::now() + Duration::from_secs(3);
+            let mut left = admin.list_children(&guards).await.unwrap();
+            while !left.is_empty() && Instant::now() < until {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                left = admin.list_children(&guards).await.unwrap();
+            }
+            assert_eq!(
+                left,
+                Vec::<String>::new(),
+                "round {round}: the dropped handle's guard stayed"
+            );
+        }
+        assert!(
+            !s.is_gone_generation(s.status().generation),
+            "the session lived on"
+        );
+        eprintln!("finding 8: 3 handles dropped, no guard left on the live session");
+    });
+}
