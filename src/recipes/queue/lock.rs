@@ -23,27 +23,33 @@ impl Inner {
     ) -> Result<TryClaim> {
         let items_path = self.items_path();
         let locks_path = format!("{}/locks", self.path);
-        let listed = if watch {
-            match self.list_watch(client, generation, &items_path).await {
-                Ok((items, w1)) => match self.list_watch(client, generation, &locks_path).await {
-                    Ok((locks, w2)) => {
-                        watches.push(w1);
-                        watches.push(w2);
-                        Ok((items, locks))
-                    }
+        let listing = async {
+            if watch {
+                match self.list_watch(client, generation, &items_path).await {
+                    Ok((items, w1)) => match self.list_watch(client, generation, &locks_path).await
+                    {
+                        Ok((locks, w2)) => {
+                            watches.push(w1);
+                            watches.push(w2);
+                            Ok((items, locks))
+                        }
+                        Err(e) => Err(e),
+                    },
                     Err(e) => Err(e),
-                },
-                Err(e) => Err(e),
-            }
-        } else {
-            match self.list(client, generation, &items_path).await {
-                Ok(items) => self
-                    .list(client, generation, &locks_path)
-                    .await
-                    .map(|locks| (items, locks)),
-                Err(e) => Err(e),
+                }
+            } else {
+                match self.list(client, generation, &items_path).await {
+                    Ok(items) => self
+                        .list(client, generation, &locks_path)
+                        .await
+                        .map(|locks| (items, locks)),
+                    Err(e) => Err(e),
+                }
             }
         };
+        let listed = within(deadline, listing)
+            .await
+            .unwrap_or(Err(ZkError::Timeout));
         let (items, locks) = match listed.classified() {
             Ok(lists) => lists,
             // Workers start before producers: a claim on a queue never put to creates it (as
@@ -147,9 +153,10 @@ impl Inner {
             }
             if in_doubt {
                 // Our own earlier create, or someone else's lock? Our token says.
-                match self
-                    .call(generation, client.get_data(&lock))
+                let read = self.call(generation, client.get_data(&lock));
+                match within(deadline, read)
                     .await
+                    .unwrap_or(Err(ZkError::Timeout))
                     .classified()
                 {
                     Ok((found, _)) if lock_token(&found) == Some(token.as_str()) => break,
@@ -176,7 +183,12 @@ impl Inner {
             let mut multi = Multi::new(client);
             multi.check(&item, -1).create(&lock, &data, &options);
             self.stats.request();
-            match multi.commit(&self.session, generation).await {
+            let Some(committed) = within(deadline, multi.commit(&self.session, generation)).await
+            else {
+                in_doubt = true;
+                continue;
+            };
+            match committed {
                 Ok(_) => break,
                 Err(failed) => match (failed.verdict().fate(), failed.index, failed.verdict()) {
                     (Fate::Refused, Some(0), Verdict::NoNode) => return Ok(None),
@@ -192,11 +204,13 @@ impl Inner {
         }
         // The lock is ours: read the item's bytes and version under it.
         loop {
-            match self
-                .call(generation, client.get_data(&item))
-                .await
-                .classified()
-            {
+            let read = self.call(generation, client.get_data(&item));
+            let Some(read) = within(deadline, read).await else {
+                // Out of time: hand the lock back in the background.
+                self.resolve_stray_lock(client.clone(), generation, name.to_string(), token);
+                return Ok(None);
+            };
+            match read.classified() {
                 Ok((data, stat)) => {
                     let held = Held {
                         queue: self.clone(),

@@ -482,6 +482,19 @@ impl Inner {
     }
 }
 
+/// How far past its timeout a claim's requests may run: a claim with timeout T returns within
+/// T + this also when no server answers.
+const CLAIM_SLACK: Duration = Duration::from_millis(500);
+
+/// Runs `fut`, giving up at `deadline` (`None`: never). A request given up is as unknown as a
+/// lost reply.
+async fn within<F: std::future::Future>(deadline: Option<Instant>, fut: F) -> Option<F::Output> {
+    match deadline {
+        None => Some(fut.await),
+        Some(d) => tokio::time::timeout_at(d, fut).await.ok(),
+    }
+}
+
 /// Sleeps the backoff (doubling it) unless that passes the deadline; false when the deadline
 /// passed.
 async fn sleep_or_deadline(backoff: &mut Duration, deadline: Option<Instant>) -> bool {

@@ -31,10 +31,13 @@ impl Waiter {
     async fn leave(mut self) {
         let path = self.path();
         self.name.clear();
-        if !self
+        let once = self
             .queue
-            .delete_waiter_once(&self.client, self.generation, &path)
+            .delete_waiter_once(&self.client, self.generation, &path);
+        // Bounded, so a claim returns in time also when no server answers.
+        if !within(Some(Instant::now() + CLAIM_SLACK), once)
             .await
+            .unwrap_or(false)
         {
             self.queue
                 .delete_waiter_in_background(self.client.clone(), self.generation, path);
@@ -73,6 +76,10 @@ impl Inner {
         waiter: &mut Option<Waiter>,
     ) -> Result<Option<Claim>> {
         let deadline = timeout.map(|t| Instant::now() + t);
+        // Requests made for this claim give up here: the claim returns within its timeout and
+        // this slack also when no server answers (a request given up is as unknown as a lost
+        // reply, and resolved like one).
+        let bound = deadline.map(|d| d + CLAIM_SLACK);
         let mut status = self.session.subscribe();
         let mut backoff = Duration::from_millis(20);
         loop {
@@ -82,7 +89,10 @@ impl Inner {
             }
             let position = match &waiter {
                 None => None,
-                Some(w) => match self.position(&client, generation, w).await {
+                Some(w) => match within(bound, self.position(&client, generation, w))
+                    .await
+                    .unwrap_or(Err(ZkError::Timeout))
+                {
                     Ok(p) => Some(p),
                     // The queue was deleted under us: the next try creates it again.
                     Err(e) if classify(&e) == Verdict::NoNode => Some(Position::Missing),
@@ -107,9 +117,10 @@ impl Inner {
                     let path = format!("{}/waiters/{pred}", self.path);
                     // getData, not exists: a getData on a node already gone leaves no watch
                     // behind (an exists watch on it would wait for ever for a creation).
-                    match self
-                        .call(generation, client.get_and_watch_data(&path))
+                    let watched = self.call(generation, client.get_and_watch_data(&path));
+                    match within(bound, watched)
                         .await
+                        .unwrap_or(Err(ZkError::Timeout))
                         .classified()
                     {
                         Ok((_, _, watcher)) => watches.push(watcher),
@@ -128,7 +139,7 @@ impl Inner {
                 head_or_not_in_line => {
                     let head = matches!(head_or_not_in_line, Some(Position::Head));
                     match self
-                        .try_claim(&client, generation, head, &mut watches, deadline)
+                        .try_claim(&client, generation, head, &mut watches, bound)
                         .await
                     {
                         Ok(TryClaim::Claimed(claim)) => return Ok(Some(*claim)),
@@ -179,7 +190,7 @@ impl Inner {
                 _ = watched => self.stats.event(),
                 _ = sleep_until_opt(deadline) => return Ok(None),
                 _ = sleep_until_opt(recheck) => {
-                    match self.try_claim(&client, generation, false, &mut Vec::new(), deadline).await {
+                    match self.try_claim(&client, generation, false, &mut Vec::new(), bound).await {
                         Ok(TryClaim::Claimed(claim)) => return Ok(Some(*claim)),
                         Ok(_) => {}
                         Err(e) => return Err(e),

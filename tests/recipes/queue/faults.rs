@@ -410,3 +410,56 @@ fn a_dropped_handle_deletes_its_put_guard() {
         eprintln!("finding 8: 3 handles dropped, no guard left on the live session");
     });
 }
+
+/// Finding 8: `claim(timeout)` bounds the lock attempt too. The reply to the lock create is lost
+/// and no server can be reached afterwards: a 300 ms claim must return in about that time, not
+/// after resolving for a session timeout; the lock it may have made is handed back once a
+/// server answers again.
+#[test]
+fn a_claim_timeout_bounds_a_lock_attempt_in_doubt() {
+    super::support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = FaultProxy::start(zk.addr());
+    let rt = runtime();
+    rt.block_on(async {
+        let path = "/f8t/q";
+        let s = session(&proxy.connect_string(), 6000).await;
+        let sp = session(&zk.connect_string(), 6000).await;
+        let q = WorkQueue::open(&s, path, opts("bounded")).unwrap();
+        let producer = WorkQueue::open(&sp, path, opts("producer")).unwrap();
+        let item = producer.put(b"x").await.unwrap();
+        // New connections go nowhere; the open one carries the claim until its reply is lost.
+        let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let dead_addr = dead.local_addr().unwrap();
+        drop(dead);
+        let upstream = proxy.upstream();
+        proxy.set_upstream(dead_addr);
+        let dropped = proxy.dropped_replies();
+        proxy.drop_reply(RequestMatch::Custom(MatchFn::new(|opcode, frame| {
+            opcode == op::MULTI && frame.windows(7).any(|w| w == b"bounded")
+        })));
+        let started = Instant::now();
+        let out = q.claim(Some(Duration::from_millis(300))).await;
+        let took = started.elapsed();
+        assert_eq!(
+            proxy.dropped_replies(),
+            dropped + 1,
+            "guard: the lock create's reply was lost"
+        );
+        assert!(matches!(out, Ok(None)), "{out:?}");
+        assert!(
+            took < Duration::from_millis(1500),
+            "a 300 ms claim took {took:?}"
+        );
+        // Servers reachable again: the lock made in doubt is handed back, the item is claimable.
+        proxy.set_upstream(upstream);
+        let got = producer
+            .claim(Some(Duration::from_secs(20)))
+            .await
+            .unwrap()
+            .expect("the item, once the stray lock is handed back");
+        assert_eq!(got.item(), item);
+        got.complete().await.unwrap();
+        eprintln!("finding 8: 300 ms claim returned after {took:?} with its lock create in doubt");
+    });
+}
