@@ -463,3 +463,57 @@ fn a_claim_timeout_bounds_a_lock_attempt_in_doubt() {
         eprintln!("finding 8: 300 ms claim returned after {took:?} with its lock create in doubt");
     });
 }
+
+/// Finding 8: once a claim is known lost it stays lost. With no server reachable the session is
+/// declared lost, its replacement fails, and the session layer goes back to Suspended on the
+/// same generation: `is_lost()` must not flip back to false.
+#[test]
+fn a_lost_claim_stays_lost_while_the_session_cannot_be_replaced() {
+    super::support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = FaultProxy::start(zk.addr());
+    let rt = runtime();
+    rt.block_on(async {
+        let path = "/f8l/q";
+        let s = session(&proxy.connect_string(), 2000).await;
+        let q = WorkQueue::open(&s, path, opts("latched")).unwrap();
+        q.put(b"x").await.unwrap();
+        let claim = q.claim(Some(Duration::ZERO)).await.unwrap().unwrap();
+        let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let dead_addr = dead.local_addr().unwrap();
+        drop(dead);
+        proxy.set_upstream(dead_addr);
+        proxy.close_all();
+        let until = Instant::now() + Duration::from_secs(10);
+        let mut seen_lost_at = None;
+        let mut flipped = None;
+        let losses = s.losses();
+        while Instant::now() < until {
+            let lost = claim.is_lost();
+            match (lost, seen_lost_at) {
+                (true, None) => seen_lost_at = Some(Instant::now()),
+                (false, Some(at)) => {
+                    flipped = Some(Instant::now() - at);
+                    break;
+                }
+                _ => {}
+            }
+            if seen_lost_at.is_some_and(|at: Instant| at.elapsed() > Duration::from_secs(4)) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert!(s.losses() > losses, "guard: the session was declared lost");
+        assert!(seen_lost_at.is_some(), "guard: the claim was seen lost");
+        assert_eq!(
+            flipped, None,
+            "is_lost() went back to false after being true"
+        );
+        let err = claim.complete().await.unwrap_err();
+        assert!(
+            matches!(err, zooid::ZooidError::SessionLost { .. }),
+            "{err:?}"
+        );
+        eprintln!("finding 8: claim lost and stayed lost while the session could not be replaced");
+    });
+}
