@@ -517,3 +517,68 @@ fn a_lost_claim_stays_lost_while_the_session_cannot_be_replaced() {
         eprintln!("finding 8: claim lost and stayed lost while the session could not be replaced");
     });
 }
+
+/// Finding 3c: a waiter create in flight at a connection loss lands after the consumer looked
+/// for it and gave up (SESSION-FATE.md fact B): the node of a live session nobody tracks. It must
+/// be found and deleted, and must not keep idle consumers from an item.
+#[test]
+fn a_waiter_create_that_lands_late_is_swept() {
+    super::support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = FaultProxy::start(zk.addr());
+    let rt = runtime();
+    rt.block_on(async {
+        let path = "/f3c/q";
+        let sa = session(&proxy.connect_string(), 6000).await;
+        let sb = session(&zk.connect_string(), 6000).await;
+        let qa = WorkQueue::open(&sa, path, opts("late-joiner")).unwrap();
+        let qb = WorkQueue::open(&sb, path, opts("idle")).unwrap();
+        assert!(qa.claim(Some(Duration::ZERO)).await.unwrap().is_none());
+        let admin = zookeeper_client::Client::connect(&zk.connect_string())
+            .await
+            .unwrap();
+        let needle = format!("{path}/waiters/w-").into_bytes();
+        proxy.hold_request(
+            RequestMatch::Custom(MatchFn::new(move |opcode, frame| {
+                (opcode == op::CREATE || opcode == op::CREATE2)
+                    && frame.windows(needle.len()).any(|w| w == needle.as_slice())
+            })),
+            Duration::from_millis(1500),
+        );
+        // A waits a little, its first join in doubt, then gives up; its create lands later.
+        assert!(qa
+            .claim(Some(Duration::from_millis(800)))
+            .await
+            .unwrap()
+            .is_none());
+        let delivered = proxy.wait_deliveries(1, Duration::from_secs(10)).await;
+        assert_eq!(
+            delivered.first().and_then(|d| d.reply_err),
+            Some(0),
+            "guard: the held waiter create was applied late"
+        );
+        // B waits; an item is put. B must get it, and A's late node must be gone.
+        let waiting = tokio::spawn({
+            let qb = qb.clone();
+            async move { qb.claim(Some(Duration::from_secs(15))).await }
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let put_at = Instant::now();
+        qb.put(b"for the idle").await.unwrap();
+        let got = waiting.await.unwrap().unwrap();
+        let took = put_at.elapsed();
+        let got = got.expect("the idle consumer got the item");
+        got.complete().await.unwrap();
+        let until = Instant::now() + Duration::from_secs(5);
+        let waiters = format!("{path}/waiters");
+        let mut left = admin.list_children(&waiters).await.unwrap();
+        while !left.is_empty() && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            left = admin.list_children(&waiters).await.unwrap();
+        }
+        assert_eq!(left, Vec::<String>::new(), "A's late waiter node stayed");
+        assert!(took < Duration::from_secs(7), "the item waited {took:?}");
+        eprintln!("finding 3c: late waiter create swept; idle consumer got the item {took:?} after the put");
+        drop(sa);
+    });
+}
