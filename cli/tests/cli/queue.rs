@@ -180,3 +180,93 @@ fn a_worker_started_before_the_first_put_waits_for_the_queue() {
     let show = ok(zooid(&c, &["queue", "show", q]));
     assert!(show.contains("items:   0 (0 claimed)"), "{show}");
 }
+
+/// Three workers started before any put, 30 items: every item processed exactly once (one start
+/// and one end in the commands' log, none started twice: the overlap checker), the queue empty
+/// afterwards, and every worker stops on SIGTERM with exit 0.
+#[test]
+fn concurrent_workers_started_first_process_every_item_once() {
+    let zk = ZkServer::start();
+    let c = zk.connect_string();
+    let q = "/cli/many";
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let script = format!(
+        "read line; echo \"start $line $ZOOID_QUEUE_ITEM\" >> {0}; sleep 0.05; echo \"end $line $ZOOID_QUEUE_ITEM\" >> {0}",
+        log.display()
+    );
+    let mut workers: Vec<_> = (0..3)
+        .map(|i| {
+            Command::new(env!("CARGO_BIN_EXE_zooid"))
+                .args(["--connect", &c, "queue", "work", q, "--identity"])
+                .arg(format!("w{i}"))
+                .args(["--", "sh", "-c", &script])
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(1));
+    for w in workers.iter_mut() {
+        assert!(
+            w.try_wait().unwrap().is_none(),
+            "a worker exited before the first put"
+        );
+    }
+    const ITEMS: usize = 30;
+    for i in 0..ITEMS {
+        ok(zooid(&c, &["queue", "put", q, &format!("item-{i:02}")]));
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let lines = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let ends = text.lines().filter(|l| l.starts_with("end ")).count();
+        if ends >= ITEMS {
+            break text;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "only {ends} of {ITEMS} items processed"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    for w in workers.iter_mut() {
+        // SAFETY: kill(2) on a child we spawned and have not reaped.
+        unsafe {
+            libc::kill(w.id() as i32, libc::SIGTERM);
+        }
+    }
+    for mut w in workers {
+        assert!(
+            w.wait().unwrap().success(),
+            "a worker failed to stop cleanly"
+        );
+    }
+    // The overlap checker: per item, one start then one end, never a second start.
+    let mut open = std::collections::HashSet::new();
+    let mut done = std::collections::HashSet::new();
+    let mut violations = Vec::new();
+    for line in lines.lines() {
+        let mut parts = line.split(' ');
+        let (kind, data) = (parts.next().unwrap(), parts.next().unwrap().to_string());
+        match kind {
+            "start" if done.contains(&data) => {
+                violations.push(format!("{data} started after its end"))
+            }
+            "start" if !open.insert(data.clone()) => {
+                violations.push(format!("{data} started twice at once"))
+            }
+            "end" => {
+                open.remove(&data);
+                if !done.insert(data.clone()) {
+                    violations.push(format!("{data} completed twice"));
+                }
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(violations, Vec::<String>::new());
+    assert_eq!(done.len(), ITEMS, "{lines}");
+    let show = ok(zooid(&c, &["queue", "show", q]));
+    assert!(show.contains("items:   0 (0 claimed)"), "{show}");
+}
