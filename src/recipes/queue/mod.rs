@@ -5,8 +5,9 @@
 //! - `Q/items/i-<marker>-<seq>`: one PERSISTENT_SEQUENTIAL node per item, its data the item's
 //!   bytes. `<marker>` is 16 random hex digits chosen by the put, so a put whose reply was lost
 //!   is found again; `<seq>` is ZooKeeper's sequence number and gives the put order.
-//! - `Q/locks/<item name>`: the EPHEMERAL lock of a claimed item, its data the claimer's
-//!   identity; the claim is ours while the lock exists with `ephemeralOwner` = our session.
+//! - `Q/locks/<item name>`: the EPHEMERAL lock of a claimed item, its data `claim <token>` and
+//!   the claimer's identity; the token is drawn per claim, so a lock create whose reply was lost
+//!   is ours only if it carries our token (threads sharing a session are told apart).
 //! - `Q/waiters/w-<marker>-<seq>`: EPHEMERAL_SEQUENTIAL nodes of consumers waiting for work,
 //!   the line in which only the head watches the queue (no herd).
 //! - `Q/guards/g-<session>-<marker>`: one EPHEMERAL put guard per [`WorkQueue`] handle and
@@ -15,7 +16,9 @@
 //!
 //! Delivery is at-least-once: a claim whose session ends is lost, its item is claimed again. A
 //! completed item is never delivered again (its lock and the item are deleted in one `multi`
-//! that first checks the lock is still ours).
+//! that first checks the item's version: only a release moves it, so it names this claim's
+//! incarnation of the lock, and a resent complete or release cannot touch a later claim's).
+//! A claim creates a missing queue, so consumers may start before producers.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
