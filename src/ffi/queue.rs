@@ -248,7 +248,8 @@ pub unsafe extern "C" fn zooid_queue_put(
 /// watches the queue, so a put wakes one consumer, not all.
 ///
 /// Errors: `ZOOID_STATUS_TIMEOUT` when no item came within the timeout (nothing is claimed);
-/// `ZOOID_STATUS_NOT_FOUND` for a queue that was never put to; `ZOOID_STATUS_CLOSED` when the
+/// a queue that does not exist yet is created and waited on like an empty one (workers may
+/// start before producers); `ZOOID_STATUS_CLOSED` when the
 /// session was closed while waiting; `ZOOID_STATUS_STORE`, `ZOOID_STATUS_CONNECTION_LOST`.
 ///
 /// # Safety

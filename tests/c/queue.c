@@ -1,8 +1,8 @@
 /*
  * The work queue from C, against a real ZooKeeper: items come out in put order, release gives an
  * item back, complete removes it for good, a freed claim that was neither is released, a claim
- * waits for a put, and every error a caller can provoke: an oversize item, a full queue, a claim
- * on a missing queue, a claim that times out, a finished claim used again, bad arguments, a queue
+ * waits for a put, a consumer started before its queue's first put gets that item, and every
+ * error a caller can provoke: an oversize item, a full queue, a claim that times out, a finished claim used again, bad arguments, a queue
  * on a store without a ZooKeeper session; and threads sharing one queue complete every item once. Out-parameters must stay untouched on failure.
  *
  *   queue CONNECT PREFIX
@@ -30,6 +30,19 @@ static int put_text(const zooid_queue *queue, const char *text, char *name, size
         CHECK_EQ(full, strlen(name));
     }
     return status;
+}
+
+/* A consumer started before the first put of its queue. */
+struct early_consumer {
+    const zooid_queue *queue;
+    int status;
+    zooid_claim *claim;
+};
+
+static void *claim_early(void *arg) {
+    struct early_consumer *early = arg;
+    early->status = zooid_queue_claim(early->queue, 20000, &early->claim);
+    return NULL;
 }
 
 /* Claims (waiting up to 10 s) and checks the item's data and name. */
@@ -158,14 +171,32 @@ int main(int argc, char **argv) {
     zooid_queue_options_free(options);
     zooid_queue_options_free(NULL);
 
-    /* A claim on a queue never put to. */
+    /* Workers start before producers: a claim on a queue never put to finds nothing (it does
+     * not fail), and a consumer waiting on it gets the first item put. */
     zooid_queue *nowhere = NULL;
     CHECK_OK(zooid_queue_open(service, missing, NULL, &nowhere));
     zooid_claim *claim = SENTINEL;
-    EXPECT_STATUS(ZOOID_STATUS_NOT_FOUND, zooid_queue_claim(nowhere, 0, &claim));
-    CHECK_LAST_ERROR_CONTAINS("does not exist");
-    EXPECT_STATUS(ZOOID_STATUS_NOT_FOUND, zooid_queue_claim(nowhere, 500, &claim));
+    EXPECT_STATUS(ZOOID_STATUS_TIMEOUT, zooid_queue_claim(nowhere, 0, &claim));
     CHECK(claim == SENTINEL);
+    {
+        struct early_consumer early = {.queue = nowhere, .status = -1, .claim = NULL};
+        pthread_t consumer;
+        CHECK(pthread_create(&consumer, NULL, claim_early, &early) == 0);
+        struct timespec pause = {.tv_sec = 1, .tv_nsec = 0};
+        nanosleep(&pause, NULL);
+        zooid_queue *producer = NULL;
+        CHECK_OK(zooid_queue_open(service, missing, NULL, &producer));
+        CHECK_OK(put_text(producer, "early", NULL, 0));
+        CHECK(pthread_join(consumer, NULL) == 0);
+        CHECK_OK(early.status);
+        const uint8_t *data = NULL;
+        size_t len = 0;
+        CHECK_OK(zooid_claim_data(early.claim, &data, &len));
+        CHECK(len == 5 && memcmp(data, "early", 5) == 0);
+        CHECK_OK(zooid_claim_complete(early.claim));
+        zooid_claim_free(early.claim);
+        zooid_queue_free(producer);
+    }
     zooid_queue_free(nowhere);
 
     /* Puts: names, the size limit, the item limit. */

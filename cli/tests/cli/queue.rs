@@ -139,3 +139,134 @@ fn sigterm_finishes_or_releases_the_current_item() {
         }
     }
 }
+
+/// Workers are started before producers (issue 20, finding 9): `queue work` on a queue that
+/// does not exist yet waits for it instead of failing, and processes the first item put.
+#[test]
+fn a_worker_started_before_the_first_put_waits_for_the_queue() {
+    let zk = ZkServer::start();
+    let c = zk.connect_string();
+    let q = "/cli/later";
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let script = format!("read line; echo \"$line\" >> {}", out.display());
+    let mut worker = Command::new(env!("CARGO_BIN_EXE_zooid"))
+        .args(["--connect", &c, "queue", "work", q, "--max", "1"])
+        .args(["--", "sh", "-c", &script])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The worker is up and has looked for the queue before anything is put.
+    std::thread::sleep(Duration::from_secs(2));
+    if let Some(status) = worker.try_wait().unwrap() {
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut worker.stderr.take().unwrap(), &mut stderr).unwrap();
+        panic!("the worker exited before the first put ({status}): {stderr}");
+    }
+    ok(zooid(&c, &["queue", "put", q, "first"]));
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = worker.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the worker never processed the item"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "worker: {status}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "first\n");
+    let show = ok(zooid(&c, &["queue", "show", q]));
+    assert!(show.contains("items:   0 (0 claimed)"), "{show}");
+}
+
+/// Three workers started before any put, 30 items: every item processed exactly once (one start
+/// and one end in the commands' log, none started twice: the overlap checker), the queue empty
+/// afterwards, and every worker stops on SIGTERM with exit 0.
+#[test]
+fn concurrent_workers_started_first_process_every_item_once() {
+    let zk = ZkServer::start();
+    let c = zk.connect_string();
+    let q = "/cli/many";
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let script = format!(
+        "read line; echo \"start $line $ZOOID_QUEUE_ITEM\" >> {0}; sleep 0.05; echo \"end $line $ZOOID_QUEUE_ITEM\" >> {0}",
+        log.display()
+    );
+    let mut workers: Vec<_> = (0..3)
+        .map(|i| {
+            Command::new(env!("CARGO_BIN_EXE_zooid"))
+                .args(["--connect", &c, "queue", "work", q, "--identity"])
+                .arg(format!("w{i}"))
+                .args(["--", "sh", "-c", &script])
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(1));
+    for w in workers.iter_mut() {
+        assert!(
+            w.try_wait().unwrap().is_none(),
+            "a worker exited before the first put"
+        );
+    }
+    const ITEMS: usize = 30;
+    for i in 0..ITEMS {
+        ok(zooid(&c, &["queue", "put", q, &format!("item-{i:02}")]));
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let lines = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let ends = text.lines().filter(|l| l.starts_with("end ")).count();
+        if ends >= ITEMS {
+            break text;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "only {ends} of {ITEMS} items processed"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    for w in workers.iter_mut() {
+        // SAFETY: kill(2) on a child we spawned and have not reaped.
+        unsafe {
+            libc::kill(w.id() as i32, libc::SIGTERM);
+        }
+    }
+    for mut w in workers {
+        assert!(
+            w.wait().unwrap().success(),
+            "a worker failed to stop cleanly"
+        );
+    }
+    // The overlap checker: per item, one start then one end, never a second start.
+    let mut open = std::collections::HashSet::new();
+    let mut done = std::collections::HashSet::new();
+    let mut violations = Vec::new();
+    for line in lines.lines() {
+        let mut parts = line.split(' ');
+        let (kind, data) = (parts.next().unwrap(), parts.next().unwrap().to_string());
+        match kind {
+            "start" if done.contains(&data) => {
+                violations.push(format!("{data} started after its end"))
+            }
+            "start" if !open.insert(data.clone()) => {
+                violations.push(format!("{data} started twice at once"))
+            }
+            "end" => {
+                open.remove(&data);
+                if !done.insert(data.clone()) {
+                    violations.push(format!("{data} completed twice"));
+                }
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(violations, Vec::<String>::new());
+    assert_eq!(done.len(), ITEMS, "{lines}");
+    let show = ok(zooid(&c, &["queue", "show", q]));
+    assert!(show.contains("items:   0 (0 claimed)"), "{show}");
+}

@@ -1,17 +1,29 @@
-//! A claimed item: its data, complete or release (one `multi` that first checks the lock is
-//! still ours), and the release of a dropped claim.
+//! A claimed item: its data, complete or release (one `multi` that first checks the item's
+//! version, which names this claim's incarnation of the lock), and the release of a dropped
+//! claim, retried in the background until done.
+
+use std::sync::atomic::AtomicBool;
 
 use super::*;
 
 impl Claim {
+    pub(super) fn new(held: Held, data: Vec<u8>) -> Claim {
+        Claim {
+            held,
+            data,
+            done: false,
+            lost: AtomicBool::new(false),
+        }
+    }
+
     /// The item's node name (unique for the queue's lifetime).
     pub fn item(&self) -> &str {
-        &self.name
+        &self.held.name
     }
 
     /// The item's sequence number: its put order.
     pub fn sequence(&self) -> u64 {
-        self.sequence
+        self.held.sequence
     }
 
     /// The item's bytes.
@@ -21,18 +33,26 @@ impl Claim {
 
     /// The ZooKeeper session that owns the claim's lock.
     pub fn session_id(&self) -> i64 {
-        self.session_id
+        self.held.session_id
     }
 
-    /// Whether the claim is known to be lost: its session was replaced or declared lost. A
-    /// `false` is no promise (a paused process cannot know yet); only `complete` can tell.
+    /// Whether the claim is known to be lost: its session was replaced or declared lost. Once
+    /// true it stays true. A `false` is no promise (a paused process cannot know yet); only
+    /// `complete` can tell.
     pub fn is_lost(&self) -> bool {
-        let status = self.queue.session.status();
-        status.generation != self.generation || status.state == ConnectionState::Lost
+        if self.lost.load(Ordering::Acquire) {
+            return true;
+        }
+        let gone = self.held.is_gone();
+        if gone {
+            self.lost.store(true, Ordering::Release);
+        }
+        gone
     }
 
-    /// Deletes the item and its lock in one `multi` that first checks the lock is still this
-    /// claim's (same session, same version). Afterwards the item is never delivered again.
+    /// Deletes the item and its lock in one `multi` that first checks the item is still at the
+    /// version this claim read (no release since our lock was made) and deletes the lock with
+    /// it. Afterwards the item is never delivered again.
     ///
     /// Errors: [`ZooidError::SessionLost`] when the claim was lost with its session (the item
     /// is, or will be, handed out again; nothing was done); [`ZooidError::Timeout`] when no
@@ -40,14 +60,42 @@ impl Claim {
     /// handed out again).
     pub async fn complete(mut self) -> Result<()> {
         self.done = true;
-        self.finish(true).await
+        if self.is_lost() {
+            return Err(self.held.lost("the session that made it was lost"));
+        }
+        let deadline = Instant::now() + self.held.queue.options.op_timeout;
+        self.held
+            .finish(Finish::Complete, &self.data, Some(deadline))
+            .await
     }
 
     /// Deletes the lock only: the item is handed out again (to the oldest waiting consumer).
     /// Errors as for [`complete`](Self::complete).
     pub async fn release(mut self) -> Result<()> {
         self.done = true;
-        self.finish(false).await
+        if self.is_lost() {
+            return Err(self.held.lost("the session that made it was lost"));
+        }
+        let deadline = Instant::now() + self.held.queue.options.op_timeout;
+        self.held
+            .finish(Finish::Release, &self.data, Some(deadline))
+            .await
+    }
+}
+
+/// What a finished claim does with its item.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Finish {
+    /// Delete the item and the lock.
+    Complete,
+    /// Delete the lock and rewrite the item's bytes unchanged, which moves its version: the
+    /// next claim's incarnation of the lock is then told apart from ours.
+    Release,
+}
+
+impl Held {
+    fn is_gone(&self) -> bool {
+        self.queue.session.is_gone_generation(self.generation)
     }
 
     fn lost(&self, reason: &str) -> ZooidError {
@@ -57,24 +105,41 @@ impl Claim {
         }
     }
 
-    async fn finish(&self, complete: bool) -> Result<()> {
+    /// Completes or releases; resends after a lost reply until `deadline` (`None`: until the
+    /// session is gone).
+    ///
+    /// Complete = `multi[check(item, V), delete(lock, 0), delete(item, V)]`, release =
+    /// `multi[check(item, V), delete(lock, 0), setData(item, same bytes, V)]`, V the item's
+    /// version read under our lock. Only a release moves V, and only the lock's holder
+    /// releases, so while the item is at V the lock is this claim's incarnation; once our
+    /// release applied, V is gone for good and a resend (or a late copy of the first attempt)
+    /// fails at index 0 whoever holds the item next.
+    pub(super) async fn finish(
+        &self,
+        how: Finish,
+        data: &[u8],
+        deadline: Option<Instant>,
+    ) -> Result<()> {
         let q = &self.queue;
         let lock = format!("{}/locks/{}", q.path, self.name);
         let item = format!("{}/items/{}", q.path, self.name);
-        let deadline = Instant::now() + q.options.op_timeout;
         let mut in_doubt = false;
+        let mut backoff = Duration::from_millis(50);
         loop {
-            if self.is_lost() {
-                return Err(self.lost("the session that made it was lost"));
+            if self.is_gone() {
+                return Err(self.lost(if in_doubt {
+                    "the session ended while the outcome of a request was unknown"
+                } else {
+                    "the session that made it was lost"
+                }));
             }
             q.stats.request();
             let mut multi = Multi::new(&self.client);
-            multi
-                .check(&lock, self.lock_version)
-                .delete(&lock, Some(self.lock_version));
-            if complete {
-                multi.delete(&item, None);
-            }
+            multi.check(&item, self.item_version).delete(&lock, Some(0));
+            match how {
+                Finish::Complete => multi.delete(&item, Some(self.item_version)),
+                Finish::Release => multi.set(&item, data, Some(self.item_version)),
+            };
             let failed = match multi.commit(&q.session, self.generation).await {
                 Ok(_) => return Ok(()),
                 Err(failed) => failed,
@@ -90,24 +155,37 @@ impl Claim {
                 }
                 Fate::Unknown => {
                     in_doubt = true;
-                    if Instant::now() >= deadline {
+                    if deadline.is_some_and(|d| Instant::now() >= d) {
                         return Err(ZooidError::Timeout {
                             what: format!(
                                 "{} {}/items/{} (outcome unknown)",
-                                if complete { "complete" } else { "release" },
+                                if how == Finish::Complete {
+                                    "complete"
+                                } else {
+                                    "release"
+                                },
                                 q.path,
                                 self.name
                             ),
                             after: q.options.op_timeout,
                         });
                     }
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_millis(500));
                 }
                 Fate::Refused => {
-                    // The lock is gone or changed. On our own session, only our own earlier
-                    // attempt can have deleted it (an expired session gets SessionExpired, and
-                    // the orphan cleanup deletes only locks whose item is gone).
-                    if in_doubt && failed.at(0) == Some(Verdict::NoNode) {
+                    let at0 = failed.at(0);
+                    // The item gone (completed) or past V (released): only our own earlier
+                    // attempt can have done either while we held the lock, and after a release
+                    // of ours the item may have been claimed and completed by others.
+                    let applied = in_doubt
+                        && match how {
+                            Finish::Complete => at0 == Some(Verdict::NoNode),
+                            Finish::Release => {
+                                matches!(at0, Some(Verdict::NoNode | Verdict::BadVersion))
+                            }
+                        };
+                    if applied {
                         return Ok(());
                     }
                     let err = failed.error;
@@ -116,6 +194,20 @@ impl Claim {
             }
         }
     }
+
+    /// Releases in the background, resending until done or the session is gone (which
+    /// releases the lock too).
+    pub(super) fn release_in_background(self, data: Vec<u8>) {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            // Without a runtime the lock stays until the session ends, which releases it too.
+            return;
+        };
+        handle.spawn(async move {
+            if let Err(e) = self.finish(Finish::Release, &data, None).await {
+                tracing::debug!(queue = %self.queue.path, item = %self.name, "background release: {e}");
+            }
+        });
+    }
 }
 
 impl Drop for Claim {
@@ -123,20 +215,8 @@ impl Drop for Claim {
         if self.done {
             return;
         }
-        let lock = format!("{}/locks/{}", self.queue.path, self.name);
-        let client = self.client.clone();
-        let version = self.lock_version;
-        let stats = self.queue.clone();
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            handle.spawn(async move {
-                stats.stats.request();
-                let _ = tokio::time::timeout(
-                    stats.session.request_limit(),
-                    client.delete(&lock, Some(version)),
-                )
-                .await;
-            });
-        }
-        // Without a runtime the lock stays until the session ends, which releases it too.
+        self.held
+            .clone()
+            .release_in_background(std::mem::take(&mut self.data));
     }
 }

@@ -19,33 +19,42 @@ impl Inner {
         generation: u64,
         watch: bool,
         watches: &mut Vec<OneshotWatcher>,
+        deadline: Option<Instant>,
     ) -> Result<TryClaim> {
         let items_path = self.items_path();
         let locks_path = format!("{}/locks", self.path);
-        let listed = if watch {
-            match self.list_watch(client, generation, &items_path).await {
-                Ok((items, w1)) => match self.list_watch(client, generation, &locks_path).await {
-                    Ok((locks, w2)) => {
-                        watches.push(w1);
-                        watches.push(w2);
-                        Ok((items, locks))
-                    }
+        let listing = async {
+            if watch {
+                match self.list_watch(client, generation, &items_path).await {
+                    Ok((items, w1)) => match self.list_watch(client, generation, &locks_path).await
+                    {
+                        Ok((locks, w2)) => {
+                            watches.push(w1);
+                            watches.push(w2);
+                            Ok((items, locks))
+                        }
+                        Err(e) => Err(e),
+                    },
                     Err(e) => Err(e),
-                },
-                Err(e) => Err(e),
-            }
-        } else {
-            match self.list(client, generation, &items_path).await {
-                Ok(items) => self
-                    .list(client, generation, &locks_path)
-                    .await
-                    .map(|locks| (items, locks)),
-                Err(e) => Err(e),
+                }
+            } else {
+                match self.list(client, generation, &items_path).await {
+                    Ok(items) => self
+                        .list(client, generation, &locks_path)
+                        .await
+                        .map(|locks| (items, locks)),
+                    Err(e) => Err(e),
+                }
             }
         };
+        let listed = within(deadline, listing)
+            .await
+            .unwrap_or(Err(ZkError::Timeout));
         let (items, locks) = match listed.classified() {
             Ok(lists) => lists,
-            Err((Verdict::NoNode, _)) => return Err(self.not_found()),
+            // Workers start before producers: a claim on a queue never put to creates it (as
+            // the first put would) and waits for items.
+            Err((Verdict::NoNode, _)) => return self.create_for_claim(client, generation).await,
             Err((verdict, e)) if verdict.fate() == Fate::Refused => {
                 return Err(self.zk_error("claim", e))
             }
@@ -75,7 +84,10 @@ impl Inner {
         let mut at = 0;
         while at < order.len() {
             let (sequence, name) = free[order[at]];
-            if let Some(claim) = self.lock_item(client, generation, name, sequence).await? {
+            if let Some(claim) = self
+                .lock_item(client, generation, name, sequence, deadline)
+                .await?
+            {
                 return Ok(TryClaim::Claimed(Box::new(claim)));
             }
             at += 1;
@@ -86,6 +98,22 @@ impl Inner {
             }
         }
         Ok(TryClaim::Nothing)
+    }
+
+    /// Creates the queue's nodes for a claim that found them missing; `Retry` once they exist.
+    pub(super) async fn create_for_claim(
+        &self,
+        client: &Client,
+        generation: u64,
+    ) -> Result<TryClaim> {
+        match self.create_nodes(client, generation).await {
+            Ok(()) => {
+                tracing::info!(queue = %self.path, "created the queue for a claim");
+                Ok(TryClaim::Retry)
+            }
+            Err(e) if fate(&e) == Fate::Refused => Err(self.zk_error("creating the queue", e)),
+            Err(_) => Ok(TryClaim::Retry),
+        }
     }
 
     /// A lock whose item does not exist: the lock was created while its item existed (the claim
@@ -99,106 +127,159 @@ impl Inner {
         }
     }
 
-    /// Locks one item: `multi[check(item exists), create(lock, EPHEMERAL)]`, then reads it.
+    /// Locks one item: `multi[check(item exists), create(lock, EPHEMERAL, token + identity)]`,
+    /// then reads it (its bytes and version). A lost reply is resolved by the lock's token, so
+    /// two claims on one session (threads sharing a handle) never both take one lock. Gives up
+    /// at `deadline`; a lock create still in doubt then is watched for in the background and
+    /// released if it lands.
     async fn lock_item(
         self: &Arc<Self>,
         client: &Client,
         generation: u64,
         name: &str,
         sequence: u64,
+        deadline: Option<Instant>,
     ) -> Result<Option<Claim>> {
         let item = format!("{}/items/{name}", self.path);
         let lock = format!("{}/locks/{name}", self.path);
-        let session_id = client.session_id().0;
+        let token = random_marker();
+        let data = lock_data(&token, &self.identity);
         let options = CreateMode::Ephemeral.with_acls(self.session.default_acls());
         let mut in_doubt = false;
-        let lock_version = loop {
-            let mut multi = Multi::new(client);
-            multi
-                .check(&item, -1)
-                .create(&lock, self.identity.as_bytes(), &options);
-            self.stats.request();
-            match multi.commit(&self.session, generation).await {
-                Ok(_) => break 0,
-                Err(failed) => match (failed.verdict().fate(), failed.index, failed.verdict()) {
-                    (Fate::Refused, Some(0), Verdict::NoNode) => return Ok(None),
-                    (Fate::Refused, Some(1), Verdict::NodeExists) => {
-                        if !in_doubt {
+        loop {
+            if in_doubt && deadline.is_some_and(|d| Instant::now() >= d) {
+                self.resolve_stray_lock(client.clone(), generation, name.to_string(), token);
+                return Ok(None);
+            }
+            if in_doubt {
+                // Our own earlier create, or someone else's lock? Our token says.
+                let read = self.call(generation, client.get_data(&lock));
+                match within(deadline, read)
+                    .await
+                    .unwrap_or(Err(ZkError::Timeout))
+                    .classified()
+                {
+                    Ok((found, _)) if lock_token(&found) == Some(token.as_str()) => break,
+                    Ok(_) => return Ok(None),
+                    Err((Verdict::NoNode, _)) => {}
+                    Err((Verdict::Unknown, _)) => {
+                        if self.session.is_gone_generation(generation) {
                             return Ok(None);
                         }
-                        // Our own lost create, or someone else's lock? Our session is the marker.
-                        match self.call(generation, client.check_stat(&lock)).await {
-                            Ok(Some(stat)) if stat.ephemeral_owner == session_id => {
-                                break stat.version
-                            }
-                            Ok(Some(_)) => return Ok(None),
-                            Ok(None) => continue,
-                            Err(_) => return Ok(None),
-                        }
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
                     }
+                    Err(_) => {
+                        self.resolve_stray_lock(
+                            client.clone(),
+                            generation,
+                            name.to_string(),
+                            token,
+                        );
+                        return Ok(None);
+                    }
+                }
+            }
+            let mut multi = Multi::new(client);
+            multi.check(&item, -1).create(&lock, &data, &options);
+            self.stats.request();
+            let Some(committed) = within(deadline, multi.commit(&self.session, generation)).await
+            else {
+                in_doubt = true;
+                continue;
+            };
+            match committed {
+                Ok(_) => break,
+                Err(failed) => match (failed.verdict().fate(), failed.index, failed.verdict()) {
+                    (Fate::Refused, Some(0), Verdict::NoNode) => return Ok(None),
+                    (Fate::Refused, Some(1), Verdict::NodeExists) if !in_doubt => return Ok(None),
+                    // Resolved by the token at the top of the loop.
+                    (Fate::Refused, Some(1), Verdict::NodeExists) => {}
                     (Fate::Refused, _, _) => return Err(self.zk_error("claim", failed.error)),
-                    // The commit told the session layer.
+                    // The commit told the session layer; the lock went with the session.
                     (Fate::Expired, _, _) => return Ok(None),
-                    (Fate::Unknown, _, _) => {
-                        in_doubt = true;
-                        // Resolve at once on the same session: the lock is ours iff it exists
-                        // with our session as its owner.
-                        match self.call(generation, client.check_stat(&lock)).await {
-                            Ok(Some(stat)) if stat.ephemeral_owner == session_id => {
-                                break stat.version
-                            }
-                            Ok(Some(_)) => return Ok(None),
-                            Ok(None) => continue,
-                            Err(e) if fate(&e) == Fate::Unknown => {
-                                tokio::time::sleep(Duration::from_millis(50)).await;
-                                continue;
-                            }
-                            Err(_) => return Ok(None),
-                        }
-                    }
+                    (Fate::Unknown, _, _) => in_doubt = true,
                 },
             }
-        };
-        let mut claim = Claim {
-            queue: self.clone(),
-            name: name.to_string(),
-            sequence,
-            data: Vec::new(),
-            lock_version,
-            client: client.clone(),
-            generation,
-            session_id,
-            done: false,
-        };
+        }
+        // The lock is ours: read the item's bytes and version under it.
         loop {
-            match self
-                .call(generation, client.get_data(&item))
-                .await
-                .classified()
-            {
-                Ok((data, _)) => {
-                    claim.data = data;
-                    return Ok(Some(claim));
+            let read = self.call(generation, client.get_data(&item));
+            let Some(read) = within(deadline, read).await else {
+                // Out of time: hand the lock back in the background.
+                self.resolve_stray_lock(client.clone(), generation, name.to_string(), token);
+                return Ok(None);
+            };
+            match read.classified() {
+                Ok((data, stat)) => {
+                    let held = Held {
+                        queue: self.clone(),
+                        name: name.to_string(),
+                        sequence,
+                        item_version: stat.version,
+                        client: client.clone(),
+                        generation,
+                        session_id: client.session_id().0,
+                    };
+                    return Ok(Some(Claim::new(held, data)));
                 }
-                // Deleted under our lock (by hand): drop the lock, move on.
+                // Deleted under our lock (by hand): the lock is an orphan, drop it, move on.
                 Err((Verdict::NoNode, _)) => {
-                    claim.done = true;
                     let _ = self.call(generation, client.delete(&lock, None)).await;
                     return Ok(None);
                 }
-                Err((Verdict::Unknown, _)) => {
-                    if claim.is_lost() {
-                        claim.done = true;
-                        return Ok(None);
-                    }
+                Err((Verdict::Unknown, _)) if !self.session.is_gone_generation(generation) => {
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
-                Err(_) => {
-                    claim.done = true;
-                    return Ok(None);
-                }
+                // The lock goes with the session, or stays until it ends (unreadable item).
+                Err(_) => return Ok(None),
             }
         }
+    }
+
+    /// A lock create of ours whose outcome is unknown and that we gave up on may still land
+    /// (a request in flight at a connection loss can apply later): look for it in the
+    /// background for a while, and release it if it shows up with our token.
+    fn resolve_stray_lock(
+        self: &Arc<Self>,
+        client: Client,
+        generation: u64,
+        name: String,
+        token: String,
+    ) {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let queue = self.clone();
+        handle.spawn(async move {
+            let lock = format!("{}/locks/{name}", queue.path);
+            let item = format!("{}/items/{name}", queue.path);
+            let until = Instant::now()
+                + queue.session.request_limit().max(Duration::from_secs(1)) * STRAY_WATCH;
+            while Instant::now() < until && !queue.session.is_gone_generation(generation) {
+                let found = queue.call(generation, client.get_data(&lock)).await;
+                if let Ok((found, _)) = &found {
+                    if lock_token(found) == Some(token.as_str()) {
+                        // Ours: read the item's version under it and release like a claim.
+                        if let Ok((data, stat)) = queue.call(generation, client.get_data(&item)).await {
+                            let held = Held {
+                                queue: queue.clone(),
+                                name: name.clone(),
+                                sequence: sequence_of(&name).unwrap_or(0),
+                                item_version: stat.version,
+                                client: client.clone(),
+                                generation,
+                                session_id: client.session_id().0,
+                            };
+                            tracing::info!(queue = %queue.path, item = %name, "releasing a lock whose create was in doubt");
+                            held.release_in_background(data);
+                            return;
+                        }
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        });
     }
 
     pub(super) async fn items(&self) -> Result<Vec<ItemInfo>> {
@@ -241,7 +322,7 @@ impl Inner {
                     .classified()
                 {
                     Ok((data, stat)) => Some(ClaimHolder {
-                        identity: String::from_utf8_lossy(&data).into_owned(),
+                        identity: lock_identity(&data),
                         session_id: stat.ephemeral_owner,
                     }),
                     Err((Verdict::NoNode, _)) => None,
@@ -259,5 +340,45 @@ impl Inner {
         }
         out.sort_by_key(|i| i.sequence);
         Ok(out)
+    }
+}
+
+/// How long (in request limits, at least a second each) a lock create given up in doubt is
+/// looked for in the background.
+pub(super) const STRAY_WATCH: u32 = 4;
+
+/// A lock's data: `claim <token>` on the first line, the claimer's identity after it.
+fn lock_data(token: &str, identity: &str) -> Vec<u8> {
+    format!("claim {token}\n{identity}").into_bytes()
+}
+
+/// The token in a lock's data (`None` for a lock of an older zooid: identity only).
+fn lock_token(data: &[u8]) -> Option<&str> {
+    let text = std::str::from_utf8(data).ok()?;
+    let (first, _) = text.split_once('\n')?;
+    first.strip_prefix("claim ")
+}
+
+/// The claimer's identity in a lock's data.
+fn lock_identity(data: &[u8]) -> String {
+    let text = String::from_utf8_lossy(data);
+    match text.split_once('\n') {
+        Some((first, identity)) if first.starts_with("claim ") => identity.to_string(),
+        _ => text.into_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lock_data_carries_token_and_identity() {
+        let data = lock_data("0123456789abcdef", "host:42");
+        assert_eq!(lock_token(&data), Some("0123456789abcdef"));
+        assert_eq!(lock_identity(&data), "host:42");
+        // A lock of an older zooid: identity only, no token (never taken as ours).
+        assert_eq!(lock_token(b"host:42"), None);
+        assert_eq!(lock_identity(b"host:42"), "host:42");
     }
 }

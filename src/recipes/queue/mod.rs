@@ -5,8 +5,9 @@
 //! - `Q/items/i-<marker>-<seq>`: one PERSISTENT_SEQUENTIAL node per item, its data the item's
 //!   bytes. `<marker>` is 16 random hex digits chosen by the put, so a put whose reply was lost
 //!   is found again; `<seq>` is ZooKeeper's sequence number and gives the put order.
-//! - `Q/locks/<item name>`: the EPHEMERAL lock of a claimed item, its data the claimer's
-//!   identity; the claim is ours while the lock exists with `ephemeralOwner` = our session.
+//! - `Q/locks/<item name>`: the EPHEMERAL lock of a claimed item, its data `claim <token>` and
+//!   the claimer's identity; the token is drawn per claim, so a lock create whose reply was lost
+//!   is ours only if it carries our token (threads sharing a session are told apart).
 //! - `Q/waiters/w-<marker>-<seq>`: EPHEMERAL_SEQUENTIAL nodes of consumers waiting for work,
 //!   the line in which only the head watches the queue (no herd).
 //! - `Q/guards/g-<session>-<marker>`: one EPHEMERAL put guard per [`WorkQueue`] handle and
@@ -15,7 +16,9 @@
 //!
 //! Delivery is at-least-once: a claim whose session ends is lost, its item is claimed again. A
 //! completed item is never delivered again (its lock and the item are deleted in one `multi`
-//! that first checks the lock is still ours).
+//! that first checks the item's version: only a release moves it, so it names this claim's
+//! incarnation of the lock, and a resent complete or release cannot touch a later claim's).
+//! A claim creates a missing queue, so consumers may start before producers.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -25,7 +28,7 @@ use tokio::time::Instant;
 use zookeeper_client::{Client, CreateMode, Error as ZkError, MultiWriteResult, OneshotWatcher};
 
 use crate::error::{Result, ZooidError};
-use crate::zk::{ConnectionState, Session};
+use crate::zk::Session;
 
 /// Default for [`QueueOptions::max_items`]: 10,000 items. An item name is 29 bytes
 /// (`i-` + 16 hex + `-` + 10 digits), 33 bytes with its length prefix in a `getChildren`
@@ -157,6 +160,42 @@ struct Inner {
     stats: Counters,
 }
 
+impl Drop for Inner {
+    /// The last clone of a handle (and its last claim) is gone: delete its put guard, which
+    /// would otherwise stay until the session ends (ephemerals piling up on a long session).
+    /// No put can be in flight (it would hold the handle), and a guard is never reused.
+    fn drop(&mut self) {
+        let Some(guard) = self.guard.get_mut().take() else {
+            return;
+        };
+        let (client, generation) = self.session.client();
+        if guard.generation != generation || self.session.is_gone_generation(generation) {
+            return; // it goes with its session
+        }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let session = self.session.clone();
+        handle.spawn(async move {
+            let mut backoff = Duration::from_millis(50);
+            for _ in 0..20 {
+                match session
+                    .run(generation, client.delete(&guard.path, None))
+                    .await
+                {
+                    Ok(()) => return,
+                    Err(e) if fate(&e) != Fate::Unknown => return, // gone, or not ours to delete
+                    Err(_) if session.is_gone_generation(generation) => return,
+                    Err(_) => {
+                        tokio::time::sleep(backoff).await;
+                        backoff = (backoff * 2).min(Duration::from_secs(1));
+                    }
+                }
+            }
+        });
+    }
+}
+
 /// A handle on one work queue, over the process's shared [`Session`]. Cheap to clone; clones
 /// share the put guard and the counters. `Send + Sync`.
 #[derive(Clone)]
@@ -173,31 +212,44 @@ impl std::fmt::Debug for WorkQueue {
     }
 }
 
-/// An item claimed by this process: its lock exists and is owned by our session.
+/// An item claimed by this process: its lock exists, owned by our session and carrying this
+/// claim's own random token.
 ///
 /// Consume it with [`Claim::complete`] (the item is deleted, never delivered again) or
 /// [`Claim::release`] (the item is handed out again). A claim dropped without either is released
 /// in the background. A claim is lost with the session it was made on: then `complete` and
 /// `release` fail with [`ZooidError::SessionLost`] and change nothing.
 pub struct Claim {
+    held: Held,
+    data: Vec<u8>,
+    done: bool,
+    /// Set once the claim is known lost; never cleared.
+    lost: std::sync::atomic::AtomicBool,
+}
+
+/// What a claim holds on the servers, enough to complete or release it (also from a
+/// background task once the [`Claim`] is dropped).
+#[derive(Clone)]
+struct Held {
     queue: Arc<Inner>,
     name: String,
     sequence: u64,
-    data: Vec<u8>,
-    lock_version: i32,
+    /// The item's data version while we hold the lock. Only a release moves it (rewriting the
+    /// same bytes), so it names this incarnation of the lock: every complete or release checks
+    /// it, and a resend after a lost reply cannot touch a later claimer's lock.
+    item_version: i32,
     client: Client,
     generation: u64,
     session_id: i64,
-    done: bool,
 }
 
 impl std::fmt::Debug for Claim {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Claim")
-            .field("queue", &self.queue.path)
-            .field("item", &self.name)
+            .field("queue", &self.held.queue.path)
+            .field("item", &self.held.name)
             .field("bytes", &self.data.len())
-            .field("session", &format_args!("{:#x}", self.session_id))
+            .field("session", &format_args!("{:#x}", self.held.session_id))
             .finish_non_exhaustive()
     }
 }
@@ -208,13 +260,26 @@ fn random_marker() -> String {
     format!("{:016x}", rand::random::<u64>())
 }
 
-/// The sequence number ZooKeeper appended to a sequential node's name.
+/// The sequence number ZooKeeper appended to a sequential node's name, as an order key.
+///
+/// ZooKeeper formats its signed 32-bit counter with `%010d`: after 2147483647 it wraps to
+/// negative numbers (`-2147483648`, then up to `-000000001`), which come after every positive
+/// one. They are read as the counter's unsigned value (2^32 - N), so the order holds across the
+/// wrap.
 fn sequence_of(name: &str) -> Option<u64> {
-    let (_, digits) = name.rsplit_once('-')?;
-    if digits.len() < 10 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+    let (head, digits) = name.rsplit_once('-')?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    digits.parse().ok()
+    // `<prefix>-<marker>--<digits>`: the counter is negative, its sign the second dash.
+    let negative = head.ends_with('-');
+    if digits.len() + usize::from(negative) < 10 {
+        return None;
+    }
+    let value: i64 = digits.parse().ok()?;
+    let signed = if negative { -value } else { value };
+    let counter = i32::try_from(signed).ok()?;
+    Some(u64::from(counter as u32))
 }
 
 fn default_identity() -> String {
@@ -239,9 +304,9 @@ fn validate_path(path: &str) -> Result<()> {
 
 impl WorkQueue {
     /// A handle on the queue at `path` (an absolute ZooKeeper path), over `session`. Touches
-    /// nothing on the servers: the first [`put`](Self::put) creates the queue's nodes;
-    /// [`claim`](Self::claim) and [`items`](Self::items) on a queue never put to fail with
-    /// [`ZooidError::NotFound`].
+    /// nothing on the servers: the first [`put`](Self::put) or [`claim`](Self::claim) creates
+    /// the queue's nodes (consumers may start before producers); [`items`](Self::items) on a
+    /// queue that does not exist fails with [`ZooidError::QueueNotFound`].
     ///
     /// Errors: [`ZooidError::InvalidArgument`] for a bad path or options out of range.
     pub fn open(session: &Session, path: &str, options: QueueOptions) -> Result<WorkQueue> {
@@ -333,13 +398,14 @@ impl WorkQueue {
     /// Waiting consumers form a line (`Q/waiters`): only its head watches the queue, every
     /// other waiter watches its predecessor, so a put wakes one consumer, not all of them.
     ///
-    /// Errors: [`ZooidError::NotFound`] when the queue does not exist (never put to).
+    /// A claim on a queue that does not exist yet creates its nodes and waits for the first put
+    /// like any other claim: workers are normally started before producers.
     pub async fn claim(&self, timeout: Option<Duration>) -> Result<Option<Claim>> {
         self.inner.claim(timeout).await
     }
 
     /// Lists the items in put order, with who holds each claimed one. Cleans up locks whose item
-    /// is gone. Errors: [`ZooidError::NotFound`] when the queue does not exist.
+    /// is gone. Errors: [`ZooidError::QueueNotFound`] when the queue does not exist.
     pub async fn items(&self) -> Result<Vec<ItemInfo>> {
         self.inner.items().await
     }
@@ -416,6 +482,19 @@ impl Inner {
             self.call(generation, client.mkdir(&path, &options)).await?;
         }
         Ok(())
+    }
+}
+
+/// How far past its timeout a claim's requests may run: a claim with timeout T returns within
+/// T + this also when no server answers.
+const CLAIM_SLACK: Duration = Duration::from_millis(500);
+
+/// Runs `fut`, giving up at `deadline` (`None`: never). A request given up is as unknown as a
+/// lost reply.
+async fn within<F: std::future::Future>(deadline: Option<Instant>, fut: F) -> Option<F::Output> {
+    match deadline {
+        None => Some(fut.await),
+        Some(d) => tokio::time::timeout_at(d, fut).await.ok(),
     }
 }
 

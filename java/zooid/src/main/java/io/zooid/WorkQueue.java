@@ -84,12 +84,11 @@ public final class WorkQueue extends NativeResource implements AutoCloseable {
 
     /**
      * Claims the oldest unclaimed item, waiting up to {@code timeout} for one ({@code 0}: try once
-     * without waiting). Returns null when none came in time. The wait is not interruptible; use a
+     * without waiting). Returns null when none came in time. A queue that does not exist yet is
+     * created and waited on like an empty one: consumers may start before producers. The wait is not interruptible; use a
      * bounded timeout.
      *
      * @throws IllegalArgumentException if {@code timeout} is negative
-     * @throws CategoryNotFoundException if the queue does not exist (it is created by its first
-     *     put); {@link CategoryNotFoundException#getCategory()} names it
      * @throws IllegalStateException if the queue is closed, or the session was closed while waiting
      */
     public Claim claim(long timeout, TimeUnit unit) throws IDGeneratorException {

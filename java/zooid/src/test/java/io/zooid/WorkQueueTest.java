@@ -179,11 +179,27 @@ class WorkQueueTest {
             queue.put(bytes("3")); // room again
         }
 
-        try (WorkQueue missing = WorkQueue.open(service, freshQueue())) {
-            CategoryNotFoundException notFound =
-                    assertThrows(CategoryNotFoundException.class, () -> missing.claim(0, TimeUnit.SECONDS));
-            assertTrue(notFound.getMessage().contains("does not exist"), notFound.getMessage());
-            assertThrows(CategoryNotFoundException.class, () -> missing.claim(200, TimeUnit.MILLISECONDS));
+        // Workers start before producers: a claim on a queue never put to finds nothing (it does
+        // not fail), and a consumer waiting on it gets the first item put.
+        String later = freshQueue();
+        ExecutorService pool = Executors.newSingleThreadExecutor();
+        try (WorkQueue missing = WorkQueue.open(service, later);
+                WorkQueue producer = WorkQueue.open(service, later)) {
+            assertNull(missing.claim(0, TimeUnit.SECONDS));
+            Future<byte[]> early = pool.submit(() -> {
+                try (WorkQueue.Claim claim = missing.claim(20, TimeUnit.SECONDS)) {
+                    assertNotNull(claim, "the waiting consumer got the first item");
+                    byte[] data = claim.getData();
+                    claim.complete();
+                    return data;
+                }
+            });
+            Thread.sleep(1000);
+            assertFalse(early.isDone(), "the consumer waits for the queue");
+            producer.put(bytes("early"));
+            assertArrayEquals(bytes("early"), early.get(30, TimeUnit.SECONDS));
+        } finally {
+            pool.shutdownNow();
         }
 
         assertThrows(IllegalArgumentException.class, () -> WorkQueue.open(service, "relative"));
