@@ -165,6 +165,9 @@ impl Active<'_> {
                 t.last_durable = Some(Instant::now());
                 t.pending = Some((ceiling, version));
             }
+            (self.options.report)(&format!(
+                "durable category={path} ceiling={ceiling} (fence {fence}); writing the pool"
+            ));
         }
         crash_point("after-durable");
         let Some(next_version) = version.checked_add(1) else {

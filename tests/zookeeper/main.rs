@@ -7,6 +7,7 @@ mod blocks;
 mod deadline;
 mod harness;
 mod metrics;
+mod review;
 mod security;
 mod service;
 mod session;
