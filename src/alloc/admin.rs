@@ -1,13 +1,15 @@
 //! The operator's operations on a pool: create it (single node or block allocation), restore
 //! it from its durable record, repair it against one, raise its ceiling.
 
+use std::cell::Cell;
+
 use zookeeper_client::CreateMode;
 
-use super::blocks::needs_zookeeper;
+use super::blocks::{generations, needs_zookeeper};
 use super::engine::{LastFailure, Plan, Step};
 use super::options::Restored;
 use super::service::{count_of, IdGeneratorService};
-use super::state::{Cached, Waiting};
+use super::state::{Cached, Strategy, Waiting};
 use crate::error::{Result, ZooidError};
 use crate::format::{returned_parent, sequence_parent, OpKind, OpRecord, OpToken, Pool, MAX_TAKE};
 use crate::idset::IdCategory;
@@ -224,7 +226,9 @@ impl<S: Store> IdGeneratorService<S> {
     }
 
     /// See [`repair`](Self::repair). Plans on the store as it is now, not on a remembered state,
-    /// and accepts a pool older than seen before (that is what it repairs).
+    /// and accepts a pool older than seen before (that is what it repairs). A pool in block
+    /// allocation moves to a new generation above both the record and every block claimed: its
+    /// generation is sealed first, so that no claim lands after its frontier was read.
     pub(super) async fn repair_pool(
         &self,
         category: &IdCategory,
@@ -233,39 +237,86 @@ impl<S: Store> IdGeneratorService<S> {
     ) -> Result<Restored> {
         let path = category.name();
         let (mut slot, mut budget) = self.hold(category).await?;
-        slot.cached = None;
-        let plan = |pool: &Pool, _| {
-            if pool.ceiling().is_some_and(|c| c >= ceiling) {
-                return Ok(Plan::Keep);
-            }
-            let mut next = pool.clone();
-            let removed = next.clear_through(ceiling);
-            let count = count_of(&removed);
-            next.set_ceiling(Some(ceiling));
-            next.set_epoch(pool.epoch().max(epoch));
-            tracing::error!(category = path, ceiling, old_ceiling = ?pool.ceiling(), removed = count, "pool is behind the durable record (rolled back?): removed its free IDs at or below the recorded ceiling");
-            Ok(Plan::Write {
-                next,
-                moved: removed,
-                count,
-            })
-        };
-        let step = self
-            .update(
-                category,
-                &mut slot,
-                &mut budget,
-                OpKind::Ceiling,
-                false,
-                plan,
-            )
-            .await?;
-        Ok(match step {
-            Step::Done { moved, .. } => Restored::Repaired {
-                removed: count_of(&moved),
-            },
-            Step::Kept(_) => Restored::Kept,
-        })
+        loop {
+            slot.cached = None;
+            // The generation sealed for this attempt and its final frontier (block pools).
+            let sealed = match self.store.session() {
+                Some(session) => {
+                    let node = self.read(path, &mut budget).await?;
+                    let pool = Pool::parse(path, &node.data)?;
+                    match pool.blocks() {
+                        Some(layout) if !pool.ceiling().is_some_and(|c| c >= ceiling) => {
+                            generations::seal(session, path, &layout).await?;
+                            let frontier = generations::frontier_if_numbered(session, path, &layout)
+                                .await?
+                                .unwrap_or(layout.base);
+                            Some((layout.generation, frontier))
+                        }
+                        _ => None,
+                    }
+                }
+                None => None,
+            };
+            let moved_on = Cell::new(false);
+            let plan = |pool: &Pool, _| {
+                if pool.ceiling().is_some_and(|c| c >= ceiling) {
+                    return Ok(Plan::Keep);
+                }
+                let frontier = match (pool.blocks(), sealed) {
+                    (None, _) => i64::MIN,
+                    (Some(b), Some((generation, frontier))) if b.generation == generation => {
+                        frontier
+                    }
+                    // Not the generation sealed (another process moved it on): seal again.
+                    (Some(_), _) => {
+                        moved_on.set(true);
+                        return Ok(Plan::Keep);
+                    }
+                };
+                let mut next = pool.clone();
+                let removed = next.clear_through(ceiling, frontier);
+                let count = count_of(&removed);
+                next.set_ceiling(Some(ceiling));
+                next.set_epoch(pool.epoch().max(epoch));
+                tracing::error!(category = path, ceiling, old_ceiling = ?pool.ceiling(), removed = count, "pool is behind the durable record (rolled back?): removed its free IDs at or below the recorded ceiling");
+                Ok(Plan::Write {
+                    next,
+                    moved: removed,
+                    count,
+                })
+            };
+            let step = self
+                .update(
+                    category,
+                    &mut slot,
+                    &mut budget,
+                    OpKind::Ceiling,
+                    false,
+                    plan,
+                )
+                .await?;
+            let outcome = match step {
+                Step::Done { moved, strategy } => {
+                    if let (Strategy::Blocks(layout), Some(session)) =
+                        (strategy, self.store.session())
+                    {
+                        // The new generation's sequence parent (a take creates it too).
+                        generations::ensure_parent(session, path, layout.generation).await?;
+                    }
+                    Restored::Repaired {
+                        removed: count_of(&moved),
+                    }
+                }
+                Step::Kept(_) if moved_on.get() => {
+                    if !budget.try_attempt() {
+                        return Err(self.budget_error(category, &budget, LastFailure::Conflict));
+                    }
+                    continue;
+                }
+                Step::Kept(_) => Restored::Kept,
+            };
+            return Ok(outcome);
+        }
     }
 
     /// Raises the ceiling with a versioned write (see [`raise_ceiling`](Self::raise_ceiling)).
