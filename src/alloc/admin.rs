@@ -32,11 +32,7 @@ impl<S: Store> IdGeneratorService<S> {
         if let Some(acl) = acl {
             crate::zk::acl::check_acl_list(acl)?;
         }
-        if let Some(c) = ceiling.filter(|&c| c < 0 || c > last) {
-            return Err(ZooidError::InvalidArgument(format!(
-                "ceiling {c}: need 0 <= ceiling <= last ({last})"
-            )));
-        }
+        check_ceiling(ceiling, last)?;
         let bounds = category_bounds(first, last)?;
         let path = category.name();
         let mut pool = Pool::new(bounds);
@@ -86,16 +82,19 @@ impl<S: Store> IdGeneratorService<S> {
         first: i64,
         last: i64,
         unit: u64,
+        ceiling: Option<i64>,
     ) -> Result<()> {
         if unit == 0 || unit > MAX_TAKE {
             return Err(ZooidError::InvalidArgument(format!(
                 "block size {unit}: need 1..={MAX_TAKE}"
             )));
         }
+        check_ceiling(ceiling, last)?;
         let bounds = category_bounds(first, last)?;
         let session = self.store.session().ok_or_else(needs_zookeeper)?;
         let path = category.name();
         let mut pool = Pool::with_blocks(bounds, unit);
+        pool.set_ceiling(ceiling);
         let (token, bytes) = self.first_version(&mut pool, bounds.len());
         let parent = sequence_parent(path, 0);
         let mut budget = Budget::start(self.options.retry);
@@ -350,6 +349,16 @@ impl<S: Store> IdGeneratorService<S> {
         )
         .await?;
         Ok(())
+    }
+}
+
+/// A new category's ceiling, checked (`0 <= ceiling <= last`).
+fn check_ceiling(ceiling: Option<i64>, last: i64) -> Result<()> {
+    match ceiling.filter(|&c| c < 0 || c > last) {
+        Some(c) => Err(ZooidError::InvalidArgument(format!(
+            "ceiling {c}: need 0 <= ceiling <= last ({last})"
+        ))),
+        None => Ok(()),
     }
 }
 

@@ -282,7 +282,6 @@ fn the_first_ceiling_of_a_block_category_covers_claims_made_meanwhile() {
 
 /// Finding 2, second half: a category in block allocation can be created with a ceiling, so
 /// that no ID is handed out before a keeper made one durable.
-#[cfg(any())]
 #[test]
 fn a_block_category_can_be_created_with_a_ceiling() {
     support::init_tracing();
@@ -480,5 +479,112 @@ fn a_double_push_into_a_part_is_counted_once() {
         }
         assert!(seen.iter().all(|&id| id <= 20_000));
         eprintln!("double push into a part: counted once; {} free IDs handed out once", seen.len());
+    });
+}
+
+/// Finding 3, second path: a move to a new generation interrupted between its pool write and
+/// the creation of the new sequence parent (written here as the interrupted process left it),
+/// with the ceiling below the new generation's base: clients refuse at the ceiling before
+/// claiming, so only the keeper can go on. It must create the parent and raise, not drop the
+/// category as deleted; `pool_info` (`zooid show`) must not say NotFound meanwhile.
+#[test]
+fn an_interrupted_generation_move_does_not_stall_the_category() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records");
+    let connect = zk.connect_string();
+    runtime().block_on(async {
+        let svc = open(&connect, Duration::from_secs(8)).await;
+        let cat = IdCategory::new("/review3b/c").unwrap();
+        svc.create_category_blocks(&cat, 1, 1_000_000, 100)
+            .await
+            .unwrap();
+        svc.raise_ceiling(&cat, 1000).await.unwrap();
+        let mut seen = BTreeSet::new();
+        let set = svc.take_ids(&cat, 1000).await.unwrap();
+        no_duplicate(&mut seen, &set, "before the move");
+        // The move's pool write, without the sequence parent it should have created next.
+        let node = svc.store().get(cat.name()).await.unwrap();
+        let text = String::from_utf8(node.data.clone()).unwrap();
+        assert!(text.contains("#blocks 100 0 1\n"), "{text}");
+        let moved = text.replace("#blocks 100 0 1\n", "#blocks 100 1 1001\n");
+        svc.store()
+            .set(cat.name(), moved.as_bytes(), node.version)
+            .await
+            .unwrap();
+        let fresh = open(&connect, Duration::from_secs(8)).await;
+        let info = fresh.pool_info(&cat).await;
+        assert!(info.is_ok(), "show says {info:?} for a category that exists");
+        let keeper = InProcessKeeper::start(&connect, &records, "/review3b", 1000, None);
+        let taken = fresh.take_ids(&cat, 100).await;
+        let dropped = keeper.has("category /review3b/c dropped");
+        let set = match taken {
+            Ok(set) => set,
+            Err(err) => panic!(
+                "the category stalled: {err} (keeper dropped it as deleted: {dropped}); keeper log:\n{}",
+                keeper.log().join("\n")
+            ),
+        };
+        no_duplicate(&mut seen, &set, "after the move");
+        assert_eq!(set.ranges(), vec![r(1001, 1100)]);
+        assert!(!dropped, "the keeper dropped a category that exists");
+        eprintln!(
+            "interrupted move: {}; took {:?}",
+            keeper
+                .log()
+                .iter()
+                .find(|l| l.contains("missing sequence parent"))
+                .cloned()
+                .unwrap_or_default(),
+            set.ranges()
+        );
+    });
+}
+
+/// The keeper's reserve is at most a share (a tenth) of the IDs left in the category, and it
+/// says so: a wipe of ZooKeeper restored from the record then costs at most that share, where a
+/// reserve sized from the take rate alone could reserve (and lose) the whole rest.
+#[test]
+fn the_keeper_reserve_is_capped_at_a_share_of_what_is_left() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records");
+    let connect = zk.connect_string();
+    runtime().block_on(async {
+        let svc = open(&connect, Duration::from_secs(8)).await;
+        let cat = IdCategory::new("/reviewcap/c").unwrap();
+        svc.create_category_with_ceiling(&cat, 1, 100_000, Some(0))
+            .await
+            .unwrap();
+        // A reserve floor of 80,000: all but a fifth of the category.
+        let keeper = InProcessKeeper::start(&connect, &records, "/reviewcap", 80_000, None);
+        let raised = keeper
+            .wait("raised category=/reviewcap/c ceiling 0 -> ", Duration::from_secs(20))
+            .await;
+        eprintln!("{raised}");
+        let first: i64 = raised
+            .split("ceiling 0 -> ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|c| c.parse().ok())
+            .expect("the first ceiling in the keeper's line");
+        assert!(
+            first <= 10_000,
+            "the keeper reserved {first} of the 100,000 IDs left (a wipe would lose them all)"
+        );
+        let capped = keeper.wait("reserve capped", Duration::from_secs(5)).await;
+        eprintln!("{capped}");
+        // Takes go on under it, and the ceiling follows in steps of a tenth of what is left.
+        let mut seen = BTreeSet::new();
+        for _ in 0..3 {
+            let set = svc.take_ids(&cat, 5000).await.unwrap();
+            no_duplicate(&mut seen, &set, "under the capped reserve");
+        }
+        let durable = DurableStore::open(records.to_str().unwrap()).unwrap();
+        let record = durable.read(cat.name()).await.unwrap().unwrap();
+        let left = 100_000 - *seen.iter().max().unwrap();
+        assert!(record.ceiling - *seen.iter().max().unwrap() <= left / 10 + 1);
     });
 }
