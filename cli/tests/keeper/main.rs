@@ -770,3 +770,40 @@ fn a_keeper_keeps_a_category_in_block_allocation_under_its_record() {
         k.kill();
     });
 }
+
+/// `zooid restore` says loudly when a category comes back exhausted: its record's ceiling is
+/// its last ID (a keeper had reserved the whole rest), so no take succeeds after the restore.
+#[test]
+fn restore_says_loudly_when_a_category_comes_back_exhausted() {
+    let zk = ZkServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records");
+    let connect = zk.connect_string();
+    runtime().block_on(async {
+        let durable = DurableStore::open(records.to_str().unwrap()).unwrap();
+        let fence = zooid::durable::Fence {
+            generation: 0,
+            token: 1,
+        };
+        let bounds = zooid::IdRange::new(1, 100_000).unwrap();
+        for (name, ceiling) in [("/ex/full", 100_000), ("/ex/half", 50_000)] {
+            durable
+                .write(&zooid::durable::Record::new(name, bounds, ceiling, fence))
+                .await
+                .unwrap();
+        }
+    });
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zooid"))
+        .args(["--connect", &connect, "restore", "--durable", records.to_str().unwrap(), "--root", "/ex"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    eprintln!("{stdout}{stderr}");
+    assert!(out.status.success(), "{stderr}");
+    let loud: Vec<&str> = stderr.lines().filter(|l| l.contains("EXHAUSTED")).collect();
+    assert_eq!(loud.len(), 1, "one loud line, for /ex/full only: {stderr}");
+    assert!(loud[0].contains("/ex/full"), "{}", loud[0]);
+}
