@@ -246,9 +246,14 @@ impl<S: Store> IdGeneratorService<S> {
                     match pool.blocks() {
                         Some(layout) if !pool.ceiling().is_some_and(|c| c >= ceiling) => {
                             generations::seal(session, path, &layout).await?;
-                            let frontier = generations::frontier_if_numbered(session, path, &layout)
-                                .await?
-                                .unwrap_or(layout.base);
+                            let frontier = match generations::sealed_next_block(session, path, &layout).await {
+                                Ok(next) => generations::block_start(&layout, next),
+                                // No sequence parent: no block of the generation was claimed.
+                                Err(ZooidError::NotFound { category }) if category != path => {
+                                    layout.base
+                                }
+                                Err(err) => return Err(err),
+                            };
                             Some((layout.generation, frontier))
                         }
                         _ => None,

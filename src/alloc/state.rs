@@ -306,6 +306,20 @@ impl Categories {
         Ok(())
     }
 
+    /// Records that this process's own write produced (`epoch`, `version`). Never fails: the
+    /// write applied, so what it moved is the caller's; a newer state seen already stays the
+    /// newest (and is logged, as it should not happen: every observation runs under the
+    /// category's slot).
+    pub(crate) fn note_written(&self, path: &str, epoch: u64, version: i32) {
+        let mut seen = locked(&self.seen);
+        let entry = seen.entry(path.to_string()).or_insert((epoch, version));
+        if (epoch, version) < *entry {
+            tracing::warn!(category = path, epoch, version, newest = ?*entry, "own write older than a state seen before; keeping the newest");
+        } else {
+            *entry = (epoch, version);
+        }
+    }
+
     /// A block number of `generation` not claimed yet as far as this process knows (0 when it
     /// knows nothing of that generation).
     pub(crate) fn known_next_block(&self, path: &str, generation: u64) -> i64 {
@@ -423,6 +437,18 @@ mod tests {
                 node: "/p/zooid-returned/r-b".into()
             }]
         );
+    }
+
+    #[test]
+    fn an_own_write_is_noted_without_failing() {
+        let categories = Categories::default();
+        categories.observe("/c", 1, 10).unwrap();
+        // Older than seen (cannot happen under the slot): noted, not an error; the newest stays.
+        categories.note_written("/c", 0, 11);
+        assert!(categories.is_older("/c", 1, 9));
+        assert!(categories.observe("/c", 0, 12).is_err());
+        categories.note_written("/c", 1, 11);
+        assert!(categories.is_older("/c", 1, 10));
     }
 
     #[test]

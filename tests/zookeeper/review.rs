@@ -588,3 +588,47 @@ fn the_keeper_reserve_is_capped_at_a_share_of_what_is_left() {
         assert!(record.ceiling - *seen.iter().max().unwrap() <= left / 10 + 1);
     });
 }
+
+/// Finding 8: a keeper's write keeps as long an operation log as the clients keep (a longer
+/// `op_log_len` resolves lost replies further back); it used to cut the log to 64 entries.
+#[test]
+fn a_keeper_write_keeps_a_longer_op_log() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records");
+    let connect = zk.connect_string();
+    runtime().block_on(async {
+        let options = ServiceOptions {
+            op_log_len: 200,
+            ..ServiceOptions::default()
+        };
+        let svc = IdGeneratorService::connect(&connect, &session_options(6000), options)
+            .await
+            .unwrap();
+        let cat = IdCategory::new("/reviewlog/c").unwrap();
+        svc.create_category_with_ceiling(&cat, 1, 1_000_000, Some(100_000))
+            .await
+            .unwrap();
+        for _ in 0..120 {
+            svc.take_ids(&cat, 1).await.unwrap();
+        }
+        let logged = |data: &[u8]| {
+            zooid::format::Pool::parse(cat.name(), data)
+                .unwrap()
+                .log()
+                .count()
+        };
+        let before = logged(&svc.read_node(cat.name()).await.unwrap());
+        assert_eq!(before, 121);
+        let keeper = InProcessKeeper::start(&connect, &records, "/reviewlog", 1000, None);
+        let raised = keeper.wait("raised category=/reviewlog/c", Duration::from_secs(20)).await;
+        eprintln!("{raised}");
+        let after = logged(&svc.read_node(cat.name()).await.unwrap());
+        assert!(
+            after >= before,
+            "the keeper's write cut the operation log from {before} to {after} entries"
+        );
+        eprintln!("op log: {before} entries before the keeper's write, {after} after");
+    });
+}

@@ -44,7 +44,7 @@ pub async fn frontier(session: &Session, path: &str, blocks: &Blocks) -> Result<
 }
 
 /// The first ID of block `next` of `blocks`' generation (saturating).
-fn block_start(blocks: &Blocks, next: i64) -> i64 {
+pub(crate) fn block_start(blocks: &Blocks, next: i64) -> i64 {
     let unit = i64::try_from(blocks.unit).unwrap_or(i64::MAX);
     next.saturating_mul(unit).saturating_add(blocks.base)
 }
@@ -122,6 +122,28 @@ async fn create_parent(
             _ => Err(unreachable(&failed)),
         },
     }
+}
+
+/// The final block count of a sealed generation: its sequence parent's child version, read
+/// after a `sync` (the seal may have been another process's, and this session's server may
+/// lag behind the claims it saw).
+pub(crate) async fn sealed_next_block(
+    session: &Session,
+    path: &str,
+    blocks: &Blocks,
+) -> Result<i64> {
+    let parent = sequence_parent(path, blocks.generation);
+    let (client, generation) = session.client();
+    match session.run(generation, client.sync(&parent)).await.classified() {
+        Ok(()) | Err((Verdict::NoNode, _)) => {}
+        Err((_, err)) => {
+            return Err(ZooidError::ConnectionLost {
+                category: path.to_string(),
+                reason: format!("sync of {parent}: {err}"),
+            })
+        }
+    }
+    next_block(session, path, blocks).await
 }
 
 /// Seals the generation: creates in it fail from now on. Idempotent.

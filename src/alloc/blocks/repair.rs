@@ -10,7 +10,7 @@ use super::generations;
 use super::parts::{self, ChunkCache, Loaded};
 use super::returns;
 use crate::alloc::state::Waiting;
-use crate::error::Result;
+use crate::error::{Result, ZooidError};
 use crate::format::{returned_parent, Blocks, ChunkOp, Pool};
 use crate::zk::Session;
 
@@ -109,15 +109,16 @@ async fn sealed_frontier(
 ) -> Result<Option<i64>> {
     for _ in 0..2 {
         generations::seal(session, path, blocks).await?;
-        match generations::frontier_if_numbered(session, path, blocks).await? {
-            Some(frontier) => return Ok(Some(frontier)),
-            None => {
+        match generations::sealed_next_block(session, path, blocks).await {
+            Ok(next) => return Ok(Some(generations::block_start(blocks, next))),
+            Err(ZooidError::NotFound { category }) if category != path => {
                 if !generations::ensure_parent_at(session, path, blocks.generation, version)
                     .await?
                 {
                     return Ok(None);
                 }
             }
+            Err(err) => return Err(err),
         }
     }
     Ok(None)
