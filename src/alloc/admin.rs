@@ -244,9 +244,13 @@ impl<S: Store> IdGeneratorService<S> {
                     let node = self.read(path, &mut budget).await?;
                     let pool = Pool::parse(path, &node.data)?;
                     match pool.blocks() {
-                        Some(layout) if !pool.ceiling().is_some_and(|c| c >= ceiling) => {
+                        Some(layout) if pool.ceiling().is_none_or(|c| c < ceiling) => {
                             generations::seal(session, path, &layout).await?;
-                            let frontier = match generations::sealed_next_block(session, path, &layout).await {
+                            let frontier = match generations::sealed_next_block(
+                                session, path, &layout,
+                            )
+                            .await
+                            {
                                 Ok(next) => generations::block_start(&layout, next),
                                 // No sequence parent: no block of the generation was claimed.
                                 Err(ZooidError::NotFound { category }) if category != path => {

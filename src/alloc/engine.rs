@@ -350,7 +350,8 @@ impl<S: Store> IdGeneratorService<S> {
                     self.categories.forget_seen(path);
                 }
                 // The write applied: its IDs are the caller's whatever was seen meanwhile.
-                self.categories.note_written(path, write.next.epoch(), written);
+                self.categories
+                    .note_written(path, write.next.epoch(), written);
                 let limit = self.options.max_pool_bytes;
                 let bytes = write.bytes.len();
                 self.stats

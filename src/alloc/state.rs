@@ -94,7 +94,9 @@ impl Waiting {
         let stored = free.without(&inserted_ids);
         for range in rest() {
             let mut at = range.start();
-            while let Some(hit) = IdRange::new(at, range.end()).and_then(|r| stored.first_overlap(&r)) {
+            while let Some(hit) =
+                IdRange::new(at, range.end()).and_then(|r| stored.first_overlap(&r))
+            {
                 let start = hit.start().max(at);
                 let end = hit.end().min(range.end());
                 if let Some(both) = IdRange::new(start, end) {
@@ -161,9 +163,11 @@ impl Waiting {
         // A push that doubles IDs of the stored free list is merged (its node deleted), so that
         // the pushes left waiting never hold an ID the free list's nodes hold.
         let doubles = |ranges: &[IdRange]| {
-            ranges
-                .iter()
-                .any(|r| self.overlap.iter().any(|o| o.start() <= r.end() && r.start() <= o.end()))
+            ranges.iter().any(|r| {
+                self.overlap
+                    .iter()
+                    .any(|o| o.start() <= r.end() && r.start() <= o.end())
+            })
         };
         let untouched: Vec<(String, Vec<IdRange>)> = self
             .pushes

@@ -11,8 +11,8 @@ use crate::alloc::blocks::{generations, repair::Moved};
 use crate::durable::{Fence, Record};
 use crate::election::FencedOp;
 use crate::error::{Result, ZooidError};
-use crate::format::{chunk_path, returned_parent, ChunkOp, OpKind, OpRecord, OpToken, Pool};
 use crate::format::DEFAULT_OP_LOG_LEN;
+use crate::format::{chunk_path, returned_parent, ChunkOp, OpKind, OpRecord, OpToken, Pool};
 
 /// How many times one evaluation re-reads after a version conflict.
 const MAX_CONFLICTS: usize = 8;
@@ -68,8 +68,13 @@ impl Active<'_> {
                 .await?
                 .is_none()
             {
-                if generations::ensure_parent_at(self.session, path, blocks.generation, stat.version)
-                    .await?
+                if generations::ensure_parent_at(
+                    self.session,
+                    path,
+                    blocks.generation,
+                    stat.version,
+                )
+                .await?
                 {
                     (self.options.report)(&format!(
                         "category {path}: created the missing sequence parent of block generation {}",
@@ -137,12 +142,17 @@ impl Active<'_> {
                 .await;
         }
         let recorded = record.as_ref().map(|r| r.ceiling);
-        if pool.ceiling().is_none() && pool.blocks().is_some() {
+        let (target, write) = if pool.ceiling().is_none() && pool.blocks().is_some() {
             // First ceiling of a block pool: claims do not move the pool node's version, so
             // the generation is sealed and the ceiling planned on its final frontier.
-            let Some(moved) =
-                crate::alloc::blocks::repair::seal_and_move(self.session, path, &pool, stat.version, None)
-                    .await?
+            let Some(moved) = crate::alloc::blocks::repair::seal_and_move(
+                self.session,
+                path,
+                &pool,
+                stat.version,
+                None,
+            )
+            .await?
             else {
                 return Ok(Wrote::Conflict);
             };
@@ -150,37 +160,35 @@ impl Active<'_> {
                 .saturating_add(reserve.min(i64::MAX as u64) as i64)
                 .min(end)
                 .max(recorded.unwrap_or(0));
-            let write = PoolWrite::moved(path, moved);
-            return self
-                .raise(path, &pool, stat.version, record.as_ref(), target, fence, write, None)
-                .await;
-        }
-        let target = match pool.ceiling() {
-            // First ceiling: above everything handed out so far.
-            None => usage
-                .high_water
-                .saturating_add(reserve as i64)
-                .min(end)
-                .max(recorded.unwrap_or(0)),
-            Some(c) => {
-                let unrecorded = recorded.is_none_or(|r| r < c);
-                let unfinished = recorded.is_some_and(|r| r > c);
-                let low = headroom < sizing.low_water_mark(reserve) && c < end;
-                if !low && !unrecorded && !unfinished {
-                    return Ok(Wrote::Nothing);
-                }
-                let add = if low {
-                    reserve.saturating_sub(headroom)
-                } else {
-                    0
-                };
-                c.saturating_add(add.min(i64::MAX as u64) as i64)
+            (target, PoolWrite::moved(path, moved))
+        } else {
+            let target = match pool.ceiling() {
+                // First ceiling: above everything handed out so far.
+                None => usage
+                    .high_water
+                    .saturating_add(reserve as i64)
                     .min(end)
-                    .max(c)
-                    .max(recorded.unwrap_or(c))
-            }
+                    .max(recorded.unwrap_or(0)),
+                Some(c) => {
+                    let unrecorded = recorded.is_none_or(|r| r < c);
+                    let unfinished = recorded.is_some_and(|r| r > c);
+                    let low = headroom < sizing.low_water_mark(reserve) && c < end;
+                    if !low && !unrecorded && !unfinished {
+                        return Ok(Wrote::Nothing);
+                    }
+                    let add = if low {
+                        reserve.saturating_sub(headroom)
+                    } else {
+                        0
+                    };
+                    c.saturating_add(add.min(i64::MAX as u64) as i64)
+                        .min(end)
+                        .max(c)
+                        .max(recorded.unwrap_or(c))
+                }
+            };
+            (target, PoolWrite::plain(&pool))
         };
-        let write = PoolWrite::plain(&pool);
         self.raise(
             path,
             &pool,

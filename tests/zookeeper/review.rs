@@ -79,7 +79,10 @@ impl InProcessKeeper {
             eprintln!("keeper: {line}");
             sink.lock().unwrap().push(line.to_string());
             let mut held = hold.lock().unwrap();
-            if held.as_ref().is_some_and(|(p, _, _)| line.starts_with(p.as_str())) {
+            if held
+                .as_ref()
+                .is_some_and(|(p, _, _)| line.starts_with(p.as_str()))
+            {
                 if let Some((_, release, reached)) = held.take() {
                     let _ = reached.send(());
                     let _ = release.recv_timeout(Duration::from_secs(60));
@@ -181,7 +184,9 @@ fn a_repair_starts_fresh_blocks_above_the_claimed_frontier() {
         // The keeper that made 2600 durable did not get to write the pool.
         record_ahead(&records, &cat, bounds, 2600).await;
         let keeper = InProcessKeeper::start(&connect, &records, "/review1", 1000, None);
-        let repair = keeper.wait("REPAIR category=/review1/c", Duration::from_secs(20)).await;
+        let repair = keeper
+            .wait("REPAIR category=/review1/c", Duration::from_secs(20))
+            .await;
         eprintln!("{repair}");
         // Fresh processes and the old one take 3,000 IDs: none twice, none at or below 2600.
         let fresh = open(&connect, Duration::from_secs(10)).await;
@@ -456,7 +461,10 @@ fn a_double_push_into_a_part_is_counted_once() {
             .await
             .unwrap();
         let node = a.store().get(&returned).await.unwrap();
-        a.store().set(&returned, &node.data, node.version).await.unwrap();
+        a.store()
+            .set(&returned, &node.data, node.version)
+            .await
+            .unwrap();
         // Another process takes (merging the pushes it read); then a third reads.
         let b = open(&connect, Duration::from_secs(10)).await;
         let mut seen = BTreeSet::new();
@@ -478,7 +486,10 @@ fn a_double_push_into_a_part_is_counted_once() {
             left -= n;
         }
         assert!(seen.iter().all(|&id| id <= 20_000));
-        eprintln!("double push into a part: counted once; {} free IDs handed out once", seen.len());
+        eprintln!(
+            "double push into a part: counted once; {} free IDs handed out once",
+            seen.len()
+        );
     });
 }
 
@@ -561,7 +572,10 @@ fn the_keeper_reserve_is_capped_at_a_share_of_what_is_left() {
         // A reserve floor of 80,000: all but a fifth of the category.
         let keeper = InProcessKeeper::start(&connect, &records, "/reviewcap", 80_000, None);
         let raised = keeper
-            .wait("raised category=/reviewcap/c ceiling 0 -> ", Duration::from_secs(20))
+            .wait(
+                "raised category=/reviewcap/c ceiling 0 -> ",
+                Duration::from_secs(20),
+            )
             .await;
         eprintln!("{raised}");
         let first: i64 = raised
@@ -622,7 +636,9 @@ fn a_keeper_write_keeps_a_longer_op_log() {
         let before = logged(&svc.read_node(cat.name()).await.unwrap());
         assert_eq!(before, 121);
         let keeper = InProcessKeeper::start(&connect, &records, "/reviewlog", 1000, None);
-        let raised = keeper.wait("raised category=/reviewlog/c", Duration::from_secs(20)).await;
+        let raised = keeper
+            .wait("raised category=/reviewlog/c", Duration::from_secs(20))
+            .await;
         eprintln!("{raised}");
         let after = logged(&svc.read_node(cat.name()).await.unwrap());
         assert!(

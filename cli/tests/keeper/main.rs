@@ -84,6 +84,16 @@ fn keeper(
     )
 }
 
+/// Runs `zooid restore` of the categories under `root` from the records in `records`.
+fn zooid_restore(connect: &str, records: &Path, root: &str) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_zooid"))
+        .args(["--connect", connect, "restore", "--durable"])
+        .arg(records)
+        .args(["--root", root])
+        .output()
+        .unwrap()
+}
+
 fn ids(set: &zooid::IdSet) -> Vec<i64> {
     set.ranges()
         .iter()
@@ -334,10 +344,7 @@ fn every_crash_point_of_a_raise_keeps_the_invariant_through_a_restore() {
             let node = svc.store().get(&path).await.unwrap();
             svc.store().delete(&path, node.version).await.unwrap();
             drop(svc);
-            let out = std::process::Command::new(env!("CARGO_BIN_EXE_zooid"))
-                .args(["--connect", &connect, "restore", "--durable", records.to_str().unwrap(), "--root", &root])
-                .output()
-                .unwrap();
+            let out = zooid_restore(&connect, &records, &root);
             assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
             let svc = service(&connect, Duration::from_secs(15)).await;
             let restored = svc.pool_info(&cat).await.unwrap();
@@ -404,18 +411,7 @@ fn wipe_of_the_ensemble_and_restore_with_zero_duplicates() {
         ensemble.restart(i);
     }
     ensemble.wait_for_quorum(Duration::from_secs(60));
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zooid"))
-        .args([
-            "--connect",
-            &connect,
-            "restore",
-            "--durable",
-            records.to_str().unwrap(),
-            "--root",
-            "/w",
-        ])
-        .output()
-        .unwrap();
+    let out = zooid_restore(&connect, &records, "/w");
     assert!(
         out.status.success(),
         "{}",
@@ -793,10 +789,7 @@ fn restore_says_loudly_when_a_category_comes_back_exhausted() {
                 .unwrap();
         }
     });
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zooid"))
-        .args(["--connect", &connect, "restore", "--durable", records.to_str().unwrap(), "--root", "/ex"])
-        .output()
-        .unwrap();
+    let out = zooid_restore(&connect, &records, "/ex");
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),

@@ -66,7 +66,9 @@ pub(crate) async fn frontier_if_numbered(
 /// Creates the sequence parent of `generation` (after a rotation or a repair), with the pool
 /// node's ACL; an existing one is left alone.
 pub(crate) async fn ensure_parent(session: &Session, path: &str, generation: u64) -> Result<()> {
-    create_parent(session, path, generation, None).await.map(drop)
+    create_parent(session, path, generation, None)
+        .await
+        .map(drop)
 }
 
 /// Creates the sequence parent of `generation`, the pool's current one, provided the pool node
@@ -115,7 +117,9 @@ async fn create_parent(
         Ok(_) => Ok(true),
         Err(failed) => match failed.verdict() {
             Verdict::NodeExists if failed.index == Some(checked) => Ok(true),
-            Verdict::BadVersion | Verdict::NoNode if failed.index == Some(0) && version.is_some() => {
+            Verdict::BadVersion | Verdict::NoNode
+                if failed.index == Some(0) && version.is_some() =>
+            {
                 Ok(false)
             }
             verdict @ Verdict::NotAuthorized => Err(refused(session, path, verdict, &failed)),
@@ -134,7 +138,11 @@ pub(crate) async fn sealed_next_block(
 ) -> Result<i64> {
     let parent = sequence_parent(path, blocks.generation);
     let (client, generation) = session.client();
-    match session.run(generation, client.sync(&parent)).await.classified() {
+    match session
+        .run(generation, client.sync(&parent))
+        .await
+        .classified()
+    {
         Ok(()) | Err((Verdict::NoNode, _)) => {}
         Err((_, err)) => {
             return Err(ZooidError::ConnectionLost {

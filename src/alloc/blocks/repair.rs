@@ -112,8 +112,7 @@ async fn sealed_frontier(
         match generations::sealed_next_block(session, path, blocks).await {
             Ok(next) => return Ok(Some(generations::block_start(blocks, next))),
             Err(ZooidError::NotFound { category }) if category != path => {
-                if !generations::ensure_parent_at(session, path, blocks.generation, version)
-                    .await?
+                if !generations::ensure_parent_at(session, path, blocks.generation, version).await?
                 {
                     return Ok(None);
                 }

@@ -331,7 +331,11 @@ fn a_repair_moves_fresh_blocks_above_the_record_and_the_frontier() {
     assert_eq!(removed, vec![r(2501, 2600)]);
     assert_eq!(repaired.free().ranges(), &[r(2601, 3000)]);
     let blocks = repaired.blocks().unwrap();
-    assert_eq!((blocks.generation, blocks.base), (1, 3001), "not inside the holes");
+    assert_eq!(
+        (blocks.generation, blocks.base),
+        (1, 3001),
+        "not inside the holes"
+    );
     // A record above the frontier wins; the end of the bounds caps it.
     let mut above = pool.clone();
     above.clear_through(5000, 3001);
