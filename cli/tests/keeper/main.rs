@@ -800,3 +800,50 @@ fn restore_says_loudly_when_a_category_comes_back_exhausted() {
     assert_eq!(loud.len(), 1, "one loud line, for /ex/full only: {stderr}");
     assert!(loud[0].contains("/ex/full"), "{}", loud[0]);
 }
+
+/// `zooid init --block-size --ceiling 0`: a category in block allocation hands out nothing
+/// before a keeper made a ceiling durable (finding 2), then everything under the record.
+#[test]
+fn a_block_category_created_with_ceiling_zero_waits_for_the_keeper() {
+    let zk = ZkServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records");
+    let connect = zk.connect_string();
+    let init = std::process::Command::new(env!("CARGO_BIN_EXE_zooid"))
+        .args(["--connect", &connect, "init", "/kb/c", "--last", "1000000"])
+        .args(["--block-size", "100", "--ceiling", "0"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&init.stdout);
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    assert!(said.contains("ceiling 0"), "{said}");
+    runtime().block_on(async {
+        let svc = service(&connect, Duration::from_millis(200)).await;
+        let cat = IdCategory::new("/kb/c").unwrap();
+        assert!(matches!(
+            svc.take_ids(&cat, 10).await,
+            Err(ZooidError::ReservationExhausted { ceiling: 0, .. })
+        ));
+        let mut k = keeper("kb", dir.path(), &connect, &records, "/kb", 500, &[]);
+        let svc = service(&connect, Duration::from_secs(15)).await;
+        let set = svc.take_ids(&cat, 300).await.unwrap();
+        let durable = DurableStore::open(records.to_str().unwrap()).unwrap();
+        let record = durable.read(cat.name()).await.unwrap().expect("a record");
+        let top = *ids(&set).iter().max().unwrap();
+        assert!(
+            top <= record.ceiling,
+            "ID {top} above the record {}",
+            record.ceiling
+        );
+        eprintln!(
+            "created with ceiling 0: took {:?} under the record {}",
+            set.ranges(),
+            record.ceiling
+        );
+        k.kill();
+    });
+}
