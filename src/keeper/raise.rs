@@ -142,25 +142,16 @@ impl Active<'_> {
                 .await;
         }
         let recorded = record.as_ref().map(|r| r.ceiling);
-        let (target, write) = if pool.ceiling().is_none() && pool.blocks().is_some() {
+        let (target, change) = if pool.ceiling().is_none() && pool.blocks().is_some() {
             // First ceiling of a block pool: claims do not move the pool node's version, so
-            // the generation is sealed and the ceiling planned on its final frontier.
-            let Some(moved) = crate::alloc::blocks::repair::seal_and_move(
-                self.session,
-                path,
-                &pool,
-                stat.version,
-                None,
-            )
-            .await?
-            else {
-                return Ok(Wrote::Conflict);
-            };
-            let target = (moved.frontier - 1)
+            // after the durable write the generation is sealed, and the pool moves on above its
+            // final frontier (`Change::Move`).
+            let target = usage
+                .high_water
                 .saturating_add(reserve.min(i64::MAX as u64) as i64)
                 .min(end)
                 .max(recorded.unwrap_or(0));
-            (target, PoolWrite::moved(path, moved))
+            (target, Change::Move { cleared: None })
         } else {
             let target = match pool.ceiling() {
                 // First ceiling: above everything handed out so far.
@@ -187,7 +178,7 @@ impl Active<'_> {
                         .max(recorded.unwrap_or(c))
                 }
             };
-            (target, PoolWrite::plain(&pool))
+            (target, Change::Ready(PoolWrite::plain(&pool)))
         };
         self.raise(
             path,
@@ -196,13 +187,13 @@ impl Active<'_> {
             record.as_ref(),
             target,
             fence,
-            write,
+            change,
             None,
         )
         .await
     }
 
-    /// The raise protocol: durable first, then the fenced versioned pool write (`write`, with
+    /// The raise protocol: durable first, then the fenced versioned pool write (`change`, with
     /// the ceiling set). `repair`: the recorded ceiling and the new epoch, for a repair.
     #[allow(clippy::too_many_arguments)]
     async fn raise(
@@ -213,7 +204,7 @@ impl Active<'_> {
         record: Option<&Record>,
         ceiling: i64,
         fence: Fence,
-        write: PoolWrite,
+        change: Change,
         repair: Option<(i64, u64)>,
     ) -> Result<Wrote> {
         crash_point("before-durable");
@@ -223,13 +214,39 @@ impl Active<'_> {
             self.durable.write(&new).await?;
             if let Some(t) = self.tracked.get_mut(path) {
                 t.last_durable = Some(Instant::now());
-                t.pending = Some((ceiling, version));
+                t.pending = repair.is_none().then_some((ceiling, version));
             }
             (self.options.report)(&format!(
                 "durable category={path} ceiling={ceiling} (fence {fence}); writing the pool"
             ));
         }
         crash_point("after-durable");
+        let write = match change {
+            Change::Ready(write) => write,
+            Change::Move { cleared } => {
+                let moved = crate::alloc::blocks::repair::seal_and_move(
+                    self.session,
+                    path,
+                    pool,
+                    version,
+                    cleared,
+                )
+                .await?;
+                let Some(moved) = moved else {
+                    return Ok(Wrote::Conflict);
+                };
+                if moved.frontier - 1 > ceiling {
+                    // Claims passed the ceiling while it was made durable: plan again on the
+                    // sealed generation (its frontier no longer moves).
+                    (self.options.report)(&format!(
+                        "category {path}: blocks up to {} were claimed while ceiling {ceiling} was made durable; planning again",
+                        moved.frontier - 1
+                    ));
+                    return Ok(Wrote::Conflict);
+                }
+                PoolWrite::moved(path, moved)
+            }
+        };
         let Some(next_version) = version.checked_add(1) else {
             return Err(ZooidError::VersionWrap {
                 path: path.to_string(),
@@ -335,21 +352,15 @@ impl Active<'_> {
             Err(other) => return Err(other),
         }
         let generation = record.fence.generation.max(pool.epoch()) + 1;
-        let (write, high_water) = if pool.blocks().is_some() {
-            // Sealed first: the next generation starts above every block claimed.
-            let Some(moved) = crate::alloc::blocks::repair::seal_and_move(
-                self.session,
-                path,
-                pool,
-                version,
-                Some(record.ceiling),
-            )
-            .await?
-            else {
-                return Ok(Wrote::Conflict);
+        let (change, high_water) = if pool.blocks().is_some() {
+            // The move (sealed generation, free list whole) is laid out after the durable write.
+            let high_water = crate::alloc::blocks::usage(Some(self.session), path, pool, false)
+                .await?
+                .high_water;
+            let change = Change::Move {
+                cleared: Some(record.ceiling),
             };
-            let high_water = moved.frontier - 1;
-            (PoolWrite::moved(path, moved), high_water)
+            (change, high_water)
         } else {
             let mut next = pool.clone();
             let removed = next.clear_through(record.ceiling, i64::MIN);
@@ -359,7 +370,7 @@ impl Active<'_> {
                 removed: removed.iter().map(|r| r.len()).sum(),
                 moved_to: None,
             };
-            (write, pool.high_water())
+            (Change::Ready(write), pool.high_water())
         };
         let base = record
             .ceiling
@@ -379,11 +390,20 @@ impl Active<'_> {
             Some(record),
             ceiling,
             fence,
-            write,
+            change,
             Some((record.ceiling, generation)),
         )
         .await
     }
+}
+
+/// What a raise writes besides the ceiling.
+enum Change {
+    /// This pool write.
+    Ready(PoolWrite),
+    /// A pool in block allocation moved to its next generation, laid out after the durable
+    /// write (see [`crate::alloc::blocks::repair`]); `cleared`: a repair's recorded ceiling.
+    Move { cleared: Option<i64> },
 }
 
 /// The pool write of a raise, ceiling aside.
