@@ -43,7 +43,17 @@ pub fn restore(
                 continue;
             }
             match restore_one(&service, &store, &record).await {
-                Ok(line) => println!("{line}"),
+                Ok(line) => {
+                    println!("{line}");
+                    if record.ceiling >= record.bounds.end() {
+                        eprintln!(
+                            "zooid: restore {}: EXHAUSTED: the record's ceiling {} is the category's last ID, so every ID may have been handed out before ZooKeeper lost its data and no take succeeds any more; give the category new bounds (a new category above {}) before clients need it",
+                            record.category,
+                            record.ceiling,
+                            record.bounds.end()
+                        );
+                    }
+                }
                 Err(err) => {
                     failures += 1;
                     eprintln!("zooid: restore {}: {err}", record.category);

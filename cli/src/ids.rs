@@ -49,7 +49,9 @@ pub fn init(
         None => first,
     };
     match block_size {
-        Some(unit) => service.create_category_blocks(&category, first, last, unit)?,
+        Some(unit) => {
+            service.create_category_blocks_with_ceiling(&category, first, last, unit, ceiling)?
+        }
         None => service.create_category_full(&category, first, last, acl.as_deref(), ceiling)?,
     }
     let mut notes = Vec::new();

@@ -91,7 +91,7 @@ enum Command {
         /// Block allocation for categories many processes take from at once: fresh IDs are
         /// claimed in blocks of this many IDs with creates that never conflict (pool format 3,
         /// docs/DESIGN.md). Use the batch size the workers take.
-        #[arg(long, value_name = "IDS", conflicts_with_all = ["acl", "ceiling"])]
+        #[arg(long, value_name = "IDS", conflicts_with = "acl")]
         block_size: Option<u64>,
     },
     /// Take up to N IDs; prints one START:END line per range.

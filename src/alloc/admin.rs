@@ -1,13 +1,15 @@
 //! The operator's operations on a pool: create it (single node or block allocation), restore
 //! it from its durable record, repair it against one, raise its ceiling.
 
+use std::cell::Cell;
+
 use zookeeper_client::CreateMode;
 
-use super::blocks::needs_zookeeper;
+use super::blocks::{generations, needs_zookeeper};
 use super::engine::{LastFailure, Plan, Step};
 use super::options::Restored;
 use super::service::{count_of, IdGeneratorService};
-use super::state::{Cached, Waiting};
+use super::state::{Cached, Strategy, Waiting};
 use crate::error::{Result, ZooidError};
 use crate::format::{returned_parent, sequence_parent, OpKind, OpRecord, OpToken, Pool, MAX_TAKE};
 use crate::idset::IdCategory;
@@ -30,11 +32,7 @@ impl<S: Store> IdGeneratorService<S> {
         if let Some(acl) = acl {
             crate::zk::acl::check_acl_list(acl)?;
         }
-        if let Some(c) = ceiling.filter(|&c| c < 0 || c > last) {
-            return Err(ZooidError::InvalidArgument(format!(
-                "ceiling {c}: need 0 <= ceiling <= last ({last})"
-            )));
-        }
+        check_ceiling(ceiling, last)?;
         let bounds = category_bounds(first, last)?;
         let path = category.name();
         let mut pool = Pool::new(bounds);
@@ -84,16 +82,19 @@ impl<S: Store> IdGeneratorService<S> {
         first: i64,
         last: i64,
         unit: u64,
+        ceiling: Option<i64>,
     ) -> Result<()> {
         if unit == 0 || unit > MAX_TAKE {
             return Err(ZooidError::InvalidArgument(format!(
                 "block size {unit}: need 1..={MAX_TAKE}"
             )));
         }
+        check_ceiling(ceiling, last)?;
         let bounds = category_bounds(first, last)?;
         let session = self.store.session().ok_or_else(needs_zookeeper)?;
         let path = category.name();
         let mut pool = Pool::with_blocks(bounds, unit);
+        pool.set_ceiling(ceiling);
         let (token, bytes) = self.first_version(&mut pool, bounds.len());
         let parent = sequence_parent(path, 0);
         let mut budget = Budget::start(self.options.retry);
@@ -224,7 +225,9 @@ impl<S: Store> IdGeneratorService<S> {
     }
 
     /// See [`repair`](Self::repair). Plans on the store as it is now, not on a remembered state,
-    /// and accepts a pool older than seen before (that is what it repairs).
+    /// and accepts a pool older than seen before (that is what it repairs). A pool in block
+    /// allocation moves to a new generation above both the record and every block claimed: its
+    /// generation is sealed first, so that no claim lands after its frontier was read.
     pub(super) async fn repair_pool(
         &self,
         category: &IdCategory,
@@ -233,39 +236,95 @@ impl<S: Store> IdGeneratorService<S> {
     ) -> Result<Restored> {
         let path = category.name();
         let (mut slot, mut budget) = self.hold(category).await?;
-        slot.cached = None;
-        let plan = |pool: &Pool, _| {
-            if pool.ceiling().is_some_and(|c| c >= ceiling) {
-                return Ok(Plan::Keep);
-            }
-            let mut next = pool.clone();
-            let removed = next.clear_through(ceiling);
-            let count = count_of(&removed);
-            next.set_ceiling(Some(ceiling));
-            next.set_epoch(pool.epoch().max(epoch));
-            tracing::error!(category = path, ceiling, old_ceiling = ?pool.ceiling(), removed = count, "pool is behind the durable record (rolled back?): removed its free IDs at or below the recorded ceiling");
-            Ok(Plan::Write {
-                next,
-                moved: removed,
-                count,
-            })
-        };
-        let step = self
-            .update(
-                category,
-                &mut slot,
-                &mut budget,
-                OpKind::Ceiling,
-                false,
-                plan,
-            )
-            .await?;
-        Ok(match step {
-            Step::Done { moved, .. } => Restored::Repaired {
-                removed: count_of(&moved),
-            },
-            Step::Kept(_) => Restored::Kept,
-        })
+        loop {
+            slot.cached = None;
+            // The generation sealed for this attempt and its final frontier (block pools).
+            let sealed = match self.store.session() {
+                Some(session) => {
+                    let node = self.read(path, &mut budget).await?;
+                    let pool = Pool::parse(path, &node.data)?;
+                    match pool.blocks() {
+                        Some(layout) if pool.ceiling().is_none_or(|c| c < ceiling) => {
+                            generations::seal(session, path, &layout).await?;
+                            let frontier = match generations::sealed_next_block(
+                                session, path, &layout,
+                            )
+                            .await
+                            {
+                                Ok(next) => generations::block_start(&layout, next),
+                                // No sequence parent: no block of the generation was claimed.
+                                Err(ZooidError::NotFound { category }) if category != path => {
+                                    layout.base
+                                }
+                                Err(err) => return Err(err),
+                            };
+                            Some((layout.generation, frontier))
+                        }
+                        _ => None,
+                    }
+                }
+                None => None,
+            };
+            let moved_on = Cell::new(false);
+            let plan = |pool: &Pool, _| {
+                if pool.ceiling().is_some_and(|c| c >= ceiling) {
+                    return Ok(Plan::Keep);
+                }
+                let frontier = match (pool.blocks(), sealed) {
+                    (None, _) => i64::MIN,
+                    (Some(b), Some((generation, frontier))) if b.generation == generation => {
+                        frontier
+                    }
+                    // Not the generation sealed (another process moved it on): seal again.
+                    (Some(_), _) => {
+                        moved_on.set(true);
+                        return Ok(Plan::Keep);
+                    }
+                };
+                let mut next = pool.clone();
+                let removed = next.clear_through(ceiling, frontier);
+                let count = count_of(&removed);
+                next.set_ceiling(Some(ceiling));
+                next.set_epoch(pool.epoch().max(epoch));
+                tracing::error!(category = path, ceiling, old_ceiling = ?pool.ceiling(), removed = count, "pool is behind the durable record (rolled back?): removed its free IDs at or below the recorded ceiling");
+                Ok(Plan::Write {
+                    next,
+                    moved: removed,
+                    count,
+                })
+            };
+            let step = self
+                .update(
+                    category,
+                    &mut slot,
+                    &mut budget,
+                    OpKind::Ceiling,
+                    false,
+                    plan,
+                )
+                .await?;
+            let outcome = match step {
+                Step::Done { moved, strategy } => {
+                    if let (Strategy::Blocks(layout), Some(session)) =
+                        (strategy, self.store.session())
+                    {
+                        // The new generation's sequence parent (a take creates it too).
+                        generations::ensure_parent(session, path, layout.generation).await?;
+                    }
+                    Restored::Repaired {
+                        removed: count_of(&moved),
+                    }
+                }
+                Step::Kept(_) if moved_on.get() => {
+                    if !budget.try_attempt() {
+                        return Err(self.budget_error(category, &budget, LastFailure::Conflict));
+                    }
+                    continue;
+                }
+                Step::Kept(_) => Restored::Kept,
+            };
+            return Ok(outcome);
+        }
     }
 
     /// Raises the ceiling with a versioned write (see [`raise_ceiling`](Self::raise_ceiling)).
@@ -299,6 +358,16 @@ impl<S: Store> IdGeneratorService<S> {
         )
         .await?;
         Ok(())
+    }
+}
+
+/// A new category's ceiling, checked (`0 <= ceiling <= last`).
+fn check_ceiling(ceiling: Option<i64>, last: i64) -> Result<()> {
+    match ceiling.filter(|&c| c < 0 || c > last) {
+        Some(c) => Err(ZooidError::InvalidArgument(format!(
+            "ceiling {c}: need 0 <= ceiling <= last ({last})"
+        ))),
+        None => Ok(()),
     }
 }
 

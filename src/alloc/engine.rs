@@ -349,7 +349,9 @@ impl<S: Store> IdGeneratorService<S> {
                 if !refuse_older {
                     self.categories.forget_seen(path);
                 }
-                self.categories.observe(path, write.next.epoch(), written)?;
+                // The write applied: its IDs are the caller's whatever was seen meanwhile.
+                self.categories
+                    .note_written(path, write.next.epoch(), written);
                 let limit = self.options.max_pool_bytes;
                 let bytes = write.bytes.len();
                 self.stats

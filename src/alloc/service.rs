@@ -206,7 +206,23 @@ impl<S: Store> IdGeneratorService<S> {
         last: i64,
         unit: u64,
     ) -> Result<()> {
-        let create = self.create_blocks(category, first, last, unit);
+        self.create_category_blocks_with_ceiling(category, first, last, unit, None)
+            .await
+    }
+
+    /// Creates a category in block allocation (see
+    /// [`create_category_blocks`](Self::create_category_blocks)) with a durable-reservation
+    /// ceiling (`0 <= ceiling <= last`): no ID above it is handed out until it is raised, so a
+    /// keeper's first durable record covers every ID from the start.
+    pub async fn create_category_blocks_with_ceiling(
+        &self,
+        category: &IdCategory,
+        first: i64,
+        last: i64,
+        unit: u64,
+        ceiling: Option<i64>,
+    ) -> Result<()> {
+        let create = self.create_blocks(category, first, last, unit, ceiling);
         self.observed(category.name(), "create", |_| 0, create)
             .await
     }

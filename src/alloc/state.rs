@@ -50,6 +50,9 @@ pub(crate) struct Waiting {
     pub pushes: Vec<(String, Vec<IdRange>)>,
     /// The data version of the node they are announced on (`zooid-returned`), when read.
     pub announced: Option<i32>,
+    /// IDs of these pushes that the free list as stored held already (pushed twice): they are
+    /// in a node of the free list as well as in a push node.
+    pub overlap: Vec<IdRange>,
 }
 
 impl Waiting {
@@ -80,6 +83,31 @@ impl Waiting {
                 .iter()
                 .flat_map(|(_, r)| r.iter().copied())
         };
+        // The IDs of the rest the stored free list holds too: those `free` holds, but for the
+        // pushes merged before (disjoint from it and from each other).
+        let inserted_ids: Vec<IdRange> = self
+            .pushes
+            .iter()
+            .chain(&pushes[..inserted])
+            .flat_map(|(_, r)| r.iter().copied())
+            .collect();
+        let stored = free.without(&inserted_ids);
+        for range in rest() {
+            let mut at = range.start();
+            while let Some(hit) =
+                IdRange::new(at, range.end()).and_then(|r| stored.first_overlap(&r))
+            {
+                let start = hit.start().max(at);
+                let end = hit.end().min(range.end());
+                if let Some(both) = IdRange::new(start, end) {
+                    self.overlap.push(both);
+                }
+                match end.checked_add(1) {
+                    Some(next) => at = next,
+                    None => break,
+                }
+            }
+        }
         let mut all: Vec<IdRange> = free.ranges().to_vec();
         let before = free.count() + rest().map(|r| r.len()).sum::<u64>();
         all.extend(rest());
@@ -109,14 +137,22 @@ impl Waiting {
         self.pushes.is_empty()
     }
 
-    /// `pool` as its nodes hold it: without the IDs of these pushes (which its free list holds).
+    /// `pool` as its nodes hold it: without the IDs of these pushes (which its free list holds),
+    /// but for those the free list's nodes held as well (pushed twice).
     pub(crate) fn stored(&self, pool: &Pool) -> Pool {
         let waiting: Vec<IdRange> = self
             .pushes
             .iter()
             .flat_map(|(_, ranges)| ranges.iter().copied())
             .collect();
-        pool.with_free(pool.free().without(&waiting))
+        let mut free = pool.free().without(&waiting);
+        if !self.overlap.is_empty() {
+            // Still free, and in the free list's nodes: back in (disjoint from what is left).
+            let gone = pool.free().without(&self.overlap);
+            let both = pool.free().without(gone.ranges());
+            let _ = free.insert_all(both.ranges());
+        }
+        pool.with_free(free)
     }
 
     /// After a write that leaves the free list `free` on pool `path`: the pushes that stay
@@ -124,10 +160,19 @@ impl Waiting {
     /// others' nodes, which go in the write's `multi`. (Not checked: that no push arrived since
     /// they were read; one that did is merged by a later write, so pushes never starve takes.)
     pub(crate) fn after_write(&self, path: &str, free: &RangeSet) -> (Waiting, Vec<ChunkOp>) {
+        // A push that doubles IDs of the stored free list is merged (its node deleted), so that
+        // the pushes left waiting never hold an ID the free list's nodes hold.
+        let doubles = |ranges: &[IdRange]| {
+            ranges.iter().any(|r| {
+                self.overlap
+                    .iter()
+                    .any(|o| o.start() <= r.end() && r.start() <= o.end())
+            })
+        };
         let untouched: Vec<(String, Vec<IdRange>)> = self
             .pushes
             .iter()
-            .filter(|(_, ranges)| ranges.iter().all(|r| free.covers(r)))
+            .filter(|(_, ranges)| ranges.iter().all(|r| free.covers(r)) && !doubles(ranges))
             .cloned()
             .collect();
         let kept = if untouched.len() <= KEEP_PENDING {
@@ -147,6 +192,7 @@ impl Waiting {
         let waiting = Waiting {
             pushes: kept,
             announced: self.announced,
+            overlap: Vec::new(),
         };
         (waiting, merged)
     }
@@ -264,6 +310,20 @@ impl Categories {
         Ok(())
     }
 
+    /// Records that this process's own write produced (`epoch`, `version`). Never fails: the
+    /// write applied, so what it moved is the caller's; a newer state seen already stays the
+    /// newest (and is logged, as it should not happen: every observation runs under the
+    /// category's slot).
+    pub(crate) fn note_written(&self, path: &str, epoch: u64, version: i32) {
+        let mut seen = locked(&self.seen);
+        let entry = seen.entry(path.to_string()).or_insert((epoch, version));
+        if (epoch, version) < *entry {
+            tracing::warn!(category = path, epoch, version, newest = ?*entry, "own write older than a state seen before; keeping the newest");
+        } else {
+            *entry = (epoch, version);
+        }
+    }
+
     /// A block number of `generation` not claimed yet as far as this process knows (0 when it
     /// knows nothing of that generation).
     pub(crate) fn known_next_block(&self, path: &str, generation: u64) -> i64 {
@@ -344,8 +404,20 @@ mod tests {
         assert_eq!(waiting.announced, Some(4));
         // Not part of the node's text.
         assert!(!pool.render().contains("r-a"));
-        // As the nodes hold it: without the waiting IDs.
-        assert_eq!(waiting.stored(&pool).free().ranges(), &[r(5, 7)]);
+        // As the nodes hold it: without the waiting IDs, but for those the node held too.
+        assert_eq!(waiting.overlap, vec![r(8, 9)]);
+        assert_eq!(waiting.stored(&pool).free().ranges(), &[r(5, 9)]);
+        // A write merges the push that doubled (its node goes), and keeps the other.
+        let (kept, deletes) = waiting.after_write("/p", pool.free());
+        assert_eq!(kept.pushes, vec![("r-a".to_string(), vec![r(20, 25)])]);
+        assert!(kept.overlap.is_empty());
+        assert_eq!(
+            deletes,
+            vec![ChunkOp::DeleteNode {
+                node: "/p/zooid-returned/r-b".into()
+            }]
+        );
+        assert_eq!(kept.stored(&pool).free().ranges(), &[r(5, 12)]);
     }
 
     #[test]
@@ -358,6 +430,7 @@ mod tests {
                 ("r-b".into(), vec![r(20, 21)]),
             ],
             announced: Some(7),
+            overlap: Vec::new(),
         };
         let (kept, deletes) = waiting.after_write("/p", &free);
         assert_eq!(kept.pushes, vec![("r-a".to_string(), vec![r(2, 3)])]);
@@ -368,6 +441,18 @@ mod tests {
                 node: "/p/zooid-returned/r-b".into()
             }]
         );
+    }
+
+    #[test]
+    fn an_own_write_is_noted_without_failing() {
+        let categories = Categories::default();
+        categories.observe("/c", 1, 10).unwrap();
+        // Older than seen (cannot happen under the slot): noted, not an error; the newest stays.
+        categories.note_written("/c", 0, 11);
+        assert!(categories.is_older("/c", 1, 9));
+        assert!(categories.observe("/c", 0, 12).is_err());
+        categories.note_written("/c", 1, 11);
+        assert!(categories.is_older("/c", 1, 10));
     }
 
     #[test]

@@ -146,6 +146,21 @@ impl IdGeneratorService {
         )?
     }
 
+    /// See [`AsyncService::create_category_blocks_with_ceiling`].
+    pub fn create_category_blocks_with_ceiling(
+        &self,
+        category: &IdCategory,
+        first: i64,
+        last: i64,
+        unit: u64,
+        ceiling: Option<i64>,
+    ) -> Result<()> {
+        block_on(
+            self.inner
+                .create_category_blocks_with_ceiling(category, first, last, unit, ceiling),
+        )?
+    }
+
     /// See [`AsyncService::raise_ceiling`].
     pub fn raise_ceiling(&self, category: &IdCategory, ceiling: i64) -> Result<i64> {
         block_on(self.inner.raise_ceiling(category, ceiling))?

@@ -106,7 +106,8 @@ pub(crate) struct Tracked {
     pub last_report: Option<Instant>,
     /// A raise of this term made durable whose pool write has not applied yet: its ceiling and
     /// the pool version it was planned at. Only a pool at or past that version is ours to
-    /// finish; an older one came back from an older state.
+    /// finish; an older one came back from an older state. (A repair is never pending: one whose
+    /// pool write did not apply is a repair still to make, not a raise to finish.)
     pub pending: Option<(i64, i32)>,
 }
 

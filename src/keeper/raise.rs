@@ -7,10 +7,12 @@
 use tokio::time::Instant;
 
 use super::Active;
+use crate::alloc::blocks::{generations, repair::Moved};
 use crate::durable::{Fence, Record};
 use crate::election::FencedOp;
 use crate::error::{Result, ZooidError};
-use crate::format::{OpKind, OpRecord, OpToken, Pool, DEFAULT_OP_LOG_LEN};
+use crate::format::DEFAULT_OP_LOG_LEN;
+use crate::format::{chunk_path, returned_parent, ChunkOp, OpKind, OpRecord, OpToken, Pool};
 
 /// How many times one evaluation re-reads after a version conflict.
 const MAX_CONFLICTS: usize = 8;
@@ -59,6 +61,29 @@ impl Active<'_> {
             }
         };
         let pool = Pool::parse(path, &data)?;
+        if let Some(blocks) = pool.blocks() {
+            // A generation whose sequence parent is missing (a move stopped before creating it)
+            // is not a deleted category: create it, then evaluate on what is there.
+            if generations::frontier_if_numbered(self.session, path, &blocks)
+                .await?
+                .is_none()
+            {
+                if generations::ensure_parent_at(
+                    self.session,
+                    path,
+                    blocks.generation,
+                    stat.version,
+                )
+                .await?
+                {
+                    (self.options.report)(&format!(
+                        "category {path}: created the missing sequence parent of block generation {}",
+                        blocks.generation
+                    ));
+                }
+                return Ok(Wrote::Conflict);
+            }
+        }
         // In block allocation the node alone does not tell what was claimed since.
         let usage = crate::alloc::blocks::usage(Some(self.session), path, &pool, false).await?;
         let sizing = self.options.sizing;
@@ -66,7 +91,11 @@ impl Active<'_> {
         let used = pool.bounds().len() - usage.free;
         let tracked = self.tracked.entry(path.to_string()).or_default();
         let rate = tracked.rate.observe(now, used, sizing.alpha);
-        let reserve = sizing.reserve(rate);
+        // Never more than a share of what is left: a wipe costs at most that share.
+        let left = pool.bounds().end().saturating_sub(usage.high_water).max(0) as u64;
+        let wanted = sizing.reserve(rate);
+        let reserve = sizing.within_left(wanted, left);
+        let capped = reserve < wanted;
         let headroom = usage.available;
         let report_due = tracked
             .last_report
@@ -80,6 +109,12 @@ impl Active<'_> {
                 "metrics category={path} headroom={headroom} ceiling={} reserve={reserve} take_rate={rate:.1}/s since_durable_write={since}",
                 pool.ceiling().map_or("none".to_string(), |c| c.to_string())
             ));
+            if capped {
+                (self.options.report)(&format!(
+                    "category {path}: reserve capped at {reserve} (the take rate asks for {wanted}; {left} IDs are left, and a reserve is at most {:.0}% of them, which is what a wipe of ZooKeeper may cost)",
+                    sizing.left_share * 100.0
+                ));
+            }
         }
         let record = self.durable.read(path).await?;
         let end = pool.bounds().end();
@@ -107,30 +142,43 @@ impl Active<'_> {
                 .await;
         }
         let recorded = record.as_ref().map(|r| r.ceiling);
-        let target = match pool.ceiling() {
-            // First ceiling: above everything handed out so far.
-            None => usage
+        let (target, change) = if pool.ceiling().is_none() && pool.blocks().is_some() {
+            // First ceiling of a block pool: claims do not move the pool node's version, so
+            // after the durable write the generation is sealed, and the pool moves on above its
+            // final frontier (`Change::Move`).
+            let target = usage
                 .high_water
-                .saturating_add(reserve as i64)
+                .saturating_add(reserve.min(i64::MAX as u64) as i64)
                 .min(end)
-                .max(recorded.unwrap_or(0)),
-            Some(c) => {
-                let unrecorded = recorded.is_none_or(|r| r < c);
-                let unfinished = recorded.is_some_and(|r| r > c);
-                let low = headroom < sizing.low_water_mark(reserve) && c < end;
-                if !low && !unrecorded && !unfinished {
-                    return Ok(Wrote::Nothing);
-                }
-                let add = if low {
-                    reserve.saturating_sub(headroom)
-                } else {
-                    0
-                };
-                c.saturating_add(add.min(i64::MAX as u64) as i64)
+                .max(recorded.unwrap_or(0));
+            (target, Change::Move { cleared: None })
+        } else {
+            let target = match pool.ceiling() {
+                // First ceiling: above everything handed out so far.
+                None => usage
+                    .high_water
+                    .saturating_add(reserve as i64)
                     .min(end)
-                    .max(c)
-                    .max(recorded.unwrap_or(c))
-            }
+                    .max(recorded.unwrap_or(0)),
+                Some(c) => {
+                    let unrecorded = recorded.is_none_or(|r| r < c);
+                    let unfinished = recorded.is_some_and(|r| r > c);
+                    let low = headroom < sizing.low_water_mark(reserve) && c < end;
+                    if !low && !unrecorded && !unfinished {
+                        return Ok(Wrote::Nothing);
+                    }
+                    let add = if low {
+                        reserve.saturating_sub(headroom)
+                    } else {
+                        0
+                    };
+                    c.saturating_add(add.min(i64::MAX as u64) as i64)
+                        .min(end)
+                        .max(c)
+                        .max(recorded.unwrap_or(c))
+                }
+            };
+            (target, Change::Ready(PoolWrite::plain(&pool)))
         };
         self.raise(
             path,
@@ -139,12 +187,14 @@ impl Active<'_> {
             record.as_ref(),
             target,
             fence,
+            change,
             None,
         )
         .await
     }
 
-    /// The raise protocol: durable first, then the fenced versioned pool write.
+    /// The raise protocol: durable first, then the fenced versioned pool write (`change`, with
+    /// the ceiling set). `repair`: the recorded ceiling and the new epoch, for a repair.
     #[allow(clippy::too_many_arguments)]
     async fn raise(
         &mut self,
@@ -154,6 +204,7 @@ impl Active<'_> {
         record: Option<&Record>,
         ceiling: i64,
         fence: Fence,
+        change: Change,
         repair: Option<(i64, u64)>,
     ) -> Result<Wrote> {
         crash_point("before-durable");
@@ -163,24 +214,58 @@ impl Active<'_> {
             self.durable.write(&new).await?;
             if let Some(t) = self.tracked.get_mut(path) {
                 t.last_durable = Some(Instant::now());
-                t.pending = Some((ceiling, version));
+                t.pending = repair.is_none().then_some((ceiling, version));
             }
+            (self.options.report)(&format!(
+                "durable category={path} ceiling={ceiling} (fence {fence}); writing the pool"
+            ));
         }
         crash_point("after-durable");
+        let write = match change {
+            Change::Ready(write) => write,
+            Change::Move { cleared } => {
+                let moved = crate::alloc::blocks::repair::seal_and_move(
+                    self.session,
+                    path,
+                    pool,
+                    version,
+                    cleared,
+                )
+                .await?;
+                let Some(moved) = moved else {
+                    return Ok(Wrote::Conflict);
+                };
+                if moved.frontier - 1 > ceiling {
+                    // Claims passed the ceiling while it was made durable: plan again on the
+                    // sealed generation (its frontier no longer moves).
+                    (self.options.report)(&format!(
+                        "category {path}: blocks up to {} were claimed while ceiling {ceiling} was made durable; planning again",
+                        moved.frontier - 1
+                    ));
+                    return Ok(Wrote::Conflict);
+                }
+                PoolWrite::moved(path, moved)
+            }
+        };
         let Some(next_version) = version.checked_add(1) else {
             return Err(ZooidError::VersionWrap {
                 path: path.to_string(),
                 version,
             });
         };
-        let mut next = pool.clone();
-        let mut removed = 0;
-        if let Some((recorded, generation)) = repair {
-            removed = next.clear_through(recorded).iter().map(|r| r.len()).sum();
+        let PoolWrite {
+            mut next,
+            others,
+            removed,
+            moved_to,
+        } = write;
+        if let Some((_, generation)) = repair {
             next.set_epoch(generation);
         }
         next.set_ceiling(Some(ceiling));
         let old = pool.ceiling();
+        // Keep as many entries as the clients keep (a longer `op_log_len` stays longer).
+        let keep = pool.log().count().max(DEFAULT_OP_LOG_LEN);
         next.record(
             OpRecord {
                 version: next_version,
@@ -188,14 +273,15 @@ impl Active<'_> {
                 kind: OpKind::Ceiling,
                 count: ceiling.abs_diff(old.unwrap_or(ceiling)),
             },
-            DEFAULT_OP_LOG_LEN,
+            keep,
         );
-        let write = FencedOp::SetData {
+        let mut ops = vec![FencedOp::SetData {
             path: path.to_string(),
             data: next.render().into_bytes(),
             version: Some(version),
-        };
-        match self.election.fenced(&[write]).await {
+        }];
+        ops.extend(others);
+        match self.election.fenced(&ops).await {
             Ok(_) => {}
             Err(ZooidError::Store { reason, .. }) => {
                 // A version conflict (takes moved the pool) or an unknown outcome: re-read.
@@ -208,20 +294,34 @@ impl Active<'_> {
         if let Some(t) = self.tracked.get_mut(path) {
             t.pending = None;
         }
+        if let Some(generation) = moved_to {
+            if let Err(err) =
+                crate::alloc::blocks::repair::finish_move(self.session, path, generation).await
+            {
+                // A take or the next evaluation creates the sequence parent.
+                (self.options.report)(&format!(
+                    "category {path}: moved to block generation {generation}; its sequence parent is not created yet: {err}"
+                ));
+            }
+        }
         if repair.is_some() {
             // The removed IDs are not demand.
             if let Some(t) = self.tracked.get_mut(path) {
                 t.rate.reset();
             }
         }
+        let blocks = match (moved_to, next.blocks()) {
+            (Some(g), Some(b)) => format!(", fresh blocks from {} (generation {g})", b.base),
+            _ => String::new(),
+        };
         match repair {
             Some((recorded, generation)) => (self.options.report)(&format!(
-                "REPAIR category={path}: the pool (ceiling {}, epoch {}) was behind the durable record (ceiling {recorded}); removed {removed} free IDs at or below {recorded}, epoch now {generation}, ceiling raised to {ceiling}. Either ZooKeeper came back from an older state, or a keeper crashed between the durable write and the pool write",
+                "REPAIR category={path}: the pool (ceiling {}, epoch {}) was behind the durable record (ceiling {recorded}); removed {removed} free IDs at or below {recorded}, epoch now {generation}, ceiling raised to {ceiling}{blocks}. Either ZooKeeper came back from an older state, or a keeper crashed between the durable write and the pool write",
                 old.map_or("none".into(), |c| c.to_string()),
                 pool.epoch()
             )),
             None => (self.options.report)(&format!(
-                "raised category={path} ceiling {} -> {ceiling} (durable first, fence {fence})",
+                "raised category={path} ceiling {} -> {ceiling} (durable first, fence {fence}){blocks}",
                 old.map_or("none".into(), |c| c.to_string())
             )),
         }
@@ -252,11 +352,30 @@ impl Active<'_> {
             Err(other) => return Err(other),
         }
         let generation = record.fence.generation.max(pool.epoch()) + 1;
-        let base = record.ceiling.max(pool.ceiling().unwrap_or(0)).max(
-            crate::alloc::blocks::usage(Some(self.session), path, pool, false)
+        let (change, high_water) = if pool.blocks().is_some() {
+            // The move (sealed generation, free list whole) is laid out after the durable write.
+            let high_water = crate::alloc::blocks::usage(Some(self.session), path, pool, false)
                 .await?
-                .high_water,
-        );
+                .high_water;
+            let change = Change::Move {
+                cleared: Some(record.ceiling),
+            };
+            (change, high_water)
+        } else {
+            let mut next = pool.clone();
+            let removed = next.clear_through(record.ceiling, i64::MIN);
+            let write = PoolWrite {
+                next,
+                others: Vec::new(),
+                removed: removed.iter().map(|r| r.len()).sum(),
+                moved_to: None,
+            };
+            (Change::Ready(write), pool.high_water())
+        };
+        let base = record
+            .ceiling
+            .max(pool.ceiling().unwrap_or(0))
+            .max(high_water);
         let ceiling = base
             .saturating_add(reserve.min(i64::MAX as u64) as i64)
             .min(pool.bounds().end());
@@ -271,8 +390,81 @@ impl Active<'_> {
             Some(record),
             ceiling,
             fence,
+            change,
             Some((record.ceiling, generation)),
         )
         .await
+    }
+}
+
+/// What a raise writes besides the ceiling.
+enum Change {
+    /// This pool write.
+    Ready(PoolWrite),
+    /// A pool in block allocation moved to its next generation, laid out after the durable
+    /// write (see [`crate::alloc::blocks::repair`]); `cleared`: a repair's recorded ceiling.
+    Move { cleared: Option<i64> },
+}
+
+/// The pool write of a raise, ceiling aside.
+struct PoolWrite {
+    /// The pool as it will be.
+    next: Pool,
+    /// Writes of other nodes in the same `multi`: free-list parts, merged pushes, checks.
+    others: Vec<FencedOp>,
+    /// Free IDs a repair gave up.
+    removed: u64,
+    /// The block generation the pool moves to.
+    moved_to: Option<u64>,
+}
+
+impl PoolWrite {
+    /// The pool as read, nothing else.
+    fn plain(pool: &Pool) -> Self {
+        Self {
+            next: pool.clone(),
+            others: Vec::new(),
+            removed: 0,
+            moved_to: None,
+        }
+    }
+
+    /// A pool in block allocation moved to its next generation (see
+    /// [`crate::alloc::blocks::repair`]): its part writes and merged pushes go in the same
+    /// `multi`, which checks that no push arrived since they were read.
+    fn moved(path: &str, moved: Moved) -> Self {
+        let mut others: Vec<FencedOp> = moved
+            .ops
+            .into_iter()
+            .map(|op| match op {
+                ChunkOp::Set { key, data, version } => FencedOp::SetData {
+                    path: chunk_path(path, key),
+                    data,
+                    version: Some(version),
+                },
+                ChunkOp::Create { key, data } => FencedOp::Create {
+                    path: chunk_path(path, key),
+                    data,
+                },
+                ChunkOp::Delete { key, version } => FencedOp::Delete {
+                    path: chunk_path(path, key),
+                    version: Some(version),
+                },
+                ChunkOp::DeleteNode { node } => FencedOp::Delete {
+                    path: node,
+                    version: None,
+                },
+            })
+            .collect();
+        others.push(FencedOp::Check {
+            path: returned_parent(path),
+            version: moved.announced,
+        });
+        Self {
+            moved_to: moved.next.blocks().map(|b| b.generation),
+            next: moved.next,
+            others,
+            removed: moved.removed,
+        }
     }
 }

@@ -17,6 +17,10 @@ pub struct Sizing {
     pub low_water: f64,
     /// Weight of the newest rate sample in the moving average (0 < alpha <= 1).
     pub alpha: f64,
+    /// The largest share of the IDs not yet handed out that a reserve may take (0 < share
+    /// <= 1): IDs reserved are lost when ZooKeeper is wiped and restored from the record, so a
+    /// wipe costs at most this share of what is left.
+    pub left_share: f64,
 }
 
 impl Default for Sizing {
@@ -27,6 +31,7 @@ impl Default for Sizing {
             cap: 100_000_000,
             low_water: 0.5,
             alpha: 0.3,
+            left_share: 0.1,
         }
     }
 }
@@ -41,6 +46,18 @@ impl Sizing {
             u64::MAX
         };
         want.clamp(self.floor, self.cap.max(self.floor))
+    }
+
+    /// `reserve`, capped at [`left_share`](Self::left_share) of the `left` IDs not yet handed
+    /// out (at least one while any is left).
+    pub fn within_left(&self, reserve: u64, left: u64) -> u64 {
+        let share = if self.left_share.is_finite() {
+            self.left_share.clamp(0.0, 1.0)
+        } else {
+            1.0
+        };
+        let most = ((left as f64) * share).floor() as u64;
+        reserve.min(most.max(1))
     }
 
     /// The headroom under which the keeper raises the ceiling.
@@ -100,12 +117,29 @@ mod tests {
             cap: 10_000,
             low_water: 0.5,
             alpha: 1.0,
+            left_share: 0.1,
         };
         assert_eq!(s.reserve(0.0), 100);
         assert_eq!(s.reserve(10.0), 600);
         assert_eq!(s.reserve(1e9), 10_000);
         assert_eq!(s.reserve(f64::NAN), 100);
         assert_eq!(s.low_water_mark(600), 300);
+    }
+
+    #[test]
+    fn the_reserve_takes_at_most_a_share_of_what_is_left() {
+        let s = Sizing::default();
+        // The case of the report: a high take rate asked for the whole rest of the category.
+        assert_eq!(s.reserve(1e9), 100_000_000);
+        assert_eq!(s.within_left(100_000_000, 100_000_000), 10_000_000);
+        assert_eq!(s.within_left(10_000, 100_000_000), 10_000);
+        assert_eq!(s.within_left(10_000, 5), 1);
+        assert_eq!(s.within_left(10_000, 0), 1);
+        let all = Sizing {
+            left_share: 1.0,
+            ..Sizing::default()
+        };
+        assert_eq!(all.within_left(500, 300), 300);
     }
 
     #[test]

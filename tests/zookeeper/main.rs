@@ -8,6 +8,7 @@ mod close;
 mod deadline;
 mod harness;
 mod metrics;
+mod review;
 mod security;
 mod service;
 mod session;

@@ -84,6 +84,16 @@ fn keeper(
     )
 }
 
+/// Runs `zooid restore` of the categories under `root` from the records in `records`.
+fn zooid_restore(connect: &str, records: &Path, root: &str) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_zooid"))
+        .args(["--connect", connect, "restore", "--durable"])
+        .arg(records)
+        .args(["--root", root])
+        .output()
+        .unwrap()
+}
+
 fn ids(set: &zooid::IdSet) -> Vec<i64> {
     set.ranges()
         .iter()
@@ -334,10 +344,7 @@ fn every_crash_point_of_a_raise_keeps_the_invariant_through_a_restore() {
             let node = svc.store().get(&path).await.unwrap();
             svc.store().delete(&path, node.version).await.unwrap();
             drop(svc);
-            let out = std::process::Command::new(env!("CARGO_BIN_EXE_zooid"))
-                .args(["--connect", &connect, "restore", "--durable", records.to_str().unwrap(), "--root", &root])
-                .output()
-                .unwrap();
+            let out = zooid_restore(&connect, &records, &root);
             assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
             let svc = service(&connect, Duration::from_secs(15)).await;
             let restored = svc.pool_info(&cat).await.unwrap();
@@ -388,6 +395,15 @@ fn wipe_of_the_ensemble_and_restore_with_zero_duplicates() {
         }
         (got, (a, b))
     });
+    for i in 0..3 {
+        ensemble.wipe(i);
+    }
+    for i in 0..3 {
+        ensemble.restart(i);
+    }
+    ensemble.wait_for_quorum(Duration::from_secs(60));
+    // The record as the restore reads it: a keeper may have made a raise durable between the
+    // workload's last take and the wipe (durable first), whose pool write the wipe lost.
     let record_before = rt.block_on(async {
         DurableStore::open(records.to_str().unwrap())
             .unwrap()
@@ -397,25 +413,7 @@ fn wipe_of_the_ensemble_and_restore_with_zero_duplicates() {
             .unwrap()
     });
     let durable_ceiling = record_before.ceiling;
-    for i in 0..3 {
-        ensemble.wipe(i);
-    }
-    for i in 0..3 {
-        ensemble.restart(i);
-    }
-    ensemble.wait_for_quorum(Duration::from_secs(60));
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zooid"))
-        .args([
-            "--connect",
-            &connect,
-            "restore",
-            "--durable",
-            records.to_str().unwrap(),
-            "--root",
-            "/w",
-        ])
-        .output()
-        .unwrap();
+    let out = zooid_restore(&connect, &records, "/w");
     assert!(
         out.status.success(),
         "{}",
@@ -766,6 +764,87 @@ fn a_keeper_keeps_a_category_in_block_allocation_under_its_record() {
             record.ceiling,
             info.ceiling.unwrap(),
             info.high_water
+        );
+        k.kill();
+    });
+}
+
+/// `zooid restore` says loudly when a category comes back exhausted: its record's ceiling is
+/// its last ID (a keeper had reserved the whole rest), so no take succeeds after the restore.
+#[test]
+fn restore_says_loudly_when_a_category_comes_back_exhausted() {
+    let zk = ZkServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records");
+    let connect = zk.connect_string();
+    runtime().block_on(async {
+        let durable = DurableStore::open(records.to_str().unwrap()).unwrap();
+        let fence = zooid::durable::Fence {
+            generation: 0,
+            token: 1,
+        };
+        let bounds = zooid::IdRange::new(1, 100_000).unwrap();
+        for (name, ceiling) in [("/ex/full", 100_000), ("/ex/half", 50_000)] {
+            durable
+                .write(&zooid::durable::Record::new(name, bounds, ceiling, fence))
+                .await
+                .unwrap();
+        }
+    });
+    let out = zooid_restore(&connect, &records, "/ex");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    eprintln!("{stdout}{stderr}");
+    assert!(out.status.success(), "{stderr}");
+    let loud: Vec<&str> = stderr.lines().filter(|l| l.contains("EXHAUSTED")).collect();
+    assert_eq!(loud.len(), 1, "one loud line, for /ex/full only: {stderr}");
+    assert!(loud[0].contains("/ex/full"), "{}", loud[0]);
+}
+
+/// `zooid init --block-size --ceiling 0`: a category in block allocation hands out nothing
+/// before a keeper made a ceiling durable (finding 2), then everything under the record.
+#[test]
+fn a_block_category_created_with_ceiling_zero_waits_for_the_keeper() {
+    let zk = ZkServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records");
+    let connect = zk.connect_string();
+    let init = std::process::Command::new(env!("CARGO_BIN_EXE_zooid"))
+        .args(["--connect", &connect, "init", "/kb/c", "--last", "1000000"])
+        .args(["--block-size", "100", "--ceiling", "0"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&init.stdout);
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    assert!(said.contains("ceiling 0"), "{said}");
+    runtime().block_on(async {
+        let svc = service(&connect, Duration::from_millis(200)).await;
+        let cat = IdCategory::new("/kb/c").unwrap();
+        assert!(matches!(
+            svc.take_ids(&cat, 10).await,
+            Err(ZooidError::ReservationExhausted { ceiling: 0, .. })
+        ));
+        let mut k = keeper("kb", dir.path(), &connect, &records, "/kb", 500, &[]);
+        let svc = service(&connect, Duration::from_secs(15)).await;
+        let set = svc.take_ids(&cat, 300).await.unwrap();
+        let durable = DurableStore::open(records.to_str().unwrap()).unwrap();
+        let record = durable.read(cat.name()).await.unwrap().expect("a record");
+        let top = *ids(&set).iter().max().unwrap();
+        assert!(
+            top <= record.ceiling,
+            "ID {top} above the record {}",
+            record.ceiling
+        );
+        eprintln!(
+            "created with ceiling 0: took {:?} under the record {}",
+            set.ranges(),
+            record.ceiling
         );
         k.kill();
     });

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
 
-use zookeeper_client::{CreateMode, Error as ZkError};
+use zookeeper_client::CreateMode;
 
 use super::refused;
 use crate::error::{Result, ZooidError};
@@ -40,33 +40,118 @@ pub(crate) async fn next_block(session: &Session, path: &str, blocks: &Blocks) -
 /// The first ID no block of the pool's generation has claimed yet.
 pub async fn frontier(session: &Session, path: &str, blocks: &Blocks) -> Result<i64> {
     let next = next_block(session, path, blocks).await?;
+    Ok(block_start(blocks, next))
+}
+
+/// The first ID of block `next` of `blocks`' generation (saturating).
+pub(crate) fn block_start(blocks: &Blocks, next: i64) -> i64 {
     let unit = i64::try_from(blocks.unit).unwrap_or(i64::MAX);
-    Ok(next.saturating_mul(unit).saturating_add(blocks.base))
+    next.saturating_mul(unit).saturating_add(blocks.base)
+}
+
+/// The frontier of the pool's generation, or `None` when its sequence parent does not exist
+/// (a move to it stopped before creating it: no block of it was claimed).
+pub(crate) async fn frontier_if_numbered(
+    session: &Session,
+    path: &str,
+    blocks: &Blocks,
+) -> Result<Option<i64>> {
+    match next_block(session, path, blocks).await {
+        Ok(next) => Ok(Some(block_start(blocks, next))),
+        Err(ZooidError::NotFound { category }) if category != path => Ok(None),
+        Err(err) => Err(err),
+    }
 }
 
 /// Creates the sequence parent of `generation` (after a rotation or a repair), with the pool
 /// node's ACL; an existing one is left alone.
 pub(crate) async fn ensure_parent(session: &Session, path: &str, generation: u64) -> Result<()> {
+    create_parent(session, path, generation, None)
+        .await
+        .map(drop)
+}
+
+/// Creates the sequence parent of `generation`, the pool's current one, provided the pool node
+/// is still at `version` (one `multi`): a pool read from a lagging server, whose generation was
+/// retired since, never gets its old numbering back. `false`: the pool moved on (read again).
+pub(crate) async fn ensure_parent_at(
+    session: &Session,
+    path: &str,
+    generation: u64,
+    version: i32,
+) -> Result<bool> {
+    create_parent(session, path, generation, Some(version)).await
+}
+
+/// Creates a sequence parent with the pool node's ACL, checking the pool node's version in
+/// the same `multi` when given; an existing parent is left alone.
+async fn create_parent(
+    session: &Session,
+    path: &str,
+    generation: u64,
+    version: Option<i32>,
+) -> Result<bool> {
     let parent = sequence_parent(path, generation);
     let (client, gen) = session.client();
-    let unreachable = |err: ZkError| ZooidError::ConnectionLost {
+    let unreachable = |err: &dyn std::fmt::Display| ZooidError::ConnectionLost {
         category: path.to_string(),
         reason: format!("creating {parent}: {err}"),
     };
-    let (acl, _) = session
-        .run(gen, client.get_acl(path))
-        .await
-        .map_err(unreachable)?;
+    let (acl, _) = match session.run(gen, client.get_acl(path)).await.classified() {
+        Ok(got) => got,
+        Err((Verdict::NoNode, _)) => {
+            return Err(ZooidError::NotFound {
+                category: path.to_string(),
+            })
+        }
+        Err((_, err)) => return Err(unreachable(&err)),
+    };
     let options = CreateMode::Persistent.with_acls(zookeeper_client::Acls::new(&acl));
+    let mut multi = Multi::new(&client);
+    if let Some(version) = version {
+        multi.check(path, version);
+    }
+    multi.create(&parent, &[], &options);
+    let checked = usize::from(version.is_some());
+    match multi.commit(session, gen).await {
+        Ok(_) => Ok(true),
+        Err(failed) => match failed.verdict() {
+            Verdict::NodeExists if failed.index == Some(checked) => Ok(true),
+            Verdict::BadVersion | Verdict::NoNode
+                if failed.index == Some(0) && version.is_some() =>
+            {
+                Ok(false)
+            }
+            verdict @ Verdict::NotAuthorized => Err(refused(session, path, verdict, &failed)),
+            _ => Err(unreachable(&failed)),
+        },
+    }
+}
+
+/// The final block count of a sealed generation: its sequence parent's child version, read
+/// after a `sync` (the seal may have been another process's, and this session's server may
+/// lag behind the claims it saw).
+pub(crate) async fn sealed_next_block(
+    session: &Session,
+    path: &str,
+    blocks: &Blocks,
+) -> Result<i64> {
+    let parent = sequence_parent(path, blocks.generation);
+    let (client, generation) = session.client();
     match session
-        .run(gen, client.create(&parent, &[], &options))
+        .run(generation, client.sync(&parent))
         .await
         .classified()
     {
-        Ok(_) | Err((Verdict::NodeExists, _)) => Ok(()),
-        Err((verdict @ Verdict::NotAuthorized, err)) => Err(refused(session, path, verdict, &err)),
-        Err((_, err)) => Err(unreachable(err)),
+        Ok(()) | Err((Verdict::NoNode, _)) => {}
+        Err((_, err)) => {
+            return Err(ZooidError::ConnectionLost {
+                category: path.to_string(),
+                reason: format!("sync of {parent}: {err}"),
+            })
+        }
     }
+    next_block(session, path, blocks).await
 }
 
 /// Seals the generation: creates in it fail from now on. Idempotent.

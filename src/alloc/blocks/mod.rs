@@ -53,6 +53,7 @@ pub(crate) mod claims;
 pub(crate) mod generations;
 pub(crate) mod parts;
 pub(crate) mod push;
+pub(crate) mod repair;
 pub(crate) mod returns;
 pub(crate) mod take;
 
@@ -122,7 +123,11 @@ pub async fn usage(
         });
     };
     let session = session.ok_or_else(needs_zookeeper)?;
-    let frontier = generations::frontier(session, path, &blocks).await?;
+    // No sequence parent: a move to this generation stopped before creating it, so no block of
+    // it was claimed yet (a take or the keeper creates it).
+    let frontier = generations::frontier_if_numbered(session, path, &blocks)
+        .await?
+        .unwrap_or(blocks.base);
     let last = pool.bounds().end();
     let top = pool.ceiling().unwrap_or(last).min(last);
     let unclaimed = |upto: i64| {

@@ -267,7 +267,7 @@ impl<S: Store> IdGeneratorService<S> {
         let path = category.name();
         let session = self.store.session().ok_or_else(needs_zookeeper)?;
         generations::seal(session, path, layout).await?;
-        let next = match generations::next_block(session, path, layout).await {
+        let next = match generations::sealed_next_block(session, path, layout).await {
             Ok(next) => next,
             // Gone: the move is done (and the generation retired), or the pool was recreated.
             Err(ZooidError::NotFound { .. }) => {

@@ -143,13 +143,17 @@ impl Pool {
 
     /// Makes sure no ID at or below `ceiling` is ever handed out again (a repair after a
     /// rollback): removes such free IDs, and for a pool in block allocation moves fresh blocks to
-    /// a new generation above `ceiling`. Returns the free IDs removed.
-    pub fn clear_through(&mut self, ceiling: i64) -> Vec<IdRange> {
+    /// a new generation above both `ceiling` and `frontier`, the first ID the current
+    /// generation's blocks did not claim (claims pass the ceiling: the IDs of a block above it
+    /// wait as free holes, which a generation starting below the frontier would hand out again).
+    /// Returns the free IDs removed.
+    pub fn clear_through(&mut self, ceiling: i64, frontier: i64) -> Vec<IdRange> {
         if let Some(b) = self.blocks.as_mut() {
             b.generation += 1;
             b.base = b
                 .base
                 .max(ceiling.saturating_add(1))
+                .max(frontier)
                 .min(self.bounds.end().saturating_add(1));
         }
         self.free.remove_at_most(ceiling)

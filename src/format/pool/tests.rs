@@ -319,3 +319,28 @@ fn a_range_up_to_the_largest_id_renders_and_parses() {
     assert!(text.ends_with("1:9223372036854775807\n"), "{text}");
     assert_eq!(Pool::parse("/p", text.as_bytes()).unwrap(), pool);
 }
+
+#[test]
+fn a_repair_moves_fresh_blocks_above_the_record_and_the_frontier() {
+    let mut pool = Pool::with_blocks(r(1, 1_000_000), 1000);
+    // Three blocks claimed, the ceiling cut the third: its top half waits as free holes.
+    pool.set_ceiling(Some(2500));
+    pool.free_mut().insert_all(&[r(2501, 3000)]).unwrap();
+    let mut repaired = pool.clone();
+    let removed = repaired.clear_through(2600, 3001);
+    assert_eq!(removed, vec![r(2501, 2600)]);
+    assert_eq!(repaired.free().ranges(), &[r(2601, 3000)]);
+    let blocks = repaired.blocks().unwrap();
+    assert_eq!(
+        (blocks.generation, blocks.base),
+        (1, 3001),
+        "not inside the holes"
+    );
+    // A record above the frontier wins; the end of the bounds caps it.
+    let mut above = pool.clone();
+    above.clear_through(5000, 3001);
+    assert_eq!(above.blocks().unwrap().base, 5001);
+    let mut end = pool.clone();
+    end.clear_through(1_000_000, 3001);
+    assert_eq!(end.blocks().unwrap().base, 1_000_001);
+}

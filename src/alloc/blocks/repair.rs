@@ -1,0 +1,135 @@
+//! Moving a pool in block allocation to a new generation on behalf of its durable record: the
+//! keeper's first ceiling, and a repair of a pool behind its record (the keeper's, `repair` and
+//! `restore`). The current generation is sealed first, so that no claim lands between reading
+//! its frontier and the pool write: the next generation starts above every block claimed (and
+//! above the record when repairing), and a first ceiling covers every ID handed out before it.
+//! A repair gives up every free ID at or below the record, in the free list's parts and in the
+//! pushes waiting in their own nodes too.
+
+use super::generations;
+use super::parts::{self, ChunkCache, Loaded};
+use super::returns;
+use crate::alloc::state::Waiting;
+use crate::error::{Result, ZooidError};
+use crate::format::{returned_parent, Blocks, ChunkOp, Pool};
+use crate::zk::Session;
+
+/// A pool in block allocation, laid out in its next generation.
+#[derive(Debug)]
+pub(crate) struct Moved {
+    /// The pool as its nodes will hold it: the next generation, its free list whole (parts
+    /// loaded, the waiting pushes merged), without the IDs a repair gives up.
+    pub next: Pool,
+    /// The first ID the sealed generation's blocks did not claim.
+    pub frontier: i64,
+    /// Free IDs given up (at or below the record).
+    pub removed: u64,
+    /// The part writes and the deletes of the merged pushes, for the pool write's `multi`.
+    pub ops: Vec<ChunkOp>,
+    /// The data version of `zooid-returned` the pushes were read at: the write checks it, so a
+    /// push that arrives meanwhile fails it (read again) rather than outlive a repair.
+    pub announced: i32,
+}
+
+/// Seals the generation of `pool` (the node as read at `version`) and lays out its move to the
+/// next one, starting above its frontier; with `cleared`, a repair: above `cleared` too, and
+/// without the free IDs at or below it. `None`: the pool moved on meanwhile (read again).
+pub(crate) async fn seal_and_move(
+    session: &Session,
+    path: &str,
+    pool: &Pool,
+    version: i32,
+    cleared: Option<i64>,
+) -> Result<Option<Moved>> {
+    let Some(blocks) = pool.blocks() else {
+        return Ok(None);
+    };
+    let Some(frontier) = sealed_frontier(session, path, &blocks, version).await? else {
+        return Ok(None);
+    };
+    // The pool as its nodes hold it: the parts loaded.
+    let mut before = pool.clone();
+    if let Loaded::Stale = parts::load(session, path, &mut before, &mut ChunkCache::new()).await? {
+        return Ok(None);
+    }
+    let (announced, pushes) = returns::read_returns(session, path).await?;
+    let parent = returned_parent(path);
+    let deletes: Vec<ChunkOp> = pushes
+        .iter()
+        .map(|(name, _)| ChunkOp::DeleteNode {
+            node: format!("{parent}/{name}"),
+        })
+        .collect();
+    let mut next = before.clone();
+    let doubled = Waiting::default().merge(next.free_mut(), announced, pushes);
+    if doubled > 0 {
+        tracing::error!(
+            category = path,
+            ids = doubled,
+            "IDs pushed twice (or pushed while free); counted once"
+        );
+    }
+    let removed = match cleared {
+        Some(ceiling) => next
+            .clear_through(ceiling, frontier)
+            .iter()
+            .map(|r| r.len())
+            .sum(),
+        None => {
+            next.set_blocks(Blocks {
+                generation: blocks.generation + 1,
+                base: blocks
+                    .base
+                    .max(frontier)
+                    .min(pool.bounds().end().saturating_add(1)),
+                ..blocks
+            });
+            0
+        }
+    };
+    let mut ops = crate::format::parts::plan(&before, &mut next);
+    ops.extend(deletes);
+    Ok(Some(Moved {
+        next,
+        frontier,
+        removed,
+        ops,
+        announced,
+    }))
+}
+
+/// Seals `blocks`' generation and reads its final frontier. A missing sequence parent is
+/// created first (while the pool is still at `version`) and sealed, so that no process
+/// creates it and claims in it after the frontier was read. `None`: the pool moved on.
+async fn sealed_frontier(
+    session: &Session,
+    path: &str,
+    blocks: &Blocks,
+    version: i32,
+) -> Result<Option<i64>> {
+    for _ in 0..2 {
+        generations::seal(session, path, blocks).await?;
+        match generations::sealed_next_block(session, path, blocks).await {
+            Ok(next) => return Ok(Some(generations::block_start(blocks, next))),
+            Err(ZooidError::NotFound { category }) if category != path => {
+                if !generations::ensure_parent_at(session, path, blocks.generation, version).await?
+                {
+                    return Ok(None);
+                }
+            }
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(None)
+}
+
+/// After the pool write of a [`Moved`] applied: creates the new generation's sequence parent
+/// and retires the one before the sealed generation (in the background).
+pub(crate) async fn finish_move(session: &Session, path: &str, moved_to: u64) -> Result<()> {
+    generations::ensure_parent(session, path, moved_to).await?;
+    if moved_to >= 2 {
+        let (session, path) = (session.clone(), path.to_string());
+        tokio::spawn(async move { generations::retire(&session, &path, moved_to - 2).await });
+    }
+    Ok(())
+}

@@ -1,0 +1,650 @@
+//! The findings of the allocator review (issue 19) against a real ZooKeeper server, each forced
+//! with the interleaving that produces it: a keeper run in this process (its report lines are
+//! the guards that the interleaving happened), and the racing writes made directly on the nodes
+//! where a real process could not be paused at the right point (a durable record written ahead
+//! of the pool, a push node no process could refuse).
+
+use zooid_test_support as support;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use support::{runtime, session_options, ZkServer};
+use zooid::durable::{DurableStore, Fence, Record};
+use zooid::keeper::{KeeperOptions, Sizing};
+use zooid::{IdCategory, IdGeneratorService, IdRange, IdSet, ServiceOptions, Store, ZooidError};
+
+fn r(start: i64, end: i64) -> IdRange {
+    IdRange::new(start, end).unwrap()
+}
+
+async fn open(connect: &str, ceiling_wait: Duration) -> IdGeneratorService {
+    let options = ServiceOptions {
+        ceiling_wait,
+        ..ServiceOptions::default()
+    };
+    IdGeneratorService::connect(connect, &session_options(6000), options)
+        .await
+        .unwrap()
+}
+
+fn ids_of(set: &IdSet) -> Vec<i64> {
+    set.ranges()
+        .iter()
+        .flat_map(|r| r.start()..=r.end())
+        .collect()
+}
+
+/// Adds `set`'s IDs to `seen`, failing on one handed out before.
+fn no_duplicate(seen: &mut BTreeSet<i64>, set: &IdSet, what: &str) {
+    for id in ids_of(set) {
+        assert!(seen.insert(id), "{what}: ID {id} handed out twice");
+    }
+}
+
+/// A keeper run in this process, on its own runtime (a report callback that blocks holds the
+/// keeper at that line, as a paused process would be held).
+struct InProcessKeeper {
+    lines: Arc<Mutex<Vec<String>>>,
+    stop: tokio::sync::watch::Sender<bool>,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+/// Holds the keeper at the first report line starting with a prefix until released.
+type Hold = Option<(String, mpsc::Receiver<()>, mpsc::Sender<()>)>;
+
+impl InProcessKeeper {
+    fn start(connect: &str, records: &Path, root: &str, floor: u64, hold: Hold) -> Self {
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let hold = Arc::new(Mutex::new(hold));
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (stop, stop_rx) = tokio::sync::watch::channel(false);
+        let mut options = KeeperOptions::new(root, "review");
+        options.group = format!("{root}-keepers");
+        options.tick = Duration::from_millis(100);
+        options.sizing = Sizing {
+            cover: Duration::from_secs(3),
+            floor,
+            cap: 100_000_000,
+            ..Sizing::default()
+        };
+        let sink = Arc::clone(&lines);
+        options.report = Arc::new(move |line: &str| {
+            eprintln!("keeper: {line}");
+            sink.lock().unwrap().push(line.to_string());
+            let mut held = hold.lock().unwrap();
+            if held
+                .as_ref()
+                .is_some_and(|(p, _, _)| line.starts_with(p.as_str()))
+            {
+                if let Some((_, release, reached)) = held.take() {
+                    let _ = reached.send(());
+                    let _ = release.recv_timeout(Duration::from_secs(60));
+                }
+            }
+        });
+        let durable = DurableStore::open(records.to_str().unwrap()).unwrap();
+        let connect = connect.to_string();
+        rt.spawn(async move {
+            let session = zooid::Session::connect(&connect, &session_options(6000))
+                .await
+                .unwrap();
+            let _ = zooid::keeper::run(session, durable, options, stop_rx).await;
+        });
+        Self {
+            lines,
+            stop,
+            runtime: Some(rt),
+        }
+    }
+
+    fn log(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    fn has(&self, needle: &str) -> bool {
+        self.log().iter().any(|l| l.contains(needle))
+    }
+
+    /// Waits for a report line containing `needle`; panics with the log after `timeout`.
+    async fn wait(&self, needle: &str, timeout: Duration) -> String {
+        let start = Instant::now();
+        loop {
+            if let Some(line) = self.log().into_iter().find(|l| l.contains(needle)) {
+                return line;
+            }
+            assert!(
+                start.elapsed() < timeout,
+                "no keeper line {needle:?} within {timeout:?}:\n{}",
+                self.log().join("\n")
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl Drop for InProcessKeeper {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+        if let Some(rt) = self.runtime.take() {
+            // Not on the test's runtime, where a runtime may not be dropped.
+            let _ = std::thread::spawn(move || rt.shutdown_timeout(Duration::from_secs(5))).join();
+        }
+    }
+}
+
+/// Writes the durable record a keeper would have made durable before crashing (or before a
+/// pause past which another keeper took over): `ceiling` for `cat`, fenced at generation 0.
+async fn record_ahead(records: &Path, cat: &IdCategory, bounds: IdRange, ceiling: i64) {
+    let durable = DurableStore::open(records.to_str().unwrap()).unwrap();
+    let fence = Fence {
+        generation: 0,
+        token: 0,
+    };
+    durable
+        .write(&Record::new(cat.name(), bounds, ceiling, fence))
+        .await
+        .unwrap();
+}
+
+/// Finding 1. At the ceiling, a claim whose block lies above it returns those IDs as free holes,
+/// so the generation's frontier passes the ceiling. A keeper that made a higher ceiling durable
+/// but never wrote it to the pool (a crash, or a pause past its leadership) leaves the pool
+/// behind its record; the repair must start the next generation above the frontier, not just
+/// above the record: the holes between them are handed out too.
+#[test]
+fn a_repair_starts_fresh_blocks_above_the_claimed_frontier() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records");
+    let connect = zk.connect_string();
+    runtime().block_on(async {
+        let svc = open(&connect, Duration::from_millis(200)).await;
+        let cat = IdCategory::new("/review1/c").unwrap();
+        let bounds = r(1, 1_000_000);
+        svc.create_category_blocks(&cat, 1, 1_000_000, 1000)
+            .await
+            .unwrap();
+        svc.raise_ceiling(&cat, 2500).await.unwrap();
+        let mut seen = BTreeSet::new();
+        for _ in 0..3 {
+            let set = svc.take_ids(&cat, 1000).await.unwrap();
+            no_duplicate(&mut seen, &set, "before the repair");
+        }
+        assert_eq!(*seen.iter().max().unwrap(), 2500);
+        let info = svc.pool_info(&cat).await.unwrap();
+        assert_eq!(info.high_water, 3000, "the frontier passed the ceiling");
+        // The keeper that made 2600 durable did not get to write the pool.
+        record_ahead(&records, &cat, bounds, 2600).await;
+        let keeper = InProcessKeeper::start(&connect, &records, "/review1", 1000, None);
+        let repair = keeper
+            .wait("REPAIR category=/review1/c", Duration::from_secs(20))
+            .await;
+        eprintln!("{repair}");
+        // Fresh processes and the old one take 3,000 IDs: none twice, none at or below 2600.
+        let fresh = open(&connect, Duration::from_secs(10)).await;
+        let mut after = BTreeSet::new();
+        for i in 0..6 {
+            let svc = if i % 2 == 0 { &fresh } else { &svc };
+            let set = svc.take_ids(&cat, 500).await.unwrap();
+            no_duplicate(&mut after, &set, "after the repair");
+            no_duplicate(&mut seen, &set, "before and after the repair");
+        }
+        assert!(*after.iter().min().unwrap() > 2600);
+        eprintln!(
+            "after the repair: {} IDs from {} to {}, none twice",
+            after.len(),
+            after.iter().min().unwrap(),
+            after.iter().max().unwrap()
+        );
+    });
+}
+
+/// Finding 2. The keeper's first durable ceiling of a block category is planned on the blocks
+/// claimed when it read; claims do not change the pool node's version, so claims landing
+/// between that read and the keeper's pool write hand out IDs the record does not cover (a wipe
+/// then reissues them). The keeper is held right after its durable write while a process takes.
+#[test]
+fn the_first_ceiling_of_a_block_category_covers_claims_made_meanwhile() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records");
+    let connect = zk.connect_string();
+    runtime().block_on(async {
+        let svc = open(&connect, Duration::from_secs(10)).await;
+        let cat = IdCategory::new("/review2/c").unwrap();
+        svc.create_category_blocks(&cat, 1, 1_000_000, 100)
+            .await
+            .unwrap();
+        let (release_tx, release_rx) = mpsc::channel();
+        let (reached_tx, reached_rx) = mpsc::channel();
+        let hold = Some((
+            "durable category=/review2/c".to_string(),
+            release_rx,
+            reached_tx,
+        ));
+        let keeper = InProcessKeeper::start(&connect, &records, "/review2", 1000, hold);
+        tokio::task::block_in_place(|| {
+            reached_rx
+                .recv_timeout(Duration::from_secs(20))
+                .expect("the keeper made a first ceiling durable")
+        });
+        // Held between its durable write and its pool write: takes go on.
+        let mut seen = BTreeSet::new();
+        for _ in 0..10 {
+            let set = svc.take_ids(&cat, 500).await.unwrap();
+            no_duplicate(&mut seen, &set, "while the keeper is held");
+        }
+        let top = *seen.iter().max().unwrap();
+        release_tx.send(()).unwrap();
+        // The first ceiling the keeper wrote (it raises again at once when it finds no headroom,
+        // so its own line tells what the pool got first).
+        let raised = keeper
+            .wait("raised category=/review2/c ceiling none -> ", Duration::from_secs(20))
+            .await;
+        eprintln!("{raised}");
+        let first: i64 = raised
+            .split("ceiling none -> ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|c| c.parse().ok())
+            .expect("the first ceiling in the keeper's line");
+        assert!(
+            first >= top,
+            "the first durable ceiling {first} lies below ID {top}, handed out while the keeper wrote it"
+        );
+        let durable = DurableStore::open(records.to_str().unwrap()).unwrap();
+        // More takes under the keeper's ceiling.
+        for _ in 0..4 {
+            let set = svc.take_ids(&cat, 500).await.unwrap();
+            no_duplicate(&mut seen, &set, "after the raise");
+        }
+        let record = durable.read(cat.name()).await.unwrap().expect("a record");
+        let top = *seen.iter().max().unwrap();
+        assert!(
+            top <= record.ceiling,
+            "ID {top} handed out above the durable record {}",
+            record.ceiling
+        );
+        let info = svc.pool_info(&cat).await.unwrap();
+        assert!(info.ceiling.unwrap() <= record.ceiling);
+        eprintln!(
+            "first ceiling: {} IDs handed out up to {top}, durable record {}, pool ceiling {}",
+            seen.len(),
+            record.ceiling,
+            info.ceiling.unwrap()
+        );
+    });
+}
+
+/// Finding 2, second half: a category in block allocation can be created with a ceiling, so
+/// that no ID is handed out before a keeper made one durable.
+#[test]
+fn a_block_category_can_be_created_with_a_ceiling() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let svc = open(&zk.connect_string(), Duration::from_millis(100)).await;
+        let cat = IdCategory::new("/review2b/c").unwrap();
+        svc.create_category_blocks_with_ceiling(&cat, 1, 1_000_000, 100, Some(0))
+            .await
+            .unwrap();
+        match svc.take_ids(&cat, 1).await {
+            Err(ZooidError::ReservationExhausted { ceiling, .. }) => assert_eq!(ceiling, 0),
+            other => panic!("expected ReservationExhausted at ceiling 0, got {other:?}"),
+        }
+        svc.raise_ceiling(&cat, 150).await.unwrap();
+        assert_eq!(
+            svc.take_ids(&cat, 200).await.unwrap().ranges(),
+            vec![r(1, 150)]
+        );
+        assert!(matches!(
+            svc.create_category_blocks_with_ceiling(
+                &IdCategory::new("/review2b/d").unwrap(),
+                1,
+                100,
+                10,
+                Some(101)
+            )
+            .await,
+            Err(ZooidError::InvalidArgument(_))
+        ));
+    });
+}
+
+/// Finding 3. `zooid restore` on an existing block pool below its record repairs it: the next
+/// generation starts above the record, and its sequence parent does not exist yet. Clients
+/// refuse at the ceiling before claiming, so none creates it; a keeper that reads the missing
+/// parent as a deleted category drops it, finds it again, and never raises: the category
+/// stalls for good.
+#[test]
+fn a_block_category_restored_below_its_record_does_not_stall() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records");
+    let connect = zk.connect_string();
+    runtime().block_on(async {
+        let svc = open(&connect, Duration::from_secs(8)).await;
+        let cat = IdCategory::new("/review3/c").unwrap();
+        let bounds = r(1, 1_000_000);
+        svc.create_category_blocks(&cat, 1, 1_000_000, 100)
+            .await
+            .unwrap();
+        svc.raise_ceiling(&cat, 2000).await.unwrap();
+        let mut seen = BTreeSet::new();
+        let set = svc.take_ids(&cat, 1500).await.unwrap();
+        no_duplicate(&mut seen, &set, "before the restore");
+        // The record is ahead (a raise whose pool write was lost with a rollback); restore.
+        record_ahead(&records, &cat, bounds, 3000).await;
+        let restored = svc.restore_category(&cat, bounds, 3000, 1).await.unwrap();
+        eprintln!("restore: {restored:?}");
+        let keeper = InProcessKeeper::start(&connect, &records, "/review3", 1000, None);
+        keeper.wait("category /review3/c discovered", Duration::from_secs(20)).await;
+        let fresh = open(&connect, Duration::from_secs(8)).await;
+        let taken = fresh.take_ids(&cat, 100).await;
+        let dropped = keeper.has("category /review3/c dropped");
+        let set = match taken {
+            Ok(set) => set,
+            Err(err) => panic!(
+                "the category stalled: {err} (keeper dropped it as deleted: {dropped}); keeper log:\n{}",
+                keeper.log().join("\n")
+            ),
+        };
+        no_duplicate(&mut seen, &set, "after the restore");
+        assert!(ids_of(&set).iter().all(|&id| id > 3000));
+        assert!(!dropped, "the keeper dropped a category that exists");
+        let info = fresh.pool_info(&cat).await.unwrap();
+        eprintln!(
+            "restored block category: took {:?}, ceiling {:?}, epoch {}",
+            set.ranges(),
+            info.ceiling,
+            info.epoch
+        );
+    });
+}
+
+/// A pool in block allocation whose free list is split over part nodes (2,000 ranges of five
+/// IDs in 1..=20000, the rest of that block held), with a push waiting in its own node.
+async fn fragmented(svc: &IdGeneratorService, cat: &IdCategory) {
+    svc.create_category_blocks(cat, 1, 1_000_000, 20_000)
+        .await
+        .unwrap();
+    let held = svc.take_ids(cat, 20_000).await.unwrap();
+    assert_eq!(held.ranges(), vec![r(1, 20_000)]);
+    let holes: Vec<IdRange> = (0..2000).map(|i| r(i * 10 + 1, i * 10 + 5)).collect();
+    svc.push_ids(&mut IdSet::new(cat.clone(), holes))
+        .await
+        .unwrap();
+    // A take merges the push into the parts.
+    assert_eq!(svc.take_ids(cat, 5).await.unwrap().ranges(), vec![r(1, 5)]);
+    let children = svc.list_categories(cat.name()).await.unwrap();
+    assert!(
+        children.iter().any(|c| c.starts_with("zooid-free-")),
+        "{children:?}"
+    );
+    // And one push waits in its own node.
+    svc.push_ids(&mut IdSet::new(cat.clone(), vec![r(16, 20)]))
+        .await
+        .unwrap();
+}
+
+/// Finding 4. A repair of a rolled-back block pool gives up its free IDs at or below the
+/// record; those kept in free-list parts and in pushes waiting in their own nodes must go too.
+#[test]
+fn a_repair_gives_up_free_ids_in_parts_and_waiting_pushes() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records");
+    let connect = zk.connect_string();
+    runtime().block_on(async {
+        let svc = open(&connect, Duration::from_secs(10)).await;
+        let cat = IdCategory::new("/review4/c").unwrap();
+        fragmented(&svc, &cat).await;
+        let before = svc.pool_info(&cat).await.unwrap();
+        assert!(before.free.contains(&r(11, 25)), "{:?}", &before.free[..3]);
+        // A keeper made 20,000 durable and never wrote the pool.
+        record_ahead(&records, &cat, r(1, 1_000_000), 20_000).await;
+        let keeper = InProcessKeeper::start(&connect, &records, "/review4", 1000, None);
+        let repair = keeper.wait("REPAIR category=/review4/c", Duration::from_secs(20)).await;
+        eprintln!("{repair}");
+        let fresh = open(&connect, Duration::from_secs(10)).await;
+        let mut seen = BTreeSet::new();
+        for i in 0..4 {
+            let svc = if i % 2 == 0 { &fresh } else { &svc };
+            let set = svc.take_ids(&cat, 100).await.unwrap();
+            no_duplicate(&mut seen, &set, "after the repair");
+            let low = ids_of(&set).into_iter().filter(|&id| id <= 20_000).collect::<Vec<_>>();
+            assert!(
+                low.is_empty(),
+                "free IDs at or below the record handed out after the repair: {} of them, from {:?}",
+                low.len(),
+                set.ranges()
+            );
+        }
+        let info = fresh.pool_info(&cat).await.unwrap();
+        assert!(info.free.iter().all(|r| r.start() > 20_000), "{:?}", info.free);
+        eprintln!("after the repair: took {} IDs from {}", seen.len(), seen.iter().min().unwrap());
+    });
+}
+
+/// Finding 7. A push no process could refuse (here: written straight into `zooid-returned`, as
+/// a process with an old view of the free list writes it) of IDs already free in a part of a
+/// split free list: counted once, and the pool stays readable for every process.
+#[test]
+fn a_double_push_into_a_part_is_counted_once() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let connect = zk.connect_string();
+    runtime().block_on(async {
+        let a = open(&connect, Duration::from_secs(10)).await;
+        let cat = IdCategory::new("/review7/c").unwrap();
+        fragmented(&a, &cat).await;
+        let before = a.pool_info(&cat).await.unwrap();
+        assert!(before.free.contains(&r(15_001, 15_005)));
+        // The double push: its own node, announced by a version bump of zooid-returned.
+        let returned = format!("{}/zooid-returned", cat.name());
+        a.store()
+            .create(
+                &format!("{returned}/r-00000000deadbeef"),
+                &zooid::format::render_return(&[r(15_001, 15_002)]),
+            )
+            .await
+            .unwrap();
+        let node = a.store().get(&returned).await.unwrap();
+        a.store()
+            .set(&returned, &node.data, node.version)
+            .await
+            .unwrap();
+        // Another process takes (merging the pushes it read); then a third reads.
+        let b = open(&connect, Duration::from_secs(10)).await;
+        let mut seen = BTreeSet::new();
+        let set = b.take_ids(&cat, 3).await.unwrap();
+        no_duplicate(&mut seen, &set, "the take that met the double push");
+        let c = open(&connect, Duration::from_secs(10)).await;
+        let info = match c.pool_info(&cat).await {
+            Ok(info) => info,
+            Err(err) => panic!("the pool became unreadable after a double push: {err}"),
+        };
+        let count = |free: &[IdRange]| free.iter().map(|r| r.len()).sum::<u64>();
+        assert_eq!(count(&info.free), count(&before.free) - 3, "counted once");
+        // Every free ID below the frontier is handed out once.
+        let mut left = count(&info.free);
+        while left > 0 {
+            let n = left.min(2000);
+            let set = c.take_ids(&cat, n).await.unwrap();
+            no_duplicate(&mut seen, &set, "draining the free list");
+            left -= n;
+        }
+        assert!(seen.iter().all(|&id| id <= 20_000));
+        eprintln!(
+            "double push into a part: counted once; {} free IDs handed out once",
+            seen.len()
+        );
+    });
+}
+
+/// Finding 3, second path: a move to a new generation interrupted between its pool write and
+/// the creation of the new sequence parent (written here as the interrupted process left it),
+/// with the ceiling below the new generation's base: clients refuse at the ceiling before
+/// claiming, so only the keeper can go on. It must create the parent and raise, not drop the
+/// category as deleted; `pool_info` (`zooid show`) must not say NotFound meanwhile.
+#[test]
+fn an_interrupted_generation_move_does_not_stall_the_category() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records");
+    let connect = zk.connect_string();
+    runtime().block_on(async {
+        let svc = open(&connect, Duration::from_secs(8)).await;
+        let cat = IdCategory::new("/review3b/c").unwrap();
+        svc.create_category_blocks(&cat, 1, 1_000_000, 100)
+            .await
+            .unwrap();
+        svc.raise_ceiling(&cat, 1000).await.unwrap();
+        let mut seen = BTreeSet::new();
+        let set = svc.take_ids(&cat, 1000).await.unwrap();
+        no_duplicate(&mut seen, &set, "before the move");
+        // The move's pool write, without the sequence parent it should have created next.
+        let node = svc.store().get(cat.name()).await.unwrap();
+        let text = String::from_utf8(node.data.clone()).unwrap();
+        assert!(text.contains("#blocks 100 0 1\n"), "{text}");
+        let moved = text.replace("#blocks 100 0 1\n", "#blocks 100 1 1001\n");
+        svc.store()
+            .set(cat.name(), moved.as_bytes(), node.version)
+            .await
+            .unwrap();
+        let fresh = open(&connect, Duration::from_secs(8)).await;
+        let info = fresh.pool_info(&cat).await;
+        assert!(info.is_ok(), "show says {info:?} for a category that exists");
+        let keeper = InProcessKeeper::start(&connect, &records, "/review3b", 1000, None);
+        let taken = fresh.take_ids(&cat, 100).await;
+        let dropped = keeper.has("category /review3b/c dropped");
+        let set = match taken {
+            Ok(set) => set,
+            Err(err) => panic!(
+                "the category stalled: {err} (keeper dropped it as deleted: {dropped}); keeper log:\n{}",
+                keeper.log().join("\n")
+            ),
+        };
+        no_duplicate(&mut seen, &set, "after the move");
+        assert_eq!(set.ranges(), vec![r(1001, 1100)]);
+        assert!(!dropped, "the keeper dropped a category that exists");
+        eprintln!(
+            "interrupted move: {}; took {:?}",
+            keeper
+                .log()
+                .iter()
+                .find(|l| l.contains("missing sequence parent"))
+                .cloned()
+                .unwrap_or_default(),
+            set.ranges()
+        );
+    });
+}
+
+/// The keeper's reserve is at most a share (a tenth) of the IDs left in the category, and it
+/// says so: a wipe of ZooKeeper restored from the record then costs at most that share, where a
+/// reserve sized from the take rate alone could reserve (and lose) the whole rest.
+#[test]
+fn the_keeper_reserve_is_capped_at_a_share_of_what_is_left() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records");
+    let connect = zk.connect_string();
+    runtime().block_on(async {
+        let svc = open(&connect, Duration::from_secs(8)).await;
+        let cat = IdCategory::new("/reviewcap/c").unwrap();
+        svc.create_category_with_ceiling(&cat, 1, 100_000, Some(0))
+            .await
+            .unwrap();
+        // A reserve floor of 80,000: all but a fifth of the category.
+        let keeper = InProcessKeeper::start(&connect, &records, "/reviewcap", 80_000, None);
+        let raised = keeper
+            .wait(
+                "raised category=/reviewcap/c ceiling 0 -> ",
+                Duration::from_secs(20),
+            )
+            .await;
+        eprintln!("{raised}");
+        let first: i64 = raised
+            .split("ceiling 0 -> ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|c| c.parse().ok())
+            .expect("the first ceiling in the keeper's line");
+        assert!(
+            first <= 10_000,
+            "the keeper reserved {first} of the 100,000 IDs left (a wipe would lose them all)"
+        );
+        let capped = keeper.wait("reserve capped", Duration::from_secs(5)).await;
+        eprintln!("{capped}");
+        // Takes go on under it, and the ceiling follows in steps of a tenth of what is left.
+        let mut seen = BTreeSet::new();
+        for _ in 0..3 {
+            let set = svc.take_ids(&cat, 5000).await.unwrap();
+            no_duplicate(&mut seen, &set, "under the capped reserve");
+        }
+        let durable = DurableStore::open(records.to_str().unwrap()).unwrap();
+        let record = durable.read(cat.name()).await.unwrap().unwrap();
+        let left = 100_000 - *seen.iter().max().unwrap();
+        assert!(record.ceiling - *seen.iter().max().unwrap() <= left / 10 + 1);
+    });
+}
+
+/// Finding 8: a keeper's write keeps as long an operation log as the clients keep (a longer
+/// `op_log_len` resolves lost replies further back); it used to cut the log to 64 entries.
+#[test]
+fn a_keeper_write_keeps_a_longer_op_log() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records");
+    let connect = zk.connect_string();
+    runtime().block_on(async {
+        let options = ServiceOptions {
+            op_log_len: 200,
+            ..ServiceOptions::default()
+        };
+        let svc = IdGeneratorService::connect(&connect, &session_options(6000), options)
+            .await
+            .unwrap();
+        let cat = IdCategory::new("/reviewlog/c").unwrap();
+        svc.create_category_with_ceiling(&cat, 1, 1_000_000, Some(100_000))
+            .await
+            .unwrap();
+        for _ in 0..120 {
+            svc.take_ids(&cat, 1).await.unwrap();
+        }
+        let logged = |data: &[u8]| {
+            zooid::format::Pool::parse(cat.name(), data)
+                .unwrap()
+                .log()
+                .count()
+        };
+        let before = logged(&svc.read_node(cat.name()).await.unwrap());
+        assert_eq!(before, 121);
+        let keeper = InProcessKeeper::start(&connect, &records, "/reviewlog", 1000, None);
+        let raised = keeper
+            .wait("raised category=/reviewlog/c", Duration::from_secs(20))
+            .await;
+        eprintln!("{raised}");
+        let after = logged(&svc.read_node(cat.name()).await.unwrap());
+        assert!(
+            after >= before,
+            "the keeper's write cut the operation log from {before} to {after} entries"
+        );
+        eprintln!("op log: {before} entries before the keeper's write, {after} after");
+    });
+}
