@@ -17,9 +17,10 @@ pub struct Blocks {
     pub returned: Ids,
     /// `zooid-returned`'s data version (every push bumps it; a claim checks it).
     pub returned_version: u8,
-    /// Per process: the token of its push marker `m-TOKEN` (ephemeral: gone with its session;
-    /// 0 for none).
-    pub markers: Vec<Token>,
+    /// Per process: its push markers `m-TOKEN`, one bit per token (ephemeral: gone with its
+    /// session). Each push has its own marker, so a late push of an older operation does not
+    /// hide a newer one's.
+    pub markers: Vec<u32>,
     /// The sequence parents `zooid-blocks-G`, by generation.
     pub generations: Vec<Generation>,
 }
@@ -174,7 +175,7 @@ impl Push {
         };
         b.returned |= self.ids;
         b.returned_version += 1;
-        b.markers[usize::from(self.process)] = self.token;
+        b.markers[usize::from(self.process)] |= 1 << self.token;
         true
     }
 
@@ -183,7 +184,7 @@ impl Push {
     pub fn resolve(&self, zk: Option<&Zk>, expired: bool) -> Option<bool> {
         let zk = zk.filter(|zk| zk.incarnation == self.incarnation)?;
         let b = zk.blocks.as_ref()?;
-        if b.markers[usize::from(self.process)] == self.token {
+        if b.markers[usize::from(self.process)] & (1 << self.token) != 0 {
             return Some(true);
         }
         (!expired).then_some(false)

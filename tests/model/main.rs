@@ -36,14 +36,14 @@ fn single_node() -> Config {
     Config {
         name: "single-node",
         blocks: false,
-        last: 6,
+        last: 8,
         ceiling: None,
         procs: 2,
         ops: 2,
         log_len: 1,
         rotate_at: 8,
         reserve: 2,
-        faults: 1,
+        faults: 2,
         wipes: 1,
         keeper_crashes: 1,
         evals: 3,
@@ -57,7 +57,7 @@ fn blocks_first_ceiling() -> Config {
     Config {
         name: "blocks-first-ceiling",
         blocks: true,
-        last: 6,
+        last: 8,
         ceiling: None,
         procs: 2,
         ops: 2,
@@ -79,7 +79,7 @@ fn blocks_repair() -> Config {
     Config {
         name: "blocks-repair",
         blocks: true,
-        last: 6,
+        last: 8,
         ceiling: Some(0),
         procs: 2,
         ops: 3,
@@ -89,7 +89,7 @@ fn blocks_repair() -> Config {
         faults: 1,
         wipes: 0,
         keeper_crashes: 1,
-        evals: 3,
+        evals: 2,
         bug: Bug::None,
     }
 }
@@ -180,4 +180,32 @@ fn finding_2_first_ceiling_lag_is_found() {
 #[test]
 fn repair_with_an_unsealed_frontier_is_found() {
     finds(blocks_repair(), Bug::RepairUnsealedFrontier, &[NO_DUPLICATE]);
+}
+
+/// Checks one configuration at other sizes, from the environment (not run by default):
+/// `CFG=single|first|repair LAST= PROCS= OPS= FAULTS= WIPES= CRASHES= EVALS= ROTATE= LOG=
+/// cargo test --test model -- --ignored --nocapture larger_sizes`.
+#[test]
+#[ignore]
+fn larger_sizes() {
+    let env = |k: &str, d: u8| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
+    let base = match std::env::var("CFG").as_deref() {
+        Ok("single") => single_node(),
+        Ok("first") => blocks_first_ceiling(),
+        _ => blocks_repair(),
+    };
+    let cfg = Config {
+        last: env("LAST", base.last),
+        procs: env("PROCS", base.procs),
+        ops: env("OPS", base.ops),
+        faults: env("FAULTS", base.faults),
+        wipes: env("WIPES", base.wipes),
+        keeper_crashes: env("CRASHES", base.keeper_crashes),
+        evals: env("EVALS", base.evals),
+        rotate_at: env("ROTATE", base.rotate_at),
+        log_len: env("LOG", base.log_len),
+        ..base
+    };
+    println!("{cfg:?}");
+    holds(cfg, &[]);
 }

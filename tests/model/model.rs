@@ -559,6 +559,8 @@ impl Model for ZooidModel {
 
     fn init_states(&self) -> Vec<State> {
         let cfg = &self.cfg;
+        // Tokens (1 + process * 8 + operations left) stay below 32; IDs fit an `Ids`.
+        assert!(cfg.procs <= 3 && cfg.ops <= 7 && cfg.last < ids::MAX_ID);
         let proc = Proc {
             ops: cfg.ops,
             held: 0,

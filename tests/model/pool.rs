@@ -5,8 +5,8 @@
 use crate::blocks::Blocks;
 use crate::ids::{self, Ids};
 
-/// A writer's token in the operation log and in claim names: one per process and operation
-/// (`1 + process * 8 + operations left`), the keeper's, or the restore's. Within one node
+/// A writer's token in the operation log, in claim names and push markers: one per process and
+/// operation (`1 + process * 8 + operations left`, below 32), the keeper's, or the restore's. Within one node
 /// incarnation a version is produced once, so a token names its write exactly.
 pub type Token = u8;
 
