@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Instant;
 
-use stateright::{Checker, HasDiscoveries, Model, Path, Property};
+use stateright::{Checker, Expectation, HasDiscoveries, Model, Property};
 
 use crate::ids::{self, Ids};
 use crate::keeper::Phase;
@@ -44,7 +44,9 @@ pub fn properties() -> Vec<Property<ZooidModel>> {
             st.record
                 .is_none_or(|r| held(st) & !ids::span(1, r.ceiling) == 0)
         }),
-        Property::sometimes(TAKE_AFTER_RESTORE, |_, st: &State| st.ghost.taken_after_restore),
+        Property::sometimes(TAKE_AFTER_RESTORE, |_, st: &State| {
+            st.ghost.taken_after_restore
+        }),
         Property::sometimes(REPAIRED, |_, st: &State| st.ghost.repaired),
         Property::sometimes(MOVED, |_, st: &State| st.ghost.moved),
         Property::sometimes(RESOLVED, |_, st: &State| st.ghost.resolved),
@@ -72,19 +74,21 @@ pub struct Run {
     pub unique: usize,
     pub depth: usize,
     pub seconds: f64,
-    /// The first path found to each property's discovery (a counterexample for an invariant,
-    /// an example for a `sometimes`).
-    pub found: BTreeMap<&'static str, Path<State, Action>>,
+    /// A path to each property's discovery (a counterexample for an invariant, an example for
+    /// a `sometimes`), ending at the first state on it that is one: each step is the state it
+    /// starts from and the action taken.
+    pub found: BTreeMap<&'static str, Vec<(State, Option<Action>)>>,
 }
 
-/// Checks `cfg` breadth first on two threads (shortest paths first), until `finish` holds or
-/// every reachable state was seen; prints the figures.
-pub fn check(cfg: Config, finish: HasDiscoveries) -> Run {
+/// Checks `cfg` breadth first on `threads` threads, until `finish` holds or every reachable
+/// state was seen; prints the figures. On one thread the paths found are the shortest.
+pub fn check(cfg: Config, finish: HasDiscoveries, threads: usize) -> Run {
     let name = cfg.name;
     let started = Instant::now();
+    let model = ZooidModel { cfg: cfg.clone() };
     let checker = ZooidModel { cfg }
         .checker()
-        .threads(2)
+        .threads(threads)
         .finish_when(finish)
         .spawn_bfs()
         .join();
@@ -94,7 +98,11 @@ pub fn check(cfg: Config, finish: HasDiscoveries) -> Run {
         unique: checker.unique_state_count(),
         depth: checker.max_depth(),
         seconds: started.elapsed().as_secs_f64(),
-        found: checker.discoveries().into_iter().collect(),
+        found: checker
+            .discoveries()
+            .into_iter()
+            .map(|(name, path)| (name, first_discovery(&model, name, path.into_vec())))
+            .collect(),
     };
     println!(
         "model {name}: {} distinct states ({} generated), depth {}, {:.1} s; discovered: {:?}",
@@ -107,12 +115,33 @@ pub fn check(cfg: Config, finish: HasDiscoveries) -> Run {
     run
 }
 
+/// `steps` cut after the first state that is a discovery of property `name` (stateright 0.31
+/// keeps the *last* discovered path of a property, which may run past the first).
+fn first_discovery(
+    model: &ZooidModel,
+    name: &str,
+    mut steps: Vec<(State, Option<Action>)>,
+) -> Vec<(State, Option<Action>)> {
+    let properties = model.properties();
+    let Some(property) = properties.iter().find(|p| p.name == name) else {
+        return steps;
+    };
+    let discovered = |st: &State| match property.expectation {
+        Expectation::Always => !(property.condition)(model, st),
+        _ => (property.condition)(model, st),
+    };
+    if let Some(first) = steps.iter().position(|(st, _)| discovered(st)) {
+        steps.truncate(first + 1);
+        steps[first].1 = None;
+    }
+    steps
+}
+
 /// A discovered path, one line per step with the state it led to.
-pub fn trace(model: &ZooidModel, path: &Path<State, Action>) -> String {
-    let steps = path.clone().into_vec();
+pub fn trace(steps: &[(State, Option<Action>)]) -> String {
     let mut out = String::new();
     if let Some((first, _)) = steps.first() {
-        let _ = writeln!(out, "   start: {}", summary(model, first));
+        let _ = writeln!(out, "   start: {}", summary(first));
     }
     for (i, pair) in steps.windows(2).enumerate() {
         let (_, Some(action)) = &pair[0] else {
@@ -123,7 +152,7 @@ pub fn trace(model: &ZooidModel, path: &Path<State, Action>) -> String {
             "{:>3}. {:<34} => {}",
             i + 1,
             describe(*action),
-            summary(model, &pair[1].0)
+            summary(&pair[1].0)
         );
     }
     out
@@ -147,6 +176,7 @@ fn describe(action: Action) -> String {
         Action::KeeperEval => "keeper reads the pool".into(),
         Action::KeeperSeal => "keeper seals, reads the frontier".into(),
         Action::KeeperDurable => "keeper writes the durable record".into(),
+        Action::KeeperReread => "keeper reads the frontier again".into(),
         Action::KeeperPool => "keeper writes the pool (fenced)".into(),
         Action::KeeperCrash => "keeper crashes".into(),
         Action::Wipe => "ZooKeeper loses all its data".into(),
@@ -155,7 +185,7 @@ fn describe(action: Action) -> String {
 }
 
 /// One line: the pool, the record, the keeper, the processes.
-pub fn summary(model: &ZooidModel, st: &State) -> String {
+pub fn summary(st: &State) -> String {
     let mut s = match &st.zk {
         None => "pool gone".to_string(),
         Some(zk) => {
@@ -190,6 +220,7 @@ pub fn summary(model: &ZooidModel, st: &State) -> String {
         Phase::Idle => None,
         Phase::Seal(p) => Some(format!("to seal, v{}", p.version)),
         Phase::Durable(p) => Some(format!("to record {}, v{}", p.ceiling, p.version)),
+        Phase::Reread(p) => Some(format!("to re-read, v{}", p.version)),
         Phase::Pool(p) => Some(format!("to write ceiling {} at v{}", p.ceiling, p.version)),
     };
     if let Some(k) = keeper {
@@ -208,7 +239,6 @@ pub fn summary(model: &ZooidModel, st: &State) -> String {
     if st.ghost.leaked != 0 {
         let _ = write!(s, " | leaked {}", ids::show(st.ghost.leaked));
     }
-    let _ = model;
     s
 }
 

@@ -35,6 +35,8 @@ pub enum Phase {
     Seal(Plan),
     /// Write the durable record next (the crash point `before-durable`).
     Durable(Plan),
+    /// Only with `Bug::FirstCeilingRereads`: read the frontier again after the durable write.
+    Reread(Plan),
     /// Write the pool next, fenced, at the version read (the crash point `after-durable`).
     Pool(Plan),
 }
@@ -103,7 +105,9 @@ impl ZooidModel {
                 frontier,
             };
             return Some(match (&zk.blocks, cfg.bug) {
-                (Some(_), Bug::None | Bug::FirstCeilingLags) => Phase::Seal(plan(ceiling, repair(0))),
+                (Some(_), Bug::None | Bug::FirstCeilingLags) => {
+                    Phase::Seal(plan(ceiling, repair(0)))
+                }
                 (Some(b), Bug::RepairUnsealedFrontier) => {
                     Phase::Durable(plan(ceiling, repair(b.frontier())))
                 }
@@ -115,10 +119,9 @@ impl ZooidModel {
         match zk.ceiling {
             // Finding 2 as built: durable high water + reserve, then the fenced write at the
             // version read, which claims made meanwhile do not change.
-            None if cfg.bug == Bug::FirstCeilingLags => Some(Phase::Durable(plan(
-                (hw + reserve).max(recorded.unwrap_or(0)),
-                raise,
-            ))),
+            None if matches!(cfg.bug, Bug::FirstCeilingLags | Bug::FirstCeilingRereads) => Some(
+                Phase::Durable(plan((hw + reserve).max(recorded.unwrap_or(0)), raise)),
+            ),
             None => Some(Phase::Pool(plan(hw, Kind::Provisional))),
             Some(c) => {
                 let unrecorded = recorded.is_none_or(|r| r < c);
@@ -195,7 +198,29 @@ impl ZooidModel {
                 st.keeper.pending = Some((plan.ceiling, plan.version));
             }
         }
-        st.keeper.phase = Phase::Pool(plan);
+        let first = st.zk.as_ref().is_some_and(|zk| zk.ceiling.is_none());
+        st.keeper.phase = match (self.cfg.bug, plan.kind) {
+            (Bug::FirstCeilingRereads, Kind::Raise { .. }) if first => Phase::Reread(plan),
+            _ => Phase::Pool(plan),
+        };
+    }
+
+    /// `Bug::FirstCeilingRereads`: the frontier read again; past the record, the record again.
+    pub fn keeper_reread(&self, st: &mut State) {
+        let Phase::Reread(mut plan) = st.keeper.phase else {
+            return;
+        };
+        let Some(zk) = st.zk.as_ref() else {
+            st.keeper.phase = Phase::Idle;
+            return;
+        };
+        let hw = zk.high_water(self.cfg.last);
+        st.keeper.phase = if hw > plan.ceiling {
+            plan.ceiling = (hw + self.cfg.reserve).min(self.cfg.last);
+            Phase::Durable(plan)
+        } else {
+            Phase::Pool(plan)
+        };
     }
 
     /// The fenced pool write at the version read; a conflict ends the evaluation (the next
@@ -293,7 +318,11 @@ impl ZooidModel {
             version: 0,
             epoch: 0,
             ceiling: cfg.ceiling,
-            free: if cfg.blocks { 0 } else { ids::span(1, cfg.last) },
+            free: if cfg.blocks {
+                0
+            } else {
+                ids::span(1, cfg.last)
+            },
             log: vec![(0, RESTORE)],
             blocks: cfg.blocks.then(|| Blocks::new(cfg.procs)),
         }

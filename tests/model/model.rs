@@ -25,6 +25,10 @@ pub enum Bug {
     /// read *before* its pool write, without sealing the generation first: claims planned on the
     /// version it read still land in between.
     RepairUnsealedFrontier,
+    /// Finding 2 "fixed" by re-reading the frontier after the durable write (and writing the
+    /// record again while it moved past it) before the fenced write at the version read: the
+    /// pool still has no ceiling, so claims go on handing out IDs above the record meanwhile.
+    FirstCeilingRereads,
 }
 
 /// The sizes and faults of one check.
@@ -129,9 +133,15 @@ pub enum Op {
     /// Returning the IDs of a claimed block above the ceiling.
     GiveBack(Ids),
     /// Seal the generation (a claim reached the limit), then move it on.
-    Seal { generation: u8, retake: bool },
+    Seal {
+        generation: u8,
+        retake: bool,
+    },
     /// Move the pool to the next generation (it is sealed); `retake`: then take again.
-    Move { generation: u8, retake: bool },
+    Move {
+        generation: u8,
+        retake: bool,
+    },
     /// The reply to this request was lost: resolve its outcome.
     Lost(Request),
 }
@@ -176,6 +186,7 @@ pub enum Action {
     KeeperEval,
     KeeperSeal,
     KeeperDurable,
+    KeeperReread,
     KeeperPool,
     KeeperCrash,
     Wipe,
@@ -250,7 +261,14 @@ impl ZooidModel {
         })))
     }
 
-    fn plan_push(&self, st: &State, p: usize, token: Token, ids: Ids, give_back: bool) -> Option<Request> {
+    fn plan_push(
+        &self,
+        st: &State,
+        p: usize,
+        token: Token,
+        ids: Ids,
+        give_back: bool,
+    ) -> Option<Request> {
         let zk = st.zk.as_ref()?;
         Some(match zk.blocks {
             // A give-back is always a push node (`return_ids`): on a pool restored as a single
@@ -357,15 +375,17 @@ impl ZooidModel {
                 }
                 Some(false) => Outcome::Again,
             },
-            Request::Claim(claim) => match st.zk.as_mut().map(|zk| claim.apply(zk, cfg.rotate_at)) {
-                None | Some(Claimed::Missing) => Outcome::Gone,
-                Some(Claimed::Changed) => Outcome::Again,
-                Some(Claimed::Sealed) => Outcome::Sealed,
-                Some(Claimed::Granted { id, rotate }) => {
-                    moved = ids::one(id);
-                    Outcome::Applied(Some((id, rotate)))
+            Request::Claim(claim) => {
+                match st.zk.as_mut().map(|zk| claim.apply(zk, cfg.rotate_at)) {
+                    None | Some(Claimed::Missing) => Outcome::Gone,
+                    Some(Claimed::Changed) => Outcome::Again,
+                    Some(Claimed::Sealed) => Outcome::Sealed,
+                    Some(Claimed::Granted { id, rotate }) => {
+                        moved = ids::one(id);
+                        Outcome::Applied(Some((id, rotate)))
+                    }
                 }
-            },
+            }
             Request::Push(push) => match push.apply(st.zk.as_mut()) {
                 true => Outcome::Applied(None),
                 false => Outcome::Gone,
@@ -636,6 +656,7 @@ impl Model for ZooidModel {
             }
             Phase::Seal(_) => actions.push(Action::KeeperSeal),
             Phase::Durable(_) => actions.push(Action::KeeperDurable),
+            Phase::Reread(_) => actions.push(Action::KeeperReread),
             Phase::Pool(_) => actions.push(Action::KeeperPool),
         }
         if st.keeper.phase != Phase::Idle && st.left.crashes > 0 {
@@ -680,6 +701,7 @@ impl Model for ZooidModel {
             Action::KeeperEval => self.keeper_eval(&mut st),
             Action::KeeperSeal => self.keeper_seal(&mut st),
             Action::KeeperDurable => self.keeper_durable(&mut st),
+            Action::KeeperReread => self.keeper_reread(&mut st),
             Action::KeeperPool => self.keeper_pool(&mut st),
             Action::KeeperCrash => self.keeper_crash(&mut st),
             Action::Wipe => self.wipe(&mut st),
