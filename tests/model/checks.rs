@@ -28,7 +28,7 @@ pub const LEAKED: &str = "IDs are reported leaked";
 /// The invariants (`always`), then the reachability checks (`sometimes`).
 pub fn properties() -> Vec<Property<ZooidModel>> {
     vec![
-        Property::always(NO_DUPLICATE, |_, st: &State| !st.ghost.duplicate),
+        Property::always(NO_DUPLICATE, |_, st: &State| st.ghost.duplicate == 0),
         Property::always(HELD_NOT_FREE, |m: &ZooidModel, st: &State| {
             st.zk
                 .as_ref()
@@ -235,6 +235,9 @@ pub fn summary(st: &State) -> String {
                 let _ = write!(s, " ({})", op_name(op));
             }
         }
+    }
+    if st.ghost.duplicate != 0 {
+        let _ = write!(s, " | HANDED OUT TWICE {}", ids::show(st.ghost.duplicate));
     }
     if st.ghost.leaked != 0 {
         let _ = write!(s, " | leaked {}", ids::show(st.ghost.leaked));

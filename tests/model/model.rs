@@ -95,8 +95,8 @@ pub struct Budget {
 pub struct Ghost {
     /// IDs reported leaked (`OutcomeUnknown`, a repair's removed IDs, a restore's gap).
     pub leaked: Ids,
-    /// A take handed out an ID some process held.
-    pub duplicate: bool,
+    /// IDs a take handed out while some process held them.
+    pub duplicate: Ids,
     pub restored: bool,
     pub taken_after_restore: bool,
     pub repaired: bool,
@@ -481,9 +481,7 @@ impl ZooidModel {
     /// Hands `ids` to process `p`'s caller.
     fn hand_out(&self, st: &mut State, p: usize, ids: Ids) {
         let held = st.procs.iter().fold(0, |s, q| s | q.held);
-        if held & ids != 0 {
-            st.ghost.duplicate = true;
-        }
+        st.ghost.duplicate |= held & ids;
         st.procs[p].held |= ids;
         if st.ghost.restored {
             st.ghost.taken_after_restore = true;
