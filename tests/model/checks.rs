@@ -24,6 +24,7 @@ pub const REPAIRED: &str = "a keeper repair completes";
 pub const MOVED: &str = "a generation moves on";
 pub const RESOLVED: &str = "a lost reply is resolved as applied";
 pub const LEAKED: &str = "IDs are reported leaked";
+pub const LATE: &str = "a request applies after its author gave up";
 
 /// The invariants (`always`), then the reachability checks (`sometimes`).
 pub fn properties() -> Vec<Property<ZooidModel>> {
@@ -51,6 +52,7 @@ pub fn properties() -> Vec<Property<ZooidModel>> {
         Property::sometimes(MOVED, |_, st: &State| st.ghost.moved),
         Property::sometimes(RESOLVED, |_, st: &State| st.ghost.resolved),
         Property::sometimes(LEAKED, |_, st: &State| st.ghost.leaked != 0),
+        Property::sometimes(LATE, |_, st: &State| st.ghost.late),
     ]
 }
 

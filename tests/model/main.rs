@@ -24,7 +24,7 @@ use std::collections::BTreeSet;
 use stateright::HasDiscoveries;
 
 use checks::{
-    check, Run, BELOW_RECORD, INVARIANTS, LEAKED, MOVED, NO_DUPLICATE, REPAIRED, RESOLVED,
+    check, Run, BELOW_RECORD, INVARIANTS, LATE, LEAKED, MOVED, NO_DUPLICATE, REPAIRED, RESOLVED,
     TAKE_AFTER_RESTORE,
 };
 use model::{Bug, Config};
@@ -149,7 +149,7 @@ fn finds(cfg: Config, bug: Bug, expected: &[&'static str]) -> Run {
 
 #[test]
 fn single_node_pool_keeps_every_invariant() {
-    holds(single_node(), &[TAKE_AFTER_RESTORE, RESOLVED, LEAKED]);
+    holds(single_node(), &[TAKE_AFTER_RESTORE, RESOLVED, LEAKED, LATE]);
 }
 
 #[test]
@@ -162,7 +162,7 @@ fn block_allocation_first_ceiling_keeps_every_invariant() {
 
 #[test]
 fn block_allocation_repair_keeps_every_invariant() {
-    holds(blocks_repair(), &[REPAIRED, MOVED, RESOLVED, LEAKED]);
+    holds(blocks_repair(), &[REPAIRED, MOVED, RESOLVED, LEAKED, LATE]);
 }
 
 /// Issue 19, finding 1: a repair that restarts fresh blocks at `R + 1` hands out again the

@@ -103,6 +103,8 @@ pub struct Ghost {
     pub moved: bool,
     /// A lost reply was resolved as applied.
     pub resolved: bool,
+    /// A request applied after its author gave up on it.
+    pub late: bool,
 }
 
 /// One client process (one service, one session), doing one operation at a time.
@@ -393,6 +395,7 @@ impl ZooidModel {
         };
         if abandoned {
             st.ghost.leaked |= moved;
+            st.ghost.late |= matches!(outcome, Outcome::Applied(_));
         } else {
             st.procs[p].busy |= moved;
         }
