@@ -2,9 +2,9 @@
 //! with the raw `zookeeper_client` crate (0.11), the groundwork of issue 18
 //! (docs/SESSION-FATE.md):
 //!
-//! - a request made while the client is disconnected waits in the crate's queue and is sent
-//!   when the session reconnects, even when its caller dropped the future or every client
-//!   handle;
+//! - a request made while the client is disconnected waits in the crate's queue; once its
+//!   caller dropped the future it is never sent (the vendored crate's `zooid patch`; unpatched,
+//!   it was sent on reconnection, also with every client handle dropped);
 //! - a request in flight when the connection dropped (the caller saw ConnectionLoss) can apply
 //!   later, after a read on another session found it absent;
 //! - the crate reports the session timeout the server negotiated, not the one requested;
@@ -159,33 +159,11 @@ fn queued_create_after_heal(drop_client: bool, path: &str) -> bool {
     })
 }
 
-/// Pins today's behaviour: the crate sends the queued create on reconnection although its
-/// caller timed out and dropped the future, and it applies.
+/// A create made while disconnected, whose caller timed out (dropped the future), is never
+/// sent: the vendored crate drops a request whose caller gave up when it takes it from its
+/// queue (vendor/zookeeper-client, `zooid patch`; before it, the create applied after the
+/// heal, docs/SESSION-FATE.md fact A).
 #[test]
-fn a_request_queued_while_disconnected_is_sent_after_reconnection_today() {
-    let _serial = serial();
-    zooid_test_support::init_tracing();
-    assert!(
-        queued_create_after_heal(false, "/fate-a-kept"),
-        "the queued create applied after reconnection"
-    );
-}
-
-/// Pins today's behaviour: even with every client handle dropped (the session given up), the
-/// queued create is sent when the session reconnects, before the crate closes the session.
-#[test]
-fn a_request_queued_while_disconnected_is_sent_even_after_the_client_is_dropped_today() {
-    let _serial = serial();
-    zooid_test_support::init_tracing();
-    assert!(
-        queued_create_after_heal(true, "/fate-a-dropped"),
-        "the queued create applied after reconnection"
-    );
-}
-
-/// The safe behaviour issue 18 asks for: a request whose caller gave up is never sent later.
-#[test]
-#[ignore = "fails today: zookeeper-client 0.11 sends requests queued while disconnected after reconnection, also when the caller dropped the future (issue 18)"]
 fn a_request_queued_while_disconnected_is_not_sent_after_the_caller_gave_up() {
     let _serial = serial();
     zooid_test_support::init_tracing();
@@ -195,7 +173,21 @@ fn a_request_queued_while_disconnected_is_not_sent_after_the_caller_gave_up() {
     );
 }
 
-/// Calling a request method sends the request at once: a future never polled still applies.
+/// The same with every client handle dropped too (zooid giving up the generation): the crate
+/// closes the session on reconnection without sending the abandoned create first.
+#[test]
+fn a_request_queued_while_disconnected_is_not_sent_after_the_client_is_dropped() {
+    let _serial = serial();
+    zooid_test_support::init_tracing();
+    assert!(
+        !queued_create_after_heal(true, "/fate-a-dropped"),
+        "a create whose caller timed out while disconnected applied after reconnection"
+    );
+}
+
+/// Calling a request method sends the request at once: a future kept but never polled still
+/// applies (so a caller that stops waiting cannot withdraw a request already taken from the
+/// crate's queue: that one is in flight, its fate in doubt).
 #[test]
 fn a_request_is_sent_when_the_method_is_called_not_when_polled() {
     let _serial = serial();
@@ -204,11 +196,12 @@ fn a_request_is_sent_when_the_method_is_called_not_when_polled() {
     runtime().block_on(async {
         let client = connect(&zk.connect_string(), Duration::from_secs(4)).await;
         let path = "/fate-a-unpolled";
-        drop(client.create(path, b"never polled", &persistent()));
+        let never_polled = client.create(path, b"never polled", &persistent());
         assert!(
             wait_exists(&client, path, true, Duration::from_secs(3)).await,
             "the never-polled create applied"
         );
+        drop(never_polled);
     });
 }
 
