@@ -463,6 +463,37 @@ fn c_session_timeout_below_the_servers_minimum_is_negotiated_up() {
     });
 }
 
+/// zooid's session layer times from the negotiated value: a 500 ms request on a 1 s tick gets
+/// 2 s, and `Session::request_limit` (how long one request may go unanswered) follows it.
+#[test]
+fn c_zooid_session_times_from_the_negotiated_timeout() {
+    let _serial = serial();
+    zooid_test_support::init_tracing();
+    let zk = ZkServer::start_with(&[
+        ("tickTime", "1000"),
+        ("minSessionTimeout", "-1"),
+        ("maxSessionTimeout", "-1"),
+    ]);
+    runtime().block_on(async {
+        let options = zooid::ConnectOptions {
+            session_timeout: Duration::from_millis(500),
+            ..Default::default()
+        };
+        let session = zooid::Session::connect(&zk.connect_string(), &options)
+            .await
+            .expect("connect");
+        let status = session.status();
+        eprintln!(
+            "c: zooid session: status {status:?}, request limit {:?}",
+            session.request_limit()
+        );
+        // Guard: the server negotiated up.
+        assert_eq!(status.timeout, Duration::from_secs(2), "negotiated");
+        assert_eq!(status.requested, Duration::from_millis(500), "requested");
+        assert_eq!(session.request_limit(), Duration::from_secs(2), "request limit");
+    });
+}
+
 // ---------------------------------------------------------------------------------------------
 // e. The crate's own Expired.
 // ---------------------------------------------------------------------------------------------
