@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use zooid::zk::{confirm_dead, Confirmed};
 use zooid_test_support::proxy::Delivery;
+use zooid_test_support::proxy::ProxyStats;
 use zooid_test_support::{runtime, FaultProxy, RequestMatch, ZkEnsemble, ZkServer};
 use zookeeper_client::{Acls, Client, Connector, CreateMode, CreateOptions, Error, SessionState};
 
@@ -545,5 +546,135 @@ fn e_crate_reports_expired_while_the_servers_hold_the_session() {
             "e: the servers deleted the ephemeral {:?} after the crate reported Expired",
             Instant::now() - expired_at
         );
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// f. A zooid write held past zooid's give-up while the servers still hold its session.
+// ---------------------------------------------------------------------------------------------
+
+/// The session timeout of the f tests (the ensemble's minimum: negotiated as requested).
+const F_TIMEOUT: Duration = Duration::from_secs(4);
+/// How long the proxy holds the write (zooid gives the generation up after [`F_TIMEOUT`]).
+const F_HOLD: Duration = Duration::from_secs(8);
+/// How long after the hold reattach attempts stay refused (the crate's own reattach gives up
+/// after 7/5 of the session timeout, 5.6 s).
+const F_REFUSE_FOR: Duration = Duration::from_secs(6);
+
+/// A 3-server ensemble, a proxy in front of server 0, a zooid session through the proxy
+/// (timeout [`F_TIMEOUT`]) and a direct client on server 1.
+struct GaveUp {
+    _zk: ZkEnsemble,
+    proxy: FaultProxy,
+    session: zooid::Session,
+    direct: Client,
+}
+
+impl GaveUp {
+    async fn start(zk: ZkEnsemble) -> GaveUp {
+        let proxy = FaultProxy::start(zk.server_addr(0));
+        let options = zooid::ConnectOptions {
+            session_timeout: F_TIMEOUT,
+            ..Default::default()
+        };
+        let session = zooid::Session::connect(&proxy.connect_string(), &options)
+            .await
+            .expect("zooid session");
+        assert_eq!(session.status().timeout, F_TIMEOUT, "negotiated");
+        let direct = connect(&zk.server_connect_string(1), Duration::from_secs(10)).await;
+        GaveUp {
+            _zk: zk,
+            proxy,
+            session,
+            direct,
+        }
+    }
+
+    /// Runs `write` (one zooid operation) while the proxy holds its request matching `m` for
+    /// [`F_HOLD`], keeps the old session alive on server 0 meanwhile (pings on the held
+    /// connection) and refuses reattach attempts for [`F_REFUSE_FOR`]: zooid gives the
+    /// generation up after [`F_TIMEOUT`] and opens a new one while the servers still hold the
+    /// old session. Returns the write's result once it and the delivery are done.
+    async fn held_past_give_up<T>(
+        &self,
+        m: RequestMatch,
+        write: impl std::future::Future<Output = T>,
+    ) -> (T, Delivery, ProxyStats) {
+        let proxy = &self.proxy;
+        proxy.refuse_reattach(true);
+        proxy.hold_request_keeping_session(m, F_HOLD, Duration::from_millis(500));
+        let opener = async {
+            let started = Instant::now();
+            while proxy.stats().held_requests == 0 {
+                assert!(started.elapsed() < Duration::from_secs(20), "nothing held");
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            let held_at = Instant::now();
+            tokio::time::sleep_until((held_at + F_REFUSE_FOR).into()).await;
+            proxy.refuse_reattach(false);
+        };
+        let (result, ()) = tokio::join!(write, opener);
+        let deliveries = proxy.wait_deliveries(1, F_HOLD * 3).await;
+        let [delivery] = deliveries[..] else {
+            panic!("one held request delivered: {deliveries:?}");
+        };
+        let stats = proxy.stats();
+        // Guards: the write was held and delivered; zooid gave the generation up; the old
+        // client's reattach attempts were refused (so the servers never moved the session).
+        assert!(delivery.written, "the held request was written: {delivery:?}");
+        assert_eq!(stats.held_requests, 1);
+        assert!(stats.refused_reattaches > 0, "{stats:?}");
+        assert!(self.session.status().generation >= 2, "zooid gave up generation 1");
+        (result, delivery, stats)
+    }
+
+    /// The data of every child of `parent`, read on server 1 after a sync.
+    async fn children_data(&self, parent: &str) -> Vec<Vec<u8>> {
+        self.direct.sync(parent).await.expect("sync");
+        let mut out = Vec::new();
+        for child in self.direct.list_children(parent).await.expect("list") {
+            let (data, _) = self
+                .direct
+                .get_data(&format!("{parent}/{child}"))
+                .await
+                .expect("get_data");
+            out.push(data);
+        }
+        out
+    }
+}
+
+/// A queue put whose request (`multi[setData(guard), create(item)]`) is held past zooid's
+/// give-up of its session and delivered while the servers still hold that session: the put is
+/// in the queue once, never twice. Before issue 18 the put's resolution read "absent" on the
+/// new session and put again, and the held copy applied too (its guard, an ephemeral node of
+/// the old session, was still at the version it expected).
+#[test]
+fn f_a_held_queue_put_delivered_after_the_give_up_is_not_applied_twice() {
+    let _serial = serial();
+    zooid_test_support::init_tracing();
+    let zk = ZkEnsemble::start_with(3, &[("minSessionTimeout", "4000")]);
+    runtime().block_on(async {
+        let rig = GaveUp::start(zk).await;
+        let queue = zooid::WorkQueue::open(&rig.session, "/fate-f-q", Default::default())
+            .expect("queue");
+        queue.put(b"before").await.expect("first put");
+        let started = Instant::now();
+        let (put, delivery, stats) = rig
+            .held_past_give_up(
+                RequestMatch::Contains(b"/fate-f-q/items/i-".to_vec()),
+                queue.put(b"held"),
+            )
+            .await;
+        let items = rig.children_data("/fate-f-q/items").await;
+        let held = items.iter().filter(|d| d.as_slice() == b"held").count();
+        eprintln!(
+            "f put: result {put:?} after {:?}; delivery {delivery:?} ({:?} after the hold); items with the put's data: {held}; proxy {stats:?}; session {:?}",
+            started.elapsed(),
+            delivery.delivered_at - delivery.held_at,
+            rig.session.status()
+        );
+        assert!(put.is_ok(), "the put succeeded: {put:?}");
+        assert_eq!(held, 1, "the put is in the queue exactly once");
     });
 }
