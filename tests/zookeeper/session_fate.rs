@@ -685,3 +685,153 @@ fn f_a_held_queue_put_delivered_after_the_give_up_is_not_applied_twice() {
         assert_eq!(held, 1, "the put is in the queue exactly once");
     });
 }
+
+/// A request matcher: the next `multi` or `setData` whose frame names `path` (a take's or a
+/// push's write, never its reads).
+fn write_naming(path: &str) -> RequestMatch {
+    let needle = path.as_bytes().to_vec();
+    RequestMatch::Custom(zooid_test_support::proxy::MatchFn::new(move |opcode, frame| {
+        (opcode == 5 || opcode == 14) && frame.windows(needle.len()).any(|w| w == needle)
+    }))
+}
+
+/// Takes IDs of `category` until it is exhausted; returns every ID taken.
+async fn drain(service: &zooid::IdGeneratorService, category: &zooid::IdCategory) -> Vec<i64> {
+    let mut ids = Vec::new();
+    loop {
+        match service.take_ids(category, 50).await {
+            Ok(set) => ids.extend(set.ranges().iter().flat_map(|r| r.start()..=r.end())),
+            Err(zooid::ZooidError::Exhausted { .. }) => return ids,
+            Err(err) => panic!("draining {}: {err}", category.name()),
+        }
+    }
+}
+
+/// Panics when an ID occurs twice in `ids`.
+fn assert_unique(what: &str, ids: &[i64]) {
+    let mut sorted = ids.to_vec();
+    sorted.sort_unstable();
+    let twice: Vec<i64> = sorted
+        .windows(2)
+        .filter(|w| w[0] == w[1])
+        .map(|w| w[0])
+        .collect();
+    assert!(twice.is_empty(), "{what}: IDs handed out twice: {twice:?}");
+}
+
+/// A take (default category: a compare-and-set of the pool node) whose write is held past
+/// zooid's give-up and delivered while the servers still hold the old session: no ID is handed
+/// out twice (the late copy expects a version the pool has left).
+#[test]
+fn f_a_held_take_delivered_after_the_give_up_hands_out_no_id_twice() {
+    let _serial = serial();
+    zooid_test_support::init_tracing();
+    let zk = ZkEnsemble::start_with(3, &[("minSessionTimeout", "4000")]);
+    runtime().block_on(async {
+        let rig = GaveUp::start(zk).await;
+        let service = zooid::IdGeneratorService::on_session(rig.session.clone(), Default::default());
+        let category = zooid::IdCategory::new("/fate-f-take").expect("category");
+        service.create_category(&category, 1, 300).await.expect("create");
+        let mut ids: Vec<i64> = Vec::new();
+        let first = service.take_ids(&category, 10).await.expect("first take");
+        ids.extend(first.ranges().iter().flat_map(|r| r.start()..=r.end()));
+        let (take, done, delivery, stats) = rig
+            .held_past_give_up(write_naming("/fate-f-take"), service.take_ids(&category, 10))
+            .await;
+        eprintln!(
+            "f take: result {take:?} {done:?} after the hold; delivery {:?} after the hold: written {}, reply {:?}; proxy {stats:?}",
+            delivery.delivered_at - delivery.held_at,
+            delivery.written,
+            delivery.reply_err,
+        );
+        if let Ok(set) = &take {
+            ids.extend(set.ranges().iter().flat_map(|r| r.start()..=r.end()));
+        }
+        ids.extend(drain(&service, &category).await);
+        assert_unique("take", &ids);
+        assert!(take.is_ok(), "the take succeeded: {take:?}");
+    });
+}
+
+/// A push to a block-allocated category (a `multi` creating the push's node and its author's
+/// marker) held past zooid's give-up and delivered while the servers still hold the old
+/// session: the pushed IDs are handed out at most once afterwards.
+#[test]
+fn f_a_held_push_delivered_after_the_give_up_hands_out_no_id_twice() {
+    let _serial = serial();
+    zooid_test_support::init_tracing();
+    let zk = ZkEnsemble::start_with(3, &[("minSessionTimeout", "4000")]);
+    runtime().block_on(async {
+        let rig = GaveUp::start(zk).await;
+        let service = zooid::IdGeneratorService::on_session(rig.session.clone(), Default::default());
+        let category = zooid::IdCategory::new("/fate-f-push").expect("category");
+        service
+            .create_category_blocks(&category, 1, 300, 10)
+            .await
+            .expect("create");
+        let mut taken = service.take_ids(&category, 10).await.expect("take");
+        let (push, done, delivery, stats) = rig
+            .held_past_give_up(
+                write_naming("/fate-f-push/zooid-returned"),
+                service.push_ids(&mut taken),
+            )
+            .await;
+        eprintln!(
+            "f push: result {push:?} {done:?} after the hold; delivery {:?} after the hold: written {}, reply {:?}; proxy {stats:?}",
+            delivery.delivered_at - delivery.held_at,
+            delivery.written,
+            delivery.reply_err,
+        );
+        let ids = drain(&service, &category).await;
+        assert_unique("push", &ids);
+        match &push {
+            Ok(()) => {}
+            Err(err) => assert_eq!(
+                err.kind(),
+                zooid::ErrorKind::OutcomeUnknown,
+                "a push whose fate is unknown says so: {err}"
+            ),
+        }
+    });
+}
+
+/// A take from a block-allocated category whose block claim (a `multi` of sequential creates)
+/// is held past zooid's give-up and delivered while the servers still hold the old session: no
+/// ID is handed out twice.
+#[test]
+fn f_a_held_block_claim_delivered_after_the_give_up_hands_out_no_id_twice() {
+    let _serial = serial();
+    zooid_test_support::init_tracing();
+    let zk = ZkEnsemble::start_with(3, &[("minSessionTimeout", "4000")]);
+    runtime().block_on(async {
+        let rig = GaveUp::start(zk).await;
+        let service = zooid::IdGeneratorService::on_session(rig.session.clone(), Default::default());
+        let category = zooid::IdCategory::new("/fate-f-claim").expect("category");
+        service
+            .create_category_blocks(&category, 1, 300, 10)
+            .await
+            .expect("create");
+        let (take, done, delivery, stats) = rig
+            .held_past_give_up(
+                write_naming("/fate-f-claim/zooid-blocks-"),
+                service.take_ids(&category, 10),
+            )
+            .await;
+        eprintln!(
+            "f claim: result {take:?} {done:?} after the hold; delivery {:?} after the hold: written {}, reply {:?}; proxy {stats:?}",
+            delivery.delivered_at - delivery.held_at,
+            delivery.written,
+            delivery.reply_err,
+        );
+        let mut ids: Vec<i64> = Vec::new();
+        if let Ok(set) = &take {
+            ids.extend(set.ranges().iter().flat_map(|r| r.start()..=r.end()));
+        }
+        ids.extend(drain(&service, &category).await);
+        assert_unique("block claim", &ids);
+        match &take {
+            Ok(_) => {}
+            Err(err) => assert_eq!(err.kind(), zooid::ErrorKind::OutcomeUnknown, "{err}"),
+        }
+    });
+}
