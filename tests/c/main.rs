@@ -4,6 +4,7 @@
 mod abi;
 mod counter;
 mod election;
+mod in_doubt;
 mod prefetch;
 mod queue;
 mod security;
