@@ -1372,7 +1372,8 @@ zooid_status zooid_queue_options_set_max_items(struct zooid_queue_options *optio
 
 /**
  * Sets how long a put, complete or release may retry through connection loss, in milliseconds
- * (> 0); past it the call fails with `ZOOID_STATUS_TIMEOUT` and its outcome is unknown.
+ * (> 0); past it the call fails with `ZOOID_STATUS_TIMEOUT`, or for a put whose request may
+ * have reached the servers `ZOOID_STATUS_OUTCOME_UNKNOWN`.
  *
  * # Safety
  * `options` must be NULL or live queue options not used by another thread during the call.
@@ -1390,8 +1391,10 @@ zooid_status zooid_queue_options_set_op_timeout_ms(struct zooid_queue_options *o
  *
  * Errors: `ZOOID_STATUS_TOO_LARGE` for an item over the queue's item size limit and
  * `ZOOID_STATUS_QUEUE_FULL` when the queue holds its maximum number of items (nothing was
- * added); `ZOOID_STATUS_TIMEOUT` when no server answered within the operation timeout (the
- * item may or may not have been added); `ZOOID_STATUS_STORE`, `ZOOID_STATUS_CONNECTION_LOST`.
+ * added); `ZOOID_STATUS_OUTCOME_UNKNOWN` when a request of the put may have reached the servers
+ * and they did not confirm its fate within the operation timeout (the item may or may not have
+ * been added; no IDs are named); `ZOOID_STATUS_TIMEOUT` when no server answered within it and
+ * nothing was added; `ZOOID_STATUS_STORE`, `ZOOID_STATUS_CONNECTION_LOST`.
  *
  * # Safety
  * `queue` must be NULL or a live queue; `data` valid for `len` bytes of reads; `name_buf` valid

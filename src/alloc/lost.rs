@@ -1,5 +1,11 @@
 //! Lost replies: whether a write whose reply was lost applied, told by the operation log the
 //! pool node keeps (docs/DESIGN.md), or by its free list when the log no longer says.
+//!
+//! These writes are compare-and-sets of the pool node at an expected version, so they need no
+//! word from the servers on the session that sent them ([`crate::zk::Session::confirm_gone`]):
+//! a copy still in the network, even one that arrives after its session was given up, expects
+//! that same version. While the node is at it, the identical write is sent again (at most one
+//! copy applies); once it moved, the copy can never apply and the log says whose write moved it.
 
 use super::service::IdGeneratorService;
 use super::state::Cached;

@@ -26,6 +26,8 @@ pub enum WriteOp {
     Blocks,
     /// A counter's `next`.
     Next,
+    /// A work-queue put (no IDs: the item may or may not be in the queue).
+    Put,
 }
 
 impl WriteOp {
@@ -39,6 +41,7 @@ impl WriteOp {
             WriteOp::Ceiling => "ceiling",
             WriteOp::Blocks => "blocks",
             WriteOp::Next => "next",
+            WriteOp::Put => "put",
         }
     }
 }
@@ -110,9 +113,12 @@ pub enum ZooidError {
         elapsed: Duration,
     },
 
-    /// A write's reply was lost and whether it applied could not be determined. A take's IDs are
-    /// leaked (never handed out); a push is not repeated. `ids` names the IDs concerned.
-    #[error("{category}: outcome of {op} unknown after a lost reply; IDs {} were not handed out and are leaked", fmt_ranges(.ids))]
+    /// A write's reply was lost and whether it applied could not be determined (the servers did
+    /// not confirm, within the operation's deadline, that its session can no longer write, or
+    /// what they hold no longer tells). A take's IDs are leaked (never handed out); a push is not
+    /// repeated; a queue put ([`WriteOp::Put`], no IDs) may or may not be in the queue. `ids`
+    /// names the IDs concerned.
+    #[error("{category}: outcome of {op} unknown after a lost reply{}", fmt_leaked(.ids))]
     OutcomeUnknown {
         category: String,
         op: WriteOp,
@@ -189,6 +195,16 @@ pub enum ZooidError {
     /// record or carries an older fencing token. Nothing was changed.
     #[error("{what} went backwards: {reason}; refused")]
     WentBackwards { what: String, reason: String },
+}
+
+fn fmt_leaked(ids: &[IdRange]) -> String {
+    if ids.is_empty() {
+        return String::new();
+    }
+    format!(
+        "; IDs {} were not handed out and are leaked",
+        fmt_ranges(ids)
+    )
 }
 
 fn fmt_ranges(ids: &[IdRange]) -> String {

@@ -109,7 +109,8 @@ pub unsafe extern "C" fn zooid_queue_options_set_max_item_bytes(
 }
 
 /// Sets how long a put, complete or release may retry through connection loss, in milliseconds
-/// (> 0); past it the call fails with `ZOOID_STATUS_TIMEOUT` and its outcome is unknown.
+/// (> 0); past it the call fails with `ZOOID_STATUS_TIMEOUT`, or for a put whose request may
+/// have reached the servers `ZOOID_STATUS_OUTCOME_UNKNOWN`.
 ///
 /// # Safety
 /// `options` must be NULL or live queue options not used by another thread during the call.
@@ -207,8 +208,10 @@ pub unsafe extern "C" fn zooid_queue_open(
 ///
 /// Errors: `ZOOID_STATUS_TOO_LARGE` for an item over the queue's item size limit and
 /// `ZOOID_STATUS_QUEUE_FULL` when the queue holds its maximum number of items (nothing was
-/// added); `ZOOID_STATUS_TIMEOUT` when no server answered within the operation timeout (the
-/// item may or may not have been added); `ZOOID_STATUS_STORE`, `ZOOID_STATUS_CONNECTION_LOST`.
+/// added); `ZOOID_STATUS_OUTCOME_UNKNOWN` when a request of the put may have reached the servers
+/// and they did not confirm its fate within the operation timeout (the item may or may not have
+/// been added; no IDs are named); `ZOOID_STATUS_TIMEOUT` when no server answered within it and
+/// nothing was added; `ZOOID_STATUS_STORE`, `ZOOID_STATUS_CONNECTION_LOST`.
 ///
 /// # Safety
 /// `queue` must be NULL or a live queue; `data` valid for `len` bytes of reads; `name_buf` valid

@@ -22,8 +22,11 @@
 //!   end (or our next write) deletes it. The lookup is made on the same client as the write, so
 //!   a session that expired meanwhile makes the lookup fail rather than find "no marker".
 //! - the session was lost (expired, or replaced by the session layer): the marker is gone either
-//!   way, so the outcome cannot be told. The values are then *skipped*: never handed out, and
-//!   reported as [`ZooidError::OutcomeUnknown`] with the range.
+//!   way. The counter waits for the servers' word that the session can no longer write
+//!   ([`Session::confirm_gone`]) and reads the node on the current session: still at `V`, the
+//!   write never applied and never will (sent again as a new write). Past `V`, or no
+//!   confirmation within the retry deadline, the outcome cannot be told. The values are then
+//!   *skipped*: never handed out, and reported as [`ZooidError::OutcomeUnknown`] with the range.
 //!
 //! Children of the counter node do not change what `getData` returns, so the seed's code is
 //! unaffected by the markers.
@@ -496,7 +499,7 @@ impl Counter {
             }
             budget.try_attempt();
             if self.session.is_gone_generation(generation) {
-                return Resolution::Unknown("the ZooKeeper session was lost".into());
+                return self.resolve_given_up(generation, write, &mut budget).await;
             }
             let lookup = async {
                 client.sync(&self.path).await?;
@@ -543,7 +546,7 @@ impl Counter {
                     // was alive and its ephemeral marker would still be there. Check once more
                     // that the session layer did not give it up meanwhile.
                     if self.session.is_gone_generation(generation) {
-                        return Resolution::Unknown("the ZooKeeper session was lost".into());
+                        return self.resolve_given_up(generation, write, &mut budget).await;
                     }
                     if lookalike {
                         stats.lookalikes += 1;
@@ -556,7 +559,7 @@ impl Counter {
                 Err((_, err)) => {
                     self.note_error(&err, generation).await;
                     if crate::zk::is_gone(&err) {
-                        return Resolution::Unknown(format!("the ZooKeeper session ended: {err}"));
+                        return self.resolve_given_up(generation, write, &mut budget).await;
                     }
                     if !retryable(&err) {
                         return Resolution::Unknown(err.to_string());
@@ -565,6 +568,46 @@ impl Counter {
                 }
             }
         }
+    }
+
+    /// Resolves `write`, sent on the given-up session of `generation`: once the servers
+    /// confirmed that session can no longer write, a node still at the write's version proves it
+    /// never applied; anything else (moved on: the marker went with the session; or no
+    /// confirmation within `budget`) is unknown.
+    async fn resolve_given_up(
+        &self,
+        generation: u64,
+        write: &Write<'_>,
+        budget: &mut Budget,
+    ) -> Resolution {
+        let deadline = tokio::time::Instant::now() + budget.remaining();
+        if let Err(why) = self.session.confirm_gone(generation, deadline).await {
+            return Resolution::Unknown(why.to_string());
+        }
+        while !budget.expired() {
+            budget.try_attempt();
+            let (client, _) = self.session.client();
+            let read = async {
+                client.sync(&self.path).await?;
+                client.check_stat(&self.path).await
+            };
+            match self.bounded(read).await {
+                Ok(Some(stat)) if stat.version == write.version => return Resolution::NotApplied,
+                Ok(Some(stat)) => {
+                    return Resolution::Unknown(format!(
+                        "the ZooKeeper session was lost and the counter moved on to version {} \
+                         (the write expected {})",
+                        stat.version, write.version
+                    ))
+                }
+                Ok(None) => return Resolution::Unknown("the counter node was deleted".into()),
+                Err(_) => budget.backoff().await,
+            }
+        }
+        Resolution::Unknown(format!(
+            "ZooKeeper unreachable for {:?}",
+            budget.deadline()
+        ))
     }
 
     /// Tells the session layer about a request that failed because its session is gone.

@@ -17,29 +17,7 @@ pub(super) async fn open_for(
     options: &ConnectOptions,
     version: ServerVersion,
 ) -> Result<Client> {
-    if options.tls.is_some() && version == ServerVersion::V3_4 {
-        return Err(ZooidError::InvalidArgument(
-            "TLS needs ZooKeeper 3.5.5 or later (secureClientPort); ConnectOptions::server_version \
-             says the servers run 3.4"
-                .into(),
-        ));
-    }
-    let mut connector = Client::connector()
-        .with_session_timeout(options.session_timeout)
-        .with_connection_timeout((options.session_timeout / 3).max(Duration::from_millis(200)));
-    if version == ServerVersion::V3_4 {
-        // Creates (also inside a `multi`, vendor/README.md) go as `create`.
-        connector = connector.with_server_version(3, 4, 14);
-    }
-    if let Some((user, password)) = &options.digest_auth {
-        connector = connector.with_auth("digest", format!("{user}:{password}").as_bytes());
-    }
-    if let Some(tls) = &options.tls {
-        connector = connector.with_tls(tls_options(tls)?);
-    }
-    if let Some(sasl) = &options.sasl {
-        connector = with_sasl(connector, sasl)?;
-    }
+    let connector = connector_for(options, version)?;
     let connecting = if options.tls.is_some() {
         connector.secure_connect(connect).await
     } else {
@@ -93,6 +71,39 @@ pub(super) async fn open_for(
             }
         }
     })
+}
+
+/// The connector of every session zooid opens for servers of release `version`: the requested
+/// session timeout, a connection timeout of a third of it, `digest` auth, TLS and SASL. Also
+/// used to reattach a given-up session and close it (src/zk/fate.rs).
+pub(super) fn connector_for(
+    options: &ConnectOptions,
+    version: ServerVersion,
+) -> Result<zookeeper_client::Connector> {
+    if options.tls.is_some() && version == ServerVersion::V3_4 {
+        return Err(ZooidError::InvalidArgument(
+            "TLS needs ZooKeeper 3.5.5 or later (secureClientPort); ConnectOptions::server_version \
+             says the servers run 3.4"
+                .into(),
+        ));
+    }
+    let mut connector = Client::connector()
+        .with_session_timeout(options.session_timeout)
+        .with_connection_timeout((options.session_timeout / 3).max(Duration::from_millis(200)));
+    if version == ServerVersion::V3_4 {
+        // Creates (also inside a `multi`, vendor/README.md) go as `create`.
+        connector = connector.with_server_version(3, 4, 14);
+    }
+    if let Some((user, password)) = &options.digest_auth {
+        connector = connector.with_auth("digest", format!("{user}:{password}").as_bytes());
+    }
+    if let Some(tls) = &options.tls {
+        connector = connector.with_tls(tls_options(tls)?);
+    }
+    if let Some(sasl) = &options.sasl {
+        connector = with_sasl(connector, sasl)?;
+    }
+    Ok(connector)
 }
 
 fn read_pem(what: &str, path: &std::path::Path) -> Result<String> {

@@ -10,8 +10,9 @@
 //! transaction) is awaited. After either, every request of the session either applied before
 //! (a `sync` and read on any session sees it) or can never apply.
 //!
-//! The session layer does not call it yet (issue 18 wires lost-reply resolution through it);
-//! tests/zookeeper/session_fate.rs establishes what it guarantees against real servers.
+//! The session layer runs it on every generation it gives up (src/zk/session.rs) and answers
+//! [`crate::zk::Session::confirm_gone`] from it; tests/zookeeper/session_fate.rs establishes what
+//! it guarantees against real servers.
 
 use std::time::Duration;
 
@@ -45,6 +46,20 @@ pub enum Unconfirmed {
     Refused { session: i64, err: ZkError },
 }
 
+/// Why the servers' word on a session generation is not (yet) in: the fate of its writes whose
+/// reply was lost stays in doubt.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum InDoubt {
+    /// The generation is the live one: it was not given up, so nothing was asked. Its requests
+    /// are ordered on it: a `sync` and a read on it tell.
+    #[error("session generation {generation} is still live")]
+    Live { generation: u64 },
+    /// The servers did not confirm the end of the generation's session in time (unreachable),
+    /// or refused to say (authentication).
+    #[error("the end of session generation {generation} is not confirmed by the servers: {reason}")]
+    Unconfirmed { generation: u64, reason: String },
+}
+
 /// Pause between two reattach attempts after a transient failure.
 const RETRY_PAUSE: Duration = Duration::from_millis(100);
 
@@ -64,6 +79,17 @@ pub async fn confirm_dead(
     session: &SessionInfo,
     within: Duration,
 ) -> Result<Confirmed, Unconfirmed> {
+    confirm_dead_over(connector, connect, false, session, within).await
+}
+
+/// [`confirm_dead`], over TLS when `secure` (the connector then carries the TLS options).
+pub(crate) async fn confirm_dead_over(
+    connector: &Connector,
+    connect: &str,
+    secure: bool,
+    session: &SessionInfo,
+    within: Duration,
+) -> Result<Confirmed, Unconfirmed> {
     let started = Instant::now();
     let end = started + within;
     let id = session.id().0;
@@ -77,10 +103,14 @@ pub async fn confirm_dead(
                 last,
             });
         }
-        let reattach = connector
-            .clone()
-            .with_session(session.clone())
-            .connect(connect);
+        let reattach = connector.clone().with_session(session.clone());
+        let reattach = async move {
+            if secure {
+                reattach.secure_connect(connect).await
+            } else {
+                reattach.connect(connect).await
+            }
+        };
         let client = match tokio::time::timeout(remaining, reattach).await {
             Err(_) => {
                 last = "reattach timed out".into();

@@ -25,7 +25,7 @@ pub use classify::{
     classify, describe as describe_error, fate, is_gone, not_authorized, to_zooid, Classified,
     Fate, Verdict,
 };
-pub use fate::{confirm_dead, Confirmed, Unconfirmed};
+pub use fate::{confirm_dead, Confirmed, InDoubt, Unconfirmed};
 pub use multi::{Multi, MultiFailed};
 pub use options::{ConnectOptions, Sasl, ServerVersion, TlsFiles};
 pub use path::validate_path;

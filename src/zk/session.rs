@@ -22,16 +22,30 @@
 //! States are published on a `tokio::sync::watch` channel: a slow observer may miss an
 //! intermediate state, never the latest one, and a change of `generation` always tells it that
 //! the session it knew was lost, even if it never saw `Lost` itself.
+//!
+//! `Lost` means "stop acting", not "can no longer land": the client's own timer, or the crate's
+//! `Expired` after one, is a guess, and the servers may still hold the session (and apply a
+//! request of it still in the network). So every generation given up is also *confirmed gone*
+//! with the servers, in the background ([`super::fate`]: reattach with its id and password and
+//! close it, or be refused because it expired). [`Session::confirm_gone`] waits for that word;
+//! every resolution of a write whose reply was lost on a given-up generation asks it before it
+//! reads (docs/RELIABILITY.md, "When a write's fate is decided").
+//!
+//! Timeouts are the one the servers negotiated ([`SessionStatus::timeout`]), never the one
+//! requested.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::time::Instant;
-use zookeeper_client::{Acls, Client, Error as ZkError, SessionState};
+use zookeeper_client::{Acls, Client, Error as ZkError, SessionInfo, SessionState};
 
 use super::classify::is_gone;
+use super::connect::connector_for;
+use super::fate::{confirm_dead_over, Confirmed, InDoubt, Unconfirmed};
 use super::options::{ConnectOptions, ServerVersion};
 use super::version::{open_client, probe_persistent_watches};
 use crate::error::{Result, ZooidError};
@@ -71,8 +85,11 @@ pub struct SessionStatus {
     pub generation: u64,
     /// ZooKeeper's id of the session of this generation.
     pub session_id: i64,
-    /// The session timeout the servers granted.
+    /// The session timeout the servers negotiated (every timer of the session layer uses it).
     pub timeout: Duration,
+    /// The session timeout zooid asked for ([`ConnectOptions::session_timeout`]); the servers
+    /// clamp it to their `minSessionTimeout..=maxSessionTimeout` (by default 2 to 20 ticks).
+    pub requested: Duration,
 }
 
 /// The client of one generation.
@@ -96,7 +113,18 @@ struct Inner {
     replacing: tokio::sync::Mutex<()>,
     /// Sessions declared lost so far (each `Lost` transition, once per generation).
     losses: AtomicU64,
+    /// The servers' word on each given-up generation (`None` while it is being asked).
+    confirmations: Mutex<HashMap<u64, watch::Receiver<Option<Verdict>>>>,
+    /// Closed when the last [`Session`] handle is dropped: stops the confirmations.
+    alive: watch::Receiver<()>,
 }
+
+/// The outcome of confirming a given-up generation's end: how, or why not.
+type Verdict = std::result::Result<Confirmed, String>;
+
+/// How long one round of reattach attempts may take before the next one starts (the
+/// confirmation goes on until the servers answer or the session layer is dropped).
+const CONFIRM_ROUND: Duration = Duration::from_secs(10);
 
 /// A shared ZooKeeper session (cheap to clone; every clone is the same session).
 ///
@@ -142,8 +170,10 @@ impl Session {
             generation: 1,
             session_id: client.session_id().0,
             timeout: client.session_timeout(),
+            requested: options.session_timeout,
         };
         let (status_tx, _) = watch::channel(status);
+        let (alive_tx, alive_rx) = watch::channel(());
         let inner = Arc::new(Inner {
             connect: connect.to_string(),
             options: options.clone(),
@@ -156,11 +186,13 @@ impl Session {
             status: status_tx,
             replacing: tokio::sync::Mutex::new(()),
             losses: AtomicU64::new(0),
+            confirmations: Mutex::new(HashMap::new()),
+            alive: alive_rx.clone(),
         });
         metrics::gauge!("zooid_session_generation").set(1.0);
-        let (alive_tx, alive_rx) = watch::channel(());
+        publish_timeouts(&status);
         tokio::spawn(monitor(Arc::downgrade(&inner), alive_rx));
-        tracing::info!(session = %format_args!("{:#x}", status.session_id), timeout = ?status.timeout, %server_version, "ZooKeeper session opened");
+        tracing::info!(session = %format_args!("{:#x}", status.session_id), timeout = ?status.timeout, requested = ?status.requested, %server_version, "ZooKeeper session opened");
         Ok(Session {
             inner,
             alive: Arc::new(alive_tx),
@@ -249,13 +281,10 @@ impl Session {
         super::acl::default_zk_acls(&self.inner.options)
     }
 
-    /// How long one request may go unanswered before it counts as lost: the session timeout,
-    /// at least 500 ms.
+    /// How long one request may go unanswered before it counts as lost: the session timeout
+    /// the servers negotiated for the current generation, at least 500 ms.
     pub fn request_limit(&self) -> Duration {
-        self.inner
-            .options
-            .session_timeout
-            .max(Duration::from_millis(500))
+        self.status().timeout.max(Duration::from_millis(500))
     }
 
     /// Runs one request made on the client of `generation`, bounded by
@@ -305,6 +334,63 @@ impl Session {
     pub async fn report_lost(&self, generation: u64, why: &str) {
         self.inner.replace(generation, why).await;
     }
+
+    /// Waits, until `deadline`, for the servers' word that no request of the session of
+    /// `generation` can apply any more: the session expired, or zooid reattached to it and closed
+    /// it (src/zk/fate.rs). Every given-up generation is being confirmed in the background from
+    /// the moment it is given up, so this usually returns within milliseconds of the servers
+    /// being reachable.
+    ///
+    /// After `Ok`, a `sync` and a read on any session tell whether a request of that generation
+    /// applied: it did before the end, or it never will. `Err(InDoubt::Live)` for the live
+    /// generation (not given up: read on it, its requests are ordered);
+    /// `Err(InDoubt::Unconfirmed)` when the servers did not answer before `deadline`: the
+    /// outcome of the generation's lost replies is in doubt, and the caller reports it so.
+    pub async fn confirm_gone(
+        &self,
+        generation: u64,
+        deadline: Instant,
+    ) -> std::result::Result<Confirmed, InDoubt> {
+        if !self.is_gone_generation(generation) {
+            return Err(InDoubt::Live { generation });
+        }
+        let unconfirmed = |reason: String| InDoubt::Unconfirmed { generation, reason };
+        let rx = self
+            .inner
+            .confirmations
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&generation)
+            .cloned();
+        let Some(mut rx) = rx else {
+            return Err(unconfirmed(
+                "the session layer holds no record of it (it was never given up)".into(),
+            ));
+        };
+        let verdict = {
+            let wait = rx.wait_for(Option::is_some);
+            match tokio::time::timeout_at(deadline, wait).await {
+                Ok(Ok(verdict)) => verdict.clone(),
+                Ok(Err(_)) => Some(Err("the session layer was closed".into())),
+                Err(_) => Some(Err(
+                    "no server answered before the caller's deadline".into()
+                )),
+            }
+        };
+        match verdict {
+            Some(Ok(confirmed)) => Ok(confirmed),
+            Some(Err(reason)) => Err(unconfirmed(reason)),
+            None => Err(unconfirmed("no answer".into())),
+        }
+    }
+}
+
+/// The requested and negotiated session timeouts as gauges (seconds).
+fn publish_timeouts(status: &SessionStatus) {
+    metrics::gauge!("zooid_session_timeout_seconds", "timeout" => "negotiated")
+        .set(status.timeout.as_secs_f64());
+    metrics::gauge!("zooid_session_timeout_seconds", "timeout" => "requested")
+        .set(status.requested.as_secs_f64());
 }
 
 impl Inner {
@@ -322,6 +408,7 @@ impl Inner {
             generation,
             session_id: client.session_id().0,
             timeout: client.session_timeout(),
+            requested: self.options.session_timeout,
         };
         self.status.send_if_modified(|old| {
             if *old == status {
@@ -350,6 +437,8 @@ impl Inner {
             self.losses.fetch_add(1, Ordering::Relaxed);
             metrics::counter!("zooid_session_losses_total").increment(1);
         }
+        // Before anyone can see the generation given up, so `confirm_gone` finds its record.
+        self.confirm_in_background(lost_generation, current.client.session());
         self.publish(ConnectionState::Lost, current.generation, &current.client);
         tracing::warn!(
             generation = lost_generation,
@@ -370,6 +459,7 @@ impl Inner {
                     "ZooKeeper session renewed"
                 );
                 self.publish(ConnectionState::Connected, generation, &client);
+                publish_timeouts(&self.status.borrow());
                 metrics::gauge!("zooid_session_generation").set(generation as f64);
                 true
             }
@@ -378,6 +468,54 @@ impl Inner {
                 false
             }
         }
+    }
+}
+
+impl Inner {
+    /// Starts asking the servers to confirm that the session of `generation` (given up) can no
+    /// longer apply a request, once per generation; the answer is kept for
+    /// [`Session::confirm_gone`]. Retried until the servers answer or the last [`Session`]
+    /// handle is dropped.
+    fn confirm_in_background(&self, generation: u64, session: &SessionInfo) {
+        let mut confirmations = self.confirmations.lock().unwrap_or_else(|p| p.into_inner());
+        if confirmations.contains_key(&generation) {
+            return;
+        }
+        let (tx, rx) = watch::channel(None);
+        confirmations.insert(generation, rx);
+        let connector = match connector_for(&self.options, self.server_version) {
+            Ok(connector) => connector,
+            Err(err) => {
+                tx.send_replace(Some(Err(err.to_string())));
+                return;
+            }
+        };
+        let (connect, secure) = (self.connect.clone(), self.options.tls.is_some());
+        let (session, mut alive) = (session.clone(), self.alive.clone());
+        tokio::spawn(async move {
+            let started = Instant::now();
+            let verdict = loop {
+                let round = confirm_dead_over(&connector, &connect, secure, &session, CONFIRM_ROUND);
+                let outcome = tokio::select! {
+                    outcome = round => outcome,
+                    _ = alive.changed() => return,
+                };
+                match outcome {
+                    Ok(confirmed) => break Ok(confirmed),
+                    Err(err @ Unconfirmed::Refused { .. }) => break Err(err.to_string()),
+                    Err(err @ Unconfirmed::Deadline { .. }) => {
+                        tracing::warn!(generation, %err, "the end of a given-up ZooKeeper session is not confirmed yet; asking again");
+                    }
+                }
+            };
+            let waited = started.elapsed();
+            metrics::histogram!("zooid_session_confirm_seconds").record(waited.as_secs_f64());
+            match &verdict {
+                Ok(how) => tracing::info!(generation, session = %format_args!("{:#x}", session.id().0), ?how, ?waited, "the servers confirmed the given-up session can no longer write"),
+                Err(why) => tracing::warn!(generation, %why, "the servers refused to confirm the end of a given-up session"),
+            }
+            tx.send_replace(Some(verdict));
+        });
     }
 }
 

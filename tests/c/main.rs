@@ -5,6 +5,7 @@ mod abi;
 mod close;
 mod counter;
 mod election;
+mod in_doubt;
 mod prefetch;
 mod queue;
 mod security;

@@ -2,9 +2,9 @@
 //! with the raw `zookeeper_client` crate (0.11), the groundwork of issue 18
 //! (docs/SESSION-FATE.md):
 //!
-//! - a request made while the client is disconnected waits in the crate's queue and is sent
-//!   when the session reconnects, even when its caller dropped the future or every client
-//!   handle;
+//! - a request made while the client is disconnected waits in the crate's queue; once its
+//!   caller dropped the future it is never sent (the vendored crate's `zooid patch`; unpatched,
+//!   it was sent on reconnection, also with every client handle dropped);
 //! - a request in flight when the connection dropped (the caller saw ConnectionLoss) can apply
 //!   later, after a read on another session found it absent;
 //! - the crate reports the session timeout the server negotiated, not the one requested;
@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use zooid::zk::{confirm_dead, Confirmed};
 use zooid_test_support::proxy::Delivery;
+use zooid_test_support::proxy::ProxyStats;
 use zooid_test_support::{runtime, FaultProxy, RequestMatch, ZkEnsemble, ZkServer};
 use zookeeper_client::{Acls, Client, Connector, CreateMode, CreateOptions, Error, SessionState};
 
@@ -159,33 +160,11 @@ fn queued_create_after_heal(drop_client: bool, path: &str) -> bool {
     })
 }
 
-/// Pins today's behaviour: the crate sends the queued create on reconnection although its
-/// caller timed out and dropped the future, and it applies.
+/// A create made while disconnected, whose caller timed out (dropped the future), is never
+/// sent: the vendored crate drops a request whose caller gave up when it takes it from its
+/// queue (vendor/zookeeper-client, `zooid patch`; before it, the create applied after the
+/// heal, docs/SESSION-FATE.md fact A).
 #[test]
-fn a_request_queued_while_disconnected_is_sent_after_reconnection_today() {
-    let _serial = serial();
-    zooid_test_support::init_tracing();
-    assert!(
-        queued_create_after_heal(false, "/fate-a-kept"),
-        "the queued create applied after reconnection"
-    );
-}
-
-/// Pins today's behaviour: even with every client handle dropped (the session given up), the
-/// queued create is sent when the session reconnects, before the crate closes the session.
-#[test]
-fn a_request_queued_while_disconnected_is_sent_even_after_the_client_is_dropped_today() {
-    let _serial = serial();
-    zooid_test_support::init_tracing();
-    assert!(
-        queued_create_after_heal(true, "/fate-a-dropped"),
-        "the queued create applied after reconnection"
-    );
-}
-
-/// The safe behaviour issue 18 asks for: a request whose caller gave up is never sent later.
-#[test]
-#[ignore = "fails today: zookeeper-client 0.11 sends requests queued while disconnected after reconnection, also when the caller dropped the future (issue 18)"]
 fn a_request_queued_while_disconnected_is_not_sent_after_the_caller_gave_up() {
     let _serial = serial();
     zooid_test_support::init_tracing();
@@ -195,7 +174,21 @@ fn a_request_queued_while_disconnected_is_not_sent_after_the_caller_gave_up() {
     );
 }
 
-/// Calling a request method sends the request at once: a future never polled still applies.
+/// The same with every client handle dropped too (zooid giving up the generation): the crate
+/// closes the session on reconnection without sending the abandoned create first.
+#[test]
+fn a_request_queued_while_disconnected_is_not_sent_after_the_client_is_dropped() {
+    let _serial = serial();
+    zooid_test_support::init_tracing();
+    assert!(
+        !queued_create_after_heal(true, "/fate-a-dropped"),
+        "a create whose caller timed out while disconnected applied after reconnection"
+    );
+}
+
+/// Calling a request method sends the request at once: a future kept but never polled still
+/// applies (so a caller that stops waiting cannot withdraw a request already taken from the
+/// crate's queue: that one is in flight, its fate in doubt).
 #[test]
 fn a_request_is_sent_when_the_method_is_called_not_when_polled() {
     let _serial = serial();
@@ -204,11 +197,12 @@ fn a_request_is_sent_when_the_method_is_called_not_when_polled() {
     runtime().block_on(async {
         let client = connect(&zk.connect_string(), Duration::from_secs(4)).await;
         let path = "/fate-a-unpolled";
-        drop(client.create(path, b"never polled", &persistent()));
+        let never_polled = client.create(path, b"never polled", &persistent());
         assert!(
             wait_exists(&client, path, true, Duration::from_secs(3)).await,
             "the never-polled create applied"
         );
+        drop(never_polled);
     });
 }
 
@@ -470,6 +464,37 @@ fn c_session_timeout_below_the_servers_minimum_is_negotiated_up() {
     });
 }
 
+/// zooid's session layer times from the negotiated value: a 500 ms request on a 1 s tick gets
+/// 2 s, and `Session::request_limit` (how long one request may go unanswered) follows it.
+#[test]
+fn c_zooid_session_times_from_the_negotiated_timeout() {
+    let _serial = serial();
+    zooid_test_support::init_tracing();
+    let zk = ZkServer::start_with(&[
+        ("tickTime", "1000"),
+        ("minSessionTimeout", "-1"),
+        ("maxSessionTimeout", "-1"),
+    ]);
+    runtime().block_on(async {
+        let options = zooid::ConnectOptions {
+            session_timeout: Duration::from_millis(500),
+            ..Default::default()
+        };
+        let session = zooid::Session::connect(&zk.connect_string(), &options)
+            .await
+            .expect("connect");
+        let status = session.status();
+        eprintln!(
+            "c: zooid session: status {status:?}, request limit {:?}",
+            session.request_limit()
+        );
+        // Guard: the server negotiated up.
+        assert_eq!(status.timeout, Duration::from_secs(2), "negotiated");
+        assert_eq!(status.requested, Duration::from_millis(500), "requested");
+        assert_eq!(session.request_limit(), Duration::from_secs(2), "request limit");
+    });
+}
+
 // ---------------------------------------------------------------------------------------------
 // e. The crate's own Expired.
 // ---------------------------------------------------------------------------------------------
@@ -521,5 +546,292 @@ fn e_crate_reports_expired_while_the_servers_hold_the_session() {
             "e: the servers deleted the ephemeral {:?} after the crate reported Expired",
             Instant::now() - expired_at
         );
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// f. A zooid write held past zooid's give-up while the servers still hold its session.
+// ---------------------------------------------------------------------------------------------
+
+/// The session timeout of the f tests (the ensemble's minimum: negotiated as requested).
+const F_TIMEOUT: Duration = Duration::from_secs(4);
+/// How long the proxy holds the write (zooid gives the generation up after [`F_TIMEOUT`]).
+const F_HOLD: Duration = Duration::from_secs(8);
+/// How long after the hold reattach attempts stay refused (the crate's own reattach gives up
+/// after 7/5 of the session timeout, 5.6 s).
+const F_REFUSE_FOR: Duration = Duration::from_secs(6);
+
+/// A 3-server ensemble, a proxy in front of server 0, a zooid session through the proxy
+/// (timeout [`F_TIMEOUT`]) and a direct client on server 1.
+struct GaveUp {
+    _zk: ZkEnsemble,
+    proxy: FaultProxy,
+    session: zooid::Session,
+    direct: Client,
+}
+
+impl GaveUp {
+    async fn start(zk: ZkEnsemble) -> GaveUp {
+        let proxy = FaultProxy::start(zk.server_addr(0));
+        let options = zooid::ConnectOptions {
+            session_timeout: F_TIMEOUT,
+            ..Default::default()
+        };
+        let session = zooid::Session::connect(&proxy.connect_string(), &options)
+            .await
+            .expect("zooid session");
+        assert_eq!(session.status().timeout, F_TIMEOUT, "negotiated");
+        let direct = connect(&zk.server_connect_string(1), Duration::from_secs(10)).await;
+        GaveUp {
+            _zk: zk,
+            proxy,
+            session,
+            direct,
+        }
+    }
+
+    /// Runs `write` (one zooid operation) while the proxy holds its request matching `m` for
+    /// [`F_HOLD`], keeps the old session alive on server 0 meanwhile (pings on the held
+    /// connection) and refuses reattach attempts for [`F_REFUSE_FOR`]: zooid gives the
+    /// generation up after [`F_TIMEOUT`] and opens a new one while the servers still hold the
+    /// old session. Returns the write's result once it and the delivery are done.
+    async fn held_past_give_up<T>(
+        &self,
+        m: RequestMatch,
+        write: impl std::future::Future<Output = T>,
+    ) -> (T, Duration, Delivery, ProxyStats) {
+        let proxy = &self.proxy;
+        let write = async {
+            let result = write.await;
+            (result, Instant::now())
+        };
+        proxy.refuse_reattach(true);
+        proxy.hold_request_keeping_session(m, F_HOLD, Duration::from_millis(500));
+        let opener = async {
+            let started = Instant::now();
+            while proxy.stats().held_requests == 0 {
+                assert!(started.elapsed() < Duration::from_secs(20), "nothing held");
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            let held_at = Instant::now();
+            tokio::time::sleep_until((held_at + F_REFUSE_FOR).into()).await;
+            proxy.refuse_reattach(false);
+        };
+        let ((result, done_at), ()) = tokio::join!(write, opener);
+        let deliveries = proxy.wait_deliveries(1, F_HOLD * 3).await;
+        let [delivery] = &deliveries[..] else {
+            panic!("one held request delivered: {deliveries:?}");
+        };
+        let delivery = delivery.clone();
+        let stats = proxy.stats();
+        // Guards: the write was held and its delivery attempted (written, or its connection
+        // already closed by the servers); zooid gave the generation up; the old client's
+        // reattach attempts were refused (so the servers never moved the session).
+        assert_eq!(stats.held_requests, 1);
+        assert!(stats.refused_reattaches > 0, "{stats:?}");
+        assert!(self.session.status().generation >= 2, "zooid gave up generation 1");
+        let done = done_at.saturating_duration_since(delivery.held_at);
+        (result, done, delivery, stats)
+    }
+
+    /// The data of every child of `parent`, read on server 1 after a sync.
+    async fn children_data(&self, parent: &str) -> Vec<Vec<u8>> {
+        self.direct.sync(parent).await.expect("sync");
+        let mut out = Vec::new();
+        for child in self.direct.list_children(parent).await.expect("list") {
+            let (data, _) = self
+                .direct
+                .get_data(&format!("{parent}/{child}"))
+                .await
+                .expect("get_data");
+            out.push(data);
+        }
+        out
+    }
+}
+
+/// A queue put whose request (`multi[setData(guard), create(item)]`) is held past zooid's
+/// give-up of its session and delivered while the servers still hold that session: the put is
+/// in the queue once, never twice. Before issue 18 the put's resolution read "absent" on the
+/// new session and put again, and the held copy applied too (its guard, an ephemeral node of
+/// the old session, was still at the version it expected).
+#[test]
+fn f_a_held_queue_put_delivered_after_the_give_up_is_not_applied_twice() {
+    let _serial = serial();
+    zooid_test_support::init_tracing();
+    let zk = ZkEnsemble::start_with(3, &[("minSessionTimeout", "4000")]);
+    runtime().block_on(async {
+        let rig = GaveUp::start(zk).await;
+        let queue = zooid::WorkQueue::open(&rig.session, "/fate-f-q", Default::default())
+            .expect("queue");
+        queue.put(b"before").await.expect("first put");
+        let (put, done, delivery, stats) = rig
+            .held_past_give_up(
+                RequestMatch::Contains(b"/fate-f-q/items/i-".to_vec()),
+                queue.put(b"held"),
+            )
+            .await;
+        let items = rig.children_data("/fate-f-q/items").await;
+        let held = items.iter().filter(|d| d.as_slice() == b"held").count();
+        eprintln!(
+            "f put: result {put:?} {done:?} after the hold; delivery {:?} after the hold: written {}, reply {:?}, closed by the server {}; items with the put's data: {held}; proxy {stats:?}; session {:?}",
+            delivery.delivered_at - delivery.held_at,
+            delivery.written,
+            delivery.reply_err,
+            delivery.closed_by_server,
+            rig.session.status()
+        );
+        assert!(put.is_ok(), "the put succeeded: {put:?}");
+        assert_eq!(held, 1, "the put is in the queue exactly once");
+    });
+}
+
+/// A request matcher: the next `multi` or `setData` whose frame names `path` (a take's or a
+/// push's write, never its reads).
+fn write_naming(path: &str) -> RequestMatch {
+    let needle = path.as_bytes().to_vec();
+    RequestMatch::Custom(zooid_test_support::proxy::MatchFn::new(move |opcode, frame| {
+        (opcode == 5 || opcode == 14) && frame.windows(needle.len()).any(|w| w == needle)
+    }))
+}
+
+/// Takes IDs of `category` until it is exhausted; returns every ID taken.
+async fn drain(service: &zooid::IdGeneratorService, category: &zooid::IdCategory) -> Vec<i64> {
+    let mut ids = Vec::new();
+    loop {
+        match service.take_ids(category, 50).await {
+            Ok(set) => ids.extend(set.ranges().iter().flat_map(|r| r.start()..=r.end())),
+            Err(zooid::ZooidError::Exhausted { .. }) => return ids,
+            Err(err) => panic!("draining {}: {err}", category.name()),
+        }
+    }
+}
+
+/// Panics when an ID occurs twice in `ids`.
+fn assert_unique(what: &str, ids: &[i64]) {
+    let mut sorted = ids.to_vec();
+    sorted.sort_unstable();
+    let twice: Vec<i64> = sorted
+        .windows(2)
+        .filter(|w| w[0] == w[1])
+        .map(|w| w[0])
+        .collect();
+    assert!(twice.is_empty(), "{what}: IDs handed out twice: {twice:?}");
+}
+
+/// A take (default category: a compare-and-set of the pool node) whose write is held past
+/// zooid's give-up and delivered while the servers still hold the old session: no ID is handed
+/// out twice (the late copy expects a version the pool has left).
+#[test]
+fn f_a_held_take_delivered_after_the_give_up_hands_out_no_id_twice() {
+    let _serial = serial();
+    zooid_test_support::init_tracing();
+    let zk = ZkEnsemble::start_with(3, &[("minSessionTimeout", "4000")]);
+    runtime().block_on(async {
+        let rig = GaveUp::start(zk).await;
+        let service = zooid::IdGeneratorService::on_session(rig.session.clone(), Default::default());
+        let category = zooid::IdCategory::new("/fate-f-take").expect("category");
+        service.create_category(&category, 1, 300).await.expect("create");
+        let mut ids: Vec<i64> = Vec::new();
+        let first = service.take_ids(&category, 10).await.expect("first take");
+        ids.extend(first.ranges().iter().flat_map(|r| r.start()..=r.end()));
+        let (take, done, delivery, stats) = rig
+            .held_past_give_up(write_naming("/fate-f-take"), service.take_ids(&category, 10))
+            .await;
+        eprintln!(
+            "f take: result {take:?} {done:?} after the hold; delivery {:?} after the hold: written {}, reply {:?}; proxy {stats:?}",
+            delivery.delivered_at - delivery.held_at,
+            delivery.written,
+            delivery.reply_err,
+        );
+        if let Ok(set) = &take {
+            ids.extend(set.ranges().iter().flat_map(|r| r.start()..=r.end()));
+        }
+        ids.extend(drain(&service, &category).await);
+        assert_unique("take", &ids);
+        assert!(take.is_ok(), "the take succeeded: {take:?}");
+    });
+}
+
+/// A push to a block-allocated category (a `multi` creating the push's node and its author's
+/// marker) held past zooid's give-up and delivered while the servers still hold the old
+/// session: the pushed IDs are handed out at most once afterwards.
+#[test]
+fn f_a_held_push_delivered_after_the_give_up_hands_out_no_id_twice() {
+    let _serial = serial();
+    zooid_test_support::init_tracing();
+    let zk = ZkEnsemble::start_with(3, &[("minSessionTimeout", "4000")]);
+    runtime().block_on(async {
+        let rig = GaveUp::start(zk).await;
+        let service = zooid::IdGeneratorService::on_session(rig.session.clone(), Default::default());
+        let category = zooid::IdCategory::new("/fate-f-push").expect("category");
+        service
+            .create_category_blocks(&category, 1, 300, 10)
+            .await
+            .expect("create");
+        let mut taken = service.take_ids(&category, 10).await.expect("take");
+        let (push, done, delivery, stats) = rig
+            .held_past_give_up(
+                write_naming("/fate-f-push/zooid-returned"),
+                service.push_ids(&mut taken),
+            )
+            .await;
+        eprintln!(
+            "f push: result {push:?} {done:?} after the hold; delivery {:?} after the hold: written {}, reply {:?}; proxy {stats:?}",
+            delivery.delivered_at - delivery.held_at,
+            delivery.written,
+            delivery.reply_err,
+        );
+        let ids = drain(&service, &category).await;
+        assert_unique("push", &ids);
+        match &push {
+            Ok(()) => {}
+            Err(err) => assert_eq!(
+                err.kind(),
+                zooid::ErrorKind::OutcomeUnknown,
+                "a push whose fate is unknown says so: {err}"
+            ),
+        }
+    });
+}
+
+/// A take from a block-allocated category whose block claim (a `multi` of sequential creates)
+/// is held past zooid's give-up and delivered while the servers still hold the old session: no
+/// ID is handed out twice.
+#[test]
+fn f_a_held_block_claim_delivered_after_the_give_up_hands_out_no_id_twice() {
+    let _serial = serial();
+    zooid_test_support::init_tracing();
+    let zk = ZkEnsemble::start_with(3, &[("minSessionTimeout", "4000")]);
+    runtime().block_on(async {
+        let rig = GaveUp::start(zk).await;
+        let service = zooid::IdGeneratorService::on_session(rig.session.clone(), Default::default());
+        let category = zooid::IdCategory::new("/fate-f-claim").expect("category");
+        service
+            .create_category_blocks(&category, 1, 300, 10)
+            .await
+            .expect("create");
+        let (take, done, delivery, stats) = rig
+            .held_past_give_up(
+                write_naming("/fate-f-claim/zooid-blocks-"),
+                service.take_ids(&category, 10),
+            )
+            .await;
+        eprintln!(
+            "f claim: result {take:?} {done:?} after the hold; delivery {:?} after the hold: written {}, reply {:?}; proxy {stats:?}",
+            delivery.delivered_at - delivery.held_at,
+            delivery.written,
+            delivery.reply_err,
+        );
+        let mut ids: Vec<i64> = Vec::new();
+        if let Ok(set) = &take {
+            ids.extend(set.ranges().iter().flat_map(|r| r.start()..=r.end()));
+        }
+        ids.extend(drain(&service, &category).await);
+        assert_unique("block claim", &ids);
+        match &take {
+            Ok(_) => {}
+            Err(err) => assert_eq!(err.kind(), zooid::ErrorKind::OutcomeUnknown, "{err}"),
+        }
     });
 }

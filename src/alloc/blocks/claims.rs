@@ -108,9 +108,9 @@ enum Resolved {
 }
 
 /// Looks for the claim's token among the sequence parent's children. The claimed nodes are
-/// persistent, so the lookup works on a later session too: once the claim's own session has
-/// certainly expired on the servers (no request of it can apply after its expiry), a `sync` and
-/// a listing decide.
+/// persistent, so the lookup works on a later session too: once the servers confirmed that the
+/// claim's own session can no longer write ([`Session::confirm_gone`]), a `sync` and a listing
+/// decide. Not confirmed within the budget: unknown (the blocks, if claimed, stay unused).
 async fn resolve(
     session: &Session,
     generation: u64,
@@ -119,26 +119,21 @@ async fn resolve(
     count: u32,
     budget: &mut Budget,
 ) -> Resolved {
-    let mut waited_for_expiry = false;
+    let mut confirmed = false;
     loop {
         if budget.expired() {
             return Resolved::Unknown(format!("ZooKeeper unreachable for {:?}", budget.deadline()));
         }
         budget.try_attempt();
-        let (client, current) = session.client();
         let replaced = session.is_gone_generation(generation);
-        if replaced && !waited_for_expiry {
-            let timeout = session.options().session_timeout;
-            if budget.remaining() <= timeout {
-                return Resolved::Unknown(
-                    "the ZooKeeper session was lost, with no time left to outwait its expiry"
-                        .into(),
-                );
+        if replaced && !confirmed {
+            let deadline = tokio::time::Instant::now() + budget.remaining();
+            if let Err(in_doubt) = session.confirm_gone(generation, deadline).await {
+                return Resolved::Unknown(in_doubt.to_string());
             }
-            tokio::time::sleep(timeout).await;
-            waited_for_expiry = true;
-            continue;
+            confirmed = true;
         }
+        let (client, current) = session.client();
         let lookup = async {
             // Requests of one session apply in order, and none applies after the session
             // expired: after the sync, the claim has applied or never will.
@@ -155,7 +150,7 @@ async fn resolve(
                 seqs.sort_unstable();
                 if seqs.is_empty() {
                     if !replaced && session.is_gone_generation(generation) {
-                        continue; // Lost meanwhile: outwait its expiry, then look again.
+                        continue; // Given up meanwhile: confirm its end, then look again.
                     }
                     return Resolved::NotApplied;
                 }

@@ -99,8 +99,11 @@ pub(crate) struct Returned {
 
 /// Pushes `ranges` back to pool `path` without writing the pool node (see the module docs):
 /// one `multi` that creates the push's node and its author's marker, announces it, and deletes
-/// the author's previous marker `previous`. A lost reply is resolved by the marker; with the
-/// session lost the outcome is unknown (`OutcomeUnknown`).
+/// the author's previous marker `previous`. A lost reply is resolved by the marker on the push's
+/// own session (its requests are ordered). With that session given up, by the push's node once
+/// the servers confirmed the session can no longer write ([`Session::confirm_gone`]): there, the
+/// push applied; absent, it may have applied and been merged by a take, so the outcome is
+/// unknown (`OutcomeUnknown`, the push is not repeated), as it is without the confirmation.
 pub(crate) async fn push_return(
     session: &Session,
     path: &str,
@@ -157,13 +160,26 @@ pub(crate) async fn push_return(
             (_, Verdict::Unknown) => {
                 let err = &failed.error;
                 tracing::warn!(category = path, %err, op = "push", "reply lost; resolving the outcome");
+                let in_doubt = || ZooidError::OutcomeUnknown {
+                    category: path.to_string(),
+                    op: crate::WriteOp::Push,
+                    ids: ranges.to_vec(),
+                };
                 loop {
-                    if session.is_gone_generation(generation) || budget.expired() {
-                        return Err(ZooidError::OutcomeUnknown {
-                            category: path.to_string(),
-                            op: crate::WriteOp::Push,
-                            ids: ranges.to_vec(),
-                        });
+                    if budget.expired() {
+                        return Err(in_doubt());
+                    }
+                    if session.is_gone_generation(generation) {
+                        return match pushed_after_confirmation(session, generation, &node, budget)
+                            .await
+                        {
+                            Some(true) => Ok(Returned {
+                                node: name,
+                                marker: marker_name,
+                                announced: None,
+                            }),
+                            _ => Err(in_doubt()),
+                        };
                     }
                     budget.try_attempt();
                     let lookup = async {
@@ -195,4 +211,36 @@ pub(crate) async fn push_return(
         }
         budget.backoff().await;
     }
+}
+
+/// Whether the push that created `node` on the given-up session of `generation` applied: once
+/// the servers confirmed that session can no longer write, `Some(true)` when the node is there
+/// (read after a `sync` on the current session); `Some(false)` when it is not (never applied, or
+/// applied and already merged by a take: the caller cannot tell which); `None` when the
+/// confirmation or the read did not come within the budget.
+async fn pushed_after_confirmation(
+    session: &Session,
+    generation: u64,
+    node: &str,
+    budget: &mut Budget,
+) -> Option<bool> {
+    let deadline = tokio::time::Instant::now() + budget.remaining();
+    if let Err(why) = session.confirm_gone(generation, deadline).await {
+        tracing::warn!(node, %why, "push outcome in doubt");
+        return None;
+    }
+    while !budget.expired() {
+        budget.try_attempt();
+        let (client, current) = session.client();
+        let parent = node.rsplit_once('/').map_or("/", |(parent, _)| parent);
+        let lookup = async {
+            client.sync(parent).await?;
+            client.check_stat(node).await
+        };
+        match session.run(current, lookup).await {
+            Ok(found) => return Some(found.is_some()),
+            Err(_) => budget.backoff().await,
+        }
+    }
+    None
 }

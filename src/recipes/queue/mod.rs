@@ -381,12 +381,15 @@ impl WorkQueue {
     /// second applies; if it did, the guard moved past V and the second fails, and the item is
     /// found by its marker. Nothing else writes the guard, and its version never goes back, so a
     /// first multi still in flight on a dropped connection can no longer land once the guard
-    /// moved; if the guard is gone (session lost), it cannot land either, and the handle's next
-    /// guard has a new name.
+    /// moved. When the guard's session was given up, the put waits for the servers' word that
+    /// the session can no longer write ([`Session::confirm_gone`]) before it looks for the
+    /// marker; the handle's next guard has a new name.
     ///
     /// Errors: [`ZooidError::TooLarge`] (over `max_item_bytes`), [`ZooidError::QueueFull`]
-    /// (`max_items` reached); in both cases nothing changed. [`ZooidError::Timeout`] when no
-    /// server could be reached for `op_timeout`: then the item may or may not have been added.
+    /// (`max_items` reached); in both cases nothing changed. [`ZooidError::OutcomeUnknown`]
+    /// ([`crate::WriteOp::Put`]) when its fate could not be decided within `op_timeout`: the
+    /// item may or may not have been added. [`ZooidError::Timeout`] when no server could be
+    /// reached for `op_timeout` before anything was sent.
     pub async fn put(&self, data: &[u8]) -> Result<String> {
         self.inner.put(data).await
     }

@@ -1,5 +1,13 @@
 //! Putting an item: `multi[setData(guard, V), create(item)]` through the handle's put guard, so
 //! a lost reply is resolved by the guard's version (see [`WorkQueue::put`]).
+//!
+//! On the guard's own session the guard tells: still at V, no earlier attempt applied (resend:
+//! at most one copy can apply); moved, one did. Once that session is given up, the guard (an
+//! ephemeral node) says nothing until the servers confirmed the session can no longer write: a
+//! copy still in the network applies while they hold it. So the put first asks
+//! [`crate::zk::Session::confirm_gone`], then looks for its marker among the items; without
+//! the confirmation before its deadline it fails with [`ZooidError::OutcomeUnknown`]
+//! ([`crate::WriteOp::Put`]), never guessing.
 
 use super::*;
 
@@ -16,21 +24,16 @@ impl Inner {
         let item_prefix = format!("{}/items/i-{marker}-", self.path);
         let deadline = Instant::now() + self.options.op_timeout;
         let mut guard_slot = self.guard.lock().await;
-        // Whether an earlier attempt with this marker may still have applied.
-        let mut in_doubt = false;
+        // The session generation of an earlier attempt with this marker that may still apply.
+        let mut in_doubt: Option<u64> = None;
         let mut backoff = Duration::from_millis(20);
         loop {
             if Instant::now() >= deadline {
+                if in_doubt.is_some() {
+                    return Err(self.put_in_doubt());
+                }
                 return Err(ZooidError::Timeout {
-                    what: format!(
-                        "put to queue {}{}",
-                        self.path,
-                        if in_doubt {
-                            " (outcome unknown: the item may have been added)"
-                        } else {
-                            ""
-                        }
-                    ),
+                    what: format!("put to queue {}", self.path),
                     after: self.options.op_timeout,
                 });
             }
@@ -44,6 +47,7 @@ impl Inner {
                     &item_prefix,
                     &mut guard_slot,
                     &mut in_doubt,
+                    deadline,
                 )
                 .await;
             match step {
@@ -69,12 +73,13 @@ impl Inner {
         marker: &str,
         item_prefix: &str,
         guard_slot: &mut Option<Guard>,
-        in_doubt: &mut bool,
+        in_doubt: &mut Option<u64>,
+        deadline: Instant,
     ) -> std::result::Result<Option<String>, PutStop> {
         let transient = |_e: ZkError| PutStop::Transient;
         // An earlier attempt may have applied and the guard moved (or vanished): look for
         // the marker before anything else.
-        if *in_doubt {
+        if let Some(doubt) = *in_doubt {
             let stale = match guard_slot.as_ref() {
                 None => true,
                 Some(g) => {
@@ -93,7 +98,14 @@ impl Inner {
                 }
             };
             if stale {
-                // No earlier attempt can land any more: its guard version is gone for good.
+                // The guard moved on its live session: no earlier attempt can land any more.
+                // Its session given up: only once the servers confirm it can no longer write.
+                if self.session.is_gone_generation(doubt) {
+                    if let Err(why) = self.session.confirm_gone(doubt, deadline).await {
+                        tracing::warn!(queue = %self.path, %why, "put outcome in doubt");
+                        return Err(PutStop::Fail(self.put_in_doubt()));
+                    }
+                }
                 self.call(generation, client.sync(&self.items_path()))
                     .await
                     .map_err(transient)?;
@@ -106,7 +118,7 @@ impl Inner {
                 if let Some(found) = items.into_iter().find(|n| n.starts_with(&needle)) {
                     return Ok(Some(found));
                 }
-                *in_doubt = false;
+                *in_doubt = None;
                 if let Some(g) = guard_slot.as_mut() {
                     if g.generation != generation {
                         *guard_slot = None;
@@ -227,12 +239,12 @@ impl Inner {
             // A gone session was told to the session layer by the commit.
             Err(failed) => match (failed.index, failed.verdict()) {
                 (_, verdict) if verdict.fate() != Fate::Refused => {
-                    *in_doubt = true;
+                    *in_doubt = Some(generation);
                     Err(PutStop::Transient)
                 }
                 // The guard moved (an earlier attempt of ours applied) or vanished.
                 (Some(0), Verdict::BadVersion | Verdict::NoNode) => {
-                    if !*in_doubt {
+                    if in_doubt.is_none() {
                         // Nobody else writes the guard: re-read it.
                         *guard_slot = None;
                     }
@@ -246,6 +258,17 @@ impl Inner {
                 }
                 _ => Err(PutStop::Fail(self.zk_error("put", failed.error))),
             },
+        }
+    }
+}
+
+impl Inner {
+    /// The put's outcome is unknown: the item may or may not be in the queue.
+    fn put_in_doubt(&self) -> ZooidError {
+        ZooidError::OutcomeUnknown {
+            category: self.path.clone(),
+            op: crate::WriteOp::Put,
+            ids: Vec::new(),
         }
     }
 }

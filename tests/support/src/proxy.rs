@@ -209,14 +209,15 @@ pub enum Mode {
 enum Fault {
     DropReply(RequestMatch),
     Reset(RequestMatch, ResetPoint),
-    /// Close the client side at once, deliver the request upstream after the delay.
-    Hold(RequestMatch, Duration),
+    /// Close the client side at once, deliver the request upstream after the delay; ping the
+    /// server on the held connection this often meanwhile, if set.
+    Hold(RequestMatch, Duration, Option<Duration>),
 }
 
 impl Fault {
     fn request_match(&self) -> &RequestMatch {
         match self {
-            Fault::DropReply(m) | Fault::Reset(m, _) | Fault::Hold(m, _) => m,
+            Fault::DropReply(m) | Fault::Reset(m, _) | Fault::Hold(m, _, _) => m,
         }
     }
 }
@@ -235,6 +236,9 @@ struct State {
     shutdown: bool,
     /// Server-to-client bytes are held (client-to-server bytes still flow).
     muted: bool,
+    /// Connections whose first frame is a ConnectRequest naming an existing session (a
+    /// reattach) are closed before anything reaches the server.
+    refuse_reattach: bool,
 }
 
 /// A request held by [`FaultProxy::hold_request`] and delivered to the server later, with what
@@ -278,6 +282,8 @@ pub struct ProxyStats {
     pub upstream_failures: u64,
     /// Requests held by [`FaultProxy::hold_request`] (their client connection closed).
     pub held_requests: u64,
+    /// Reattach attempts closed by [`FaultProxy::refuse_reattach`].
+    pub refused_reattaches: u64,
 }
 
 impl ProxyStats {
@@ -302,6 +308,7 @@ struct Counters {
     blackholes: AtomicU64,
     upstream_failures: AtomicU64,
     held_requests: AtomicU64,
+    refused_reattaches: AtomicU64,
 }
 
 struct Shared {
@@ -392,6 +399,7 @@ impl FaultProxy {
                 close_generation: 0,
                 shutdown: false,
                 muted: false,
+                refuse_reattach: false,
             }),
             notify: watch::Sender::new(()),
             counters: Counters::default(),
@@ -511,7 +519,28 @@ impl FaultProxy {
     /// delivery. Each delivery is logged to stderr and in [`FaultProxy::deliveries`].
     pub fn hold_request(&self, m: RequestMatch, hold: Duration) {
         self.shared
-            .update(|st| st.faults.push_back(Fault::Hold(m, hold)));
+            .update(|st| st.faults.push_back(Fault::Hold(m, hold, None)));
+    }
+
+    /// [`FaultProxy::hold_request`], and while the request is held the proxy pings the server
+    /// every `ping_every` on the held connection (replies discarded): the session stays alive
+    /// and owned by that server, as when a client's packets still arrive but its replies are
+    /// lost (docs/SESSION-FATE.md fact E), until the request is delivered.
+    pub fn hold_request_keeping_session(
+        &self,
+        m: RequestMatch,
+        hold: Duration,
+        ping_every: Duration,
+    ) {
+        self.shared
+            .update(|st| st.faults.push_back(Fault::Hold(m, hold, Some(ping_every))));
+    }
+
+    /// While set, a new connection whose ConnectRequest names an existing session (a client
+    /// reattaching, not opening a new session) is closed before anything reaches the server;
+    /// counted in [`ProxyStats::refused_reattaches`].
+    pub fn refuse_reattach(&self, refuse: bool) {
+        self.shared.update(|st| st.refuse_reattach = refuse);
     }
 
     /// Held requests delivered so far (see [`FaultProxy::hold_request`]), in delivery order.
@@ -598,6 +627,7 @@ impl FaultProxy {
             blackholes: c.blackholes.load(Ordering::SeqCst),
             upstream_failures: c.upstream_failures.load(Ordering::SeqCst),
             held_requests: c.held_requests.load(Ordering::SeqCst),
+            refused_reattaches: c.refused_reattaches.load(Ordering::SeqCst),
         }
     }
 
@@ -718,6 +748,8 @@ struct Held {
     xid: i32,
     opcode: i32,
     hold: Duration,
+    /// Ping the server on the held connection this often until the delivery.
+    keepalive: Option<Duration>,
     held_at: Instant,
 }
 
@@ -850,6 +882,17 @@ impl Conn {
         while let Some(frame) = next_frame(&mut self.cbuf, &mut self.raw) {
             let first = self.client_frames == 0;
             self.client_frames += 1;
+            // ConnectRequest: length, protocolVersion, lastZxidSeen, timeOut, sessionId, ...
+            if first && frame.len() >= 28 && shared.state().refuse_reattach {
+                let session = i64::from_be_bytes(frame[20..28].try_into().unwrap_or([0; 8]));
+                if session != 0 {
+                    shared
+                        .counters
+                        .refused_reattaches
+                        .fetch_add(1, Ordering::SeqCst);
+                    return Flow::Close;
+                }
+            }
             let fault = if !first && frame.len() >= 12 {
                 let xid = be_i32(&frame[4..8]);
                 let opcode = be_i32(&frame[8..12]);
@@ -878,7 +921,7 @@ impl Conn {
                     shared.counters.resets.fetch_add(1, Ordering::SeqCst);
                     return Flow::Reset;
                 }
-                Some((xid, Fault::Hold(_, hold))) => {
+                Some((xid, Fault::Hold(_, hold, keepalive))) => {
                     if !self.send(true, &out, shared, rx).await {
                         return Flow::Close;
                     }
@@ -889,6 +932,7 @@ impl Conn {
                         xid,
                         opcode,
                         hold,
+                        keepalive,
                         held_at: Instant::now(),
                     });
                 }
@@ -992,12 +1036,24 @@ impl Conn {
 async fn deliver_held(shared: &Shared, mut server: TcpStream, held: Held) {
     let mut rx = shared.notify.subscribe();
     let due = tokio::time::Instant::from_std(held.held_at + held.hold);
+    // A ping: length 8, xid -2, opcode 11 (its replies wait in the socket, skipped below).
+    const PING: [u8; 12] = [0, 0, 0, 8, 0xff, 0xff, 0xff, 0xfe, 0, 0, 0, 11];
+    let mut next_ping = held
+        .keepalive
+        .map(|every| tokio::time::Instant::now() + every);
     loop {
         if shared.state().shutdown {
             return;
         }
+        let ping_at = next_ping.unwrap_or(due).min(due);
         tokio::select! {
-            _ = tokio::time::sleep_until(due) => break,
+            _ = tokio::time::sleep_until(ping_at) => {
+                if ping_at >= due {
+                    break;
+                }
+                let _ = server.write_all(&PING).await;
+                next_ping = held.keepalive.map(|every| tokio::time::Instant::now() + every);
+            }
             _ = rx.changed() => {}
         }
     }

@@ -575,6 +575,12 @@ impl Session {
                         }
                         channel_halted = true;
                     }
+                    // zooid patch: a request whose caller dropped its future before it was taken
+                    // from the queue (made while disconnected, its caller timed out) is dropped
+                    // unsent instead of being written after a reconnection.
+                    Some(Request::Session(operation)) if operation.responser.is_abandoned() => {
+                        debug!("drop request {} unsent: its caller gave up", operation.request.get_code());
+                    },
                     Some(Request::Session(operation)) => depot.push_session(operation),
                     Some(Request::RemoveWatcher {
                         id, responser

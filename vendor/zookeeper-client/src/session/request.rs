@@ -254,6 +254,12 @@ impl StateResponser {
         false
     }
 
+    /// zooid patch: whether the caller stopped waiting for the reply (dropped its future). Such a
+    /// request, not yet written, is never sent: its caller reported it failed.
+    pub fn is_abandoned(&self) -> bool {
+        matches!(&self.0, Some(sender) if sender.is_canceled())
+    }
+
     pub fn send_empty(self) -> bool {
         self.send(Ok((Vec::new(), WatchReceiver::None)))
     }
