@@ -175,22 +175,28 @@ impl Drop for Inner {
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let session = self.session.clone();
+        // The task holds a client, never a `Session`: closing the session (the service freed
+        // right after the queue) must not wait for it, and the guard goes with the session.
+        let ended = self.session.ended();
+        let limit = self.session.request_limit();
         handle.spawn(async move {
-            let mut backoff = Duration::from_millis(50);
-            for _ in 0..20 {
-                match session
-                    .run(generation, client.delete(&guard.path, None))
-                    .await
-                {
-                    Ok(()) => return,
-                    Err(e) if fate(&e) != Fate::Unknown => return, // gone, or not ours to delete
-                    Err(_) if session.is_gone_generation(generation) => return,
-                    Err(_) => {
-                        tokio::time::sleep(backoff).await;
-                        backoff = (backoff * 2).min(Duration::from_secs(1));
+            let delete = async {
+                let mut backoff = Duration::from_millis(50);
+                for _ in 0..20 {
+                    match tokio::time::timeout(limit, client.delete(&guard.path, None)).await {
+                        Ok(Ok(())) => return,
+                        // Gone, or not ours to delete.
+                        Ok(Err(e)) if fate(&e) != Fate::Unknown => return,
+                        _ => {
+                            tokio::time::sleep(backoff).await;
+                            backoff = (backoff * 2).min(Duration::from_secs(1));
+                        }
                     }
                 }
+            };
+            tokio::select! {
+                () = delete => {}
+                () = ended => {}
             }
         });
     }
