@@ -5,6 +5,7 @@
 
 mod blocks;
 mod close;
+mod give_up;
 mod deadline;
 mod harness;
 mod metrics;
