@@ -316,6 +316,15 @@ impl Election {
         *self.lease.borrow()
     }
 
+    /// How long the lease ([`Election::lease`]) still runs from now; `None` when there is none
+    /// or it has passed. A leader that acts only while this is `Some` acts only while the
+    /// quorum's latest confirmation counts.
+    pub fn lease_remaining(&self) -> Option<Duration> {
+        self.lease()
+            .map(|until| until.saturating_duration_since(std::time::Instant::now()))
+            .filter(|left| !left.is_zero())
+    }
+
     /// A receiver of every change of [`Election::lease`] (renewed about six times per session
     /// timeout while leading).
     pub fn subscribe_lease(&self) -> watch::Receiver<Option<std::time::Instant>> {
