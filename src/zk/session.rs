@@ -372,7 +372,9 @@ impl Session {
             match tokio::time::timeout_at(deadline, wait).await {
                 Ok(Ok(verdict)) => verdict.clone(),
                 Ok(Err(_)) => Some(Err("the session layer was closed".into())),
-                Err(_) => Some(Err("no server answered before the caller's deadline".into())),
+                Err(_) => Some(Err(
+                    "no server answered before the caller's deadline".into()
+                )),
             }
         };
         match verdict {
@@ -496,14 +498,7 @@ impl Inner {
         tokio::spawn(async move {
             let started = Instant::now();
             let verdict = loop {
-                let round = confirm_dead_over(
-                    &connector,
-                    &connect,
-                    secure,
-                    &session,
-                    CONFIRM_ROUND,
-                    Some(quiet),
-                );
+                let round = confirm_dead_over(&connector, &connect, secure, &session, CONFIRM_ROUND, Some(quiet));
                 let outcome = tokio::select! {
                     outcome = round => outcome,
                     _ = alive.changed() => return,
@@ -519,12 +514,8 @@ impl Inner {
             let waited = started.elapsed();
             metrics::histogram!("zooid_session_confirm_seconds").record(waited.as_secs_f64());
             match &verdict {
-                Ok(how) => {
-                    tracing::info!(generation, session = %format_args!("{:#x}", session.id().0), ?how, ?waited, "the servers confirmed the given-up session can no longer write")
-                }
-                Err(why) => {
-                    tracing::warn!(generation, %why, "the servers refused to confirm the end of a given-up session")
-                }
+                Ok(how) => tracing::info!(generation, session = %format_args!("{:#x}", session.id().0), ?how, ?waited, "the servers confirmed the given-up session can no longer write"),
+                Err(why) => tracing::warn!(generation, %why, "the servers refused to confirm the end of a given-up session"),
             }
             tx.send_replace(Some(verdict));
         });

@@ -491,11 +491,7 @@ fn c_zooid_session_times_from_the_negotiated_timeout() {
         // Guard: the server negotiated up.
         assert_eq!(status.timeout, Duration::from_secs(2), "negotiated");
         assert_eq!(status.requested, Duration::from_millis(500), "requested");
-        assert_eq!(
-            session.request_limit(),
-            Duration::from_secs(2),
-            "request limit"
-        );
+        assert_eq!(session.request_limit(), Duration::from_secs(2), "request limit");
     });
 }
 
@@ -633,10 +629,7 @@ impl GaveUp {
         // reattach attempts were refused (so the servers never moved the session).
         assert_eq!(stats.held_requests, 1);
         assert!(stats.refused_reattaches > 0, "{stats:?}");
-        assert!(
-            self.session.status().generation >= 2,
-            "zooid gave up generation 1"
-        );
+        assert!(self.session.status().generation >= 2, "zooid gave up generation 1");
         let done = done_at.saturating_duration_since(delivery.held_at);
         (result, done, delivery, stats)
     }
@@ -697,11 +690,9 @@ fn f_a_held_queue_put_delivered_after_the_give_up_is_not_applied_twice() {
 /// push's write, never its reads).
 fn write_naming(path: &str) -> RequestMatch {
     let needle = path.as_bytes().to_vec();
-    RequestMatch::Custom(zooid_test_support::proxy::MatchFn::new(
-        move |opcode, frame| {
-            (opcode == 5 || opcode == 14) && frame.windows(needle.len()).any(|w| w == needle)
-        },
-    ))
+    RequestMatch::Custom(zooid_test_support::proxy::MatchFn::new(move |opcode, frame| {
+        (opcode == 5 || opcode == 14) && frame.windows(needle.len()).any(|w| w == needle)
+    }))
 }
 
 /// Takes IDs of `category` until it is exhausted; returns every ID taken.
