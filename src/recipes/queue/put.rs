@@ -80,6 +80,9 @@ impl Inner {
         // An earlier attempt may have applied and the guard moved (or vanished): look for
         // the marker before anything else.
         if let Some(doubt) = *in_doubt {
+            // Whether the guard moved past V on its live session: then an earlier attempt
+            // applied for certain (only this handle's puts move it, one at a time).
+            let mut applied = false;
             let stale = match guard_slot.as_ref() {
                 None => true,
                 Some(g) => {
@@ -90,7 +93,10 @@ impl Inner {
                             .await
                             .map_err(transient)?;
                         match self.call(generation, client.check_stat(&g.path)).await {
-                            Ok(Some(stat)) => stat.version != g.version,
+                            Ok(Some(stat)) => {
+                                applied = stat.version != g.version;
+                                applied
+                            }
                             Ok(None) => true,
                             Err(e) => return Err(transient(e)),
                         }
@@ -118,18 +124,17 @@ impl Inner {
                 if let Some(found) = items.into_iter().find(|n| n.starts_with(&needle)) {
                     return Ok(Some(found));
                 }
-                *in_doubt = None;
-                if let Some(g) = guard_slot.as_mut() {
-                    if g.generation != generation {
-                        *guard_slot = None;
-                    } else if let Ok(Some(stat)) =
-                        self.call(generation, client.check_stat(&g.path)).await
-                    {
-                        g.version = stat.version;
-                    } else {
-                        *guard_slot = None;
-                    }
+                if applied {
+                    // It applied and a consumer already completed it: done. Its sequence
+                    // number is unknown, so the name returned is the marker's prefix.
+                    tracing::info!(queue = %self.path, item = %needle, "put applied; the item was already completed");
+                    return Ok(Some(needle));
                 }
+                // Stale without a move seen: the guard is gone (with its session, or deleted).
+                // An absent item was never added, or was added and already completed by a
+                // consumer. Nothing here tells which, and a second put could add it twice.
+                tracing::warn!(queue = %self.path, item = %needle, "put outcome in doubt: the item is absent and its guard gone");
+                return Err(PutStop::Fail(self.put_in_doubt()));
             }
             // Not stale: the guard is still at V, so no earlier attempt applied; resend.
         }
