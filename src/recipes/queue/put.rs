@@ -140,7 +140,10 @@ impl Inner {
                 // just before the attempt: then no item was created or deleted, so ours was
                 // never added, and the put starts afresh. Otherwise a second put could add it
                 // twice: in doubt.
-                let moved = match self.call(generation, client.check_stat(&self.items_path())).await {
+                let moved = match self
+                    .call(generation, client.check_stat(&self.items_path()))
+                    .await
+                {
                     Ok(Some(stat)) => stat.cversion != items_cversion,
                     Ok(None) => true,
                     Err(e) => return Err(transient(e)),

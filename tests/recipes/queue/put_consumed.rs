@@ -61,9 +61,15 @@ fn a_put_whose_item_was_completed_before_the_lookup_lands_once() {
         let name = producer.put(b"once").await;
         let returned = Instant::now();
         proxy.clear_faults();
-        assert!(dropped.load(Ordering::SeqCst), "guard: the put's reply was dropped");
+        assert!(
+            dropped.load(Ordering::SeqCst),
+            "guard: the put's reply was dropped"
+        );
         assert_eq!(proxy.dropped_replies(), 1, "guard: one reply dropped");
-        assert!(delayed.load(Ordering::SeqCst), "guard: the put's lookup was delayed");
+        assert!(
+            delayed.load(Ordering::SeqCst),
+            "guard: the put's lookup was delayed"
+        );
         let name = name.expect("the put applied: it reports success");
 
         tokio::time::sleep(Duration::from_secs(2)).await;
@@ -73,9 +79,16 @@ fn a_put_whose_item_was_completed_before_the_lookup_lands_once() {
             once.first().is_some_and(|(_, at)| *at < returned),
             "guard: the consumer completed the item before the put returned; {completed:?}"
         );
-        assert_eq!(once.len(), 1, "the item was put once, not twice: {completed:?}");
+        assert_eq!(
+            once.len(),
+            1,
+            "the item was put once, not twice: {completed:?}"
+        );
         assert!(producer.items().await.unwrap().is_empty());
-        println!("FIGURES queue put-consumed: put returned {name:?}; completions {:?}", completed.iter().map(|(d, _)| d).collect::<Vec<_>>());
+        println!(
+            "FIGURES queue put-consumed: put returned {name:?}; completions {:?}",
+            completed.iter().map(|(d, _)| d).collect::<Vec<_>>()
+        );
         worker.abort();
     });
 }
@@ -135,10 +148,21 @@ fn queue_full_after_a_put_in_doubt_means_not_added() {
         };
         let (put, ()) = tokio::join!(producer.put(b"held"), fill);
         proxy.clear_faults();
-        assert!(delayed.load(Ordering::SeqCst), "guard: the resolution was delayed");
+        assert!(
+            delayed.load(Ordering::SeqCst),
+            "guard: the resolution was delayed"
+        );
         let deliveries = proxy.wait_deliveries(1, Duration::from_secs(10)).await;
-        assert_eq!(proxy.stats().held_requests, 1, "guard: the put's multi was held");
-        assert_eq!(deliveries.len(), 1, "guard: the held copy was delivered: {deliveries:?}");
+        assert_eq!(
+            proxy.stats().held_requests,
+            1,
+            "guard: the put's multi was held"
+        );
+        assert_eq!(
+            deliveries.len(),
+            1,
+            "guard: the held copy was delivered: {deliveries:?}"
+        );
         tokio::time::sleep(Duration::from_millis(500)).await;
         let items: Vec<String> = {
             let mut data = Vec::new();
@@ -149,12 +173,19 @@ fn queue_full_after_a_put_in_doubt_means_not_added() {
         };
         match &put {
             Err(zooid::ZooidError::QueueFull { .. }) => {
-                assert_eq!(items.len(), 3, "QueueFull, and the held copy did not land: {items:?}");
+                assert_eq!(
+                    items.len(),
+                    3,
+                    "QueueFull, and the held copy did not land: {items:?}"
+                );
             }
             Ok(name) => assert!(items.contains(name), "a put reported done is in the queue"),
             Err(zooid::ZooidError::OutcomeUnknown { .. }) => {}
             Err(other) => panic!("unexpected error {other:?}"),
         }
-        println!("FIGURES queue full-in-doubt: put -> {put:?}; items {items:?}; delivery {:?}", deliveries[0]);
+        println!(
+            "FIGURES queue full-in-doubt: put -> {put:?}; items {items:?}; delivery {:?}",
+            deliveries[0]
+        );
     });
 }
