@@ -857,6 +857,18 @@ zooid_status zooid_election_leader(const struct zooid_service *service,
                                    struct zooid_leader_info **out_info);
 
 /**
+ * Writes how many milliseconds the leadership's lease still runs to `*out_millis`: the quorum
+ * confirmed this leadership that recently (see `Election::lease` in the Rust docs); 0 when not
+ * leading, not confirmed yet, or the lease has passed. A leader that acts only while this is
+ * positive acts only within the quorum's latest confirmation. No I/O.
+ *
+ * # Safety
+ * `election` must be NULL or a live candidacy; `out_millis` NULL or valid for a write.
+ */
+zooid_status zooid_election_lease_remaining(const struct zooid_election *election,
+                                            int64_t *out_millis);
+
+/**
  * Leaves the group: ends the candidacy, deletes the candidate node and waits for that
  * (bounded by the session timeout). The status ends Inactive and closed; a waiter in
  * `zooid_election_wait_change` wakes with it, `zooid_election_await_leadership` returns

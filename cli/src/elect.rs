@@ -323,3 +323,16 @@ pub fn leader(connect: &str, options: &ConnectOptions, group: &str) -> zooid::Re
         }
     }
 }
+
+/// `zooid elect --bump-epoch GROUP`: raises the group's epoch (see [`zooid::election::bump_epoch`])
+/// and prints `group=GROUP epoch=N`.
+pub fn bump_epoch(connect: &str, options: &ConnectOptions, group: &str) -> zooid::Result<ExitCode> {
+    zookeeper_only(connect)?;
+    let rt = runtime()?;
+    let epoch = rt.block_on(async {
+        let session = Session::connect(connect, options).await?;
+        zooid::election::bump_epoch(&session, group).await
+    })?;
+    println!("group={group} epoch={epoch}");
+    Ok(ExitCode::SUCCESS)
+}

@@ -216,7 +216,8 @@ enum Command {
     /// with zooid elect.
     #[command(after_help = "Examples:
   zooid elect /services/compactor -- ./compactor --once-leader
-  zooid elect /services/compactor --on-pause keep --metrics-addr 0.0.0.0:9464 -- ./compactor")]
+  zooid elect /services/compactor --on-pause keep --metrics-addr 0.0.0.0:9464 -- ./compactor
+  zooid elect --bump-epoch /services/compactor")]
     Elect {
         group: String,
         /// The candidate's name (default HOST:PID).
@@ -236,7 +237,12 @@ enum Command {
         /// Serve Prometheus metrics over HTTP on HOST:PORT (e.g. 127.0.0.1:9464).
         #[arg(long, value_name = "HOST:PORT")]
         metrics_addr: Option<SocketAddr>,
-        #[arg(last = true, required = true)]
+        /// Do not run anything: raise GROUP's epoch to the current second (or one past it) and
+        /// print it, so every later leader's token is above every token handed out before.
+        /// Run it for every group after restoring ZooKeeper from a snapshot (zooid restore).
+        #[arg(long)]
+        bump_epoch: bool,
+        #[arg(last = true, required_unless_present = "bump_epoch")]
         command: Vec<String>,
     },
     /// Print the leader of GROUP (name, token, node, data); exit 12 when there is none.
@@ -440,12 +446,18 @@ fn run(cli: Cli) -> zooid::Result<ExitCode> {
         Command::Dump { durable } => durable::dump(&durable).map(|()| ExitCode::SUCCESS),
         Command::Elect {
             group,
+            bump_epoch: true,
+            ..
+        } => elect::bump_epoch(&connect, &options, &group),
+        Command::Elect {
+            group,
             name,
             on_pause,
             grace_ms,
             log,
             metrics_addr,
             command,
+            bump_epoch: false,
         } => elect::elect(
             &connect,
             &options,

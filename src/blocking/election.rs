@@ -61,6 +61,17 @@ impl Election {
         self.inner.token()
     }
 
+    /// See [`AsyncElection::lease`]: until when (monotonic clock) the quorum confirmed this
+    /// leadership.
+    pub fn lease(&self) -> Option<std::time::Instant> {
+        self.inner.lease()
+    }
+
+    /// See [`AsyncElection::lease_remaining`].
+    pub fn lease_remaining(&self) -> Option<Duration> {
+        self.inner.lease_remaining()
+    }
+
     /// See [`AsyncElection::subscribe`].
     pub fn subscribe(&self) -> watch::Receiver<ElectionStatus> {
         self.inner.subscribe()

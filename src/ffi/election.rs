@@ -293,6 +293,29 @@ pub unsafe extern "C" fn zooid_election_state(
     })
 }
 
+/// Writes how many milliseconds the leadership's lease still runs to `*out_millis`: the quorum
+/// confirmed this leadership that recently (see `Election::lease` in the Rust docs); 0 when not
+/// leading, not confirmed yet, or the lease has passed. A leader that acts only while this is
+/// positive acts only within the quorum's latest confirmation. No I/O.
+///
+/// # Safety
+/// `election` must be NULL or a live candidacy; `out_millis` NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn zooid_election_lease_remaining(
+    election: *const zooid_election,
+    out_millis: *mut i64,
+) -> zooid_status {
+    guard(|| {
+        // SAFETY: forwarded from this function's contract.
+        let election = unsafe { arg_ref(election, "election") }?;
+        let out = Out::new(out_millis, "out_millis")?;
+        let left = election.inner.lease_remaining().unwrap_or_default();
+        // SAFETY: forwarded from this function's contract.
+        unsafe { out.write(i64::try_from(left.as_millis()).unwrap_or(i64::MAX)) };
+        Ok(())
+    })
+}
+
 /// Writes a snapshot of the candidate's view to `*out_status`. No I/O.
 ///
 /// # Safety

@@ -47,6 +47,10 @@ pub(super) const METHODS: &[NativeMethod] = &[
         error_policy = ThrowJava,
     },
     native_method! {
+        static fn election_lease_remaining_millis(handle: jlong) -> jlong,
+        error_policy = ThrowJava,
+    },
+    native_method! {
         static fn election_await_leadership(handle: jlong, timeout_millis: jlong) -> jlong,
         error_policy = ThrowJava,
     },
@@ -201,6 +205,16 @@ fn election_wait_change<'local>(
         Err(ZooidError::Timeout { .. }) => Ok(JLongArray::default()),
         Err(err) => Err(err.into()),
     }
+}
+
+/// Milliseconds the lease still runs, 0 when none (see `zooid_election_lease_remaining`).
+fn election_lease_remaining_millis<'local>(
+    _env: &mut Env<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+) -> Result<jlong, Failure> {
+    let left = election(handle)?.lease_remaining().unwrap_or_default();
+    Ok(i64::try_from(left.as_millis()).unwrap_or(i64::MAX))
 }
 
 fn election_await_leadership<'local>(

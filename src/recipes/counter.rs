@@ -604,10 +604,7 @@ impl Counter {
                 Err(_) => budget.backoff().await,
             }
         }
-        Resolution::Unknown(format!(
-            "ZooKeeper unreachable for {:?}",
-            budget.deadline()
-        ))
+        Resolution::Unknown(format!("ZooKeeper unreachable for {:?}", budget.deadline()))
     }
 
     /// Tells the session layer about a request that failed because its session is gone.

@@ -79,16 +79,23 @@ pub async fn confirm_dead(
     session: &SessionInfo,
     within: Duration,
 ) -> Result<Confirmed, Unconfirmed> {
-    confirm_dead_over(connector, connect, false, session, within).await
+    confirm_dead_over(connector, connect, false, session, within, None).await
 }
 
 /// [`confirm_dead`], over TLS when `secure` (the connector then carries the TLS options).
+///
+/// With `quiet` (the session's negotiated timeout), an attempt lasts at most `quiet`, and after
+/// one that no server answered the next waits `quiet * 3 / 2` (also past `within`): a server
+/// that hears the reattach but whose answers are lost (fact E) touches the session with every
+/// attempt, so without that silence the confirmation itself would keep the given-up session,
+/// and its ephemeral nodes, alive for as long as the replies are lost.
 pub(crate) async fn confirm_dead_over(
     connector: &Connector,
     connect: &str,
     secure: bool,
     session: &SessionInfo,
     within: Duration,
+    quiet: Option<Duration>,
 ) -> Result<Confirmed, Unconfirmed> {
     let started = Instant::now();
     let end = started + within;
@@ -111,9 +118,13 @@ pub(crate) async fn confirm_dead_over(
                 reattach.connect(connect).await
             }
         };
-        let client = match tokio::time::timeout(remaining, reattach).await {
+        let attempt = quiet.map_or(remaining, |quiet| remaining.min(quiet));
+        let client = match tokio::time::timeout(attempt, reattach).await {
             Err(_) => {
                 last = "reattach timed out".into();
+                if let Some(quiet) = quiet {
+                    tokio::time::sleep(quiet * 3 / 2).await;
+                }
                 continue;
             }
             Ok(Err(ZkError::SessionExpired)) => return Ok(Confirmed::Expired),
@@ -122,7 +133,13 @@ pub(crate) async fn confirm_dead_over(
             }
             Ok(Err(err)) => {
                 last = err.to_string();
-                tokio::time::sleep(RETRY_PAUSE.min(remaining)).await;
+                match quiet {
+                    // No answer in the crate's own time: the servers may have heard it.
+                    Some(quiet) if matches!(err, ZkError::Timeout) => {
+                        tokio::time::sleep(quiet * 3 / 2).await
+                    }
+                    _ => tokio::time::sleep(RETRY_PAUSE.min(remaining)).await,
+                }
                 continue;
             }
             Ok(Ok(client)) => client,

@@ -492,10 +492,13 @@ impl Inner {
         };
         let (connect, secure) = (self.connect.clone(), self.options.tls.is_some());
         let (session, mut alive) = (session.clone(), self.alive.clone());
+        // The given-up session's negotiated timeout: attempts that go unanswered leave the
+        // servers that long and more of silence, so they can expire it (fate.rs).
+        let quiet = self.status.borrow().timeout.max(Duration::from_millis(100));
         tokio::spawn(async move {
             let started = Instant::now();
             let verdict = loop {
-                let round = confirm_dead_over(&connector, &connect, secure, &session, CONFIRM_ROUND);
+                let round = confirm_dead_over(&connector, &connect, secure, &session, CONFIRM_ROUND, Some(quiet));
                 let outcome = tokio::select! {
                     outcome = round => outcome,
                     _ = alive.changed() => return,

@@ -147,6 +147,17 @@ static void basic(const char *connect, const char *group) {
     CHECK_OK(zooid_election_get_status(a, &status_a));
     CHECK_EQ(1, status_a.terms);
     CHECK(!status_a.closed);
+    /* The lease: positive while Active once the quorum confirmed twice, below half the session. */
+    int64_t lease_ms = 0;
+    for (int i = 0; i < 400 && lease_ms == 0; i++) {
+        CHECK_OK(zooid_election_lease_remaining(a, &lease_ms));
+        if (lease_ms == 0) {
+            struct timespec step = {0, 25 * 1000 * 1000};
+            nanosleep(&step, NULL);
+        }
+    }
+    CHECK(lease_ms > 0 && lease_ms < 60000);
+    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_election_lease_remaining(a, NULL));
 
     /* B joins behind A: Inactive; its waits time out. */
     zooid_election *b = join(sb, group, "beta", ZOOID_PAUSE_STOP);
@@ -167,6 +178,9 @@ static void basic(const char *connect, const char *group) {
     CHECK_EQ(-1, token_b);
     CHECK_OK(zooid_election_state(b, &state, NULL));
     CHECK_EQ(ZOOID_LEADER_INACTIVE, state);
+    int64_t lease_b = -1;
+    CHECK_OK(zooid_election_lease_remaining(b, &lease_b));
+    CHECK_EQ(0, lease_b);
     zooid_election_status bad_last = status_b;
     memset(&bad_last.state, 0xff, sizeof bad_last.state);
     EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT,

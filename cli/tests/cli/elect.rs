@@ -298,3 +298,110 @@ fn zooid_elect_exit_codes() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Runs `zooid elect GROUP -- echo $ZOOID_FENCING_TOKEN` once and returns the token it was given.
+fn token_once(connect: &str, group: &str) -> i64 {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zooid"))
+        .args(["--connect", connect, "elect", group, "--"])
+        .args(["sh", "-c", "echo \"$ZOOID_FENCING_TOKEN\""])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+fn unix_seconds() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+/// A simulated restore from an older snapshot: before it, the group's epoch was E (the history
+/// that the restore loses); the group node comes back with a lower epoch, and a leader's token
+/// goes backwards (the guard). `zooid elect --bump-epoch GROUP`, run once the clock is past E
+/// (as it is past any epoch of a lost history), makes the next token greater than every earlier.
+#[test]
+fn zooid_elect_bump_epoch_after_a_rollback() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let connect = zk.connect_string();
+    let group = "/el/restored";
+    // Far enough ahead that the simulated restore below still happens before it (each run of
+    // `zooid elect` takes a few seconds).
+    let lost_epoch = unix_seconds() + 30;
+    // Multi-threaded, so the client's pings go on between the block_on calls.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = rt
+        .block_on(zookeeper_client::Client::connect(&connect))
+        .unwrap();
+    let options =
+        zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    let recreate = |data: &[u8]| {
+        rt.block_on(async {
+            if let Ok(children) = client.list_children(group).await {
+                for child in children {
+                    let _ = client.delete(&format!("{group}/{child}"), None).await;
+                }
+                client.delete(group, None).await.unwrap();
+            }
+            client.mkdir("/el", &options).await.ok();
+            client.create(group, data, &options).await.unwrap();
+        })
+    };
+    // The history the restore loses: epoch `lost_epoch`, a few leaders.
+    recreate(format!("zooid-epoch={lost_epoch}\n").as_bytes());
+    let mut before = 0;
+    for _ in 0..2 {
+        let token = token_once(&connect, group);
+        assert!(token > before);
+        before = token;
+    }
+    // The restore: the group node as the older snapshot had it (a lower epoch).
+    recreate(format!("owner=ops\nzooid-epoch={}\n", lost_epoch - 100).as_bytes());
+    let rolled_back = token_once(&connect, group);
+    assert!(
+        unix_seconds() < lost_epoch,
+        "the simulated restore ran too late"
+    );
+    assert!(
+        rolled_back < before,
+        "guard: the rollback made tokens go backwards ({rolled_back} < {before})"
+    );
+    // The operator bumps the epoch (the clock is past the lost history's epoch by now).
+    while unix_seconds() <= lost_epoch {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zooid"))
+        .args(["--connect", &connect, "elect", "--bump-epoch", group])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let printed = String::from_utf8_lossy(&out.stdout);
+    let epoch: i64 = printed
+        .trim()
+        .rsplit_once("epoch=")
+        .unwrap()
+        .1
+        .parse()
+        .unwrap();
+    assert!(epoch > lost_epoch, "{printed}");
+    let after = token_once(&connect, group);
+    assert!(
+        after > before,
+        "after the bump {after} > before the rollback {before}"
+    );
+    assert_eq!(after >> 31, epoch);
+    let data = rt.block_on(client.get_data(group)).unwrap().0;
+    assert!(
+        String::from_utf8_lossy(&data).starts_with("owner=ops\n"),
+        "other lines kept"
+    );
+    println!(
+        "FIGURES elect bump-epoch: tokens before the rollback up to {before}, after it {rolled_back}, after the bump {after} (epoch {epoch})"
+    );
+}

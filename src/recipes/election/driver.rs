@@ -372,6 +372,26 @@ impl Driver {
         })
     }
 
+    /// The group node's epoch, read now.
+    async fn current_epoch(&mut self, client: &Client, generation: u64) -> Result<i64, Exit> {
+        loop {
+            match self
+                .req(generation, client.get_data(&self.group))
+                .await
+                .classified()
+            {
+                Ok((data, stat)) => return Ok(group_epoch(&data, stat.ctime)),
+                Err((Verdict::NoNode, _)) => return Err(Exit::Rejoin { delete: false }),
+                Err((Verdict::Expired | Verdict::Closed, _)) => return Err(Exit::SessionGone),
+                Err(_) => {
+                    if !self.recover(generation).await {
+                        return Err(Exit::SessionGone);
+                    }
+                }
+            }
+        }
+    }
+
     /// Waits in line (watching only the predecessor), then leads, until the candidacy ends.
     async fn hold(&mut self, client: &Client, generation: u64, node: &Node) -> Exit {
         loop {
@@ -404,7 +424,16 @@ impl Driver {
                 return Exit::Rejoin { delete: false };
             };
             if pos == 0 {
-                return self.lead(client, generation, node).await;
+                // The token counts the group's epoch as it is now: a raise by `bump_epoch`
+                // since we joined (after a restore from an older snapshot) counts.
+                let node = match self.current_epoch(client, generation).await {
+                    Ok(epoch) => Node {
+                        token: token(epoch, node.seq),
+                        ..node.clone()
+                    },
+                    Err(exit) => return exit,
+                };
+                return self.lead(client, generation, &node).await;
             }
             let predecessor = format!("{}/{}", self.group, line[pos - 1].name);
             let watcher = match self

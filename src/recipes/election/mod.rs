@@ -28,7 +28,9 @@
 //! **Fencing token.** The leader's token is `epoch << 31 | sequence`: the group node's epoch
 //! (its creation second, or a larger `zooid-epoch=N` in its data) and the candidate's sequence
 //! number. It strictly increases from one leader to the next, also across a wipe of ZooKeeper
-//! (the group node is created again, later). [`Election::fenced`] runs writes as one
+//! (the group node is created again, later). The epoch is read when the candidate starts to
+//! lead, so a raise by [`bump_epoch`] (after restoring ZooKeeper from an older snapshot) counts
+//! for every leader after it. [`Election::fenced`] runs writes as one
 //! `multi` whose first op checks the leader's own candidate node, so they apply only while it
 //! still exists, i.e. while this candidate still leads on a live session.
 
@@ -316,6 +318,15 @@ impl Election {
         *self.lease.borrow()
     }
 
+    /// How long the lease ([`Election::lease`]) still runs from now; `None` when there is none
+    /// or it has passed. A leader that acts only while this is `Some` acts only while the
+    /// quorum's latest confirmation counts.
+    pub fn lease_remaining(&self) -> Option<Duration> {
+        self.lease()
+            .map(|until| until.saturating_duration_since(std::time::Instant::now()))
+            .filter(|left| !left.is_zero())
+    }
+
     /// A receiver of every change of [`Election::lease`] (renewed about six times per session
     /// timeout while leading).
     pub fn subscribe_lease(&self) -> watch::Receiver<Option<std::time::Instant>> {
@@ -492,12 +503,14 @@ async fn ensure_group(session: &Session, group: &str) -> Result<()> {
 }
 
 mod driver;
+mod epoch;
 mod fenced;
 mod lease;
 mod line;
 mod observe;
 
 use driver::Driver;
+pub use epoch::bump_epoch;
 pub use fenced::{FencedOp, FencedResult};
 pub use observe::leader;
 

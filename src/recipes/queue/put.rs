@@ -24,8 +24,8 @@ impl Inner {
         let item_prefix = format!("{}/items/i-{marker}-", self.path);
         let deadline = Instant::now() + self.options.op_timeout;
         let mut guard_slot = self.guard.lock().await;
-        // The session generation of an earlier attempt with this marker that may still apply.
-        let mut in_doubt: Option<u64> = None;
+        // An earlier attempt with this marker that may still apply.
+        let mut in_doubt: Option<InDoubt> = None;
         let mut backoff = Duration::from_millis(20);
         loop {
             if Instant::now() >= deadline {
@@ -73,13 +73,20 @@ impl Inner {
         marker: &str,
         item_prefix: &str,
         guard_slot: &mut Option<Guard>,
-        in_doubt: &mut Option<u64>,
+        in_doubt: &mut Option<InDoubt>,
         deadline: Instant,
     ) -> std::result::Result<Option<String>, PutStop> {
         let transient = |_e: ZkError| PutStop::Transient;
         // An earlier attempt may have applied and the guard moved (or vanished): look for
         // the marker before anything else.
-        if let Some(doubt) = *in_doubt {
+        if let Some(InDoubt {
+            generation: doubt,
+            items_cversion,
+        }) = *in_doubt
+        {
+            // Whether the guard moved past V on its live session: then an earlier attempt
+            // applied for certain (only this handle's puts move it, one at a time).
+            let mut applied = false;
             let stale = match guard_slot.as_ref() {
                 None => true,
                 Some(g) => {
@@ -90,7 +97,10 @@ impl Inner {
                             .await
                             .map_err(transient)?;
                         match self.call(generation, client.check_stat(&g.path)).await {
-                            Ok(Some(stat)) => stat.version != g.version,
+                            Ok(Some(stat)) => {
+                                applied = stat.version != g.version;
+                                applied
+                            }
                             Ok(None) => true,
                             Err(e) => return Err(transient(e)),
                         }
@@ -118,27 +128,45 @@ impl Inner {
                 if let Some(found) = items.into_iter().find(|n| n.starts_with(&needle)) {
                     return Ok(Some(found));
                 }
-                *in_doubt = None;
-                if let Some(g) = guard_slot.as_mut() {
-                    if g.generation != generation {
-                        *guard_slot = None;
-                    } else if let Ok(Some(stat)) =
-                        self.call(generation, client.check_stat(&g.path)).await
-                    {
-                        g.version = stat.version;
-                    } else {
-                        *guard_slot = None;
-                    }
+                if applied {
+                    // It applied and a consumer already completed it: done. Its sequence
+                    // number is unknown, so the name returned is the marker's prefix.
+                    tracing::info!(queue = %self.path, item = %needle, "put applied; the item was already completed");
+                    return Ok(Some(needle));
                 }
+                // Stale without a move seen: the guard is gone (with its session, or deleted).
+                // An absent item was never added, or was added and already completed by a
+                // consumer. The items node's child version tells when it did not move since
+                // just before the attempt: then no item was created or deleted, so ours was
+                // never added, and the put starts afresh. Otherwise a second put could add it
+                // twice: in doubt.
+                let moved = match self
+                    .call(generation, client.check_stat(&self.items_path()))
+                    .await
+                {
+                    Ok(Some(stat)) => stat.cversion != items_cversion,
+                    Ok(None) => true,
+                    Err(e) => return Err(transient(e)),
+                };
+                if moved {
+                    tracing::warn!(queue = %self.path, item = %needle, "put outcome in doubt: the item is absent, its guard gone, and the queue changed meanwhile");
+                    return Err(PutStop::Fail(self.put_in_doubt()));
+                }
+                *in_doubt = None;
+                *guard_slot = None;
             }
             // Not stale: the guard is still at V, so no earlier attempt applied; resend.
         }
         // The bound, from the count read just before the put.
+        let mut items_cversion = 0;
         let count = match self
             .call(generation, client.check_stat(&self.items_path()))
             .await
         {
-            Ok(Some(stat)) => Some(stat.num_children as usize),
+            Ok(Some(stat)) => {
+                items_cversion = stat.cversion;
+                Some(stat.num_children as usize)
+            }
             Ok(None) => None,
             Err(e) => return Err(transient(e)),
         };
@@ -239,7 +267,14 @@ impl Inner {
             // A gone session was told to the session layer by the commit.
             Err(failed) => match (failed.index, failed.verdict()) {
                 (_, verdict) if verdict.fate() != Fate::Refused => {
-                    *in_doubt = Some(generation);
+                    // An earlier attempt in doubt keeps its own record: this copy expected
+                    // the same guard version, so at most one of them can apply.
+                    if in_doubt.is_none() {
+                        *in_doubt = Some(InDoubt {
+                            generation,
+                            items_cversion,
+                        });
+                    }
                     Err(PutStop::Transient)
                 }
                 // The guard moved (an earlier attempt of ours applied) or vanished.
@@ -271,6 +306,15 @@ impl Inner {
             ids: Vec::new(),
         }
     }
+}
+
+/// A put attempt whose outcome is unknown.
+#[derive(Clone, Copy)]
+pub(super) struct InDoubt {
+    /// The session generation it was sent on.
+    generation: u64,
+    /// The items node's child version read just before it was sent.
+    items_cversion: i32,
 }
 
 /// Why a put attempt stopped.

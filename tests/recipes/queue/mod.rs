@@ -10,6 +10,7 @@ use zooid_test_support as support;
 
 mod faults;
 mod load;
+mod put_consumed;
 
 use std::fs;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,5 +1,6 @@
 package io.zooid;
 
+import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
@@ -151,6 +152,17 @@ public final class LeaderElection extends NativeResource implements AutoCloseabl
      */
     public long getFencingToken() {
         return status()[1];
+    }
+
+    /**
+     * How long the leadership's lease still runs: the quorum confirmed this leadership that
+     * recently, so the servers cannot have expired the session and let another candidate lead
+     * before it ends (docs/RECIPES.md gives the window and its clock assumption). {@link
+     * Duration#ZERO} when not leading, not confirmed yet, or passed. A leader that acts only
+     * while this is positive acts only within the quorum's latest confirmation. No I/O.
+     */
+    public Duration getLeaseRemaining() throws IDGeneratorException {
+        return Duration.ofMillis(withHandle(ZooidNative::electionLeaseRemainingMillis));
     }
 
     /** How many times this candidate became leader. */

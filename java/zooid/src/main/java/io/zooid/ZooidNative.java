@@ -100,6 +100,9 @@ final class ZooidNative {
     static native long[] electionWaitChange(long handle, int lastState, long lastToken, int lastClosed, long timeoutMillis)
             throws IDGeneratorException;
 
+    /** Milliseconds the leadership's lease still runs, 0 when none. */
+    static native long electionLeaseRemainingMillis(long handle) throws IDGeneratorException;
+
     static native long electionAwaitLeadership(long handle, long timeoutMillis) throws IDGeneratorException;
 
     /** A fenced setData at an explicit version (>= 0); returns the new data version. */

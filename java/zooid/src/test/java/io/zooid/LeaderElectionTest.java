@@ -269,6 +269,49 @@ class LeaderElectionTest {
         return condition.holds();
     }
 
+    /**
+     * A wipe of ZooKeeper, simulated: the group's nodes are deleted with the plain ZooKeeper
+     * client and the group is joined again, so its node is created again and sequence numbers
+     * restart at 0. The next leader's token is still greater than every token before (the epoch,
+     * the group node's creation second, grew). Also: an Active leader has a running lease.
+     */
+    @Test
+    void tokensGrowAcrossARecreatedGroupNodeAndTheLeaseRuns() throws Exception {
+        String group = freshGroup();
+        long before = 0;
+        try (IDGeneratorService service = IDGeneratorService.open(zk.connectString())) {
+            for (int term = 0; term < 3; term++) {
+                try (LeaderElection e = LeaderElection.join(service, group, "before-" + term)) {
+                    long token = e.awaitLeadership(20, TimeUnit.SECONDS);
+                    assertTrue(token > before, token + " > " + before);
+                    before = token;
+                    if (term == 0) {
+                        assertTrue(waitFor(Duration.ofSeconds(20), () -> !e.getLeaseRemaining().isZero()),
+                                "an Active leader's lease runs");
+                        Duration left = e.getLeaseRemaining();
+                        assertTrue(left.compareTo(Duration.ofMinutes(1)) < 0, "lease " + left);
+                    }
+                }
+            }
+            assertTrue((before & 0x7fffffffL) >= 2, "the last token carries sequence " + (before & 0x7fffffffL));
+            // The epoch is the group node's creation second: a real wipe and re-creation are
+            // further apart than this.
+            Thread.sleep(1100);
+            try (ZooKeeper plain = zk.client()) {
+                assertNotNull(plain.exists(group, false), "the group node exists before the wipe");
+                org.apache.zookeeper.ZKUtil.deleteRecursive(plain, group);
+                assertEquals(null, plain.exists(group, false), "wiped");
+            }
+            try (LeaderElection after = LeaderElection.join(service, group, "after")) {
+                long token = after.awaitLeadership(20, TimeUnit.SECONDS);
+                assertEquals(0, token & 0x7fffffffL, "the sequence restarted after the wipe");
+                assertTrue(token > before, "token after the wipe " + token + " > before " + before);
+                assertEquals(token, LeaderElection.leader(service, group).get().getFencingToken());
+                System.out.println("FIGURES java-election wipe: token before " + before + " after " + token);
+            }
+        }
+    }
+
     @Test
     void leaderInfoDecodesTheNativeLayout() {
         byte[] name = "n".getBytes(StandardCharsets.UTF_8);

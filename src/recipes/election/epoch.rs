@@ -1,0 +1,94 @@
+//! Raising a group's epoch by hand (`zooid elect --bump-epoch GROUP`): after ZooKeeper was
+//! restored from an older snapshot, the group node's creation time and sequence numbers are
+//! older than those of tokens already handed out, so new tokens could be lower.
+
+use super::line::{group_epoch, EPOCH_KEY, MAX_EPOCH};
+use super::*;
+
+/// Raises the epoch of `group` (created when missing) to the current second of the local
+/// clock, or one past its current epoch when that is later, and returns the new epoch. Every
+/// candidate that becomes leader afterwards gets a token above every token of an epoch up to the
+/// new one minus one, i.e. above every token handed out before this second (the clock
+/// assumption: the clock that runs this is not behind the servers' clocks of the lost history).
+///
+/// The group node's data keeps its other lines; the `zooid-epoch=N` line is replaced. The write
+/// is a compare-and-set on the node's version, retried on a concurrent change; after a lost
+/// reply the epoch read back decides. Errors: `InvalidArgument` (path), `ConnectionLost` /
+/// `Timeout`, `Store` when the node is at its last data version.
+pub async fn bump_epoch(session: &Session, group: &str) -> Result<i64> {
+    validate_group(group)?;
+    let group = group.trim_end_matches('/');
+    ensure_group(session, group).await?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let mut target: Option<i64> = None;
+    for _ in 0..16 {
+        let (client, generation) = session.client();
+        let read = async {
+            session.run(generation, client.sync(group)).await?;
+            session.run(generation, client.get_data(group)).await
+        };
+        let (data, stat) = read
+            .await
+            .map_err(|err| crate::zk::to_zooid(&err, group, session.options()))?;
+        let current = group_epoch(&data, stat.ctime);
+        let wanted = *target.get_or_insert_with(|| now.max(current + 1).min(MAX_EPOCH));
+        if current >= wanted {
+            return Ok(current);
+        }
+        if stat.version == i32::MAX {
+            return Err(ZooidError::Store {
+                path: group.to_string(),
+                reason: "the group node is at its last data version; recreate it".into(),
+            });
+        }
+        let written = session
+            .run(
+                generation,
+                client.set_data(group, &with_epoch(&data, wanted), Some(stat.version)),
+            )
+            .await;
+        match written.classified() {
+            Ok(_) => return Ok(wanted),
+            // Changed meanwhile (a candidate joining), or the reply was lost: read again.
+            Err((Verdict::BadVersion | Verdict::Unknown, err)) => {
+                tracing::debug!(%err, group, "bumping the epoch; reading again");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err((_, err)) => return Err(crate::zk::to_zooid(&err, group, session.options())),
+        }
+    }
+    Err(ZooidError::Store {
+        path: group.to_string(),
+        reason: "the group node kept changing while its epoch was raised".into(),
+    })
+}
+
+/// `data` with its `zooid-epoch=` lines replaced by one carrying `epoch`.
+fn with_epoch(data: &[u8], epoch: i64) -> Vec<u8> {
+    let text = String::from_utf8_lossy(data);
+    let mut lines: Vec<String> = text
+        .lines()
+        .filter(|line| !line.trim().starts_with(EPOCH_KEY))
+        .map(str::to_string)
+        .collect();
+    lines.push(format!("{EPOCH_KEY}{epoch}"));
+    let mut out = lines.join("\n");
+    out.push('\n');
+    out.into_bytes()
+}
+
+#[cfg(test)]
+mod epoch_tests {
+    use super::*;
+
+    #[test]
+    fn the_epoch_line_is_replaced_and_other_lines_kept() {
+        let data = with_epoch(b"owner=ops\nzooid-epoch=5\n", 1_800_000_000);
+        assert_eq!(data, b"owner=ops\nzooid-epoch=1800000000\n");
+        assert_eq!(group_epoch(&data, 1_000), 1_800_000_000);
+        assert_eq!(with_epoch(b"", 7), b"zooid-epoch=7\n");
+    }
+}
