@@ -488,3 +488,69 @@ fn waiting_pushes_stay_until_needed_or_too_many() {
         eprintln!("80 pushes above the lowest free IDs: at most {most} waited in their own nodes");
     });
 }
+
+/// A take that claims a block for part of it gives the rest of the block back in a push node.
+/// When that give-back's request is held past the end of its session (the session may not
+/// reattach), its outcome cannot be told: the IDs must not be handed out, and they must not
+/// vanish either. Every ID of the two blocks is then handed out, free, or reported leaked
+/// (the `ids_leaked` figure), none twice.
+#[test]
+fn a_give_back_in_doubt_is_reported_leaked() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = FaultProxy::start(zk.addr());
+    runtime().block_on(async {
+        let options = ServiceOptions {
+            retry: zooid::RetryPolicy {
+                deadline: Duration::from_secs(8),
+                ..zooid::RetryPolicy::default()
+            },
+            ..ServiceOptions::default()
+        };
+        let svc = IdGeneratorService::connect(&proxy.connect_string(), &session_options(2000), options)
+            .await
+            .unwrap();
+        let cat = IdCategory::new("/scale/doubt").unwrap();
+        svc.create_category_blocks(&cat, 1, 1_000_000, 100)
+            .await
+            .unwrap();
+        let mut first = svc.take_ids(&cat, 100).await.unwrap();
+        assert_eq!(first.ranges(), vec![r(1, 100)]);
+        let mut back = IdSet::new(cat.clone(), vec![r(1, 35)]);
+        svc.push_ids(&mut back).await.unwrap();
+        for _ in 0..35 {
+            first.take_id();
+        }
+        // The next take: holes 1..=35, then block 101..=200, of which 166..=200 go back.
+        proxy.hold_request(
+            support::RequestMatch::Contains(b"zooid-returned/m-".to_vec()),
+            Duration::from_secs(5),
+        );
+        proxy.refuse_reattach(true);
+        let taken = svc.take_ids(&cat, 100).await.unwrap();
+        let delivered = proxy.wait_deliveries(1, Duration::from_secs(10)).await;
+        proxy.refuse_reattach(false);
+        assert_eq!(delivered.len(), 1, "the give-back must have been held");
+        assert_ne!(delivered[0].reply_err, Some(0), "the held give-back applied late");
+        assert_eq!(taken.ranges(), vec![r(1, 35), r(101, 165)]);
+
+        let mut accounted = all_ids(&[first, taken]);
+        let info = svc.pool_info(&cat).await.unwrap();
+        let mut free: Vec<IdRange> = info.free.clone();
+        free.extend(IdRange::new(info.high_water + 1, info.bounds.end()));
+        for range in &free {
+            for id in range.start()..=range.end().min(1000) {
+                assert!(accounted.insert(id), "ID {id} is free and handed out");
+            }
+        }
+        let lost: Vec<i64> = (1..=200).filter(|id| !accounted.contains(id)).collect();
+        let leaked = svc.stats().ids_leaked;
+        assert_eq!(
+            leaked,
+            lost.len() as u64,
+            "{} IDs neither handed out nor free ({:?}..), {leaked} reported leaked",
+            lost.len(),
+            lost.first()
+        );
+    });
+}
