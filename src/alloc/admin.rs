@@ -169,7 +169,16 @@ impl<S: Store> IdGeneratorService<S> {
     /// Remembers a pool this process just created, at version 0.
     async fn remember_created(&self, category: &IdCategory, pool: Pool) {
         let slot = self.categories.slot(category.name());
-        slot.lock().await.cached = Some(Cached::new(0, pool, false, Waiting::default()));
+        // Its incarnation is not known without a read: lost-reply resolution does not compare it.
+        let session = self.session_generation();
+        slot.lock().await.cached = Some(Cached::new(
+            0,
+            None,
+            session,
+            pool,
+            false,
+            Waiting::default(),
+        ));
     }
 
     /// Whether pool `path` was created by the write with `token`.

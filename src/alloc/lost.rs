@@ -115,6 +115,16 @@ impl<S: Store> IdGeneratorService<S> {
                     continue;
                 }
             };
+            // Another incarnation of the node (deleted and created again: a wipe and restore):
+            // neither its version nor its log says anything of a write on the old one, and a
+            // resend would apply to the new one.
+            if planned.created.is_some_and(|created| created != node.created) {
+                return Ok(Resolution::Unknown(format!(
+                    "the pool node was created again (czxid {:#x}, the write was on {:#x}):                      a wipe and restore?",
+                    node.created,
+                    planned.created.unwrap_or_default()
+                )));
+            }
             if node.version == expected {
                 match self.write(path, write.bytes, expected, write.parts).await {
                     Ok(written) => {
@@ -140,7 +150,15 @@ impl<S: Store> IdGeneratorService<S> {
                     node.version
                 )));
             }
-            let state = Cached::new(node.version, pool, true, Default::default());
+            let (created, session) = (Some(node.created), self.session_generation());
+            let state = Cached::new(
+                node.version,
+                created,
+                session,
+                pool,
+                true,
+                Default::default(),
+            );
             return Ok(write.told_by(state));
         }
     }

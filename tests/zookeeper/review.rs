@@ -648,3 +648,64 @@ fn a_keeper_write_keeps_a_longer_op_log() {
         eprintln!("op log: {before} entries before the keeper's write, {after} after");
     });
 }
+
+/// Finding 5: after a wipe of ZooKeeper and a restore, the pool node is a new incarnation; one
+/// at the same data version as a process's remembered pool must not be written on as if it
+/// were the old one (that hands out again what the restored node's holders took).
+#[test]
+fn a_pool_restored_to_the_remembered_version_is_read_before_writing() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let a = IdGeneratorService::connect(
+            &zk.connect_string(),
+            &session_options(3000),
+            ServiceOptions::default(),
+        )
+        .await
+        .unwrap();
+        let cat = IdCategory::new("/wiped/ids").unwrap();
+        a.create_category(&cat, 1, 1000).await.unwrap();
+        let mut seen = BTreeSet::new();
+        no_duplicate(&mut seen, &a.take_ids(&cat, 100).await.unwrap(), "a");
+        no_duplicate(&mut seen, &a.take_ids(&cat, 100).await.unwrap(), "a");
+        let generation = a.stats().session_generation;
+
+        // The wipe: every server loses its data; a restore recreates the pool, and its holders
+        // take IDs: the node reaches version 2 again, with other content.
+        zk.stop();
+        std::fs::remove_dir_all(zk.data_dir().join("version-2")).unwrap();
+        zk.restart();
+        let b = IdGeneratorService::connect(
+            &zk.connect_string(),
+            &session_options(3000),
+            ServiceOptions::default(),
+        )
+        .await
+        .unwrap();
+        b.create_category(&cat, 1, 1000).await.unwrap();
+        let mut restored = BTreeSet::new();
+        no_duplicate(&mut restored, &b.take_ids(&cat, 300).await.unwrap(), "b");
+        no_duplicate(&mut restored, &b.take_ids(&cat, 200).await.unwrap(), "b");
+        assert_eq!(b.store().get(cat.name()).await.unwrap().version, 2);
+        // The old process learns that its session ended (the wiped servers do not know it).
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while a.stats().session_generation == generation {
+            assert!(Instant::now() < deadline, "the old session did not end");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let again = a.take_ids(&cat, 100).await.unwrap();
+        let doubled: Vec<i64> = ids_of(&again)
+            .into_iter()
+            .filter(|id| restored.contains(id))
+            .collect();
+        assert!(
+            doubled.is_empty(),
+            "IDs {:?}.. handed out again after the restore ({} of them): the old process wrote \
+             on the pool it remembered",
+            doubled.first(),
+            doubled.len()
+        );
+        assert_eq!(again.ranges(), vec![r(501, 600)]);
+    });
+}
