@@ -166,14 +166,22 @@ impl<S: Store> IdGeneratorService<S> {
         (token, pool.render().into_bytes())
     }
 
-    /// Remembers a pool this process just created, at version 0.
+    /// Remembers a pool this process just created, at version 0, with its incarnation (read:
+    /// lost-reply resolution compares it). Not remembered when that read fails or finds the
+    /// node written already.
     async fn remember_created(&self, category: &IdCategory, pool: Pool) {
         let slot = self.categories.slot(category.name());
-        // Its incarnation is not known without a read: lost-reply resolution does not compare it.
         let session = self.session_generation();
+        let created = match self.store.get(category.name()).await {
+            Ok(node) if node.version == 0 => node.created,
+            _ => {
+                slot.lock().await.cached = None;
+                return;
+            }
+        };
         slot.lock().await.cached = Some(Cached::new(
             0,
-            None,
+            Some(created),
             session,
             pool,
             false,

@@ -425,6 +425,7 @@ impl<S: Store> IdGeneratorService<S> {
             parts: &write.part_ops,
             kind,
             moved: &write.moved,
+            epoch: current.pool.epoch(),
         };
         let planned = Cached::new(
             expected + 1,

@@ -36,6 +36,8 @@ pub(crate) struct LostWrite<'a> {
     pub kind: OpKind,
     /// The IDs the write took or pushed.
     pub moved: &'a [IdRange],
+    /// The epoch of the pool the write was planned on.
+    pub epoch: u64,
 }
 
 impl LostWrite<'_> {
@@ -115,14 +117,25 @@ impl<S: Store> IdGeneratorService<S> {
                     continue;
                 }
             };
-            // Another incarnation of the node (deleted and created again: a wipe and restore):
-            // neither its version nor its log says anything of a write on the old one, and a
-            // resend would apply to the new one.
-            if planned.created.is_some_and(|created| created != node.created) {
+            let Ok(pool) = Pool::parse(path, &node.data) else {
+                return Ok(Resolution::Unknown(
+                    "the pool node is no longer parseable".into(),
+                ));
+            };
+            // Another incarnation of the node (created again, or restored: a wipe and restore
+            // recreates it under a new epoch, and a wiped ZooKeeper may reuse the old czxid):
+            // a resend would apply to it, and its log says nothing of the write unless the write
+            // is there by its token.
+            let ours = pool.op_at(expected + 1).is_some_and(|op| op.token == write.token);
+            let created_again = planned.created.is_some_and(|created| created != node.created);
+            let epochs = [write.epoch, planned.pool.epoch()];
+            if !ours && (created_again || !epochs.contains(&pool.epoch())) {
                 return Ok(Resolution::Unknown(format!(
-                    "the pool node was created again (czxid {:#x}, the write was on {:#x}):                      a wipe and restore?",
-                    node.created,
-                    planned.created.unwrap_or_default()
+                    "the pool node is another incarnation (epoch {}, version {}; the write was \
+                     on epoch {}): recreated or restored",
+                    pool.epoch(),
+                    node.version,
+                    write.epoch
                 )));
             }
             if node.version == expected {
@@ -139,11 +152,6 @@ impl<S: Store> IdGeneratorService<S> {
                 }
                 continue;
             }
-            let Ok(pool) = Pool::parse(path, &node.data) else {
-                return Ok(Resolution::Unknown(
-                    "the pool node is no longer parseable".into(),
-                ));
-            };
             if node.version < expected {
                 return Ok(Resolution::Unknown(format!(
                     "node version went back to {} (recreated?)",
