@@ -554,3 +554,47 @@ fn a_give_back_in_doubt_is_reported_leaked() {
         );
     });
 }
+
+/// Finding 8: a push to a pool in block allocation is refused as `AlreadyFree` only on what the
+/// store holds now. Process A remembers IDs 2..=50 free (pushed, then one taken); process B takes
+/// them while A's connection hears nothing (the watch that would tell A is held); their holder
+/// hands them back through A: A's remembered pool says "free", the store does not.
+#[test]
+fn already_free_is_decided_on_fresh_data() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = FaultProxy::start(zk.addr());
+    runtime().block_on(async {
+        let a = std::sync::Arc::new(open(&proxy.connect_string()).await);
+        let b = open(&zk.connect_string()).await;
+        let cat = IdCategory::new("/scale/fresh").unwrap();
+        a.create_category_blocks(&cat, 1, 1_000_000, 100)
+            .await
+            .unwrap();
+        let mut first = a.take_ids(&cat, 100).await.unwrap();
+        assert_eq!(first.ranges(), vec![r(1, 100)]);
+        let mut back = IdSet::new(cat.clone(), vec![r(1, 50)]);
+        a.push_ids(&mut back).await.unwrap();
+        for _ in 0..50 {
+            first.take_id();
+        }
+        assert_eq!(a.take_ids(&cat, 1).await.unwrap().ranges(), vec![r(1, 1)]);
+        proxy.mute_replies();
+        let mut taken = b.take_ids(&cat, 49).await.unwrap();
+        assert_eq!(taken.ranges(), vec![r(2, 50)], "B takes the pushed IDs");
+        // B's holder gives them back through A.
+        let pusher = {
+            let a = std::sync::Arc::clone(&a);
+            tokio::spawn(async move { a.push_ids(&mut taken).await })
+        };
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        proxy.unmute();
+        let pushed = pusher.await.unwrap();
+        assert!(
+            pushed.is_ok(),
+            "a push of IDs B holds was refused on A's remembered pool: {pushed:?}"
+        );
+        assert_eq!(a.pool_info(&cat).await.unwrap().free[0], r(2, 50));
+        a.push_ids(&mut first).await.unwrap();
+    });
+}
