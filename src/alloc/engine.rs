@@ -119,7 +119,11 @@ impl<S: Store> IdGeneratorService<S> {
         // ZooKeeper ends every session, and a restore creates the node again, maybe at the same
         // version. Read it again.
         let generation = self.session_generation();
-        if slot.cached.as_ref().is_some_and(|c| c.session != generation) {
+        if slot
+            .cached
+            .as_ref()
+            .is_some_and(|c| c.session != generation)
+        {
             slot.cached = None;
         }
         let mut failure = LastFailure::None;

@@ -126,8 +126,12 @@ impl<S: Store> IdGeneratorService<S> {
             // recreates it under a new epoch, and a wiped ZooKeeper may reuse the old czxid):
             // a resend would apply to it, and its log says nothing of the write unless the write
             // is there by its token.
-            let ours = pool.op_at(expected + 1).is_some_and(|op| op.token == write.token);
-            let created_again = planned.created.is_some_and(|created| created != node.created);
+            let ours = pool
+                .op_at(expected + 1)
+                .is_some_and(|op| op.token == write.token);
+            let created_again = planned
+                .created
+                .is_some_and(|created| created != node.created);
             let epochs = [write.epoch, planned.pool.epoch()];
             if !ours && (created_again || !epochs.contains(&pool.epoch())) {
                 return Ok(Resolution::Unknown(format!(

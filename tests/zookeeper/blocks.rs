@@ -507,9 +507,10 @@ fn a_give_back_in_doubt_is_reported_leaked() {
             },
             ..ServiceOptions::default()
         };
-        let svc = IdGeneratorService::connect(&proxy.connect_string(), &session_options(2000), options)
-            .await
-            .unwrap();
+        let svc =
+            IdGeneratorService::connect(&proxy.connect_string(), &session_options(2000), options)
+                .await
+                .unwrap();
         let cat = IdCategory::new("/scale/doubt").unwrap();
         svc.create_category_blocks(&cat, 1, 1_000_000, 100)
             .await
@@ -531,7 +532,11 @@ fn a_give_back_in_doubt_is_reported_leaked() {
         let delivered = proxy.wait_deliveries(1, Duration::from_secs(10)).await;
         proxy.refuse_reattach(false);
         assert_eq!(delivered.len(), 1, "the give-back must have been held");
-        assert_ne!(delivered[0].reply_err, Some(0), "the held give-back applied late");
+        assert_ne!(
+            delivered[0].reply_err,
+            Some(0),
+            "the held give-back applied late"
+        );
         assert_eq!(taken.ranges(), vec![r(1, 35), r(101, 165)]);
 
         let mut accounted = all_ids(&[first, taken]);

@@ -726,9 +726,10 @@ fn a_lost_push_across_a_wipe_is_not_pushed_again() {
             },
             ..ServiceOptions::default()
         };
-        let a = IdGeneratorService::connect(&proxy.connect_string(), &session_options(15000), options)
-            .await
-            .unwrap();
+        let a =
+            IdGeneratorService::connect(&proxy.connect_string(), &session_options(15000), options)
+                .await
+                .unwrap();
         let cat = IdCategory::new("/wiped/lost").unwrap();
         a.create_category(&cat, 1, 1000).await.unwrap();
         let mut held = a.take_ids(&cat, 100).await.unwrap();
@@ -749,7 +750,10 @@ fn a_lost_push_across_a_wipe_is_not_pushed_again() {
         };
         let deadline = Instant::now() + Duration::from_secs(10);
         while proxy.dropped_replies() == 0 {
-            assert!(Instant::now() < deadline, "the push's reply was not dropped");
+            assert!(
+                Instant::now() < deadline,
+                "the push's reply was not dropped"
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         // The wipe, and a restore whose holders take IDs: the node passes the push's version.
@@ -768,7 +772,10 @@ fn a_lost_push_across_a_wipe_is_not_pushed_again() {
         b.restore_category(&cat, r(1, 1000), 200, 1).await.unwrap();
         b.raise_ceiling(&cat, 1000).await.unwrap();
         b.take_ids(&cat, 100).await.unwrap();
-        assert!(!pusher.is_finished(), "the push was resolved before the restore");
+        assert!(
+            !pusher.is_finished(),
+            "the push was resolved before the restore"
+        );
         proxy.refuse_reattach(false);
         let pushed = pusher.await.unwrap();
         let free = b.pool_info(&cat).await.unwrap().free;
