@@ -97,7 +97,8 @@ pub struct ServiceStats {
     pub lost_not_applied: u64,
     /// ... whose outcome stayed unknown (the operation failed with `OutcomeUnknown`).
     pub lost_unknown: u64,
-    /// IDs leaked by those unknown outcomes (takes: never handed out; pushes: not recycled).
+    /// IDs leaked by those unknown outcomes (takes: never handed out; pushes: not recycled), and
+    /// by block give-backs that failed or whose outcome is unknown (never handed out).
     pub ids_leaked: u64,
     /// Latency of takes and pushes.
     pub latency: LatencyHistogram,
@@ -225,10 +226,16 @@ impl Recorder {
         add(&self.lost[index], 1);
         metrics::counter!("zooid_lost_replies_total", "category" => category.to_string(), "resolution" => outcome.as_str())
             .increment(1);
-        if leaked > 0 {
-            add(&self.ids_leaked, leaked);
+        self.leaked(category, leaked);
+    }
+
+    /// `n` IDs leaked: never handed out and not free (an unknown outcome, a give-back that
+    /// failed).
+    pub(crate) fn leaked(&self, category: &str, n: u64) {
+        if n > 0 {
+            add(&self.ids_leaked, n);
             metrics::counter!("zooid_ids_leaked_total", "category" => category.to_string())
-                .increment(leaked);
+                .increment(n);
         }
     }
 

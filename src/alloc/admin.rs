@@ -166,10 +166,27 @@ impl<S: Store> IdGeneratorService<S> {
         (token, pool.render().into_bytes())
     }
 
-    /// Remembers a pool this process just created, at version 0.
+    /// Remembers a pool this process just created, at version 0, with its incarnation (read:
+    /// lost-reply resolution compares it). Not remembered when that read fails or finds the
+    /// node written already.
     async fn remember_created(&self, category: &IdCategory, pool: Pool) {
         let slot = self.categories.slot(category.name());
-        slot.lock().await.cached = Some(Cached::new(0, pool, false, Waiting::default()));
+        let session = self.session_generation();
+        let created = match self.store.get(category.name()).await {
+            Ok(node) if node.version == 0 => node.created,
+            _ => {
+                slot.lock().await.cached = None;
+                return;
+            }
+        };
+        slot.lock().await.cached = Some(Cached::new(
+            0,
+            Some(created),
+            session,
+            pool,
+            false,
+            Waiting::default(),
+        ));
     }
 
     /// Whether pool `path` was created by the write with `token`.

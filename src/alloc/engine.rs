@@ -115,6 +115,17 @@ impl<S: Store> IdGeneratorService<S> {
         if slot.changed.swap(false, Ordering::AcqRel) {
             slot.cached = None;
         }
+        // A state known on an earlier session may be of a node that no longer exists: a wipe of
+        // ZooKeeper ends every session, and a restore creates the node again, maybe at the same
+        // version. Read it again.
+        let generation = self.session_generation();
+        if slot
+            .cached
+            .as_ref()
+            .is_some_and(|c| c.session != generation)
+        {
+            slot.cached = None;
+        }
         let mut failure = LastFailure::None;
         let mut conflicts = 0u32;
         // The version this process last wrote, when it yielded instead of writing on it.
@@ -211,6 +222,8 @@ impl<S: Store> IdGeneratorService<S> {
         refuse_older: bool,
         mine: Option<i32>,
     ) -> Result<Option<Cached>> {
+        // Before the read: a session replaced meanwhile makes the state read stale at once.
+        let generation = self.session_generation();
         let mut node = self.read(path, budget).await?;
         if let Some(mine) = mine {
             let behind = node.version.saturating_sub(mine).max(0);
@@ -264,7 +277,15 @@ impl<S: Store> IdGeneratorService<S> {
                 Arc::clone(changed),
             );
         }
-        Ok(Some(Cached::new(node.version, pool, true, waiting)))
+        let (created, session) = (Some(node.created), generation);
+        Ok(Some(Cached::new(
+            node.version,
+            created,
+            session,
+            pool,
+            true,
+            waiting,
+        )))
     }
 
     /// Lays out the write of `next` over `current`: a format-3 pool writes only the parts of its
@@ -357,7 +378,14 @@ impl<S: Store> IdGeneratorService<S> {
                 self.stats
                     .pool_seen(figures(path, &write.next, bytes, written, limit));
                 slot.pace.on_success(sent.elapsed());
-                let state = Cached::new(written, write.next, false, write.waiting);
+                let state = Cached::new(
+                    written,
+                    current.created,
+                    current.session,
+                    write.next,
+                    false,
+                    write.waiting,
+                );
                 let strategy = state.strategy;
                 slot.cached = Some(state);
                 Ok(Sent::Done(write.moved, strategy))
@@ -372,7 +400,7 @@ impl<S: Store> IdGeneratorService<S> {
             }
             Err(StoreError::Unknown(why)) => {
                 tracing::warn!(category = path, %why, op = kind.as_str(), "reply lost; resolving the outcome");
-                self.after_lost_reply(path, slot, current.version, write, kind)
+                self.after_lost_reply(path, slot, &current, write, kind)
                     .await
             }
             Err(
@@ -389,10 +417,11 @@ impl<S: Store> IdGeneratorService<S> {
         &self,
         path: &str,
         slot: &mut Slot,
-        expected: i32,
+        current: &Cached,
         write: Prepared,
         kind: OpKind,
     ) -> Result<Sent> {
+        let expected = current.version;
         let lost = LostWrite {
             token: write.token,
             expected,
@@ -400,8 +429,16 @@ impl<S: Store> IdGeneratorService<S> {
             parts: &write.part_ops,
             kind,
             moved: &write.moved,
+            epoch: current.pool.epoch(),
         };
-        let planned = Cached::new(expected + 1, write.next, false, write.waiting);
+        let planned = Cached::new(
+            expected + 1,
+            current.created,
+            current.session,
+            write.next,
+            false,
+            write.waiting,
+        );
         let plannable = |s: &Cached| s.pool.chunks().is_empty() && s.strategy == Strategy::Single;
         match self.resolve(path, lost, planned).await? {
             Resolution::Applied(state) => {
@@ -444,6 +481,13 @@ impl<S: Store> IdGeneratorService<S> {
                 "free-list parts need a ZooKeeper store".into(),
             )),
         }
+    }
+
+    /// The generation of the store's session (0 for the stores without one).
+    pub(crate) fn session_generation(&self) -> u64 {
+        self.store
+            .session()
+            .map_or(0, |session| session.status().generation)
     }
 
     /// Reads a node after catching its server up (`sync`).

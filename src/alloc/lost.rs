@@ -36,6 +36,8 @@ pub(crate) struct LostWrite<'a> {
     pub kind: OpKind,
     /// The IDs the write took or pushed.
     pub moved: &'a [IdRange],
+    /// The epoch of the pool the write was planned on.
+    pub epoch: u64,
 }
 
 impl LostWrite<'_> {
@@ -115,6 +117,31 @@ impl<S: Store> IdGeneratorService<S> {
                     continue;
                 }
             };
+            let Ok(pool) = Pool::parse(path, &node.data) else {
+                return Ok(Resolution::Unknown(
+                    "the pool node is no longer parseable".into(),
+                ));
+            };
+            // Another incarnation of the node (created again, or restored: a wipe and restore
+            // recreates it under a new epoch, and a wiped ZooKeeper may reuse the old czxid):
+            // a resend would apply to it, and its log says nothing of the write unless the write
+            // is there by its token.
+            let ours = pool
+                .op_at(expected + 1)
+                .is_some_and(|op| op.token == write.token);
+            let created_again = planned
+                .created
+                .is_some_and(|created| created != node.created);
+            let epochs = [write.epoch, planned.pool.epoch()];
+            if !ours && (created_again || !epochs.contains(&pool.epoch())) {
+                return Ok(Resolution::Unknown(format!(
+                    "the pool node is another incarnation (epoch {}, version {}; the write was \
+                     on epoch {}): recreated or restored",
+                    pool.epoch(),
+                    node.version,
+                    write.epoch
+                )));
+            }
             if node.version == expected {
                 match self.write(path, write.bytes, expected, write.parts).await {
                     Ok(written) => {
@@ -129,18 +156,21 @@ impl<S: Store> IdGeneratorService<S> {
                 }
                 continue;
             }
-            let Ok(pool) = Pool::parse(path, &node.data) else {
-                return Ok(Resolution::Unknown(
-                    "the pool node is no longer parseable".into(),
-                ));
-            };
             if node.version < expected {
                 return Ok(Resolution::Unknown(format!(
                     "node version went back to {} (recreated?)",
                     node.version
                 )));
             }
-            let state = Cached::new(node.version, pool, true, Default::default());
+            let (created, session) = (Some(node.created), self.session_generation());
+            let state = Cached::new(
+                node.version,
+                created,
+                session,
+                pool,
+                true,
+                Default::default(),
+            );
             return Ok(write.told_by(state));
         }
     }

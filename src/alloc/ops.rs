@@ -69,13 +69,20 @@ impl<S: Store> IdGeneratorService<S> {
         ranges: &[IdRange],
     ) -> Result<Vec<IdRange>> {
         let (mut slot, mut budget) = self.hold(category).await?;
-        let plan = single::push(category, ranges);
-        let step = self
-            .update(category, &mut slot, &mut budget, OpKind::Push, true, plan)
-            .await?;
-        let checked = match step {
-            Step::Done { moved, .. } => return Ok(moved),
-            Step::Kept(state) => self.check_push(category, state, ranges)?,
+        let checked = loop {
+            let plan = single::push(category, ranges);
+            let step = self
+                .update(category, &mut slot, &mut budget, OpKind::Push, true, plan)
+                .await?;
+            let checked = match step {
+                Step::Done { moved, .. } => return Ok(moved),
+                Step::Kept(state) => self.check_push(category, state, ranges)?,
+            };
+            match checked {
+                Some(checked) => break checked,
+                // Free as remembered: read the pool again and decide on that.
+                None => slot.cached = None,
+            }
         };
         // The push's own write does not need the slot: others take meanwhile.
         drop(slot);

@@ -202,6 +202,12 @@ impl Waiting {
 pub(crate) struct Cached {
     /// The pool node's data version.
     pub version: i32,
+    /// The pool node's incarnation (its `czxid`), when known: a node created again (a wipe and
+    /// restore) at the same version is another node.
+    pub created: Option<i64>,
+    /// The session generation this state was read or written on: a state from an earlier
+    /// session (which may have ended with a wipe of ZooKeeper) is never planned on.
+    pub session: u64,
     /// The pool, its parts loaded and the waiting pushes merged into its free list.
     pub pool: Pool,
     /// Read from the store just now, rather than remembered from an earlier operation.
@@ -213,10 +219,20 @@ pub(crate) struct Cached {
 }
 
 impl Cached {
-    /// The state of `pool` at `version`, its strategy decided.
-    pub(crate) fn new(version: i32, pool: Pool, fresh: bool, waiting: Waiting) -> Self {
+    /// The state of `pool` at `version` of incarnation `created`, known on session generation
+    /// `session`, its strategy decided.
+    pub(crate) fn new(
+        version: i32,
+        created: Option<i64>,
+        session: u64,
+        pool: Pool,
+        fresh: bool,
+        waiting: Waiting,
+    ) -> Self {
         Self {
             version,
+            created,
+            session,
             strategy: Strategy::of(&pool),
             pool,
             fresh,

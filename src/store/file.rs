@@ -100,6 +100,7 @@ impl Nodes for FileNodes<'_> {
         Ok(Some(Versioned {
             data: bytes[newline + 1..].to_vec(),
             version,
+            created: 0,
         }))
     }
 

@@ -37,6 +37,7 @@ pub(crate) fn create(nodes: &mut impl Nodes, path: &str, data: &[u8]) -> Result<
             &Versioned {
                 data: Vec::new(),
                 version: 0,
+                created: 0,
             },
         )?;
     }
@@ -45,6 +46,7 @@ pub(crate) fn create(nodes: &mut impl Nodes, path: &str, data: &[u8]) -> Result<
         &Versioned {
             data: data.to_vec(),
             version: 0,
+            created: 0,
         },
     )
 }
@@ -67,6 +69,7 @@ pub(crate) fn set(
         &Versioned {
             data: data.to_vec(),
             version,
+            created: 0,
         },
     )?;
     Ok(version)

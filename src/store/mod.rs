@@ -25,6 +25,10 @@ pub struct Versioned {
     pub data: Vec<u8>,
     /// ZooKeeper's 32-bit data version: 0 at creation, +1 per write.
     pub version: i32,
+    /// The node's incarnation: ZooKeeper's `czxid` (the transaction that created it), which a
+    /// node deleted and created again (a wipe and restore) does not share with the old one even
+    /// at the same data version. 0 in the stores without one (memory, file).
+    pub created: i64,
 }
 
 /// Why a store operation failed.

@@ -123,6 +123,7 @@ impl Store for ZkStore {
             .map(|(data, stat)| Versioned {
                 data,
                 version: stat.version,
+                created: stat.czxid,
             })
     }
 

@@ -12,8 +12,9 @@
 //!   whose last push may have applied);
 //! * the final disposition of every ID, which partitions the category: free, used, held by a
 //!   killed worker (taken, neither used nor pushed: unaccounted), held by a live worker (must be
-//!   none), leaked by an outcome-unknown operation, and unexplained (none of these: only a killed
-//!   worker's in-flight take may leave such IDs).
+//!   none), leaked by an outcome-unknown operation or by a block give-back that failed (reported
+//!   in the worker's stderr: `unused block IDs not given back; IDs leaked ... leaked=A:B,C:D`),
+//!   and unexplained (none of these: only a killed worker's in-flight take may leave such IDs).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -194,6 +195,10 @@ pub struct Analysis {
     pub unknown_push_ids: u64,
     /// The largest number of IDs one outcome-unknown operation named.
     pub largest_unknown: u64,
+    /// Block give-backs that failed (or whose outcome was unknown), reported in the workers'
+    /// stderr, and the IDs they reported leaked.
+    pub give_backs_leaked: u64,
+    pub give_back_ids: u64,
     /// Completed operations that lost the reply to a write (ambiguous until resolved), and how
     /// they ended: ok (the protocol told the outcome), err (told "not applied", then failed
     /// otherwise, nothing changed) or unknown (OutcomeUnknown: the IDs are leaked).
@@ -299,6 +304,13 @@ impl Analysis {
             self.unknown_push_ids,
             self.session_renewals
         );
+        if self.give_backs_leaked > 0 {
+            let _ = writeln!(
+                s,
+                "  block give-backs that failed: {} ({} IDs reported leaked)",
+                self.give_backs_leaked, self.give_back_ids
+            );
+        }
         let _ = writeln!(
             s,
             "  conservation: used {} + free {} + held by killed workers {} + held by live workers {} + leaked {} + unexplained {} = {} of {}",
@@ -323,6 +335,16 @@ impl Analysis {
         }
         s
     }
+}
+
+/// The message of zooid's report of block IDs it could not give back (src/alloc/blocks/take.rs).
+const GIVE_BACK_LEAKED: &str = "unused block IDs not given back; IDs leaked";
+
+/// The ranges of a [`GIVE_BACK_LEAKED`] line: its `leaked=A:B,C:D` field.
+fn given_back_leaked(line: &str) -> Option<Vec<(i64, i64)>> {
+    let (_, rest) = line.rsplit_once(" leaked=")?;
+    let field = rest.split_whitespace().next()?;
+    field.split(',').map(parse_range).collect()
 }
 
 fn parse_range(text: &str) -> Option<(i64, i64)> {
@@ -497,6 +519,16 @@ pub fn analyse(dir: &Path, bounds: IdRange, free: &[IdRange], killed: &[String])
                     }
                 } else if line.contains("ZooKeeper session renewed") {
                     a.session_renewals += 1;
+                } else if line.contains(GIVE_BACK_LEAKED) {
+                    match given_back_leaked(line) {
+                        Some(ranges) => {
+                            a.give_backs_leaked += 1;
+                            let ranges = Ivs::new(ranges);
+                            a.give_back_ids += ranges.count();
+                            leaked_set = leaked_set.union(&ranges);
+                        }
+                        None => a.problems.push(format!("{name}: unreadable line {line:?}")),
+                    }
                 }
             }
         }
@@ -641,6 +673,24 @@ mod tests {
         let live = run(&[("p1-t0.log", "T 21:30\n")], &[r(1, 20), r(31, 1000)], &[]);
         assert_eq!(live.held_by_live, 10);
         assert!(!live.problems.is_empty());
+    }
+
+    #[test]
+    fn failed_give_backs_are_explained_by_their_report() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("p0-t0.log"), "T 1:10\nU 1:10\n").unwrap();
+        let report = format!(
+            "2026-11-25T16:41:35.230837Z ERROR zooid::alloc::blocks::take: {GIVE_BACK_LEAKED} category=\"/c\" err=/c: outcome of push unknown after a lost reply; IDs [11:20] were not handed out and are leaked leaked=11:20,31:35\n"
+        );
+        std::fs::write(dir.path().join("p0.stderr"), report).unwrap();
+        let a = analyse(dir.path(), r(1, 1000), &[r(21, 30), r(36, 1000)], &[]);
+        assert!(a.problems.is_empty(), "{:?}", a.problems);
+        assert_eq!((a.give_backs_leaked, a.give_back_ids), (1, 15));
+        assert_eq!((a.leaked, a.unexplained), (15, 0));
+        // Without the report, the same IDs are unexplained.
+        std::fs::remove_file(dir.path().join("p0.stderr")).unwrap();
+        let a = analyse(dir.path(), r(1, 1000), &[r(21, 30), r(36, 1000)], &[]);
+        assert_eq!((a.leaked, a.unexplained), (0, 15));
     }
 
     #[test]

@@ -706,8 +706,9 @@ impl Rig {
         );
         assert!(a.largest_unknown <= batch, "{}", ctx());
         assert!(
-            a.leaked <= batch * a.unknown_ops(),
-            "leaked more than one batch per outcome-unknown operation\n{}",
+            a.leaked <= batch * a.unknown_ops() + a.give_back_ids,
+            "leaked more than one batch per outcome-unknown operation (and the IDs of failed \
+             block give-backs)\n{}",
             ctx()
         );
         if !expect.unknown_allowed {

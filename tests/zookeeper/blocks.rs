@@ -488,3 +488,118 @@ fn waiting_pushes_stay_until_needed_or_too_many() {
         eprintln!("80 pushes above the lowest free IDs: at most {most} waited in their own nodes");
     });
 }
+
+/// A take that claims a block for part of it gives the rest of the block back in a push node.
+/// When that give-back's request is held past the end of its session (the session may not
+/// reattach), its outcome cannot be told: the IDs must not be handed out, and they must not
+/// vanish either. Every ID of the two blocks is then handed out, free, or reported leaked
+/// (the `ids_leaked` figure), none twice.
+#[test]
+fn a_give_back_in_doubt_is_reported_leaked() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = FaultProxy::start(zk.addr());
+    runtime().block_on(async {
+        let options = ServiceOptions {
+            retry: zooid::RetryPolicy {
+                deadline: Duration::from_secs(8),
+                ..zooid::RetryPolicy::default()
+            },
+            ..ServiceOptions::default()
+        };
+        let svc =
+            IdGeneratorService::connect(&proxy.connect_string(), &session_options(2000), options)
+                .await
+                .unwrap();
+        let cat = IdCategory::new("/scale/doubt").unwrap();
+        svc.create_category_blocks(&cat, 1, 1_000_000, 100)
+            .await
+            .unwrap();
+        let mut first = svc.take_ids(&cat, 100).await.unwrap();
+        assert_eq!(first.ranges(), vec![r(1, 100)]);
+        let mut back = IdSet::new(cat.clone(), vec![r(1, 35)]);
+        svc.push_ids(&mut back).await.unwrap();
+        for _ in 0..35 {
+            first.take_id();
+        }
+        // The next take: holes 1..=35, then block 101..=200, of which 166..=200 go back.
+        proxy.hold_request(
+            support::RequestMatch::Contains(b"zooid-returned/m-".to_vec()),
+            Duration::from_secs(5),
+        );
+        proxy.refuse_reattach(true);
+        let taken = svc.take_ids(&cat, 100).await.unwrap();
+        let delivered = proxy.wait_deliveries(1, Duration::from_secs(10)).await;
+        proxy.refuse_reattach(false);
+        assert_eq!(delivered.len(), 1, "the give-back must have been held");
+        assert_ne!(
+            delivered[0].reply_err,
+            Some(0),
+            "the held give-back applied late"
+        );
+        assert_eq!(taken.ranges(), vec![r(1, 35), r(101, 165)]);
+
+        let mut accounted = all_ids(&[first, taken]);
+        let info = svc.pool_info(&cat).await.unwrap();
+        let mut free: Vec<IdRange> = info.free.clone();
+        free.extend(IdRange::new(info.high_water + 1, info.bounds.end()));
+        for range in &free {
+            for id in range.start()..=range.end().min(1000) {
+                assert!(accounted.insert(id), "ID {id} is free and handed out");
+            }
+        }
+        let lost: Vec<i64> = (1..=200).filter(|id| !accounted.contains(id)).collect();
+        let leaked = svc.stats().ids_leaked;
+        assert_eq!(
+            leaked,
+            lost.len() as u64,
+            "{} IDs neither handed out nor free ({:?}..), {leaked} reported leaked",
+            lost.len(),
+            lost.first()
+        );
+    });
+}
+
+/// Finding 8: a push to a pool in block allocation is refused as `AlreadyFree` only on what the
+/// store holds now. Process A remembers IDs 2..=50 free (pushed, then one taken); process B takes
+/// them while A's connection hears nothing (the watch that would tell A is held); their holder
+/// hands them back through A: A's remembered pool says "free", the store does not.
+#[test]
+fn already_free_is_decided_on_fresh_data() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = FaultProxy::start(zk.addr());
+    runtime().block_on(async {
+        let a = std::sync::Arc::new(open(&proxy.connect_string()).await);
+        let b = open(&zk.connect_string()).await;
+        let cat = IdCategory::new("/scale/fresh").unwrap();
+        a.create_category_blocks(&cat, 1, 1_000_000, 100)
+            .await
+            .unwrap();
+        let mut first = a.take_ids(&cat, 100).await.unwrap();
+        assert_eq!(first.ranges(), vec![r(1, 100)]);
+        let mut back = IdSet::new(cat.clone(), vec![r(1, 50)]);
+        a.push_ids(&mut back).await.unwrap();
+        for _ in 0..50 {
+            first.take_id();
+        }
+        assert_eq!(a.take_ids(&cat, 1).await.unwrap().ranges(), vec![r(1, 1)]);
+        proxy.mute_replies();
+        let mut taken = b.take_ids(&cat, 49).await.unwrap();
+        assert_eq!(taken.ranges(), vec![r(2, 50)], "B takes the pushed IDs");
+        // B's holder gives them back through A.
+        let pusher = {
+            let a = std::sync::Arc::clone(&a);
+            tokio::spawn(async move { a.push_ids(&mut taken).await })
+        };
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        proxy.unmute();
+        let pushed = pusher.await.unwrap();
+        assert!(
+            pushed.is_ok(),
+            "a push of IDs B holds was refused on A's remembered pool: {pushed:?}"
+        );
+        assert_eq!(a.pool_info(&cat).await.unwrap().free[0], r(2, 50));
+        a.push_ids(&mut first).await.unwrap();
+    });
+}

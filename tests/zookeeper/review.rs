@@ -648,3 +648,145 @@ fn a_keeper_write_keeps_a_longer_op_log() {
         eprintln!("op log: {before} entries before the keeper's write, {after} after");
     });
 }
+
+/// Finding 5: after a wipe of ZooKeeper and a restore, the pool node is a new incarnation; one
+/// at the same data version as a process's remembered pool must not be written on as if it
+/// were the old one (that hands out again what the restored node's holders took).
+#[test]
+fn a_pool_restored_to_the_remembered_version_is_read_before_writing() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let a = IdGeneratorService::connect(
+            &zk.connect_string(),
+            &session_options(3000),
+            ServiceOptions::default(),
+        )
+        .await
+        .unwrap();
+        let cat = IdCategory::new("/wiped/ids").unwrap();
+        a.create_category(&cat, 1, 1000).await.unwrap();
+        let mut seen = BTreeSet::new();
+        no_duplicate(&mut seen, &a.take_ids(&cat, 100).await.unwrap(), "a");
+        no_duplicate(&mut seen, &a.take_ids(&cat, 100).await.unwrap(), "a");
+        let generation = a.stats().session_generation;
+
+        // The wipe: every server loses its data; a restore recreates the pool, and its holders
+        // take IDs: the node reaches version 2 again, with other content.
+        zk.stop();
+        std::fs::remove_dir_all(zk.data_dir().join("version-2")).unwrap();
+        zk.restart();
+        let b = IdGeneratorService::connect(
+            &zk.connect_string(),
+            &session_options(3000),
+            ServiceOptions::default(),
+        )
+        .await
+        .unwrap();
+        // Restored from a durable record of 500 (every ID at or below it is given up), the
+        // ceiling raised, one take.
+        b.restore_category(&cat, r(1, 1000), 500, 1).await.unwrap();
+        b.raise_ceiling(&cat, 1000).await.unwrap();
+        let mut restored = BTreeSet::new();
+        no_duplicate(&mut restored, &b.take_ids(&cat, 100).await.unwrap(), "b");
+        assert_eq!(b.store().get(cat.name()).await.unwrap().version, 2);
+        // The old process learns that its session ended (the wiped servers do not know it).
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while a.stats().session_generation == generation {
+            assert!(Instant::now() < deadline, "the old session did not end");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let again = a.take_ids(&cat, 100).await.unwrap();
+        let free = b.pool_info(&cat).await.unwrap().free;
+        assert!(
+            free.iter().all(|f| f.start() > 600) && ids_of(&again).iter().all(|&id| id > 600),
+            "the old process wrote on the pool it remembered: it took {:?}, and the pool's free \
+             list is {free:?} (the restore gave up 1..=500, the restored pool handed out \
+             501..=600)",
+            again.ranges()
+        );
+        assert_eq!(again.ranges(), vec![r(601, 700)]);
+    });
+}
+
+/// Finding 5, lost replies: a push whose reply is lost applies, then ZooKeeper is wiped and the
+/// pool restored past the version the push expected before the pusher can look. The restored
+/// node's log says nothing of the push (another incarnation): it must not be judged "not
+/// applied" and pushed again onto the restored pool, whose holders hold those IDs.
+#[test]
+fn a_lost_push_across_a_wipe_is_not_pushed_again() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = support::FaultProxy::start(zk.addr());
+    runtime().block_on(async {
+        let options = ServiceOptions {
+            retry: zooid::RetryPolicy {
+                deadline: Duration::from_secs(40),
+                ..zooid::RetryPolicy::default()
+            },
+            ..ServiceOptions::default()
+        };
+        let a =
+            IdGeneratorService::connect(&proxy.connect_string(), &session_options(15000), options)
+                .await
+                .unwrap();
+        let cat = IdCategory::new("/wiped/lost").unwrap();
+        a.create_category(&cat, 1, 1000).await.unwrap();
+        let mut held = a.take_ids(&cat, 100).await.unwrap();
+        for _ in 0..50 {
+            held.take_id();
+        }
+        assert_eq!(held.ranges(), vec![r(51, 100)]);
+        proxy.drop_reply(support::RequestMatch::Op {
+            opcode: support::op::SET_DATA,
+            path_contains: cat.name().to_string(),
+        });
+        // The pusher cannot look until its session is declared lost (15 s) or the wipe ends it.
+        proxy.refuse_reattach(true);
+        let a = Arc::new(a);
+        let pusher = {
+            let a = Arc::clone(&a);
+            tokio::spawn(async move { a.push_ids(&mut held).await })
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while proxy.dropped_replies() == 0 {
+            assert!(
+                Instant::now() < deadline,
+                "the push's reply was not dropped"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // The wipe, and a restore whose holders take IDs: the node passes the push's version.
+        zk.stop();
+        std::fs::remove_dir_all(zk.data_dir().join("version-2")).unwrap();
+        zk.restart();
+        let b = IdGeneratorService::connect(
+            &zk.connect_string(),
+            &session_options(3000),
+            ServiceOptions::default(),
+        )
+        .await
+        .unwrap();
+        // Restored from a durable record of 200: every ID at or below it is given up (the pushed
+        // ones may have been handed out again before the wipe).
+        b.restore_category(&cat, r(1, 1000), 200, 1).await.unwrap();
+        b.raise_ceiling(&cat, 1000).await.unwrap();
+        b.take_ids(&cat, 100).await.unwrap();
+        assert!(
+            !pusher.is_finished(),
+            "the push was resolved before the restore"
+        );
+        proxy.refuse_reattach(false);
+        let pushed = pusher.await.unwrap();
+        let free = b.pool_info(&cat).await.unwrap().free;
+        let doubled: Vec<&IdRange> = free.iter().filter(|f| f.start() <= 200).collect();
+        assert!(
+            doubled.is_empty(),
+            "IDs the restore gave up are free again: {doubled:?} (the push ended {pushed:?})"
+        );
+        match pushed {
+            Err(ZooidError::OutcomeUnknown { ids, .. }) => assert_eq!(ids, vec![r(51, 100)]),
+            other => panic!("expected OutcomeUnknown, got {other:?}"),
+        }
+    });
+}

@@ -25,13 +25,15 @@ pub(crate) struct Checked {
 
 impl<S: Store> IdGeneratorService<S> {
     /// Checks a push of `ranges` against `state`, the pool as this process last read or wrote
-    /// it: the bounds now, the rest in [`push_blocks`](Self::push_blocks).
+    /// it: the bounds now, the rest in [`push_blocks`](Self::push_blocks). `None` when a
+    /// remembered (not fresh) state finds pushed IDs free: that verdict is decided only on the
+    /// pool read again.
     pub(crate) fn check_push(
         &self,
         category: &IdCategory,
         state: &Cached,
         ranges: &[IdRange],
-    ) -> Result<Checked> {
+    ) -> Result<Option<Checked>> {
         self.store.session().ok_or_else(needs_zookeeper)?;
         let pool = &state.pool;
         if let Some(range) = ranges.iter().find(|r| !pool.bounds().covers(r)) {
@@ -45,10 +47,13 @@ impl<S: Store> IdGeneratorService<S> {
             .blocks()
             .filter(|layout| ranges.iter().any(|r| r.end() >= layout.base));
         let already_free = ranges.iter().find_map(|r| pool.free().first_overlap(r));
-        Ok(Checked {
+        if already_free.is_some() && !state.fresh {
+            return Ok(None);
+        }
+        Ok(Some(Checked {
             reaches,
             already_free,
-        })
+        }))
     }
 
     /// Leaves `ranges` (checked) under the pool for the next take to merge, refusing IDs at or

@@ -239,8 +239,10 @@ impl<S: Store> IdGeneratorService<S> {
         Ok(())
     }
 
-    /// Pushes IDs this process claimed but will not hand out back to the free list; a failure
-    /// leaves them unused (never handed out twice) and is logged.
+    /// Pushes IDs this process claimed but will not hand out back to the free list. A failure
+    /// (or an outcome that cannot be told: the push may have applied and been merged) leaves
+    /// them unused, never handed out twice: they are reported leaked, counted in the
+    /// `ids_leaked` figure and logged with their ranges (`leaked=START:END,...`).
     pub(crate) async fn give_back(
         &self,
         category: &IdCategory,
@@ -254,7 +256,14 @@ impl<S: Store> IdGeneratorService<S> {
         match returned {
             Ok(returned) => note_return(slot, returned, &ranges),
             Err(err) => {
-                tracing::warn!(category = category.name(), %err, ids = ?ranges, "could not return unused block IDs; they stay unused");
+                let path = category.name();
+                self.stats.leaked(path, count_of(&ranges));
+                let leaked = ranges
+                    .iter()
+                    .map(IdRange::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",");
+                tracing::error!(category = path, %err, %leaked, "unused block IDs not given back; IDs leaked");
             }
         }
     }
