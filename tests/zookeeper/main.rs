@@ -13,3 +13,4 @@ mod security;
 mod service;
 mod session;
 mod session_fate;
+mod session_leader;

@@ -1,0 +1,237 @@
+//! A ZooKeeper leader change while zooid resolves a write whose reply was lost (issue 18): the
+//! new leader restarts every session's expiry, so the servers hold the given-up session longer
+//! than any client-side timer would assume. zooid's resolution waits for the servers' word
+//! (`Session::confirm_gone`), never for a time (docs/RELIABILITY.md, "When a write's fate is
+//! decided"). Shares the helpers and the one-test-at-a-time lock of `session_fate`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use zooid_test_support::{runtime, FaultProxy, RequestMatch, ZkEnsemble};
+use zookeeper_client::Client;
+
+use crate::session_fate::{connect, ephemeral, serial, F_TIMEOUT};
+
+/// How long after the hold the ensemble's leader is killed.
+const G_KILL_AT: Duration = Duration::from_secs(1);
+/// How long the proxy holds the put's request.
+const G_HOLD: Duration = Duration::from_secs(8);
+/// How long after the hold reattach attempts (the old client's and zooid's confirmation) stay
+/// refused.
+const G_REFUSE_FOR: Duration = Duration::from_secs(6);
+/// When a timer-based resolution would read "on a later session, the old one has certainly
+/// expired": the requested (= negotiated) timeout after the loss, plus two ticks of margin for
+/// the servers' rounding of expiry to their tick (250 ms).
+const G_TIMER_AT: Duration = Duration::from_millis(4_500);
+
+/// Whether `path` exists, read after a `sync` on `client`; retried every 100 ms while the
+/// ensemble cannot answer (an election), for at most 10 s. Returns the answer and when it was
+/// read.
+async fn exists_now(client: &Client, path: &str) -> (bool, Instant) {
+    let give_up = Instant::now() + Duration::from_secs(10);
+    loop {
+        let read = async {
+            client.sync("/").await?;
+            client.check_stat(path).await
+        };
+        match tokio::time::timeout(Duration::from_secs(2), read).await {
+            Ok(Ok(stat)) => return (stat.is_some(), Instant::now()),
+            other => assert!(
+                Instant::now() < give_up,
+                "no answer about {path} for 10 s: {other:?}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The data of every child of `parent`, read after a sync, retried like [`exists_now`].
+async fn children_data(client: &Client, parent: &str) -> Vec<Vec<u8>> {
+    let give_up = Instant::now() + Duration::from_secs(10);
+    loop {
+        let read = async {
+            client.sync(parent).await?;
+            let mut out = Vec::new();
+            for child in client.list_children(parent).await? {
+                let (data, _) = client.get_data(&format!("{parent}/{child}")).await?;
+                out.push(data);
+            }
+            Ok::<_, zookeeper_client::Error>(out)
+        };
+        match tokio::time::timeout(Duration::from_secs(2), read).await {
+            Ok(Ok(data)) => return data,
+            other => assert!(Instant::now() < give_up, "cannot list {parent}: {other:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A queue put whose request the proxy holds (its connection to a follower closed on the client
+/// side at once, the old client's reattach refused), while the ensemble's leader is killed and
+/// a new one elected: the new leader restarts the old session's expiry. At the moment a
+/// timer-based resolution would have read (the timeout after the loss, plus two ticks), the
+/// old session's ephemeral node still exists, so the servers still held the session and a
+/// request of it could still apply (the control below: without the leader change it is gone by
+/// then). zooid's put resolves only after the servers confirmed the session's end (it finishes
+/// after reattaching became possible, and `confirm_gone` says how), and the put is in the
+/// queue once.
+#[test]
+fn g_a_leader_change_while_a_put_resolves_extends_the_old_session_and_zooid_waits_for_the_servers()
+{
+    let run = held_put(true);
+    assert!(
+        run.held_by_servers,
+        "the servers held the old session {:?} after the loss (a timer's moment)",
+        run.read_after
+    );
+}
+
+/// The control of the test above, without the leader change: at the same moment the servers
+/// have already expired the old session (its ephemeral node is gone), so what kept it alive
+/// there was the leader change. The put is resolved once as well.
+#[test]
+fn g_control_without_a_leader_change_the_old_session_is_gone_at_the_timers_moment() {
+    let run = held_put(false);
+    assert!(
+        !run.held_by_servers,
+        "without a leader change the servers expired the old session {:?} after the loss",
+        run.read_after
+    );
+}
+
+/// What [`held_put`] saw at a timer's moment.
+struct HeldPut {
+    /// The old session's ephemeral node existed [`G_TIMER_AT`] after the loss.
+    held_by_servers: bool,
+    /// When that was read, after the loss.
+    read_after: Duration,
+}
+
+/// Holds a queue put's request as described above, kills the leader after [`G_KILL_AT`] when
+/// `change_leader`, and checks what holds either way: guards (held, delivered, generation
+/// given up, reattach refused, the leader changed when asked), the put resolved only after the
+/// servers could confirm, confirmed, in the queue once.
+fn held_put(change_leader: bool) -> HeldPut {
+    let _serial = serial();
+    zooid_test_support::init_tracing();
+    let zk = Arc::new(ZkEnsemble::start_with(3, &[("minSessionTimeout", "4000")]));
+    let leader = zk.wait_for_quorum(Duration::from_secs(30));
+    let follower = (leader + 1) % 3;
+    let other = (leader + 2) % 3;
+    let proxy = FaultProxy::start(zk.server_addr(follower));
+    runtime().block_on(async {
+        let options = zooid::ConnectOptions {
+            session_timeout: F_TIMEOUT,
+            ..Default::default()
+        };
+        let session = zooid::Session::connect(&proxy.connect_string(), &options)
+            .await
+            .expect("zooid session");
+        assert_eq!(session.status().timeout, F_TIMEOUT, "negotiated");
+        let direct_connect = format!(
+            "{},{}",
+            zk.server_connect_string(other),
+            zk.server_connect_string(follower)
+        );
+        let direct = connect(&direct_connect, Duration::from_secs(20)).await;
+        // The old session's liveness on the servers, as its ephemeral node tells.
+        let marker = "/fate-g-eph";
+        let (old, old_generation) = session.client();
+        old.create(marker, b"", &ephemeral())
+            .await
+            .expect("ephemeral of generation 1");
+        let queue =
+            zooid::WorkQueue::open(&session, "/fate-g-q", Default::default()).expect("queue");
+        queue.put(b"before").await.expect("first put");
+
+        proxy.refuse_reattach(true);
+        proxy.hold_request(
+            RequestMatch::Contains(b"/fate-g-q/items/i-".to_vec()),
+            G_HOLD,
+        );
+        let put = async {
+            let result = queue.put(b"held").await;
+            (result, Instant::now())
+        };
+        let faults = async {
+            let started = Instant::now();
+            while proxy.stats().held_requests == 0 {
+                assert!(started.elapsed() < Duration::from_secs(20), "nothing held");
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            let held_at = Instant::now();
+            tokio::time::sleep_until((held_at + G_KILL_AT).into()).await;
+            let ensemble = zk.clone();
+            let new_leader = tokio::task::spawn_blocking(move || {
+                if !change_leader {
+                    return leader;
+                }
+                ensemble.kill(leader);
+                ensemble.wait_for_new_leader(leader, Duration::from_secs(30))
+            })
+            .await
+            .expect("leader change");
+            let elected_at = Instant::now();
+            tokio::time::sleep_until((held_at + G_TIMER_AT).into()).await;
+            let (held_by_servers, read_at) = exists_now(&direct, marker).await;
+            tokio::time::sleep_until((held_at + G_REFUSE_FOR).into()).await;
+            proxy.refuse_reattach(false);
+            let reattach_at = Instant::now();
+            if change_leader {
+                let ensemble = zk.clone();
+                tokio::task::spawn_blocking(move || ensemble.restart(leader))
+                    .await
+                    .expect("restart the old leader");
+            }
+            (held_at, new_leader, elected_at, held_by_servers, read_at, reattach_at)
+        };
+        let ((put, done_at), (held_at, new_leader, elected_at, held_by_servers, read_at, reattach_at)) =
+            tokio::join!(put, faults);
+        let deliveries = proxy.wait_deliveries(1, G_HOLD * 3).await;
+        let confirmed = session
+            .confirm_gone(
+                old_generation,
+                tokio::time::Instant::now() + Duration::from_secs(1),
+            )
+            .await;
+        let (marker_left, _) = exists_now(&direct, marker).await;
+        let items = children_data(&direct, "/fate-g-q/items").await;
+        let held = items.iter().filter(|d| d.as_slice() == b"held").count();
+        let stats = proxy.stats();
+        let after = |at: Instant| at.saturating_duration_since(held_at);
+        eprintln!(
+            "g: change_leader={change_leader}: leader {leader} (killed {:?} after the hold if changing), leader {new_leader} known {:?} after; \
+             old session's ephemeral at {:?} (a timer's moment): {held_by_servers}; reattach allowed at {:?}; \
+             put {put:?} at {:?}; confirm_gone({old_generation}) {confirmed:?}; ephemeral left {marker_left}; \
+             items with the put's data: {held}; deliveries {deliveries:?}; proxy {stats:?}; session {:?}",
+            G_KILL_AT,
+            after(elected_at),
+            after(read_at),
+            after(reattach_at),
+            after(done_at),
+            session.status()
+        );
+        // Guards: the request was held and its delivery logged; the leader changed; zooid gave
+        // generation 1 up; the old client's reattach attempts were refused.
+        assert_eq!(stats.held_requests, 1);
+        assert_eq!(deliveries.len(), 1, "{deliveries:?}");
+        assert_eq!(new_leader != leader, change_leader, "the leader changed as asked");
+        assert!(stats.refused_reattaches > 0, "{stats:?}");
+        assert!(session.status().generation > old_generation, "generation 1 given up");
+        // zooid waited for the servers' word: it could come only once reattaching was allowed.
+        assert!(
+            done_at >= reattach_at,
+            "the put resolved {:?} after the hold, before the servers could confirm ({:?})",
+            after(done_at),
+            after(reattach_at)
+        );
+        assert!(confirmed.is_ok(), "the servers confirmed: {confirmed:?}");
+        assert!(!marker_left, "the old session ended");
+        assert!(put.is_ok(), "the put succeeded: {put:?}");
+        assert_eq!(held, 1, "the put is in the queue exactly once");
+        HeldPut {
+            held_by_servers,
+            read_after: after(read_at),
+        }
+    })
+}
