@@ -264,7 +264,10 @@ fn stop_acting_is_published_half_way_through_a_suspension_before_the_loss() {
             .iter()
             .map(|(at, s)| (at.duration_since(seen[0].0), s.state, s.stop_acting))
             .collect();
-        eprintln!("statuses after the cut (negotiated {:?}): {brief:?}", first.timeout);
+        eprintln!(
+            "statuses after the cut (negotiated {:?}): {brief:?}",
+            first.timeout
+        );
         // Guard: the cut happened and lasted.
         assert!(proxy.is_blackholed() && proxy.stats().blackholes == 1);
         let suspended = seen
@@ -292,7 +295,10 @@ fn stop_acting_is_published_half_way_through_a_suspension_before_the_loss() {
         assert!(lost_at > stop.0, "{brief:?}");
 
         proxy.heal();
-        let renewed = session.wait_connected(Duration::from_secs(30)).await.unwrap();
+        let renewed = session
+            .wait_connected(Duration::from_secs(30))
+            .await
+            .unwrap();
         assert_eq!(renewed.generation, 2);
         assert!(!renewed.stop_acting, "the new generation acts: {renewed:?}");
     });
