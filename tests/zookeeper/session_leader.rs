@@ -174,6 +174,15 @@ fn held_put(change_leader: bool) -> HeldPut {
             let elected_at = Instant::now();
             tokio::time::sleep_until((held_at + G_TIMER_AT).into()).await;
             let (held_by_servers, read_at) = exists_now(&direct, marker).await;
+            // When the servers expired the old session by themselves (before zooid may ask).
+            let mut expired_at = None;
+            let mut present = held_by_servers;
+            while present && Instant::now() < held_at + G_REFUSE_FOR {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let (now, at) = exists_now(&direct, marker).await;
+                present = now;
+                expired_at = (!now).then_some(at);
+            }
             tokio::time::sleep_until((held_at + G_REFUSE_FOR).into()).await;
             proxy.refuse_reattach(false);
             let reattach_at = Instant::now();
@@ -183,9 +192,16 @@ fn held_put(change_leader: bool) -> HeldPut {
                     .await
                     .expect("restart the old leader");
             }
-            (held_at, new_leader, elected_at, held_by_servers, read_at, reattach_at)
+            let expired_after = expired_at.map(|at| at.saturating_duration_since(held_at));
+            (
+                held_at,
+                new_leader,
+                elected_at,
+                (held_by_servers, read_at, expired_after),
+                reattach_at,
+            )
         };
-        let ((put, done_at), (held_at, new_leader, elected_at, held_by_servers, read_at, reattach_at)) =
+        let ((put, done_at), (held_at, new_leader, elected_at, (held_by_servers, read_at, expired_after), reattach_at)) =
             tokio::join!(put, faults);
         let deliveries = proxy.wait_deliveries(1, G_HOLD * 3).await;
         let confirmed = session
@@ -201,7 +217,7 @@ fn held_put(change_leader: bool) -> HeldPut {
         let after = |at: Instant| at.saturating_duration_since(held_at);
         eprintln!(
             "g: change_leader={change_leader}: leader {leader} (killed {:?} after the hold if changing), leader {new_leader} known {:?} after; \
-             old session's ephemeral at {:?} (a timer's moment): {held_by_servers}; reattach allowed at {:?}; \
+             old session's ephemeral at {:?} (a timer's moment): {held_by_servers}; expired by the servers (seen) {expired_after:?} after the hold; reattach allowed at {:?}; \
              put {put:?} at {:?}; confirm_gone({old_generation}) {confirmed:?}; ephemeral left {marker_left}; \
              items with the put's data: {held}; deliveries {deliveries:?}; proxy {stats:?}; session {:?}",
             G_KILL_AT,
