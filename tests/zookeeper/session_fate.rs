@@ -700,7 +700,7 @@ fn f_a_held_queue_put_delivered_after_the_give_up_is_not_applied_twice() {
 
 /// A request matcher: the next `multi` or `setData` whose frame names `path` (a take's or a
 /// push's write, never its reads).
-fn write_naming(path: &str) -> RequestMatch {
+pub(crate) fn write_naming(path: &str) -> RequestMatch {
     let needle = path.as_bytes().to_vec();
     RequestMatch::Custom(zooid_test_support::proxy::MatchFn::new(
         move |opcode, frame| {
@@ -710,7 +710,10 @@ fn write_naming(path: &str) -> RequestMatch {
 }
 
 /// Takes IDs of `category` until it is exhausted; returns every ID taken.
-async fn drain(service: &zooid::IdGeneratorService, category: &zooid::IdCategory) -> Vec<i64> {
+pub(crate) async fn drain(
+    service: &zooid::IdGeneratorService,
+    category: &zooid::IdCategory,
+) -> Vec<i64> {
     let mut ids = Vec::new();
     loop {
         match service.take_ids(category, 50).await {
@@ -722,7 +725,7 @@ async fn drain(service: &zooid::IdGeneratorService, category: &zooid::IdCategory
 }
 
 /// Panics when an ID occurs twice in `ids`.
-fn assert_unique(what: &str, ids: &[i64]) {
+pub(crate) fn assert_unique(what: &str, ids: &[i64]) {
     let mut sorted = ids.to_vec();
     sorted.sort_unstable();
     let twice: Vec<i64> = sorted

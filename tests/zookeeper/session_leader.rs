@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use zooid_test_support::{runtime, FaultProxy, RequestMatch, ZkEnsemble};
 use zookeeper_client::Client;
 
-use crate::session_fate::{connect, ephemeral, serial, F_TIMEOUT};
+use crate::session_fate::{
+    assert_unique, connect, drain, ephemeral, serial, write_naming, F_TIMEOUT,
+};
 
 /// How long after the hold the ensemble's leader is killed.
 const G_KILL_AT: Duration = Duration::from_secs(1);
@@ -78,7 +80,7 @@ async fn children_data(client: &Client, parent: &str) -> Vec<Vec<u8>> {
 #[test]
 fn g_a_leader_change_while_a_put_resolves_extends_the_old_session_and_zooid_waits_for_the_servers()
 {
-    let run = held_put(true);
+    let run = held_write(true, Write::Put);
     assert!(
         run.held_by_servers,
         "the servers held the old session {:?} after the loss (a timer's moment)",
@@ -91,7 +93,7 @@ fn g_a_leader_change_while_a_put_resolves_extends_the_old_session_and_zooid_wait
 /// there was the leader change. The put is resolved once as well.
 #[test]
 fn g_control_without_a_leader_change_the_old_session_is_gone_at_the_timers_moment() {
-    let run = held_put(false);
+    let run = held_write(false, Write::Put);
     assert!(
         !run.held_by_servers,
         "without a leader change the servers expired the old session {:?} after the loss",
@@ -99,7 +101,29 @@ fn g_control_without_a_leader_change_the_old_session_is_gone_at_the_timers_momen
     );
 }
 
-/// What [`held_put`] saw at a timer's moment.
+/// A block claim (a take from a block-allocated category: a `multi` of sequential creates)
+/// held while the leader changes, as the put above: no ID is handed out twice, the claim
+/// resolves only after the servers could confirm, and it succeeds or says `OutcomeUnknown`.
+#[test]
+fn g_a_leader_change_while_a_block_claim_resolves_hands_out_no_id_twice() {
+    let run = held_write(true, Write::BlockClaim);
+    assert!(
+        run.held_by_servers,
+        "the servers held the old session {:?} after the loss (a timer's moment)",
+        run.read_after
+    );
+}
+
+/// The write [`held_write`] holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Write {
+    /// A queue put (`multi[setData(guard), create(item)]`).
+    Put,
+    /// A take that claims a block (`multi` of sequential creates).
+    BlockClaim,
+}
+
+/// What [`held_write`] saw at a timer's moment.
 struct HeldPut {
     /// The old session's ephemeral node existed [`G_TIMER_AT`] after the loss.
     held_by_servers: bool,
@@ -107,11 +131,11 @@ struct HeldPut {
     read_after: Duration,
 }
 
-/// Holds a queue put's request as described above, kills the leader after [`G_KILL_AT`] when
+/// Holds `what`'s request as described above, kills the leader after [`G_KILL_AT`] when
 /// `change_leader`, and checks what holds either way: guards (held, delivered, generation
-/// given up, reattach refused, the leader changed when asked), the put resolved only after the
-/// servers could confirm, confirmed, in the queue once.
-fn held_put(change_leader: bool) -> HeldPut {
+/// given up, reattach refused, the leader changed when asked), the write resolved only after
+/// the servers could confirm, confirmed; a put in the queue once, a claim's IDs never twice.
+fn held_write(change_leader: bool, what: Write) -> HeldPut {
     let _serial = serial();
     zooid_test_support::init_tracing();
     let zk = Arc::new(ZkEnsemble::start_with(3, &[("minSessionTimeout", "4000")]));
@@ -142,15 +166,36 @@ fn held_put(change_leader: bool) -> HeldPut {
             .expect("ephemeral of generation 1");
         let queue =
             zooid::WorkQueue::open(&session, "/fate-g-q", Default::default()).expect("queue");
-        queue.put(b"before").await.expect("first put");
+        let service =
+            zooid::IdGeneratorService::on_session(session.clone(), Default::default());
+        let category = zooid::IdCategory::new("/fate-g-claim").expect("category");
+        let matcher = match what {
+            Write::Put => {
+                queue.put(b"before").await.expect("first put");
+                RequestMatch::Contains(b"/fate-g-q/items/i-".to_vec())
+            }
+            Write::BlockClaim => {
+                service
+                    .create_category_blocks(&category, 1, 300, 10)
+                    .await
+                    .expect("create");
+                write_naming("/fate-g-claim/zooid-blocks-")
+            }
+        };
 
         proxy.refuse_reattach(true);
-        proxy.hold_request(
-            RequestMatch::Contains(b"/fate-g-q/items/i-".to_vec()),
-            G_HOLD,
-        );
+        proxy.hold_request(matcher, G_HOLD);
+        // The write's result: the IDs it handed out (none for a put).
         let put = async {
-            let result = queue.put(b"held").await;
+            let result = match what {
+                Write::Put => queue.put(b"held").await.map(|_| Vec::new()),
+                Write::BlockClaim => service.take_ids(&category, 10).await.map(|set| {
+                    set.ranges()
+                        .iter()
+                        .flat_map(|r| r.start()..=r.end())
+                        .collect::<Vec<i64>>()
+                }),
+            };
             (result, Instant::now())
         };
         let faults = async {
@@ -211,15 +256,26 @@ fn held_put(change_leader: bool) -> HeldPut {
             )
             .await;
         let (marker_left, _) = exists_now(&direct, marker).await;
-        let items = children_data(&direct, "/fate-g-q/items").await;
-        let held = items.iter().filter(|d| d.as_slice() == b"held").count();
+        let held = match what {
+            Write::Put => {
+                let items = children_data(&direct, "/fate-g-q/items").await;
+                items.iter().filter(|d| d.as_slice() == b"held").count()
+            }
+            Write::BlockClaim => {
+                let mut ids = put.as_ref().map(Vec::clone).unwrap_or_default();
+                let taken = ids.len();
+                ids.extend(drain(&service, &category).await);
+                assert_unique("block claim", &ids);
+                taken
+            }
+        };
         let stats = proxy.stats();
         let after = |at: Instant| at.saturating_duration_since(held_at);
         eprintln!(
-            "g: change_leader={change_leader}: leader {leader} (killed {:?} after the hold if changing), leader {new_leader} known {:?} after; \
+            "g: {what:?}, change_leader={change_leader}: leader {leader} (killed {:?} after the hold if changing), leader {new_leader} known {:?} after; \
              old session's ephemeral at {:?} (a timer's moment): {held_by_servers}; expired by the servers (seen) {expired_after:?} after the hold; reattach allowed at {:?}; \
              put {put:?} at {:?}; confirm_gone({old_generation}) {confirmed:?}; ephemeral left {marker_left}; \
-             items with the put's data: {held}; deliveries {deliveries:?}; proxy {stats:?}; session {:?}",
+             items with the put's data (or IDs the claim took): {held}; deliveries {deliveries:?}; proxy {stats:?}; session {:?}",
             G_KILL_AT,
             after(elected_at),
             after(read_at),
@@ -237,14 +293,23 @@ fn held_put(change_leader: bool) -> HeldPut {
         // zooid waited for the servers' word: it could come only once reattaching was allowed.
         assert!(
             done_at >= reattach_at,
-            "the put resolved {:?} after the hold, before the servers could confirm ({:?})",
+            "the write resolved {:?} after the hold, before the servers could confirm ({:?})",
             after(done_at),
             after(reattach_at)
         );
         assert!(confirmed.is_ok(), "the servers confirmed: {confirmed:?}");
         assert!(!marker_left, "the old session ended");
-        assert!(put.is_ok(), "the put succeeded: {put:?}");
-        assert_eq!(held, 1, "the put is in the queue exactly once");
+        match what {
+            Write::Put => {
+                assert!(put.is_ok(), "the put succeeded: {put:?}");
+                assert_eq!(held, 1, "the put is in the queue exactly once");
+            }
+            Write::BlockClaim => {
+                if let Err(err) = &put {
+                    assert_eq!(err.kind(), zooid::ErrorKind::OutcomeUnknown, "{err}");
+                }
+            }
+        }
         HeldPut {
             held_by_servers,
             read_after: after(read_at),
