@@ -14,17 +14,50 @@ use crate::session_fate::{
     assert_unique, connect, drain, ephemeral, serial, write_naming, F_TIMEOUT,
 };
 
-/// How long after the hold the ensemble's leader is killed.
-const G_KILL_AT: Duration = Duration::from_secs(1);
-/// How long the proxy holds the put's request.
-const G_HOLD: Duration = Duration::from_secs(8);
-/// How long after the hold reattach attempts (the old client's and zooid's confirmation) stay
-/// refused.
-const G_REFUSE_FOR: Duration = Duration::from_secs(6);
-/// When a timer-based resolution would read "on a later session, the old one has certainly
-/// expired": the requested (= negotiated) timeout after the loss, plus two ticks of margin for
-/// the servers' rounding of expiry to their tick (250 ms).
-const G_TIMER_AT: Duration = Duration::from_millis(4_500);
+/// When the faults of a g test happen, counted from the hold.
+#[derive(Clone, Copy, Debug)]
+struct Timing {
+    /// When the ensemble's leader is killed (`None`: no leader change).
+    kill_at: Option<Duration>,
+    /// When a timer-based resolution would read "on a later session, the old one has certainly
+    /// expired"; the old session's ephemeral node is read then.
+    timer_at: Duration,
+    /// How long reattach attempts (the old client's and zooid's confirmation) stay refused.
+    refuse_for: Duration,
+    /// How long the proxy holds the write's request.
+    hold: Duration,
+    /// Whether the proxy pings the server on the held connection (every 500 ms) until the
+    /// server closes it: the servers keep the old session until the leader change.
+    keep_alive: bool,
+}
+
+/// The leader killed 1 s after the hold; the timer's moment is the requested (= negotiated)
+/// timeout after the loss plus two ticks of the servers' rounding of expiry (tick 250 ms).
+const G_EARLY: Timing = Timing {
+    kill_at: Some(Duration::from_secs(1)),
+    timer_at: Duration::from_millis(4_500),
+    refuse_for: Duration::from_secs(6),
+    hold: Duration::from_secs(8),
+    keep_alive: false,
+};
+
+/// [`G_EARLY`] without the leader change.
+const G_NO_CHANGE: Timing = Timing {
+    kill_at: None,
+    ..G_EARLY
+};
+
+/// The leader killed 5 s after the hold (after zooid gave generation 1 up at 4 s), the old
+/// session kept alive until then by pings on the held connection; the timer's
+/// moment is where the claim resolution before issue 18 read: the requested timeout after the
+/// give-up (8 s), plus two ticks.
+const G_LATE: Timing = Timing {
+    kill_at: Some(Duration::from_secs(5)),
+    timer_at: Duration::from_millis(8_500),
+    refuse_for: Duration::from_secs(10),
+    hold: Duration::from_secs(12),
+    keep_alive: true,
+};
 
 /// Whether `path` exists, read after a `sync` on `client`; retried every 100 ms while the
 /// ensemble cannot answer (an election), for at most 10 s. Returns the answer and when it was
@@ -80,7 +113,7 @@ async fn children_data(client: &Client, parent: &str) -> Vec<Vec<u8>> {
 #[test]
 fn g_a_leader_change_while_a_put_resolves_extends_the_old_session_and_zooid_waits_for_the_servers()
 {
-    let run = held_write(true, Write::Put);
+    let run = held_write(G_EARLY, Write::Put);
     assert!(
         run.held_by_servers,
         "the servers held the old session {:?} after the loss (a timer's moment)",
@@ -93,7 +126,7 @@ fn g_a_leader_change_while_a_put_resolves_extends_the_old_session_and_zooid_wait
 /// there was the leader change. The put is resolved once as well.
 #[test]
 fn g_control_without_a_leader_change_the_old_session_is_gone_at_the_timers_moment() {
-    let run = held_write(false, Write::Put);
+    let run = held_write(G_NO_CHANGE, Write::Put);
     assert!(
         !run.held_by_servers,
         "without a leader change the servers expired the old session {:?} after the loss",
@@ -106,10 +139,26 @@ fn g_control_without_a_leader_change_the_old_session_is_gone_at_the_timers_momen
 /// resolves only after the servers could confirm, and it succeeds or says `OutcomeUnknown`.
 #[test]
 fn g_a_leader_change_while_a_block_claim_resolves_hands_out_no_id_twice() {
-    let run = held_write(true, Write::BlockClaim);
+    let run = held_write(G_EARLY, Write::BlockClaim);
     assert!(
         run.held_by_servers,
         "the servers held the old session {:?} after the loss (a timer's moment)",
+        run.read_after
+    );
+}
+
+/// A block claim held while the leader changes *after* zooid gave its session up (at 5 s, the
+/// give-up at 4 s): the new leader restarts the old session's expiry, so the servers still hold
+/// it where the claim resolution before issue 18 read (it slept the requested timeout after the
+/// give-up, then listed on the new session: 8 s). zooid waits for the servers instead. Before
+/// (claims.rs of 90c3df5) this test failed: the claim resolved at 8.0 s, while the session was
+/// alive, before the servers could answer.
+#[test]
+fn g_a_leader_change_after_the_give_up_outlives_the_old_timer_and_zooid_waits_for_the_servers() {
+    let run = held_write(G_LATE, Write::BlockClaim);
+    assert!(
+        run.held_by_servers,
+        "the servers held the old session {:?} after the loss (the old resolution's moment)",
         run.read_after
     );
 }
@@ -125,17 +174,17 @@ enum Write {
 
 /// What [`held_write`] saw at a timer's moment.
 struct HeldPut {
-    /// The old session's ephemeral node existed [`G_TIMER_AT`] after the loss.
+    /// The old session's ephemeral node existed [`Timing::timer_at`] after the loss.
     held_by_servers: bool,
     /// When that was read, after the loss.
     read_after: Duration,
 }
 
-/// Holds `what`'s request as described above, kills the leader after [`G_KILL_AT`] when
-/// `change_leader`, and checks what holds either way: guards (held, delivered, generation
+/// Holds `what`'s request as described above, kills the leader when `timing` says, and checks what holds either way: guards (held, delivered, generation
 /// given up, reattach refused, the leader changed when asked), the write resolved only after
 /// the servers could confirm, confirmed; a put in the queue once, a claim's IDs never twice.
-fn held_write(change_leader: bool, what: Write) -> HeldPut {
+fn held_write(timing: Timing, what: Write) -> HeldPut {
+    let change_leader = timing.kill_at.is_some();
     let _serial = serial();
     zooid_test_support::init_tracing();
     let zk = Arc::new(ZkEnsemble::start_with(3, &[("minSessionTimeout", "4000")]));
@@ -184,7 +233,11 @@ fn held_write(change_leader: bool, what: Write) -> HeldPut {
         };
 
         proxy.refuse_reattach(true);
-        proxy.hold_request(matcher, G_HOLD);
+        if timing.keep_alive {
+            proxy.hold_request_keeping_session(matcher, timing.hold, Duration::from_millis(500));
+        } else {
+            proxy.hold_request(matcher, timing.hold);
+        }
         // The write's result: the IDs it handed out (none for a put).
         let put = async {
             let result = match what {
@@ -205,7 +258,8 @@ fn held_write(change_leader: bool, what: Write) -> HeldPut {
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
             let held_at = Instant::now();
-            tokio::time::sleep_until((held_at + G_KILL_AT).into()).await;
+            let kill_at = timing.kill_at.unwrap_or_default();
+            tokio::time::sleep_until((held_at + kill_at).into()).await;
             let ensemble = zk.clone();
             let new_leader = tokio::task::spawn_blocking(move || {
                 if !change_leader {
@@ -217,18 +271,18 @@ fn held_write(change_leader: bool, what: Write) -> HeldPut {
             .await
             .expect("leader change");
             let elected_at = Instant::now();
-            tokio::time::sleep_until((held_at + G_TIMER_AT).into()).await;
+            tokio::time::sleep_until((held_at + timing.timer_at).into()).await;
             let (held_by_servers, read_at) = exists_now(&direct, marker).await;
             // When the servers expired the old session by themselves (before zooid may ask).
             let mut expired_at = None;
             let mut present = held_by_servers;
-            while present && Instant::now() < held_at + G_REFUSE_FOR {
+            while present && Instant::now() < held_at + timing.refuse_for {
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 let (now, at) = exists_now(&direct, marker).await;
                 present = now;
                 expired_at = (!now).then_some(at);
             }
-            tokio::time::sleep_until((held_at + G_REFUSE_FOR).into()).await;
+            tokio::time::sleep_until((held_at + timing.refuse_for).into()).await;
             proxy.refuse_reattach(false);
             let reattach_at = Instant::now();
             if change_leader {
@@ -248,7 +302,7 @@ fn held_write(change_leader: bool, what: Write) -> HeldPut {
         };
         let ((put, done_at), (held_at, new_leader, elected_at, (held_by_servers, read_at, expired_after), reattach_at)) =
             tokio::join!(put, faults);
-        let deliveries = proxy.wait_deliveries(1, G_HOLD * 3).await;
+        let deliveries = proxy.wait_deliveries(1, timing.hold * 3).await;
         let confirmed = session
             .confirm_gone(
                 old_generation,
@@ -272,11 +326,10 @@ fn held_write(change_leader: bool, what: Write) -> HeldPut {
         let stats = proxy.stats();
         let after = |at: Instant| at.saturating_duration_since(held_at);
         eprintln!(
-            "g: {what:?}, change_leader={change_leader}: leader {leader} (killed {:?} after the hold if changing), leader {new_leader} known {:?} after; \
+            "g: {what:?}, {timing:?}: leader {leader}, leader {new_leader} known {:?} after; \
              old session's ephemeral at {:?} (a timer's moment): {held_by_servers}; expired by the servers (seen) {expired_after:?} after the hold; reattach allowed at {:?}; \
              put {put:?} at {:?}; confirm_gone({old_generation}) {confirmed:?}; ephemeral left {marker_left}; \
              items with the put's data (or IDs the claim took): {held}; deliveries {deliveries:?}; proxy {stats:?}; session {:?}",
-            G_KILL_AT,
             after(elected_at),
             after(read_at),
             after(reattach_at),
