@@ -29,6 +29,9 @@ struct Timing {
     /// Whether the proxy pings the server on the held connection (every 500 ms) until the
     /// server closes it: the servers keep the old session until the leader change.
     keep_alive: bool,
+    /// Whether only the old session's reattach attempts are refused (the new generation
+    /// reconnects through the proxy after the leader change), rather than every reattach.
+    refuse_only_old: bool,
 }
 
 /// The leader killed 1 s after the hold; the timer's moment is the requested (= negotiated)
@@ -39,6 +42,7 @@ const G_EARLY: Timing = Timing {
     refuse_for: Duration::from_secs(6),
     hold: Duration::from_secs(8),
     keep_alive: false,
+    refuse_only_old: false,
 };
 
 /// [`G_EARLY`] without the leader change.
@@ -48,7 +52,8 @@ const G_NO_CHANGE: Timing = Timing {
 };
 
 /// The leader killed 5 s after the hold (after zooid gave generation 1 up at 4 s), the old
-/// session kept alive until then by pings on the held connection; the timer's
+/// session kept alive until then by pings on the held connection, only its reattach refused
+/// (generation 2 reconnects after the election); the timer's
 /// moment is where the claim resolution before issue 18 read: the requested timeout after the
 /// give-up (8 s), plus two ticks.
 const G_LATE: Timing = Timing {
@@ -57,6 +62,7 @@ const G_LATE: Timing = Timing {
     refuse_for: Duration::from_secs(10),
     hold: Duration::from_secs(12),
     keep_alive: true,
+    refuse_only_old: true,
 };
 
 /// Whether `path` exists, read after a `sync` on `client`; retried every 100 ms while the
@@ -232,7 +238,11 @@ fn held_write(timing: Timing, what: Write) -> HeldPut {
             }
         };
 
-        proxy.refuse_reattach(true);
+        if timing.refuse_only_old {
+            proxy.refuse_reattach_of(old.session_id().0);
+        } else {
+            proxy.refuse_reattach(true);
+        }
         if timing.keep_alive {
             proxy.hold_request_keeping_session(matcher, timing.hold, Duration::from_millis(500));
         } else {
