@@ -1,10 +1,11 @@
-//! The operator's read-only commands: `zooid stats CATEGORY...` and `zooid ls ROOT`.
+//! The operator's read-only commands: `zooid stats CATEGORY...`, `zooid ls ROOT` and
+//! `zooid status`.
 
 use std::process::ExitCode;
 
 use serde_json::json;
 use zooid::blocking::IdGeneratorService;
-use zooid::{CategoryStats, ConnectOptions, IdCategory, ServiceOptions, ZooidError};
+use zooid::{CategoryStats, ConnectOptions, IdCategory, ServiceOptions, SessionStatus, ZooidError};
 
 /// `zooid stats`: each category's free IDs, fragmentation and node size against its limit.
 pub fn stats(
@@ -138,4 +139,42 @@ pub fn ls(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `zooid status`: opens a session and prints what the session layer knows of it: the session
+/// id, its state and generation, the session timeout requested and the one the servers
+/// negotiated (every timer of zooid uses the negotiated one), and how long a suspension lasts
+/// before zooid stops acting. The servers' tick is not visible to a client.
+pub fn status(connect: &str, options: &ConnectOptions, json: bool) -> zooid::Result<()> {
+    let session = zooid::blocking::open_session(connect, options)?;
+    let status = session.status();
+    if json {
+        println!("{}", status_json(connect, &status));
+        return Ok(());
+    }
+    println!("connect            {connect}");
+    println!("session            {:#x}", status.session_id);
+    println!("state              {}", status.state.as_str());
+    println!("generation         {}", status.generation);
+    println!("timeout requested  {} ms", status.requested.as_millis());
+    println!("timeout negotiated {} ms", status.timeout.as_millis());
+    println!(
+        "stop acting after  {} ms suspended",
+        status.stop_acting_after().as_millis()
+    );
+    Ok(())
+}
+
+fn status_json(connect: &str, status: &SessionStatus) -> serde_json::Value {
+    json!({
+        "connect": connect,
+        "session_id": format!("{:#x}", status.session_id),
+        "state": status.state.as_str(),
+        "generation": status.generation,
+        "timeout_ms": {
+            "requested": status.requested.as_millis() as u64,
+            "negotiated": status.timeout.as_millis() as u64,
+        },
+        "stop_acting_after_ms": status.stop_acting_after().as_millis() as u64,
+    })
 }

@@ -146,6 +146,18 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Open a session and show it: id, state, generation, the session timeout requested
+    /// (--session-timeout-ms) and the one the servers negotiated (clamped to their
+    /// minSessionTimeout..maxSessionTimeout; zooid times everything from it), and after how
+    /// long a suspension zooid stops acting (half the negotiated timeout).
+    #[command(after_help = "Examples:
+  zooid status
+  zooid --session-timeout-ms 500 status --json")]
+    Status {
+        /// Print a JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print a shell completion script for SHELL (bash, zsh, fish, elvish, powershell).
     #[command(after_help = "Examples:
   zooid completions bash > /etc/bash_completion.d/zooid
@@ -409,6 +421,9 @@ fn run(cli: Cli) -> zooid::Result<ExitCode> {
             inspect::stats(&connect, &options, &categories, json).map(|()| ExitCode::SUCCESS)
         }
         Command::Ls { root, json } => inspect::ls(&connect, &options, &root, json),
+        Command::Status { json } => {
+            inspect::status(&connect, &options, json).map(|()| ExitCode::SUCCESS)
+        }
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "zooid", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)

@@ -90,6 +90,22 @@ pub struct SessionStatus {
     /// The session timeout zooid asked for ([`ConnectOptions::session_timeout`]); the servers
     /// clamp it to their `minSessionTimeout..=maxSessionTimeout` (by default 2 to 20 ticks).
     pub requested: Duration,
+    /// *Stop acting*: the local, early notion. `true` once the session has been `Suspended`
+    /// (no server) for [`SessionStatus::stop_acting_after`] (half the negotiated timeout),
+    /// and whenever it is `Lost` or `Closed`; `false` while `Connected` and early in a
+    /// suspension. Work done on the session's behalf (a leader's command, a worker starting
+    /// items) stops on it, well before the servers can have expired the session. It decides
+    /// no write's fate: that is [`Session::confirm_gone`], the servers' word.
+    pub stop_acting: bool,
+}
+
+impl SessionStatus {
+    /// How long a suspension lasts before [`SessionStatus::stop_acting`]: half the negotiated
+    /// timeout, counted from the moment the client noticed the disconnection (`Suspended`),
+    /// as the give-up of the generation is after the whole timeout from that moment.
+    pub fn stop_acting_after(&self) -> Duration {
+        self.timeout / 2
+    }
 }
 
 /// The client of one generation.
@@ -171,6 +187,7 @@ impl Session {
             session_id: client.session_id().0,
             timeout: client.session_timeout(),
             requested: options.session_timeout,
+            stop_acting: false,
         };
         let (status_tx, _) = watch::channel(status);
         let (alive_tx, alive_rx) = watch::channel(());
@@ -372,9 +389,7 @@ impl Session {
             match tokio::time::timeout_at(deadline, wait).await {
                 Ok(Ok(verdict)) => verdict.clone(),
                 Ok(Err(_)) => Some(Err("the session layer was closed".into())),
-                Err(_) => Some(Err(
-                    "no server answered before the caller's deadline".into()
-                )),
+                Err(_) => Some(Err("no server answered before the caller's deadline".into())),
             }
         };
         match verdict {
@@ -402,13 +417,21 @@ impl Inner {
             .clone()
     }
 
-    fn publish(&self, state: ConnectionState, generation: u64, client: &Client) {
+    /// Publishes `state` for `generation`; `stop_acting` counts only for `Suspended` (always
+    /// `false` when `Connected`, `true` when `Lost` or `Closed`).
+    fn publish(&self, state: ConnectionState, generation: u64, client: &Client, stop_acting: bool) {
+        let stop_acting = match state {
+            ConnectionState::Connected => false,
+            ConnectionState::Suspended => stop_acting,
+            ConnectionState::Lost | ConnectionState::Closed => true,
+        };
         let status = SessionStatus {
             state,
             generation,
             session_id: client.session_id().0,
             timeout: client.session_timeout(),
             requested: self.options.session_timeout,
+            stop_acting,
         };
         self.status.send_if_modified(|old| {
             if *old == status {
@@ -416,6 +439,7 @@ impl Inner {
             }
             tracing::info!(
                 state = state.as_str(),
+                stop_acting,
                 generation,
                 session = %format_args!("{:#x}", status.session_id),
                 "ZooKeeper session state"
@@ -439,7 +463,8 @@ impl Inner {
         }
         // Before anyone can see the generation given up, so `confirm_gone` finds its record.
         self.confirm_in_background(lost_generation, current.client.session());
-        self.publish(ConnectionState::Lost, current.generation, &current.client);
+        let (lost, client) = (current.generation, &current.client);
+        self.publish(ConnectionState::Lost, lost, client, true);
         tracing::warn!(
             generation = lost_generation,
             why,
@@ -458,7 +483,7 @@ impl Inner {
                     generation,
                     "ZooKeeper session renewed"
                 );
-                self.publish(ConnectionState::Connected, generation, &client);
+                self.publish(ConnectionState::Connected, generation, &client, false);
                 publish_timeouts(&self.status.borrow());
                 metrics::gauge!("zooid_session_generation").set(generation as f64);
                 true
@@ -514,8 +539,12 @@ impl Inner {
             let waited = started.elapsed();
             metrics::histogram!("zooid_session_confirm_seconds").record(waited.as_secs_f64());
             match &verdict {
-                Ok(how) => tracing::info!(generation, session = %format_args!("{:#x}", session.id().0), ?how, ?waited, "the servers confirmed the given-up session can no longer write"),
-                Err(why) => tracing::warn!(generation, %why, "the servers refused to confirm the end of a given-up session"),
+                Ok(how) => {
+                    tracing::info!(generation, session = %format_args!("{:#x}", session.id().0), ?how, ?waited, "the servers confirmed the given-up session can no longer write")
+                }
+                Err(why) => {
+                    tracing::warn!(generation, %why, "the servers refused to confirm the end of a given-up session")
+                }
             }
             tx.send_replace(Some(verdict));
         });
@@ -566,13 +595,18 @@ async fn monitor(inner: std::sync::Weak<Inner>, mut alive: watch::Receiver<()>) 
             );
             if connected {
                 suspended_since = None;
-                strong.publish(ConnectionState::Connected, generation, &client);
+                strong.publish(ConnectionState::Connected, generation, &client, false);
             } else {
-                suspended_since.get_or_insert_with(Instant::now);
-                strong.publish(ConnectionState::Suspended, generation, &client);
+                let since = *suspended_since.get_or_insert_with(Instant::now);
+                let stop = Instant::now() >= since + client.session_timeout() / 2;
+                strong.publish(ConnectionState::Suspended, generation, &client, stop);
             }
             drop(strong);
             let deadline = suspended_since.map(|since| since + client.session_timeout());
+            // Wakes the loop once, to publish `stop_acting`, half-way through the suspension.
+            let stop_at = suspended_since
+                .map(|since| since + client.session_timeout() / 2)
+                .filter(|at| *at > Instant::now());
             tokio::select! {
                 changed = alive.changed() => {
                     if changed.is_err() {
@@ -583,6 +617,7 @@ async fn monitor(inner: std::sync::Weak<Inner>, mut alive: watch::Receiver<()>) 
                 _ = sleep_until_opt(deadline) => {
                     break Some("no server answered for the whole session timeout");
                 }
+                _ = sleep_until_opt(stop_at) => {}
                 // A caller may have replaced the generation: re-check it.
                 _ = status_rx.changed() => {}
             }

@@ -14,3 +14,4 @@ mod security;
 mod service;
 mod session;
 mod session_fate;
+mod session_leader;

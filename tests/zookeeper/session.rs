@@ -231,3 +231,75 @@ fn dropping_the_last_handle_closes_the_session() {
         }
     });
 }
+
+/// "Stop acting" comes half-way through a suspension, before the generation is given up: the
+/// statuses of a client cut off from every server go Connected, Suspended (`stop_acting`
+/// false), Suspended with `stop_acting` at least half the negotiated timeout later, then Lost
+/// (`stop_acting` true) and, once healed, Connected in generation 2 (`stop_acting` false).
+#[test]
+fn stop_acting_is_published_half_way_through_a_suspension_before_the_loss() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = FaultProxy::start(zk.addr());
+    runtime().block_on(async {
+        let session = Session::connect(&proxy.connect_string(), &session_options(4000))
+            .await
+            .unwrap();
+        let first = session.status();
+        assert!(!first.stop_acting, "a connected session acts: {first:?}");
+        let half = first.stop_acting_after();
+        assert_eq!(half, first.timeout / 2);
+        let mut rx = session.subscribe();
+        proxy.blackhole();
+        // Every status, with when it was seen.
+        let mut seen = vec![(Instant::now(), *rx.borrow_and_update())];
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while seen.last().map(|(_, s)| s.state) != Some(ConnectionState::Lost) {
+            match tokio::time::timeout_at(deadline, rx.changed()).await {
+                Ok(Ok(())) => seen.push((Instant::now(), *rx.borrow_and_update())),
+                _ => break,
+            }
+        }
+        let brief: Vec<_> = seen
+            .iter()
+            .map(|(at, s)| (at.duration_since(seen[0].0), s.state, s.stop_acting))
+            .collect();
+        eprintln!(
+            "statuses after the cut (negotiated {:?}): {brief:?}",
+            first.timeout
+        );
+        // Guard: the cut happened and lasted.
+        assert!(proxy.is_blackholed() && proxy.stats().blackholes == 1);
+        let suspended = seen
+            .iter()
+            .find(|(_, s)| s.state == ConnectionState::Suspended)
+            .expect("a Suspended status");
+        assert!(!suspended.1.stop_acting, "early in a suspension: {brief:?}");
+        let stop = seen
+            .iter()
+            .find(|(_, s)| s.stop_acting)
+            .expect("a status with stop_acting");
+        assert_eq!(
+            (stop.1.state, stop.1.generation),
+            (ConnectionState::Suspended, 1),
+            "stop acting comes before the loss: {brief:?}"
+        );
+        let waited = stop.0.duration_since(suspended.0);
+        assert!(
+            waited + Duration::from_millis(20) >= half,
+            "stop acting {waited:?} into the suspension, before half the timeout {half:?}"
+        );
+        let (lost_at, lost) = seen.last().copied().expect("statuses");
+        assert_eq!(lost.state, ConnectionState::Lost, "{brief:?}");
+        assert!(lost.stop_acting);
+        assert!(lost_at > stop.0, "{brief:?}");
+
+        proxy.heal();
+        let renewed = session
+            .wait_connected(Duration::from_secs(30))
+            .await
+            .unwrap();
+        assert_eq!(renewed.generation, 2);
+        assert!(!renewed.stop_acting, "the new generation acts: {renewed:?}");
+    });
+}

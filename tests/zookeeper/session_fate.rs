@@ -27,20 +27,20 @@ use zooid_test_support::{runtime, FaultProxy, RequestMatch, ZkEnsemble, ZkServer
 use zookeeper_client::{Acls, Client, Connector, CreateMode, CreateOptions, Error, SessionState};
 
 /// One test at a time, whatever `--test-threads` says.
-fn serial() -> MutexGuard<'static, ()> {
+pub(crate) fn serial() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The connector zooid's session layer builds (src/session.rs `open_client`): the requested
 /// session timeout and a connection timeout of a third of it.
-fn connector(session_timeout: Duration) -> Connector {
+pub(crate) fn connector(session_timeout: Duration) -> Connector {
     Client::connector()
         .with_session_timeout(session_timeout)
         .with_connection_timeout((session_timeout / 3).max(Duration::from_millis(200)))
 }
 
-async fn connect(connect: &str, session_timeout: Duration) -> Client {
+pub(crate) async fn connect(connect: &str, session_timeout: Duration) -> Client {
     connector(session_timeout)
         .connect(connect)
         .await
@@ -51,19 +51,24 @@ fn persistent() -> CreateOptions<'static> {
     CreateMode::Persistent.with_acls(Acls::anyone_all())
 }
 
-fn ephemeral() -> CreateOptions<'static> {
+pub(crate) fn ephemeral() -> CreateOptions<'static> {
     CreateMode::Ephemeral.with_acls(Acls::anyone_all())
 }
 
 /// Whether `path` exists, read after a `sync` (so a write committed anywhere before is seen).
-async fn exists(client: &Client, path: &str) -> bool {
+pub(crate) async fn exists(client: &Client, path: &str) -> bool {
     client.sync("/").await.expect("sync");
     client.check_stat(path).await.expect("exists").is_some()
 }
 
 /// Polls `exists` every 50 ms until it equals `want` or `timeout` passes; returns the last
 /// answer.
-async fn wait_exists(client: &Client, path: &str, want: bool, timeout: Duration) -> bool {
+pub(crate) async fn wait_exists(
+    client: &Client,
+    path: &str,
+    want: bool,
+    timeout: Duration,
+) -> bool {
     let deadline = Instant::now() + timeout;
     loop {
         let now = exists(client, path).await;
@@ -491,7 +496,11 @@ fn c_zooid_session_times_from_the_negotiated_timeout() {
         // Guard: the server negotiated up.
         assert_eq!(status.timeout, Duration::from_secs(2), "negotiated");
         assert_eq!(status.requested, Duration::from_millis(500), "requested");
-        assert_eq!(session.request_limit(), Duration::from_secs(2), "request limit");
+        assert_eq!(
+            session.request_limit(),
+            Duration::from_secs(2),
+            "request limit"
+        );
     });
 }
 
@@ -554,7 +563,7 @@ fn e_crate_reports_expired_while_the_servers_hold_the_session() {
 // ---------------------------------------------------------------------------------------------
 
 /// The session timeout of the f tests (the ensemble's minimum: negotiated as requested).
-const F_TIMEOUT: Duration = Duration::from_secs(4);
+pub(crate) const F_TIMEOUT: Duration = Duration::from_secs(4);
 /// How long the proxy holds the write (zooid gives the generation up after [`F_TIMEOUT`]).
 const F_HOLD: Duration = Duration::from_secs(8);
 /// How long after the hold reattach attempts stay refused (the crate's own reattach gives up
@@ -629,7 +638,10 @@ impl GaveUp {
         // reattach attempts were refused (so the servers never moved the session).
         assert_eq!(stats.held_requests, 1);
         assert!(stats.refused_reattaches > 0, "{stats:?}");
-        assert!(self.session.status().generation >= 2, "zooid gave up generation 1");
+        assert!(
+            self.session.status().generation >= 2,
+            "zooid gave up generation 1"
+        );
         let done = done_at.saturating_duration_since(delivery.held_at);
         (result, done, delivery, stats)
     }
@@ -688,15 +700,20 @@ fn f_a_held_queue_put_delivered_after_the_give_up_is_not_applied_twice() {
 
 /// A request matcher: the next `multi` or `setData` whose frame names `path` (a take's or a
 /// push's write, never its reads).
-fn write_naming(path: &str) -> RequestMatch {
+pub(crate) fn write_naming(path: &str) -> RequestMatch {
     let needle = path.as_bytes().to_vec();
-    RequestMatch::Custom(zooid_test_support::proxy::MatchFn::new(move |opcode, frame| {
-        (opcode == 5 || opcode == 14) && frame.windows(needle.len()).any(|w| w == needle)
-    }))
+    RequestMatch::Custom(zooid_test_support::proxy::MatchFn::new(
+        move |opcode, frame| {
+            (opcode == 5 || opcode == 14) && frame.windows(needle.len()).any(|w| w == needle)
+        },
+    ))
 }
 
 /// Takes IDs of `category` until it is exhausted; returns every ID taken.
-async fn drain(service: &zooid::IdGeneratorService, category: &zooid::IdCategory) -> Vec<i64> {
+pub(crate) async fn drain(
+    service: &zooid::IdGeneratorService,
+    category: &zooid::IdCategory,
+) -> Vec<i64> {
     let mut ids = Vec::new();
     loop {
         match service.take_ids(category, 50).await {
@@ -708,7 +725,7 @@ async fn drain(service: &zooid::IdGeneratorService, category: &zooid::IdCategory
 }
 
 /// Panics when an ID occurs twice in `ids`.
-fn assert_unique(what: &str, ids: &[i64]) {
+pub(crate) fn assert_unique(what: &str, ids: &[i64]) {
     let mut sorted = ids.to_vec();
     sorted.sort_unstable();
     let twice: Vec<i64> = sorted

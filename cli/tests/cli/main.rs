@@ -12,3 +12,4 @@ mod metrics;
 mod ops;
 mod queue;
 mod security;
+mod status;

@@ -239,6 +239,8 @@ struct State {
     /// Connections whose first frame is a ConnectRequest naming an existing session (a
     /// reattach) are closed before anything reaches the server.
     refuse_reattach: bool,
+    /// With `refuse_reattach`: only reattaches naming this session are refused.
+    refuse_only: Option<i64>,
 }
 
 /// A request held by [`FaultProxy::hold_request`] and delivered to the server later, with what
@@ -400,6 +402,7 @@ impl FaultProxy {
                 shutdown: false,
                 muted: false,
                 refuse_reattach: false,
+                refuse_only: None,
             }),
             notify: watch::Sender::new(()),
             counters: Counters::default(),
@@ -540,7 +543,19 @@ impl FaultProxy {
     /// reattaching, not opening a new session) is closed before anything reaches the server;
     /// counted in [`ProxyStats::refused_reattaches`].
     pub fn refuse_reattach(&self, refuse: bool) {
-        self.shared.update(|st| st.refuse_reattach = refuse);
+        self.shared.update(|st| {
+            st.refuse_reattach = refuse;
+            st.refuse_only = None;
+        });
+    }
+
+    /// [`FaultProxy::refuse_reattach`] for the reattach attempts naming `session` only; other
+    /// sessions reattach through the proxy as usual. `refuse_reattach(false)` ends it.
+    pub fn refuse_reattach_of(&self, session: i64) {
+        self.shared.update(|st| {
+            st.refuse_reattach = true;
+            st.refuse_only = Some(session);
+        });
     }
 
     /// Held requests delivered so far (see [`FaultProxy::hold_request`]), in delivery order.
@@ -883,9 +898,13 @@ impl Conn {
             let first = self.client_frames == 0;
             self.client_frames += 1;
             // ConnectRequest: length, protocolVersion, lastZxidSeen, timeOut, sessionId, ...
-            if first && frame.len() >= 28 && shared.state().refuse_reattach {
+            let (refuse, only) = {
+                let st = shared.state();
+                (st.refuse_reattach, st.refuse_only)
+            };
+            if first && frame.len() >= 28 && refuse {
                 let session = i64::from_be_bytes(frame[20..28].try_into().unwrap_or([0; 8]));
-                if session != 0 {
+                if session != 0 && only.is_none_or(|only| only == session) {
                     shared
                         .counters
                         .refused_reattaches

@@ -20,6 +20,8 @@ final class ReplyDroppingProxy implements AutoCloseable {
     private final InetSocketAddress target;
     private final List<Socket> sockets = new CopyOnWriteArrayList<>();
     private volatile boolean dropReplies;
+    /** When set, the first request containing these bytes starts {@link #dropReplies()}. */
+    private volatile byte[] dropAfter;
     private volatile boolean closed;
 
     ReplyDroppingProxy(String targetHostPort) throws IOException {
@@ -40,9 +42,19 @@ final class ReplyDroppingProxy implements AutoCloseable {
         dropReplies = true;
     }
 
+    /**
+     * From the first client request containing {@code pattern} (in one read from the socket) on,
+     * replies are thrown away: that request reaches the server, its reply and every later one
+     * are lost. The requests before it are answered as usual.
+     */
+    void dropRepliesFromRequestContaining(byte[] pattern) {
+        dropAfter = pattern.clone();
+    }
+
     /** Replies flow again; current connections are cut so that clients reconnect cleanly. */
     void heal() {
         dropReplies = false;
+        dropAfter = null;
         closeSockets();
     }
 
@@ -73,6 +85,11 @@ final class ReplyDroppingProxy implements AutoCloseable {
                     if (replies && dropReplies) {
                         continue;
                     }
+                    byte[] pattern = dropAfter;
+                    if (!replies && pattern != null && contains(buffer, n, pattern)) {
+                        dropReplies = true;
+                        dropAfter = null;
+                    }
                     out.write(buffer, 0, n);
                     out.flush();
                 }
@@ -85,6 +102,19 @@ final class ReplyDroppingProxy implements AutoCloseable {
         }, "reply-dropping-proxy-pump");
         t.setDaemon(true);
         t.start();
+    }
+
+    private static boolean contains(byte[] buffer, int n, byte[] pattern) {
+        outer:
+        for (int i = 0; i + pattern.length <= n; i++) {
+            for (int j = 0; j < pattern.length; j++) {
+                if (buffer[i + j] != pattern[j]) {
+                    continue outer;
+                }
+            }
+            return true;
+        }
+        return false;
     }
 
     private void closeSockets() {
