@@ -30,16 +30,29 @@ fn freeing_a_service_closes_its_session_from_c() {
         stdout.read_line(&mut line).expect("read");
         assert_eq!(line, "ready\n", "{mode}: the program failed before freeing");
         // Guard: the program's session is open on the server.
-        assert_eq!(zk.global_sessions(), before + 1, "{mode}: session not counted");
-        child.stdin.take().expect("stdin").write_all(b"free\n").expect("write");
+        assert_eq!(
+            zk.global_sessions(),
+            before + 1,
+            "{mode}: session not counted"
+        );
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(b"free\n")
+            .expect("write");
         let status = child.wait().expect("wait");
         let exited = Instant::now();
         line.clear();
         stdout.read_line(&mut line).expect("read");
-        assert!(status.success() && line == "freed\n", "{mode}: {status} {line:?}");
+        assert!(
+            status.success() && line == "freed\n",
+            "{mode}: {status} {line:?}"
+        );
         let after = zk.wait_global_sessions(before, Duration::from_millis(500));
         assert_eq!(
-            after, before,
+            after,
+            before,
             "{mode}: {} session(s) still open on the server {:?} after the program freed its \
              service and exited",
             after - before,

@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use rig::{scaled, scaled_count, serial, unix_ms, Config, Expect, Rig};
-use support::ResetPoint;
+use support::{RequestMatch, ResetPoint};
 
 fn secs(s: f64) -> Duration {
     Duration::from_secs_f64(s)
@@ -88,8 +88,14 @@ fn f1b_reply_lost_after_push_applied() {
 /// half of its frame did (torn), and after all of it did (the reply is lost).
 #[test]
 fn f2_connection_reset_mid_request() {
+    connection_reset("2 connection reset mid-request", Config::default());
+}
+
+/// Resets connections mid-request, before, torn and after each pool write (a `setData` in the
+/// default layout, a `multi` in block allocation).
+fn connection_reset(name: &str, cfg: Config) {
     let _serial = serial();
-    let mut rig = Rig::start("2 connection reset mid-request", Config::default());
+    let mut rig = Rig::start(name, cfg);
     rig.warm_up();
     let target = scaled_count(6);
     let points = [
@@ -99,7 +105,14 @@ fn f2_connection_reset_mid_request() {
         ResetPoint::BeforeRequest,
     ];
     let next = AtomicUsize::new(0);
-    let matcher = rig.any_pool_write();
+    let matcher = if rig.cfg.blocks.is_some() {
+        RequestMatch::Op {
+            opcode: support::op::MULTI,
+            path_contains: "/faults/ids/zooid-".to_string(),
+        }
+    } else {
+        rig.any_pool_write()
+    };
     let resets = rig.inject_until(
         |p| {
             let point = points[next.fetch_add(1, Ordering::SeqCst) % points.len()];
@@ -142,10 +155,17 @@ fn blackhole_all(rig: &Rig, hold: Duration, rounds: u64) {
 /// shorter than the session timeout: the session survives, in-flight writes are resolved.
 #[test]
 fn f3a_blackhole_shorter_than_session_timeout() {
+    blackhole_within_session(
+        "3a blackhole shorter than the session timeout",
+        Config::default(),
+    );
+}
+
+/// Blackholes every proxy for half a session timeout: the sessions survive.
+fn blackhole_within_session(name: &str, cfg: Config) {
     let _serial = serial();
-    let cfg = Config::default();
     let hold = cfg.session_timeout / 2;
-    let mut rig = Rig::start("3a blackhole shorter than the session timeout", cfg);
+    let mut rig = Rig::start(name, cfg);
     rig.warm_up();
     let rounds = scaled_count(2);
     blackhole_all(&rig, hold, rounds);
@@ -201,8 +221,13 @@ fn sessions_expire(name: &str, blocks: Option<u64>) {
 /// operation) and replaced: nothing is duplicated; each killed thread loses at most its batch.
 #[test]
 fn f4a_client_killed_mid_operation() {
+    clients_killed("4a client SIGKILLed mid-operation", Config::default());
+}
+
+/// SIGKILLs client processes at random moments until one died inside an operation.
+fn clients_killed(name: &str, cfg: Config) {
     let _serial = serial();
-    let mut rig = Rig::start("4a client SIGKILLed mid-operation", Config::default());
+    let mut rig = Rig::start(name, cfg);
     rig.warm_up();
     let wanted = scaled_count(2);
     let (mut kills, mut mid_op) = (0u64, 0u64);
@@ -250,10 +275,17 @@ fn inside_operation(dir: &std::path::Path, name: &str) -> u64 {
 /// the others carry on; on SIGCONT it opens a new session and goes on without duplicates.
 #[test]
 fn f4b_client_paused_past_session_timeout() {
+    client_paused(
+        "4b client SIGSTOPped past its session timeout",
+        Config::default(),
+    );
+}
+
+/// SIGSTOPs one client process for twice its session timeout, then resumes it.
+fn client_paused(name: &str, cfg: Config) {
     let _serial = serial();
-    let cfg = Config::default();
     let hold = cfg.session_timeout * 2;
-    let mut rig = Rig::start("4b client SIGSTOPped past its session timeout", cfg);
+    let mut rig = Rig::start(name, cfg);
     rig.warm_up();
     let victim = 0;
     rig.pause_worker(victim);
@@ -333,8 +365,13 @@ fn f5b_follower_killed() {
 /// old one, resumed, finds itself deposed and rejoins.
 #[test]
 fn f5c_leader_paused() {
+    leader_paused("5c leader SIGSTOPped", Config::default());
+}
+
+/// SIGSTOPs the leader (with clients on it) past the followers' sync limit, then resumes it.
+fn leader_paused(name: &str, cfg: Config) {
     let _serial = serial();
-    let mut rig = Rig::start("5c leader SIGSTOPped", Config::default());
+    let mut rig = Rig::start(name, cfg);
     rig.warm_up();
     let leader = rig.zk.leader().expect("a leader");
     rig.ensure_clients_on(leader);
@@ -361,14 +398,21 @@ fn f5c_leader_paused() {
 /// and the workload carries on once the quorum is back.
 #[test]
 fn f6_quorum_lost() {
+    quorum_lost("6 quorum lost (2 of 3 servers down)", None);
+}
+
+/// Kills two of three servers: operations fail within their deadline; the workload carries on
+/// once the quorum is back.
+fn quorum_lost(name: &str, blocks: Option<u64>) {
     let _serial = serial();
     let cfg = Config {
         op_deadline: Duration::from_secs(3),
+        blocks,
         ..Config::default()
     };
     let deadline = cfg.op_deadline;
     let session = cfg.session_timeout;
-    let mut rig = Rig::start("6 quorum lost (2 of 3 servers down)", cfg);
+    let mut rig = Rig::start(name, cfg);
     rig.warm_up();
     let leader = rig.zk.leader().expect("a leader");
     let follower = (0..3).find(|&i| i != leader).unwrap();
@@ -431,8 +475,13 @@ fn f6_quorum_lost() {
 /// Fault 7: Every server SIGKILLed at once, then restarted from its data.
 #[test]
 fn f7_all_servers_killed_and_restarted() {
+    all_servers_killed("7 all servers SIGKILLed and restarted", Config::default());
+}
+
+/// SIGKILLs every server at once, then restarts them from their data.
+fn all_servers_killed(name: &str, cfg: Config) {
     let _serial = serial();
-    let mut rig = Rig::start("7 all servers SIGKILLed and restarted", Config::default());
+    let mut rig = Rig::start(name, cfg);
     rig.warm_up();
     let pids: Vec<_> = (0..3).map(|i| rig.zk.pid(i)).collect();
     for i in 0..3 {
@@ -497,4 +546,72 @@ fn f8b_blocks_leader_killed() {
 #[test]
 fn f8c_blocks_sessions_expire() {
     sessions_expire("8c block allocation: sessions expire", Some(100));
+}
+
+/// A category in block allocation (blocks of 100 IDs), for the faults below.
+fn blocks() -> Config {
+    Config {
+        blocks: Some(100),
+        ..Config::default()
+    }
+}
+
+/// Block allocation: connections reset before, torn in and after claims, pushes and takes.
+#[test]
+fn f8d_blocks_connection_reset_mid_request() {
+    connection_reset(
+        "8d block allocation: connection reset mid-request",
+        blocks(),
+    );
+}
+
+/// Block allocation: a blackhole shorter than the session timeout.
+#[test]
+fn f8e_blocks_blackhole_shorter_than_session_timeout() {
+    blackhole_within_session(
+        "8e block allocation: blackhole shorter than the session timeout",
+        blocks(),
+    );
+}
+
+/// Block allocation: client processes SIGKILLed mid-operation.
+#[test]
+fn f8f_blocks_client_killed_mid_operation() {
+    clients_killed(
+        "8f block allocation: client SIGKILLed mid-operation",
+        blocks(),
+    );
+}
+
+/// Block allocation: a client SIGSTOPped past its session timeout.
+#[test]
+fn f8g_blocks_client_paused_past_session_timeout() {
+    client_paused(
+        "8g block allocation: client SIGSTOPped past its session timeout",
+        blocks(),
+    );
+}
+
+/// Block allocation: the leader SIGSTOPped.
+#[test]
+fn f8h_blocks_leader_paused() {
+    leader_paused("8h block allocation: leader SIGSTOPped", blocks());
+}
+
+/// Block allocation: two of three servers down.
+#[test]
+fn f8i_blocks_quorum_lost() {
+    quorum_lost(
+        "8i block allocation: quorum lost (2 of 3 servers down)",
+        Some(100),
+    );
+}
+
+/// Block allocation: every server SIGKILLed and restarted.
+#[test]
+fn f8j_blocks_all_servers_killed_and_restarted() {
+    all_servers_killed(
+        "8j block allocation: all servers SIGKILLed and restarted",
+        blocks(),
+    );
 }

@@ -53,18 +53,26 @@ fn sessions_close_with_the_services(
     });
     // Guard: the services' sessions are open on the server.
     let open = zk.wait_global_sessions(before + SERVICES, Duration::from_secs(5));
-    assert_eq!(open, before + SERVICES, "{category:?}: the services' sessions are not counted by the server");
+    assert_eq!(
+        open,
+        before + SERVICES,
+        "{category:?}: the services' sessions are not counted by the server"
+    );
 
     let closed_at = Instant::now();
     drop(services);
     let after = zk.wait_global_sessions(before, Duration::from_secs(2));
     assert_eq!(
-        after, before,
+        after,
+        before,
         "{category:?}: {} session(s) still open on the server {:?} after the services were dropped",
         after - before,
         closed_at.elapsed()
     );
-    eprintln!("{category:?}: sessions closed on the server {:?} after the drop", closed_at.elapsed());
+    eprintln!(
+        "{category:?}: sessions closed on the server {:?} after the drop",
+        closed_at.elapsed()
+    );
 }
 
 #[test]
@@ -75,6 +83,7 @@ fn dropping_a_service_closes_its_session_on_the_server_at_once() {
         s.create_category(c, 1, 1_000_000).expect("create")
     });
     sessions_close_with_the_services(&zk, "/close/blocks", |s, c| {
-        s.create_category_blocks(c, 1, 1_000_000, 1_000).expect("create blocks")
+        s.create_category_blocks(c, 1, 1_000_000, 1_000)
+            .expect("create blocks")
     });
 }

@@ -239,9 +239,7 @@ pub(crate) fn watch_pool(
                 match client.check_and_watch_stat(&path).await {
                     // At or below: this process's own write (`known` is set before it is sent,
                     // so the node may still be a version behind). Above: another process wrote.
-                    Ok((Some(stat), watcher))
-                        if stat.version <= known.load(Ordering::Acquire) =>
-                    {
+                    Ok((Some(stat), watcher)) if stat.version <= known.load(Ordering::Acquire) => {
                         watcher.changed().await;
                     }
                     _ => break,
