@@ -11,7 +11,9 @@ use super::options::Restored;
 use super::service::{count_of, IdGeneratorService};
 use super::state::{Cached, Strategy, Waiting};
 use crate::error::{Result, ZooidError};
-use crate::format::{holes_parent, returned_parent, sequence_parent, OpKind, OpRecord, OpToken, Pool, MAX_TAKE};
+use crate::format::{
+    holes_parent, returned_parent, sequence_parent, OpKind, OpRecord, OpToken, Pool, MAX_TAKE,
+};
 use crate::idset::IdCategory;
 use crate::range::IdRange;
 use crate::retry::Budget;

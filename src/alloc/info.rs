@@ -2,13 +2,14 @@
 //! blocks claimed since its node was written; and the categories below a node.
 
 use super::blocks::needs_zookeeper;
-use super::blocks::{parts, returns, usage};
+use super::blocks::{hole_ranges, parts, returns, usage};
 use super::options::PoolInfo;
 use super::service::IdGeneratorService;
 use super::state::{figures, Waiting};
 use crate::error::{Result, ZooidError};
 use crate::format::Pool;
 use crate::idset::IdCategory;
+use crate::range::IdRange;
 use crate::retry::Budget;
 use crate::store::{Store, StoreError, Versioned};
 
@@ -23,9 +24,29 @@ impl<S: Store> IdGeneratorService<S> {
         let limit = self.options.max_pool_bytes;
         self.stats
             .pool_seen(figures(path, &pool, node.data.len(), node.version, limit));
+        let free = match (pool.blocks(), self.store.session()) {
+            // Format 4: the holes in their nodes and the IDs no block claimed yet are free too.
+            (Some(layout), Some(session)) if layout.hole_nodes => {
+                let mut free = pool.free().clone();
+                let unclaimed =
+                    IdRange::new(usage.high_water.saturating_add(1), pool.bounds().end());
+                for range in hole_ranges(session, path)
+                    .await?
+                    .into_iter()
+                    .chain(unclaimed)
+                {
+                    // Overlapping holes (a push of free IDs) are listed once.
+                    if free.insert_all(&[range]).is_err() {
+                        tracing::warn!(category = path, %range, "hole overlaps another");
+                    }
+                }
+                free.ranges().to_vec()
+            }
+            _ => pool.free().ranges().to_vec(),
+        };
         Ok(PoolInfo {
             bounds: pool.bounds(),
-            free: pool.free().ranges().to_vec(),
+            free,
             free_count: usage.free,
             version: node.version,
             bytes: node.data.len(),

@@ -51,7 +51,8 @@ impl<S: Store> IdGeneratorService<S> {
         let step = self
             .update(category, &mut slot, &mut budget, OpKind::Take, true, plan)
             .await?;
-        let hole_nodes = |strategy: &Strategy| matches!(strategy, Strategy::Blocks(b) if b.hole_nodes);
+        let hole_nodes =
+            |strategy: &Strategy| matches!(strategy, Strategy::Blocks(b) if b.hole_nodes);
         let (moved, holes) = match step {
             Step::Done {
                 moved,

@@ -97,10 +97,7 @@ impl IdGeneratorService {
         last: i64,
         layout: crate::Layout,
     ) -> Result<()> {
-        block_on(
-            self.inner
-                .create_category_in(category, first, last, layout),
-        )?
+        block_on(self.inner.create_category_in(category, first, last, layout))?
     }
 
     /// See [`AsyncService::create_category_with_acl`].

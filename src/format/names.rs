@@ -90,7 +90,10 @@ mod tests {
         assert_eq!(chunk_path("/p", 17), "/p/zooid-free-17");
         assert_eq!(returned_parent("/p"), "/p/zooid-returned");
         let range = crate::range::IdRange::new(7, 1_000_000).unwrap();
-        assert_eq!(hole_name(&range), "h-0000000000000000007-0000000000001000000");
+        assert_eq!(
+            hole_name(&range),
+            "h-0000000000000000007-0000000000001000000"
+        );
         assert_eq!(hole_of(&hole_name(&range)), Some(range));
         assert_eq!(hole_of("h-7-9"), None);
         assert_eq!(hole_of("h-0000000000000000009-0000000000000000007"), None);

@@ -56,7 +56,9 @@ pub enum InDoubt {
     Live { generation: u64 },
     /// The servers did not confirm the end of the generation's session in time (unreachable),
     /// or refused to say (authentication).
-    #[error("the end of session generation {generation} is not confirmed by the servers: {reason}")]
+    #[error(
+        "the end of session generation {generation} is not confirmed by the servers: {reason}"
+    )]
     Unconfirmed { generation: u64, reason: String },
 }
 

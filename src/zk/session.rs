@@ -523,7 +523,14 @@ impl Inner {
         tokio::spawn(async move {
             let started = Instant::now();
             let verdict = loop {
-                let round = confirm_dead_over(&connector, &connect, secure, &session, CONFIRM_ROUND, Some(quiet));
+                let round = confirm_dead_over(
+                    &connector,
+                    &connect,
+                    secure,
+                    &session,
+                    CONFIRM_ROUND,
+                    Some(quiet),
+                );
                 let outcome = tokio::select! {
                     outcome = round => outcome,
                     _ = alive.changed() => return,

@@ -5,8 +5,8 @@
 
 mod blocks;
 mod close;
-mod give_up;
 mod deadline;
+mod give_up;
 mod harness;
 mod metrics;
 mod review;

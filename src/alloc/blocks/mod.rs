@@ -60,6 +60,7 @@ pub(crate) mod take;
 pub use super::state::KEEP_PENDING;
 use crate::error::{Result, ZooidError};
 use crate::format::Pool;
+use crate::range::IdRange;
 use crate::zk::{not_authorized, Session, Verdict};
 
 /// A take that gets this block number or above moves the category to a new generation.
@@ -142,9 +143,40 @@ pub async fn usage(
     } else {
         pool.indexed_free_count_at_most(top)
     };
+    let (in_nodes, in_nodes_available) = if blocks.hole_nodes {
+        hole_nodes_usage(session, path, top).await?
+    } else {
+        (0, 0)
+    };
     Ok(Usage {
-        free: pool.free_count() + unclaimed(last),
-        available: holes_available + unclaimed(top),
+        free: pool.free_count() + in_nodes + unclaimed(last),
+        available: holes_available + in_nodes_available + unclaimed(top),
         high_water: (frontier - 1).max(pool.bounds().start() - 1),
     })
+}
+
+/// The free IDs a pool in format 4 keeps as hole nodes (src/alloc/holes/): all of them, and
+/// those at or below `top` (overlapping holes counted once each; they are rare).
+async fn hole_nodes_usage(session: &Session, path: &str, top: i64) -> Result<(u64, u64)> {
+    let holes = hole_ranges(session, path).await?;
+    Ok(holes.iter().fold((0, 0), |(all, below), hole| {
+        let below_top = IdRange::new(hole.start(), hole.end().min(top)).map_or(0, |r| r.len());
+        (all + hole.len(), below + below_top)
+    }))
+}
+
+/// The ranges the hole nodes of pool `path` (format 4) hold, as listed now.
+pub(crate) async fn hole_ranges(session: &Session, path: &str) -> Result<Vec<IdRange>> {
+    let parent = crate::format::holes_parent(path);
+    let (client, generation) = session.client();
+    let listed = session.run(generation, client.list_children(&parent)).await;
+    let children = match crate::zk::Classified::classified(listed) {
+        Ok(children) => children,
+        Err((Verdict::NoNode, _)) => Vec::new(),
+        Err((verdict, err)) => return Err(refused(session, path, verdict, &err)),
+    };
+    Ok(children
+        .iter()
+        .filter_map(|name| crate::format::hole_of(name))
+        .collect())
 }

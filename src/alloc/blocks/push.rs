@@ -71,7 +71,14 @@ impl<S: Store> IdGeneratorService<S> {
         let session = self.store.session().ok_or_else(needs_zookeeper)?;
         let fresh_part = match checked.reaches {
             Some(layout) => {
-                let frontier = generations::frontier(session, path, &layout).await?;
+                // Blocks this process saw claimed are below the frontier: no read for them.
+                let known = self.categories.known_next_block(path, layout.generation);
+                let known = generations::block_start(&layout, known);
+                let frontier = if ranges.iter().all(|r| r.end() < known) {
+                    known
+                } else {
+                    generations::frontier(session, path, &layout).await?
+                };
                 ranges
                     .iter()
                     .find(|r| r.end() >= frontier)

@@ -61,6 +61,45 @@ pub(crate) fn available_at_most(holes: &[Hole], top: i64) -> u64 {
     clusters(holes).iter().map(|c| available(c, top)).sum()
 }
 
+/// How many IDs a take of `wanted` hands out from holes that hold `available` (at or below the
+/// ceiling), with blocks of `unit` IDs: all it wants when they cover it; else the most that
+/// leaves whole blocks to claim, so that no block is cut and no rest of one is left behind as
+/// one more write (holes of 3,000 and a take of 10,000: 3,000 and 7 blocks; holes of 100 and a
+/// take of 1,000: none, the holes wait for a take they cover).
+pub(crate) fn hole_amount(available: u64, wanted: u64, unit: u64) -> u64 {
+    if available >= wanted {
+        return wanted;
+    }
+    let blocks = (wanted - available).div_ceil(unit.max(1));
+    wanted.saturating_sub(blocks.saturating_mul(unit))
+}
+
+/// Where a take of `wanted` IDs that has not lost a race lately starts among `holes`, drawn
+/// with `random`: the lowest holes, unless the holes at or below `top` make at least two disjoint
+/// groups of the size it needs; then the first hole of one of the lowest [`MAX_GROUPS`] such
+/// groups, so that many takes at once choose apart (a Hadoop burst on holes left by an earlier
+/// job). The relaxation of "lowest first" is bounded: a take's holes come from the lowest
+/// `MAX_GROUPS` groups.
+pub(crate) fn group_start(holes: &[Hole], wanted: u64, top: i64, random: u32) -> Option<usize> {
+    let eligible: Vec<u64> = clusters(holes)
+        .iter()
+        .map(|c| available(c, top))
+        .filter(|&n| n > 0)
+        .collect();
+    let total: u64 = eligible.iter().sum();
+    if wanted == 0 || eligible.is_empty() || total < wanted {
+        return None;
+    }
+    // Clusters a take needs, at the mean cluster size.
+    let count = eligible.len() as u64;
+    let needed = wanted.saturating_mul(count).div_ceil(total).max(1);
+    let groups = (count / needed).min(MAX_GROUPS);
+    (groups >= 2).then(|| (u64::from(random) % groups * needed) as usize)
+}
+
+/// How many groups of holes [`group_start`] spreads takes over.
+pub(crate) const MAX_GROUPS: u64 = 64;
+
 /// The holes a take of `wanted` IDs claims among `holes`, none above `top`: `None` when they
 /// hold fewer than `wanted` IDs at or below `top`. `start`: `None` takes the lowest holes;
 /// `Some(k)` starts at the `k`-th (modulo their number) and goes on upwards, then from the
@@ -128,7 +167,10 @@ mod tests {
         let h = holes(&[(201, 300), (1, 100), (101, 150)]);
         let c = choose(&h, 120, i64::MAX, None).unwrap();
         assert_eq!(c.handed, vec![r(1, 120)]);
-        assert_eq!(c.nodes, vec![hole_name(&r(1, 100)), hole_name(&r(101, 150))]);
+        assert_eq!(
+            c.nodes,
+            vec![hole_name(&r(1, 100)), hole_name(&r(101, 150))]
+        );
         assert_eq!(c.remainder, vec![r(121, 150)]);
         assert!(!c.overlapped);
     }
@@ -137,7 +179,11 @@ mod tests {
     fn too_few_ids_in_holes_chooses_none() {
         let h = holes(&[(1, 100), (201, 300)]);
         assert_eq!(choose(&h, 201, i64::MAX, None), None);
-        assert_eq!(choose(&h, 200, 250, None), None, "50 of them are above the ceiling");
+        assert_eq!(
+            choose(&h, 200, 250, None),
+            None,
+            "50 of them are above the ceiling"
+        );
         assert!(choose(&h, 150, 250, None).is_some());
     }
 
@@ -149,7 +195,41 @@ mod tests {
         assert_eq!(c.handed, vec![r(1, 10), r(41, 45)]);
         assert_eq!(c.remainder, vec![r(46, 50)]);
         // Modulo the number of holes.
-        assert_eq!(choose(&h, 5, i64::MAX, Some(7)).unwrap().handed, vec![r(21, 25)]);
+        assert_eq!(
+            choose(&h, 5, i64::MAX, Some(7)).unwrap().handed,
+            vec![r(21, 25)]
+        );
+    }
+
+    #[test]
+    fn takes_spread_over_groups_only_when_the_holes_make_two_or_more() {
+        // 200 holes of 100 and takes of 1000: 20 groups of 10 holes.
+        let many: Vec<(i64, i64)> = (0..200).map(|i| (i * 200 + 1, i * 200 + 100)).collect();
+        let h = holes(&many);
+        assert_eq!(group_start(&h, 1000, i64::MAX, 0), Some(0));
+        assert_eq!(group_start(&h, 1000, i64::MAX, 7), Some(70));
+        assert_eq!(
+            group_start(&h, 1000, i64::MAX, 27),
+            Some(70),
+            "modulo 20 groups"
+        );
+        // 15 holes for a take of 10 holes: one group, lowest first.
+        assert_eq!(group_start(&h[..15], 1000, i64::MAX, 7), None);
+        // More groups than the bound: the lowest 64.
+        let small: Vec<(i64, i64)> = (0..1000).map(|i| (i * 10 + 1, i * 10 + 5)).collect();
+        let start = group_start(&holes(&small), 5, i64::MAX, 999).unwrap();
+        assert_eq!(start, 999 % 64);
+    }
+
+    #[test]
+    fn holes_leave_whole_blocks_to_claim() {
+        assert_eq!(hole_amount(3_000, 10_000, 1_000), 3_000);
+        assert_eq!(hole_amount(3_500, 10_000, 1_000), 3_000);
+        assert_eq!(hole_amount(100, 1_000, 1_000), 0);
+        assert_eq!(hole_amount(1_300, 1_000, 1_000), 1_000);
+        assert_eq!(hole_amount(5, 10, 1_000), 0);
+        assert_eq!(hole_amount(0, 10, 1), 0);
+        assert_eq!(hole_amount(7, 10, 1), 7);
     }
 
     #[test]

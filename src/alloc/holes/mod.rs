@@ -23,11 +23,15 @@
 //! different holes do not conflict. Node names sort by ID, so one listing (`getChildren`, cached
 //! under a child watch while nobody changes the holes) is all a take reads.
 //!
-//! - **Which holes.** A take hands out holes only when the holes it listed cover it whole;
-//!   otherwise it claims fresh blocks and leaves the holes for a take they cover (a mix would
-//!   leave the rest of a fresh block behind as one more write). Among the holes, lowest first
-//!   while this process has not lost a race for a hole in its last [`RACE_MEMORY`] takes; after
-//!   one, it starts at a random one of the holes listed, so that contending takes choose apart.
+//! - **Which holes.** A take hands out holes first: all it wants when the holes it listed cover
+//!   it, else as many as leave whole blocks to claim ([`choice::hole_amount`]: the seed's worked
+//!   example, holes of 3,000 and a take of 10,000, gets them and 7 blocks), else none: holes of
+//!   100 wait for a take they cover, since cutting a fresh block would leave its rest behind as
+//!   one more write. Among the holes, lowest first
+//!   while this process has not lost a race for a hole in its last [`RACE_MEMORY`] takes and
+//!   the holes make fewer than two groups of the size the take needs; with more, it starts at
+//!   one of the lowest 64 such groups ([`choice::group_start`]); after a lost race, at a random
+//!   one of the holes listed. So contending takes choose apart.
 //!   A take makes at most one attempt on holes: when another take deleted one of its holes
 //!   first, it claims fresh blocks. So a take costs at most one failed write, and pushes none.
 //! - **Lost replies.** Every write carries a receipt: an ephemeral marker named by the write's

@@ -78,9 +78,11 @@ pub(crate) async fn claim(
         }
         let receipt = write.add_receipt(session, &mut multi);
         let failed = match multi.commit(session, generation).await {
-            Ok(_) => return Ok(Claimed::Taken {
-                marker: write.marker,
-            }),
+            Ok(_) => {
+                return Ok(Claimed::Taken {
+                    marker: write.marker,
+                })
+            }
             Err(failed) => failed,
         };
         let verdict = failed.verdict();

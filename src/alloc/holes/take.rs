@@ -17,8 +17,8 @@ use crate::store::Store;
 
 impl<S: Store> IdGeneratorService<S> {
     /// Completes a take of `n` IDs that took `taken` from the pool node's own free list (a pool
-    /// migrated with holes in it; usually none): holes for the rest when the holes listed cover
-    /// it, else fresh blocks.
+    /// migrated with holes in it; usually none): holes first, as many as leave whole blocks to
+    /// claim ([`choice::hole_amount`]), then fresh blocks.
     pub(crate) async fn take_hole_nodes(
         &self,
         category: &IdCategory,
@@ -31,11 +31,25 @@ impl<S: Store> IdGeneratorService<S> {
             return Ok(taken);
         }
         let holes = self.current_holes(category.name(), slot).await?;
-        let start = (slot.hole_races > 0).then(rand::random::<u32>);
-        match self.claim_holes(category, slot, &holes, wanted, start).await {
+        let (Some(top), Some(unit)) = (top_of(slot), unit_of(slot)) else {
+            return self.take_blocks(category, slot, taken, n).await;
+        };
+        let amount = choice::hole_amount(choice::available_at_most(&holes, top), wanted, unit);
+        let start = match (slot.hole_races, rand::random::<u32>()) {
+            (0, random) => {
+                choice::group_start(&holes, amount, top, random).and_then(|k| u32::try_from(k).ok())
+            }
+            (_, random) => Some(random),
+        };
+        match self
+            .claim_holes(category, slot, &holes, amount, start)
+            .await
+        {
             Ok(Some(mut handed)) => {
                 taken.append(&mut handed);
-                return Ok(taken);
+                if count_of(&taken) == n {
+                    return Ok(taken);
+                }
             }
             Ok(None) => {}
             Err(err) => {
@@ -46,9 +60,9 @@ impl<S: Store> IdGeneratorService<S> {
             }
         }
         let failed = match self.take_blocks(category, slot, taken, n).await {
-            Err(failed @ (ZooidError::Exhausted { .. } | ZooidError::ReservationExhausted { .. })) => {
-                failed
-            }
+            Err(
+                failed @ (ZooidError::Exhausted { .. } | ZooidError::ReservationExhausted { .. }),
+            ) => failed,
             other => return other,
         };
         // No fresh block left below the ceiling or the end: the holes there are.
@@ -136,6 +150,11 @@ impl<S: Store> IdGeneratorService<S> {
             }
         }
     }
+}
+
+/// The block size of the pool as the slot holds it.
+fn unit_of(slot: &Slot) -> Option<u64> {
+    slot.cached.as_ref()?.pool.blocks().map(|b| b.unit)
 }
 
 /// The highest ID a take may hand out from the pool as the slot holds it (the ceiling, or the
