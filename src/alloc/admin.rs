@@ -11,7 +11,7 @@ use super::options::Restored;
 use super::service::{count_of, IdGeneratorService};
 use super::state::{Cached, Strategy, Waiting};
 use crate::error::{Result, ZooidError};
-use crate::format::{returned_parent, sequence_parent, OpKind, OpRecord, OpToken, Pool, MAX_TAKE};
+use crate::format::{holes_parent, returned_parent, sequence_parent, OpKind, OpRecord, OpToken, Pool, MAX_TAKE};
 use crate::idset::IdCategory;
 use crate::range::IdRange;
 use crate::retry::Budget;
@@ -83,6 +83,7 @@ impl<S: Store> IdGeneratorService<S> {
         last: i64,
         unit: u64,
         ceiling: Option<i64>,
+        hole_nodes: bool,
     ) -> Result<()> {
         if unit == 0 || unit > MAX_TAKE {
             return Err(ZooidError::InvalidArgument(format!(
@@ -93,7 +94,11 @@ impl<S: Store> IdGeneratorService<S> {
         let bounds = category_bounds(first, last)?;
         let session = self.store.session().ok_or_else(needs_zookeeper)?;
         let path = category.name();
-        let mut pool = Pool::with_blocks(bounds, unit);
+        let mut pool = if hole_nodes {
+            Pool::with_hole_nodes(bounds, unit)
+        } else {
+            Pool::with_blocks(bounds, unit)
+        };
         pool.set_ceiling(ceiling);
         let (token, bytes) = self.first_version(&mut pool, bounds.len());
         let parent = sequence_parent(path, 0);
@@ -113,12 +118,15 @@ impl<S: Store> IdGeneratorService<S> {
                     .create(path, &bytes, &options)
                     .create(&parent, &[], &options)
                     .create(&returned_parent(path), &[], &options);
+                if hole_nodes {
+                    multi.create(&holes_parent(path), &[], &options);
+                }
                 multi.commit(session, generation).await.map(drop)
             };
             let err = match created.await {
                 Ok(()) => {
                     self.remember_created(category, pool).await;
-                    tracing::info!(category = path, %bounds, unit, "category created (block allocation)");
+                    tracing::info!(category = path, %bounds, unit, hole_nodes, "category created (block allocation)");
                     return Ok(());
                 }
                 Err(failed) => failed.error,
@@ -132,7 +140,7 @@ impl<S: Store> IdGeneratorService<S> {
                         });
                     }
                     self.remember_created(category, pool).await;
-                    tracing::info!(category = path, %bounds, unit, "category created (block allocation)");
+                    tracing::info!(category = path, %bounds, unit, hole_nodes, "category created (block allocation)");
                     return Ok(());
                 }
                 Verdict::NotAuthorized => {

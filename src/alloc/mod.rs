@@ -4,7 +4,9 @@
 //!
 //! - [`service`]: the [`IdGeneratorService`] facade, its constructors and public operations.
 //! - `ops`: take and push, each following the strategy its read found: `single` (the free list
-//!   in the pool node) or [`blocks`] (block allocation: claims, returns, generations, parts).
+//!   in the pool node), [`blocks`] (block allocation: claims, returns, generations, parts), or
+//!   `holes` (format 4, the default on ZooKeeper: block allocation whose pushed ranges are nodes
+//!   of their own, taken by deleting them).
 //! - `engine`: the compare-and-set loop every write of the pool node goes through; `lost`: the
 //!   resolution of a lost reply.
 //! - `state`: what this process knows of each category (the pool as last seen, the pushes
@@ -17,6 +19,7 @@
 mod admin;
 pub mod blocks;
 mod engine;
+mod holes;
 mod info;
 mod lost;
 mod ops;
@@ -27,6 +30,7 @@ mod state;
 
 pub use crate::format::MAX_TAKE;
 pub use options::{
-    PoolInfo, Restored, ServiceOptions, DEFAULT_CEILING_WAIT, DEFAULT_MAX_POOL_BYTES,
+    Layout, PoolInfo, Restored, ServiceOptions, DEFAULT_BLOCK_SIZE, DEFAULT_CEILING_WAIT,
+    DEFAULT_MAX_POOL_BYTES,
 };
 pub use service::IdGeneratorService;

@@ -51,13 +51,19 @@ impl<S: Store> IdGeneratorService<S> {
         let step = self
             .update(category, &mut slot, &mut budget, OpKind::Take, true, plan)
             .await?;
-        match step {
+        let hole_nodes = |strategy: &Strategy| matches!(strategy, Strategy::Blocks(b) if b.hole_nodes);
+        let (moved, holes) = match step {
             Step::Done {
                 moved,
                 strategy: Strategy::Single,
-            } => Ok(moved),
-            Step::Done { moved, .. } => self.take_blocks(category, &mut slot, moved, n).await,
-            Step::Kept(_) => self.take_blocks(category, &mut slot, Vec::new(), n).await,
+            } => return Ok(moved),
+            Step::Done { moved, strategy } => (moved, hole_nodes(&strategy)),
+            Step::Kept(state) => (Vec::new(), hole_nodes(&state.strategy)),
+        };
+        if holes {
+            self.take_hole_nodes(category, &mut slot, moved, n).await
+        } else {
+            self.take_blocks(category, &mut slot, moved, n).await
         }
     }
 

@@ -88,3 +88,41 @@ pub enum Restored {
         removed: u64,
     },
 }
+
+/// The block size of a category [`Layout::default_on_zookeeper`] creates: the batch a Hadoop task
+/// typically takes (a take of `n` claims `ceil(n / unit)` blocks and leaves the rest as holes).
+pub const DEFAULT_BLOCK_SIZE: u64 = 1_000;
+
+/// How a category keeps its IDs (docs/DESIGN.md, docs/FORMAT.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// One node holds the free list (formats 1 and 2, readable by the seed's tools); every take
+    /// and push is a compare-and-set on it; takes are exactly lowest first. The only layout of
+    /// the embedded stores (`mem:`, `file:`).
+    SingleNode,
+    /// Block allocation (format 3): fresh IDs claimed in blocks of `unit` by sequential creates;
+    /// pushes wait in nodes of their own until a take merges them into the free list with
+    /// compare-and-set.
+    Blocks {
+        /// IDs per block.
+        unit: u64,
+    },
+    /// Block allocation whose pushed ranges stay nodes of their own, taken by deleting them
+    /// (format 4): neither takes nor pushes compare-and-set the pool node, so thousands of
+    /// tasks that take a batch and push back their leftovers do not conflict. The default on
+    /// ZooKeeper.
+    HoleNodes {
+        /// IDs per block.
+        unit: u64,
+    },
+}
+
+impl Layout {
+    /// The layout [`create_category`](super::IdGeneratorService::create_category) gives a
+    /// category on ZooKeeper.
+    pub const fn default_on_zookeeper() -> Self {
+        Layout::HoleNodes {
+            unit: DEFAULT_BLOCK_SIZE,
+        }
+    }
+}

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use tracing::Instrument;
 
-use super::options::{PoolInfo, Restored, ServiceOptions};
+use super::options::{Layout, PoolInfo, Restored, ServiceOptions};
 use super::state::Categories;
 use crate::error::{Result, ZooidError};
 use crate::format::MAX_TAKE;
@@ -129,7 +129,10 @@ impl<S: Store> IdGeneratorService<S> {
         result
     }
 
-    /// Creates a category whose IDs are `first..=last` (first >= 1), all free.
+    /// Creates a category whose IDs are `first..=last` (first >= 1), all free, in the default
+    /// layout of its store: on ZooKeeper [`Layout::HoleNodes`] with blocks of
+    /// [`DEFAULT_BLOCK_SIZE`](super::DEFAULT_BLOCK_SIZE) (format 4), on the embedded stores
+    /// [`Layout::SingleNode`].
     ///
     /// Fails with `CategoryExists` when the node is already there: an existing pool is never
     /// reset, since that would hand out its IDs again.
@@ -139,8 +142,60 @@ impl<S: Store> IdGeneratorService<S> {
         first: i64,
         last: i64,
     ) -> Result<()> {
-        self.create_category_full(category, first, last, None, None)
+        self.create_category_with_ceiling(category, first, last, None)
             .await
+    }
+
+    /// Creates a category whose IDs are `first..=last` (first >= 1), all free, in `layout`
+    /// (block layouts need ZooKeeper: `InvalidArgument` on `mem:`/`file:`).
+    pub async fn create_category_in(
+        &self,
+        category: &IdCategory,
+        first: i64,
+        last: i64,
+        layout: Layout,
+    ) -> Result<()> {
+        self.create_category_in_with_ceiling(category, first, last, layout, None)
+            .await
+    }
+
+    /// [`create_category_in`](Self::create_category_in) with a durable-reservation ceiling
+    /// (`None`: none).
+    pub async fn create_category_in_with_ceiling(
+        &self,
+        category: &IdCategory,
+        first: i64,
+        last: i64,
+        layout: Layout,
+        ceiling: Option<i64>,
+    ) -> Result<()> {
+        let create = async {
+            match layout {
+                Layout::SingleNode => {
+                    self.create_single(category, first, last, None, ceiling)
+                        .await
+                }
+                Layout::Blocks { unit } => {
+                    self.create_blocks(category, first, last, unit, ceiling, false)
+                        .await
+                }
+                Layout::HoleNodes { unit } => {
+                    self.create_blocks(category, first, last, unit, ceiling, true)
+                        .await
+                }
+            }
+        };
+        self.observed(category.name(), "create", |_| 0, create)
+            .await
+    }
+
+    /// The layout [`create_category`](Self::create_category) uses on this service's store.
+    pub fn default_layout(&self) -> Layout {
+        if self.store.session().is_some() {
+            Layout::default_on_zookeeper()
+        } else {
+            Layout::SingleNode
+        }
     }
 
     /// [`create_category`](Self::create_category) with the ACL `acl` on the pool node (`None`:
@@ -160,8 +215,9 @@ impl<S: Store> IdGeneratorService<S> {
             .await
     }
 
-    /// Creates a category like [`create_category`](Self::create_category) whose takes never
-    /// hand out an ID above `ceiling` (until a keeper raises it); `None` for no ceiling.
+    /// Creates a category like [`create_category`](Self::create_category) (in the store's
+    /// default layout) whose takes never hand out an ID above `ceiling` (until a keeper raises
+    /// it); `None` for no ceiling.
     pub async fn create_category_with_ceiling(
         &self,
         category: &IdCategory,
@@ -169,12 +225,14 @@ impl<S: Store> IdGeneratorService<S> {
         last: i64,
         ceiling: Option<i64>,
     ) -> Result<()> {
-        self.create_category_full(category, first, last, None, ceiling)
+        let layout = self.default_layout();
+        self.create_category_in_with_ceiling(category, first, last, layout, ceiling)
             .await
     }
 
     /// Creates a category with both an ACL ([`create_category_with_acl`]) and a ceiling
-    /// ([`create_category_with_ceiling`]).
+    /// ([`create_category_with_ceiling`]). A category with its own ACL keeps the single-node
+    /// layout (the nodes of the block layouts are created with the session's default ACL).
     ///
     /// [`create_category_with_acl`]: Self::create_category_with_acl
     /// [`create_category_with_ceiling`]: Self::create_category_with_ceiling
@@ -186,6 +244,11 @@ impl<S: Store> IdGeneratorService<S> {
         acl: Option<&[crate::zk::Acl]>,
         ceiling: Option<i64>,
     ) -> Result<()> {
+        if acl.is_none() {
+            return self
+                .create_category_with_ceiling(category, first, last, ceiling)
+                .await;
+        }
         let create = self.create_single(category, first, last, acl, ceiling);
         self.observed(category.name(), "create", |_| 0, create)
             .await
@@ -222,7 +285,7 @@ impl<S: Store> IdGeneratorService<S> {
         unit: u64,
         ceiling: Option<i64>,
     ) -> Result<()> {
-        let create = self.create_blocks(category, first, last, unit, ceiling);
+        let create = self.create_blocks(category, first, last, unit, ceiling, false);
         self.observed(category.name(), "create", |_| 0, create)
             .await
     }

@@ -255,8 +255,31 @@ pub(crate) struct Slot {
     pub known: Arc<AtomicI32>,
     /// Whether a watch for `changed` is in place.
     pub armed: Arc<AtomicBool>,
+    /// The holes of a format-4 pool as last listed (src/alloc/holes/listing.rs).
+    pub holes: Option<Listing>,
+    /// Takes left during which this process chooses holes at random, after it lost a race for
+    /// one (src/alloc/holes/mod.rs).
+    pub hole_races: u8,
     /// The free-list parts of a format-3 pool already read (src/alloc/blocks/parts.rs).
     pub chunks: ChunkCache,
+}
+
+/// The holes of a pool in format 4 as one listing found them, and whether they may have changed
+/// since (src/alloc/holes/listing.rs).
+pub(crate) struct Listing {
+    /// The holes, by node name and range.
+    pub holes: Vec<(String, crate::range::IdRange)>,
+    /// Set by the listing's child watch when a hole was created or deleted, or the session ended.
+    pub stale: Arc<AtomicBool>,
+    /// The session generation the listing was made on (a watch does not outlive it).
+    pub generation: u64,
+}
+
+impl Listing {
+    /// Whether the listing still shows the holes as they are on session `generation`.
+    pub(crate) fn is_current(&self, generation: u64) -> bool {
+        !self.stale.load(std::sync::atomic::Ordering::Acquire) && generation == self.generation
+    }
 }
 
 /// A category's slot, held: the operations of one category in this process run one at a time.

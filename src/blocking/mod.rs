@@ -89,6 +89,20 @@ impl IdGeneratorService {
         block_on(self.inner.create_category(category, first, last))?
     }
 
+    /// See [`AsyncService::create_category_in`].
+    pub fn create_category_in(
+        &self,
+        category: &IdCategory,
+        first: i64,
+        last: i64,
+        layout: crate::Layout,
+    ) -> Result<()> {
+        block_on(
+            self.inner
+                .create_category_in(category, first, last, layout),
+        )?
+    }
+
     /// See [`AsyncService::create_category_with_acl`].
     pub fn create_category_with_acl(
         &self,

@@ -62,6 +62,7 @@ fn examples() -> Vec<Pool> {
         unit: 1_000,
         generation: 2,
         base: 20_001,
+        hole_nodes: false,
     });
     three.set_ceiling(Some(60_000));
     three.record(op(9, OpKind::Push, 0x127c51b24da4fc9c, 250), 64);

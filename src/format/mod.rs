@@ -16,14 +16,15 @@ mod ranges;
 mod golden;
 
 pub use names::{
-    chunk_key, chunk_path, is_chunk, is_sequence_parent, returned_parent, sequence_of,
+    chunk_key, chunk_path, hole_name, hole_of, holes_parent, is_chunk, is_sequence_parent,
+    returned_parent, sequence_of,
     sequence_parent, MARKER_PREFIX, PUSH_PREFIX, RETURNED_HEADER,
 };
 pub use oplog::{OpKind, OpRecord, OpToken, DEFAULT_OP_LOG_LEN, MAX_OP_LINE_BYTES};
 pub use parts::{ChunkOp, CHUNK_MAX_RANGES, HEAD_MAX_RANGES};
 pub use pool::{
-    Blocks, ChunkRef, Pool, FORMAT_VERSION, FORMAT_VERSION_BLOCKS, FORMAT_VERSION_RESERVED,
-    MAX_TAKE,
+    Blocks, ChunkRef, Pool, FORMAT_VERSION, FORMAT_VERSION_BLOCKS, FORMAT_VERSION_HOLES,
+    FORMAT_VERSION_RESERVED, MAX_TAKE,
 };
 pub use ranges::{parse_range, parse_ranges, render_ranges};
 

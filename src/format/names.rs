@@ -46,6 +46,27 @@ pub const PUSH_PREFIX: &str = "r-";
 /// The name prefix of a push author's ephemeral marker under [`returned_parent`] (`m-TOKEN`).
 pub const MARKER_PREFIX: &str = "m-";
 
+/// The node under which a pool in format 4 keeps its free ranges, one node each.
+pub fn holes_parent(path: &str) -> String {
+    format!("{path}/zooid-holes")
+}
+
+/// The name of the node that holds free range `range` under [`holes_parent`]:
+/// `h-START-END`, both 19 digits wide (zero-padded), so that names sort by ID.
+pub fn hole_name(range: &crate::range::IdRange) -> String {
+    format!("h-{:019}-{:019}", range.start(), range.end())
+}
+
+/// The free range a node name under [`holes_parent`] holds; `None` for any other name.
+pub fn hole_of(name: &str) -> Option<crate::range::IdRange> {
+    let (start, end) = name.strip_prefix("h-")?.split_once('-')?;
+    let digits = |s: &str| s.len() == 19 && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(start) || !digits(end) {
+        return None;
+    }
+    crate::range::IdRange::new(start.parse().ok()?, end.parse().ok()?)
+}
+
 /// Whether `name` is `prefix` followed by decimal digits.
 fn is_numbered(name: &str, prefix: &str) -> bool {
     name.strip_prefix(prefix)
@@ -68,5 +89,11 @@ mod tests {
         assert_eq!(chunk_key("zooid-free-17"), Some(17));
         assert_eq!(chunk_path("/p", 17), "/p/zooid-free-17");
         assert_eq!(returned_parent("/p"), "/p/zooid-returned");
+        let range = crate::range::IdRange::new(7, 1_000_000).unwrap();
+        assert_eq!(hole_name(&range), "h-0000000000000000007-0000000000001000000");
+        assert_eq!(hole_of(&hole_name(&range)), Some(range));
+        assert_eq!(hole_of("h-7-9"), None);
+        assert_eq!(hole_of("h-0000000000000000009-0000000000000000007"), None);
+        assert_eq!(hole_of("m-0000000000000000007-0000000000000000009"), None);
     }
 }

@@ -215,6 +215,7 @@ mod tests {
             unit: 10,
             generation: 0,
             base: 5_000_001,
+            hole_nodes: false,
         });
         pool.free_mut().insert_all(ranges).unwrap();
         pool

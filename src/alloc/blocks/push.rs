@@ -21,6 +21,8 @@ pub(crate) struct Checked {
     reaches: Option<Blocks>,
     /// A pushed range already free in the free list as read.
     already_free: Option<IdRange>,
+    /// The pool keeps pushed ranges as hole nodes (format 4, src/alloc/holes/).
+    hole_nodes: bool,
 }
 
 impl<S: Store> IdGeneratorService<S> {
@@ -53,6 +55,7 @@ impl<S: Store> IdGeneratorService<S> {
         Ok(Some(Checked {
             reaches,
             already_free,
+            hole_nodes: pool.blocks().is_some_and(|layout| layout.hole_nodes),
         }))
     }
 
@@ -81,6 +84,9 @@ impl<S: Store> IdGeneratorService<S> {
                 category: path.to_string(),
                 range,
             });
+        }
+        if checked.hole_nodes {
+            return self.push_hole_nodes(path, session, ranges).await;
         }
         let returned = self.return_ids(path, session, ranges).await?;
         let slot = self.categories.slot(path);

@@ -67,7 +67,7 @@ pub(crate) async fn read_returns(
 }
 
 /// Creates `node` (a persistent, empty child of pool `path`) unless it exists.
-async fn ensure_node(session: &Session, path: &str, node: &str) -> Result<()> {
+pub(crate) async fn ensure_node(session: &Session, path: &str, node: &str) -> Result<()> {
     let (client, generation) = session.client();
     let options = CreateMode::Persistent.with_acls(session.default_acls());
     match session

@@ -249,12 +249,24 @@ impl<S: Store> IdGeneratorService<S> {
         slot: &mut Slot,
         ranges: Vec<IdRange>,
     ) {
+        let hole_nodes = slot
+            .cached
+            .as_ref()
+            .is_some_and(|state| matches!(state.strategy, Strategy::Blocks(b) if b.hole_nodes));
         let returned = match self.store.session() {
-            Some(session) => self.return_ids(category.name(), session, &ranges).await,
+            Some(session) if hole_nodes => self
+                .push_hole_nodes(category.name(), session, &ranges)
+                .await
+                .map(|()| None),
+            Some(session) => self
+                .return_ids(category.name(), session, &ranges)
+                .await
+                .map(Some),
             None => Err(needs_zookeeper()),
         };
         match returned {
-            Ok(returned) => note_return(slot, returned, &ranges),
+            Ok(Some(returned)) => note_return(slot, returned, &ranges),
+            Ok(None) => {}
             Err(err) => {
                 let path = category.name();
                 self.stats.leaked(path, count_of(&ranges));
@@ -352,6 +364,7 @@ fn next_generation(pool: &Pool, strategy: Strategy, generation: u64, next: i64) 
         unit: current.unit,
         generation: generation + 1,
         base,
+        ..current
     });
     Ok(Plan::Write {
         next: moved,

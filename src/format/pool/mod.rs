@@ -51,6 +51,12 @@ pub const FORMAT_VERSION_RESERVED: u32 = 2;
 /// formats 1 and 2 refuse it: they would read its short free list as all there is.
 pub const FORMAT_VERSION_BLOCKS: u32 = 3;
 
+/// The format version of pools in block allocation whose pushed ranges are kept as nodes of
+/// their own under `PATH/zooid-holes` and taken by deleting them (src/alloc/holes/), the default
+/// layout of a category on ZooKeeper. Readers of formats 1 to 3 refuse it: they would not see
+/// those holes.
+pub const FORMAT_VERSION_HOLES: u32 = 4;
+
 /// How a pool in block allocation hands out fresh IDs (src/alloc/blocks/): block `s` of generation
 /// `generation` is `base + s * unit ..= base + (s + 1) * unit - 1`, where `s` is the sequence
 /// number ZooKeeper gave the node that claimed it. The free list holds IDs of claimed blocks that
@@ -63,6 +69,9 @@ pub struct Blocks {
     pub generation: u64,
     /// The first ID of the generation's block 0.
     pub base: i64,
+    /// Pushed ranges are kept as nodes of their own, taken by deleting them (format 4); else
+    /// pushes wait in `zooid-returned` until a take merges them into the free list (format 3).
+    pub hole_nodes: bool,
 }
 
 /// One part of a format-3 pool's free list kept in its own node ([`super::parts`]): the free IDs
@@ -131,9 +140,20 @@ impl Pool {
                 unit,
                 generation: 0,
                 base: bounds.start(),
+                hole_nodes: false,
             }),
             ..Self::new(bounds)
         }
+    }
+
+    /// A fresh pool in block allocation whose pushed ranges become nodes of their own (format
+    /// 4): no holes, block 0 of generation 0 starts at the first ID.
+    pub fn with_hole_nodes(bounds: IdRange, unit: u64) -> Self {
+        let mut pool = Self::with_blocks(bounds, unit);
+        if let Some(blocks) = pool.blocks.as_mut() {
+            blocks.hole_nodes = true;
+        }
+        pool
     }
 
     /// How fresh IDs are handed out, for a pool in block allocation.

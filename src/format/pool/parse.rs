@@ -4,7 +4,9 @@
 use std::collections::VecDeque;
 
 use super::{Blocks, ChunkRef, Pool};
-use super::{FORMAT_VERSION, FORMAT_VERSION_BLOCKS, FORMAT_VERSION_RESERVED, MAX_TAKE};
+use super::{
+    FORMAT_VERSION, FORMAT_VERSION_BLOCKS, FORMAT_VERSION_HOLES, FORMAT_VERSION_RESERVED, MAX_TAKE,
+};
 use crate::error::{Result, ZooidError};
 use crate::format::oplog::{OpKind, OpRecord, OpToken};
 use crate::format::ranges::parse_range;
@@ -115,10 +117,11 @@ impl Parser<'_> {
                     FORMAT_VERSION,
                     FORMAT_VERSION_RESERVED,
                     FORMAT_VERSION_BLOCKS,
+                    FORMAT_VERSION_HOLES,
                 ]
                 .contains(&version)
                 {
-                    return Err(self.corrupt(line_no, raw, format!("unsupported format version {version} (this zooid reads {FORMAT_VERSION} to {FORMAT_VERSION_BLOCKS})")));
+                    return Err(self.corrupt(line_no, raw, format!("unsupported format version {version} (this zooid reads {FORMAT_VERSION} to {FORMAT_VERSION_HOLES})")));
                 }
                 h.format = Some(version);
             }
@@ -165,11 +168,11 @@ impl Parser<'_> {
         line_no: usize,
         raw: &str,
     ) -> Result<Blocks> {
-        if h.format != Some(FORMAT_VERSION_BLOCKS) {
+        if !blocks_format(h.format) {
             return Err(self.corrupt(
                 line_no,
                 raw,
-                format!("'#blocks' needs '#zooid {FORMAT_VERSION_BLOCKS}'"),
+                format!("'#blocks' needs '#zooid {FORMAT_VERSION_BLOCKS}' or '#zooid {FORMAT_VERSION_HOLES}'"),
             ));
         }
         if h.blocks.is_some() {
@@ -205,6 +208,7 @@ impl Parser<'_> {
             unit,
             generation,
             base,
+            hole_nodes: h.format == Some(FORMAT_VERSION_HOLES),
         })
     }
 
@@ -217,7 +221,7 @@ impl Parser<'_> {
         line_no: usize,
         raw: &str,
     ) -> Result<()> {
-        if h.format != Some(FORMAT_VERSION_RESERVED) && h.format != Some(FORMAT_VERSION_BLOCKS) {
+        if h.format != Some(FORMAT_VERSION_RESERVED) && !blocks_format(h.format) {
             return Err(self.corrupt(
                 line_no,
                 raw,
@@ -257,11 +261,11 @@ impl Parser<'_> {
         line_no: usize,
         raw: &str,
     ) -> Result<ChunkRef> {
-        if h.format != Some(FORMAT_VERSION_BLOCKS) {
+        if !blocks_format(h.format) {
             return Err(self.corrupt(
                 line_no,
                 raw,
-                format!("'#chunk' needs '#zooid {FORMAT_VERSION_BLOCKS}'"),
+                format!("'#chunk' needs '#zooid {FORMAT_VERSION_BLOCKS}' or later"),
             ));
         }
         let mut field = |name: &str| {
@@ -335,8 +339,8 @@ impl Parser<'_> {
         if format == Some(FORMAT_VERSION_RESERVED) && ceiling.is_none() {
             return Err(self.corrupt(1, "#zooid 2", "format 2 needs a '#ceiling' header"));
         }
-        if format == Some(FORMAT_VERSION_BLOCKS) && blocks.is_none() {
-            return Err(self.corrupt(1, "#zooid 3", "format 3 needs a '#blocks' header"));
+        if blocks_format(format) && blocks.is_none() {
+            return Err(self.corrupt(1, "#zooid 3", "formats 3 and 4 need a '#blocks' header"));
         }
         if let Some((line_no, b)) = blocks {
             // The base may sit one past the last ID: every block is handed out.
@@ -456,4 +460,9 @@ impl Parser<'_> {
     fn range(&self, word: &str, line_no: usize, raw: &str) -> Result<IdRange> {
         parse_range(word).map_err(|reason| self.corrupt(line_no, raw, reason))
     }
+}
+
+/// Whether pool format `format` is one of block allocation's (3 and 4).
+fn blocks_format(format: Option<u32>) -> bool {
+    matches!(format, Some(FORMAT_VERSION_BLOCKS | FORMAT_VERSION_HOLES))
 }

@@ -2,7 +2,9 @@
 
 use std::fmt::Write as _;
 
-use super::{Pool, FORMAT_VERSION, FORMAT_VERSION_BLOCKS, FORMAT_VERSION_RESERVED};
+use super::{
+    Pool, FORMAT_VERSION, FORMAT_VERSION_BLOCKS, FORMAT_VERSION_HOLES, FORMAT_VERSION_RESERVED,
+};
 
 impl Pool {
     /// The node content for this pool.
@@ -19,7 +21,9 @@ impl Pool {
         // Format 2 exactly when there is a ceiling; the epoch only exists with one (restores and
         // repairs always set both).
         let reserved = self.ceiling.is_some();
-        let format = if self.blocks.is_some() {
+        let format = if self.blocks.is_some_and(|b| b.hole_nodes) {
+            FORMAT_VERSION_HOLES
+        } else if self.blocks.is_some() {
             FORMAT_VERSION_BLOCKS
         } else if reserved {
             FORMAT_VERSION_RESERVED

@@ -266,6 +266,7 @@ fn blocks_make_format_3_and_parse_back() {
         unit: 1000,
         generation: 2,
         base: 20_001,
+        hole_nodes: false,
     });
     pool.set_ceiling(Some(50_000));
     let text = pool.render();

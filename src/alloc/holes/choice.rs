@@ -1,0 +1,173 @@
+//! Which holes a take claims (pure): the holes a listing found, grouped where they overlap, and
+//! the choice of enough of them for the take, lowest first or from a given start.
+
+use crate::range::{IdRange, RangeSet};
+
+/// A hole node as listed: its name and the range it holds.
+pub(crate) type Hole = (String, IdRange);
+
+/// The holes one take claims.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Choice {
+    /// The names of the nodes it deletes.
+    pub nodes: Vec<String>,
+    /// The IDs it hands out (ascending).
+    pub handed: Vec<IdRange>,
+    /// What is left of the holes it deletes, created again as nodes.
+    pub remainder: Vec<IdRange>,
+    /// Whether two of the holes overlapped (a push of free IDs that got in): counted once.
+    pub overlapped: bool,
+}
+
+/// Holes that overlap, taken together: their nodes and the IDs they hold, once.
+struct Cluster<'h> {
+    holes: Vec<&'h Hole>,
+    start: i64,
+    end: i64,
+}
+
+/// Groups `holes` (any order) into clusters of overlapping holes, ascending.
+fn clusters(holes: &[Hole]) -> Vec<Cluster<'_>> {
+    let mut sorted: Vec<&Hole> = holes.iter().collect();
+    sorted.sort_by_key(|(_, r)| (r.start(), r.end()));
+    let mut out: Vec<Cluster<'_>> = Vec::new();
+    for hole in sorted {
+        let range = hole.1;
+        match out.last_mut() {
+            Some(c) if range.start() <= c.end => {
+                c.end = c.end.max(range.end());
+                c.holes.push(hole);
+            }
+            _ => out.push(Cluster {
+                holes: vec![hole],
+                start: range.start(),
+                end: range.end(),
+            }),
+        }
+    }
+    out
+}
+
+/// The IDs of a cluster at or below `top`.
+fn available(cluster: &Cluster<'_>, top: i64) -> u64 {
+    if cluster.start > top {
+        return 0;
+    }
+    cluster.start.abs_diff(cluster.end.min(top)) + 1
+}
+
+/// How many IDs `holes` hold at or below `top`, overlaps counted once.
+pub(crate) fn available_at_most(holes: &[Hole], top: i64) -> u64 {
+    clusters(holes).iter().map(|c| available(c, top)).sum()
+}
+
+/// The holes a take of `wanted` IDs claims among `holes`, none above `top`: `None` when they
+/// hold fewer than `wanted` IDs at or below `top`. `start`: `None` takes the lowest holes;
+/// `Some(k)` starts at the `k`-th (modulo their number) and goes on upwards, then from the
+/// lowest. The take hands out the lowest `wanted` IDs of the holes it claims.
+pub(crate) fn choose(
+    holes: &[Hole],
+    wanted: u64,
+    top: i64,
+    start: Option<usize>,
+) -> Option<Choice> {
+    let eligible: Vec<Cluster<'_>> = clusters(holes)
+        .into_iter()
+        .filter(|c| available(c, top) > 0)
+        .collect();
+    if wanted == 0 || eligible.iter().map(|c| available(c, top)).sum::<u64>() < wanted {
+        return None;
+    }
+    let first = start.map_or(0, |k| k % eligible.len());
+    let mut chosen = Vec::new();
+    let mut covered = 0;
+    for cluster in eligible[first..].iter().chain(&eligible[..first]) {
+        covered += available(cluster, top);
+        chosen.push(cluster);
+        if covered >= wanted {
+            break;
+        }
+    }
+    let mut ids = RangeSet::new();
+    let mut nodes = Vec::new();
+    let mut overlapped = false;
+    for cluster in chosen {
+        overlapped |= cluster.holes.len() > 1;
+        nodes.extend(cluster.holes.iter().map(|(name, _)| name.clone()));
+        // Clusters are disjoint, so this cannot overlap.
+        let whole = IdRange::new(cluster.start, cluster.end)?;
+        ids.insert_all(&[whole]).ok()?;
+    }
+    let handed = ids.take_lowest_at_most(wanted, top);
+    Some(Choice {
+        nodes,
+        handed,
+        remainder: ids.ranges().to_vec(),
+        overlapped,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::hole_name;
+
+    fn r(a: i64, b: i64) -> IdRange {
+        IdRange::new(a, b).unwrap()
+    }
+
+    fn holes(ranges: &[(i64, i64)]) -> Vec<Hole> {
+        ranges
+            .iter()
+            .map(|&(a, b)| (hole_name(&r(a, b)), r(a, b)))
+            .collect()
+    }
+
+    #[test]
+    fn lowest_first_with_the_rest_of_the_last_hole_kept() {
+        let h = holes(&[(201, 300), (1, 100), (101, 150)]);
+        let c = choose(&h, 120, i64::MAX, None).unwrap();
+        assert_eq!(c.handed, vec![r(1, 120)]);
+        assert_eq!(c.nodes, vec![hole_name(&r(1, 100)), hole_name(&r(101, 150))]);
+        assert_eq!(c.remainder, vec![r(121, 150)]);
+        assert!(!c.overlapped);
+    }
+
+    #[test]
+    fn too_few_ids_in_holes_chooses_none() {
+        let h = holes(&[(1, 100), (201, 300)]);
+        assert_eq!(choose(&h, 201, i64::MAX, None), None);
+        assert_eq!(choose(&h, 200, 250, None), None, "50 of them are above the ceiling");
+        assert!(choose(&h, 150, 250, None).is_some());
+    }
+
+    #[test]
+    fn a_start_goes_upwards_then_wraps_to_the_lowest() {
+        let h = holes(&[(1, 10), (21, 30), (41, 50)]);
+        let c = choose(&h, 15, i64::MAX, Some(2)).unwrap();
+        assert_eq!(c.nodes, vec![hole_name(&r(41, 50)), hole_name(&r(1, 10))]);
+        assert_eq!(c.handed, vec![r(1, 10), r(41, 45)]);
+        assert_eq!(c.remainder, vec![r(46, 50)]);
+        // Modulo the number of holes.
+        assert_eq!(choose(&h, 5, i64::MAX, Some(7)).unwrap().handed, vec![r(21, 25)]);
+    }
+
+    #[test]
+    fn overlapping_holes_are_taken_together_and_counted_once() {
+        let h = holes(&[(1, 100), (50, 60), (90, 120)]);
+        assert_eq!(available_at_most(&h, i64::MAX), 120);
+        let c = choose(&h, 10, i64::MAX, None).unwrap();
+        assert_eq!(c.nodes.len(), 3);
+        assert_eq!(c.handed, vec![r(1, 10)]);
+        assert_eq!(c.remainder, vec![r(11, 120)]);
+        assert!(c.overlapped);
+    }
+
+    #[test]
+    fn ids_above_the_ceiling_stay_in_the_remainder() {
+        let h = holes(&[(1, 100)]);
+        let c = choose(&h, 50, 50, None).unwrap();
+        assert_eq!(c.handed, vec![r(1, 50)]);
+        assert_eq!(c.remainder, vec![r(51, 100)]);
+    }
+}

@@ -1,0 +1,67 @@
+//! The holes of a pool in format 4, as listed: one `getChildren` of `PATH/zooid-holes`, kept
+//! while a child watch says nobody changed them, so that a take on unchanged holes reads
+//! nothing.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use super::choice::Hole;
+pub(crate) use crate::alloc::state::Listing;
+use crate::error::{Result, ZooidError};
+use crate::format::{hole_of, holes_parent};
+use crate::zk::{Classified, Session, Verdict};
+
+/// Lists the holes of pool `path` and watches them (creating their parent if missing). Names
+/// that are not holes are skipped (logged once per listing).
+pub(crate) async fn list(session: &Session, path: &str) -> Result<Listing> {
+    let parent = holes_parent(path);
+    loop {
+        let (client, generation) = session.client();
+        let listed = session
+            .run(generation, client.list_and_watch_children(&parent))
+            .await;
+        let (children, watcher) = match listed.classified() {
+            Ok(got) => got,
+            Err((Verdict::NoNode, _)) => {
+                crate::alloc::blocks::returns::ensure_node(session, path, &parent).await?;
+                continue;
+            }
+            Err((verdict @ Verdict::NotAuthorized, err)) => {
+                return Err(crate::alloc::blocks::refused(session, path, verdict, &err))
+            }
+            Err((_, err)) => {
+                return Err(ZooidError::ConnectionLost {
+                    category: path.to_string(),
+                    reason: format!("listing {parent}: {err}"),
+                })
+            }
+        };
+        let total = children.len();
+        let holes: Vec<Hole> = children
+            .into_iter()
+            .filter_map(|name| hole_of(&name).map(|range| (name, range)))
+            .collect();
+        if holes.len() != total {
+            tracing::warn!(
+                category = path,
+                skipped = total - holes.len(),
+                "nodes under zooid-holes that are not holes"
+            );
+        }
+        let stale = Arc::new(AtomicBool::new(false));
+        let flag = stale.clone();
+        let ended = session.ended();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = watcher.changed() => {}
+                () = ended => {}
+            }
+            flag.store(true, Ordering::Release);
+        });
+        return Ok(Listing {
+            holes,
+            stale,
+            generation,
+        });
+    }
+}

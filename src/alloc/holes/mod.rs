@@ -1,0 +1,55 @@
+//! Hole nodes: the default layout of a category on ZooKeeper (pool format 4), built for the
+//! workload of the seeds: thousands of tasks that take a batch and push back their leftovers.
+//!
+//! Fresh IDs come in blocks claimed by sequential creates, as in block allocation
+//! (src/alloc/blocks/): those claims never conflict. What format 4 changes is the recycled IDs.
+//! In format 3 a push waits in a node of its own until a take merges it into the pool node's free
+//! list with compare-and-set: with every task pushing back, every take wrote the pool node, and
+//! the takes conflicted again (9.5 failed writes per take at 32 processes). In format 4 every
+//! pushed range stays a node of its own, named by its range, and a take claims holes by deleting
+//! their nodes:
+//!
+//! ```text
+//! push:  multi[ create(P/zooid-holes/h-START-END) x ranges,
+//!               create(P/zooid-returned/m-TOKEN, EPHEMERAL),  the author's receipt
+//!               delete(its previous receipt) ]
+//! take:  multi[ check(P, version V),                          the pool as planned on (ceiling)
+//!               delete(P/zooid-holes/h-...) x holes chosen,
+//!               create(P/zooid-holes/h-...) x what is left of them,
+//!               create(m-TOKEN, EPHEMERAL), delete(previous receipt) ]
+//! ```
+//!
+//! A delete succeeds for exactly one take, so a hole is handed out once; takes that choose
+//! different holes do not conflict. Node names sort by ID, so one listing (`getChildren`, cached
+//! under a child watch while nobody changes the holes) is all a take reads.
+//!
+//! - **Which holes.** A take hands out holes only when the holes it listed cover it whole;
+//!   otherwise it claims fresh blocks and leaves the holes for a take they cover (a mix would
+//!   leave the rest of a fresh block behind as one more write). Among the holes, lowest first
+//!   while this process has not lost a race for a hole in its last [`RACE_MEMORY`] takes; after
+//!   one, it starts at a random one of the holes listed, so that contending takes choose apart.
+//!   A take makes at most one attempt on holes: when another take deleted one of its holes
+//!   first, it claims fresh blocks. So a take costs at most one failed write, and pushes none.
+//! - **Lost replies.** Every write carries a receipt: an ephemeral marker named by the write's
+//!   token, deleted by the author's next write. On the write's own session, after a `sync`, the
+//!   marker says whether the write applied. With that session given up, once the servers
+//!   confirmed it can write no more ([`crate::zk::Session::confirm_gone`]): a take whose holes
+//!   are all still there did not apply; a push whose holes are all there did. Otherwise the
+//!   outcome is unknown, and the IDs are reported leaked (`OutcomeUnknown`), never handed out
+//!   twice.
+//! - **Double pushes.** A push of a range that is free as a node already fails at the create
+//!   (`AlreadyFree`); a push overlapping a hole the pusher listed is refused too. Overlapping
+//!   holes that got in anyway are taken together, counted once.
+//!
+//! The modules: [`listing`] (the holes, under a child watch), [`choice`] (which holes a take
+//! claims: pure), [`requests`] (the two `multi`s and their lost replies), [`take`] and [`push`]
+//! (the service's side).
+
+pub(crate) mod choice;
+pub(crate) mod listing;
+pub(crate) mod push;
+pub(crate) mod requests;
+pub(crate) mod take;
+
+/// How many takes after a lost race for a hole a process keeps choosing its holes at random.
+pub const RACE_MEMORY: u8 = 8;

@@ -1,0 +1,311 @@
+//! The two writes of format 4 (src/alloc/holes/mod.rs), and their lost replies: a push creates
+//! hole nodes, a take deletes the holes it chose and creates what is left of them; each also
+//! creates its author's receipt (an ephemeral marker) and deletes the previous one.
+
+use zookeeper_client::CreateMode;
+
+use crate::alloc::blocks::refused;
+use crate::alloc::blocks::returns::ensure_node;
+use crate::error::{Result, ZooidError};
+use crate::format::{hole_name, holes_parent, returned_parent, OpToken, MARKER_PREFIX};
+use crate::range::IdRange;
+use crate::retry::Budget;
+use crate::zk::{Multi, Session, Verdict};
+
+/// What a take's claim of holes came to.
+#[derive(Debug)]
+pub(crate) enum Claimed {
+    /// The holes are this take's; `marker` is its receipt (the author's new one).
+    Taken { marker: String },
+    /// Another take deleted one of the holes first, or a node for the rest exists already:
+    /// nothing changed.
+    Raced,
+    /// The pool node moved on from the version planned on (a ceiling, a new generation):
+    /// nothing changed.
+    Changed,
+}
+
+/// One of the two writes, as sent.
+struct Write<'a> {
+    path: &'a str,
+    /// The receipt's name (`m-TOKEN`) under `zooid-returned`.
+    marker: String,
+    /// The author's previous receipt, deleted by this write.
+    previous: Option<String>,
+    /// The hole nodes whose presence, once the write's session can write no more, tells: all
+    /// there means `present_means_applied`.
+    witnesses: Vec<String>,
+    present_means_applied: bool,
+}
+
+/// How a lost reply resolved.
+enum Outcome {
+    Applied,
+    NotApplied,
+    Unknown(String),
+}
+
+/// Claims the holes `nodes` (names under `zooid-holes`) for a take on pool `path` planned at
+/// pool version `version`, creating `remainder` again as holes. A lost reply is resolved
+/// (see [`resolve`]); not within `budget`: `OutcomeUnknown` naming `handed`, which stay unused.
+pub(crate) async fn claim(
+    session: &Session,
+    path: &str,
+    version: i32,
+    nodes: &[String],
+    remainder: &[IdRange],
+    handed: &[IdRange],
+    previous: Option<String>,
+    budget: &mut Budget,
+) -> Result<Claimed> {
+    let parent = holes_parent(path);
+    let deleted: Vec<String> = nodes.iter().map(|n| format!("{parent}/{n}")).collect();
+    let created: Vec<String> = remainder
+        .iter()
+        .map(|r| format!("{parent}/{}", hole_name(r)))
+        .collect();
+    let mut write = Write::new(path, previous, deleted.clone(), false);
+    loop {
+        let (client, generation) = session.client();
+        let persistent = CreateMode::Persistent.with_acls(session.default_acls());
+        let mut multi = Multi::new(&client);
+        multi.check(path, version);
+        for node in &deleted {
+            multi.delete(node, None);
+        }
+        for node in &created {
+            multi.create(node, &[], &persistent);
+        }
+        let receipt = write.add_receipt(session, &mut multi);
+        let failed = match multi.commit(session, generation).await {
+            Ok(_) => return Ok(Claimed::Taken {
+                marker: write.marker,
+            }),
+            Err(failed) => failed,
+        };
+        let verdict = failed.verdict();
+        let holes_end = 1 + deleted.len() + created.len();
+        match (failed.index, verdict) {
+            (Some(0), Verdict::BadVersion) => return Ok(Claimed::Changed),
+            (Some(0), Verdict::NoNode) => {
+                return Err(ZooidError::NotFound {
+                    category: path.to_string(),
+                })
+            }
+            (Some(i), Verdict::NoNode | Verdict::NodeExists) if i < holes_end => {
+                return Ok(Claimed::Raced)
+            }
+            (Some(i), Verdict::NoNode) if i >= receipt => {
+                write.receipt_missing(session, i - receipt).await?;
+                continue;
+            }
+            (_, Verdict::Expired | Verdict::Closed) => {}
+            (_, Verdict::Unknown) => {
+                tracing::warn!(category = path, err = %failed.error, op = "take", "reply lost; resolving the outcome");
+                match write.resolve(session, generation, budget).await {
+                    Outcome::Applied => {
+                        return Ok(Claimed::Taken {
+                            marker: write.marker,
+                        })
+                    }
+                    Outcome::NotApplied => return Ok(Claimed::Raced),
+                    Outcome::Unknown(why) => {
+                        tracing::error!(category = path, %why, "hole claim outcome unknown; its IDs stay unused");
+                        return Err(ZooidError::OutcomeUnknown {
+                            category: path.to_string(),
+                            op: crate::WriteOp::Take,
+                            ids: handed.to_vec(),
+                        });
+                    }
+                }
+            }
+            _ => return Err(refused(session, path, verdict, &failed.error)),
+        }
+        if !budget.try_attempt() {
+            return Err(ZooidError::ConnectionLost {
+                category: path.to_string(),
+                reason: format!("taking holes: {}", failed.error),
+            });
+        }
+        budget.backoff().await;
+    }
+}
+
+/// Pushes `ranges` back to pool `path` as hole nodes: `AlreadyFree` when one of them is a hole
+/// already. Returns the push's receipt (the author's new marker). A lost reply is resolved (see
+/// [`resolve`]); not within `budget`: `OutcomeUnknown` (the push is not repeated).
+pub(crate) async fn push(
+    session: &Session,
+    path: &str,
+    ranges: &[IdRange],
+    previous: Option<String>,
+    budget: &mut Budget,
+) -> Result<String> {
+    let parent = holes_parent(path);
+    let created: Vec<String> = ranges
+        .iter()
+        .map(|r| format!("{parent}/{}", hole_name(r)))
+        .collect();
+    let mut write = Write::new(path, previous, created.clone(), true);
+    loop {
+        let (client, generation) = session.client();
+        let persistent = CreateMode::Persistent.with_acls(session.default_acls());
+        let mut multi = Multi::new(&client);
+        for node in &created {
+            multi.create(node, &[], &persistent);
+        }
+        let receipt = write.add_receipt(session, &mut multi);
+        let failed = match multi.commit(session, generation).await {
+            Ok(_) => return Ok(write.marker),
+            Err(failed) => failed,
+        };
+        let verdict = failed.verdict();
+        match (failed.index, verdict) {
+            (Some(i), Verdict::NodeExists) if i < receipt => {
+                return Err(ZooidError::AlreadyFree {
+                    category: path.to_string(),
+                    range: ranges[i],
+                })
+            }
+            (Some(i), Verdict::NoNode) if i < receipt => {
+                ensure_node(session, path, &parent).await?;
+                continue;
+            }
+            (Some(i), Verdict::NoNode) => {
+                write.receipt_missing(session, i - receipt).await?;
+                continue;
+            }
+            (_, Verdict::Expired | Verdict::Closed) => {}
+            (_, Verdict::Unknown) => {
+                tracing::warn!(category = path, err = %failed.error, op = "push", "reply lost; resolving the outcome");
+                match write.resolve(session, generation, budget).await {
+                    Outcome::Applied => return Ok(write.marker),
+                    Outcome::NotApplied => {}
+                    Outcome::Unknown(why) => {
+                        tracing::error!(category = path, %why, "push outcome unknown; not repeated");
+                        return Err(ZooidError::OutcomeUnknown {
+                            category: path.to_string(),
+                            op: crate::WriteOp::Push,
+                            ids: ranges.to_vec(),
+                        });
+                    }
+                }
+            }
+            _ => return Err(refused(session, path, verdict, &failed.error)),
+        }
+        if !budget.try_attempt() {
+            return Err(ZooidError::ConnectionLost {
+                category: path.to_string(),
+                reason: format!("pushing: {}", failed.error),
+            });
+        }
+        budget.backoff().await;
+    }
+}
+
+impl<'a> Write<'a> {
+    fn new(
+        path: &'a str,
+        previous: Option<String>,
+        witnesses: Vec<String>,
+        present_means_applied: bool,
+    ) -> Self {
+        Self {
+            path,
+            marker: format!("{MARKER_PREFIX}{}", OpToken::random()),
+            previous,
+            witnesses,
+            present_means_applied,
+        }
+    }
+
+    /// Adds the receipt to `multi`: creates the marker, deletes the previous one. Returns the
+    /// index of the marker's create.
+    fn add_receipt(&self, session: &Session, multi: &mut Multi<'_>) -> usize {
+        let parent = returned_parent(self.path);
+        let index = multi.len();
+        let ephemeral = CreateMode::Ephemeral.with_acls(session.default_acls());
+        multi.create(&format!("{parent}/{}", self.marker), &[], &ephemeral);
+        if let Some(previous) = &self.previous {
+            multi.delete(&format!("{parent}/{previous}"), None);
+        }
+        index
+    }
+
+    /// The receipt's op `offset` (0: the marker's create, 1: the previous one's delete) found
+    /// no node: the marker's parent is missing, or the previous marker went with its session.
+    async fn receipt_missing(&mut self, session: &Session, offset: usize) -> Result<()> {
+        if offset == 0 {
+            ensure_node(session, self.path, &returned_parent(self.path)).await
+        } else {
+            self.previous = None;
+            Ok(())
+        }
+    }
+
+    /// Whether the write sent on session `generation`, whose reply was lost, applied. On that
+    /// session (reconnected), after a `sync`: its marker is there exactly when it applied
+    /// (requests of one session apply in order). With that session given up, once the servers
+    /// confirmed it can write no more: the witnesses tell when they are all there (a take did
+    /// not apply, a push did); otherwise the outcome is unknown.
+    async fn resolve(&self, session: &Session, generation: u64, budget: &mut Budget) -> Outcome {
+        let marker = format!("{}/{}", returned_parent(self.path), self.marker);
+        let mut confirmed = false;
+        loop {
+            if budget.expired() {
+                return Outcome::Unknown(format!(
+                    "ZooKeeper unreachable for {:?}",
+                    budget.deadline()
+                ));
+            }
+            budget.try_attempt();
+            let replaced = session.is_gone_generation(generation);
+            if replaced && !confirmed {
+                let deadline = tokio::time::Instant::now() + budget.remaining();
+                if let Err(in_doubt) = session.confirm_gone(generation, deadline).await {
+                    return Outcome::Unknown(in_doubt.to_string());
+                }
+                confirmed = true;
+            }
+            let (client, current) = session.client();
+            let lookup = async {
+                client.sync(self.path).await?;
+                let mut witnessed = 0;
+                for node in &self.witnesses {
+                    witnessed += usize::from(client.check_stat(node).await?.is_some());
+                }
+                let marked = client.check_stat(&marker).await?.is_some();
+                Ok::<_, zookeeper_client::Error>((witnessed, marked))
+            };
+            let (witnessed, marked) = match session.run(current, lookup).await {
+                Ok(found) => found,
+                Err(_) => {
+                    budget.backoff().await;
+                    continue;
+                }
+            };
+            if !replaced {
+                if session.is_gone_generation(generation) {
+                    continue; // Given up meanwhile: confirm its end, then look again.
+                }
+                return if marked {
+                    Outcome::Applied
+                } else {
+                    Outcome::NotApplied
+                };
+            }
+            return if witnessed == self.witnesses.len() {
+                if self.present_means_applied {
+                    Outcome::Applied
+                } else {
+                    Outcome::NotApplied
+                }
+            } else {
+                Outcome::Unknown(format!(
+                    "{witnessed} of the write's {} hole nodes are there after its session ended",
+                    self.witnesses.len()
+                ))
+            };
+        }
+    }
+}

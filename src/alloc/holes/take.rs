@@ -1,0 +1,147 @@
+//! A take from a pool in format 4, under one hold of the category's slot: holes when the holes
+//! listed cover it (one `multi` that deletes them), fresh blocks otherwise
+//! (src/alloc/blocks/take.rs); at the ceiling or the end, what holes there are.
+
+use super::choice::{self, Hole};
+use super::listing;
+use super::requests::{self, Claimed};
+use super::RACE_MEMORY;
+use crate::alloc::blocks::needs_zookeeper;
+use crate::alloc::service::{count_of, IdGeneratorService};
+use crate::alloc::state::Slot;
+use crate::error::{Result, ZooidError};
+use crate::idset::IdCategory;
+use crate::range::IdRange;
+use crate::retry::Budget;
+use crate::store::Store;
+
+impl<S: Store> IdGeneratorService<S> {
+    /// Completes a take of `n` IDs that took `taken` from the pool node's own free list (a pool
+    /// migrated with holes in it; usually none): holes for the rest when the holes listed cover
+    /// it, else fresh blocks.
+    pub(crate) async fn take_hole_nodes(
+        &self,
+        category: &IdCategory,
+        slot: &mut Slot,
+        mut taken: Vec<IdRange>,
+        n: u64,
+    ) -> Result<Vec<IdRange>> {
+        let wanted = n - count_of(&taken);
+        if wanted == 0 {
+            return Ok(taken);
+        }
+        let holes = self.current_holes(category.name(), slot).await?;
+        let start = (slot.hole_races > 0).then(rand::random::<u32>);
+        match self.claim_holes(category, slot, &holes, wanted, start).await {
+            Ok(Some(mut handed)) => {
+                taken.append(&mut handed);
+                return Ok(taken);
+            }
+            Ok(None) => {}
+            Err(err) => {
+                if !taken.is_empty() {
+                    self.give_back(category, slot, taken).await;
+                }
+                return Err(err);
+            }
+        }
+        let failed = match self.take_blocks(category, slot, taken, n).await {
+            Err(failed @ (ZooidError::Exhausted { .. } | ZooidError::ReservationExhausted { .. })) => {
+                failed
+            }
+            other => return other,
+        };
+        // No fresh block left below the ceiling or the end: the holes there are.
+        let Some(top) = top_of(slot) else {
+            return Err(failed);
+        };
+        let left = choice::available_at_most(&holes, top).min(wanted);
+        match self.claim_holes(category, slot, &holes, left, None).await? {
+            Some(handed) if !handed.is_empty() => Ok(handed),
+            _ => Err(failed),
+        }
+    }
+
+    /// The holes of pool `path` as the slot's listing shows them, listed again when they may
+    /// have changed.
+    async fn current_holes(&self, path: &str, slot: &mut Slot) -> Result<Vec<Hole>> {
+        let session = self.store.session().ok_or_else(needs_zookeeper)?;
+        let generation = session.client().1;
+        match &slot.holes {
+            Some(listing) if listing.is_current(generation) => Ok(listing.holes.clone()),
+            _ => {
+                let listing = listing::list(session, path).await?;
+                let holes = listing.holes.clone();
+                slot.holes = Some(listing);
+                Ok(holes)
+            }
+        }
+    }
+
+    /// One attempt to claim holes for `wanted` IDs, on the pool as the slot holds it: `None`
+    /// when the holes do not cover it, or another take won one of them first (this process then
+    /// chooses at random for a while), or the pool moved on (read again).
+    async fn claim_holes(
+        &self,
+        category: &IdCategory,
+        slot: &mut Slot,
+        holes: &[Hole],
+        wanted: u64,
+        start: Option<u32>,
+    ) -> Result<Option<Vec<IdRange>>> {
+        let path = category.name();
+        let session = self.store.session().ok_or_else(needs_zookeeper)?;
+        let (Some(top), Some(state)) = (top_of(slot), slot.cached.as_ref()) else {
+            return Ok(None);
+        };
+        let start = start.map(|k| k as usize);
+        let Some(choice) = choice::choose(holes, wanted, top, start) else {
+            return Ok(None);
+        };
+        let previous = self.categories.take_marker(path);
+        let mut budget = Budget::start(self.options.retry);
+        let claimed = requests::claim(
+            session,
+            path,
+            state.version,
+            &choice.nodes,
+            &choice.remainder,
+            &choice.handed,
+            previous.clone(),
+            &mut budget,
+        )
+        .await;
+        match claimed {
+            Ok(Claimed::Taken { marker }) => {
+                self.categories.put_marker(path, marker);
+                slot.hole_races = slot.hole_races.saturating_sub(1);
+                if choice.overlapped {
+                    tracing::warn!(category = path, nodes = ?choice.nodes, "overlapping holes (a push of free IDs) taken together, counted once");
+                }
+                Ok(Some(choice.handed))
+            }
+            other => {
+                if let Some(previous) = previous {
+                    self.categories.put_marker(path, previous);
+                }
+                match other? {
+                    Claimed::Raced => {
+                        slot.hole_races = RACE_MEMORY;
+                        slot.holes = None;
+                    }
+                    Claimed::Changed => slot.cached = None,
+                    Claimed::Taken { .. } => {}
+                }
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// The highest ID a take may hand out from the pool as the slot holds it (the ceiling, or the
+/// last ID).
+fn top_of(slot: &Slot) -> Option<i64> {
+    let pool = &slot.cached.as_ref()?.pool;
+    let last = pool.bounds().end();
+    Some(pool.ceiling().unwrap_or(last).min(last))
+}
