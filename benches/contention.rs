@@ -1,10 +1,13 @@
 //! `cargo bench --bench contention`: takes under contention from 1, 4, 16 and 32 processes, each
 //! with its own ZooKeeper session, on the same server in one run, interleaved:
 //!
-//! - `zooid`: `take_ids(category, batch)` with default options (examples/contender.rs);
-//! - `zooid-fair`: the same with `ServiceOptions::fair_pacing` (src/pace.rs);
-//! - `zooid-blocks`: the same on a category in block allocation, blocks of one batch
-//!   (`create_category_blocks`, src/alloc/blocks);
+//! - `zooid`: `take_ids(category, batch)` with default options on a category in the layout
+//!   `create_category` gives on ZooKeeper (`Layout::HoleNodes`, format 4; examples/contender.rs);
+//! - `zooid-single`: the same on a category in `Layout::SingleNode` (formats 1/2, the old
+//!   default: one compare-and-set node);
+//! - `zooid-blocks`: the same on a category in block allocation (`Layout::Blocks`, format 3),
+//!   blocks of one batch (`create_category_blocks`, src/alloc/blocks);
+//! - `zooid-fair`: `zooid` with `ServiceOptions::fair_pacing` (src/pace.rs);
 //! - `naive`: the seed-000 loop on a legacy counter: get, add, set with the read version, retry at
 //!   once on `BADVERSION` (examples/contender.rs);
 //! - `curator`: Curator's `DistributedAtomicLong.add(batch)` (java/curator-bench), N clients with
@@ -48,7 +51,7 @@
 //! cargo build --release --example contender
 //! mvn -B -q -f java/curator-bench/pom.xml package dependency:copy-dependencies
 //! cargo bench --bench contention -- [--clients 1,4,16,32] [--window-ms 6000] [--batch 1000]
-//!     [--push-back 0] [--modes zooid,zooid-blocks,zooid-fair,naive,curator]
+//!     [--push-back 0] [--modes zooid,zooid-single,zooid-blocks,zooid-fair,naive,curator]
 //!     [--setups standalone,ensemble] [--rounds 1]
 //! ```
 //!
@@ -64,7 +67,8 @@
 //! `--burst TASKS --holes H` runs the burst on a pool that already has H separate free ranges
 //! (holes) of a tenth of a batch each, left by an earlier job: one session takes batches and
 //! pushes back every other tenth of each until H holes are free. Then the burst as above, and
-//! per layout: takes and pushes served, errors, deadline hits (errors of kind `Contention`,
+//! per layout (the default, `Layout::SingleNode`, block allocation, the default with
+//! `fair_pacing`): takes and pushes served, errors, deadline hits (errors of kind `Contention`,
 //! `ConnectionLost` or `Timeout`), the longest take and push, server transactions per take and per
 //! push (the least is one each; a block take served from holes and fresh blocks makes two), the
 //! free ranges before and after, and the duplicate check of the kept IDs (the hole maker's and
@@ -83,8 +87,8 @@ use std::time::{Duration, Instant};
 
 use support::{four_letter_word, ZkEnsemble, ZkServer};
 use zooid::{
-    ConnectOptions, ErrorKind, IdCategory, IdGeneratorService, IdRange, IdSet, ServiceOptions,
-    ZooidError,
+    ConnectOptions, ErrorKind, IdCategory, IdGeneratorService, IdRange, IdSet, Layout,
+    ServiceOptions, ZooidError,
 };
 
 /// How long processes may take to connect and warm up.
@@ -114,6 +118,7 @@ fn parse_args() -> Args {
         push_back: 0,
         modes: vec![
             "zooid".into(),
+            "zooid-single".into(),
             "zooid-blocks".into(),
             "zooid-fair".into(),
             "naive".into(),
@@ -387,7 +392,7 @@ fn run_one(
     let mut workers = Vec::new();
     let push_pct = if recycles(mode) { args.push_back } else { 0 };
     let expected_ready = match mode {
-        "zooid" | "zooid-fair" | "zooid-blocks" | "naive" => {
+        "zooid" | "zooid-fair" | "zooid-single" | "zooid-blocks" | "naive" => {
             for index in 0..clients {
                 let mut command = Command::new(contender_binary());
                 command.args([
@@ -506,11 +511,15 @@ async fn connect_service(connect: &str, options: ServiceOptions) -> IdGeneratorS
         .expect("connect")
 }
 
-/// Creates category `path` in the layout `layout` names (`blocks`: block allocation with blocks
-/// of `unit`; anything else: `create_category`'s default).
+/// Creates category `path` in the layout `layout` names (`single`: `Layout::SingleNode`;
+/// `blocks`: block allocation with blocks of `unit`; anything else: `create_category`'s default).
 async fn create_in(service: &IdGeneratorService, layout: &str, path: &str, unit: u64) {
     let category = IdCategory::new(path).expect("category");
     match layout {
+        "single" => service
+            .create_category_in(&category, 1, i64::MAX / 2, Layout::SingleNode)
+            .await
+            .expect("create category"),
         "blocks" => service
             .create_category_blocks(&category, 1, i64::MAX / 2, unit)
             .await
@@ -533,6 +542,10 @@ fn prepare(connect: &str, mode: &str, path: &str, batch: u64) {
             "zooid" | "zooid-fair" => {
                 let service = connect_service(connect, ServiceOptions::default()).await;
                 create_in(&service, "default", path, batch).await;
+            }
+            "zooid-single" => {
+                let service = connect_service(connect, ServiceOptions::default()).await;
+                create_in(&service, "single", path, batch).await;
             }
             "zooid-blocks" => {
                 let service = connect_service(connect, ServiceOptions::default()).await;
@@ -792,6 +805,7 @@ fn burst_holes(tasks: usize, holes: usize, batch: u64) {
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (name, layout, fair) in [
         ("default", "default", false),
+        ("single", "single", false),
         ("blocks", "blocks", false),
         ("fair_pacing", "default", true),
     ] {

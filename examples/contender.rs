@@ -3,7 +3,8 @@
 //!
 //! Modes:
 //! - `zooid`: `IdGeneratorService::take_ids(category, batch)` on a zooid category, default
-//!   options;
+//!   options (the benchmark creates the category in `create_category`'s default layout);
+//! - `zooid-single`: the same on a category in `Layout::SingleNode` (formats 1/2);
 //! - `zooid-fair`: the same with `ServiceOptions::fair_pacing` (src/pace.rs);
 //! - `zooid-blocks`: the same on a category in block allocation (src/blocks.rs);
 //! - `naive`: the seed-000 loop on a legacy counter node (8-byte big-endian long): `getData`,
@@ -43,6 +44,8 @@ use zooid::{ConnectOptions, IdCategory, IdGeneratorService, IdRange, ServiceOpti
 enum Mode {
     Zooid,
     ZooidFair,
+    /// `take_ids` on a category in `Layout::SingleNode` (the benchmark creates it).
+    ZooidSingle,
     /// `take_ids` on a category in block allocation (the benchmark creates it).
     ZooidBlocks,
     Naive,
@@ -148,7 +151,7 @@ async fn run(cli: &Cli) -> Result<(), String> {
     };
     let window = Duration::from_millis(cli.window_ms);
     match cli.mode {
-        Mode::Zooid | Mode::ZooidFair | Mode::ZooidBlocks => {
+        Mode::Zooid | Mode::ZooidFair | Mode::ZooidSingle | Mode::ZooidBlocks => {
             let service_options = ServiceOptions {
                 fair_pacing: matches!(cli.mode, Mode::ZooidFair),
                 ..ServiceOptions::default()
