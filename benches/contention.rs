@@ -57,8 +57,9 @@
 //!
 //! Without the Curator build the `curator` rows are skipped (and say so).
 //!
-//! `--burst TASKS` runs the Hadoop-shaped burst instead, on a standalone server, once with the
-//! default options, once on a category in block allocation and once with `fair_pacing`: TASKS
+//! `--burst TASKS` runs the Hadoop-shaped burst instead, on a standalone server, once on a
+//! category in the default layout with default options, once on a category in block allocation
+//! and once in the default layout with `fair_pacing`: TASKS
 //! sessions in this process each take one batch of `--burst-batch` (10,000) IDs at the same
 //! moment, then each pushes back its last 10 % at the same moment. Printed: time until every take
 //! was served, the same for the pushes, failed writes per operation (server side: transactions
