@@ -72,7 +72,8 @@
 //! `fair_pacing`): takes and pushes served, errors, deadline hits (errors of kind `Contention`,
 //! `ConnectionLost` or `Timeout`), the longest take and push, server transactions per take and per
 //! push (the least is one each; a block take served from holes and fresh blocks makes two), the
-//! free ranges before and after, and the duplicate check of the kept IDs (the hole maker's and
+//! free ranges before and after (as `pool_info` lists them / hole nodes of format 4 listed
+//! directly), and the duplicate check of the kept IDs (the hole maker's and
 //! every task's).
 
 use zooid_test_support as support;
@@ -722,7 +723,9 @@ async fn make_holes(
     // Take everything first: a take would hand out the holes pushed before it.
     let mut sets = Vec::new();
     let mut held = 0u64;
-    while held < 2 * holes as u64 * size {
+    // One run more than the holes and the runs between them: the last hole is followed by a
+    // kept run, not by the free IDs above (it would merge with them).
+    while held < (2 * holes as u64 + 1) * size {
         let set = service
             .take_ids(category, batch)
             .await
@@ -753,6 +756,33 @@ async fn make_holes(
     }
     assert_eq!(made, holes, "the hole maker made {made} holes of {holes}");
     kept
+}
+
+/// The free ranges of category `path`: as `pool_info` lists them, and as hole nodes of its own
+/// (format 4) listed directly under `zooid-holes`.
+async fn free_ranges(
+    service: &IdGeneratorService,
+    client: &zookeeper_client::Client,
+    category: &IdCategory,
+) -> (usize, usize) {
+    let listed = service
+        .pool_info(category)
+        .await
+        .expect("pool info")
+        .free
+        .len();
+    let nodes = match client
+        .get_children(&zooid::format::holes_parent(category.name()))
+        .await
+    {
+        Ok((children, _)) => children
+            .iter()
+            .filter(|c| zooid::format::hole_of(c).is_some())
+            .count(),
+        Err(zookeeper_client::Error::NoNode) => 0,
+        Err(err) => panic!("listing the hole nodes: {err}"),
+    };
+    (listed, nodes)
 }
 
 /// One phase of a burst: how many were served, failed, hit their deadline, the longest call and
@@ -802,7 +832,7 @@ fn burst_holes(tasks: usize, holes: usize, batch: u64) {
         "burst on holes: {holes} free ranges of {size} IDs left by an earlier job, then {tasks} sessions each take {batch} IDs at once, then push back 10 % at once; \
          writes = server transactions (zxid delta) per served call, 1 at least\n"
     );
-    println!("| layout | free ranges before | takes served | take errors | take deadline hits | longest take | writes/take | pushes served | push errors | push deadline hits | longest push | writes/push | free ranges after | kept IDs checked |");
+    println!("| layout | free ranges before (pool_info / hole nodes) | takes served | take errors | take deadline hits | longest take | writes/take | pushes served | push errors | push deadline hits | longest push | writes/push | free ranges after (pool_info / hole nodes) | kept IDs checked |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (name, layout, fair) in [
         ("default", "default", false),
@@ -820,12 +850,14 @@ fn burst_holes(tasks: usize, holes: usize, batch: u64) {
             let services = open_sessions(&connect, tasks, &options).await;
             create_in(&services[0], layout, &path, batch).await;
             let mut kept = make_holes(&services[0], &category, holes, size, batch).await;
-            let free_before = services[0]
-                .pool_info(&category)
+            let client = zookeeper_client::Client::connect(&connect)
                 .await
-                .expect("pool info")
-                .free
-                .len();
+                .expect("connect");
+            let free_before = free_ranges(&services[0], &client, &category).await;
+            assert!(
+                free_before.0.max(free_before.1) >= holes,
+                "{name}: only {free_before:?} free ranges after making {holes} holes"
+            );
 
             let before = zxid(zk.addr());
             let takes: Vec<_> = services
@@ -878,15 +910,12 @@ fn burst_holes(tasks: usize, holes: usize, batch: u64) {
                 kept.extend(task_kept);
             }
             push.writes = zxid(zk.addr()) - before;
-            let free_after = services[0]
-                .pool_info(&category)
-                .await
-                .expect("pool info")
-                .free
-                .len();
+            let free_after = free_ranges(&services[0], &client, &category).await;
             let checked = check_disjoint(&format!("burst on holes, {name}"), kept);
             println!(
-                "| {name} | {free_before} | {} | {} | {} | {:.2} s | {:.2} | {} | {} | {} | {:.2} s | {:.2} | {free_after} | {checked} |",
+                "| {name} | {} / {} | {} | {} | {} | {:.2} s | {:.2} | {} | {} | {} | {:.2} s | {:.2} | {} / {} | {checked} |",
+                free_before.0,
+                free_before.1,
                 take.served,
                 take.errors,
                 take.deadline_hits,
@@ -897,6 +926,8 @@ fn burst_holes(tasks: usize, holes: usize, batch: u64) {
                 push.deadline_hits,
                 push.longest.as_secs_f64(),
                 push.writes_per_op(),
+                free_after.0,
+                free_after.1,
             );
             for (phase, what) in [(&take, "take"), (&push, "push")] {
                 if !phase.kinds.is_empty() {
