@@ -36,7 +36,9 @@
 //!   construction; read its `writes/op`;
 //! - p50 / p99 / max latency of the takes and, apart, of the pushes;
 //! - fairness: the fewest operations any process completed ÷ the mean, processes that completed
-//!   none (starved), and failed operations (errors).
+//!   none (starved), and failed operations (errors);
+//! - for the zooid modes, the pool's free ranges after the window, as `pool_info` lists them and
+//!   as hole nodes of format 4 listed directly: whether pushed IDs were handed out again.
 //!
 //! **Duplicates.** Every process reports the IDs it kept (handed out and not pushed back, its
 //! warm-up's included, as ranges; Curator and the seed loop: every ID an add or set handed out).
@@ -320,6 +322,9 @@ struct Row {
     starved: usize,
     errors: u64,
     kept_ids: u64,
+    /// The pool's free ranges after the window (recycling modes): as `pool_info` lists them, and
+    /// hole nodes (format 4).
+    free_after: Option<(usize, usize)>,
 }
 
 /// p50 / p99 / max of a sample, in milliseconds (NaN when empty).
@@ -470,6 +475,20 @@ fn run_one(
     }
     let after = zxid(zxid_addr);
     drop(workers);
+    let free_after = recycles(mode).then(|| {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            let service = connect_service(connect, ServiceOptions::default()).await;
+            let client = zookeeper_client::Client::connect(connect)
+                .await
+                .expect("connect");
+            let category = IdCategory::new(path).expect("category");
+            free_ranges(&service, &client, &category).await
+        })
+    });
 
     let kept_ids = check_disjoint(
         &format!("{setup} {mode} x{clients} ({path})"),
@@ -503,6 +522,7 @@ fn run_one(
         starved: done.iter().filter(|d| d.ops == 0).count(),
         errors: done.iter().map(|d| d.errors).sum(),
         kept_ids,
+        free_after,
     })
 }
 
@@ -967,7 +987,7 @@ fn main() {
     std::fs::create_dir_all(repo().join("target")).expect("target dir");
     let csv_path = repo().join("target/contention.csv");
     let mut csv = String::from(
-        "setup,mode,clients,push_pct,ops_per_s,ratio_to_1,writes_per_op,failed_per_op,take_p50_ms,take_p99_ms,take_max_ms,push_p50_ms,push_p99_ms,push_max_ms,min_over_mean,starved,errors,kept_ids\n",
+        "setup,mode,clients,push_pct,ops_per_s,ratio_to_1,writes_per_op,failed_per_op,take_p50_ms,take_p99_ms,take_max_ms,push_p50_ms,push_p99_ms,push_max_ms,min_over_mean,starved,errors,kept_ids,free_ranges_after,hole_nodes_after\n",
     );
     println!(
         "batch {} IDs, push-back {} % (zooid modes; naive and curator only take), window {} ms, {} round(s); \
@@ -976,8 +996,8 @@ fn main() {
          kept IDs checked pairwise disjoint across processes\n",
         args.batch, args.push_back, args.window_ms, args.rounds
     );
-    println!("| setup | mode | procs | push % | ops/s | ÷ at 1 | writes/op | failed/op | take p50 ms | take p99 ms | take max ms | push p50 ms | push p99 ms | push max ms | fewest ÷ mean | starved | errors |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| setup | mode | procs | push % | ops/s | ÷ at 1 | writes/op | failed/op | take p50 ms | take p99 ms | take max ms | push p50 ms | push p99 ms | push max ms | fewest ÷ mean | starved | errors | free ranges after (pool_info / hole nodes) |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut run_no = 0;
     for setup in &args.setups {
         // Keep the servers alive for the whole setup; drop them after.
@@ -1023,8 +1043,14 @@ fn main() {
                             (row.ops_per_s / ops, writes)
                         });
                     let failed_per_op = row.writes_per_op - alone;
+                    let (free_cell, free_csv) = row.free_after.map_or_else(
+                        || ("–".to_string(), ",".to_string()),
+                        |(listed, nodes)| {
+                            (format!("{listed} / {nodes}"), format!("{listed},{nodes}"))
+                        },
+                    );
                     println!(
-                        "| {} | {} | {} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {} | {} | {:.2} | {} | {} |",
+                        "| {} | {} | {} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {} | {} | {:.2} | {} | {} | {free_cell} |",
                         row.setup,
                         row.mode,
                         row.clients,
@@ -1040,7 +1066,7 @@ fn main() {
                         row.errors
                     );
                     csv.push_str(&format!(
-                        "{},{},{},{},{:.1},{:.3},{:.3},{:.3},{},{},{:.3},{},{},{}\n",
+                        "{},{},{},{},{:.1},{:.3},{:.3},{:.3},{},{},{:.3},{},{},{},{free_csv}\n",
                         row.setup,
                         row.mode,
                         row.clients,
