@@ -65,7 +65,8 @@
 //! sessions in this process each take one batch of `--burst-batch` (10,000) IDs at the same
 //! moment, then each pushes back its last 10 % at the same moment. Printed: time until every take
 //! was served, the same for the pushes, failed writes per operation (server side: transactions
-//! beyond one per served take or push), errors, and the pool's free ranges at the end.
+//! beyond one per served take or push), errors, and the pool's free ranges at the end (as
+//! `pool_info` lists them / hole nodes of format 4); the kept IDs are checked for duplicates.
 //!
 //! `--burst TASKS --holes H` runs the burst on a pool that already has H separate free ranges
 //! (holes) of a tenth of a batch each, left by an earlier job: one session takes batches and
@@ -606,7 +607,7 @@ fn burst(tasks: usize, batch: u64) {
     println!(
         "burst: {tasks} sessions, each takes {batch} IDs at once, then pushes back 10 % at once\n"
     );
-    println!("| options | all takes served in | failed writes per take | take errors | all pushes done in | failed writes per push | push errors | free ranges after |");
+    println!("| options | all takes served in | failed writes per take | take errors | all pushes done in | failed writes per push | push errors | free ranges after (pool_info / hole nodes) |");
     println!("|---|---|---|---|---|---|---|---|");
     for (name, fair) in [("default", false), ("blocks", false), ("fair_pacing", true)] {
         rt.block_on(async {
@@ -658,33 +659,41 @@ fn burst(tasks: usize, batch: u64) {
                     tokio::spawn(async move {
                         // Use 90 %, push back the rest.
                         let mut used = 0;
+                        let mut kept = Vec::new();
                         while used < batch - batch / 10 {
                             let Some(run) = set.take_run(batch - batch / 10 - used) else {
                                 break;
                             };
                             used += run.len();
+                            kept.push(run);
                         }
-                        s.push_ids(&mut set).await
+                        (s.push_ids(&mut set).await, kept)
                     })
                 })
                 .collect();
             let pushed = pushes.len();
             let mut push_errors = 0;
+            let mut kept = Vec::new();
             for h in pushes {
-                if h.await.expect("task").is_err() {
+                let (outcome, task_kept) = h.await.expect("task");
+                if outcome.is_err() {
                     push_errors += 1;
                 }
+                kept.extend(task_kept);
             }
             let push_time = t.elapsed();
             let push_ok = pushed - push_errors;
             let failed_per_push = (zxid(zk.addr()) - before).saturating_sub(push_ok as u64) as f64
                 / push_ok.max(1) as f64;
-            let info = services[0].pool_info(&category).await.expect("pool info");
+            let client = zookeeper_client::Client::connect(&connect)
+                .await
+                .expect("connect");
+            let (listed, nodes) = free_ranges(&services[0], &client, &category).await;
+            check_disjoint(&format!("burst, {name}"), kept);
             println!(
-                "| {name} | {:.2} s | {failed_per_take:.2} | {take_errors} | {:.2} s | {failed_per_push:.2} | {push_errors} | {} |",
+                "| {name} | {:.2} s | {failed_per_take:.2} | {take_errors} | {:.2} s | {failed_per_push:.2} | {push_errors} | {listed} / {nodes} |",
                 take_time.as_secs_f64(),
                 push_time.as_secs_f64(),
-                info.free.len()
             );
             for s in services {
                 drop(Arc::into_inner(s));
