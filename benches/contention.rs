@@ -1,62 +1,118 @@
 //! `cargo bench --bench contention`: takes under contention from 1, 4, 16 and 32 processes, each
 //! with its own ZooKeeper session, on the same server in one run, interleaved:
 //!
-//! - `zooid`: `take_ids(category, batch)` with default options (examples/contender.rs);
-//! - `zooid-fair`: the same with `ServiceOptions::fair_pacing` (src/pace.rs);
-//! - `zooid-blocks`: the same on a category in block allocation, blocks of one batch
-//!   (`create_category_blocks`, src/blocks.rs);
+//! - `zooid`: `take_ids(category, batch)` with default options on a category in the layout
+//!   `create_category` gives on ZooKeeper (`Layout::HoleNodes`, format 4; examples/contender.rs);
+//! - `zooid-single`: the same on a category in `Layout::SingleNode` (formats 1/2, the old
+//!   default: one compare-and-set node);
+//! - `zooid-blocks`: the same on a category in block allocation (`Layout::Blocks`, format 3),
+//!   blocks of one batch (`create_category_blocks`, src/alloc/blocks);
+//! - `zooid-fair`: `zooid` with `ServiceOptions::fair_pacing` (src/pace.rs);
 //! - `naive`: the seed-000 loop on a legacy counter: get, add, set with the read version, retry at
 //!   once on `BADVERSION` (examples/contender.rs);
 //! - `curator`: Curator's `DistributedAtomicLong.add(batch)` (java/curator-bench), N clients with
 //!   their own sessions in one JVM.
 //!
+//! With `--push-back PCT` every take of the zooid modes is followed by a push (`push_ids`) of the
+//! last PCT % of the IDs it got (10: the last 100 of a take of 1,000), the seeds' recycling
+//! workload. An *operation* is then a take and its push, completed when both succeed. `naive` and
+//! `curator` cannot recycle: they only take (their rows say `push % 0`).
+//!
 //! Each setup (a standalone server; a 3-server ensemble reached through one follower) runs every
-//! client count and mode for a window. Printed per run: completed takes/s, its ratio to the same
-//! mode at 1 process, failed writes per take counted on the server (zxid delta minus completed
-//! takes: every write the server processes, failed compare-and-sets included, takes a zxid),
-//! p50 / p99 / max take latency, and fairness (the fewest takes any process completed ÷ the mean;
-//! processes that completed none). A CSV of the rows goes to `target/contention.csv`
-//! (`scripts/plot-contention.py` draws docs/contention.png from it).
+//! client count and mode for a window. Printed per run:
+//!
+//! - completed operations/s and its ratio to the same mode at 1 process;
+//! - `writes/op`: every transaction the server processed in the window (the zxid delta: every
+//!   write the server processes, failed compare-and-sets and failed `multi`s included, takes a
+//!   zxid) per completed operation;
+//! - `failed/op`: the zxid delta minus the successful writes, per operation. Successful writes are
+//!   counted as completed operations × the writes of one operation of the same mode when it is
+//!   alone: the `writes/op` of its 1-process row in the same setup (a lone process is the only
+//!   writer, so none of its writes fails). That counts a take's transaction and its push's, and
+//!   whatever else the layout writes per operation by design: a block take that takes holes and
+//!   then claims fresh blocks makes two transactions (the hole write and the claim), and the
+//!   1-process figure includes them as they occur in that workload. Without a 1-process row of
+//!   the mode, one write per take and one per push is assumed. The 1-process row shows 0 by
+//!   construction; read its `writes/op`;
+//! - p50 / p99 / max latency of the takes and, apart, of the pushes;
+//! - fairness: the fewest operations any process completed ÷ the mean, processes that completed
+//!   none (starved), and failed operations (errors);
+//! - for the zooid modes, the pool's free ranges after the window, as `pool_info` lists them and
+//!   as hole nodes of format 4 listed directly: whether pushed IDs were handed out again.
+//!
+//! **Duplicates.** Every process reports the IDs it kept (handed out and not pushed back, its
+//! warm-up's included, as ranges; Curator and the seed loop: every ID an add or set handed out).
+//! The kept IDs of all processes of one run (one fresh category) must be pairwise disjoint: an ID
+//! pushed back may be handed out again, one kept may not. A duplicate is printed loudly and the
+//! bench exits non-zero at the end.
+//!
+//! A CSV of the rows goes to `target/contention.csv` (`scripts/plot-contention.py` draws
+//! docs/contention.png from it).
 //!
 //! ```text
 //! cargo build --release --example contender
 //! mvn -B -q -f java/curator-bench/pom.xml package dependency:copy-dependencies
 //! cargo bench --bench contention -- [--clients 1,4,16,32] [--window-ms 6000] [--batch 1000]
-//!     [--modes zooid,zooid-blocks,zooid-fair,naive,curator] [--setups standalone,ensemble] [--rounds 1]
+//!     [--push-back 0] [--modes zooid,zooid-single,zooid-blocks,zooid-fair,naive,curator]
+//!     [--setups standalone,ensemble] [--rounds 1]
 //! ```
 //!
 //! Without the Curator build the `curator` rows are skipped (and say so).
 //!
-//! `--burst TASKS` runs the Hadoop-shaped burst instead, on a standalone server, once with the
-//! default options and once with `fair_pacing`: TASKS sessions in this process each take one
-//! batch of `--burst-batch` (10,000) IDs at the same moment, then each pushes back its last 10 %
-//! at the same moment. Printed: time until every take was served, the same for the pushes,
-//! failed writes per operation (server side), errors, and the pool's free ranges at the end.
+//! `--burst TASKS` runs the Hadoop-shaped burst instead, on a standalone server, once on a
+//! category in the default layout with default options, once on a category in block allocation
+//! and once in the default layout with `fair_pacing`: TASKS
+//! sessions in this process each take one batch of `--burst-batch` (10,000) IDs at the same
+//! moment, then each pushes back its last 10 % at the same moment. Printed: time until every take
+//! was served, the same for the pushes, failed writes per operation (server side: transactions
+//! beyond one per served take or push), errors, and the pool's free ranges at the end (as
+//! `pool_info` lists them / hole nodes of format 4); the kept IDs are checked for duplicates.
+//!
+//! `--burst TASKS --holes H` runs the burst on a pool that already has H separate free ranges
+//! (holes) of a tenth of a batch each, left by an earlier job: one session takes batches and
+//! pushes back every other tenth of each until H holes are free. Then the burst as above, and
+//! per layout (the default, `Layout::SingleNode`, block allocation, the default with
+//! `fair_pacing`): takes and pushes served, errors, deadline hits (errors of kind `Contention`,
+//! `ConnectionLost` or `Timeout`), the longest take and push, server transactions per take and per
+//! push (the least is one each; a block take served from holes and fresh blocks makes two), the
+//! free ranges before and after (as `pool_info` lists them / hole nodes of format 4 listed
+//! directly), and the duplicate check of the kept IDs (the hole maker's and
+//! every task's).
 
 use zooid_test_support as support;
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
 
 use support::{four_letter_word, ZkEnsemble, ZkServer};
-use zooid::{ConnectOptions, IdCategory, IdGeneratorService, ServiceOptions};
+use zooid::{
+    ConnectOptions, ErrorKind, IdCategory, IdGeneratorService, IdRange, IdSet, Layout,
+    ServiceOptions, ZooidError,
+};
 
 /// How long processes may take to connect and warm up.
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Set when a duplicate was found: the bench exits non-zero at the end.
+static DUPLICATE: AtomicBool = AtomicBool::new(false);
 
 struct Args {
     clients: Vec<usize>,
     window_ms: u64,
     batch: u64,
+    push_back: u64,
     modes: Vec<String>,
     setups: Vec<String>,
     rounds: usize,
     burst: Option<usize>,
     burst_batch: u64,
+    holes: Option<usize>,
 }
 
 fn parse_args() -> Args {
@@ -64,8 +120,10 @@ fn parse_args() -> Args {
         clients: vec![1, 4, 16, 32],
         window_ms: 6000,
         batch: 1000,
+        push_back: 0,
         modes: vec![
             "zooid".into(),
+            "zooid-single".into(),
             "zooid-blocks".into(),
             "zooid-fair".into(),
             "naive".into(),
@@ -75,6 +133,7 @@ fn parse_args() -> Args {
         rounds: 1,
         burst: None,
         burst_batch: 10_000,
+        holes: None,
     };
     let list = |v: &str| v.split(',').map(str::to_string).collect::<Vec<_>>();
     let mut it = std::env::args().skip(1);
@@ -89,16 +148,30 @@ fn parse_args() -> Args {
             }
             "--window-ms" => args.window_ms = value().parse().expect("--window-ms: a number"),
             "--batch" => args.batch = value().parse().expect("--batch: a number"),
+            "--push-back" => {
+                args.push_back = value().parse().expect("--push-back: a number");
+                assert!(args.push_back <= 100, "--push-back: a percentage, 0 to 100");
+            }
             "--modes" => args.modes = list(&value()),
             "--setups" => args.setups = list(&value()),
             "--rounds" => args.rounds = value().parse().expect("--rounds: a number"),
             "--burst" => args.burst = Some(value().parse().expect("--burst: a number")),
             "--burst-batch" => args.burst_batch = value().parse().expect("--burst-batch: a number"),
+            "--holes" => args.holes = Some(value().parse().expect("--holes: a number")),
             "--bench" => {}
             other => panic!("unknown argument {other}"),
         }
     }
+    assert!(
+        args.holes.is_none() || args.burst.is_some(),
+        "--holes goes with --burst"
+    );
     args
+}
+
+/// Whether `mode` can push IDs back (the zooid modes); `naive` and `curator` only take.
+fn recycles(mode: &str) -> bool {
+    mode.starts_with("zooid")
 }
 
 /// A child process killed by PID when dropped, and by the kernel if the benchmark dies.
@@ -108,7 +181,8 @@ struct Worker {
 }
 
 impl Worker {
-    fn spawn(mut command: Command, lines: mpsc::Sender<String>) -> Worker {
+    /// Spawns `command`; its stdout lines go to `lines`, tagged with `index`.
+    fn spawn(mut command: Command, index: usize, lines: mpsc::Sender<(usize, String)>) -> Worker {
         command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -126,7 +200,7 @@ impl Worker {
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
-                if lines.send(line).is_err() {
+                if lines.send((index, line)).is_err() {
                     break;
                 }
             }
@@ -157,24 +231,73 @@ impl Drop for Worker {
     }
 }
 
-/// One client's `done` line.
+/// One client's report: its `push-errors`, `push-latency` and `kept` lines, then `done`.
+#[derive(Default)]
 struct Done {
-    takes: u64,
+    ops: u64,
     errors: u64,
-    latencies_us: Vec<u64>,
+    push_errors: u64,
+    take_latencies_us: Vec<u64>,
+    push_latencies_us: Vec<u64>,
+    kept: Vec<IdRange>,
 }
 
-fn parse_done(line: &str) -> Option<Done> {
-    let mut fields = line.strip_prefix("done ")?.split_whitespace();
-    let takes = fields.next()?.parse().ok()?;
-    let errors = fields.next()?.parse().ok()?;
-    let _ids: u64 = fields.next()?.parse().ok()?;
-    let latencies_us = fields.filter_map(|f| f.parse().ok()).collect();
-    Some(Done {
-        takes,
-        errors,
-        latencies_us,
-    })
+/// Reads one report line into `partial`; true when it was the `done` line (the report is whole).
+/// None for a line that is not part of a report.
+fn parse_line(partial: &mut Done, line: &str) -> Option<bool> {
+    let (word, rest) = line.split_once(' ').unwrap_or((line, ""));
+    let numbers = || {
+        rest.split_whitespace()
+            .filter_map(|f| f.parse::<u64>().ok())
+    };
+    match word {
+        "push-errors" => partial.push_errors = rest.trim().parse().ok()?,
+        "push-latency" => partial.push_latencies_us = numbers().collect(),
+        "kept" => {
+            for r in rest.split_whitespace() {
+                let (a, b) = r.split_once(':')?;
+                partial
+                    .kept
+                    .push(IdRange::new(a.parse().ok()?, b.parse().ok()?)?);
+            }
+        }
+        "done" => {
+            let mut fields = numbers();
+            partial.ops = fields.next()?;
+            partial.errors = fields.next()?;
+            let _ids = fields.next()?;
+            partial.take_latencies_us = fields.collect();
+            return Some(true);
+        }
+        _ => return None,
+    }
+    Some(false)
+}
+
+/// Checks that `kept` (every process's kept IDs of one run) holds no ID twice; prints a loud
+/// error and marks the run failed otherwise. Returns how many IDs were checked.
+fn check_disjoint(what: &str, mut kept: Vec<IdRange>) -> u64 {
+    kept.sort_unstable_by_key(|r| (r.start(), r.end()));
+    let mut last: Option<IdRange> = None;
+    let mut duplicates = 0u64;
+    for r in &kept {
+        if let Some(prev) = last {
+            if prev.overlaps(r) {
+                duplicates += 1;
+                if duplicates <= 10 {
+                    eprintln!("!!!!!! DUPLICATE IDs in {what}: {prev} and {r} were both handed out and kept");
+                }
+            }
+        }
+        if last.is_none_or(|prev| r.end() > prev.end()) {
+            last = Some(*r);
+        }
+    }
+    if duplicates > 0 {
+        eprintln!("!!!!!! {what}: {duplicates} overlapping kept ranges: IDs HANDED OUT TWICE");
+        DUPLICATE.store(true, Ordering::SeqCst);
+    }
+    kept.iter().map(IdRange::len).sum()
 }
 
 /// The server's last zxid (`srvr`).
@@ -191,22 +314,54 @@ struct Row {
     setup: String,
     mode: String,
     clients: usize,
-    takes_per_s: f64,
-    failed_per_take: f64,
-    p50_ms: f64,
-    p99_ms: f64,
-    max_ms: f64,
+    push_pct: u64,
+    ops_per_s: f64,
+    writes_per_op: f64,
+    take: Latency,
+    push: Latency,
     min_over_mean: f64,
     starved: usize,
     errors: u64,
+    kept_ids: u64,
+    /// The pool's free ranges after the window (recycling modes): as `pool_info` lists them, and
+    /// hole nodes (format 4).
+    free_after: Option<(usize, usize)>,
 }
 
-fn percentile(sorted: &[u64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
+/// p50 / p99 / max of a sample, in milliseconds (NaN when empty).
+struct Latency {
+    p50: f64,
+    p99: f64,
+    max: f64,
+}
+
+impl Latency {
+    fn of(mut us: Vec<u64>) -> Latency {
+        us.sort_unstable();
+        let at = |p: f64| {
+            if us.is_empty() {
+                return f64::NAN;
+            }
+            let i = ((us.len() as f64 - 1.0) * p).round() as usize;
+            us[i] as f64 / 1000.0
+        };
+        Latency {
+            p50: at(0.5),
+            p99: at(0.99),
+            max: at(1.0),
+        }
     }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i] as f64 / 1000.0
+
+    fn cells(&self) -> String {
+        if self.p50.is_nan() {
+            return "– | – | –".into();
+        }
+        format!("{:.1} | {:.1} | {:.0}", self.p50, self.p99, self.max)
+    }
+
+    fn csv(&self) -> String {
+        format!("{:.2},{:.2},{:.1}", self.p50, self.p99, self.max)
+    }
 }
 
 fn repo() -> PathBuf {
@@ -243,9 +398,10 @@ fn run_one(
 ) -> Option<Row> {
     let (tx, rx) = mpsc::channel();
     let mut workers = Vec::new();
+    let push_pct = if recycles(mode) { args.push_back } else { 0 };
     let expected_ready = match mode {
-        "zooid" | "zooid-fair" | "zooid-blocks" | "naive" => {
-            for _ in 0..clients {
+        "zooid" | "zooid-fair" | "zooid-single" | "zooid-blocks" | "naive" => {
+            for index in 0..clients {
                 let mut command = Command::new(contender_binary());
                 command.args([
                     "--connect",
@@ -258,8 +414,10 @@ fn run_one(
                     &args.batch.to_string(),
                     "--window-ms",
                     &args.window_ms.to_string(),
+                    "--push-back",
+                    &push_pct.to_string(),
                 ]);
-                workers.push(Worker::spawn(command, tx.clone()));
+                workers.push(Worker::spawn(command, index, tx.clone()));
             }
             clients
         }
@@ -282,7 +440,7 @@ fn run_one(
                 &args.batch.to_string(),
                 &args.window_ms.to_string(),
             ]);
-            workers.push(Worker::spawn(command, tx.clone()));
+            workers.push(Worker::spawn(command, 0, tx.clone()));
             1
         }
         other => panic!("unknown mode {other}"),
@@ -291,8 +449,8 @@ fn run_one(
     let mut ready = 0;
     while ready < expected_ready {
         match rx.recv_timeout(READY_TIMEOUT) {
-            Ok(line) if line == "ready" => ready += 1,
-            Ok(other) => eprintln!("{mode}: {other}"),
+            Ok((_, line)) if line == "ready" => ready += 1,
+            Ok((_, other)) => eprintln!("{mode}: {other}"),
             Err(err) => panic!("{mode} x{clients}: only {ready} ready ({err})"),
         }
     }
@@ -301,46 +459,99 @@ fn run_one(
         w.send("go");
     }
     let mut done = Vec::new();
+    let mut partial: HashMap<usize, Done> = HashMap::new();
     let wait = Duration::from_millis(args.window_ms) + Duration::from_secs(120);
     while done.len() < clients {
         match rx.recv_timeout(wait) {
-            Ok(line) => match parse_done(&line) {
-                Some(d) => done.push(d),
-                None => eprintln!("{mode}: {line}"),
-            },
+            Ok((index, line)) => {
+                let report = partial.entry(index).or_default();
+                match parse_line(report, &line) {
+                    Some(true) => done.extend(partial.remove(&index)),
+                    Some(false) => {}
+                    None => eprintln!("{mode}: {line}"),
+                }
+            }
             Err(err) => panic!("{mode} x{clients}: only {} done ({err})", done.len()),
         }
     }
     let after = zxid(zxid_addr);
     drop(workers);
+    let free_after = recycles(mode).then(|| {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            let service = connect_service(connect, ServiceOptions::default()).await;
+            let client = zookeeper_client::Client::connect(connect)
+                .await
+                .expect("connect");
+            let category = IdCategory::new(path).expect("category");
+            free_ranges(&service, &client, &category).await
+        })
+    });
 
-    let takes: u64 = done.iter().map(|d| d.takes).sum();
-    let errors: u64 = done.iter().map(|d| d.errors).sum();
-    let mut latencies: Vec<u64> = done
-        .iter()
-        .flat_map(|d| d.latencies_us.iter().copied())
-        .collect();
-    latencies.sort_unstable();
-    let mean = takes as f64 / clients as f64;
-    let fewest = done.iter().map(|d| d.takes).min().unwrap_or(0);
-    let writes = after - before;
+    let kept_ids = check_disjoint(
+        &format!("{setup} {mode} x{clients} ({path})"),
+        done.iter().flat_map(|d| d.kept.iter().copied()).collect(),
+    );
+    let ops: u64 = done.iter().map(|d| d.ops).sum();
+    let mean = ops as f64 / clients as f64;
+    let fewest = done.iter().map(|d| d.ops).min().unwrap_or(0);
     Some(Row {
         setup: setup.to_string(),
         mode: mode.to_string(),
         clients,
-        takes_per_s: takes as f64 / (args.window_ms as f64 / 1000.0),
-        failed_per_take: writes.saturating_sub(takes) as f64 / takes.max(1) as f64,
-        p50_ms: percentile(&latencies, 0.5),
-        p99_ms: percentile(&latencies, 0.99),
-        max_ms: latencies.last().map_or(f64::NAN, |&l| l as f64 / 1000.0),
+        push_pct,
+        ops_per_s: ops as f64 / (args.window_ms as f64 / 1000.0),
+        writes_per_op: (after - before) as f64 / ops.max(1) as f64,
+        take: Latency::of(
+            done.iter()
+                .flat_map(|d| d.take_latencies_us.iter().copied())
+                .collect(),
+        ),
+        push: Latency::of(
+            done.iter()
+                .flat_map(|d| d.push_latencies_us.iter().copied())
+                .collect(),
+        ),
         min_over_mean: if mean > 0.0 {
             fewest as f64 / mean
         } else {
             0.0
         },
-        starved: done.iter().filter(|d| d.takes == 0).count(),
-        errors,
+        starved: done.iter().filter(|d| d.ops == 0).count(),
+        errors: done.iter().map(|d| d.errors).sum(),
+        kept_ids,
+        free_after,
     })
+}
+
+/// A connected service with `options` (panics on failure: the bench's own setup).
+async fn connect_service(connect: &str, options: ServiceOptions) -> IdGeneratorService {
+    IdGeneratorService::connect(connect, &ConnectOptions::default(), options)
+        .await
+        .expect("connect")
+}
+
+/// Creates category `path` in the layout `layout` names (`single`: `Layout::SingleNode`;
+/// `blocks`: block allocation with blocks of `unit`; anything else: `create_category`'s default).
+async fn create_in(service: &IdGeneratorService, layout: &str, path: &str, unit: u64) {
+    let category = IdCategory::new(path).expect("category");
+    match layout {
+        "single" => service
+            .create_category_in(&category, 1, i64::MAX / 2, Layout::SingleNode)
+            .await
+            .expect("create category"),
+        "blocks" => service
+            .create_category_blocks(&category, 1, i64::MAX / 2, unit)
+            .await
+            .expect("create category"),
+        _ => service
+            .create_category(&category, 1, i64::MAX / 2)
+            .await
+            .expect("create category"),
+    }
 }
 
 /// Creates the node `mode` takes from, fresh for each run (so node sizes are the same).
@@ -352,35 +563,16 @@ fn prepare(connect: &str, mode: &str, path: &str, batch: u64) {
     rt.block_on(async {
         match mode {
             "zooid" | "zooid-fair" => {
-                let service = IdGeneratorService::connect(
-                    connect,
-                    &ConnectOptions::default(),
-                    ServiceOptions::default(),
-                )
-                .await
-                .expect("connect");
-                service
-                    .create_category(&IdCategory::new(path).expect("category"), 1, i64::MAX / 2)
-                    .await
-                    .expect("create category");
+                let service = connect_service(connect, ServiceOptions::default()).await;
+                create_in(&service, "default", path, batch).await;
+            }
+            "zooid-single" => {
+                let service = connect_service(connect, ServiceOptions::default()).await;
+                create_in(&service, "single", path, batch).await;
             }
             "zooid-blocks" => {
-                let service = IdGeneratorService::connect(
-                    connect,
-                    &ConnectOptions::default(),
-                    ServiceOptions::default(),
-                )
-                .await
-                .expect("connect");
-                service
-                    .create_category_blocks(
-                        &IdCategory::new(path).expect("category"),
-                        1,
-                        i64::MAX / 2,
-                        batch,
-                    )
-                    .await
-                    .expect("create category");
+                let service = connect_service(connect, ServiceOptions::default()).await;
+                create_in(&service, "blocks", path, batch).await;
             }
             "naive" => {
                 let client = zookeeper_client::Client::connect(connect)
@@ -415,7 +607,7 @@ fn burst(tasks: usize, batch: u64) {
     println!(
         "burst: {tasks} sessions, each takes {batch} IDs at once, then pushes back 10 % at once\n"
     );
-    println!("| options | all takes served in | failed writes per take | take errors | all pushes done in | failed writes per push | push errors | free ranges after |");
+    println!("| options | all takes served in | failed writes per take | take errors | all pushes done in | failed writes per push | push errors | free ranges after (pool_info / hole nodes) |");
     println!("|---|---|---|---|---|---|---|---|");
     for (name, fair) in [("default", false), ("blocks", false), ("fair_pacing", true)] {
         rt.block_on(async {
@@ -424,25 +616,7 @@ fn burst(tasks: usize, batch: u64) {
                 ..ServiceOptions::default()
             };
             let category = IdCategory::new(format!("/burst/{name}")).expect("category");
-            let open = (0..tasks).map(|_| {
-                let connect = connect.clone();
-                let options = options.clone();
-                async move {
-                    IdGeneratorService::connect(&connect, &ConnectOptions::default(), options).await
-                }
-            });
-            let mut services = Vec::new();
-            // Open the sessions 50 at a time (opening is not what is measured).
-            let mut open = open.collect::<Vec<_>>().into_iter();
-            loop {
-                let chunk: Vec<_> = open.by_ref().take(50).collect();
-                if chunk.is_empty() {
-                    break;
-                }
-                for s in futures_join(chunk).await {
-                    services.push(std::sync::Arc::new(s.expect("connect")));
-                }
-            }
+            let services = open_sessions(&connect, tasks, &options).await;
             if name == "blocks" {
                 services[0]
                     .create_category_blocks(&category, 1, i64::MAX / 2, batch)
@@ -455,9 +629,9 @@ fn burst(tasks: usize, batch: u64) {
                     .expect("create");
             }
             let before = zxid(zk.addr());
-            let t = std::time::Instant::now();
+            let t = Instant::now();
             let takes = services.iter().map(|s| {
-                let s = std::sync::Arc::clone(s);
+                let s = Arc::clone(s);
                 let category = category.clone();
                 tokio::spawn(async move { s.take_ids(&category, batch).await })
             });
@@ -476,45 +650,321 @@ fn burst(tasks: usize, batch: u64) {
                 take_writes.saturating_sub(sets.len() as u64) as f64 / sets.len().max(1) as f64;
 
             let before = zxid(zk.addr());
-            let t = std::time::Instant::now();
+            let t = Instant::now();
             let pushes: Vec<_> = sets
                 .into_iter()
                 .zip(services.iter())
                 .map(|(mut set, s)| {
-                    let s = std::sync::Arc::clone(s);
+                    let s = Arc::clone(s);
                     tokio::spawn(async move {
                         // Use 90 %, push back the rest.
                         let mut used = 0;
+                        let mut kept = Vec::new();
                         while used < batch - batch / 10 {
                             let Some(run) = set.take_run(batch - batch / 10 - used) else {
                                 break;
                             };
                             used += run.len();
+                            kept.push(run);
                         }
-                        s.push_ids(&mut set).await
+                        (s.push_ids(&mut set).await, kept)
                     })
                 })
                 .collect();
             let pushed = pushes.len();
             let mut push_errors = 0;
+            let mut kept = Vec::new();
             for h in pushes {
-                if h.await.expect("task").is_err() {
+                let (outcome, task_kept) = h.await.expect("task");
+                if outcome.is_err() {
                     push_errors += 1;
                 }
+                kept.extend(task_kept);
             }
             let push_time = t.elapsed();
             let push_ok = pushed - push_errors;
             let failed_per_push = (zxid(zk.addr()) - before).saturating_sub(push_ok as u64) as f64
                 / push_ok.max(1) as f64;
-            let info = services[0].pool_info(&category).await.expect("pool info");
+            let client = zookeeper_client::Client::connect(&connect)
+                .await
+                .expect("connect");
+            let (listed, nodes) = free_ranges(&services[0], &client, &category).await;
+            check_disjoint(&format!("burst, {name}"), kept);
             println!(
-                "| {name} | {:.2} s | {failed_per_take:.2} | {take_errors} | {:.2} s | {failed_per_push:.2} | {push_errors} | {} |",
+                "| {name} | {:.2} s | {failed_per_take:.2} | {take_errors} | {:.2} s | {failed_per_push:.2} | {push_errors} | {listed} / {nodes} |",
                 take_time.as_secs_f64(),
                 push_time.as_secs_f64(),
-                info.free.len()
             );
             for s in services {
-                drop(std::sync::Arc::into_inner(s));
+                drop(Arc::into_inner(s));
+            }
+        });
+    }
+}
+
+/// Opens `tasks` sessions with `options`, 50 at a time (opening is not what is measured).
+async fn open_sessions(
+    connect: &str,
+    tasks: usize,
+    options: &ServiceOptions,
+) -> Vec<Arc<IdGeneratorService>> {
+    let open =
+        (0..tasks).map(|_| {
+            let connect = connect.to_string();
+            let options = options.clone();
+            async move {
+                IdGeneratorService::connect(&connect, &ConnectOptions::default(), options).await
+            }
+        });
+    let mut services = Vec::new();
+    let mut open = open.collect::<Vec<_>>().into_iter();
+    loop {
+        let chunk: Vec<_> = open.by_ref().take(50).collect();
+        if chunk.is_empty() {
+            break;
+        }
+        for s in futures_join(chunk).await {
+            services.push(Arc::new(s.expect("connect")));
+        }
+    }
+    services
+}
+
+/// Whether `err` is a deadline hit: the operation gave up (`Contention`, `ConnectionLost`,
+/// `Timeout`).
+fn deadline_hit(err: &ZooidError) -> bool {
+    matches!(
+        err.kind(),
+        ErrorKind::Contention | ErrorKind::ConnectionLost | ErrorKind::Timeout
+    )
+}
+
+/// Leaves `holes` separate free ranges of `size` IDs in `category`, as an earlier job would:
+/// takes batches of `batch` until it holds `2 × holes` runs of `size`, then pushes back every
+/// other run, one push per batch. Returns the IDs it kept.
+async fn make_holes(
+    service: &IdGeneratorService,
+    category: &IdCategory,
+    holes: usize,
+    size: u64,
+    batch: u64,
+) -> Vec<IdRange> {
+    // Take everything first: a take would hand out the holes pushed before it.
+    let mut sets = Vec::new();
+    let mut held = 0u64;
+    // One run more than the holes and the runs between them: the last hole is followed by a
+    // kept run, not by the free IDs above (it would merge with them).
+    while held < (2 * holes as u64 + 1) * size {
+        let set = service
+            .take_ids(category, batch)
+            .await
+            .expect("hole maker's take");
+        held += set.count_ids();
+        sets.push(set);
+    }
+    let mut kept = Vec::new();
+    let mut made = 0;
+    for mut set in sets {
+        let mut push = Vec::new();
+        let mut odd = false;
+        while let Some(run) = set.take_run(size) {
+            if odd && made < holes && run.len() == size {
+                push.push(run);
+                made += 1;
+            } else {
+                kept.push(run);
+            }
+            odd = !odd;
+        }
+        if !push.is_empty() {
+            service
+                .push_ids(&mut IdSet::new(category.clone(), push))
+                .await
+                .expect("hole maker's push");
+        }
+    }
+    assert_eq!(made, holes, "the hole maker made {made} holes of {holes}");
+    kept
+}
+
+/// The free ranges of category `path`: as `pool_info` lists them, and as hole nodes of its own
+/// (format 4) listed directly under `zooid-holes`.
+async fn free_ranges(
+    service: &IdGeneratorService,
+    client: &zookeeper_client::Client,
+    category: &IdCategory,
+) -> (usize, usize) {
+    let listed = service
+        .pool_info(category)
+        .await
+        .expect("pool info")
+        .free
+        .len();
+    let nodes = match client
+        .get_children(&zooid::format::holes_parent(category.name()))
+        .await
+    {
+        Ok((children, _)) => children
+            .iter()
+            .filter(|c| zooid::format::hole_of(c).is_some())
+            .count(),
+        Err(zookeeper_client::Error::NoNode) => 0,
+        Err(err) => panic!("listing the hole nodes: {err}"),
+    };
+    (listed, nodes)
+}
+
+/// One phase of a burst: how many were served, failed, hit their deadline, the longest call and
+/// the server's transactions.
+#[derive(Default)]
+struct Phase {
+    served: usize,
+    errors: usize,
+    deadline_hits: usize,
+    longest: Duration,
+    writes: u64,
+    kinds: std::collections::BTreeMap<&'static str, usize>,
+}
+
+impl Phase {
+    fn record<T>(&mut self, outcome: &Result<T, ZooidError>, took: Duration) {
+        self.longest = self.longest.max(took);
+        match outcome {
+            Ok(_) => self.served += 1,
+            Err(err) => {
+                self.errors += 1;
+                if deadline_hit(err) {
+                    self.deadline_hits += 1;
+                }
+                *self.kinds.entry(err.kind().name()).or_default() += 1;
+            }
+        }
+    }
+
+    fn writes_per_op(&self) -> f64 {
+        self.writes as f64 / self.served.max(1) as f64
+    }
+}
+
+/// The Hadoop burst on a pool with `holes` free ranges already: `tasks` sessions take `batch`
+/// each at once, then push back the last 10 % of what they got at once.
+fn burst_holes(tasks: usize, holes: usize, batch: u64) {
+    let zk = ZkServer::start();
+    let connect = zk.connect_string();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let size = (batch / 10).max(1);
+    println!(
+        "burst on holes: {holes} free ranges of {size} IDs left by an earlier job, then {tasks} sessions each take {batch} IDs at once, then push back 10 % at once; \
+         writes = server transactions (zxid delta) per served call, 1 at least\n"
+    );
+    println!("| layout | free ranges before (pool_info / hole nodes) | takes served | take errors | take deadline hits | longest take | writes/take | pushes served | push errors | push deadline hits | longest push | writes/push | free ranges after (pool_info / hole nodes) | kept IDs checked |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for (name, layout, fair) in [
+        ("default", "default", false),
+        ("single", "single", false),
+        ("blocks", "blocks", false),
+        ("fair_pacing", "default", true),
+    ] {
+        rt.block_on(async {
+            let options = ServiceOptions {
+                fair_pacing: fair,
+                ..ServiceOptions::default()
+            };
+            let path = format!("/burst-holes/{name}");
+            let category = IdCategory::new(path.as_str()).expect("category");
+            let services = open_sessions(&connect, tasks, &options).await;
+            create_in(&services[0], layout, &path, batch).await;
+            let mut kept = make_holes(&services[0], &category, holes, size, batch).await;
+            let client = zookeeper_client::Client::connect(&connect)
+                .await
+                .expect("connect");
+            let free_before = free_ranges(&services[0], &client, &category).await;
+            assert!(
+                free_before.0.max(free_before.1) >= holes,
+                "{name}: only {free_before:?} free ranges after making {holes} holes"
+            );
+
+            let before = zxid(zk.addr());
+            let takes: Vec<_> = services
+                .iter()
+                .map(|s| {
+                    let s = Arc::clone(s);
+                    let category = category.clone();
+                    tokio::spawn(async move {
+                        let t = Instant::now();
+                        let got = s.take_ids(&category, batch).await;
+                        (got, t.elapsed())
+                    })
+                })
+                .collect();
+            let mut take = Phase::default();
+            let mut sets = Vec::new();
+            for (s, h) in services.iter().zip(takes) {
+                let (got, took) = h.await.expect("task");
+                take.record(&got, took);
+                if let Ok(set) = got {
+                    sets.push((Arc::clone(s), set));
+                }
+            }
+            take.writes = zxid(zk.addr()) - before;
+
+            let before = zxid(zk.addr());
+            let pushes: Vec<_> = sets
+                .into_iter()
+                .map(|(s, mut set)| {
+                    tokio::spawn(async move {
+                        // Keep 90 % of what the take got, push back the rest.
+                        let got = set.count_ids();
+                        let mut keep = got - got / 10;
+                        let mut kept = Vec::new();
+                        while keep > 0 {
+                            let Some(run) = set.take_run(keep) else { break };
+                            keep -= run.len();
+                            kept.push(run);
+                        }
+                        let t = Instant::now();
+                        let pushed = s.push_ids(&mut set).await;
+                        (pushed, t.elapsed(), kept)
+                    })
+                })
+                .collect();
+            let mut push = Phase::default();
+            for h in pushes {
+                let (pushed, took, task_kept) = h.await.expect("task");
+                push.record(&pushed, took);
+                kept.extend(task_kept);
+            }
+            push.writes = zxid(zk.addr()) - before;
+            let free_after = free_ranges(&services[0], &client, &category).await;
+            let checked = check_disjoint(&format!("burst on holes, {name}"), kept);
+            println!(
+                "| {name} | {} / {} | {} | {} | {} | {:.2} s | {:.2} | {} | {} | {} | {:.2} s | {:.2} | {} / {} | {checked} |",
+                free_before.0,
+                free_before.1,
+                take.served,
+                take.errors,
+                take.deadline_hits,
+                take.longest.as_secs_f64(),
+                take.writes_per_op(),
+                push.served,
+                push.errors,
+                push.deadline_hits,
+                push.longest.as_secs_f64(),
+                push.writes_per_op(),
+                free_after.0,
+                free_after.1,
+            );
+            for (phase, what) in [(&take, "take"), (&push, "push")] {
+                if !phase.kinds.is_empty() {
+                    println!("  {name}: {what} errors by kind: {:?}", phase.kinds);
+                }
+            }
+            for s in services {
+                drop(Arc::into_inner(s));
             }
         });
     }
@@ -536,20 +986,27 @@ where
 fn main() {
     let args = parse_args();
     if let Some(tasks) = args.burst {
-        burst(tasks, args.burst_batch);
+        match args.holes {
+            Some(holes) => burst_holes(tasks, holes, args.burst_batch),
+            None => burst(tasks, args.burst_batch),
+        }
+        exit_on_duplicate();
         return;
     }
     std::fs::create_dir_all(repo().join("target")).expect("target dir");
     let csv_path = repo().join("target/contention.csv");
     let mut csv = String::from(
-        "setup,mode,clients,takes_per_s,ratio_to_1,failed_per_take,p50_ms,p99_ms,max_ms,min_over_mean,starved,errors\n",
+        "setup,mode,clients,push_pct,ops_per_s,ratio_to_1,writes_per_op,failed_per_op,take_p50_ms,take_p99_ms,take_max_ms,push_p50_ms,push_p99_ms,push_max_ms,min_over_mean,starved,errors,kept_ids,free_ranges_after,hole_nodes_after\n",
     );
     println!(
-        "batch {} IDs, window {} ms, {} round(s); failed writes counted on the server (zxid delta - completed takes)\n",
-        args.batch, args.window_ms, args.rounds
+        "batch {} IDs, push-back {} % (zooid modes; naive and curator only take), window {} ms, {} round(s); \
+         op = a take and its push; writes/op = server transactions (zxid delta) per completed op; \
+         failed/op = zxid delta minus ops × the mode's writes/op alone (its 1-process row), per op; \
+         kept IDs checked pairwise disjoint across processes\n",
+        args.batch, args.push_back, args.window_ms, args.rounds
     );
-    println!("| setup | mode | procs | takes/s | ÷ at 1 | failed writes/take | p50 ms | p99 ms | max ms | fewest ÷ mean | starved | errors |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| setup | mode | procs | push % | ops/s | ÷ at 1 | writes/op | failed/op | take p50 ms | take p99 ms | take max ms | push p50 ms | push p99 ms | push max ms | fewest ÷ mean | starved | errors | free ranges after (pool_info / hole nodes) |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut run_no = 0;
     for setup in &args.setups {
         // Keep the servers alive for the whole setup; drop them after.
@@ -572,7 +1029,8 @@ fn main() {
             }
             other => panic!("unknown setup {other}"),
         };
-        let mut at_one: std::collections::HashMap<String, f64> = Default::default();
+        // Per mode, its 1-process row: ops/s, and writes per op (all successful: it is alone).
+        let mut at_one: HashMap<String, (f64, f64)> = Default::default();
         for _round in 0..args.rounds {
             for &clients in &args.clients {
                 for mode in &args.modes {
@@ -585,40 +1043,53 @@ fn main() {
                         continue;
                     };
                     if clients == 1 {
-                        at_one.insert(mode.clone(), row.takes_per_s);
+                        at_one.insert(mode.clone(), (row.ops_per_s, row.writes_per_op));
                     }
-                    let ratio = at_one
+                    let nominal = if row.push_pct > 0 { 2.0 } else { 1.0 };
+                    let (ratio, alone) = at_one
                         .get(mode)
-                        .map_or(f64::NAN, |one| row.takes_per_s / one);
+                        .map_or((f64::NAN, nominal), |&(ops, writes)| {
+                            (row.ops_per_s / ops, writes)
+                        });
+                    let failed_per_op = row.writes_per_op - alone;
+                    let (free_cell, free_csv) = row.free_after.map_or_else(
+                        || ("–".to_string(), ",".to_string()),
+                        |(listed, nodes)| {
+                            (format!("{listed} / {nodes}"), format!("{listed},{nodes}"))
+                        },
+                    );
                     println!(
-                        "| {} | {} | {} | {:.0} | {:.2} | {:.2} | {:.1} | {:.1} | {:.0} | {:.2} | {} | {} |",
+                        "| {} | {} | {} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {} | {} | {:.2} | {} | {} | {free_cell} |",
                         row.setup,
                         row.mode,
                         row.clients,
-                        row.takes_per_s,
+                        row.push_pct,
+                        row.ops_per_s,
                         ratio,
-                        row.failed_per_take,
-                        row.p50_ms,
-                        row.p99_ms,
-                        row.max_ms,
+                        row.writes_per_op,
+                        failed_per_op,
+                        row.take.cells(),
+                        row.push.cells(),
                         row.min_over_mean,
                         row.starved,
                         row.errors
                     );
                     csv.push_str(&format!(
-                        "{},{},{},{:.1},{:.3},{:.3},{:.2},{:.2},{:.1},{:.3},{},{}\n",
+                        "{},{},{},{},{:.1},{:.3},{:.3},{:.3},{},{},{:.3},{},{},{},{free_csv}\n",
                         row.setup,
                         row.mode,
                         row.clients,
-                        row.takes_per_s,
+                        row.push_pct,
+                        row.ops_per_s,
                         ratio,
-                        row.failed_per_take,
-                        row.p50_ms,
-                        row.p99_ms,
-                        row.max_ms,
+                        row.writes_per_op,
+                        failed_per_op,
+                        row.take.csv(),
+                        row.push.csv(),
                         row.min_over_mean,
                         row.starved,
-                        row.errors
+                        row.errors,
+                        row.kept_ids
                     ));
                     std::fs::write(&csv_path, &csv).expect("write csv");
                 }
@@ -626,4 +1097,14 @@ fn main() {
         }
     }
     println!("\nCSV: {}", csv_path.display());
+    exit_on_duplicate();
+}
+
+/// Exits non-zero when any run handed an ID out twice.
+fn exit_on_duplicate() {
+    if DUPLICATE.load(Ordering::SeqCst) {
+        eprintln!("!!!!!! DUPLICATE IDs were handed out (see above)");
+        std::process::exit(1);
+    }
+    println!("duplicate check: every kept ID was handed out once");
 }

@@ -3,25 +3,34 @@
 //!
 //! Modes:
 //! - `zooid`: `IdGeneratorService::take_ids(category, batch)` on a zooid category, default
-//!   options;
+//!   options (the benchmark creates the category in `create_category`'s default layout);
+//! - `zooid-single`: the same on a category in `Layout::SingleNode` (formats 1/2);
 //! - `zooid-fair`: the same with `ServiceOptions::fair_pacing` (src/pace.rs);
 //! - `zooid-blocks`: the same on a category in block allocation (src/blocks.rs);
 //! - `naive`: the seed-000 loop on a legacy counter node (8-byte big-endian long): `getData`,
 //!   add the batch, `setData` with the read version, on `BADVERSION` start again at once.
 //!
+//! With `--push-back PCT` (zooid modes only: the naive loop cannot recycle), every take is
+//! followed by a push of the last `PCT` % of the IDs it got (`push_ids`); an operation is then
+//! a take and its push, and it completes when both succeed.
+//!
 //! Protocol on stdin/stdout (the benchmark drives many of these at once):
 //!
 //! ```text
-//! ready                       after the session is open and one warm-up take succeeded
+//! ready                       after the session is open and one warm-up operation succeeded
 //! <- go                       (a line on stdin) starts the window
-//! done TAKES ERRORS IDS L1 L2 ...   the window's completed takes, failed takes, IDs handed
-//!                             out, and every completed take's latency in microseconds
+//! push-errors N               failed pushes in the window
+//! push-latency L1 L2 ...      every completed push's latency in microseconds
+//! kept S:E S:E ...            every ID this process kept (handed out, not pushed back),
+//!                             the warm-up's included, as merged ranges
+//! done OPS ERRORS IDS L1 L2 ...   the window's completed operations, failed ones (a take or
+//!                             its push failed), IDs kept, and every completed take's latency
 //! <- (EOF on stdin)           closes the session and exits
 //! ```
 //!
 //! ```text
 //! cargo run --release --example contender -- --connect 127.0.0.1:2181 --mode zooid \
-//!     --path /bench/zooid --batch 1000 --window-ms 6000
+//!     --path /bench/zooid --batch 1000 --window-ms 6000 --push-back 10
 //! ```
 
 use std::io::{BufRead, Write};
@@ -29,12 +38,14 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, ValueEnum};
-use zooid::{ConnectOptions, IdCategory, IdGeneratorService, ServiceOptions};
+use zooid::{ConnectOptions, IdCategory, IdGeneratorService, IdRange, ServiceOptions};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Mode {
     Zooid,
     ZooidFair,
+    /// `take_ids` on a category in `Layout::SingleNode` (the benchmark creates it).
+    ZooidSingle,
     /// `take_ids` on a category in block allocation (the benchmark creates it).
     ZooidBlocks,
     Naive,
@@ -61,15 +72,54 @@ struct Cli {
     /// ZooKeeper session timeout.
     #[arg(long, default_value_t = 10000)]
     session_timeout_ms: u64,
+    /// Push back the last PCT % of every take (zooid modes).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=100))]
+    push_back: u64,
 }
 
 /// The window's outcome.
 #[derive(Default)]
 struct Tally {
-    takes: u64,
+    /// Completed operations (a take, and its push when pushing back).
+    ops: u64,
+    /// Operations whose take or push failed.
     errors: u64,
+    /// Pushes that failed.
+    push_errors: u64,
+    /// IDs kept in the window.
     ids: u64,
-    latencies_us: Vec<u64>,
+    take_latencies_us: Vec<u64>,
+    push_latencies_us: Vec<u64>,
+}
+
+/// What one operation did: the take's latency, and the push's when it pushed.
+struct Op {
+    take_us: u64,
+    push: Option<Result<u64, String>>,
+    kept: u64,
+}
+
+/// Every ID kept so far, as ascending merged ranges (takes hand out ascending IDs mostly, so
+/// merging with the last range keeps this short).
+#[derive(Default)]
+struct Kept(Vec<IdRange>);
+
+impl Kept {
+    fn add(&mut self, range: IdRange) {
+        if let Some(last) = self.0.last_mut() {
+            if last.end().checked_add(1) == Some(range.start()) {
+                if let Some(merged) = IdRange::new(last.start(), range.end()) {
+                    *last = merged;
+                    return;
+                }
+            }
+        }
+        self.0.push(range);
+    }
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
 fn main() -> ExitCode {
@@ -101,7 +151,7 @@ async fn run(cli: &Cli) -> Result<(), String> {
     };
     let window = Duration::from_millis(cli.window_ms);
     match cli.mode {
-        Mode::Zooid | Mode::ZooidFair | Mode::ZooidBlocks => {
+        Mode::Zooid | Mode::ZooidFair | Mode::ZooidSingle | Mode::ZooidBlocks => {
             let service_options = ServiceOptions {
                 fair_pacing: matches!(cli.mode, Mode::ZooidFair),
                 ..ServiceOptions::default()
@@ -110,20 +160,12 @@ async fn run(cli: &Cli) -> Result<(), String> {
                 .await
                 .map_err(|e| e.to_string())?;
             let category = IdCategory::new(&cli.path).map_err(|e| e.to_string())?;
-            service
-                .take_ids(&category, cli.batch)
-                .await
-                .map_err(|e| format!("warm-up take: {e}"))?;
+            let kept = std::cell::RefCell::new(Kept::default());
+            let cycle = || zooid_cycle(&service, &category, cli.batch, cli.push_back, &kept);
+            cycle().await.map_err(|e| format!("warm-up take: {e}"))?;
             ready_then_wait_for_go()?;
-            let tally = window_loop(window, || async {
-                service
-                    .take_ids(&category, cli.batch)
-                    .await
-                    .map(|ids| ids.count_ids())
-                    .map_err(|e| e.to_string())
-            })
-            .await;
-            report(&tally)?;
+            let tally = window_loop(window, cycle).await;
+            report(&tally, &kept.borrow())?;
             wait_for_eof();
             drop(service);
         }
@@ -133,12 +175,21 @@ async fn run(cli: &Cli) -> Result<(), String> {
                 .connect(&cli.connect)
                 .await
                 .map_err(|e| e.to_string())?;
-            naive_take(&client, &cli.path, cli.batch)
-                .await
-                .map_err(|e| format!("warm-up take: {e}"))?;
+            let kept = std::cell::RefCell::new(Kept::default());
+            let cycle = || async {
+                let t = Instant::now();
+                let range = naive_take(&client, &cli.path, cli.batch).await?;
+                kept.borrow_mut().add(range);
+                Ok(Op {
+                    take_us: micros(t.elapsed()),
+                    push: None,
+                    kept: range.len(),
+                })
+            };
+            cycle().await.map_err(|e| format!("warm-up take: {e}"))?;
             ready_then_wait_for_go()?;
-            let tally = window_loop(window, || naive_take(&client, &cli.path, cli.batch)).await;
-            report(&tally)?;
+            let tally = window_loop(window, cycle).await;
+            report(&tally, &kept.borrow())?;
             wait_for_eof();
             drop(client);
         }
@@ -146,9 +197,56 @@ async fn run(cli: &Cli) -> Result<(), String> {
     Ok(())
 }
 
+/// A take of `batch` IDs, then (with `push_back` > 0) a push of the last `push_back` % of what
+/// it got; the rest is recorded in `kept`.
+async fn zooid_cycle(
+    service: &IdGeneratorService,
+    category: &IdCategory,
+    batch: u64,
+    push_back: u64,
+    kept: &std::cell::RefCell<Kept>,
+) -> Result<Op, String> {
+    let t = Instant::now();
+    let mut ids = service
+        .take_ids(category, batch)
+        .await
+        .map_err(|e| e.to_string())?;
+    let take_us = micros(t.elapsed());
+    let got = ids.count_ids();
+    let keep = got - got * push_back / 100;
+    let mut left = keep;
+    while left > 0 {
+        let Some(run) = ids.take_run(left) else { break };
+        left -= run.len();
+        kept.borrow_mut().add(run);
+    }
+    let push = if push_back > 0 && ids.has_more_ids() {
+        let t = Instant::now();
+        Some(
+            service
+                .push_ids(&mut ids)
+                .await
+                .map(|()| micros(t.elapsed()))
+                .map_err(|e| e.to_string()),
+        )
+    } else {
+        None
+    };
+    Ok(Op {
+        take_us,
+        push,
+        kept: keep,
+    })
+}
+
 /// The seed-000 loop: read the counter, add `n`, write it back expecting the read version; on a
-/// conflict start again at once (no backoff, as the seed does).
-async fn naive_take(client: &zookeeper_client::Client, path: &str, n: u64) -> Result<u64, String> {
+/// conflict start again at once (no backoff, as the seed does). The IDs handed out are the ones
+/// above the value read, up to the value written.
+async fn naive_take(
+    client: &zookeeper_client::Client,
+    path: &str,
+    n: u64,
+) -> Result<IdRange, String> {
     loop {
         let (data, stat) = client.get_data(path).await.map_err(|e| e.to_string())?;
         let bytes: [u8; 8] = data
@@ -163,29 +261,40 @@ async fn naive_take(client: &zookeeper_client::Client, path: &str, n: u64) -> Re
             .set_data(path, &next.to_be_bytes(), Some(stat.version))
             .await
         {
-            Ok(_) => return Ok(n),
+            Ok(_) => {
+                return IdRange::new(value + 1, next)
+                    .ok_or_else(|| format!("a take of {n} IDs from {value}"))
+            }
             Err(zookeeper_client::Error::BadVersion) => continue,
             Err(err) => return Err(err.to_string()),
         }
     }
 }
 
-async fn window_loop<F, Fut>(window: Duration, mut take: F) -> Tally
+async fn window_loop<F, Fut>(window: Duration, mut op: F) -> Tally
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<u64, String>>,
+    Fut: std::future::Future<Output = Result<Op, String>>,
 {
     let mut tally = Tally::default();
     let started = Instant::now();
     while started.elapsed() < window {
-        let t = Instant::now();
-        match take().await {
-            Ok(ids) => {
-                tally.takes += 1;
-                tally.ids += ids;
-                tally
-                    .latencies_us
-                    .push(u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX));
+        match op().await {
+            Ok(done) => {
+                tally.ids += done.kept;
+                tally.take_latencies_us.push(done.take_us);
+                match done.push {
+                    None => tally.ops += 1,
+                    Some(Ok(push_us)) => {
+                        tally.ops += 1;
+                        tally.push_latencies_us.push(push_us);
+                    }
+                    Some(Err(err)) => {
+                        eprintln!("push failed: {err}");
+                        tally.errors += 1;
+                        tally.push_errors += 1;
+                    }
+                }
             }
             Err(err) => {
                 eprintln!("take failed: {err}");
@@ -212,14 +321,30 @@ fn ready_then_wait_for_go() -> Result<(), String> {
     }
 }
 
-fn report(tally: &Tally) -> Result<(), String> {
-    let mut line = format!("done {} {} {}", tally.takes, tally.errors, tally.ids);
-    for l in &tally.latencies_us {
-        line.push(' ');
-        line.push_str(&l.to_string());
-    }
+fn report(tally: &Tally, kept: &Kept) -> Result<(), String> {
+    let join = |head: String, items: &mut dyn Iterator<Item = String>| {
+        items.fold(head, |mut line, item| {
+            line.push(' ');
+            line.push_str(&item);
+            line
+        })
+    };
+    let lines = [
+        format!("push-errors {}", tally.push_errors),
+        join(
+            "push-latency".into(),
+            &mut tally.push_latencies_us.iter().map(u64::to_string),
+        ),
+        join("kept".into(), &mut kept.0.iter().map(IdRange::to_string)),
+        join(
+            format!("done {} {} {}", tally.ops, tally.errors, tally.ids),
+            &mut tally.take_latencies_us.iter().map(u64::to_string),
+        ),
+    ];
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{line}").map_err(|e| e.to_string())?;
+    for line in lines {
+        writeln!(out, "{line}").map_err(|e| e.to_string())?;
+    }
     out.flush().map_err(|e| e.to_string())
 }
 

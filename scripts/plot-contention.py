@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Draws docs/contention.png from target/contention.csv (written by
-`cargo bench --bench contention`): completed takes/s, failed writes per take and fairness (the
-fewest takes any process completed / the mean) against the number of contending processes, one
-line per mode, one column per setup.
+`cargo bench --bench contention`): completed operations/s (a take, and its push with
+`--push-back`), failed writes per operation and fairness (the fewest operations any process
+completed / the mean) against the number of contending processes, one line per mode, one column
+per setup. Reads the CSV of either bench version (takes_per_s/failed_per_take columns, or
+ops_per_s/failed_per_op with push_pct; a mode that pushes back is labelled with its
+percentage, the modes that only take keep their name).
 
     pip install matplotlib
     python3 scripts/plot-contention.py [target/contention.csv] [docs/contention.png]
@@ -23,12 +26,13 @@ dst = sys.argv[2] if len(sys.argv) > 2 else "docs/contention.png"
 data = defaultdict(lambda: defaultdict(list))
 with open(src, newline="") as f:
     for row in csv.DictReader(f):
-        data[(row["setup"], row["mode"])][int(row["clients"])].append(
-            (
-                float(row["takes_per_s"]),
-                float(row["failed_per_take"]),
-                float(row["min_over_mean"]),
-            )
+        ops = row.get("ops_per_s", row.get("takes_per_s"))
+        failed = row.get("failed_per_op", row.get("failed_per_take"))
+        mode = row["mode"]
+        if row.get("push_pct") is not None:
+            mode = f"{mode} (push {row['push_pct']} %)" if row["push_pct"] != "0" else mode
+        data[(row["setup"], mode)][int(row["clients"])].append(
+            (float(ops), float(failed), float(row["min_over_mean"]))
         )
 
 setups = sorted({s for s, _ in data}, key=lambda s: (s != "standalone", s))
@@ -42,9 +46,9 @@ for col, setup in enumerate(setups):
         axes[0][col].plot(xs, [mean(0, c) for c in xs], marker="o", label=mode)
         axes[1][col].plot(xs, [mean(1, c) for c in xs], marker="o", label=mode)
         axes[2][col].plot(xs, [mean(2, c) for c in xs], marker="o", label=mode)
-    axes[0][col].set_title(f"{setup}: completed takes/s")
-    axes[1][col].set_title(f"{setup}: failed writes per take (server side)")
-    axes[2][col].set_title(f"{setup}: fewest takes of a process / mean (fairness)")
+    axes[0][col].set_title(f"{setup}: completed operations/s")
+    axes[1][col].set_title(f"{setup}: failed writes per operation (server side)")
+    axes[2][col].set_title(f"{setup}: fewest operations of a process / mean (fairness)")
     axes[2][col].axhline(0.5, color="grey", linestyle="--", linewidth=1)
     for ax in (axes[0][col], axes[1][col], axes[2][col]):
         ax.set_xscale("log", base=2)

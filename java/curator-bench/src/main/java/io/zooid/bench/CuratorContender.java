@@ -21,8 +21,10 @@ import org.apache.curator.retry.ExponentialBackoffRetry;
  *
  * <p>Same stdin/stdout protocol as examples/contender.rs, one {@code done} line per client:
  * {@code ready} once every client has made one warm-up add, then {@code go} on stdin starts the
- * window, then {@code done TAKES ERRORS IDS L1 L2 ...} per client (latencies in microseconds),
- * then EOF on stdin closes the sessions.
+ * window, then per client {@code kept S:E ...} (the IDs its adds handed out, the warm-up's
+ * included: those above the value before each add, up to the value after it, merged) and
+ * {@code done TAKES ERRORS IDS L1 L2 ...} (latencies in microseconds), then EOF on stdin closes
+ * the sessions. Curator cannot recycle: there are no pushes.
  *
  * <p>Usage: {@code CuratorContender CONNECT PATH CLIENTS BATCH WINDOW_MS}
  */
@@ -38,6 +40,7 @@ public final class CuratorContender {
 
         List<CuratorFramework> frameworks = new ArrayList<>();
         List<DistributedAtomicLong> counters = new ArrayList<>();
+        List<Kept> kept = new ArrayList<>();
         for (int i = 0; i < clients; i++) {
             CuratorFramework cf = CuratorFrameworkFactory.builder()
                     .connectString(connect)
@@ -52,10 +55,14 @@ public final class CuratorContender {
             // bounded so that a take under contention keeps trying rather than failing.
             DistributedAtomicLong counter = new DistributedAtomicLong(
                     cf, path, new BoundedExponentialBackoffRetry(1, 100, 1000));
-            if (!counter.add(batch).succeeded()) {
+            AtomicValue<Long> warm = counter.add(batch);
+            if (!warm.succeeded()) {
                 throw new IllegalStateException("warm-up add did not succeed");
             }
             counters.add(counter);
+            Kept k = new Kept();
+            k.add(warm.preValue() + 1, warm.postValue());
+            kept.add(k);
         }
         System.out.println("ready");
         System.out.flush();
@@ -81,6 +88,7 @@ public final class CuratorContender {
                         if (v.succeeded()) {
                             takes++;
                             ids += batch;
+                            kept.get(me).add(v.preValue() + 1, v.postValue());
                             lat.append(' ').append((System.nanoTime() - t0) / 1000);
                         } else {
                             errors++;
@@ -89,7 +97,7 @@ public final class CuratorContender {
                         errors++;
                     }
                 }
-                results[me] = "done " + takes + " " + errors + " " + ids + lat;
+                results[me] = kept.get(me) + "\ndone " + takes + " " + errors + " " + ids + lat;
                 finished.countDown();
             });
             t.start();
@@ -104,6 +112,31 @@ public final class CuratorContender {
         }
         for (CuratorFramework cf : frameworks) {
             cf.close();
+        }
+    }
+
+    /** The IDs one client was handed, as ascending merged ranges, printed as {@code kept S:E ...}. */
+    private static final class Kept {
+        private final List<long[]> ranges = new ArrayList<>();
+
+        void add(long start, long end) {
+            if (!ranges.isEmpty()) {
+                long[] last = ranges.get(ranges.size() - 1);
+                if (last[1] + 1 == start) {
+                    last[1] = end;
+                    return;
+                }
+            }
+            ranges.add(new long[] {start, end});
+        }
+
+        @Override
+        public String toString() {
+            StringBuilder line = new StringBuilder("kept");
+            for (long[] r : ranges) {
+                line.append(' ').append(r[0]).append(':').append(r[1]);
+            }
+            return line.toString();
         }
     }
 }
