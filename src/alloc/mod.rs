@@ -24,9 +24,11 @@ mod options;
 mod service;
 mod single;
 mod state;
+mod undelivered;
 
 pub use crate::format::MAX_TAKE;
 pub use options::{
     PoolInfo, Restored, ServiceOptions, DEFAULT_CEILING_WAIT, DEFAULT_MAX_POOL_BYTES,
 };
 pub use service::IdGeneratorService;
+pub(crate) use undelivered::GivenBack;

@@ -242,6 +242,10 @@ public final class IDGeneratorService extends NativeResource implements AutoClos
      * @throws ContentionException if conflicts outlasted the retry budget; nothing was taken
      * @throws OperationTimeoutException if the deadline passed; nothing was taken
      * @throws CorruptPoolException if the pool node is not a valid pool
+     * @throws IDGeneratorException with code {@link ErrorCode#OTHER} if the IDs were taken but
+     *     could not be handed to Java (no memory for their array): they were pushed back, or, if
+     *     that failed, are leaked (counted in {@link ServiceStats#getIDsLeaked()}); the message
+     *     says which
      */
     public IDSet takeIDs(IDCategory category, int numIDs) throws IDGeneratorException {
         Objects.requireNonNull(category, "category");
