@@ -153,7 +153,9 @@ fn take_ids<'local>(
         })?;
     let service = service(handle)?;
     let ids = service.take_ids(&category, count)?;
-    ranges_to_java(env, &ids.ranges()).map_err(|err| undelivered::give_back(env, service, ids, err))
+    ranges_to_java(env, &ids.ranges()).map_err(|err| {
+        Failure::Undelivered(Box::new(undelivered::give_back(env, service, ids, err)))
+    })
 }
 
 fn push_ids<'local>(

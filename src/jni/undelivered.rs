@@ -5,7 +5,6 @@
 use jni::errors::Error as JniError;
 use jni::Env;
 
-use super::errors::Failure;
 use crate::alloc::GivenBack;
 use crate::blocking::IdGeneratorService;
 use crate::IdSet;
@@ -45,14 +44,14 @@ impl Undelivered {
 }
 
 /// Gives back `ids`, which `service` handed out but Java never received because `err` (a JNI
-/// call) failed. Clears the Java exception the call left pending, so that the caller's failure
-/// replaces it.
+/// call) failed, and says what became of them. Clears the Java exception the call left pending,
+/// so that the caller's failure replaces it.
 pub(super) fn give_back(
     env: &mut Env<'_>,
     service: &IdGeneratorService,
     ids: IdSet,
     err: JniError,
-) -> Failure {
+) -> Undelivered {
     let mut cause = match std::error::Error::source(&err) {
         Some(why) => format!("{err}: {why}"),
         None => err.to_string(),
@@ -63,12 +62,12 @@ pub(super) fn give_back(
     let category = ids.category().name().to_string();
     let count = ids.count_ids();
     let fate = service.give_back_undelivered(ids);
-    Failure::Undelivered(Box::new(Undelivered {
+    Undelivered {
         category,
         count,
         cause,
         fate,
-    }))
+    }
 }
 
 /// The class name of the pending Java exception, which is cleared; `None` when there is none.
