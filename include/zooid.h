@@ -290,8 +290,9 @@ typedef struct zooid_election zooid_election;
  * The IDs handed out by one take (`zooid_service_take_ids`), used one at a time with
  * `zooid_id_set_take_id`, and whatever is left pushed back with `zooid_service_push_ids`.
  *
- * Ownership: the caller owns the set and frees it with `zooid_id_set_free`. A set is not
- * thread-safe: use it from one thread at a time (it may move between threads).
+ * Ownership: the caller owns the set and frees it with `zooid_id_set_free`. Threads may share a
+ * set: its calls are serialized (a push holds the set until it returns), so no ID is both used
+ * and pushed back. A push consumes the set: pushing it again fails with `ZOOID_STATUS_CLOSED`.
  */
 typedef struct zooid_id_set zooid_id_set;
 
@@ -923,8 +924,8 @@ zooid_status zooid_election_wait_change(const struct zooid_election *election,
  * without the NUL. Pass `buf = NULL, len = 0` to ask for the length only.
  *
  * # Safety
- * `set` must be NULL or a live ID set not mutated during the call; `buf` valid for `len` bytes
- * of writes; `out_len` NULL or valid for a write.
+ * `set` must be NULL or a live ID set; `buf` valid for `len` bytes of writes; `out_len`
+ * NULL or valid for a write.
  */
 zooid_status zooid_id_set_category(const struct zooid_id_set *set,
                                    char *buf,
@@ -935,8 +936,7 @@ zooid_status zooid_id_set_category(const struct zooid_id_set *set,
  * Writes to `*out_count` how many unused IDs `set` holds.
  *
  * # Safety
- * `set` must be NULL or a live ID set not mutated during the call; `out_count` NULL or valid
- * for a write.
+ * `set` must be NULL or a live ID set; `out_count` NULL or valid for a write.
  */
 zooid_status zooid_id_set_count(const struct zooid_id_set *set, uint64_t *out_count);
 
@@ -954,8 +954,7 @@ void zooid_id_set_free(struct zooid_id_set *set);
  * Writes to `*out_has_more` whether `set` still holds unused IDs.
  *
  * # Safety
- * `set` must be NULL or a live ID set not mutated during the call; `out_has_more` NULL or
- * valid for a write.
+ * `set` must be NULL or a live ID set; `out_has_more` NULL or valid for a write.
  */
 zooid_status zooid_id_set_has_more(const struct zooid_id_set *set, bool *out_has_more);
 
@@ -967,8 +966,8 @@ zooid_status zooid_id_set_has_more(const struct zooid_id_set *set, bool *out_has
  * the call fails with `ZOOID_STATUS_INVALID_ARGUMENT` and writes nothing.
  *
  * # Safety
- * `set` must be NULL or a live ID set not mutated during the call; `buf` valid for `cap`
- * writes of `zooid_range`; `out_count` NULL or valid for a write.
+ * `set` must be NULL or a live ID set; `buf` valid for `cap` writes of `zooid_range`;
+ * `out_count` NULL or valid for a write.
  */
 zooid_status zooid_id_set_ranges(const struct zooid_id_set *set,
                                  struct zooid_range *buf,
@@ -979,11 +978,11 @@ zooid_status zooid_id_set_ranges(const struct zooid_id_set *set,
  * Takes the next unused ID of `set` into `*out_id`.
  *
  * Returns `ZOOID_STATUS_EMPTY` when the set is used up (then nothing is written). Local: no
- * I/O, no allocation, no lock on success.
+ * I/O, no allocation; the set's lock, uncontended unless threads share it, is the only
+ * synchronization.
  *
  * # Safety
- * `set` must be NULL or a live ID set not used by another thread during the call; `out_id`
- * NULL or valid for a write.
+ * `set` must be NULL or a live ID set; `out_id` NULL or valid for a write.
  */
 zooid_status zooid_id_set_take_id(struct zooid_id_set *set, int64_t *out_id);
 
@@ -1002,11 +1001,10 @@ zooid_status zooid_id_set_take_id(struct zooid_id_set *set, int64_t *out_id);
  * Every ID of the run counts as used, exactly as if taken with `zooid_id_set_take_id`. A run
  * never spans two of the set's ranges, so it may hold fewer than `max` IDs even when more
  * remain. Returns `ZOOID_STATUS_EMPTY` when the set is used up (then nothing is written). Local:
- * no I/O, no allocation, no lock.
+ * no I/O, no allocation; only the set's lock.
  *
  * # Safety
- * `set` must be NULL or a live ID set not used by another thread during the call;
- * `out_range` NULL or valid for a write.
+ * `set` must be NULL or a live ID set; `out_range` NULL or valid for a write.
  */
 zooid_status zooid_id_set_take_range(struct zooid_id_set *set,
                                      uint64_t max,
@@ -1540,16 +1538,20 @@ zooid_status zooid_service_pool_info(const struct zooid_service *service,
 
 /**
  * Pushes the unused IDs of `set` back to their category, to be handed out again (lowest
- * first), and empties `set`. The caller still owns `set` and frees it with
- * `zooid_id_set_free`. A set with no unused IDs is a no-op.
+ * first), and empties `set`: the push consumes it. The caller still owns `set` and frees it
+ * with `zooid_id_set_free`. A set with no unused IDs pushes nothing (and is consumed too).
+ *
+ * The set is held for the whole push: another thread's take from it waits, then finds it
+ * empty. Pushing a consumed set again fails with `ZOOID_STATUS_CLOSED` (the message names its
+ * category) and changes nothing, so the same IDs are never pushed twice.
  *
  * Errors: `ZOOID_STATUS_OUT_OF_BOUNDS`, `ZOOID_STATUS_ALREADY_FREE`, `ZOOID_STATUS_POOL_FULL`
  * and the store errors leave both the pool and `set` unchanged, so the push may be retried;
- * after `ZOOID_STATUS_OUTCOME_UNKNOWN` the push is not repeated and `set` is emptied.
+ * after `ZOOID_STATUS_OUTCOME_UNKNOWN` the push is not repeated and `set` is emptied and
+ * consumed.
  *
  * # Safety
- * `service` must be NULL or a live service reference; `set` NULL or a live ID set not used by
- * another thread during the call.
+ * `service` must be NULL or a live service reference; `set` NULL or a live ID set.
  */
 zooid_status zooid_service_push_ids(const struct zooid_service *service, struct zooid_id_set *set);
 

@@ -100,19 +100,34 @@ async fn restore_one(
             generation,
             token: 0,
         },
-    );
+    )
+    .with_block_size(record.block_size);
     store.write(&bumped).await?;
-    let outcome = service
-        .restore_category(&category, record.bounds, record.ceiling, generation)
-        .await?;
+    let (bounds, ceiling) = (record.bounds, record.ceiling);
+    let outcome = match record.block_size {
+        None => {
+            service
+                .restore_category(&category, bounds, ceiling, generation)
+                .await?
+        }
+        Some(unit) => {
+            service
+                .restore_category_blocks(&category, bounds, ceiling, generation, unit)
+                .await?
+        }
+    };
     Ok(match outcome {
         Restored::Created => format!(
-            "restored {} bounds {} ceiling {} epoch {generation} (IDs {}:{} free)",
+            "restored {} bounds {} ceiling {} epoch {generation} (IDs {}:{} free{})",
             record.category,
             record.bounds,
             record.ceiling,
             record.ceiling + 1,
-            record.bounds.end()
+            record.bounds.end(),
+            record
+                .block_size
+                .map(|unit| format!(", block allocation in blocks of {unit}"))
+                .unwrap_or_default()
         ),
         Restored::Kept => format!("kept     {} (raced with a keeper)", record.category),
         Restored::Repaired { removed } => format!(

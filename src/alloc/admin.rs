@@ -206,29 +206,44 @@ impl<S: Store> IdGeneratorService<S> {
             .is_ok_and(|pool| pool.op_at(0).is_some_and(|op| op.token == token)))
     }
 
-    /// See [`restore_category`](Self::restore_category).
+    /// See [`restore_category`](Self::restore_category); `unit`: the block size of a category
+    /// in block allocation, which comes back in block allocation, its fresh blocks above
+    /// `ceiling` (the pool node, its generation's sequence parent and the node pushes are
+    /// announced on, created in one `multi`).
     pub(super) async fn restore(
         &self,
         category: &IdCategory,
         bounds: IdRange,
         ceiling: i64,
         epoch: u64,
+        unit: Option<u64>,
     ) -> Result<Restored> {
         let path = category.name();
-        let mut pool = Pool::new(bounds);
-        pool.free_mut().remove_at_most(ceiling);
+        let mut pool = match unit {
+            None => Pool::new(bounds),
+            Some(unit) => Pool::with_blocks(bounds, unit),
+        };
+        pool.clear_through(ceiling, bounds.start());
         pool.set_ceiling(Some(ceiling));
         pool.set_epoch(epoch);
-        let free = pool.free().count();
+        let free = IdRange::new(ceiling.saturating_add(1).max(bounds.start()), bounds.end())
+            .map_or(0, |above| above.len());
         let (token, bytes) = self.first_version(&mut pool, free);
         let mut budget = Budget::start(self.options.retry);
         while budget.try_attempt() {
-            match self.store.create(path, &bytes).await {
+            let created = match pool.blocks() {
+                None => self.store.create(path, &bytes).await,
+                Some(layout) => {
+                    create_block_pool(&self.store, path, &bytes, layout.generation).await
+                }
+            };
+            match created {
                 Ok(()) => {
                     tracing::warn!(
                         category = path,
                         ceiling,
                         epoch,
+                        block_size = unit,
                         "category restored from the durable record"
                     );
                     return Ok(Restored::Created);
@@ -386,6 +401,49 @@ impl<S: Store> IdGeneratorService<S> {
         .await?;
         Ok(())
     }
+}
+
+/// Creates a pool in block allocation as `restore` does: the pool node with `bytes`, the
+/// sequence parent of `generation` and the node pushes are announced on, in one `multi`. Its
+/// errors read as a plain create's.
+async fn create_block_pool<S: Store>(
+    store: &S,
+    path: &str,
+    bytes: &[u8],
+    generation: u64,
+) -> std::result::Result<(), StoreError> {
+    let session = store
+        .session()
+        .ok_or_else(|| StoreError::Refused(needs_zookeeper().to_string()))?;
+    let (client, session_generation) = session.client();
+    let options = CreateMode::Persistent.with_acls(session.default_acls());
+    let created = async {
+        if let Some(dir) = crate::store::parent(path) {
+            let made = session
+                .run(session_generation, client.mkdir(dir, &options))
+                .await;
+            made.map_err(|error| MultiFailed { index: None, error })?;
+        }
+        let mut multi = Multi::new(&client);
+        multi
+            .create(path, bytes, &options)
+            .create(&sequence_parent(path, generation), &[], &options)
+            .create(&returned_parent(path), &[], &options);
+        multi.commit(session, session_generation).await.map(drop)
+    };
+    let Err(failed) = created.await else {
+        return Ok(());
+    };
+    Err(match crate::zk::classify(&failed.error) {
+        Verdict::NodeExists => StoreError::NodeExists,
+        Verdict::NotAuthorized => StoreError::NotAuthorized {
+            identity: session.options().identity(),
+        },
+        Verdict::Expired | Verdict::Closed | Verdict::Unknown => {
+            StoreError::Unknown(failed.error.to_string())
+        }
+        _ => StoreError::Refused(failed.error.to_string()),
+    })
 }
 
 /// A new category's ceiling, checked (`0 <= ceiling <= last`).

@@ -27,6 +27,7 @@ mod options;
 mod service;
 mod single;
 mod state;
+mod undelivered;
 
 pub use crate::format::MAX_TAKE;
 pub use options::{
@@ -34,3 +35,4 @@ pub use options::{
     DEFAULT_MAX_POOL_BYTES,
 };
 pub use service::IdGeneratorService;
+pub(crate) use undelivered::GivenBack;

@@ -351,7 +351,22 @@ impl<S: Store> IdGeneratorService<S> {
         ceiling: i64,
         epoch: u64,
     ) -> Result<Restored> {
-        self.restore(category, bounds, ceiling, epoch).await
+        self.restore(category, bounds, ceiling, epoch, None).await
+    }
+
+    /// [`restore_category`](Self::restore_category) for a category in block allocation: it
+    /// comes back in block allocation with blocks of `unit` IDs, its fresh blocks above
+    /// `ceiling` (needs ZooKeeper).
+    pub async fn restore_category_blocks(
+        &self,
+        category: &IdCategory,
+        bounds: IdRange,
+        ceiling: i64,
+        epoch: u64,
+        unit: u64,
+    ) -> Result<Restored> {
+        self.restore(category, bounds, ceiling, epoch, Some(unit))
+            .await
     }
 
     /// Repairs an existing pool against a durable ceiling: no-op when its ceiling is at or

@@ -15,7 +15,7 @@ use std::mem::ManuallyDrop;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::alloc::{IdGeneratorService as AsyncService, PoolInfo, ServiceOptions};
+use crate::alloc::{GivenBack, IdGeneratorService as AsyncService, PoolInfo, ServiceOptions};
 use crate::error::Result;
 use crate::idset::{IdCategory, IdSet};
 use crate::recipes::election::{ElectionOptions, LeaderInfo};
@@ -185,6 +185,17 @@ impl IdGeneratorService {
     /// See [`AsyncService::push_ids`].
     pub fn push_ids(&self, ids: &mut IdSet) -> Result<()> {
         block_on(self.inner.push_ids(ids))?
+    }
+
+    /// See [`AsyncService::give_back_undelivered`]: for a binding that took `ids` but could not
+    /// hand them to its caller.
+    pub(crate) fn give_back_undelivered(&self, ids: IdSet) -> GivenBack {
+        let category = ids.category().clone();
+        let ranges = ids.ranges();
+        match block_on(self.inner.give_back_undelivered(ids)) {
+            Ok(given) => given,
+            Err(err) => self.inner.leaked_undelivered(&category, &ranges, err),
+        }
     }
 
     /// See [`AsyncService::pool_info`].

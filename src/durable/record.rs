@@ -5,10 +5,15 @@
 //! #zooid-durable 1
 //! category /eventpublish/idgen/did
 //! bounds 1:123456789
+//! blocks 1000
 //! ceiling 60000
 //! fence 2 4294967386
 //! written 1795322592123 2026-11-22T04:43:12.123Z
 //! ```
+//!
+//! The `blocks UNIT` line is there only for a category in block allocation (its block size);
+//! records without it (a single-node category, or written before the line existed) parse as
+//! before.
 
 use std::fmt::Write as _;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -45,6 +50,9 @@ pub struct Record {
     pub category: String,
     /// The category's bounds.
     pub bounds: IdRange,
+    /// The block size of a category in block allocation (`None`: a single-node pool), so that a
+    /// restore recreates it in the same layout.
+    pub block_size: Option<u64>,
     /// Every ID ever handed out is at or below this.
     pub ceiling: i64,
     /// Who wrote it.
@@ -54,15 +62,23 @@ pub struct Record {
 }
 
 impl Record {
-    /// A record written now.
+    /// A record of a single-node category, written now (see
+    /// [`with_block_size`](Self::with_block_size) for one in block allocation).
     pub fn new(category: &str, bounds: IdRange, ceiling: i64, fence: Fence) -> Self {
         Self {
             category: category.to_string(),
             bounds,
+            block_size: None,
             ceiling,
             fence,
             written_ms: now_ms(),
         }
+    }
+
+    /// This record for a category whose layout is block allocation with `block_size` IDs per
+    /// block (`None`: a single-node pool).
+    pub fn with_block_size(self, block_size: Option<u64>) -> Self {
+        Self { block_size, ..self }
     }
 
     /// When it was written.
@@ -106,6 +122,9 @@ impl Record {
         let _ = writeln!(out, "#zooid-durable {RECORD_VERSION}");
         let _ = writeln!(out, "category {}", self.category);
         let _ = writeln!(out, "bounds {}", self.bounds);
+        if let Some(unit) = self.block_size {
+            let _ = writeln!(out, "blocks {unit}");
+        }
         let _ = writeln!(out, "ceiling {}", self.ceiling);
         let _ = writeln!(out, "fence {} {}", self.fence.generation, self.fence.token);
         let _ = writeln!(
@@ -117,7 +136,8 @@ impl Record {
         out
     }
 
-    /// Parses a record named `name` (for the error), strictly: every line once, in order.
+    /// Parses a record named `name` (for the error), strictly: every line once, in order (the
+    /// `blocks` line only for a category in block allocation).
     pub fn parse(name: &str, data: &[u8]) -> Result<Self> {
         let corrupt = |line: usize, content: &str, reason: &str| ZooidError::CorruptPool {
             path: name.to_string(),
@@ -126,7 +146,12 @@ impl Record {
             reason: format!("durable record: {reason}"),
         };
         let text = std::str::from_utf8(data).map_err(|_| corrupt(1, "", "not UTF-8 text"))?;
-        let lines: Vec<&str> = text.lines().collect();
+        let mut lines: Vec<&str> = text.lines().collect();
+        // The optional `blocks UNIT` line, after `bounds`: taken out, so the rest keeps its shape.
+        let blocks = match lines.get(BLOCKS_LINE - 1) {
+            Some(line) if line.starts_with("blocks") => Some(lines.remove(BLOCKS_LINE - 1)),
+            _ => None,
+        };
         let expect = [
             "#zooid-durable",
             "category",
@@ -135,11 +160,16 @@ impl Record {
             "fence",
             "written",
         ];
+        let shift = |i: usize| i + usize::from(blocks.is_some() && i >= BLOCKS_LINE);
         if lines.len() != expect.len() {
             return Err(corrupt(
-                lines.len().min(expect.len()) + 1,
+                shift(lines.len().min(expect.len()) + 1),
                 "",
-                &format!("expected {} lines, found {}", expect.len(), lines.len()),
+                &format!(
+                    "expected {} lines, found {}",
+                    expect.len() + usize::from(blocks.is_some()),
+                    lines.len() + usize::from(blocks.is_some())
+                ),
             ));
         }
         let mut fields = Vec::with_capacity(expect.len());
@@ -148,7 +178,7 @@ impl Record {
                 .strip_prefix(key)
                 .and_then(|r| r.strip_prefix(' '))
                 .ok_or_else(|| corrupt(i + 1, line, &format!("expected '{key} ...'")))?;
-            fields.push((i + 1, *line, rest));
+            fields.push((shift(i + 1), *line, rest));
         }
         let number = |(line_no, raw, word): (usize, &str, &str)| -> Result<i64> {
             if word.is_empty() || !word.bytes().all(|b| b.is_ascii_digit()) {
@@ -171,9 +201,26 @@ impl Record {
         let bounds = IdRange::new(number((l, raw, first))?, number((l, raw, last))?)
             .filter(|b| b.start() >= 1)
             .ok_or_else(|| corrupt(l, raw, "need 1 <= FIRST <= LAST"))?;
+        let block_size = match blocks {
+            None => None,
+            Some(raw) => {
+                let word = raw
+                    .strip_prefix("blocks ")
+                    .ok_or_else(|| corrupt(BLOCKS_LINE, raw, "expected 'blocks UNIT'"))?;
+                let unit = number((BLOCKS_LINE, raw, word))?;
+                if unit < 1 {
+                    return Err(corrupt(BLOCKS_LINE, raw, "need a block size of 1 or more"));
+                }
+                Some(unit as u64)
+            }
+        };
         let ceiling = number(fields[3])?;
         if ceiling > bounds.end() {
-            return Err(corrupt(4, fields[3].1, "ceiling above the bounds"));
+            return Err(corrupt(
+                fields[3].0,
+                fields[3].1,
+                "ceiling above the bounds",
+            ));
         }
         let (l, raw, word) = fields[4];
         let (generation, token) = word
@@ -194,12 +241,16 @@ impl Record {
         Ok(Record {
             category,
             bounds,
+            block_size,
             ceiling,
             fence,
             written_ms,
         })
     }
 }
+
+/// The line the optional `blocks UNIT` takes (1-based), right after `bounds`.
+const BLOCKS_LINE: usize = 4;
 
 /// Milliseconds since the Unix epoch, now.
 pub fn now_ms() -> u64 {
@@ -241,6 +292,7 @@ mod tests {
         Record {
             category: "/eventpublish/idgen/did".into(),
             bounds: IdRange::new(1, 123456789).unwrap(),
+            block_size: None,
             ceiling: 60000,
             fence: Fence {
                 generation: 2,
@@ -258,6 +310,42 @@ mod tests {
             "#zooid-durable 1\ncategory /eventpublish/idgen/did\nbounds 1:123456789\nceiling 60000\nfence 2 4294967386\nwritten 1795322592123 2026-11-22T04:43:12.123Z\n"
         );
         assert_eq!(Record::parse("r", text.as_bytes()).unwrap(), record());
+    }
+
+    /// A category in block allocation keeps its block size; a record without the line (every
+    /// record written before it existed) is a single-node category's, parsed as before.
+    #[test]
+    fn the_block_size_is_an_optional_line_after_the_bounds() {
+        let blocks = record().with_block_size(Some(1000));
+        let text = blocks.render();
+        assert_eq!(
+            text,
+            "#zooid-durable 1\ncategory /eventpublish/idgen/did\nbounds 1:123456789\nblocks 1000\nceiling 60000\nfence 2 4294967386\nwritten 1795322592123 2026-11-22T04:43:12.123Z\n"
+        );
+        assert_eq!(Record::parse("r", text.as_bytes()).unwrap(), blocks);
+        let old = "#zooid-durable 1\ncategory /eventpublish/idgen/did\nbounds 1:123456789\nceiling 60000\nfence 2 4294967386\nwritten 1795322592123 2026-11-22T04:43:12.123Z\n";
+        assert_eq!(Record::parse("r", old.as_bytes()).unwrap().block_size, None);
+        for (bad, why) in [
+            (text.replace("blocks 1000", "blocks 0"), "block size of 1"),
+            (text.replace("blocks 1000", "blocks -1"), "non-negative"),
+            (
+                text.replace("blocks 1000", "blocksize 1000"),
+                "expected 'blocks UNIT'",
+            ),
+            (
+                text.replace("ceiling 60000", "ceil 60000"),
+                "expected 'ceiling",
+            ),
+            (format!("{text}extra 1\n"), "expected 7 lines, found 8"),
+        ] {
+            match Record::parse("r", bad.as_bytes()) {
+                Err(ZooidError::CorruptPool { reason, line, .. }) => {
+                    assert!(reason.contains(why), "{reason} for {bad}");
+                    assert!(line >= 4, "line {line} for {bad}");
+                }
+                other => panic!("{other:?} for {bad}"),
+            }
+        }
     }
 
     #[test]
@@ -332,7 +420,8 @@ mod tests {
         fn any_record_round_trips(first in 1i64..1000, span in 0i64..1_000_000, c in 0i64..1_000_000,
                                   generation in 0u64..1000, token in 0i64..i64::MAX, ms in 0u64..10_000_000_000_000) {
             let bounds = IdRange::new(first, first + span).unwrap();
-            let r = Record { category: "/a/b".into(), bounds, ceiling: c.min(bounds.end()), fence: Fence { generation, token }, written_ms: ms };
+            let block_size = (token % 3 != 0).then_some(1 + token as u64 % 1_000_000);
+            let r = Record { category: "/a/b".into(), bounds, block_size, ceiling: c.min(bounds.end()), fence: Fence { generation, token }, written_ms: ms };
             prop_assert_eq!(Record::parse("r", r.render().as_bytes()).unwrap(), r);
         }
     }

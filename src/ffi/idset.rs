@@ -1,28 +1,71 @@
-//! The ID set handle: the IDs of one take, used one at a time on one thread.
+//! The ID set handle: the IDs of one take, used one at a time, pushed back at most once.
 
 use std::ffi::c_char;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::convert::{copy_ranges, zooid_range};
-use super::{arg_mut, arg_ref, copy_text, guard, guard_void, zooid_status, Failure, Out};
-use crate::IdSet;
+use super::{arg_ref, copy_text, guard, guard_void, zooid_status, Failure, Out};
+use crate::blocking::IdGeneratorService;
+use crate::{IdSet, ZooidError};
 
 /// The IDs handed out by one take (`zooid_service_take_ids`), used one at a time with
 /// `zooid_id_set_take_id`, and whatever is left pushed back with `zooid_service_push_ids`.
 ///
-/// Ownership: the caller owns the set and frees it with `zooid_id_set_free`. A set is not
-/// thread-safe: use it from one thread at a time (it may move between threads).
+/// Ownership: the caller owns the set and frees it with `zooid_id_set_free`. Threads may share a
+/// set: its calls are serialized (a push holds the set until it returns), so no ID is both used
+/// and pushed back. A push consumes the set: pushing it again fails with `ZOOID_STATUS_CLOSED`.
 pub struct zooid_id_set {
-    pub(crate) set: IdSet,
+    state: Mutex<SetState>,
+}
+
+/// A set and whether it was pushed back.
+struct SetState {
+    set: IdSet,
+    /// A push applied (or its outcome is unknown): the set is consumed.
+    pushed: bool,
+}
+
+impl zooid_id_set {
+    /// The handle of a new set.
+    pub(crate) fn new(set: IdSet) -> Self {
+        Self {
+            state: Mutex::new(SetState { set, pushed: false }),
+        }
+    }
+
+    /// The set, held until the guard drops. A panic while it was held left it whole: every
+    /// change of a set is one step (a take, a push's emptying).
+    fn lock(&self) -> MutexGuard<'_, SetState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Pushes the unused IDs back through `service`, holding the set meanwhile; a push that
+    /// applied (or whose outcome is unknown) consumes the set, so a second one fails with
+    /// `Closed` instead of pushing the same IDs again.
+    pub(crate) fn push(&self, service: &IdGeneratorService) -> Result<(), Failure> {
+        let mut state = self.lock();
+        if state.pushed {
+            return Err(Failure::Zooid(ZooidError::Closed {
+                what: format!(
+                    "the ID set of {} (already pushed back: a push consumes its set)",
+                    state.set.category()
+                ),
+            }));
+        }
+        let pushed = service.push_ids(&mut state.set);
+        state.pushed = matches!(pushed, Ok(()) | Err(ZooidError::OutcomeUnknown { .. }));
+        Ok(pushed?)
+    }
 }
 
 /// Takes the next unused ID of `set` into `*out_id`.
 ///
 /// Returns `ZOOID_STATUS_EMPTY` when the set is used up (then nothing is written). Local: no
-/// I/O, no allocation, no lock on success.
+/// I/O, no allocation; the set's lock, uncontended unless threads share it, is the only
+/// synchronization.
 ///
 /// # Safety
-/// `set` must be NULL or a live ID set not used by another thread during the call; `out_id`
-/// NULL or valid for a write.
+/// `set` must be NULL or a live ID set; `out_id` NULL or valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn zooid_id_set_take_id(
     set: *mut zooid_id_set,
@@ -30,9 +73,9 @@ pub unsafe extern "C" fn zooid_id_set_take_id(
 ) -> zooid_status {
     guard(|| {
         // SAFETY: forwarded from this function's contract.
-        let set = unsafe { arg_mut(set, "set") }?;
+        let set = unsafe { arg_ref(set, "set") }?;
         let out_id = Out::new(out_id, "out_id")?;
-        let id = set.set.take_id().ok_or(Failure::Empty)?;
+        let id = set.lock().set.take_id().ok_or(Failure::Empty)?;
         // SAFETY: forwarded from this function's contract.
         unsafe { out_id.write(id) };
         Ok(())
@@ -53,11 +96,10 @@ pub unsafe extern "C" fn zooid_id_set_take_id(
 /// Every ID of the run counts as used, exactly as if taken with `zooid_id_set_take_id`. A run
 /// never spans two of the set's ranges, so it may hold fewer than `max` IDs even when more
 /// remain. Returns `ZOOID_STATUS_EMPTY` when the set is used up (then nothing is written). Local:
-/// no I/O, no allocation, no lock.
+/// no I/O, no allocation; only the set's lock.
 ///
 /// # Safety
-/// `set` must be NULL or a live ID set not used by another thread during the call;
-/// `out_range` NULL or valid for a write.
+/// `set` must be NULL or a live ID set; `out_range` NULL or valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn zooid_id_set_take_range(
     set: *mut zooid_id_set,
@@ -66,12 +108,12 @@ pub unsafe extern "C" fn zooid_id_set_take_range(
 ) -> zooid_status {
     guard(|| {
         // SAFETY: forwarded from this function's contract.
-        let set = unsafe { arg_mut(set, "set") }?;
+        let set = unsafe { arg_ref(set, "set") }?;
         let out = Out::new(out_range, "out_range")?;
         if max == 0 {
             return Err(Failure::Invalid("max must be at least 1".into()));
         }
-        let run = set.set.take_run(max).ok_or(Failure::Empty)?;
+        let run = set.lock().set.take_run(max).ok_or(Failure::Empty)?;
         // SAFETY: forwarded from this function's contract.
         unsafe { out.write(zooid_range::from(run)) };
         Ok(())
@@ -81,8 +123,7 @@ pub unsafe extern "C" fn zooid_id_set_take_range(
 /// Writes to `*out_has_more` whether `set` still holds unused IDs.
 ///
 /// # Safety
-/// `set` must be NULL or a live ID set not mutated during the call; `out_has_more` NULL or
-/// valid for a write.
+/// `set` must be NULL or a live ID set; `out_has_more` NULL or valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn zooid_id_set_has_more(
     set: *const zooid_id_set,
@@ -93,7 +134,7 @@ pub unsafe extern "C" fn zooid_id_set_has_more(
         let set = unsafe { arg_ref(set, "set") }?;
         let out = Out::new(out_has_more, "out_has_more")?;
         // SAFETY: forwarded from this function's contract.
-        unsafe { out.write(set.set.has_more_ids()) };
+        unsafe { out.write(set.lock().set.has_more_ids()) };
         Ok(())
     })
 }
@@ -101,8 +142,7 @@ pub unsafe extern "C" fn zooid_id_set_has_more(
 /// Writes to `*out_count` how many unused IDs `set` holds.
 ///
 /// # Safety
-/// `set` must be NULL or a live ID set not mutated during the call; `out_count` NULL or valid
-/// for a write.
+/// `set` must be NULL or a live ID set; `out_count` NULL or valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn zooid_id_set_count(
     set: *const zooid_id_set,
@@ -113,7 +153,7 @@ pub unsafe extern "C" fn zooid_id_set_count(
         let set = unsafe { arg_ref(set, "set") }?;
         let out = Out::new(out_count, "out_count")?;
         // SAFETY: forwarded from this function's contract.
-        unsafe { out.write(set.set.count_ids()) };
+        unsafe { out.write(set.lock().set.count_ids()) };
         Ok(())
     })
 }
@@ -125,8 +165,8 @@ pub unsafe extern "C" fn zooid_id_set_count(
 /// the call fails with `ZOOID_STATUS_INVALID_ARGUMENT` and writes nothing.
 ///
 /// # Safety
-/// `set` must be NULL or a live ID set not mutated during the call; `buf` valid for `cap`
-/// writes of `zooid_range`; `out_count` NULL or valid for a write.
+/// `set` must be NULL or a live ID set; `buf` valid for `cap` writes of `zooid_range`;
+/// `out_count` NULL or valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn zooid_id_set_ranges(
     set: *const zooid_id_set,
@@ -137,7 +177,13 @@ pub unsafe extern "C" fn zooid_id_set_ranges(
     guard(|| {
         // SAFETY: forwarded from this function's contract.
         let set = unsafe { arg_ref(set, "set") }?;
-        let ranges: Vec<zooid_range> = set.set.ranges().into_iter().map(Into::into).collect();
+        let ranges: Vec<zooid_range> = set
+            .lock()
+            .set
+            .ranges()
+            .into_iter()
+            .map(Into::into)
+            .collect();
         // SAFETY: forwarded from this function's contract.
         unsafe { copy_ranges(&ranges, buf, cap, out_count) }
     })
@@ -148,8 +194,8 @@ pub unsafe extern "C" fn zooid_id_set_ranges(
 /// without the NUL. Pass `buf = NULL, len = 0` to ask for the length only.
 ///
 /// # Safety
-/// `set` must be NULL or a live ID set not mutated during the call; `buf` valid for `len` bytes
-/// of writes; `out_len` NULL or valid for a write.
+/// `set` must be NULL or a live ID set; `buf` valid for `len` bytes of writes; `out_len`
+/// NULL or valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn zooid_id_set_category(
     set: *const zooid_id_set,
@@ -161,7 +207,7 @@ pub unsafe extern "C" fn zooid_id_set_category(
         // SAFETY: forwarded from this function's contract.
         let set = unsafe { arg_ref(set, "set") }?;
         // SAFETY: forwarded from this function's contract.
-        unsafe { copy_text(set.set.category().name(), buf, len, out_len) }
+        unsafe { copy_text(set.lock().set.category().name(), buf, len, out_len) }
     })
 }
 

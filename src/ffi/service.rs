@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::idset::zooid_id_set;
 use super::options::zooid_options;
 use super::pool_info::zooid_pool_info;
-use super::{arg_mut, arg_ref, arg_str, guard, guard_void, zooid_status, Failure, Out};
+use super::{arg_ref, arg_str, guard, guard_void, zooid_status, Failure, Out};
 use crate::blocking::IdGeneratorService;
 use crate::{ConnectOptions, IdCategory, ServiceOptions};
 
@@ -218,7 +218,7 @@ pub unsafe extern "C" fn zooid_service_take_ids(
         let category = unsafe { self::category(category) }?;
         let out = Out::new(out_set, "out_set")?;
         let set = service.inner.take_ids(&category, n)?;
-        let handle = Box::new(zooid_id_set { set });
+        let handle = Box::new(zooid_id_set::new(set));
         // SAFETY: forwarded from this function's contract.
         unsafe { out.write(Box::into_raw(handle)) };
         Ok(())
@@ -226,16 +226,20 @@ pub unsafe extern "C" fn zooid_service_take_ids(
 }
 
 /// Pushes the unused IDs of `set` back to their category, to be handed out again (lowest
-/// first), and empties `set`. The caller still owns `set` and frees it with
-/// `zooid_id_set_free`. A set with no unused IDs is a no-op.
+/// first), and empties `set`: the push consumes it. The caller still owns `set` and frees it
+/// with `zooid_id_set_free`. A set with no unused IDs pushes nothing (and is consumed too).
+///
+/// The set is held for the whole push: another thread's take from it waits, then finds it
+/// empty. Pushing a consumed set again fails with `ZOOID_STATUS_CLOSED` (the message names its
+/// category) and changes nothing, so the same IDs are never pushed twice.
 ///
 /// Errors: `ZOOID_STATUS_OUT_OF_BOUNDS`, `ZOOID_STATUS_ALREADY_FREE`, `ZOOID_STATUS_POOL_FULL`
 /// and the store errors leave both the pool and `set` unchanged, so the push may be retried;
-/// after `ZOOID_STATUS_OUTCOME_UNKNOWN` the push is not repeated and `set` is emptied.
+/// after `ZOOID_STATUS_OUTCOME_UNKNOWN` the push is not repeated and `set` is emptied and
+/// consumed.
 ///
 /// # Safety
-/// `service` must be NULL or a live service reference; `set` NULL or a live ID set not used by
-/// another thread during the call.
+/// `service` must be NULL or a live service reference; `set` NULL or a live ID set.
 #[no_mangle]
 pub unsafe extern "C" fn zooid_service_push_ids(
     service: *const zooid_service,
@@ -245,9 +249,8 @@ pub unsafe extern "C" fn zooid_service_push_ids(
         // SAFETY: forwarded from this function's contract.
         let service = unsafe { arg_ref(service, "service") }?;
         // SAFETY: forwarded from this function's contract.
-        let set = unsafe { arg_mut(set, "set") }?;
-        service.inner.push_ids(&mut set.set)?;
-        Ok(())
+        let set = unsafe { arg_ref(set, "set") }?;
+        set.push(&service.inner)
     })
 }
 
@@ -300,12 +303,12 @@ pub unsafe extern "C" fn zooid_service_free(service: *const zooid_service) {
 }
 
 // The documented sharing rules, checked by the compiler: a service is shared between threads,
-// an ID set and options may move between threads, pool info may be read from several.
+// and so is an ID set; options may move between threads, pool info may be read from several.
 const _: () = {
     const fn shared<T: Send + Sync>() {}
     const fn movable<T: Send>() {}
     shared::<zooid_service>();
     shared::<zooid_pool_info>();
-    movable::<zooid_id_set>();
+    shared::<zooid_id_set>();
     movable::<zooid_options>();
 };

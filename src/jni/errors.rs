@@ -15,6 +15,7 @@ use jni::signature::ReturnType;
 use jni::sys::jvalue;
 use jni::{ids::JStaticMethodID, jni_sig, jni_str, Env};
 
+use super::undelivered::Undelivered;
 use crate::{IdRange, ZooidError};
 
 /// Error codes understood by `io.zooid.NativeErrors` beyond the kinds' numbers
@@ -44,6 +45,8 @@ pub(crate) enum Failure {
     Jni(JniError),
     /// Rust code panicked (a bug); the panic was caught at the boundary.
     Panic(String),
+    /// A take succeeded but Java could not receive its IDs; they were pushed back or leaked.
+    Undelivered(Box<Undelivered>),
 }
 
 impl From<ZooidError> for Failure {
@@ -105,6 +108,10 @@ impl Described {
             Failure::IllegalState(why) => Self::plain(code::ILLEGAL_STATE, why.clone()),
             Failure::Jni(err) => Self::plain(code::OTHER, format!("JNI call failed: {err}")),
             Failure::Panic(why) => Self::plain(code::PANIC, why.clone()),
+            Failure::Undelivered(undelivered) => Self {
+                category: Some(undelivered.category.clone()),
+                ..Self::plain(code::OTHER, undelivered.message())
+            },
         }
     }
 }

@@ -31,6 +31,7 @@ mod prefetch;
 mod queue;
 mod service;
 mod stats;
+mod undelivered;
 
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};

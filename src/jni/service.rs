@@ -14,6 +14,7 @@ use super::convert::{ranges_from_java, string_arg};
 use super::errors::{Failure, ThrowJava};
 use super::handle::{self, into_handle};
 use super::options::service_options;
+use super::undelivered;
 use crate::blocking::IdGeneratorService;
 use crate::{IdCategory, IdSet, ZooidError};
 
@@ -150,8 +151,11 @@ fn take_ids<'local>(
         .ok_or_else(|| {
             ZooidError::InvalidArgument(format!("take of {count} IDs: ask for at least 1"))
         })?;
-    let ids = service(handle)?.take_ids(&category, count)?;
-    Ok(ranges_to_java(env, &ids.ranges())?)
+    let service = service(handle)?;
+    let ids = service.take_ids(&category, count)?;
+    ranges_to_java(env, &ids.ranges()).map_err(|err| {
+        Failure::Undelivered(Box::new(undelivered::give_back(env, service, ids, err)))
+    })
 }
 
 fn push_ids<'local>(

@@ -119,6 +119,16 @@ fn many_threads_take_unique_ids_on_the_embedded_stores() {
     run_program("threads", Link::Shared, &[&connect, "", "4", "15"]);
 }
 
+/// A set shared by two threads or pushed twice (tests/c/set_sharing.c): no ID is handed out
+/// twice, the second push fails with `ZOOID_STATUS_CLOSED`.
+#[test]
+fn a_set_shared_by_threads_or_pushed_twice_hands_out_no_id_twice() {
+    for link in Link::BOTH {
+        let out = run_program("set_sharing", link, &["mem:"]);
+        assert!(out.contains("set sharing OK"), "{out}");
+    }
+}
+
 #[test]
 fn every_error_path_on_the_embedded_stores() {
     for link in Link::BOTH {

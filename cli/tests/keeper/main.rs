@@ -440,6 +440,14 @@ fn wipe_and_restore(root: &str, blocks: Option<u64>) {
         String::from_utf8_lossy(&out.stderr)
     );
     let restored_at = Instant::now();
+    // The category comes back in the layout it had: block allocation with the same block size.
+    let layout = rt.block_on(async { svcs.0.pool_info(&cat).await.unwrap().blocks });
+    eprintln!("wipe: restored layout {layout:?} (created with blocks of {blocks:?})");
+    assert_eq!(
+        layout.map(|b| b.unit),
+        blocks,
+        "the restore recreated the category in another layout"
+    );
     let after = rt.block_on(async {
         let (a, b) = &svcs;
         let mut got = Vec::new();

@@ -242,6 +242,10 @@ public final class IDGeneratorService extends NativeResource implements AutoClos
      * @throws ContentionException if conflicts outlasted the retry budget; nothing was taken
      * @throws OperationTimeoutException if the deadline passed; nothing was taken
      * @throws CorruptPoolException if the pool node is not a valid pool
+     * @throws IDGeneratorException with code {@link ErrorCode#OTHER} if the IDs were taken but
+     *     could not be handed to Java (no memory for their array): they were pushed back, or, if
+     *     that failed, are leaked (counted in {@link ServiceStats#getIDsLeaked()}); the message
+     *     says which
      */
     public IDSet takeIDs(IDCategory category, int numIDs) throws IDGeneratorException {
         Objects.requireNonNull(category, "category");
@@ -253,12 +257,17 @@ public final class IDGeneratorService extends NativeResource implements AutoClos
 
     /**
      * Returns the unused IDs of {@code ids} to their category, to be handed out again, and empties
-     * {@code ids}. Does nothing when {@code ids} is used up.
+     * {@code ids}: the push consumes it. Pushes nothing when {@code ids} is used up (and consumes
+     * it too).
      *
-     * <p>When the push fails, nothing was changed and {@code ids} keeps its IDs, except on
-     * {@link OutcomeUnknownException}, after which the push is not repeated and {@code ids} is
-     * emptied (its IDs may or may not be free again; they are never handed out twice).
+     * <p>The set is held for the whole push: another thread's {@link IDSet#takeID()} waits, then
+     * finds it empty. When the push fails, nothing was changed and {@code ids} keeps its IDs (the
+     * push may be retried), except on {@link OutcomeUnknownException}, after which the push is not
+     * repeated and {@code ids} is emptied and consumed (its IDs may or may not be free again; they
+     * are never handed out twice).
      *
+     * @throws IllegalStateException if {@code ids} was already pushed back (nothing is pushed
+     *     again), or the service is closed
      * @throws IDsOutOfBoundsException if an ID lies outside the category's bounds
      * @throws IDsAlreadyFreeException if an ID is already free (a double push)
      * @throws PoolFullException if the pool would grow past its size limit
@@ -266,17 +275,7 @@ public final class IDGeneratorService extends NativeResource implements AutoClos
     public void pushIDs(IDSet ids) throws IDGeneratorException {
         Objects.requireNonNull(ids, "ids");
         withHandle(h -> {
-            long[] ranges = ids.remainingRanges();
-            if (ranges.length == 0) {
-                return null;
-            }
-            try {
-                ZooidNative.pushIds(h, ids.getCategory().getName(), ranges);
-            } catch (OutcomeUnknownException e) {
-                ids.clear();
-                throw e;
-            }
-            ids.clear();
+            ids.push(ranges -> ZooidNative.pushIds(h, ids.getCategory().getName(), ranges));
             return null;
         });
     }

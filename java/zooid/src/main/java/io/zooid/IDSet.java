@@ -6,16 +6,29 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.NoSuchElementException;
 import java.util.Objects;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 
 /**
  * IDs handed out by one {@link IDGeneratorService#takeIDs take}: ascending ranges, used one ID at
  * a time with {@link #takeID()}.
  *
- * <p>Taking an ID is local to the JVM: no native call, no I/O, no lock. Unused IDs go back to the
- * pool with {@link IDGeneratorService#pushIDs(IDSet)}, which empties the set. Not thread-safe: use
- * a set from one thread at a time (the service itself is shared between threads).
+ * <p>Taking an ID is local to the JVM: no native call, no I/O, no allocation; one uncontended
+ * compare-and-set guards it. Unused IDs go back to the pool with
+ * {@link IDGeneratorService#pushIDs(IDSet)}, which empties and consumes the set: pushing it again
+ * throws {@link IllegalStateException}. Threads may share a set: its methods are serialized, and a
+ * push holds the set until it returns (a {@link #takeID()} meanwhile waits, then finds the set
+ * empty), so no ID is both handed out and pushed back.
  */
 public final class IDSet {
+    /** {@link #state}: nobody uses the set. */
+    private static final int FREE = 0;
+    /** {@link #state}: a thread is in one of the set's short methods. */
+    private static final int BUSY = 1;
+    /** {@link #state}: a thread is pushing the set back (a network round trip). */
+    private static final int PUSHING = 2;
+    private static final AtomicIntegerFieldUpdater<IDSet> STATE =
+            AtomicIntegerFieldUpdater.newUpdater(IDSet.class, "state");
+
     private final IDCategory category;
     /** start/end pairs, ascending and disjoint. */
     private final long[] ranges;
@@ -23,6 +36,19 @@ public final class IDSet {
     private int pos;
     /** The next ID to hand out, inside the range at {@code pos} while {@code pos < ranges.length}. */
     private long next;
+    /** A push applied (or its outcome is unknown): the set is consumed. */
+    private boolean pushed;
+    /**
+     * Who holds the set: {@link #FREE}, {@link #BUSY} or {@link #PUSHING}. Taking it is a
+     * compare-and-set, giving it back a release store; the fields above are only touched while
+     * it is held.
+     */
+    private volatile int state;
+
+    /** Pushes a set's unused IDs, given as start/end pairs. */
+    interface Pusher {
+        void push(long[] ranges) throws IDGeneratorException;
+    }
 
     /**
      * A set over {@code ranges}, start/end pairs that the native side has already checked to be
@@ -54,35 +80,52 @@ public final class IDSet {
      * @throws NoSuchElementException if the set is used up
      */
     public long takeID() {
-        int i = pos;
-        long[] r = ranges;
-        if (i >= r.length) {
-            throw new NoSuchElementException("IDSet of " + category + " is used up");
+        if (!STATE.compareAndSet(this, FREE, BUSY)) {
+            waitToHold(BUSY);
         }
-        long id = next;
-        if (id == r[i + 1]) {
-            i += 2;
-            pos = i;
-            next = i < r.length ? r[i] : 0;
-        } else {
-            next = id + 1;
+        try {
+            int i = pos;
+            long[] r = ranges;
+            if (i >= r.length) {
+                throw new NoSuchElementException("IDSet of " + category + " is used up");
+            }
+            long id = next;
+            if (id == r[i + 1]) {
+                i += 2;
+                pos = i;
+                next = i < r.length ? r[i] : 0;
+            } else {
+                next = id + 1;
+            }
+            return id;
+        } finally {
+            STATE.lazySet(this, FREE);
         }
-        return id;
     }
 
     /** Whether unused IDs remain. */
     public boolean hasMoreIDs() {
-        return pos < ranges.length;
+        hold(BUSY);
+        try {
+            return pos < ranges.length;
+        } finally {
+            STATE.lazySet(this, FREE);
+        }
     }
 
     /** How many unused IDs remain (at most {@link Long#MAX_VALUE}). */
     public long countIDs() {
-        long total = 0;
-        for (int i = pos; i < ranges.length; i += 2) {
-            long n = IDRange.count(i == pos ? next : ranges[i], ranges[i + 1]);
-            total = n > Long.MAX_VALUE - total ? Long.MAX_VALUE : total + n;
+        hold(BUSY);
+        try {
+            long total = 0;
+            for (int i = pos; i < ranges.length; i += 2) {
+                long n = IDRange.count(i == pos ? next : ranges[i], ranges[i + 1]);
+                total = n > Long.MAX_VALUE - total ? Long.MAX_VALUE : total + n;
+            }
+            return total;
+        } finally {
+            STATE.lazySet(this, FREE);
         }
-        return total;
     }
 
     /**
@@ -100,6 +143,49 @@ public final class IDSet {
 
     /** The unused IDs as start/end pairs. */
     long[] remainingRanges() {
+        hold(BUSY);
+        try {
+            return rest();
+        } finally {
+            STATE.lazySet(this, FREE);
+        }
+    }
+
+    /**
+     * Pushes the unused IDs with {@code pusher}, holding the set meanwhile, and consumes the set
+     * when the push applied (or its outcome is unknown); pushes nothing when none remain (and
+     * consumes the set too). A failed push leaves the set as it was, to be pushed again.
+     *
+     * @throws IllegalStateException if the set was already pushed back: its IDs are not pushed
+     *     again, since others may hold them by now
+     */
+    void push(Pusher pusher) throws IDGeneratorException {
+        hold(PUSHING);
+        try {
+            if (pushed) {
+                throw new IllegalStateException("the IDSet of " + category
+                        + " was already pushed back: a push consumes its set");
+            }
+            long[] rest = rest();
+            if (rest.length > 0) {
+                try {
+                    pusher.push(rest);
+                } catch (OutcomeUnknownException e) {
+                    consume();
+                    throw e;
+                }
+            }
+            consume();
+        } finally {
+            synchronized (this) {
+                state = FREE;
+                notifyAll();
+            }
+        }
+    }
+
+    /** The unused IDs as start/end pairs; the caller holds the set. */
+    private long[] rest() {
         if (pos >= ranges.length) {
             return new long[0];
         }
@@ -108,10 +194,45 @@ public final class IDSet {
         return rest;
     }
 
-    /** Marks every remaining ID as used (they were pushed back). */
-    void clear() {
+    /** Marks every remaining ID as used and the set as pushed; the caller holds the set. */
+    private void consume() {
         pos = ranges.length;
         next = 0;
+        pushed = true;
+    }
+
+    /**
+     * Takes the set {@code as} {@link #BUSY} or {@link #PUSHING}, waiting while another thread
+     * holds it: a short method by spinning, a push (which may last a network round trip) on the
+     * set's monitor, notified when the push ends.
+     */
+    private void hold(int as) {
+        if (!STATE.compareAndSet(this, FREE, as)) {
+            waitToHold(as);
+        }
+    }
+
+    /** The slow path of {@link #hold}: another thread holds the set. */
+    private void waitToHold(int as) {
+        boolean interrupted = false;
+        while (!STATE.compareAndSet(this, FREE, as)) {
+            if (state == PUSHING) {
+                synchronized (this) {
+                    while (state == PUSHING) {
+                        try {
+                            wait();
+                        } catch (InterruptedException e) {
+                            interrupted = true;
+                        }
+                    }
+                }
+            } else {
+                Thread.yield();
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     /** The category and the unused ranges, such as {@code /did [9001:10000 19001:20000]}. */

@@ -51,14 +51,27 @@ class IDSetTest {
     }
 
     @Test
-    void emptySetAndClear() {
+    void emptySetAndPush() throws Exception {
         IDSet empty = new IDSet(CAT, new long[0]);
         assertFalse(empty.hasMoreIDs());
         assertEquals(0, empty.remainingRanges().length);
         IDSet set = new IDSet(CAT, new long[] {1, 100});
-        set.clear();
+        set.takeID();
+        List<long[]> pushed = new ArrayList<>();
+        set.push(pushed::add);
+        assertEquals("[2, 100]", java.util.Arrays.toString(pushed.get(0)));
         assertFalse(set.hasMoreIDs());
         assertEquals(0, set.countIDs());
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> set.push(pushed::add));
+        assertTrue(e.getMessage().contains("already pushed back") && e.getMessage().contains("/c"), e.getMessage());
+        assertEquals(1, pushed.size(), "a consumed set is not pushed again");
+        IDSet failing = new IDSet(CAT, new long[] {1, 10});
+        assertThrows(PoolFullException.class, () -> failing.push(r -> {
+            throw new PoolFullException("full", "/c");
+        }));
+        assertEquals(10, failing.countIDs(), "a failed push keeps the IDs");
+        failing.push(pushed::add);
+        assertEquals(2, pushed.size());
     }
 
     @Test

@@ -43,7 +43,8 @@ class ServiceTest {
             assertEquals(101, ids.takeID());
             service.pushIDs(ids);
             assertFalse(ids.hasMoreIDs(), "a push empties the set");
-            service.pushIDs(ids); // nothing left: a no-op
+            // A push consumes the set: a second one is refused, nothing is pushed again.
+            assertThrows(IllegalStateException.class, () -> service.pushIDs(ids));
 
             PoolInfo after = service.getPoolInfo(cat);
             assertEquals(98, after.countFreeIDs());
