@@ -101,21 +101,12 @@ async fn restore_one(
             token: 0,
         },
     )
-    .with_block_size(record.block_size);
+    .with_layout(record.layout());
     store.write(&bumped).await?;
     let (bounds, ceiling) = (record.bounds, record.ceiling);
-    let outcome = match record.block_size {
-        None => {
-            service
-                .restore_category(&category, bounds, ceiling, generation)
-                .await?
-        }
-        Some(unit) => {
-            service
-                .restore_category_blocks(&category, bounds, ceiling, generation, unit)
-                .await?
-        }
-    };
+    let outcome = service
+        .restore_category_in(&category, bounds, ceiling, generation, record.layout())
+        .await?;
     Ok(match outcome {
         Restored::Created => format!(
             "restored {} bounds {} ceiling {} epoch {generation} (IDs {}:{} free{})",

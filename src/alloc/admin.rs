@@ -7,7 +7,7 @@ use zookeeper_client::CreateMode;
 
 use super::blocks::{generations, needs_zookeeper};
 use super::engine::{LastFailure, Plan, Step};
-use super::options::Restored;
+use super::options::{Layout, Restored};
 use super::service::{count_of, IdGeneratorService};
 use super::state::{Cached, Strategy, Waiting};
 use crate::error::{Result, ZooidError};
@@ -216,12 +216,13 @@ impl<S: Store> IdGeneratorService<S> {
         bounds: IdRange,
         ceiling: i64,
         epoch: u64,
-        unit: Option<u64>,
+        layout: Layout,
     ) -> Result<Restored> {
         let path = category.name();
-        let mut pool = match unit {
-            None => Pool::new(bounds),
-            Some(unit) => Pool::with_blocks(bounds, unit),
+        let mut pool = match layout {
+            Layout::SingleNode => Pool::new(bounds),
+            Layout::Blocks { unit } => Pool::with_blocks(bounds, unit),
+            Layout::HoleNodes { unit } => Pool::with_hole_nodes(bounds, unit),
         };
         pool.clear_through(ceiling, bounds.start());
         pool.set_ceiling(Some(ceiling));
@@ -243,7 +244,7 @@ impl<S: Store> IdGeneratorService<S> {
                         category = path,
                         ceiling,
                         epoch,
-                        block_size = unit,
+                        ?layout,
                         "category restored from the durable record"
                     );
                     return Ok(Restored::Created);
@@ -428,7 +429,8 @@ async fn create_block_pool<S: Store>(
         multi
             .create(path, bytes, &options)
             .create(&sequence_parent(path, generation), &[], &options)
-            .create(&returned_parent(path), &[], &options);
+            .create(&returned_parent(path), &[], &options)
+            .create(&holes_parent(path), &[], &options);
         multi.commit(session, session_generation).await.map(drop)
     };
     let Err(failed) = created.await else {

@@ -351,22 +351,22 @@ impl<S: Store> IdGeneratorService<S> {
         ceiling: i64,
         epoch: u64,
     ) -> Result<Restored> {
-        self.restore(category, bounds, ceiling, epoch, None).await
+        self.restore(category, bounds, ceiling, epoch, Layout::SingleNode)
+            .await
     }
 
-    /// [`restore_category`](Self::restore_category) for a category in block allocation: it
-    /// comes back in block allocation with blocks of `unit` IDs, its fresh blocks above
-    /// `ceiling` (needs ZooKeeper).
-    pub async fn restore_category_blocks(
+    /// [`restore_category`](Self::restore_category) for a category in `layout` (the durable
+    /// record's [`layout`](crate::durable::Record::layout)): a block layout comes back with its
+    /// block size, its fresh blocks above `ceiling` (needs ZooKeeper).
+    pub async fn restore_category_in(
         &self,
         category: &IdCategory,
         bounds: IdRange,
         ceiling: i64,
         epoch: u64,
-        unit: u64,
+        layout: Layout,
     ) -> Result<Restored> {
-        self.restore(category, bounds, ceiling, epoch, Some(unit))
-            .await
+        self.restore(category, bounds, ceiling, epoch, layout).await
     }
 
     /// Repairs an existing pool against a durable ceiling: no-op when its ceiling is at or

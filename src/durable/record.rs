@@ -53,6 +53,9 @@ pub struct Record {
     /// The block size of a category in block allocation (`None`: a single-node pool), so that a
     /// restore recreates it in the same layout.
     pub block_size: Option<u64>,
+    /// A category in block allocation keeps its pushed ranges as hole nodes (format 4; the
+    /// `blocks UNIT holes` line).
+    pub hole_nodes: bool,
     /// Every ID ever handed out is at or below this.
     pub ceiling: i64,
     /// Who wrote it.
@@ -69,6 +72,7 @@ impl Record {
             category: category.to_string(),
             bounds,
             block_size: None,
+            hole_nodes: false,
             ceiling,
             fence,
             written_ms: now_ms(),
@@ -79,6 +83,30 @@ impl Record {
     /// block (`None`: a single-node pool).
     pub fn with_block_size(self, block_size: Option<u64>) -> Self {
         Self { block_size, ..self }
+    }
+
+    /// This record for a category in `layout` (its block size, and whether it keeps hole
+    /// nodes).
+    pub fn with_layout(self, layout: crate::Layout) -> Self {
+        let (block_size, hole_nodes) = match layout {
+            crate::Layout::SingleNode => (None, false),
+            crate::Layout::Blocks { unit } => (Some(unit), false),
+            crate::Layout::HoleNodes { unit } => (Some(unit), true),
+        };
+        Self {
+            block_size,
+            hole_nodes,
+            ..self
+        }
+    }
+
+    /// The layout the category had, for a restore to recreate it.
+    pub fn layout(&self) -> crate::Layout {
+        match self.block_size {
+            None => crate::Layout::SingleNode,
+            Some(unit) if self.hole_nodes => crate::Layout::HoleNodes { unit },
+            Some(unit) => crate::Layout::Blocks { unit },
+        }
     }
 
     /// When it was written.
@@ -122,8 +150,14 @@ impl Record {
         let _ = writeln!(out, "#zooid-durable {RECORD_VERSION}");
         let _ = writeln!(out, "category {}", self.category);
         let _ = writeln!(out, "bounds {}", self.bounds);
-        if let Some(unit) = self.block_size {
-            let _ = writeln!(out, "blocks {unit}");
+        match (self.block_size, self.hole_nodes) {
+            (Some(unit), true) => {
+                let _ = writeln!(out, "blocks {unit} holes");
+            }
+            (Some(unit), false) => {
+                let _ = writeln!(out, "blocks {unit}");
+            }
+            (None, _) => {}
         }
         let _ = writeln!(out, "ceiling {}", self.ceiling);
         let _ = writeln!(out, "fence {} {}", self.fence.generation, self.fence.token);
@@ -204,15 +238,26 @@ impl Record {
         let block_size = match blocks {
             None => None,
             Some(raw) => {
-                let word = raw
+                let words = raw
                     .strip_prefix("blocks ")
                     .ok_or_else(|| corrupt(BLOCKS_LINE, raw, "expected 'blocks UNIT'"))?;
+                let (word, holes) = match words.split_once(' ') {
+                    Some((word, "holes")) => (word, true),
+                    Some(_) => {
+                        return Err(corrupt(BLOCKS_LINE, raw, "expected 'blocks UNIT [holes]'"))
+                    }
+                    None => (words, false),
+                };
                 let unit = number((BLOCKS_LINE, raw, word))?;
                 if unit < 1 {
                     return Err(corrupt(BLOCKS_LINE, raw, "need a block size of 1 or more"));
                 }
-                Some(unit as u64)
+                Some((unit as u64, holes))
             }
+        };
+        let (block_size, hole_nodes) = match block_size {
+            Some((unit, holes)) => (Some(unit), holes),
+            None => (None, false),
         };
         let ceiling = number(fields[3])?;
         if ceiling > bounds.end() {
@@ -242,6 +287,7 @@ impl Record {
             category,
             bounds,
             block_size,
+            hole_nodes,
             ceiling,
             fence,
             written_ms,
@@ -293,6 +339,7 @@ mod tests {
             category: "/eventpublish/idgen/did".into(),
             bounds: IdRange::new(1, 123456789).unwrap(),
             block_size: None,
+            hole_nodes: false,
             ceiling: 60000,
             fence: Fence {
                 generation: 2,
@@ -323,6 +370,13 @@ mod tests {
             "#zooid-durable 1\ncategory /eventpublish/idgen/did\nbounds 1:123456789\nblocks 1000\nceiling 60000\nfence 2 4294967386\nwritten 1795322592123 2026-11-22T04:43:12.123Z\n"
         );
         assert_eq!(Record::parse("r", text.as_bytes()).unwrap(), blocks);
+        let holes = record().with_layout(crate::Layout::HoleNodes { unit: 1000 });
+        assert!(holes.render().contains("\nblocks 1000 holes\n"));
+        assert_eq!(
+            Record::parse("r", holes.render().as_bytes()).unwrap(),
+            holes
+        );
+        assert_eq!(holes.layout(), crate::Layout::HoleNodes { unit: 1000 });
         let old = "#zooid-durable 1\ncategory /eventpublish/idgen/did\nbounds 1:123456789\nceiling 60000\nfence 2 4294967386\nwritten 1795322592123 2026-11-22T04:43:12.123Z\n";
         assert_eq!(Record::parse("r", old.as_bytes()).unwrap().block_size, None);
         for (bad, why) in [
@@ -421,7 +475,7 @@ mod tests {
                                   generation in 0u64..1000, token in 0i64..i64::MAX, ms in 0u64..10_000_000_000_000) {
             let bounds = IdRange::new(first, first + span).unwrap();
             let block_size = (token % 3 != 0).then_some(1 + token as u64 % 1_000_000);
-            let r = Record { category: "/a/b".into(), bounds, block_size, ceiling: c.min(bounds.end()), fence: Fence { generation, token }, written_ms: ms };
+            let r = Record { category: "/a/b".into(), bounds, block_size, hole_nodes: token % 2 == 0 && block_size.is_some(), ceiling: c.min(bounds.end()), fence: Fence { generation, token }, written_ms: ms };
             prop_assert_eq!(Record::parse("r", r.render().as_bytes()).unwrap(), r);
         }
     }

@@ -210,8 +210,12 @@ impl Active<'_> {
         crash_point("before-durable");
         let durable_needed = record.is_none_or(|r| r.ceiling < ceiling || r.fence < fence);
         if durable_needed {
-            let new = Record::new(path, pool.bounds(), ceiling, fence)
-                .with_block_size(pool.blocks().map(|b| b.unit));
+            let new =
+                Record::new(path, pool.bounds(), ceiling, fence).with_layout(match pool.blocks() {
+                    None => crate::Layout::SingleNode,
+                    Some(b) if b.hole_nodes => crate::Layout::HoleNodes { unit: b.unit },
+                    Some(b) => crate::Layout::Blocks { unit: b.unit },
+                });
             self.durable.write(&new).await?;
             if let Some(t) = self.tracked.get_mut(path) {
                 t.last_durable = Some(Instant::now());

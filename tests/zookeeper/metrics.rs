@@ -79,7 +79,9 @@ fn stats_count_conflicts_lost_replies_and_session_losses() {
         .await
         .unwrap();
         let cat = IdCategory::new("/metrics/did").unwrap();
-        svc.create_category(&cat, 1, 1_000_000).await.unwrap();
+        svc.create_category_in(&cat, 1, 1_000_000, zooid::Layout::SingleNode)
+            .await
+            .unwrap();
         svc.take_ids(&cat, 10).await.unwrap();
 
         // Another client moves the pool: this service's remembered version is stale.
@@ -207,7 +209,9 @@ fn unresolved_lost_reply_counts_leaked_ids() {
                 .await
                 .unwrap();
         let cat = IdCategory::new("/metrics/leak").unwrap();
-        svc.create_category(&cat, 1, 1000).await.unwrap();
+        svc.create_category_in(&cat, 1, 1000, zooid::Layout::SingleNode)
+            .await
+            .unwrap();
         // The take's reply is lost and the proxy goes dark for longer than the take can wait
         // (its request timeout of one session, 4 s, plus the resolution deadline, 1.5 s, plus
         // one more request timeout at most), so nothing heals before the outcome is given up.
@@ -288,7 +292,9 @@ fn operations_run_in_spans_with_attempt_and_outcome() {
             .await
             .unwrap();
         let cat = IdCategory::new("/spans/did").unwrap();
-        a.create_category(&cat, 1, 100).await.unwrap();
+        a.create_category_in(&cat, 1, 100, zooid::Layout::SingleNode)
+            .await
+            .unwrap();
         a.take_ids(&cat, 10).await.unwrap();
         b.take_ids(&cat, 10).await.unwrap();
         a.take_ids(&cat, 10).await.unwrap(); // conflicts once: a remembered version 1

@@ -621,9 +621,15 @@ fn a_keeper_write_keeps_a_longer_op_log() {
             .await
             .unwrap();
         let cat = IdCategory::new("/reviewlog/c").unwrap();
-        svc.create_category_with_ceiling(&cat, 1, 1_000_000, Some(100_000))
-            .await
-            .unwrap();
+        svc.create_category_in_with_ceiling(
+            &cat,
+            1,
+            1_000_000,
+            zooid::Layout::SingleNode,
+            Some(100_000),
+        )
+        .await
+        .unwrap();
         for _ in 0..120 {
             svc.take_ids(&cat, 1).await.unwrap();
         }
@@ -665,7 +671,9 @@ fn a_pool_restored_to_the_remembered_version_is_read_before_writing() {
         .await
         .unwrap();
         let cat = IdCategory::new("/wiped/ids").unwrap();
-        a.create_category(&cat, 1, 1000).await.unwrap();
+        a.create_category_in(&cat, 1, 1000, zooid::Layout::SingleNode)
+            .await
+            .unwrap();
         let mut seen = BTreeSet::new();
         no_duplicate(&mut seen, &a.take_ids(&cat, 100).await.unwrap(), "a");
         no_duplicate(&mut seen, &a.take_ids(&cat, 100).await.unwrap(), "a");
@@ -731,7 +739,9 @@ fn a_lost_push_across_a_wipe_is_not_pushed_again() {
                 .await
                 .unwrap();
         let cat = IdCategory::new("/wiped/lost").unwrap();
-        a.create_category(&cat, 1, 1000).await.unwrap();
+        a.create_category_in(&cat, 1, 1000, zooid::Layout::SingleNode)
+            .await
+            .unwrap();
         let mut held = a.take_ids(&cat, 100).await.unwrap();
         for _ in 0..50 {
             held.take_id();

@@ -64,7 +64,9 @@ fn mutual_tls_works_and_wrong_or_missing_credentials_are_refused() {
         };
         let svc = open(&secure, &tls).await.expect("mutual TLS session");
         let cat = IdCategory::new("/tls/orders").unwrap();
-        svc.create_category(&cat, 1, 1000).await.unwrap();
+        svc.create_category_in(&cat, 1, 1000, zooid::Layout::SingleNode)
+            .await
+            .unwrap();
         assert_eq!(svc.take_ids(&cat, 5).await.unwrap().ranges(), vec![r(1, 5)]);
         // Guard: the plain port reaches the same data, so the secure port is the same server.
         let plain = open(&server.zk.connect_string(), &options()).await.unwrap();
@@ -134,7 +136,9 @@ fn tls_with_only_the_ca_works_when_the_server_does_not_ask_for_a_client_certific
             .await
             .expect("server-authenticated TLS session");
         let cat = IdCategory::new("/tls/one-way").unwrap();
-        svc.create_category(&cat, 1, 100).await.unwrap();
+        svc.create_category_in(&cat, 1, 100, zooid::Layout::SingleNode)
+            .await
+            .unwrap();
         assert_eq!(svc.take_ids(&cat, 3).await.unwrap().ranges(), vec![r(1, 3)]);
     });
 }

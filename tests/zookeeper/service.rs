@@ -55,7 +55,9 @@ fn real_lost_replies_are_resolved() {
     rt.block_on(async {
         let svc = open(&proxy.connect_string(), 4000, ServiceOptions::default()).await;
         let cat = IdCategory::new("/lossy/did").unwrap();
-        svc.create_category(&cat, 1, 123456789).await.unwrap();
+        svc.create_category_in(&cat, 1, 123456789, zooid::Layout::SingleNode)
+            .await
+            .unwrap();
         let mut warm = svc.take_ids(&cat, 10).await.unwrap();
         assert_eq!(warm.ranges(), vec![r(1, 10)]);
 
@@ -104,7 +106,9 @@ fn service_survives_session_expiry() {
     rt.block_on(async {
         let svc = open(&proxy.connect_string(), 2000, ServiceOptions::default()).await;
         let cat = IdCategory::new("/expiry/did").unwrap();
-        svc.create_category(&cat, 1, 1_000_000).await.unwrap();
+        svc.create_category_in(&cat, 1, 1_000_000, zooid::Layout::SingleNode)
+            .await
+            .unwrap();
         let first = svc.take_ids(&cat, 100).await.unwrap();
         let session = session_of(&svc).await;
         proxy.blackhole_then_close(Duration::from_millis(5000));
@@ -139,7 +143,9 @@ fn server_down_is_a_clear_error() {
         .await
         .unwrap();
         let cat = IdCategory::new("/down/did").unwrap();
-        svc.create_category(&cat, 1, 1000).await.unwrap();
+        svc.create_category_in(&cat, 1, 1000, zooid::Layout::SingleNode)
+            .await
+            .unwrap();
         zk.kill();
         let started = std::time::Instant::now();
         let err = svc.take_ids(&cat, 10).await.unwrap_err();
@@ -188,7 +194,9 @@ fn digest_auth_and_chroot() {
                 .await
                 .unwrap();
         let cat = IdCategory::new("/secure/app/did").unwrap();
-        svc.create_category(&cat, 1, 1000).await.unwrap();
+        svc.create_category_in(&cat, 1, 1000, zooid::Layout::SingleNode)
+            .await
+            .unwrap();
         assert_eq!(svc.take_ids(&cat, 5).await.unwrap().ranges(), vec![r(1, 5)]);
         let anonymous = IdGeneratorService::connect(
             &zk.connect_string(),

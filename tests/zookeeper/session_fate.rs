@@ -748,7 +748,7 @@ fn f_a_held_take_delivered_after_the_give_up_hands_out_no_id_twice() {
         let rig = GaveUp::start(zk).await;
         let service = zooid::IdGeneratorService::on_session(rig.session.clone(), Default::default());
         let category = zooid::IdCategory::new("/fate-f-take").expect("category");
-        service.create_category(&category, 1, 300).await.expect("create");
+        service.create_category_in(&category, 1, 300, zooid::Layout::SingleNode).await.expect("create");
         let mut ids: Vec<i64> = Vec::new();
         let first = service.take_ids(&category, 10).await.expect("first take");
         ids.extend(first.ranges().iter().flat_map(|r| r.start()..=r.end()));

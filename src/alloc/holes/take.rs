@@ -7,9 +7,12 @@ use super::listing;
 use super::requests::{self, Claimed};
 use super::RACE_MEMORY;
 use crate::alloc::blocks::needs_zookeeper;
+use crate::alloc::engine::Step;
 use crate::alloc::service::{count_of, IdGeneratorService};
+use crate::alloc::single;
 use crate::alloc::state::Slot;
 use crate::error::{Result, ZooidError};
+use crate::format::OpKind;
 use crate::idset::IdCategory;
 use crate::range::IdRange;
 use crate::retry::Budget;
@@ -65,7 +68,20 @@ impl<S: Store> IdGeneratorService<S> {
             ) => failed,
             other => return other,
         };
-        // No fresh block left below the ceiling or the end: the holes there are.
+        // No fresh block left below the ceiling or the end: the holes there are, on the pool
+        // as read again if the claim dropped it.
+        if slot.cached.is_none() {
+            let mut budget = Budget::start(self.options.retry);
+            let plan = single::take(category, wanted);
+            let step = self
+                .update(category, slot, &mut budget, OpKind::Take, true, plan)
+                .await?;
+            if let Step::Done { moved, .. } = step {
+                if !moved.is_empty() {
+                    return Ok(moved);
+                }
+            }
+        }
         let Some(top) = top_of(slot) else {
             return Err(failed);
         };
