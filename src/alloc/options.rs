@@ -89,7 +89,7 @@ pub enum Restored {
     },
 }
 
-/// The block size of a category [`Layout::default_on_zookeeper`] creates: the batch a Hadoop task
+/// The block size of [`Layout::for_scale`]: the batch a Hadoop task
 /// typically takes (a take of `n` claims `ceil(n / unit)` blocks and leaves the rest as holes).
 pub const DEFAULT_BLOCK_SIZE: u64 = 1_000;
 
@@ -109,8 +109,7 @@ pub enum Layout {
     },
     /// Block allocation whose pushed ranges stay nodes of their own, taken by deleting them
     /// (format 4): neither takes nor pushes compare-and-set the pool node, so thousands of
-    /// tasks that take a batch and push back their leftovers do not conflict. The default on
-    /// ZooKeeper.
+    /// tasks that take a batch and push back their leftovers do not conflict. Needs ZooKeeper.
     HoleNodes {
         /// IDs per block.
         unit: u64,
@@ -118,9 +117,9 @@ pub enum Layout {
 }
 
 impl Layout {
-    /// The layout [`create_category`](super::IdGeneratorService::create_category) gives a
-    /// category on ZooKeeper.
-    pub const fn default_on_zookeeper() -> Self {
+    /// The layout for thousands of contending tasks on ZooKeeper: hole nodes in blocks of
+    /// [`DEFAULT_BLOCK_SIZE`].
+    pub const fn for_scale() -> Self {
         Layout::HoleNodes {
             unit: DEFAULT_BLOCK_SIZE,
         }

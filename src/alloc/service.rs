@@ -129,10 +129,10 @@ impl<S: Store> IdGeneratorService<S> {
         result
     }
 
-    /// Creates a category whose IDs are `first..=last` (first >= 1), all free, in the default
-    /// layout of its store: on ZooKeeper [`Layout::HoleNodes`] with blocks of
-    /// [`DEFAULT_BLOCK_SIZE`](super::DEFAULT_BLOCK_SIZE) (format 4), on the embedded stores
-    /// [`Layout::SingleNode`].
+    /// Creates a category whose IDs are `first..=last` (first >= 1), all free, in the
+    /// [`default_layout`](Self::default_layout) (a single node, formats 1 and 2). For thousands
+    /// of contending tasks on ZooKeeper, create it in [`Layout::for_scale`] with
+    /// [`create_category_in`](Self::create_category_in).
     ///
     /// Fails with `CategoryExists` when the node is already there: an existing pool is never
     /// reset, since that would hand out its IDs again.
@@ -189,13 +189,12 @@ impl<S: Store> IdGeneratorService<S> {
             .await
     }
 
-    /// The layout [`create_category`](Self::create_category) uses on this service's store.
+    /// The layout [`create_category`](Self::create_category) uses: [`Layout::SingleNode`] on
+    /// every store for now. [`Layout::HoleNodes`] (format 4) is the layout meant to become the
+    /// default on ZooKeeper ([`Layout::for_scale`]); create it with
+    /// [`create_category_in`](Self::create_category_in).
     pub fn default_layout(&self) -> Layout {
-        if self.store.session().is_some() {
-            Layout::default_on_zookeeper()
-        } else {
-            Layout::SingleNode
-        }
+        Layout::SingleNode
     }
 
     /// [`create_category`](Self::create_category) with the ACL `acl` on the pool node (`None`:

@@ -8,6 +8,7 @@ mod close;
 mod deadline;
 mod give_up;
 mod harness;
+mod holes;
 mod metrics;
 mod review;
 mod security;

@@ -852,3 +852,95 @@ fn f_a_held_block_claim_delivered_after_the_give_up_hands_out_no_id_twice() {
         }
     });
 }
+
+/// Format 4 (hole nodes, the default on ZooKeeper): a take's claim of holes (a `multi` that
+/// deletes hole nodes and creates its receipt) held past zooid's give-up and delivered while the
+/// servers still hold the old session: no ID is handed out twice, and the take says what became
+/// of its IDs.
+#[test]
+fn f_a_held_hole_claim_delivered_after_the_give_up_hands_out_no_id_twice() {
+    let _serial = serial();
+    zooid_test_support::init_tracing();
+    let zk = ZkEnsemble::start_with(3, &[("minSessionTimeout", "4000")]);
+    runtime().block_on(async {
+        let rig = GaveUp::start(zk).await;
+        let service = zooid::IdGeneratorService::on_session(rig.session.clone(), Default::default());
+        let category = zooid::IdCategory::new("/fate-f-hole").expect("category");
+        service
+            .create_category_in(&category, 1, 300, zooid::Layout::HoleNodes { unit: 10 })
+            .await
+            .expect("create");
+        let mut first = service.take_ids(&category, 10).await.expect("take");
+        service.push_ids(&mut first).await.expect("push: a hole node");
+        let (take, done, delivery, stats) = rig
+            .held_past_give_up(
+                write_naming("/fate-f-hole/zooid-holes/h-"),
+                service.take_ids(&category, 10),
+            )
+            .await;
+        eprintln!(
+            "f hole claim: result {take:?} {done:?} after the hold; delivery {:?} after the hold: written {}, reply {:?}; proxy {stats:?}",
+            delivery.delivered_at - delivery.held_at,
+            delivery.written,
+            delivery.reply_err,
+        );
+        let mut ids: Vec<i64> = Vec::new();
+        match &take {
+            Ok(set) => ids.extend(set.ranges().iter().flat_map(|r| r.start()..=r.end())),
+            Err(err) => assert_eq!(
+                err.kind(),
+                zooid::ErrorKind::OutcomeUnknown,
+                "a take whose fate is unknown says so: {err}"
+            ),
+        }
+        ids.extend(drain(&service, &category).await);
+        assert_unique("hole claim", &ids);
+        assert!(
+            ids.len() <= 300,
+            "no more IDs than the category holds: {}",
+            ids.len()
+        );
+    });
+}
+
+/// Format 4: a push (a `multi` creating hole nodes and its receipt) held past zooid's give-up
+/// and delivered while the servers still hold the old session: the pushed IDs are handed out
+/// at most once afterwards.
+#[test]
+fn f_a_held_hole_push_delivered_after_the_give_up_hands_out_no_id_twice() {
+    let _serial = serial();
+    zooid_test_support::init_tracing();
+    let zk = ZkEnsemble::start_with(3, &[("minSessionTimeout", "4000")]);
+    runtime().block_on(async {
+        let rig = GaveUp::start(zk).await;
+        let service = zooid::IdGeneratorService::on_session(rig.session.clone(), Default::default());
+        let category = zooid::IdCategory::new("/fate-f-hpush").expect("category");
+        service
+            .create_category_in(&category, 1, 300, zooid::Layout::HoleNodes { unit: 10 })
+            .await
+            .expect("create");
+        let mut taken = service.take_ids(&category, 10).await.expect("take");
+        let (push, done, delivery, stats) = rig
+            .held_past_give_up(
+                write_naming("/fate-f-hpush/zooid-holes/h-"),
+                service.push_ids(&mut taken),
+            )
+            .await;
+        eprintln!(
+            "f hole push: result {push:?} {done:?} after the hold; delivery {:?} after the hold: written {}, reply {:?}; proxy {stats:?}",
+            delivery.delivered_at - delivery.held_at,
+            delivery.written,
+            delivery.reply_err,
+        );
+        let ids = drain(&service, &category).await;
+        assert_unique("hole push", &ids);
+        match &push {
+            Ok(()) => {}
+            Err(err) => assert_eq!(
+                err.kind(),
+                zooid::ErrorKind::OutcomeUnknown,
+                "a push whose fate is unknown says so: {err}"
+            ),
+        }
+    });
+}

@@ -255,7 +255,7 @@ impl<S: Store> IdGeneratorService<S> {
             .is_some_and(|state| matches!(state.strategy, Strategy::Blocks(b) if b.hole_nodes));
         let returned = match self.store.session() {
             Some(session) if hole_nodes => self
-                .push_hole_nodes(category.name(), session, &ranges)
+                .push_holes_held(category.name(), session, slot, &ranges)
                 .await
                 .map(|()| None),
             Some(session) => self

@@ -1,5 +1,5 @@
-//! Hole nodes: the default layout of a category on ZooKeeper (pool format 4), built for the
-//! workload of the seeds: thousands of tasks that take a batch and push back their leftovers.
+//! Hole nodes (pool format 4, `Layout::HoleNodes`), the layout for scale on ZooKeeper, built
+//! for the workload of the seeds: thousands of tasks that take a batch and push back their leftovers.
 //!
 //! Fresh IDs come in blocks claimed by sequential creates, as in block allocation
 //! (src/alloc/blocks/): those claims never conflict. What format 4 changes is the recycled IDs.

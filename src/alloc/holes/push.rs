@@ -2,6 +2,7 @@
 //! src/alloc/holes/requests.rs), refused when a hole this process listed holds any of them.
 
 use crate::alloc::service::IdGeneratorService;
+use crate::alloc::state::Slot;
 use crate::error::{Result, ZooidError};
 use crate::range::IdRange;
 use crate::retry::Budget;
@@ -10,40 +11,64 @@ use crate::zk::Session;
 
 impl<S: Store> IdGeneratorService<S> {
     /// Leaves `ranges` under pool `path` as hole nodes. Refused as `AlreadyFree` when one of
-    /// them overlaps a hole of this process's current listing (checked when no take of this
-    /// process holds the category), or is a hole already.
+    /// them overlaps a hole as listed (this process's listing while the watch says it is
+    /// current, else listed again), or is a hole already (the create fails).
     pub(crate) async fn push_hole_nodes(
         &self,
         path: &str,
         session: &Session,
         ranges: &[IdRange],
     ) -> Result<()> {
-        if let Ok(slot) = self.categories.slot(path).try_lock() {
-            let generation = session.client().1;
-            let listed = slot.holes.as_ref().filter(|l| l.is_current(generation));
-            let overlap = listed.and_then(|listing| {
-                ranges.iter().find_map(|r| {
-                    listing
-                        .holes
-                        .iter()
-                        .filter(|(_, hole)| hole.overlaps(r))
-                        .find_map(|(_, hole)| {
-                            IdRange::new(hole.start().max(r.start()), hole.end().min(r.end()))
-                        })
-                })
-            });
-            if let Some(range) = overlap {
-                return Err(ZooidError::AlreadyFree {
-                    category: path.to_string(),
-                    range,
-                });
+        let slot = self.categories.slot(path);
+        let mut slot = slot.lock().await;
+        self.push_holes_held(path, session, &mut slot, ranges).await
+    }
+
+    /// [`push_hole_nodes`](Self::push_hole_nodes) with the category's slot held.
+    pub(crate) async fn push_holes_held(
+        &self,
+        path: &str,
+        session: &Session,
+        slot: &mut Slot,
+        ranges: &[IdRange],
+    ) -> Result<()> {
+        let generation = session.client().1;
+        let holes = match &slot.holes {
+            Some(listing) if listing.is_current(generation) => listing.holes.clone(),
+            _ => {
+                let listing = super::listing::list(session, path).await?;
+                let holes = listing.holes.clone();
+                slot.holes = Some(listing);
+                holes
             }
+        };
+        let overlap = ranges.iter().find_map(|r| {
+            holes
+                .iter()
+                .filter(|(_, hole)| hole.overlaps(r))
+                .find_map(|(_, hole)| {
+                    IdRange::new(hole.start().max(r.start()), hole.end().min(r.end()))
+                })
+        });
+        if let Some(range) = overlap {
+            return Err(ZooidError::AlreadyFree {
+                category: path.to_string(),
+                range,
+            });
         }
         let previous = self.categories.take_marker(path);
         let mut budget = Budget::start(self.options.retry);
         match super::requests::push(session, path, ranges, previous.clone(), &mut budget).await {
             Ok(marker) => {
                 self.categories.put_marker(path, marker);
+                // The listing's watch may fire only after this returns: keep it true meanwhile.
+                if let Some(listing) = slot.holes.as_mut() {
+                    listing.holes.extend(
+                        ranges
+                            .iter()
+                            .map(|range| (crate::format::hole_name(range), *range)),
+                    );
+                }
                 Ok(())
             }
             Err(err) => {

@@ -144,6 +144,18 @@ impl<S: Store> IdGeneratorService<S> {
         match claimed {
             Ok(Claimed::Taken { marker }) => {
                 self.categories.put_marker(path, marker);
+                // The listing's watch may fire only after this returns: keep it true meanwhile.
+                if let Some(listing) = slot.holes.as_mut() {
+                    listing
+                        .holes
+                        .retain(|(name, _)| !choice.nodes.contains(name));
+                    listing.holes.extend(
+                        choice
+                            .remainder
+                            .iter()
+                            .map(|range| (crate::format::hole_name(range), *range)),
+                    );
+                }
                 slot.hole_races = slot.hole_races.saturating_sub(1);
                 if choice.overlapped {
                     tracing::warn!(category = path, nodes = ?choice.nodes, "overlapping holes (a push of free IDs) taken together, counted once");

@@ -52,8 +52,8 @@ pub const FORMAT_VERSION_RESERVED: u32 = 2;
 pub const FORMAT_VERSION_BLOCKS: u32 = 3;
 
 /// The format version of pools in block allocation whose pushed ranges are kept as nodes of
-/// their own under `PATH/zooid-holes` and taken by deleting them (src/alloc/holes/), the default
-/// layout of a category on ZooKeeper. Readers of formats 1 to 3 refuse it: they would not see
+/// their own under `PATH/zooid-holes` and taken by deleting them (src/alloc/holes/), the layout
+/// for scale on ZooKeeper. Readers of formats 1 to 3 refuse it: they would not see
 /// those holes.
 pub const FORMAT_VERSION_HOLES: u32 = 4;
 

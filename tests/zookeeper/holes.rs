@@ -1,0 +1,216 @@
+//! Format 4 (hole nodes, `Layout::HoleNodes`), the layout for scale on ZooKeeper, against a
+//! real server:
+//! the node text, holes as nodes named by their ranges, double pushes refused, the seed's
+//! worked example to the ID, and contending tasks that take a batch and push back their
+//! leftovers without an ID handed out twice.
+
+use zooid_test_support as support;
+
+use std::collections::BTreeSet;
+
+use support::{runtime, session_options, ZkServer};
+use zooid::{IdCategory, IdGeneratorService, IdRange, IdSet, Layout, ServiceOptions, ZooidError};
+
+fn r(start: i64, end: i64) -> IdRange {
+    IdRange::new(start, end).unwrap()
+}
+
+async fn open(connect: &str) -> IdGeneratorService {
+    IdGeneratorService::connect(connect, &session_options(6000), ServiceOptions::default())
+        .await
+        .unwrap()
+}
+
+#[test]
+fn format_4_keeps_pushed_ranges_as_hole_nodes() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let a = open(&zk.connect_string()).await;
+        let b = open(&zk.connect_string()).await;
+        assert_eq!(Layout::for_scale(), Layout::HoleNodes { unit: 1000 });
+        let cat = IdCategory::new("/holes/did").unwrap();
+        a.create_category_in(&cat, 1, 1_000_000, Layout::for_scale())
+            .await
+            .unwrap();
+        let raw = a.read_node(cat.name()).await.unwrap();
+        assert!(
+            raw.starts_with(b"#zooid 4\n#bounds 1:1000000\n#blocks 1000 0 1\n"),
+            "{}",
+            String::from_utf8_lossy(&raw)
+        );
+        let version = a.pool_info(&cat).await.unwrap().version;
+
+        // A Hadoop task: take a batch, push back the last 100.
+        let mut first = a.take_ids(&cat, 1000).await.unwrap();
+        assert_eq!(first.ranges(), vec![r(1, 1000)]);
+        let mut leftovers = IdSet::new(cat.clone(), vec![r(901, 1000)]);
+        for _ in 0..900 {
+            first.take_id().unwrap();
+        }
+        a.push_ids(&mut leftovers).await.unwrap();
+        let holes = a.list_categories("/holes/did/zooid-holes").await.unwrap();
+        assert_eq!(
+            holes,
+            vec!["h-0000000000000000901-0000000000000001000".to_string()]
+        );
+        // The same range again is refused by its node's name, with nothing changed.
+        let mut again = IdSet::new(cat.clone(), vec![r(901, 1000)]);
+        assert!(matches!(
+            b.push_ids(&mut again).await,
+            Err(ZooidError::AlreadyFree { range, .. }) if range == r(901, 1000)
+        ));
+        // A batch the holes do not cover gets a fresh block; the hole waits.
+        assert_eq!(
+            b.take_ids(&cat, 1000).await.unwrap().ranges(),
+            vec![r(1001, 2000)]
+        );
+        // A take the hole covers gets it, lowest first; the rest stays a hole.
+        assert_eq!(
+            b.take_ids(&cat, 30).await.unwrap().ranges(),
+            vec![r(901, 930)]
+        );
+        let holes = a.list_categories("/holes/did/zooid-holes").await.unwrap();
+        assert_eq!(
+            holes,
+            vec!["h-0000000000000000931-0000000000000001000".to_string()]
+        );
+        assert_eq!(
+            a.pool_info(&cat).await.unwrap().free,
+            vec![r(931, 1000), r(2001, 1_000_000)]
+        );
+        // Neither takes nor pushes wrote the pool node.
+        assert_eq!(a.pool_info(&cat).await.unwrap().version, version);
+    });
+}
+
+/// The seed's worked example, to the ID (tests/support/src/behaviour.rs runs it on the
+/// single-node layout): holes first, as far as they leave whole blocks to claim.
+#[test]
+fn the_seed_worked_example_hands_out_exactly_its_ids() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let svc = open(&zk.connect_string()).await;
+        let cat = IdCategory::new("/holes-seed/did").unwrap();
+        svc.create_category_in(&cat, 1, 123456789, Layout::for_scale())
+            .await
+            .unwrap();
+        let mut sets = Vec::new();
+        for _ in 0..3 {
+            sets.push(svc.take_ids(&cat, 10000).await.unwrap());
+        }
+        assert_eq!(
+            sets.iter().map(|s| s.ranges()).collect::<Vec<_>>(),
+            vec![
+                vec![r(1, 10000)],
+                vec![r(10001, 20000)],
+                vec![r(20001, 30000)]
+            ]
+        );
+        assert_eq!(
+            svc.pool_info(&cat).await.unwrap().free,
+            vec![r(30001, 123456789)]
+        );
+        for set in &mut sets {
+            for _ in 0..9000 {
+                set.take_id().unwrap();
+            }
+            svc.push_ids(set).await.unwrap();
+        }
+        assert_eq!(
+            svc.pool_info(&cat).await.unwrap().free,
+            vec![r(9001, 10000), r(19001, 20000), r(29001, 123456789)]
+        );
+        let mut next = svc.take_ids(&cat, 10000).await.unwrap();
+        let handed: Vec<i64> = std::iter::from_fn(|| next.take_id()).collect();
+        let expected: Vec<i64> = (9001..=10000)
+            .chain(19001..=20000)
+            .chain(29001..=30000)
+            .chain(30001..=37000)
+            .collect();
+        assert_eq!(handed, expected);
+        assert_eq!(
+            svc.pool_info(&cat).await.unwrap().free,
+            vec![r(37001, 123456789)]
+        );
+    });
+}
+
+#[test]
+fn contending_tasks_that_push_back_leftovers_get_no_id_twice() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    const TASKS: usize = 12;
+    const ROUNDS: usize = 25;
+    runtime().block_on(async {
+        let admin = open(&zk.connect_string()).await;
+        let cat = IdCategory::new("/holes/burst").unwrap();
+        admin
+            .create_category_in(&cat, 1, 1_000_000_000, Layout::for_scale())
+            .await
+            .unwrap();
+        let mut tasks = Vec::new();
+        for _ in 0..TASKS {
+            let connect = zk.connect_string();
+            let cat = cat.clone();
+            tasks.push(tokio::spawn(async move {
+                let svc = open(&connect).await;
+                let mut kept = Vec::new();
+                for _ in 0..ROUNDS {
+                    let set = svc.take_ids(&cat, 1000).await.expect("take");
+                    let mut ids: Vec<i64> = Vec::new();
+                    for range in set.ranges() {
+                        ids.extend(range.start()..=range.end());
+                    }
+                    assert_eq!(ids.len(), 1000, "a whole batch");
+                    let (used, left) = ids.split_at(900);
+                    kept.extend_from_slice(used);
+                    let mut back = IdSet::new(cat.clone(), runs(left));
+                    svc.push_ids(&mut back).await.expect("push back");
+                }
+                let stats = svc.stats();
+                svc.close().await;
+                (kept, stats.failed_ops)
+            }));
+        }
+        let mut seen = BTreeSet::new();
+        let mut failed = 0;
+        for task in tasks {
+            let (kept, failed_ops) = task.await.unwrap();
+            failed += failed_ops;
+            for id in kept {
+                assert!(seen.insert(id), "ID {id} handed out twice");
+            }
+        }
+        assert_eq!(failed, 0, "every take and push served");
+        assert_eq!(seen.len(), TASKS * ROUNDS * 900);
+        // Every ID is kept by a task or free: none lost, none twice.
+        let info = admin.pool_info(&cat).await.unwrap();
+        let free: u64 = info.free.iter().map(IdRange::len).sum();
+        assert_eq!(free + seen.len() as u64, 1_000_000_000);
+        for range in &info.free {
+            assert!(
+                seen.range(range.start()..=range.end()).next().is_none(),
+                "a free range holds a kept ID: {range}"
+            );
+        }
+        eprintln!(
+            "{TASKS} tasks x {ROUNDS} rounds: {} IDs kept, {} free ranges left",
+            seen.len(),
+            info.free.len()
+        );
+    });
+}
+
+/// The ascending IDs `ids` as ranges of consecutive IDs.
+fn runs(ids: &[i64]) -> Vec<IdRange> {
+    let mut out: Vec<IdRange> = Vec::new();
+    for &id in ids {
+        match out.last_mut() {
+            Some(last) if last.end() + 1 == id => *last = r(last.start(), id),
+            _ => out.push(r(id, id)),
+        }
+    }
+    out
+}
