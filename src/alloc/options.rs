@@ -109,7 +109,8 @@ pub enum Layout {
     },
     /// Block allocation whose pushed ranges stay nodes of their own, taken by deleting them
     /// (format 4): neither takes nor pushes compare-and-set the pool node, so thousands of
-    /// tasks that take a batch and push back their leftovers do not conflict. Needs ZooKeeper.
+    /// tasks that take a batch and push back their leftovers do not conflict. The default on
+    /// ZooKeeper; needs it.
     HoleNodes {
         /// IDs per block.
         unit: u64,

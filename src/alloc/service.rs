@@ -130,9 +130,8 @@ impl<S: Store> IdGeneratorService<S> {
     }
 
     /// Creates a category whose IDs are `first..=last` (first >= 1), all free, in the
-    /// [`default_layout`](Self::default_layout) (a single node, formats 1 and 2). For thousands
-    /// of contending tasks on ZooKeeper, create it in [`Layout::for_scale`] with
-    /// [`create_category_in`](Self::create_category_in).
+    /// [`default_layout`](Self::default_layout) of its store: format 4 on ZooKeeper, a single
+    /// node on the embedded stores; [`create_category_in`](Self::create_category_in) chooses.
     ///
     /// Fails with `CategoryExists` when the node is already there: an existing pool is never
     /// reset, since that would hand out its IDs again.
@@ -189,12 +188,16 @@ impl<S: Store> IdGeneratorService<S> {
             .await
     }
 
-    /// The layout [`create_category`](Self::create_category) uses: [`Layout::SingleNode`] on
-    /// every store for now. [`Layout::HoleNodes`] (format 4) is the layout meant to become the
-    /// default on ZooKeeper ([`Layout::for_scale`]); create it with
-    /// [`create_category_in`](Self::create_category_in).
+    /// The layout [`create_category`](Self::create_category) uses on this service's store: on
+    /// ZooKeeper [`Layout::for_scale`] (format 4, hole nodes in blocks of
+    /// [`DEFAULT_BLOCK_SIZE`](super::DEFAULT_BLOCK_SIZE)), on the embedded stores
+    /// [`Layout::SingleNode`].
     pub fn default_layout(&self) -> Layout {
-        Layout::SingleNode
+        if self.store.session().is_some() {
+            Layout::for_scale()
+        } else {
+            Layout::SingleNode
+        }
     }
 
     /// [`create_category`](Self::create_category) with the ACL `acl` on the pool node (`None`:

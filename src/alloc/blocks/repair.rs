@@ -3,8 +3,8 @@
 //! `restore`). The current generation is sealed first, so that no claim lands between reading
 //! its frontier and the pool write: the next generation starts above every block claimed (and
 //! above the record when repairing), and a first ceiling covers every ID handed out before it.
-//! A repair gives up every free ID at or below the record, in the free list's parts and in the
-//! pushes waiting in their own nodes too.
+//! A repair gives up every free ID at or below the record, in the free list's parts, in the
+//! pushes waiting in their own nodes and in the hole nodes of format 4 too.
 
 use super::generations;
 use super::parts::{self, ChunkCache, Loaded};
@@ -12,6 +12,7 @@ use super::returns;
 use crate::alloc::state::Waiting;
 use crate::error::{Result, ZooidError};
 use crate::format::{returned_parent, Blocks, ChunkOp, Pool};
+use crate::range::IdRange;
 use crate::zk::Session;
 
 /// A pool in block allocation, laid out in its next generation.
@@ -87,8 +88,31 @@ pub(crate) async fn seal_and_move(
             0
         }
     };
+    // Format 4: a repair gives up the hole nodes at or below the record too (a ZooKeeper
+    // restored from a snapshot brings back holes taken since); the part of one above it stays
+    // free, in the pool's own free list.
+    let mut hole_deletes = Vec::new();
+    let mut removed = removed;
+    if let (Some(ceiling), true) = (cleared, blocks.hole_nodes) {
+        let holes_parent = crate::format::holes_parent(path);
+        for hole in super::hole_ranges(session, path).await? {
+            if hole.start() > ceiling {
+                continue;
+            }
+            hole_deletes.push(ChunkOp::DeleteNode {
+                node: format!("{holes_parent}/{}", crate::format::hole_name(&hole)),
+            });
+            removed += IdRange::new(hole.start(), hole.end().min(ceiling)).map_or(0, |r| r.len());
+            if let Some(above) = IdRange::new(ceiling.saturating_add(1), hole.end()) {
+                if next.free_mut().insert_all(&[above]).is_err() {
+                    tracing::warn!(category = path, %above, "hole overlaps the free list");
+                }
+            }
+        }
+    }
     let mut ops = crate::format::parts::plan(&before, &mut next);
     ops.extend(deletes);
+    ops.extend(hole_deletes);
     Ok(Some(Moved {
         next,
         frontier,

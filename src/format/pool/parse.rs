@@ -340,7 +340,7 @@ impl Parser<'_> {
             return Err(self.corrupt(1, "#zooid 2", "format 2 needs a '#ceiling' header"));
         }
         if blocks_format(format) && blocks.is_none() {
-            return Err(self.corrupt(1, "#zooid 3", "formats 3 and 4 need a '#blocks' header"));
+            return Err(self.corrupt(1, "#zooid", "formats 3 and 4 need a '#blocks' header"));
         }
         if let Some((line_no, b)) = blocks {
             // The base may sit one past the last ID: every block is handed out.

@@ -77,8 +77,12 @@ fn strict_parsing_names_the_line() {
         (3, "outside the bounds 1:100".into())
     );
     assert_eq!(
+        reason("#zooid 5\n#bounds 1:100\n").1,
+        "unsupported format version 5 (this zooid reads 1 to 4)"
+    );
+    assert_eq!(
         reason("#zooid 4\n#bounds 1:100\n").1,
-        "unsupported format version 4 (this zooid reads 1 to 3)"
+        "formats 3 and 4 need a '#blocks' header"
     );
     assert_eq!(reason("#zooid 1\n1:5\n").1, "missing '#bounds' header");
     assert_eq!(
@@ -290,11 +294,11 @@ fn blocks_make_format_3_and_parse_back() {
 fn blocks_lines_are_strict() {
     assert_eq!(
         reason("#zooid 1\n#bounds 1:100\n#blocks 10 0 1\n").1,
-        "'#blocks' needs '#zooid 3'"
+        "'#blocks' needs '#zooid 3' or '#zooid 4'"
     );
     assert_eq!(
         reason("#zooid 3\n#bounds 1:100\n").1,
-        "format 3 needs a '#blocks' header"
+        "formats 3 and 4 need a '#blocks' header"
     );
     assert_eq!(
         reason("#zooid 3\n#bounds 1:100\n#blocks 0 0 1\n").1,
@@ -344,4 +348,26 @@ fn a_repair_moves_fresh_blocks_above_the_record_and_the_frontier() {
     let mut end = pool.clone();
     end.clear_through(1_000_000, 3001);
     assert_eq!(end.blocks().unwrap().base, 1_000_001);
+}
+
+#[test]
+fn hole_nodes_make_format_4_and_parse_back() {
+    let mut pool = Pool::with_hole_nodes(r(1, 1_000_000), 1000);
+    pool.set_ceiling(Some(50_000));
+    let text = pool.render();
+    assert!(
+        text.starts_with("#zooid 4\n#bounds 1:1000000\n#blocks 1000 0 1\n#ceiling 50000\n"),
+        "{text}"
+    );
+    let back = Pool::parse("p", text.as_bytes()).unwrap();
+    assert_eq!(back, pool);
+    assert!(back.blocks().unwrap().hole_nodes);
+    let three = text.replace("#zooid 4", "#zooid 3");
+    assert!(
+        !Pool::parse("p", three.as_bytes())
+            .unwrap()
+            .blocks()
+            .unwrap()
+            .hole_nodes
+    );
 }
