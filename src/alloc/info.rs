@@ -22,12 +22,10 @@ impl<S: Store> IdGeneratorService<S> {
         let (node, pool) = self.read_complete(path, &mut budget).await?;
         let usage = usage(self.store.session(), path, &pool, true).await?;
         let limit = self.options.max_pool_bytes;
-        self.stats
-            .pool_seen(figures(path, &pool, node.data.len(), node.version, limit));
-        let free = match (pool.blocks(), self.store.session()) {
-            // Format 4: the holes in their nodes and the IDs no block claimed yet are free too.
+        // What is free: for format 4 also the holes in their nodes and the IDs no block claimed.
+        let shown = match (pool.blocks(), self.store.session()) {
             (Some(layout), Some(session)) if layout.hole_nodes => {
-                let mut free = pool.free().clone();
+                let mut shown = pool.clone();
                 let unclaimed =
                     IdRange::new(usage.high_water.saturating_add(1), pool.bounds().end());
                 for range in hole_ranges(session, path)
@@ -36,14 +34,17 @@ impl<S: Store> IdGeneratorService<S> {
                     .chain(unclaimed)
                 {
                     // Overlapping holes (a push of free IDs) are listed once.
-                    if free.insert_all(&[range]).is_err() {
+                    if shown.free_mut().insert_all(&[range]).is_err() {
                         tracing::warn!(category = path, %range, "hole overlaps another");
                     }
                 }
-                free.ranges().to_vec()
+                shown
             }
-            _ => pool.free().ranges().to_vec(),
+            _ => pool.clone(),
         };
+        self.stats
+            .pool_seen(figures(path, &shown, node.data.len(), node.version, limit));
+        let free = shown.free().ranges().to_vec();
         Ok(PoolInfo {
             bounds: pool.bounds(),
             free,

@@ -16,8 +16,9 @@ mod ranges;
 mod golden;
 
 pub use names::{
-    chunk_key, chunk_path, hole_name, hole_of, holes_parent, is_chunk, is_sequence_parent,
-    returned_parent, sequence_of, sequence_parent, MARKER_PREFIX, PUSH_PREFIX, RETURNED_HEADER,
+    chunk_key, chunk_path, hole_name, hole_of, holes_parent, is_chunk, is_pool_child,
+    is_sequence_parent, returned_parent, sequence_of, sequence_parent, MARKER_PREFIX, PUSH_PREFIX,
+    RETURNED_HEADER,
 };
 pub use oplog::{OpKind, OpRecord, OpToken, DEFAULT_OP_LOG_LEN, MAX_OP_LINE_BYTES};
 pub use parts::{ChunkOp, CHUNK_MAX_RANGES, HEAD_MAX_RANGES};

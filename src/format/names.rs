@@ -67,6 +67,12 @@ pub fn hole_of(name: &str) -> Option<crate::range::IdRange> {
     crate::range::IdRange::new(start.parse().ok()?, end.parse().ok()?)
 }
 
+/// Whether `name` (a child of a pool node) is one of the nodes zooid keeps below a pool (block
+/// claims, free-list parts, pushes and receipts, holes), never a category.
+pub fn is_pool_child(name: &str) -> bool {
+    is_sequence_parent(name) || is_chunk(name) || name == "zooid-holes" || name == "zooid-returned"
+}
+
 /// Whether `name` is `prefix` followed by decimal digits.
 fn is_numbered(name: &str, prefix: &str) -> bool {
     name.strip_prefix(prefix)
@@ -89,6 +95,8 @@ mod tests {
         assert_eq!(chunk_key("zooid-free-17"), Some(17));
         assert_eq!(chunk_path("/p", 17), "/p/zooid-free-17");
         assert_eq!(returned_parent("/p"), "/p/zooid-returned");
+        assert!(is_pool_child("zooid-holes") && is_pool_child("zooid-blocks-3"));
+        assert!(!is_pool_child("did"));
         let range = crate::range::IdRange::new(7, 1_000_000).unwrap();
         assert_eq!(
             hole_name(&range),

@@ -365,10 +365,12 @@ impl Active<'_> {
             }
             match self.session.bounded(client.list_children(&path)).await {
                 Ok(children) => {
-                    // Block claims and free-list parts of format-3 pools are not categories.
-                    for child in children.into_iter().filter(|c| {
-                        !crate::format::is_sequence_parent(c) && !crate::format::is_chunk(c)
-                    }) {
+                    // Block claims, free-list parts, pushes and holes of format-3 and
+                    // format-4 pools are not categories.
+                    for child in children
+                        .into_iter()
+                        .filter(|c| !crate::format::is_pool_child(c))
+                    {
                         todo.push(if path == "/" {
                             format!("/{child}")
                         } else {

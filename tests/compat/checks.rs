@@ -59,7 +59,10 @@ pub async fn detects(connect: &str, expected: ServerVersion) {
 pub async fn core(connect: &str, server: std::net::SocketAddr) {
     let svc = service(connect).await;
     let cat = IdCategory::new("/compat/core/did").unwrap();
-    svc.create_category(&cat, 1, 1_000_000).await.unwrap();
+    // The single-node layout (format 1): its take is one `setData`, whose reply is lost below.
+    svc.create_category_in(&cat, 1, 1_000_000, zooid::Layout::SingleNode)
+        .await
+        .unwrap();
     let mut first = svc.take_ids(&cat, 10).await.unwrap();
     assert_eq!(first.ranges(), vec![r(1, 10)]);
     let second = svc.take_ids(&cat, 5).await.unwrap();
@@ -87,6 +90,43 @@ pub async fn core(connect: &str, server: std::net::SocketAddr) {
         vec![r(116, 1_000_000)],
         "nothing leaked"
     );
+}
+
+/// Format 4, the default layout on ZooKeeper: takes and pushes on hole nodes (a listing under a
+/// child watch, `multi`s of deletes and creates with an ephemeral receipt), lowest first for one
+/// process, and two services contending without an ID handed out twice.
+pub async fn holes(connect: &str) {
+    let a = service(connect).await;
+    let b = service(connect).await;
+    let cat = IdCategory::new("/compat/holes/did").unwrap();
+    a.create_category(&cat, 1, 1_000_000).await.unwrap();
+    let raw = a.read_node(cat.name()).await.unwrap();
+    assert!(
+        raw.starts_with(b"#zooid 4\n"),
+        "{}",
+        String::from_utf8_lossy(&raw)
+    );
+    let mut first = a.take_ids(&cat, 10).await.unwrap();
+    assert_eq!(first.ranges(), vec![r(1, 10)]);
+    assert_eq!(b.take_ids(&cat, 5).await.unwrap().ranges(), vec![r(11, 15)]);
+    a.push_ids(&mut first).await.unwrap();
+    assert_eq!(
+        b.take_ids(&cat, 10).await.unwrap().ranges(),
+        vec![r(1, 10)],
+        "pushed IDs are handed out first"
+    );
+    let mut sets = Vec::new();
+    for round in 0..20 {
+        let (x, y) = tokio::join!(a.take_ids(&cat, 300), b.take_ids(&cat, 300));
+        let (mut x, y) = (x.unwrap(), y.unwrap());
+        if round % 2 == 0 {
+            a.push_ids(&mut x).await.unwrap();
+        } else {
+            sets.push(x);
+        }
+        sets.push(y);
+    }
+    all_ids(&sets.iter().collect::<Vec<_>>());
 }
 
 /// Block allocation (pool format 3): two services take whole blocks (sequential creates in a

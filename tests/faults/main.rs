@@ -189,17 +189,18 @@ fn blackhole_within_session(name: &str, cfg: Config) {
 /// and resolve the writes they had in flight.
 #[test]
 fn f3b_blackhole_longer_than_session_timeout() {
-    sessions_expire("3b blackhole longer than the session timeout", None);
+    sessions_expire("3b blackhole longer than the session timeout", None, false);
 }
 
 /// Blackholes every proxy for 2.5 session timeouts: every session expires, the workers open new
 /// ones and resolve the writes they had in flight.
-fn sessions_expire(name: &str, blocks: Option<u64>) {
+fn sessions_expire(name: &str, blocks: Option<u64>, hole_nodes: bool) {
     let _serial = serial();
     let cfg = Config {
         // Long enough for a write in flight to be resolved after the blackhole.
         op_deadline: Duration::from_secs(15),
         blocks,
+        hole_nodes,
         ..Config::default()
     };
     let hold = cfg.session_timeout * 5 / 2;
@@ -398,16 +399,17 @@ fn leader_paused(name: &str, cfg: Config) {
 /// and the workload carries on once the quorum is back.
 #[test]
 fn f6_quorum_lost() {
-    quorum_lost("6 quorum lost (2 of 3 servers down)", None);
+    quorum_lost("6 quorum lost (2 of 3 servers down)", None, false);
 }
 
 /// Kills two of three servers: operations fail within their deadline; the workload carries on
 /// once the quorum is back.
-fn quorum_lost(name: &str, blocks: Option<u64>) {
+fn quorum_lost(name: &str, blocks: Option<u64>, hole_nodes: bool) {
     let _serial = serial();
     let cfg = Config {
         op_deadline: Duration::from_secs(3),
         blocks,
+        hole_nodes,
         ..Config::default()
     };
     let deadline = cfg.op_deadline;
@@ -508,12 +510,14 @@ fn all_servers_killed(name: &str, cfg: Config) {
 /// or a take from the free list (all `multi` requests): each is resolved, none leaks.
 #[test]
 fn f8a_blocks_replies_lost() {
+    replies_lost_in_blocks("8a block allocation: replies lost", blocks());
+}
+
+/// Replies dropped after the server applied a `multi` below the pool (a claim, a push, a take
+/// of holes), until `scaled_count(8)` were: each is resolved.
+fn replies_lost_in_blocks(name: &str, cfg: Config) {
     let _serial = serial();
-    let cfg = Config {
-        blocks: Some(100),
-        ..Config::default()
-    };
-    let mut rig = Rig::start("8a block allocation: replies lost", cfg);
+    let mut rig = Rig::start(name, cfg);
     rig.warm_up();
     let target = scaled_count(8);
     let dropped = rig.inject_until(
@@ -545,7 +549,7 @@ fn f8b_blocks_leader_killed() {
 /// pushes in flight.
 #[test]
 fn f8c_blocks_sessions_expire() {
-    sessions_expire("8c block allocation: sessions expire", Some(100));
+    sessions_expire("8c block allocation: sessions expire", Some(100), false);
 }
 
 /// A category in block allocation (blocks of 100 IDs), for the faults below.
@@ -604,6 +608,7 @@ fn f8i_blocks_quorum_lost() {
     quorum_lost(
         "8i block allocation: quorum lost (2 of 3 servers down)",
         Some(100),
+        false,
     );
 }
 
@@ -613,5 +618,73 @@ fn f8j_blocks_all_servers_killed_and_restarted() {
     all_servers_killed(
         "8j block allocation: all servers SIGKILLed and restarted",
         blocks(),
+    );
+}
+
+/// A category in format 4 (hole nodes, the default layout on ZooKeeper; blocks of 100 IDs), for
+/// the faults below: the same checker, under every fault kind block allocation is run under.
+fn holes() -> Config {
+    Config {
+        blocks: Some(100),
+        hole_nodes: true,
+        ..Config::default()
+    }
+}
+
+/// Format 4: replies lost after the server applied a claim of holes, a push or a block claim.
+#[test]
+fn f9a_holes_replies_lost() {
+    replies_lost_in_blocks("9a hole nodes: replies lost", holes());
+}
+
+/// Format 4: the ensemble's leader SIGKILLed under load.
+#[test]
+fn f9b_holes_leader_killed() {
+    leader_killed("9b hole nodes: leader SIGKILLed", holes());
+}
+
+/// Format 4: every session expires with takes and pushes in flight.
+#[test]
+fn f9c_holes_sessions_expire() {
+    sessions_expire("9c hole nodes: sessions expire", Some(100), true);
+}
+
+/// Format 4: connections reset before, torn in and after takes and pushes.
+#[test]
+fn f9d_holes_connection_reset_mid_request() {
+    connection_reset("9d hole nodes: connection reset mid-request", holes());
+}
+
+/// Format 4: client processes SIGKILLed mid-operation.
+#[test]
+fn f9f_holes_client_killed_mid_operation() {
+    clients_killed("9f hole nodes: clients SIGKILLed mid-operation", holes());
+}
+
+/// Format 4: a client SIGSTOPped past its session timeout.
+#[test]
+fn f9g_holes_client_paused_past_session_timeout() {
+    client_paused(
+        "9g hole nodes: a client SIGSTOPped past its session timeout",
+        holes(),
+    );
+}
+
+/// Format 4: two of three servers down.
+#[test]
+fn f9i_holes_quorum_lost() {
+    quorum_lost(
+        "9i hole nodes: quorum lost (2 of 3 servers down)",
+        Some(100),
+        true,
+    );
+}
+
+/// Format 4: a blackhole of half a session timeout; the sessions survive.
+#[test]
+fn f9e_holes_blackhole_shorter_than_session_timeout() {
+    blackhole_within_session(
+        "9e hole nodes: blackhole shorter than the session timeout",
+        holes(),
     );
 }

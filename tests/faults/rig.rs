@@ -76,6 +76,9 @@ pub struct Config {
     pub op_deadline: Duration,
     /// Create the category in block allocation with blocks of this many IDs (src/blocks.rs).
     pub blocks: Option<u64>,
+    /// With `blocks`: format 4, pushed ranges kept as hole nodes (src/alloc/holes/), the
+    /// default layout on ZooKeeper; else format 3.
+    pub hole_nodes: bool,
 }
 
 impl Default for Config {
@@ -88,6 +91,7 @@ impl Default for Config {
             session_timeout: Duration::from_secs(3),
             op_deadline: Duration::from_secs(5),
             blocks: None,
+            hole_nodes: false,
         }
     }
 }
@@ -204,14 +208,14 @@ impl Rig {
         .expect("admin connects to the ensemble");
         let category = IdCategory::new("/faults/ids").unwrap();
         let bounds = IdRange::new(1, 1_000_000_000).unwrap();
-        match cfg.blocks {
-            Some(unit) => admin
-                .create_category_blocks(&category, bounds.start(), bounds.end(), unit)
-                .expect("create the category"),
-            None => admin
-                .create_category(&category, bounds.start(), bounds.end())
-                .expect("create the category"),
-        }
+        let layout = match (cfg.blocks, cfg.hole_nodes) {
+            (Some(unit), true) => zooid::Layout::HoleNodes { unit },
+            (Some(unit), false) => zooid::Layout::Blocks { unit },
+            (None, _) => zooid::Layout::SingleNode,
+        };
+        admin
+            .create_category_in(&category, bounds.start(), bounds.end(), layout)
+            .expect("create the category");
         let dir = tempfile::Builder::new()
             .prefix("zooid-faults-")
             .tempdir()
@@ -608,7 +612,8 @@ impl Rig {
             .collect();
         // In block allocation the IDs no block claimed yet are free too.
         let mut free = info.free.clone();
-        if info.blocks.is_some() {
+        // (Format 4's pool_info lists them already.)
+        if info.blocks.is_some_and(|b| !b.hole_nodes) {
             free.extend(IdRange::new(info.high_water + 1, info.bounds.end()));
         }
         let info = zooid::PoolInfo { free, ..info };

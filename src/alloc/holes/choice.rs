@@ -75,29 +75,41 @@ pub(crate) fn hole_amount(available: u64, wanted: u64, unit: u64) -> u64 {
 }
 
 /// Where a take of `wanted` IDs that has not lost a race lately starts among `holes`, drawn
-/// with `random`: the lowest holes, unless the holes at or below `top` make at least two disjoint
-/// groups of the size it needs; then the first hole of one of the lowest [`MAX_GROUPS`] such
-/// groups, so that many takes at once choose apart (a Hadoop burst on holes left by an earlier
-/// job). The relaxation of "lowest first" is bounded: a take's holes come from the lowest
-/// `MAX_GROUPS` groups.
+/// with `random`: the lowest hole, unless the holes at or below `top`, walked upwards, make at
+/// least [`MIN_GROUPS`] consecutive groups that each cover the take; then the first hole of one
+/// of the lowest [`MAX_GROUPS`] such groups, so that many takes at once choose apart (a Hadoop
+/// burst on holes left by an earlier job). The relaxation of "lowest first" is bounded: a take's
+/// holes come from the lowest `MAX_GROUPS` groups.
 pub(crate) fn group_start(holes: &[Hole], wanted: u64, top: i64, random: u32) -> Option<usize> {
-    let eligible: Vec<u64> = clusters(holes)
-        .iter()
-        .map(|c| available(c, top))
-        .filter(|&n| n > 0)
-        .collect();
-    let total: u64 = eligible.iter().sum();
-    if wanted == 0 || eligible.is_empty() || total < wanted {
+    if wanted == 0 {
         return None;
     }
-    // Clusters a take needs, at the mean cluster size.
-    let count = eligible.len() as u64;
-    let needed = wanted.saturating_mul(count).div_ceil(total).max(1);
-    let groups = (count / needed).min(MAX_GROUPS);
-    (groups >= 2).then(|| (u64::from(random) % groups * needed) as usize)
+    let mut starts = Vec::new();
+    let (mut index, mut covered) = (0, 0);
+    for (i, cluster) in clusters(holes)
+        .iter()
+        .filter(|c| available(c, top) > 0)
+        .enumerate()
+    {
+        if covered == 0 {
+            index = i;
+        }
+        covered += available(cluster, top);
+        if covered >= wanted {
+            starts.push(index);
+            covered = 0;
+            if starts.len() as u64 == MAX_GROUPS {
+                break;
+            }
+        }
+    }
+    (starts.len() as u64 >= MIN_GROUPS).then(|| starts[random as usize % starts.len()])
 }
 
-/// How many groups of holes [`group_start`] spreads takes over.
+/// How many groups of holes, at least, make [`group_start`] spread takes.
+pub(crate) const MIN_GROUPS: u64 = 8;
+
+/// How many groups of holes [`group_start`] spreads takes over, at most.
 pub(crate) const MAX_GROUPS: u64 = 64;
 
 /// The holes a take of `wanted` IDs claims among `holes`, none above `top`: `None` when they
@@ -202,7 +214,7 @@ mod tests {
     }
 
     #[test]
-    fn takes_spread_over_groups_only_when_the_holes_make_two_or_more() {
+    fn takes_spread_over_groups_only_when_the_holes_make_eight_or_more() {
         // 200 holes of 100 and takes of 1000: 20 groups of 10 holes.
         let many: Vec<(i64, i64)> = (0..200).map(|i| (i * 200 + 1, i * 200 + 100)).collect();
         let h = holes(&many);
@@ -213,8 +225,13 @@ mod tests {
             Some(70),
             "modulo 20 groups"
         );
-        // 15 holes for a take of 10 holes: one group, lowest first.
-        assert_eq!(group_start(&h[..15], 1000, i64::MAX, 7), None);
+        // 79 holes for takes of 10 holes: 7 groups, lowest first.
+        assert_eq!(group_start(&h[..79], 1000, i64::MAX, 7), None);
+        // A small hole and a large one (a single process's pushes): lowest first.
+        assert_eq!(
+            group_start(&holes(&[(1, 10), (16, 1000)]), 10, i64::MAX, 1),
+            None
+        );
         // More groups than the bound: the lowest 64.
         let small: Vec<(i64, i64)> = (0..1000).map(|i| (i * 10 + 1, i * 10 + 5)).collect();
         let start = group_start(&holes(&small), 5, i64::MAX, 999).unwrap();

@@ -9,11 +9,13 @@ use super::choice::Hole;
 pub(crate) use crate::alloc::state::Listing;
 use crate::error::{Result, ZooidError};
 use crate::format::{hole_of, holes_parent};
+use crate::retry::Budget;
 use crate::zk::{Classified, Session, Verdict};
 
-/// Lists the holes of pool `path` and watches them (creating their parent if missing). Names
-/// that are not holes are skipped (logged once per listing).
-pub(crate) async fn list(session: &Session, path: &str) -> Result<Listing> {
+/// Lists the holes of pool `path` and watches them (creating their parent if missing), again
+/// while ZooKeeper is unreachable, within `budget`. Names that are not holes are skipped
+/// (logged once per listing).
+pub(crate) async fn list(session: &Session, path: &str, budget: &mut Budget) -> Result<Listing> {
     let parent = holes_parent(path);
     loop {
         let (client, generation) = session.client();
@@ -29,11 +31,16 @@ pub(crate) async fn list(session: &Session, path: &str) -> Result<Listing> {
             Err((verdict @ Verdict::NotAuthorized, err)) => {
                 return Err(crate::alloc::blocks::refused(session, path, verdict, &err))
             }
+            // Unreachable (a read changes nothing): again within the operation's budget.
             Err((_, err)) => {
-                return Err(ZooidError::ConnectionLost {
-                    category: path.to_string(),
-                    reason: format!("listing {parent}: {err}"),
-                })
+                if !budget.try_attempt() {
+                    return Err(ZooidError::ConnectionLost {
+                        category: path.to_string(),
+                        reason: format!("listing {parent}: {err}"),
+                    });
+                }
+                budget.backoff().await;
+                continue;
             }
         };
         let total = children.len();

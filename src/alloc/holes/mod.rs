@@ -29,7 +29,7 @@
 //!   100 wait for a take they cover, since cutting a fresh block would leave its rest behind as
 //!   one more write. Among the holes, lowest first
 //!   while this process has not lost a race for a hole in its last [`RACE_MEMORY`] takes and
-//!   the holes make fewer than two groups of the size the take needs; with more, it starts at
+//!   the holes make fewer than 8 groups that each cover the take; with more, it starts at
 //!   one of the lowest 64 such groups ([`choice::group_start`]); after a lost race, at a random
 //!   one of the holes listed. So contending takes choose apart.
 //!   A take makes at most one attempt on holes: when another take deleted one of its holes

@@ -36,7 +36,9 @@ impl<S: Store> IdGeneratorService<S> {
         let holes = match &slot.holes {
             Some(listing) if listing.is_current(generation) => listing.holes.clone(),
             _ => {
-                let listing = super::listing::list(session, path).await?;
+                let listing =
+                    super::listing::list(session, path, &mut Budget::start(self.options.retry))
+                        .await?;
                 let holes = listing.holes.clone();
                 slot.holes = Some(listing);
                 holes

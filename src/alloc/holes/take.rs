@@ -14,7 +14,7 @@ use crate::alloc::state::Slot;
 use crate::error::{Result, ZooidError};
 use crate::format::OpKind;
 use crate::idset::IdCategory;
-use crate::range::IdRange;
+use crate::range::{IdRange, RangeSet};
 use crate::retry::Budget;
 use crate::store::Store;
 
@@ -23,6 +23,24 @@ impl<S: Store> IdGeneratorService<S> {
     /// migrated with holes in it; usually none): holes first, as many as leave whole blocks to
     /// claim ([`choice::hole_amount`]), then fresh blocks.
     pub(crate) async fn take_hole_nodes(
+        &self,
+        category: &IdCategory,
+        slot: &mut Slot,
+        taken: Vec<IdRange>,
+        n: u64,
+    ) -> Result<Vec<IdRange>> {
+        let ranges = self
+            .take_holes_then_blocks(category, slot, taken, n)
+            .await?;
+        // Holes and fresh blocks side by side make one range (ascending, merged).
+        let mut merged = RangeSet::new();
+        match merged.insert_all(&ranges) {
+            Ok(()) => Ok(merged.ranges().to_vec()),
+            Err(_) => Ok(ranges),
+        }
+    }
+
+    async fn take_holes_then_blocks(
         &self,
         category: &IdCategory,
         slot: &mut Slot,
@@ -100,7 +118,8 @@ impl<S: Store> IdGeneratorService<S> {
         match &slot.holes {
             Some(listing) if listing.is_current(generation) => Ok(listing.holes.clone()),
             _ => {
-                let listing = listing::list(session, path).await?;
+                let listing =
+                    listing::list(session, path, &mut Budget::start(self.options.retry)).await?;
                 let holes = listing.holes.clone();
                 slot.holes = Some(listing);
                 Ok(holes)
