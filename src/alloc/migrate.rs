@@ -65,11 +65,10 @@ impl Target {
         let (unit, hole_nodes) = match layout {
             Layout::Blocks { unit } => (unit, false),
             Layout::HoleNodes { unit } => (unit, true),
-            Layout::SingleNode => {
-                return Err(ZooidError::InvalidArgument(
-                    "migrate: only to a block layout (blocks or hole nodes), not back to a single node".into(),
-                ))
-            }
+            Layout::SingleNode => return Err(ZooidError::InvalidArgument(
+                "migrate: only to a block layout (blocks or hole nodes), not back to a single node"
+                    .into(),
+            )),
         };
         if unit == 0 || unit > MAX_TAKE {
             return Err(ZooidError::InvalidArgument(format!(
@@ -115,7 +114,12 @@ fn plan(pool: &Pool, target: Target) -> Result<Option<(Pool, u64, i64)>> {
         }
         None => {
             let last = pool.bounds().end();
-            let top = pool.free().ranges().last().copied().filter(|r| r.end() == last);
+            let top = pool
+                .free()
+                .ranges()
+                .last()
+                .copied()
+                .filter(|r| r.end() == last);
             let (base, count) = match top {
                 Some(range) => {
                     next.free_mut().remove(&range);
@@ -173,7 +177,8 @@ impl<S: Store> IdGeneratorService<S> {
                 }
             }
         }
-        self.write_migration(category, target, format_of(&pool)).await
+        self.write_migration(category, target, format_of(&pool))
+            .await
     }
 
     /// The pool node's write of a migration, through the engine; `from`: the format read
@@ -242,7 +247,11 @@ async fn create_children(session: &Session, path: &str, children: &[String]) -> 
         category: path.to_string(),
         reason: format!("creating {node}: {err}"),
     };
-    let (acl, _) = match session.run(generation, client.get_acl(path)).await.classified() {
+    let (acl, _) = match session
+        .run(generation, client.get_acl(path))
+        .await
+        .classified()
+    {
         Ok(got) => got,
         Err((Verdict::NoNode, _)) => {
             return Err(ZooidError::NotFound {
@@ -298,9 +307,9 @@ mod tests {
         assert_eq!((count, base), (123456789 - 29001 + 1, 29001));
         assert_eq!(next.free().ranges(), &[r(9001, 10000), r(19001, 20000)]);
         assert_eq!(next.ceiling(), Some(60000));
-        assert!(next.render().starts_with(
-            "#zooid 4\n#bounds 1:123456789\n#blocks 1000 0 29001\n#ceiling 60000\n"
-        ));
+        assert!(next
+            .render()
+            .starts_with("#zooid 4\n#bounds 1:123456789\n#blocks 1000 0 29001\n#ceiling 60000\n"));
         assert_eq!(format_of(&pool), 2);
         assert!(plan(&next, HOLES).unwrap().is_none(), "there already");
     }

@@ -50,7 +50,11 @@ fn the_seed_worked_example_survives_a_migration_to_the_id() {
             svc.push_ids(set).await.unwrap();
         }
         let raw = svc.read_node(cat.name()).await.unwrap();
-        assert!(raw.starts_with(b"#zooid 1\n"), "{}", String::from_utf8_lossy(&raw));
+        assert!(
+            raw.starts_with(b"#zooid 1\n"),
+            "{}",
+            String::from_utf8_lossy(&raw)
+        );
 
         // Another process's view of the single node, remembered from before the move.
         let other = open(&zk.connect_string()).await;
@@ -97,7 +101,9 @@ fn the_seed_worked_example_survives_a_migration_to_the_id() {
         let mut back = IdSet::new(cat.clone(), vec![r(36001, 37000)]);
         other.push_ids(&mut back).await.unwrap();
         assert_eq!(
-            svc.list_categories("/migrate/did/zooid-holes").await.unwrap(),
+            svc.list_categories("/migrate/did/zooid-holes")
+                .await
+                .unwrap(),
             vec!["h-0000000000000036001-0000000000000037000".to_string()]
         );
     });

@@ -69,7 +69,14 @@ fn cli_migrates_a_single_node_category_to_hole_nodes() {
     assert_eq!(
         ok(
             c,
-            &["migrate", "/cli/mig3", "--layout", "blocks", "--block-size", "250"]
+            &[
+                "migrate",
+                "/cli/mig3",
+                "--layout",
+                "blocks",
+                "--block-size",
+                "250"
+            ]
         )
         .trim(),
         "migrated /cli/mig3 from pool format 1 to 3: fresh IDs in blocks of 250 from 1"
