@@ -6,7 +6,7 @@
 use zooid_test_support as support;
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use support::{runtime, session_options, ZkServer};
@@ -127,20 +127,31 @@ fn takes_and_pushes_during_a_migration_get_no_id_twice() {
             .await
             .unwrap();
         let rounds = Arc::new(AtomicUsize::new(0));
+        let migrated = Arc::new(AtomicBool::new(false));
         let mut tasks = Vec::new();
         for task in 0..TASKS {
-            let (connect, cat, rounds) = (zk.connect_string(), cat.clone(), Arc::clone(&rounds));
+            let (connect, cat) = (zk.connect_string(), cat.clone());
+            let (rounds, migrated) = (Arc::clone(&rounds), Arc::clone(&migrated));
             tasks.push(tokio::spawn(async move {
                 let svc = open(&connect).await;
                 let mut kept = Vec::new();
-                for round in 0..ROUNDS {
+                // Rounds begun once the migration had returned.
+                let mut after = 0;
+                let mut round = 0;
+                while (round < ROUNDS || after < 3) && round < 10 * ROUNDS {
+                    if migrated.load(Ordering::SeqCst) {
+                        after += 1;
+                    }
                     let n = 500 + 100 * ((task + round) % 6) as u64;
+                    round += 1;
                     let set = svc.take_ids(&cat, n).await.expect("take");
                     let mut ids: Vec<i64> = Vec::new();
                     for range in set.ranges() {
                         ids.extend(range.start()..=range.end());
                     }
                     assert_eq!(ids.len() as u64, n, "a whole batch");
+                    // The task's work on its batch.
+                    tokio::time::sleep(std::time::Duration::from_millis(3)).await;
                     let (used, left) = ids.split_at(ids.len() * 9 / 10);
                     kept.extend_from_slice(used);
                     let mut back = IdSet::new(cat.clone(), runs(left));
@@ -148,7 +159,7 @@ fn takes_and_pushes_during_a_migration_get_no_id_twice() {
                     rounds.fetch_add(1, Ordering::SeqCst);
                 }
                 svc.close().await;
-                kept
+                (kept, after)
             }));
         }
         // Migrate once the tasks are under way.
@@ -157,6 +168,7 @@ fn takes_and_pushes_during_a_migration_get_no_id_twice() {
         }
         let migrator = open(&zk.connect_string()).await;
         let moved = migrator.migrate_category(&cat, HOLES).await.unwrap();
+        migrated.store(true, Ordering::SeqCst);
         let at = rounds.load(Ordering::SeqCst);
         assert!(
             matches!(moved, Migrated::Moved { from: 1, to: 4, .. }),
@@ -165,14 +177,15 @@ fn takes_and_pushes_during_a_migration_get_no_id_twice() {
 
         let mut seen = BTreeSet::new();
         for task in tasks {
-            for id in task.await.unwrap() {
+            let (kept, after) = task.await.unwrap();
+            assert!(
+                after >= 3,
+                "a task took and pushed on the new layout ({after} rounds)"
+            );
+            for id in kept {
                 assert!(seen.insert(id), "ID {id} handed out twice");
             }
         }
-        assert!(
-            at < TASKS * ROUNDS,
-            "the migration ended before the tasks did ({at} rounds done)"
-        );
         let info = admin.pool_info(&cat).await.unwrap();
         assert!(info.blocks.is_some_and(|b| b.hole_nodes));
         let free: u64 = info.free.iter().map(IdRange::len).sum();
@@ -185,7 +198,7 @@ fn takes_and_pushes_during_a_migration_get_no_id_twice() {
         }
         eprintln!(
             "migrated after {at} of {} rounds: {} IDs kept, {} free ranges",
-            TASKS * ROUNDS,
+            rounds.load(Ordering::SeqCst),
             seen.len(),
             info.free.len()
         );
