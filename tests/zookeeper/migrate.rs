@@ -56,8 +56,12 @@ fn the_seed_worked_example_survives_a_migration_to_the_id() {
             String::from_utf8_lossy(&raw)
         );
 
-        // Another process's view of the single node, remembered from before the move.
+        // Another process that remembers the single node from its last write before the move
+        // (a take of one ID and its push back, which leave the free list as it was).
         let other = open(&zk.connect_string()).await;
+        let mut one = other.take_ids(&cat, 1).await.unwrap();
+        assert_eq!(one.ranges(), vec![r(9001, 9001)]);
+        other.push_ids(&mut one).await.unwrap();
         assert_eq!(
             other.pool_info(&cat).await.unwrap().free,
             vec![r(9001, 10000), r(19001, 20000), r(29001, 123456789)]
@@ -85,7 +89,10 @@ fn the_seed_worked_example_survives_a_migration_to_the_id() {
             "nothing lost, nothing added"
         );
 
+        assert_eq!(other.stats().version_conflicts, 0);
         let mut next = other.take_ids(&cat, 10000).await.unwrap();
+        // Its plan on the single node as remembered lost to the migration's write.
+        assert_eq!(other.stats().version_conflicts, 1);
         let handed: Vec<i64> = std::iter::from_fn(|| next.take_id()).collect();
         let expected: Vec<i64> = (9001..=10000)
             .chain(19001..=20000)
