@@ -41,7 +41,9 @@ pub mod zk;
 // The recipes' modules keep their paths at the crate root (`zooid::queue::QueueOptions`, ...).
 pub use recipes::{counter, election, prefetch, queue};
 
-pub use alloc::{IdGeneratorService, Layout, PoolInfo, ServiceOptions, DEFAULT_BLOCK_SIZE};
+pub use alloc::{
+    IdGeneratorService, Layout, Migrated, PoolInfo, ServiceOptions, DEFAULT_BLOCK_SIZE,
+};
 pub use error::{ErrorKind, Result, WriteOp, ZooidError};
 pub use idset::{IdCategory, IdSet};
 pub use range::{IdRange, RangeSet};

@@ -6,7 +6,8 @@ use zooid::{ConnectOptions, IdCategory, IdRange, IdSet, ServiceOptions, ZooidErr
 /// How long a take at a category's ceiling waits for the keeper (`--ceiling-wait-ms`).
 pub static CEILING_WAIT: std::sync::OnceLock<std::time::Duration> = std::sync::OnceLock::new();
 
-fn open(connect: &str, options: &ConnectOptions) -> zooid::Result<IdGeneratorService> {
+/// A service on `connect`, with the CLI's ceiling wait.
+pub fn open(connect: &str, options: &ConnectOptions) -> zooid::Result<IdGeneratorService> {
     let mut service_options = ServiceOptions::default();
     if let Some(wait) = CEILING_WAIT.get() {
         service_options.ceiling_wait = *wait;

@@ -7,6 +7,7 @@ mod elect;
 mod ids;
 mod inspect;
 mod metrics;
+mod migrate;
 mod prefetch;
 mod queue;
 mod security;
@@ -93,6 +94,21 @@ enum Command {
         /// docs/DESIGN.md). Use the batch size the workers take.
         #[arg(long, value_name = "IDS", conflicts_with = "acl")]
         block_size: Option<u64>,
+    },
+    /// Move an existing category to a block layout in place, while processes keep taking and
+    /// pushing (needs ZooKeeper): the free range that ends at its last ID becomes fresh blocks,
+    /// its other free ranges are handed out first. No way back.
+    #[command(after_help = "Examples:
+  zooid migrate /eventpublish/idgen/did                      # hole nodes (pool format 4), blocks of 1000
+  zooid migrate /ids/task --layout blocks --block-size 250   # block allocation (pool format 3)")]
+    Migrate {
+        category: String,
+        /// IDs per fresh block: use the batch size the workers take.
+        #[arg(long, value_name = "IDS", default_value_t = zooid::DEFAULT_BLOCK_SIZE)]
+        block_size: u64,
+        /// The layout to move to.
+        #[arg(long, value_enum, default_value_t = migrate::Target::Holes)]
+        layout: migrate::Target,
     },
     /// Take up to N IDs; prints one START:END line per range.
     #[command(after_help = "Examples:
@@ -408,6 +424,12 @@ fn run(cli: Cli) -> zooid::Result<ExitCode> {
             },
         )
         .map(|()| ExitCode::SUCCESS),
+        Command::Migrate {
+            category,
+            block_size,
+            layout,
+        } => migrate::migrate(&connect, &options, &category, layout, block_size)
+            .map(|()| ExitCode::SUCCESS),
         Command::Take { category, n, json } => {
             ids::take(&connect, &options, &category, n, json).map(|()| ExitCode::SUCCESS)
         }

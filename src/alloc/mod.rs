@@ -11,7 +11,8 @@
 //!   resolution of a lost reply.
 //! - `state`: what this process knows of each category (the pool as last seen, the pushes
 //!   waiting, the newest version seen, the next block, its push marker).
-//! - `admin`: create, restore, repair, raise; `info`: what a pool holds, for operators.
+//! - `admin`: create, restore, repair, raise; `migrate`: a pool moved to a block layout in
+//!   place; `info`: what a pool holds, for operators.
 //!
 //! The requests the allocator sends itself read their errors with [`crate::zk::classify`] and
 //! send their transactions as [`crate::zk::Multi`].
@@ -22,6 +23,7 @@ mod engine;
 mod holes;
 mod info;
 mod lost;
+mod migrate;
 mod ops;
 mod options;
 mod service;
@@ -30,6 +32,7 @@ mod state;
 mod undelivered;
 
 pub use crate::format::MAX_TAKE;
+pub use migrate::Migrated;
 pub use options::{
     Layout, PoolInfo, Restored, ServiceOptions, DEFAULT_BLOCK_SIZE, DEFAULT_CEILING_WAIT,
     DEFAULT_MAX_POOL_BYTES,

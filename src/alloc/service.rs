@@ -400,6 +400,22 @@ impl<S: Store> IdGeneratorService<S> {
         self.observed(parent, "list", |_| 0, self.list_children(parent))
             .await
     }
+
+    /// Moves an existing category to `layout` (a block layout; needs ZooKeeper) in place, while
+    /// processes keep taking and pushing: no ID is handed out twice and none is lost
+    /// (src/alloc/migrate.rs). A single-node pool's free range that ends at its last ID becomes
+    /// the fresh-block region; its other free ranges stay in the node and are taken first. A
+    /// format-3 pool gets hole nodes. `Migrated::Already` when it is in `layout` already;
+    /// `InvalidArgument` for a way back (format 4 to 3, any to the single node).
+    pub async fn migrate_category(
+        &self,
+        category: &IdCategory,
+        layout: Layout,
+    ) -> Result<super::Migrated> {
+        let migrate = self.migrate(category, layout);
+        self.observed(category.name(), "migrate", |_| 0, migrate)
+            .await
+    }
 }
 
 /// How many IDs `ranges` hold.

@@ -203,6 +203,15 @@ impl IdGeneratorService {
         block_on(self.inner.pool_info(category))?
     }
 
+    /// See [`AsyncService::migrate_category`].
+    pub fn migrate_category(
+        &self,
+        category: &IdCategory,
+        layout: crate::Layout,
+    ) -> Result<crate::Migrated> {
+        block_on(self.inner.migrate_category(category, layout))?
+    }
+
     /// See [`AsyncService::list_categories`].
     pub fn list_categories(&self, parent: &str) -> Result<Vec<String>> {
         block_on(self.inner.list_categories(parent))?

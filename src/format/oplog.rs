@@ -33,8 +33,9 @@ pub enum OpKind {
     Push,
     /// The ceiling was set or raised (by a keeper or an operator), or the pool repaired.
     Ceiling,
-    /// Block allocation moved to a new generation (format 3; `COUNT` is the IDs the closed
-    /// generation spanned).
+    /// Block allocation moved to a new generation (formats 3 and 4; `COUNT` is the IDs the
+    /// closed generation spanned), or the pool was migrated to block allocation (`COUNT`: the
+    /// free IDs that became fresh blocks).
     Blocks,
 }
 

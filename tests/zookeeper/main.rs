@@ -10,6 +10,7 @@ mod give_up;
 mod harness;
 mod holes;
 mod metrics;
+mod migrate;
 mod review;
 mod security;
 mod service;

@@ -9,6 +9,7 @@ mod elect;
 mod elect_faults;
 mod errors;
 mod metrics;
+mod migrate;
 mod ops;
 mod queue;
 mod security;

@@ -1,0 +1,382 @@
+//! `migrate_category` against a real server: single-node pools (formats 1 and 2, seed-style
+//! nodes) and format-3 pools moved to format 4 in place, the seed's worked example to the ID
+//! across the move, and takes and pushes from other sessions during it without an ID handed out
+//! twice or lost.
+
+use zooid_test_support as support;
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use support::{runtime, session_options, ZkServer};
+use zooid::{
+    ConnectOptions, IdCategory, IdGeneratorService, IdRange, IdSet, Layout, Migrated,
+    ServiceOptions, Store, ZooidError,
+};
+
+fn r(start: i64, end: i64) -> IdRange {
+    IdRange::new(start, end).unwrap()
+}
+
+async fn open(connect: &str) -> IdGeneratorService {
+    IdGeneratorService::connect(connect, &session_options(6000), ServiceOptions::default())
+        .await
+        .unwrap()
+}
+
+const HOLES: Layout = Layout::HoleNodes { unit: 1000 };
+
+/// The seed's worked example (tests/support/src/behaviour.rs) with a migration after its
+/// pushes: the next take still hands out exactly the IDs the seed shows.
+#[test]
+fn the_seed_worked_example_survives_a_migration_to_the_id() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let svc = open(&zk.connect_string()).await;
+        let cat = IdCategory::new("/migrate/did").unwrap();
+        svc.create_category_in(&cat, 1, 123456789, Layout::SingleNode)
+            .await
+            .unwrap();
+        let mut sets = Vec::new();
+        for _ in 0..3 {
+            sets.push(svc.take_ids(&cat, 10000).await.unwrap());
+        }
+        for set in &mut sets {
+            for _ in 0..9000 {
+                set.take_id().unwrap();
+            }
+            svc.push_ids(set).await.unwrap();
+        }
+        let raw = svc.read_node(cat.name()).await.unwrap();
+        assert!(
+            raw.starts_with(b"#zooid 1\n"),
+            "{}",
+            String::from_utf8_lossy(&raw)
+        );
+
+        // Another process that remembers the single node from its last write before the move
+        // (a take of one ID and its push back, which leave the free list as it was).
+        let other = open(&zk.connect_string()).await;
+        let mut one = other.take_ids(&cat, 1).await.unwrap();
+        assert_eq!(one.ranges(), vec![r(9001, 9001)]);
+        other.push_ids(&mut one).await.unwrap();
+        assert_eq!(
+            other.pool_info(&cat).await.unwrap().free,
+            vec![r(9001, 10000), r(19001, 20000), r(29001, 123456789)]
+        );
+
+        let moved = svc.migrate_category(&cat, HOLES).await.unwrap();
+        assert_eq!(
+            moved,
+            Migrated::Moved {
+                from: 1,
+                to: 4,
+                base: 29001
+            }
+        );
+        let raw = svc.read_node(cat.name()).await.unwrap();
+        let text = String::from_utf8_lossy(&raw);
+        assert!(
+            text.starts_with("#zooid 4\n#bounds 1:123456789\n#blocks 1000 0 29001\n"),
+            "{text}"
+        );
+        assert!(text.ends_with("9001:10000\n19001:20000\n"), "{text}");
+        assert_eq!(
+            svc.pool_info(&cat).await.unwrap().free,
+            vec![r(9001, 10000), r(19001, 20000), r(29001, 123456789)],
+            "nothing lost, nothing added"
+        );
+
+        assert_eq!(other.stats().version_conflicts, 0);
+        let mut next = other.take_ids(&cat, 10000).await.unwrap();
+        // Its plan on the single node as remembered lost to the migration's write.
+        assert_eq!(other.stats().version_conflicts, 1);
+        let handed: Vec<i64> = std::iter::from_fn(|| next.take_id()).collect();
+        let expected: Vec<i64> = (9001..=10000)
+            .chain(19001..=20000)
+            .chain(29001..=30000)
+            .chain(30001..=37000)
+            .collect();
+        assert_eq!(handed, expected);
+        assert_eq!(
+            svc.pool_info(&cat).await.unwrap().free,
+            vec![r(37001, 123456789)]
+        );
+        // Pushes now become hole nodes.
+        let mut back = IdSet::new(cat.clone(), vec![r(36001, 37000)]);
+        other.push_ids(&mut back).await.unwrap();
+        assert_eq!(
+            svc.list_categories("/migrate/did/zooid-holes")
+                .await
+                .unwrap(),
+            vec!["h-0000000000000036001-0000000000000037000".to_string()]
+        );
+    });
+}
+
+/// Sessions that take batches and push back their leftovers while another session moves the
+/// pool from the single node to format 4: every ID kept by one task only, and every ID kept
+/// or free.
+#[test]
+fn takes_and_pushes_during_a_migration_get_no_id_twice() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    const TASKS: usize = 6;
+    const ROUNDS: usize = 20;
+    const LAST: i64 = 1_000_000_000;
+    runtime().block_on(async {
+        let admin = open(&zk.connect_string()).await;
+        let cat = IdCategory::new("/migrate/busy").unwrap();
+        admin
+            .create_category_in(&cat, 1, LAST, Layout::SingleNode)
+            .await
+            .unwrap();
+        let rounds = Arc::new(AtomicUsize::new(0));
+        let migrated = Arc::new(AtomicBool::new(false));
+        let mut tasks = Vec::new();
+        for task in 0..TASKS {
+            let (connect, cat) = (zk.connect_string(), cat.clone());
+            let (rounds, migrated) = (Arc::clone(&rounds), Arc::clone(&migrated));
+            tasks.push(tokio::spawn(async move {
+                let svc = open(&connect).await;
+                let mut kept = Vec::new();
+                // Rounds begun once the migration had returned.
+                let mut after = 0;
+                let mut round = 0;
+                while (round < ROUNDS || after < 3) && round < 10 * ROUNDS {
+                    if migrated.load(Ordering::SeqCst) {
+                        after += 1;
+                    }
+                    let n = 500 + 100 * ((task + round) % 6) as u64;
+                    round += 1;
+                    let set = svc.take_ids(&cat, n).await.expect("take");
+                    let mut ids: Vec<i64> = Vec::new();
+                    for range in set.ranges() {
+                        ids.extend(range.start()..=range.end());
+                    }
+                    assert_eq!(ids.len() as u64, n, "a whole batch");
+                    // The task's work on its batch.
+                    tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+                    let (used, left) = ids.split_at(ids.len() * 9 / 10);
+                    kept.extend_from_slice(used);
+                    let mut back = IdSet::new(cat.clone(), runs(left));
+                    svc.push_ids(&mut back).await.expect("push back");
+                    rounds.fetch_add(1, Ordering::SeqCst);
+                }
+                svc.close().await;
+                (kept, after)
+            }));
+        }
+        // Migrate once the tasks are under way.
+        while rounds.load(Ordering::SeqCst) < TASKS * 3 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        let migrator = open(&zk.connect_string()).await;
+        let moved = migrator.migrate_category(&cat, HOLES).await.unwrap();
+        migrated.store(true, Ordering::SeqCst);
+        let at = rounds.load(Ordering::SeqCst);
+        assert!(
+            matches!(moved, Migrated::Moved { from: 1, to: 4, .. }),
+            "{moved:?}"
+        );
+
+        let mut seen = BTreeSet::new();
+        for task in tasks {
+            let (kept, after) = task.await.unwrap();
+            assert!(
+                after >= 3,
+                "a task took and pushed on the new layout ({after} rounds)"
+            );
+            for id in kept {
+                assert!(seen.insert(id), "ID {id} handed out twice");
+            }
+        }
+        let info = admin.pool_info(&cat).await.unwrap();
+        assert!(info.blocks.is_some_and(|b| b.hole_nodes));
+        let free: u64 = info.free.iter().map(IdRange::len).sum();
+        assert_eq!(free + seen.len() as u64, LAST as u64, "nothing lost");
+        for range in &info.free {
+            assert!(
+                seen.range(range.start()..=range.end()).next().is_none(),
+                "a free range holds a kept ID: {range}"
+            );
+        }
+        eprintln!(
+            "migrated after {at} of {} rounds: {} IDs kept, {} free ranges",
+            rounds.load(Ordering::SeqCst),
+            seen.len(),
+            info.free.len()
+        );
+    });
+}
+
+/// A second migration finds the pool there already; a format-3 pool moves to format 4 with its
+/// holes (in the node and waiting in their own nodes); a seed-style node and a format-2 pool
+/// keep their ceiling; no way back; the embedded stores refuse.
+#[test]
+fn migrations_are_idempotent_and_keep_holes_and_ceilings() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let svc = open(&zk.connect_string()).await;
+        let cat = IdCategory::new("/migrate/twice").unwrap();
+        svc.create_category(&cat, 1, 5000).await.unwrap();
+        let first = svc.migrate_category(&cat, HOLES).await.unwrap();
+        assert_eq!(
+            first,
+            Migrated::Moved {
+                from: 1,
+                to: 4,
+                base: 1
+            }
+        );
+        assert_eq!(
+            svc.migrate_category(&cat, HOLES).await.unwrap(),
+            Migrated::Already { format: 4 }
+        );
+        for back in [Layout::Blocks { unit: 1000 }, Layout::SingleNode] {
+            assert!(matches!(
+                svc.migrate_category(&cat, back).await,
+                Err(ZooidError::InvalidArgument(_))
+            ));
+        }
+
+        // Format 3 with holes in the node and a push waiting in its own node.
+        let three = IdCategory::new("/migrate/three").unwrap();
+        svc.create_category_in(&three, 1, 100_000, Layout::Blocks { unit: 100 })
+            .await
+            .unwrap();
+        let mut taken = svc.take_ids(&three, 250).await.unwrap();
+        assert_eq!(taken.ranges(), vec![r(1, 250)]);
+        for _ in 0..100 {
+            taken.take_id().unwrap();
+        }
+        let mut back = IdSet::new(three.clone(), vec![r(101, 150)]);
+        svc.push_ids(&mut back).await.unwrap();
+        let waiting = svc
+            .list_categories("/migrate/three/zooid-returned")
+            .await
+            .unwrap();
+        assert!(!waiting.is_empty(), "the push waits in its own node");
+        // Format 3 lists its holes only; format 4 the IDs no block claimed yet too.
+        let before = svc.pool_info(&three).await.unwrap().free;
+        assert_eq!(before, vec![r(101, 150), r(251, 300)]);
+        let moved = svc.migrate_category(&three, HOLES).await.unwrap();
+        assert_eq!(
+            moved,
+            Migrated::Moved {
+                from: 3,
+                to: 4,
+                base: 1
+            }
+        );
+        let raw = svc.read_node(three.name()).await.unwrap();
+        assert!(
+            raw.starts_with(b"#zooid 4\n#bounds 1:100000\n#blocks 100 0 1\n"),
+            "{}",
+            String::from_utf8_lossy(&raw)
+        );
+        let other = open(&zk.connect_string()).await;
+        assert_eq!(
+            other.pool_info(&three).await.unwrap().free,
+            vec![r(101, 150), r(251, 100_000)]
+        );
+        assert_eq!(
+            other.take_ids(&three, 50).await.unwrap().ranges(),
+            vec![r(101, 150)]
+        );
+        assert_eq!(
+            other.take_ids(&three, 50).await.unwrap().ranges(),
+            vec![r(251, 300)]
+        );
+        assert_eq!(
+            other.take_ids(&three, 100).await.unwrap().ranges(),
+            vec![r(301, 400)]
+        );
+
+        // A seed-style node: its bounds end at its highest free ID.
+        let seed = IdCategory::new("/migrate/seed").unwrap();
+        svc.store()
+            .create(seed.name(), b"9001:10000\n19001:20000\n29001:123456789\n")
+            .await
+            .unwrap();
+        let moved = svc.migrate_category(&seed, HOLES).await.unwrap();
+        assert_eq!(
+            moved,
+            Migrated::Moved {
+                from: 1,
+                to: 4,
+                base: 29001
+            }
+        );
+        let info = svc.pool_info(&seed).await.unwrap();
+        assert_eq!((info.legacy, info.bounds), (false, r(1, 123456789)));
+        assert_eq!(
+            info.free,
+            vec![r(9001, 10000), r(19001, 20000), r(29001, 123456789)]
+        );
+
+        // A format-2 pool keeps its ceiling: no take passes it.
+        let capped = IdCategory::new("/migrate/capped").unwrap();
+        svc.create_category_with_ceiling(&capped, 1, 1_000_000, Some(2500))
+            .await
+            .unwrap();
+        svc.take_ids(&capped, 10).await.unwrap();
+        let moved = svc
+            .migrate_category(&capped, Layout::Blocks { unit: 1000 })
+            .await
+            .unwrap();
+        assert_eq!(
+            moved,
+            Migrated::Moved {
+                from: 2,
+                to: 3,
+                base: 11
+            }
+        );
+        let info = svc.pool_info(&capped).await.unwrap();
+        assert_eq!((info.ceiling, info.headroom), (Some(2500), 2490));
+        assert_eq!(
+            svc.take_ids(&capped, 1000).await.unwrap().ranges(),
+            vec![r(11, 1010)]
+        );
+        assert_eq!(
+            svc.take_ids(&capped, 1000).await.unwrap().ranges(),
+            vec![r(1011, 2010)]
+        );
+        // At the ceiling: the rest below it, then nothing.
+        assert_eq!(
+            svc.take_ids(&capped, 1000).await.unwrap().ranges(),
+            vec![r(2011, 2500)]
+        );
+
+        // The embedded stores have no block layouts.
+        let mem = IdGeneratorService::connect(
+            "mem:",
+            &ConnectOptions::default(),
+            ServiceOptions::default(),
+        )
+        .await
+        .unwrap();
+        let local = IdCategory::new("/migrate/mem").unwrap();
+        mem.create_category(&local, 1, 100).await.unwrap();
+        assert!(matches!(
+            mem.migrate_category(&local, HOLES).await,
+            Err(ZooidError::InvalidArgument(_))
+        ));
+    });
+}
+
+/// The ascending IDs `ids` as ranges of consecutive IDs.
+fn runs(ids: &[i64]) -> Vec<IdRange> {
+    let mut out: Vec<IdRange> = Vec::new();
+    for &id in ids {
+        match out.last_mut() {
+            Some(last) if last.end() + 1 == id => *last = r(last.start(), id),
+            _ => out.push(r(id, id)),
+        }
+    }
+    out
+}
