@@ -23,6 +23,19 @@ pub struct InitSpec {
     pub ceiling: Option<i64>,
     /// Block allocation with blocks of this many IDs.
     pub block_size: Option<u64>,
+    /// The layout asked for (`None`: the store's default, or format 3 with only a block size).
+    pub layout: Option<InitLayout>,
+}
+
+/// The layouts `zooid init --layout` creates.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum InitLayout {
+    /// One node (formats 1 and 2).
+    Single,
+    /// Block allocation (format 3).
+    Blocks,
+    /// Hole nodes (format 4).
+    Holes,
 }
 
 /// `zooid init`: creates a category, optionally above a legacy counter.
@@ -38,6 +51,7 @@ pub fn init(
         acl,
         ceiling,
         block_size,
+        layout,
     } = spec;
     let service = open(connect, options)?;
     let category = IdCategory::new(category)?;
@@ -49,15 +63,45 @@ pub fn init(
             })?,
         None => first,
     };
-    match block_size {
-        Some(unit) => {
-            service.create_category_blocks_with_ceiling(&category, first, last, unit, ceiling)?
+    let unit = block_size.unwrap_or(zooid::DEFAULT_BLOCK_SIZE);
+    let chosen = match (layout, block_size) {
+        (Some(InitLayout::Single), Some(_)) => {
+            return Err(ZooidError::InvalidArgument(
+                "--block-size needs a block layout (--layout blocks or holes)".into(),
+            ))
         }
-        None => service.create_category_full(&category, first, last, acl.as_deref(), ceiling)?,
+        (Some(InitLayout::Single), None) => Some(zooid::Layout::SingleNode),
+        (Some(InitLayout::Blocks), _) | (None, Some(_)) => Some(zooid::Layout::Blocks { unit }),
+        (Some(InitLayout::Holes), _) => Some(zooid::Layout::HoleNodes { unit }),
+        (None, None) => None,
+    };
+    match chosen {
+        Some(layout) if acl.is_none() => {
+            service.create_category_in_with_ceiling(&category, first, last, layout, ceiling)?
+        }
+        Some(zooid::Layout::SingleNode) | None => {
+            service.create_category_full(&category, first, last, acl.as_deref(), ceiling)?
+        }
+        Some(_) => {
+            return Err(ZooidError::InvalidArgument(
+                "--acl needs the single-node layout (--layout single)".into(),
+            ))
+        }
     }
+    let block_size = match chosen {
+        Some(zooid::Layout::Blocks { unit } | zooid::Layout::HoleNodes { unit }) => Some(unit),
+        _ => None,
+    };
     let mut notes = Vec::new();
     if let Some(unit) = block_size {
-        notes.push(format!("block allocation in blocks of {unit}"));
+        let format = if matches!(chosen, Some(zooid::Layout::HoleNodes { .. })) {
+            4
+        } else {
+            3
+        };
+        notes.push(format!(
+            "block allocation in blocks of {unit} (pool format {format})"
+        ));
     }
     if let Some(c) = ceiling {
         notes.push(format!("ceiling {c}"));

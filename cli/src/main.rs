@@ -94,6 +94,12 @@ enum Command {
         /// docs/DESIGN.md). Use the batch size the workers take.
         #[arg(long, value_name = "IDS", conflicts_with = "acl")]
         block_size: Option<u64>,
+        /// The pool's layout: `single` (one node, formats 1 and 2, strictly lowest first),
+        /// `blocks` (format 3) or `holes` (format 4). Default: `holes` on ZooKeeper (in blocks of
+        /// --block-size, else 1000), `single` on the embedded stores; `blocks` when only
+        /// --block-size is given.
+        #[arg(long, value_enum)]
+        layout: Option<ids::InitLayout>,
     },
     /// Move an existing category to a block layout in place, while processes keep taking and
     /// pushing (needs ZooKeeper): the free range that ends at its last ID becomes fresh blocks,
@@ -411,6 +417,7 @@ fn run(cli: Cli) -> zooid::Result<ExitCode> {
             acl,
             ceiling,
             block_size,
+            layout,
         } => ids::init(
             &connect,
             &options,
@@ -421,6 +428,7 @@ fn run(cli: Cli) -> zooid::Result<ExitCode> {
                 acl: security::parse_acls(&acl)?,
                 ceiling,
                 block_size,
+                layout,
             },
         )
         .map(|()| ExitCode::SUCCESS),

@@ -100,6 +100,21 @@ impl IdGeneratorService {
         block_on(self.inner.create_category_in(category, first, last, layout))?
     }
 
+    /// See [`AsyncService::create_category_in_with_ceiling`].
+    pub fn create_category_in_with_ceiling(
+        &self,
+        category: &IdCategory,
+        first: i64,
+        last: i64,
+        layout: crate::Layout,
+        ceiling: Option<i64>,
+    ) -> Result<()> {
+        block_on(
+            self.inner
+                .create_category_in_with_ceiling(category, first, last, layout, ceiling),
+        )?
+    }
+
     /// See [`AsyncService::create_category_with_acl`].
     pub fn create_category_with_acl(
         &self,

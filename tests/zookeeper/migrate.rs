@@ -222,7 +222,9 @@ fn migrations_are_idempotent_and_keep_holes_and_ceilings() {
     runtime().block_on(async {
         let svc = open(&zk.connect_string()).await;
         let cat = IdCategory::new("/migrate/twice").unwrap();
-        svc.create_category(&cat, 1, 5000).await.unwrap();
+        svc.create_category_in(&cat, 1, 5000, zooid::Layout::SingleNode)
+            .await
+            .unwrap();
         let first = svc.migrate_category(&cat, HOLES).await.unwrap();
         assert_eq!(
             first,

@@ -31,7 +31,10 @@ fn cli_migrates_a_single_node_category_to_hole_nodes() {
     let zk = ZkServer::start();
     let connect = zk.connect_string();
     let c = connect.as_str();
-    ok(c, &["init", "/cli/mig", "--last", "100000"]);
+    ok(
+        c,
+        &["init", "/cli/mig", "--last", "100000", "--layout", "single"],
+    );
     assert_eq!(ok(c, &["take", "/cli/mig", "10000"]).trim(), "1:10000");
     ok(c, &["push", "/cli/mig", "5001:6000"]);
 
@@ -65,7 +68,10 @@ fn cli_migrates_a_single_node_category_to_hole_nodes() {
     assert_eq!(back.status.code(), Some(2), "no way back to format 3");
 
     // Block allocation (format 3) with its own block size.
-    ok(c, &["init", "/cli/mig3", "--last", "1000"]);
+    ok(
+        c,
+        &["init", "/cli/mig3", "--last", "1000", "--layout", "single"],
+    );
     assert_eq!(
         ok(
             c,

@@ -121,7 +121,7 @@ fn keepers_keep_ceilings_ahead_discover_and_fail_over() {
         // Discovery: a category created with ceiling 0 (nothing handed out before the keeper
         // saw it) gets its first ceiling.
         let a = IdCategory::new("/app/a").unwrap();
-        svc.create_category_with_ceiling(&a, 1, i64::MAX, Some(0)).await.unwrap();
+        svc.create_category_in_with_ceiling(&a, 1, i64::MAX, zooid::Layout::SingleNode, Some(0)).await.unwrap();
         let first = wait_ceiling(&svc, &a, 1, Duration::from_secs(10)).await;
         // A category without a ceiling, with IDs already handed out: its first ceiling covers them.
         let b = IdCategory::new("/app/nested/b").unwrap();
@@ -318,7 +318,7 @@ fn every_crash_point_of_a_raise_keeps_the_invariant_through_a_restore() {
             let durable = DurableStore::open(records.to_str().unwrap()).unwrap();
             let svc = service(&connect, Duration::from_secs(15)).await;
             let cat = IdCategory::new(&path).unwrap();
-            svc.create_category_with_ceiling(&cat, 1, i64::MAX, Some(0)).await.unwrap();
+            svc.create_category_in_with_ceiling(&cat, 1, i64::MAX, zooid::Layout::SingleNode, Some(0)).await.unwrap();
             let mut normal = keeper(&format!("n-{point}"), dir.path(), &connect, &records, &root, 100, &[]);
             wait_ceiling(&svc, &cat, 100, Duration::from_secs(20)).await;
             let mut before = BTreeSet::new();
@@ -372,19 +372,25 @@ fn every_crash_point_of_a_raise_keeps_the_invariant_through_a_restore() {
 /// zero duplicates across before and after, leak bounded by the reserve.
 #[test]
 fn wipe_of_the_ensemble_and_restore_with_zero_duplicates() {
-    wipe_and_restore("/w", None);
+    wipe_and_restore("/w", zooid::Layout::SingleNode);
 }
 
 /// The same with a category in block allocation (blocks of 50 IDs): the clients' claims run
 /// against the keepers' raises until the wipe.
 #[test]
 fn wipe_of_the_ensemble_and_restore_with_zero_duplicates_in_block_allocation() {
-    wipe_and_restore("/wb", Some(50));
+    wipe_and_restore("/wb", zooid::Layout::Blocks { unit: 50 });
 }
 
-/// Two keepers over `root` and a workload on `root/c` (in block allocation with blocks of
-/// `blocks` IDs, or the default layout); the ensemble is wiped and restored with `zooid restore`.
-fn wipe_and_restore(root: &str, blocks: Option<u64>) {
+/// The same with a category in hole nodes (format 4, the default on ZooKeeper; blocks of 50).
+#[test]
+fn wipe_of_the_ensemble_and_restore_with_zero_duplicates_in_hole_nodes() {
+    wipe_and_restore("/wh", zooid::Layout::HoleNodes { unit: 50 });
+}
+
+/// Two keepers over `root` and a workload on `root/c` (in `layout`); the ensemble is wiped and
+/// restored with `zooid restore`.
+fn wipe_and_restore(root: &str, layout: zooid::Layout) {
     let ensemble = ZkEnsemble::start(3);
     let dir = tempfile::tempdir().unwrap();
     let records = dir.path().join("records");
@@ -398,16 +404,9 @@ fn wipe_and_restore(root: &str, blocks: Option<u64>) {
     let (before, svcs) = rt.block_on(async {
         let a = service(&connect, Duration::from_secs(10)).await;
         let b = service(&connect, Duration::from_secs(10)).await;
-        match blocks {
-            Some(unit) => a
-                .create_category_blocks_with_ceiling(&cat, 1, i64::MAX, unit, Some(0))
-                .await
-                .unwrap(),
-            None => a
-                .create_category_with_ceiling(&cat, 1, i64::MAX, Some(0))
-                .await
-                .unwrap(),
-        }
+        a.create_category_in_with_ceiling(&cat, 1, i64::MAX, layout, Some(0))
+            .await
+            .unwrap();
         let mut got = Vec::new();
         for i in 0..200 {
             let svc = if i % 2 == 0 { &a } else { &b };
@@ -440,12 +439,16 @@ fn wipe_and_restore(root: &str, blocks: Option<u64>) {
         String::from_utf8_lossy(&out.stderr)
     );
     let restored_at = Instant::now();
-    // The category comes back in the layout it had: block allocation with the same block size.
-    let layout = rt.block_on(async { svcs.0.pool_info(&cat).await.unwrap().blocks });
-    eprintln!("wipe: restored layout {layout:?} (created with blocks of {blocks:?})");
+    // The category comes back in the layout it had, with the same block size.
+    let restored = rt.block_on(async { svcs.0.pool_info(&cat).await.unwrap().blocks });
+    eprintln!("wipe: restored layout {restored:?} (created as {layout:?})");
+    let restored = match restored {
+        None => zooid::Layout::SingleNode,
+        Some(b) if b.hole_nodes => zooid::Layout::HoleNodes { unit: b.unit },
+        Some(b) => zooid::Layout::Blocks { unit: b.unit },
+    };
     assert_eq!(
-        layout.map(|b| b.unit),
-        blocks,
+        restored, layout,
         "the restore recreated the category in another layout"
     );
     let after = rt.block_on(async {
@@ -566,7 +569,7 @@ fn a_rolled_back_pool_is_repaired_by_the_keeper() {
         let durable = DurableStore::open(records.to_str().unwrap()).unwrap();
         let svc = service(&connect, Duration::from_secs(15)).await;
         let cat = IdCategory::new("/rb/c").unwrap();
-        svc.create_category_with_ceiling(&cat, 1, i64::MAX, Some(0)).await.unwrap();
+        svc.create_category_in_with_ceiling(&cat, 1, i64::MAX, zooid::Layout::SingleNode, Some(0)).await.unwrap();
         wait_ceiling(&svc, &cat, 1, Duration::from_secs(10)).await;
         let snapshot = svc.store().get(cat.name()).await.unwrap();
         let mut after_snapshot = BTreeSet::new();
@@ -731,14 +734,24 @@ fn a_server_restored_from_an_old_data_directory_reissues_nothing() {
 /// or below the durable record, none twice.
 #[test]
 fn a_keeper_keeps_a_category_in_block_allocation_under_its_record() {
+    keeps_a_block_category_under_its_record("/scale/b", zooid::Layout::Blocks { unit: 100 });
+}
+
+/// The same with a category in hole nodes (format 4, the default on ZooKeeper).
+#[test]
+fn a_keeper_keeps_a_category_in_hole_nodes_under_its_record() {
+    keeps_a_block_category_under_its_record("/scale/h", zooid::Layout::HoleNodes { unit: 100 });
+}
+
+fn keeps_a_block_category_under_its_record(path: &str, layout: zooid::Layout) {
     let zk = ZkServer::start();
     let dir = tempfile::tempdir().unwrap();
     let records = dir.path().join("records");
     let connect = zk.connect_string();
     runtime().block_on(async {
         let svc = service(&connect, Duration::from_secs(15)).await;
-        let cat = IdCategory::new("/scale/b").unwrap();
-        svc.create_category_blocks(&cat, 1, i64::MAX / 2, 100)
+        let cat = IdCategory::new(path).unwrap();
+        svc.create_category_in(&cat, 1, i64::MAX / 2, layout)
             .await
             .unwrap();
         let early = ids(&svc.take_ids(&cat, 300).await.unwrap());

@@ -44,14 +44,11 @@ impl<S: Store> IdGeneratorService<S> {
                 holes
             }
         };
-        let overlap = ranges.iter().find_map(|r| {
-            holes
-                .iter()
-                .filter(|(_, hole)| hole.overlaps(r))
-                .find_map(|(_, hole)| {
-                    IdRange::new(hole.start().max(r.start()), hole.end().min(r.end()))
-                })
-        });
+        // The pushed range that overlaps a hole, as the single-node layout reports it.
+        let overlap = ranges
+            .iter()
+            .find(|r| holes.iter().any(|(_, hole)| hole.overlaps(r)))
+            .copied();
         if let Some(range) = overlap {
             return Err(ZooidError::AlreadyFree {
                 category: path.to_string(),
