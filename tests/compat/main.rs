@@ -66,7 +66,7 @@ fn matrix_row(version: &str) -> Vec<String> {
         .await;
         cell(&mut row, "blocks", async {
             checks::blocks(&connect).await;
-            checks::holes(&connect).await;
+            Box::pin(checks::holes(&connect)).await;
             String::new()
         })
         .await;

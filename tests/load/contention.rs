@@ -59,7 +59,7 @@ async fn every_contender_is_served_and_no_id_is_handed_out_twice() {
         services.push(Arc::new(service(&zk).await));
     }
     services[0]
-        .create_category(&category, 1, i64::MAX / 2)
+        .create_category_in(&category, 1, i64::MAX / 2, zooid::Layout::SingleNode)
         .await
         .unwrap();
     // Warm up every session (its first take reads the node) before the measured window.
@@ -136,7 +136,7 @@ async fn contention_that_ends_leaves_no_waits_behind() {
     let zk = ZkServer::start();
     let category = IdCategory::new("/contention/ends").unwrap();
     let lone = Arc::new(service(&zk).await);
-    lone.create_category(&category, 1, i64::MAX / 2)
+    lone.create_category_in(&category, 1, i64::MAX / 2, zooid::Layout::SingleNode)
         .await
         .unwrap();
     let others: Vec<Arc<IdGeneratorService>> = {
@@ -190,4 +190,95 @@ async fn contention_that_ends_leaves_no_waits_behind() {
     );
     drop(others);
     drop(lone);
+}
+
+/// The seeds' workload on the default layout on ZooKeeper (format 4, hole nodes): every session
+/// takes a batch of 1,000 and pushes back its last 100, all at once. Counted on the server: a
+/// take and a push are one transaction each, and the failed ones (a take that lost a hole to
+/// another) stay below one per take+push; no ID is handed out twice; nobody is starved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn takes_with_push_backs_on_the_default_layout_conflict_at_most_once() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let category = IdCategory::new("/contention/holes").unwrap();
+    let mut services = Vec::new();
+    for _ in 0..CONTENDERS {
+        services.push(Arc::new(service(&zk).await));
+    }
+    services[0]
+        .create_category(&category, 1, i64::MAX / 2)
+        .await
+        .unwrap();
+    assert_eq!(services[0].default_layout(), zooid::Layout::for_scale());
+    for s in &services {
+        let mut warm = s.take_ids(&category, 1000).await.unwrap();
+        s.push_ids(&mut warm).await.unwrap();
+    }
+    let before = zxid(&zk);
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for s in &services {
+        let s = Arc::clone(s);
+        let category = category.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut kept: Vec<i64> = Vec::new();
+            let mut ops = 0u64;
+            while start.elapsed() < WINDOW / 2 {
+                let set = s.take_ids(&category, 1000).await.expect("take");
+                let ids: Vec<i64> = set
+                    .ranges()
+                    .iter()
+                    .flat_map(|r| r.start()..=r.end())
+                    .collect();
+                assert_eq!(ids.len(), 1000, "a whole batch");
+                kept.extend_from_slice(&ids[..900]);
+                let leftovers: Vec<IdRange> = runs(&ids[900..]);
+                let mut back = zooid::IdSet::new(category.clone(), leftovers);
+                s.push_ids(&mut back).await.expect("push back");
+                ops += 1;
+            }
+            (kept, ops)
+        }));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    let mut per_session = Vec::new();
+    for t in tasks {
+        let (kept, ops) = t.await.unwrap();
+        per_session.push(ops);
+        for id in kept {
+            assert!(seen.insert(id), "ID {id} handed out twice");
+        }
+    }
+    let ops: u64 = per_session.iter().sum();
+    let transactions = zxid(&zk) - before;
+    let failed = transactions.saturating_sub(2 * ops);
+    eprintln!(
+        "{CONTENDERS} sessions, {:?}: {ops} take+push, per session {per_session:?}, {transactions} \
+         transactions, {failed} beyond one per take and push ({:.2} per op)",
+        WINDOW / 2,
+        failed as f64 / ops as f64
+    );
+    assert!(ops >= CONTENDERS as u64, "the sessions did not contend");
+    assert!(
+        failed <= ops,
+        "more than one failed write per take+push: {failed} for {ops}"
+    );
+    let mean = ops as f64 / CONTENDERS as f64;
+    let fewest = *per_session.iter().min().unwrap() as f64;
+    assert!(
+        fewest >= mean / 5.0,
+        "a session was starved: {fewest} against a mean of {mean:.1} ({per_session:?})"
+    );
+}
+
+/// The ascending IDs `ids` as ranges of consecutive IDs.
+fn runs(ids: &[i64]) -> Vec<IdRange> {
+    let mut out: Vec<IdRange> = Vec::new();
+    for &id in ids {
+        match out.last_mut() {
+            Some(last) if last.end() + 1 == id => *last = IdRange::new(last.start(), id).unwrap(),
+            _ => out.push(IdRange::single(id)),
+        }
+    }
+    out
 }

@@ -251,7 +251,10 @@ fn lost_refill_reply_and_session_expiry_lose_no_id() {
     )
     .unwrap();
     let category = IdCategory::new("/prefetch/lossy").unwrap();
-    service.create_category(&category, 1, LAST).unwrap();
+    // The single-node layout: a refill is one setData, whose reply the proxy drops.
+    service
+        .create_category_in(&category, 1, LAST, zooid::Layout::SingleNode)
+        .unwrap();
     let session = service.session().unwrap();
     let first_generation = session.status().generation;
     let options = SourceOptions {
