@@ -99,7 +99,12 @@ fn local_take_id() {
 
 /// Interleaves zooid's take and push round trips with raw compare-and-set writes of the same
 /// size to another node of the same store, so both see the same conditions.
-fn round_trips(rt: &tokio::runtime::Runtime, connect: &str, label: &str) {
+fn round_trips(
+    rt: &tokio::runtime::Runtime,
+    connect: &str,
+    label: &str,
+    layout: Option<zooid::Layout>,
+) {
     rt.block_on(async {
         let options = ConnectOptions {
             session_timeout: Duration::from_secs(10),
@@ -110,7 +115,8 @@ fn round_trips(rt: &tokio::runtime::Runtime, connect: &str, label: &str) {
             .await
             .expect("connect");
         let cat = IdCategory::new("/bench/pool").expect("category");
-        svc.create_category(&cat, 1, i64::MAX)
+        let layout = layout.unwrap_or_else(|| svc.default_layout());
+        svc.create_category_in(&cat, 1, i64::MAX, layout)
             .await
             .expect("create");
         let store = svc.store();
@@ -186,7 +192,7 @@ fn round_trips(rt: &tokio::runtime::Runtime, connect: &str, label: &str) {
             info.bytes,
             info.free.len()
         );
-        if svc.session().is_some() {
+        if svc.session().is_some() && layout == zooid::Layout::SingleNode {
             block_takes(&svc, store).await;
         }
     })
@@ -263,8 +269,20 @@ fn main() {
         .build()
         .expect("runtime");
     let zk = support::ZkServer::start();
-    round_trips(&rt, &zk.connect_string(), "ZooKeeper");
+    round_trips(
+        &rt,
+        &zk.connect_string(),
+        "ZooKeeper, default layout (format 4)",
+        None,
+    );
+    let single = support::ZkServer::start();
+    round_trips(
+        &rt,
+        &single.connect_string(),
+        "ZooKeeper, single node",
+        Some(zooid::Layout::SingleNode),
+    );
     let dir = tempfile::tempdir().expect("tempdir");
-    round_trips(&rt, &format!("file:{}", dir.path().display()), "file store");
-    round_trips(&rt, "mem:bench", "memory store");
+    round_trips(&rt, &format!("file:{}", dir.path().display()), "file store", None);
+    round_trips(&rt, "mem:bench", "memory store", None);
 }
