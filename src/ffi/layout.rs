@@ -1,8 +1,7 @@
-//! Pool layouts across the C boundary: the `zooid_layout` numbers and what a migration did
-//! ([`zooid_migrated`]).
+//! Pool layouts across the C boundary: the `zooid_layout` numbers (read by
+//! [`crate::marshal::layout`], shared with Java) and what a migration did ([`zooid_migrated`]).
 
-use super::Failure;
-use crate::{Layout, Migrated, DEFAULT_BLOCK_SIZE};
+use crate::Migrated;
 
 /// The layout of a category's pool (docs/DESIGN.md), for `zooid_service_create_category_in`
 /// and `zooid_service_migrate_category`. The numbers are stable.
@@ -22,37 +21,6 @@ pub enum zooid_layout {
     /// nodes of their own, claimed by deleting them, so tasks that take a batch and push back
     /// their leftovers do not conflict.
     ZOOID_LAYOUT_HOLE_NODES = 3,
-}
-
-/// A layout asked for from C: the store's default, or one chosen.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Asked {
-    /// `ZOOID_LAYOUT_DEFAULT`.
-    Default,
-    /// Any other number.
-    Chosen(Layout),
-}
-
-/// The layout of a `zooid_layout` number from C and its block size `unit` (ignored for the
-/// default and the single-node layout; 0 means [`DEFAULT_BLOCK_SIZE`]).
-pub(super) fn layout(value: u32, unit: u64) -> Result<Asked, Failure> {
-    let unit = if unit == 0 { DEFAULT_BLOCK_SIZE } else { unit };
-    match value {
-        v if v == zooid_layout::ZOOID_LAYOUT_DEFAULT as u32 => Ok(Asked::Default),
-        v if v == zooid_layout::ZOOID_LAYOUT_SINGLE_NODE as u32 => {
-            Ok(Asked::Chosen(Layout::SingleNode))
-        }
-        v if v == zooid_layout::ZOOID_LAYOUT_BLOCKS as u32 => {
-            Ok(Asked::Chosen(Layout::Blocks { unit }))
-        }
-        v if v == zooid_layout::ZOOID_LAYOUT_HOLE_NODES as u32 => {
-            Ok(Asked::Chosen(Layout::HoleNodes { unit }))
-        }
-        other => Err(Failure::Invalid(format!(
-            "layout {other} is not a zooid_layout: expected ZOOID_LAYOUT_DEFAULT (0), \
-             ZOOID_LAYOUT_SINGLE_NODE (1), ZOOID_LAYOUT_BLOCKS (2) or ZOOID_LAYOUT_HOLE_NODES (3)"
-        ))),
-    }
 }
 
 /// What `zooid_service_migrate_category` did.
@@ -92,28 +60,24 @@ impl From<Migrated> for zooid_migrated {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::zooid_layout::*;
+    use crate::marshal::layout;
+    use crate::Layout;
 
     #[test]
-    fn layout_numbers_map_to_layouts_and_unit_zero_is_the_default_block_size() {
-        assert_eq!(layout(0, 7).unwrap(), Asked::Default);
-        assert_eq!(layout(1, 7).unwrap(), Asked::Chosen(Layout::SingleNode));
+    fn the_c_numbers_are_the_shared_layout_numbers() {
+        assert_eq!(layout(ZOOID_LAYOUT_DEFAULT as u32, 5).unwrap(), None);
         assert_eq!(
-            layout(2, 0).unwrap(),
-            Asked::Chosen(Layout::Blocks {
-                unit: DEFAULT_BLOCK_SIZE
-            })
+            layout(ZOOID_LAYOUT_SINGLE_NODE as u32, 5).unwrap(),
+            Some(Layout::SingleNode)
         );
         assert_eq!(
-            layout(3, 250).unwrap(),
-            Asked::Chosen(Layout::HoleNodes { unit: 250 })
+            layout(ZOOID_LAYOUT_BLOCKS as u32, 5).unwrap(),
+            Some(Layout::Blocks { unit: 5 })
         );
-        match layout(4, 0) {
-            Err(Failure::Invalid(message)) => {
-                assert!(message.contains("layout 4"), "{message}");
-                assert!(message.contains("ZOOID_LAYOUT_HOLE_NODES"), "{message}");
-            }
-            other => panic!("expected an invalid argument, got {other:?}"),
-        }
+        assert_eq!(
+            layout(ZOOID_LAYOUT_HOLE_NODES as u32, 5).unwrap(),
+            Some(Layout::HoleNodes { unit: 5 })
+        );
     }
 }

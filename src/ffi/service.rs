@@ -4,12 +4,13 @@ use std::ffi::c_char;
 use std::sync::Arc;
 
 use super::idset::zooid_id_set;
-use super::layout::{self, zooid_migrated, Asked};
+use super::layout::zooid_migrated;
 use super::options::zooid_options;
 use super::pool_info::zooid_pool_info;
 use super::{arg_ref, arg_str, guard, guard_void, zooid_status, Failure, Out};
 use crate::blocking::IdGeneratorService;
-use crate::{ConnectOptions, IdCategory, ServiceOptions};
+use crate::marshal::layout as layout_of;
+use crate::{ConnectOptions, IdCategory, Layout, ServiceOptions};
 
 /// An ID generator service: one session with a store (ZooKeeper, or an embedded store) that
 /// hands out and takes back IDs of any number of categories.
@@ -189,9 +190,9 @@ pub unsafe extern "C" fn zooid_service_create_category_in(
         let service = unsafe { arg_ref(service, "service") }?;
         // SAFETY: forwarded from this function's contract.
         let category = unsafe { self::category(category) }?;
-        match layout::layout(layout, unit)? {
-            Asked::Default => service.inner.create_category(&category, first, last)?,
-            Asked::Chosen(layout) => service
+        match layout_of(layout, unit)? {
+            None => service.inner.create_category(&category, first, last)?,
+            Some(layout) => service
                 .inner
                 .create_category_in(&category, first, last, layout)?,
         }
@@ -228,10 +229,7 @@ pub unsafe extern "C" fn zooid_service_migrate_category(
         let service = unsafe { arg_ref(service, "service") }?;
         // SAFETY: forwarded from this function's contract.
         let category = unsafe { self::category(category) }?;
-        let layout = match layout::layout(layout, unit)? {
-            Asked::Default => crate::Layout::for_scale(),
-            Asked::Chosen(layout) => layout,
-        };
+        let layout = layout_of(layout, unit)?.unwrap_or(Layout::for_scale());
         let migrated = service.inner.migrate_category(&category, layout)?;
         if !out_migrated.is_null() {
             // SAFETY: non-NULL and valid for a write by this function's contract.
