@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::error::{Result, ZooidError};
-use crate::{Layout, DEFAULT_BLOCK_SIZE};
+use crate::alloc::{Layout, DEFAULT_BLOCK_SIZE};
 
 /// A duration given in milliseconds; a negative number is `None`, which each call documents
 /// ("wait for ever", "the default").

@@ -204,11 +204,10 @@ public final class IDGeneratorService extends NativeResource implements AutoClos
      *
      * @param unit IDs per block for the block layouts, 0 for the default (1000); use the batch
      *     size the tasks take; ignored for {@link Layout#SINGLE_NODE}
+     * @throws NullPointerException if {@code category} or {@code layout} is null
      * @throws IllegalArgumentException unless {@code 1 <= firstID <= lastID} and {@code 0 <= unit
-     *     <= 2147483647}
+     *     <= 2147483647}, or for a block layout on the embedded stores
      * @throws CategoryExistsException if the category exists already (it is never reset)
-     * @throws IDGeneratorException with {@link ErrorCode#INVALID_ARGUMENT} for a block layout on
-     *     the embedded stores
      */
     public void createCategory(IDCategory category, long firstID, long lastID, Layout layout, long unit)
             throws IDGeneratorException {
@@ -234,11 +233,11 @@ public final class IDGeneratorService extends NativeResource implements AutoClos
      *
      * @param unit IDs per block, 0 for the default (1000)
      * @return what was done
-     * @throws IllegalArgumentException if {@code unit} is not in {@code 0..2147483647}
-     * @throws CategoryNotFoundException if the category does not exist
-     * @throws IDGeneratorException with {@link ErrorCode#INVALID_ARGUMENT} for {@link
+     * @throws NullPointerException if {@code category} or {@code layout} is null
+     * @throws IllegalArgumentException if {@code unit} is not in {@code 0..2147483647}, for {@link
      *     Layout#SINGLE_NODE} (there is no way back), a move from format 4 to format 3, or an
      *     embedded store
+     * @throws CategoryNotFoundException if the category does not exist
      */
     public Migration migrateCategory(IDCategory category, Layout layout, long unit) throws IDGeneratorException {
         Objects.requireNonNull(category, "category");
