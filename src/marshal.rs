@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use crate::error::{Result, ZooidError};
 use crate::alloc::{Layout, DEFAULT_BLOCK_SIZE};
+use crate::error::{Result, ZooidError};
 
 /// A duration given in milliseconds; a negative number is `None`, which each call documents
 /// ("wait for ever", "the default").
@@ -54,9 +54,15 @@ mod tests {
                 unit: DEFAULT_BLOCK_SIZE
             })
         );
-        assert_eq!(layout(3, 250).unwrap(), Some(Layout::HoleNodes { unit: 250 }));
+        assert_eq!(
+            layout(3, 250).unwrap(),
+            Some(Layout::HoleNodes { unit: 250 })
+        );
         let err = layout(4, 0).unwrap_err();
-        assert!(err.to_string().contains("layout 4 is not a layout"), "{err}");
+        assert!(
+            err.to_string().contains("layout 4 is not a layout"),
+            "{err}"
+        );
     }
 
     #[test]

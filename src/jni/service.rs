@@ -154,6 +154,8 @@ fn layout_arg(layout: jint, unit: jlong) -> Result<Option<Layout>, Failure> {
     Ok(layout_of(number, unit)?)
 }
 
+// The arguments are those of the Java native, `ZooidNative.createCategoryIn`.
+#[allow(clippy::too_many_arguments)]
 fn create_category_in<'local>(
     env: &mut Env<'local>,
     _class: JClass<'local>,

@@ -40,12 +40,26 @@ fn every_layout_from_c_writes_its_format() {
         let nodes = rt.block_on(async {
             let client = zookeeper_client::Client::connect(&connect).await.unwrap();
             let mut nodes = Vec::new();
-            for name in ["single", "blocks", "holes", "default-in", "default", "moved"] {
+            for name in [
+                "single",
+                "blocks",
+                "holes",
+                "default-in",
+                "default",
+                "moved",
+            ] {
                 let path = format!("{prefix}/{name}");
                 let (data, stat) = client.get_data(&path).await.unwrap();
-                nodes.push((name, String::from_utf8_lossy(&data).into_owned(), stat.version));
+                nodes.push((
+                    name,
+                    String::from_utf8_lossy(&data).into_owned(),
+                    stat.version,
+                ));
             }
-            let refused = client.check_stat(&format!("{prefix}/refused")).await.unwrap();
+            let refused = client
+                .check_stat(&format!("{prefix}/refused"))
+                .await
+                .unwrap();
             assert!(refused.is_none(), "a refused create left a node");
             nodes
         });
