@@ -254,6 +254,45 @@ typedef uint32_t zooid_pause_policy;
 #endif // __cplusplus
 
 /**
+ * The layout of a category's pool (docs/DESIGN.md), for `zooid_service_create_category_in`
+ * and `zooid_service_migrate_category`. The numbers are stable.
+ */
+enum zooid_layout
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * The layout `zooid_service_create_category` makes on the service's store: hole nodes in
+   * blocks of 1000 on ZooKeeper, a single node on the embedded stores.
+   */
+  ZOOID_LAYOUT_DEFAULT = 0,
+  /**
+   * One node holds the free list (pool formats 1 and 2, readable by the seed's tools):
+   * every take and push is a compare-and-set on it; takes are exactly lowest first.
+   */
+  ZOOID_LAYOUT_SINGLE_NODE = 1,
+  /**
+   * Block allocation (pool format 3, ZooKeeper only): fresh IDs are claimed in blocks by
+   * creates that never conflict; pushed IDs are merged into the pool node's free list.
+   */
+  ZOOID_LAYOUT_BLOCKS = 2,
+  /**
+   * Hole nodes (pool format 4, ZooKeeper only): block allocation whose pushed ranges stay
+   * nodes of their own, claimed by deleting them, so tasks that take a batch and push back
+   * their leftovers do not conflict.
+   */
+  ZOOID_LAYOUT_HOLE_NODES = 3,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum zooid_layout zooid_layout;
+#else
+typedef uint32_t zooid_layout;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * An item claimed from a queue: no other consumer gets it while the claim lives. Finish it with
  * `zooid_claim_complete` (the item is deleted, never handed out again) or
  * `zooid_claim_release` (it is handed out again), then free it with `zooid_claim_free`; a
@@ -471,6 +510,30 @@ typedef struct zooid_source_stats {
    */
   uint64_t local;
 } zooid_source_stats;
+
+/**
+ * What `zooid_service_migrate_category` did.
+ */
+typedef struct zooid_migrated {
+  /**
+   * True when the pool moved; false when it was in the layout asked for already (nothing
+   * written).
+   */
+  bool moved;
+  /**
+   * The pool format before (1 for a seed-style node; 1 to 4).
+   */
+  uint32_t from_format;
+  /**
+   * The pool format now (3 or 4; equal to `from_format` when nothing moved).
+   */
+  uint32_t to_format;
+  /**
+   * When moved: the first ID of the fresh-block region (one past the last ID when none is
+   * left); 0 when nothing moved.
+   */
+  int64_t base;
+} zooid_migrated;
 
 /**
  * What a service did since it was opened (Rust: `ServiceStats`; docs/OPERATIONS.md explains
@@ -1465,6 +1528,30 @@ zooid_status zooid_service_create_category_blocks(const struct zooid_service *se
                                                   uint64_t block_size);
 
 /**
+ * Creates a category like `zooid_service_create_category` in the pool layout `layout` (a
+ * `zooid_layout` number): `ZOOID_LAYOUT_DEFAULT` is the layout `zooid_service_create_category`
+ * makes on the service's store (hole nodes on ZooKeeper, a single node on the embedded
+ * stores); `ZOOID_LAYOUT_SINGLE_NODE` is the layout of formats 1 and 2, where every take and
+ * push is a compare-and-set on the pool node; `ZOOID_LAYOUT_BLOCKS` and
+ * `ZOOID_LAYOUT_HOLE_NODES` (ZooKeeper only) claim fresh IDs in blocks of `unit` IDs (0: 1000,
+ * the default block size). `unit` is ignored for the default and the single-node layout.
+ *
+ * Errors: as `zooid_service_create_category`, and `ZOOID_STATUS_INVALID_ARGUMENT` for a number
+ * that is not a `zooid_layout` (the message names it), a `unit` above 2147483647, or a block
+ * layout on the embedded stores.
+ *
+ * # Safety
+ * `service` must be NULL or a live service reference; `category` NULL or a NUL-terminated
+ * string.
+ */
+zooid_status zooid_service_create_category_in(const struct zooid_service *service,
+                                              const char *category,
+                                              int64_t first,
+                                              int64_t last,
+                                              uint32_t layout,
+                                              uint64_t unit);
+
+/**
  * Creates a category like `zooid_service_create_category`, with the ACL `acl` on its pool
  * node: comma-separated `scheme:id:perms` entries as ZooKeeper's CLI writes them, such as
  * `"sasl:app:cdrwa,world:anyone:r"`, `"auth::cdrwa"` (the identities this service
@@ -1497,6 +1584,30 @@ zooid_status zooid_service_create_category_with_acl(const struct zooid_service *
  * references to the same service stay valid).
  */
 void zooid_service_free(const struct zooid_service *service);
+
+/**
+ * Moves the existing category `category` to the block layout `layout` in place, while other
+ * processes keep taking and pushing (what `zooid migrate` does): a single-node pool (formats 1
+ * and 2, or a seed-style node) to `ZOOID_LAYOUT_HOLE_NODES` (format 4) or `ZOOID_LAYOUT_BLOCKS`
+ * (format 3), or a format-3 pool to format 4, in blocks of `unit` IDs (0: 1000).
+ * `ZOOID_LAYOUT_DEFAULT` is `ZOOID_LAYOUT_HOLE_NODES`. No ID is handed out twice and none is
+ * lost. When `out_migrated` is not NULL, what was done is written to it (a pool in the
+ * layout asked for already is left alone: `moved` false).
+ *
+ * Errors: `ZOOID_STATUS_INVALID_ARGUMENT` for a number that is not a `zooid_layout`,
+ * `ZOOID_LAYOUT_SINGLE_NODE` (there is no way back), a move from format 4 to format 3, a
+ * `unit` above 2147483647, or an embedded store; `ZOOID_STATUS_NOT_FOUND`,
+ * `ZOOID_STATUS_CORRUPT_POOL` and the store errors.
+ *
+ * # Safety
+ * `service` must be NULL or a live service reference; `category` NULL or a NUL-terminated
+ * string; `out_migrated` NULL or valid for a write.
+ */
+zooid_status zooid_service_migrate_category(const struct zooid_service *service,
+                                            const char *category,
+                                            uint32_t layout,
+                                            uint64_t unit,
+                                            struct zooid_migrated *out_migrated);
 
 /**
  * Opens a service on the store named by `connect` and writes a reference to it to

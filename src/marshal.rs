@@ -1,9 +1,10 @@
 //! What the C and JNI bindings share when moving values across: durations given in
-//! milliseconds. (Handles and ranges have a shape of their own in each binding: see
-//! `ffi::convert` and `jni::convert`.)
+//! milliseconds, pool layouts given as numbers. (Handles and ranges have a shape of their own
+//! in each binding: see `ffi::convert` and `jni::convert`.)
 
 use std::time::Duration;
 
+use crate::alloc::{Layout, DEFAULT_BLOCK_SIZE};
 use crate::error::{Result, ZooidError};
 
 /// A duration given in milliseconds; a negative number is `None`, which each call documents
@@ -22,9 +23,47 @@ pub(crate) fn positive_millis(ms: u64, what: &str) -> Result<Duration> {
     Ok(Duration::from_millis(ms))
 }
 
+/// A pool layout given as a number, as C's `zooid_layout` and Java's `io.zooid.Layout` number
+/// them: 0 the store's default (`None`), 1 a single node, 2 blocks, 3 hole nodes; in blocks of
+/// `unit` IDs, 0 meaning [`DEFAULT_BLOCK_SIZE`] (ignored for 0 and 1).
+pub(crate) fn layout(number: u32, unit: u64) -> Result<Option<Layout>> {
+    let unit = if unit == 0 { DEFAULT_BLOCK_SIZE } else { unit };
+    match number {
+        0 => Ok(None),
+        1 => Ok(Some(Layout::SingleNode)),
+        2 => Ok(Some(Layout::Blocks { unit })),
+        3 => Ok(Some(Layout::HoleNodes { unit })),
+        other => Err(ZooidError::InvalidArgument(format!(
+            "layout {other} is not a layout: expected 0 (the store's default), 1 (a single \
+             node), 2 (blocks) or 3 (hole nodes)"
+        ))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn layout_numbers_name_the_layouts_and_unit_zero_is_the_default_block_size() {
+        assert_eq!(layout(0, 7).unwrap(), None);
+        assert_eq!(layout(1, 7).unwrap(), Some(Layout::SingleNode));
+        assert_eq!(
+            layout(2, 0).unwrap(),
+            Some(Layout::Blocks {
+                unit: DEFAULT_BLOCK_SIZE
+            })
+        );
+        assert_eq!(
+            layout(3, 250).unwrap(),
+            Some(Layout::HoleNodes { unit: 250 })
+        );
+        let err = layout(4, 0).unwrap_err();
+        assert!(
+            err.to_string().contains("layout 4 is not a layout"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn negative_is_none_and_zero_is_refused_as_a_setting() {

@@ -21,6 +21,7 @@ pub mod counter;
 pub mod election;
 pub mod error;
 pub mod idset;
+pub mod layout;
 pub mod options;
 pub mod pool_info;
 pub mod prefetch;

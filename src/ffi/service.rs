@@ -4,11 +4,13 @@ use std::ffi::c_char;
 use std::sync::Arc;
 
 use super::idset::zooid_id_set;
+use super::layout::zooid_migrated;
 use super::options::zooid_options;
 use super::pool_info::zooid_pool_info;
 use super::{arg_ref, arg_str, guard, guard_void, zooid_status, Failure, Out};
 use crate::blocking::IdGeneratorService;
-use crate::{ConnectOptions, IdCategory, ServiceOptions};
+use crate::marshal::layout as layout_of;
+use crate::{ConnectOptions, IdCategory, Layout, ServiceOptions};
 
 /// An ID generator service: one session with a store (ZooKeeper, or an embedded store) that
 /// hands out and takes back IDs of any number of categories.
@@ -155,6 +157,84 @@ pub unsafe extern "C" fn zooid_service_create_category_blocks(
         service
             .inner
             .create_category_blocks(&category, first, last, block_size)?;
+        Ok(())
+    })
+}
+
+/// Creates a category like `zooid_service_create_category` in the pool layout `layout` (a
+/// `zooid_layout` number): `ZOOID_LAYOUT_DEFAULT` is the layout `zooid_service_create_category`
+/// makes on the service's store (hole nodes on ZooKeeper, a single node on the embedded
+/// stores); `ZOOID_LAYOUT_SINGLE_NODE` is the layout of formats 1 and 2, where every take and
+/// push is a compare-and-set on the pool node; `ZOOID_LAYOUT_BLOCKS` and
+/// `ZOOID_LAYOUT_HOLE_NODES` (ZooKeeper only) claim fresh IDs in blocks of `unit` IDs (0: 1000,
+/// the default block size). `unit` is ignored for the default and the single-node layout.
+///
+/// Errors: as `zooid_service_create_category`, and `ZOOID_STATUS_INVALID_ARGUMENT` for a number
+/// that is not a `zooid_layout` (the message names it), a `unit` above 2147483647, or a block
+/// layout on the embedded stores.
+///
+/// # Safety
+/// `service` must be NULL or a live service reference; `category` NULL or a NUL-terminated
+/// string.
+#[no_mangle]
+pub unsafe extern "C" fn zooid_service_create_category_in(
+    service: *const zooid_service,
+    category: *const c_char,
+    first: i64,
+    last: i64,
+    layout: u32,
+    unit: u64,
+) -> zooid_status {
+    guard(|| {
+        // SAFETY: forwarded from this function's contract.
+        let service = unsafe { arg_ref(service, "service") }?;
+        // SAFETY: forwarded from this function's contract.
+        let category = unsafe { self::category(category) }?;
+        match layout_of(layout, unit)? {
+            None => service.inner.create_category(&category, first, last)?,
+            Some(layout) => service
+                .inner
+                .create_category_in(&category, first, last, layout)?,
+        }
+        Ok(())
+    })
+}
+
+/// Moves the existing category `category` to the block layout `layout` in place, while other
+/// processes keep taking and pushing (what `zooid migrate` does): a single-node pool (formats 1
+/// and 2, or a seed-style node) to `ZOOID_LAYOUT_HOLE_NODES` (format 4) or `ZOOID_LAYOUT_BLOCKS`
+/// (format 3), or a format-3 pool to format 4, in blocks of `unit` IDs (0: 1000).
+/// `ZOOID_LAYOUT_DEFAULT` is `ZOOID_LAYOUT_HOLE_NODES`. No ID is handed out twice and none is
+/// lost. When `out_migrated` is not NULL, what was done is written to it (a pool in the
+/// layout asked for already is left alone: `moved` false).
+///
+/// Errors: `ZOOID_STATUS_INVALID_ARGUMENT` for a number that is not a `zooid_layout`,
+/// `ZOOID_LAYOUT_SINGLE_NODE` (there is no way back), a move from format 4 to format 3, a
+/// `unit` above 2147483647, or an embedded store; `ZOOID_STATUS_NOT_FOUND`,
+/// `ZOOID_STATUS_CORRUPT_POOL` and the store errors.
+///
+/// # Safety
+/// `service` must be NULL or a live service reference; `category` NULL or a NUL-terminated
+/// string; `out_migrated` NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn zooid_service_migrate_category(
+    service: *const zooid_service,
+    category: *const c_char,
+    layout: u32,
+    unit: u64,
+    out_migrated: *mut zooid_migrated,
+) -> zooid_status {
+    guard(|| {
+        // SAFETY: forwarded from this function's contract.
+        let service = unsafe { arg_ref(service, "service") }?;
+        // SAFETY: forwarded from this function's contract.
+        let category = unsafe { self::category(category) }?;
+        let layout = layout_of(layout, unit)?.unwrap_or(Layout::for_scale());
+        let migrated = service.inner.migrate_category(&category, layout)?;
+        if !out_migrated.is_null() {
+            // SAFETY: non-NULL and valid for a write by this function's contract.
+            unsafe { out_migrated.write(migrated.into()) };
+        }
         Ok(())
     })
 }

@@ -16,7 +16,8 @@ use super::handle::{self, into_handle};
 use super::options::service_options;
 use super::undelivered;
 use crate::blocking::IdGeneratorService;
-use crate::{IdCategory, IdSet, ZooidError};
+use crate::marshal::layout as layout_of;
+use crate::{IdCategory, IdSet, Layout, Migrated, ZooidError};
 
 pub(super) const METHODS: &[NativeMethod] = &[
     native_method! {
@@ -39,6 +40,26 @@ pub(super) const METHODS: &[NativeMethod] = &[
             last: jlong,
             block_size: jlong
         ),
+        error_policy = ThrowJava,
+    },
+    native_method! {
+        static fn create_category_in(
+            handle: jlong,
+            category: JString,
+            first: jlong,
+            last: jlong,
+            layout: jint,
+            unit: jlong
+        ),
+        error_policy = ThrowJava,
+    },
+    native_method! {
+        static fn migrate_category(
+            handle: jlong,
+            category: JString,
+            layout: jint,
+            unit: jlong
+        ) -> jlong[],
         error_policy = ThrowJava,
     },
     native_method! {
@@ -121,6 +142,56 @@ fn create_category_blocks<'local>(
         ZooidError::InvalidArgument(format!("block size {block_size}: need 1..=2147483647"))
     })?;
     Ok(service(handle)?.create_category_blocks(&category, first, last, unit)?)
+}
+
+/// A layout number of `io.zooid.Layout` (0: the store's default) and its block size.
+fn layout_arg(layout: jint, unit: jlong) -> Result<Option<Layout>, Failure> {
+    let number = u32::try_from(layout)
+        .map_err(|_| ZooidError::InvalidArgument(format!("layout {layout} is not a layout")))?;
+    let unit = u64::try_from(unit).map_err(|_| {
+        ZooidError::InvalidArgument(format!("block size {unit}: need 0..=2147483647"))
+    })?;
+    Ok(layout_of(number, unit)?)
+}
+
+// The arguments are those of the Java native, `ZooidNative.createCategoryIn`.
+#[allow(clippy::too_many_arguments)]
+fn create_category_in<'local>(
+    env: &mut Env<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+    category: JString<'local>,
+    first: jlong,
+    last: jlong,
+    layout: jint,
+    unit: jlong,
+) -> Result<(), Failure> {
+    let category = category_arg(env, &category)?;
+    let service = service(handle)?;
+    match layout_arg(layout, unit)? {
+        None => service.create_category(&category, first, last)?,
+        Some(layout) => service.create_category_in(&category, first, last, layout)?,
+    }
+    Ok(())
+}
+
+fn migrate_category<'local>(
+    env: &mut Env<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+    category: JString<'local>,
+    layout: jint,
+    unit: jlong,
+) -> Result<JLongArray<'local>, Failure> {
+    let category = category_arg(env, &category)?;
+    let layout = layout_arg(layout, unit)?.unwrap_or(Layout::for_scale());
+    // Read by io.zooid.Migration: moved (0/1), format before, format after, base (0 unless
+    // moved).
+    let values = match service(handle)?.migrate_category(&category, layout)? {
+        Migrated::Already { format } => [0, i64::from(format), i64::from(format), 0],
+        Migrated::Moved { from, to, base } => [1, i64::from(from), i64::from(to), base],
+    };
+    Ok(long_array(env, &values)?)
 }
 
 fn create_category_with_acl<'local>(

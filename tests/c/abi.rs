@@ -251,8 +251,15 @@ fn c_programs_against_zookeeper() {
     let connect = zk.connect_string();
     for link in Link::BOTH {
         let prefix = format!("/c-abi/{}", link.name());
+        // The default layout (hole nodes), then the single node and hole nodes asked for by
+        // number: the same IDs in each.
         let out = run_program("worked_example", link, &[&connect, &prefix]);
         assert!(out.contains("worked example OK"), "{out}");
+        for layout in ["1", "3"] {
+            let prefix = format!("{prefix}/layout-{layout}");
+            let out = run_program("worked_example", link, &[&connect, &prefix, layout]);
+            assert!(out.contains("worked example OK"), "{out}");
+        }
         run_program("errors", link, &[&connect, &prefix]);
     }
     run_program(

@@ -6,6 +6,7 @@ mod close;
 mod counter;
 mod election;
 mod in_doubt;
+mod layouts;
 mod prefetch;
 mod queue;
 mod security;

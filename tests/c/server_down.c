@@ -9,9 +9,12 @@
  *       ZOOID_STATUS_CONNECTION_LOST, ZOOID_STATUS_TIMEOUT, or ZOOID_STATUS_OUTCOME_UNKNOWN
  *       naming the leaked IDs (which must lie after the 10 taken), within the deadline.
  *   server_down lost-reply CONNECT CATEGORY
- *       Like "killed", but the server stays up behind the test's proxy, which swallows the
+ *       Like "killed", but on a category in the single-node layout (every take is a setData
+ *       of the pool node), and the server stays up behind the test's proxy, which swallows the
  *       reply to the take's write and sends every reconnect nowhere: the take must fail with
  *       ZOOID_STATUS_OUTCOME_UNKNOWN naming exactly the IDs 11..20 as leaked.
+ *
+ * "killed" creates its category in the store's default layout (hole nodes on ZooKeeper).
  */
 #include <time.h>
 
@@ -53,7 +56,8 @@ int main(int argc, char **argv) {
     const char *category = argv[3];
     CHECK_OK(zooid_service_open(argv[2], options, &service));
     zooid_options_free(options);
-    CHECK_OK(zooid_service_create_category(service, category, 1, 1000));
+    uint32_t layout = lost_reply ? ZOOID_LAYOUT_SINGLE_NODE : ZOOID_LAYOUT_DEFAULT;
+    CHECK_OK(zooid_service_create_category_in(service, category, 1, 1000, layout, 0));
     zooid_id_set *warm = NULL;
     CHECK_OK(zooid_service_take_ids(service, category, 10, &warm));
 

@@ -23,7 +23,10 @@ int main(int argc, char **argv) {
     const zooid_service *service = NULL, *other = NULL;
     CHECK_OK(zooid_service_open(argv[1], NULL, &service));
     CHECK_OK(zooid_service_open(argv[3], NULL, &other));
-    CHECK_OK(zooid_service_create_category(service, category, 1, 1000000));
+    /* The single-node layout: every take and push is a setData of the pool node, the write
+     * whose reply the proxy swallows and on which the second service's take conflicts. */
+    CHECK_OK(zooid_service_create_category_in(service, category, 1, 1000000,
+                                              ZOOID_LAYOUT_SINGLE_NODE, 0));
 
     zooid_id_set *ids = NULL;
     CHECK_OK(zooid_service_take_ids(service, category, 10, &ids)); /* reply lost */

@@ -146,7 +146,10 @@ public final class IDGeneratorService extends NativeResource implements AutoClos
     }
 
     /**
-     * Creates a category whose IDs are {@code firstID..lastID} (inclusive), all free.
+     * Creates a category whose IDs are {@code firstID..lastID} (inclusive), all free, in the
+     * store's default layout: {@link Layout#HOLE_NODES} in blocks of 1000 on ZooKeeper, {@link
+     * Layout#SINGLE_NODE} on the embedded stores ({@link #createCategory(IDCategory, long, long,
+     * Layout, long)} chooses).
      *
      * @throws IllegalArgumentException unless {@code 1 <= firstID <= lastID}
      * @throws CategoryExistsException if the category exists already (it is never reset)
@@ -190,6 +193,64 @@ public final class IDGeneratorService extends NativeResource implements AutoClos
             ZooidNative.createCategoryBlocks(h, category.getName(), firstID, lastID, blockSize);
             return null;
         });
+    }
+
+    /**
+     * Creates a category like {@link #createCategory(IDCategory, long, long)} in the pool layout
+     * {@code layout}: {@link Layout#SINGLE_NODE} (every take and push is a compare-and-set on
+     * one node), {@link Layout#BLOCKS} or {@link Layout#HOLE_NODES} (ZooKeeper only; fresh IDs
+     * claimed in blocks of {@code unit} IDs). {@link #createCategory(IDCategory, long, long)}
+     * makes {@link Layout#HOLE_NODES} in blocks of 1000 on ZooKeeper.
+     *
+     * @param unit IDs per block for the block layouts, 0 for the default (1000); use the batch
+     *     size the tasks take; ignored for {@link Layout#SINGLE_NODE}
+     * @throws NullPointerException if {@code category} or {@code layout} is null
+     * @throws IllegalArgumentException unless {@code 1 <= firstID <= lastID} and {@code 0 <= unit
+     *     <= 2147483647}, or for a block layout on the embedded stores
+     * @throws CategoryExistsException if the category exists already (it is never reset)
+     */
+    public void createCategory(IDCategory category, long firstID, long lastID, Layout layout, long unit)
+            throws IDGeneratorException {
+        Objects.requireNonNull(category, "category");
+        Objects.requireNonNull(layout, "layout");
+        if (firstID < 1 || firstID > lastID) {
+            throw new IllegalArgumentException(
+                    "category bounds " + firstID + ".." + lastID + ": need 1 <= first <= last");
+        }
+        checkUnit(unit);
+        withHandle(h -> {
+            ZooidNative.createCategoryIn(h, category.getName(), firstID, lastID, layout.number, unit);
+            return null;
+        });
+    }
+
+    /**
+     * Moves the existing category {@code category} to the block layout {@code layout} in place,
+     * while other processes keep taking and pushing: a single-node pool (formats 1 and 2, or a
+     * seed-style node) to {@link Layout#HOLE_NODES} (format 4) or {@link Layout#BLOCKS} (format
+     * 3), or a format-3 pool to format 4, in blocks of {@code unit} IDs. No ID is handed out
+     * twice and none is lost; a pool in the layout asked for already is left alone.
+     *
+     * @param unit IDs per block, 0 for the default (1000)
+     * @return what was done
+     * @throws NullPointerException if {@code category} or {@code layout} is null
+     * @throws IllegalArgumentException if {@code unit} is not in {@code 0..2147483647}, for {@link
+     *     Layout#SINGLE_NODE} (there is no way back), a move from format 4 to format 3, or an
+     *     embedded store
+     * @throws CategoryNotFoundException if the category does not exist
+     */
+    public Migration migrateCategory(IDCategory category, Layout layout, long unit) throws IDGeneratorException {
+        Objects.requireNonNull(category, "category");
+        Objects.requireNonNull(layout, "layout");
+        checkUnit(unit);
+        return withHandle(h -> new Migration(
+                ZooidNative.migrateCategory(h, category.getName(), layout.number, unit)));
+    }
+
+    private static void checkUnit(long unit) {
+        if (unit < 0 || unit > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("block size " + unit + ": need 0 (the default) to 2147483647");
+        }
     }
 
     /**

@@ -33,6 +33,14 @@ final class ZooidNative {
     static native void createCategoryBlocks(long handle, String category, long first, long last, long blockSize)
             throws IDGeneratorException;
 
+    /** {@code layout}: a {@link Layout} number, 0 for the store's default; {@code unit} 0 for 1000. */
+    static native void createCategoryIn(long handle, String category, long first, long last, int layout, long unit)
+            throws IDGeneratorException;
+
+    /** moved (0/1), format before, format after, base; {@code layout} as for createCategoryIn. */
+    static native long[] migrateCategory(long handle, String category, int layout, long unit)
+            throws IDGeneratorException;
+
     static native void createCategoryWithAcl(long handle, String category, long first, long last, String acl)
             throws IDGeneratorException;
 

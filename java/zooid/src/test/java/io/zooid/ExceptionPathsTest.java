@@ -25,9 +25,21 @@ class ExceptionPathsTest {
 
     /** A service on the shared server, with {@link #cat} created as {@code 1..lastID}. */
     private IDGeneratorService openWithCategory(long lastID) throws IDGeneratorException {
+        return openWithCategory(lastID, null);
+    }
+
+    /**
+     * A service on the shared server, with {@link #cat} created as {@code 1..lastID} in {@code
+     * layout} (null: the default).
+     */
+    private IDGeneratorService openWithCategory(long lastID, Layout layout) throws IDGeneratorException {
         IDGeneratorService service = IDGeneratorService.open(zk.connectString());
         try {
-            service.createCategory(cat, 1, lastID);
+            if (layout == null) {
+                service.createCategory(cat, 1, lastID);
+            } else {
+                service.createCategory(cat, 1, lastID, layout, 0);
+            }
         } catch (IDGeneratorException | RuntimeException e) {
             service.close();
             throw e;
@@ -104,9 +116,10 @@ class ExceptionPathsTest {
         }
     }
 
+    /** The size limit caps the single pool node, which holds the free list in that layout. */
     @Test
     void pushThatWouldOutgrowTheSizeLimitIsPoolFull() throws Exception {
-        try (IDGeneratorService service = openWithCategory(1000)) {
+        try (IDGeneratorService service = openWithCategory(1000, Layout.SINGLE_NODE)) {
             IDSet ids = service.takeIDs(cat, 10);
             long size = service.getPoolInfo(cat).getSizeBytes();
             try (IDGeneratorService capped = IDGeneratorService.open(
@@ -120,12 +133,13 @@ class ExceptionPathsTest {
         }
     }
 
+    /** Version conflicts on the single node, where every take is a compare-and-set. */
     @Test
     void versionConflictsPastTheRetryBudgetAreContention() throws Exception {
         IDGeneratorOptions oneAttempt = new IDGeneratorOptions().maxAttempts(1);
         try (IDGeneratorService a = IDGeneratorService.open(zk.connectString(), oneAttempt);
                 IDGeneratorService b = IDGeneratorService.open(zk.connectString())) {
-            a.createCategory(cat, 1, 1000);
+            a.createCategory(cat, 1, 1000, Layout.SINGLE_NODE, 0);
             assertEquals(1, a.takeIDs(cat, 10).takeID()); // a now remembers version 1
             assertEquals(11, b.takeIDs(cat, 10).takeID()); // b moves the node on
             ContentionException e = assertThrows(ContentionException.class, () -> a.takeIDs(cat, 10));
@@ -134,12 +148,13 @@ class ExceptionPathsTest {
         }
     }
 
+    /** A remembered single node, which a take plans on before it reads afresh. */
     @Test
     void budgetSpentBeforeAnyWriteIsTimeout() throws Exception {
         IDGeneratorOptions oneAttempt = new IDGeneratorOptions().maxAttempts(1);
         try (IDGeneratorService a = IDGeneratorService.open(zk.connectString(), oneAttempt);
                 IDGeneratorService b = IDGeneratorService.open(zk.connectString())) {
-            a.createCategory(cat, 1, 10);
+            a.createCategory(cat, 1, 10, Layout.SINGLE_NODE, 0);
             IDSet all = a.takeIDs(cat, 10); // a remembers an empty pool
             b.pushIDs(all); // the store has IDs again; a does not know
             // a's remembered pool says "exhausted", which it may not report without reading afresh,
@@ -169,6 +184,10 @@ class ExceptionPathsTest {
         }
     }
 
+    /**
+     * Lost replies to writes of the single node: the take and the push are its setData (on hole
+     * nodes the reply to the listing before any write is lost first).
+     */
     @Test
     void lostRepliesAreOutcomeUnknownNamingTheIdsConcerned() throws Exception {
         IDGeneratorOptions quick = new IDGeneratorOptions()
@@ -176,7 +195,7 @@ class ExceptionPathsTest {
                 .operationTimeout(Duration.ofSeconds(3));
         try (ReplyDroppingProxy proxy = new ReplyDroppingProxy(zk.connectString())) {
             try (IDGeneratorService service = IDGeneratorService.open(proxy.connectString(), quick)) {
-                service.createCategory(cat, 1, 100);
+                service.createCategory(cat, 1, 100, Layout.SINGLE_NODE, 0);
                 assertEquals(1, service.takeIDs(cat, 10).takeID());
                 proxy.dropReplies(); // the server applies the next write; its reply is lost
                 OutcomeUnknownException take = assertThrows(OutcomeUnknownException.class, () -> service.takeIDs(cat, 10));

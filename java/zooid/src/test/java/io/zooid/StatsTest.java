@@ -34,7 +34,8 @@ class StatsTest {
             assertNull(other.getMBeanName(), "jmx(false) registers nothing");
             assertTrue(server.isRegistered(name));
 
-            service.createCategory(cat, 1, 1_000_000);
+            // The single node, where every take is a compare-and-set that can conflict.
+            service.createCategory(cat, 1, 1_000_000, Layout.SINGLE_NODE, 0);
             service.takeIDs(cat, 10);
             other.takeIDs(cat, 5); // this service's remembered version is now stale
             IDSet ids = service.takeIDs(cat, 20);

@@ -25,7 +25,8 @@ public final class UndeliveredTakeWorkload {
         String connect = args[0];
         IDCategory cat = new IDCategory("/zooid-java-test/undelivered/c" + System.nanoTime());
         try (IDGeneratorService service = IDGeneratorService.open(connect)) {
-            service.createCategory(cat, 1, 1_000_000L);
+            // The single node holds the cut-up free list in one node, pushed in one write.
+            service.createCategory(cat, 1, 1_000_000L, Layout.SINGLE_NODE, 0);
             IDSet held = service.takeIDs(cat, 2 * RANGES);
             long[] odd = new long[2 * RANGES];
             for (int i = 0; i < RANGES; i++) {
