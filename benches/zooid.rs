@@ -283,6 +283,11 @@ fn main() {
         Some(zooid::Layout::SingleNode),
     );
     let dir = tempfile::tempdir().expect("tempdir");
-    round_trips(&rt, &format!("file:{}", dir.path().display()), "file store", None);
+    round_trips(
+        &rt,
+        &format!("file:{}", dir.path().display()),
+        "file store",
+        None,
+    );
     round_trips(&rt, "mem:bench", "memory store", None);
 }

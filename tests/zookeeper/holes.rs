@@ -214,3 +214,34 @@ fn runs(ids: &[i64]) -> Vec<IdRange> {
     }
     out
 }
+
+/// A push of more ranges than one `multi` may carry (ZooKeeper's 1 MB request limit) goes in
+/// parts: 2,500 single IDs back, all free afterwards, and taken again without one twice.
+#[test]
+fn a_push_of_thousands_of_ranges_goes_in_parts() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let svc = open(&zk.connect_string()).await;
+        let cat = IdCategory::new("/holes/fragmented").unwrap();
+        svc.create_category(&cat, 1, 1_000_000).await.unwrap();
+        let taken = svc.take_ids(&cat, 5000).await.unwrap();
+        assert_eq!(taken.ranges(), vec![r(1, 5000)]);
+        let every_other: Vec<IdRange> = (0..2500).map(|i| IdRange::single(2 * i + 1)).collect();
+        let mut back = IdSet::new(cat.clone(), every_other.clone());
+        svc.push_ids(&mut back).await.expect("a push in parts");
+        let info = svc.pool_info(&cat).await.unwrap();
+        let mut expected = every_other.clone();
+        expected.push(r(5001, 1_000_000));
+        assert_eq!(info.free, expected);
+        let mut again = BTreeSet::new();
+        while again.len() < 2500 {
+            for range in svc.take_ids(&cat, 500).await.unwrap().ranges() {
+                for id in range.start()..=range.end() {
+                    assert!(again.insert(id), "ID {id} handed out twice");
+                }
+            }
+        }
+        assert!(again.iter().all(|id| id % 2 == 1), "the holes first");
+    });
+}

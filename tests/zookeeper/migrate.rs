@@ -322,7 +322,7 @@ fn migrations_are_idempotent_and_keep_holes_and_ceilings() {
 
         // A format-2 pool keeps its ceiling: no take passes it.
         let capped = IdCategory::new("/migrate/capped").unwrap();
-        svc.create_category_with_ceiling(&capped, 1, 1_000_000, Some(2500))
+        svc.create_category_in_with_ceiling(&capped, 1, 1_000_000, Layout::SingleNode, Some(2500))
             .await
             .unwrap();
         svc.take_ids(&capped, 10).await.unwrap();

@@ -106,6 +106,9 @@ pub(crate) fn group_start(holes: &[Hole], wanted: u64, top: i64, random: u32) ->
     (starts.len() as u64 >= MIN_GROUPS).then(|| starts[random as usize % starts.len()])
 }
 
+/// The most hole nodes one take deletes (one `multi`, within ZooKeeper's request limit).
+pub(crate) const MAX_NODES: usize = 1_000;
+
 /// How many groups of holes, at least, make [`group_start`] spread takes.
 pub(crate) const MIN_GROUPS: u64 = 8;
 
@@ -131,13 +134,18 @@ pub(crate) fn choose(
     }
     let first = start.map_or(0, |k| k % eligible.len());
     let mut chosen = Vec::new();
-    let mut covered = 0;
+    let (mut covered, mut nodes_chosen) = (0, 0);
     for cluster in eligible[first..].iter().chain(&eligible[..first]) {
         covered += available(cluster, top);
+        nodes_chosen += cluster.holes.len();
         chosen.push(cluster);
         if covered >= wanted {
             break;
         }
+    }
+    // One `multi` deletes them: beyond MAX_NODES, a take of fresh blocks serves better.
+    if nodes_chosen > MAX_NODES {
+        return None;
     }
     let mut ids = RangeSet::new();
     let mut nodes = Vec::new();
@@ -247,6 +255,20 @@ mod tests {
         assert_eq!(hole_amount(5, 10, 1_000), 0);
         assert_eq!(hole_amount(0, 10, 1), 0);
         assert_eq!(hole_amount(7, 10, 1), 7);
+    }
+
+    #[test]
+    fn a_take_deletes_at_most_max_nodes_holes() {
+        let tiny: Vec<(i64, i64)> = (0..1500).map(|i| (i * 2 + 1, i * 2 + 1)).collect();
+        let h = holes(&tiny);
+        assert_eq!(
+            choose(&h, MAX_NODES as u64, i64::MAX, None)
+                .unwrap()
+                .nodes
+                .len(),
+            MAX_NODES
+        );
+        assert_eq!(choose(&h, MAX_NODES as u64 + 1, i64::MAX, None), None);
     }
 
     #[test]

@@ -9,6 +9,9 @@ use crate::retry::Budget;
 use crate::store::Store;
 use crate::zk::Session;
 
+/// The most ranges one push writes in one `multi` (a create each, about 75 bytes).
+pub(crate) const MAX_RANGES_PER_WRITE: usize = 1_000;
+
 impl<S: Store> IdGeneratorService<S> {
     /// Leaves `ranges` under pool `path` as hole nodes. Refused as `AlreadyFree` when one of
     /// them overlaps a hole as listed (this process's listing while the watch says it is
@@ -55,27 +58,45 @@ impl<S: Store> IdGeneratorService<S> {
                 range,
             });
         }
-        let previous = self.categories.take_marker(path);
+        // A `multi` of a few thousand creates outgrows ZooKeeper's request limit (1 MB): a push
+        // of more ranges goes in writes of MAX_RANGES_PER_WRITE, checked whole above first.
         let mut budget = Budget::start(self.options.retry);
-        match super::requests::push(session, path, ranges, previous.clone(), &mut budget).await {
-            Ok(marker) => {
-                self.categories.put_marker(path, marker);
-                // The listing's watch may fire only after this returns: keep it true meanwhile.
-                if let Some(listing) = slot.holes.as_mut() {
-                    listing.holes.extend(
-                        ranges
-                            .iter()
-                            .map(|range| (crate::format::hole_name(range), *range)),
-                    );
+        for (index, part) in ranges.chunks(MAX_RANGES_PER_WRITE).enumerate() {
+            let previous = self.categories.take_marker(path);
+            let pushed = super::requests::push(session, path, part, previous.clone(), &mut budget);
+            match pushed.await {
+                Ok(marker) => {
+                    self.categories.put_marker(path, marker);
+                    // The listing's watch may fire only after this returns: keep it true
+                    // meanwhile.
+                    if let Some(listing) = slot.holes.as_mut() {
+                        listing.holes.extend(
+                            part.iter()
+                                .map(|range| (crate::format::hole_name(range), *range)),
+                        );
+                    }
                 }
-                Ok(())
-            }
-            Err(err) => {
-                if let Some(previous) = previous {
-                    self.categories.put_marker(path, previous);
+                Err(err) => {
+                    if let Some(previous) = previous {
+                        self.categories.put_marker(path, previous);
+                    }
+                    if index == 0 {
+                        return Err(err);
+                    }
+                    // The first writes applied: the rest is reported leaked, never pushed
+                    // twice (the push is not repeated).
+                    let rest = ranges[index * MAX_RANGES_PER_WRITE..].to_vec();
+                    let leaked: u64 = rest.iter().map(IdRange::len).sum();
+                    self.stats.leaked(path, leaked);
+                    tracing::error!(category = path, %err, ranges = rest.len(), "a push in parts failed after its first part; the rest is leaked");
+                    return Err(ZooidError::OutcomeUnknown {
+                        category: path.to_string(),
+                        op: crate::WriteOp::Push,
+                        ids: rest,
+                    });
                 }
-                Err(err)
             }
         }
+        Ok(())
     }
 }
