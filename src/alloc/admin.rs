@@ -289,6 +289,10 @@ impl<S: Store> IdGeneratorService<S> {
                     match pool.blocks() {
                         Some(layout) if pool.ceiling().is_none_or(|c| c < ceiling) => {
                             generations::seal(session, path, &layout).await?;
+                            if layout.hole_nodes {
+                                super::blocks::repair::give_up_holes(session, path, ceiling)
+                                    .await?;
+                            }
                             let frontier = match generations::sealed_next_block(
                                 session, path, &layout,
                             )

@@ -294,7 +294,7 @@ pub(crate) struct Categories {
     seen: Mutex<HashMap<String, (u64, i32)>>,
     /// For pools in block allocation: (generation, a block number not claimed yet as far as this
     /// process knows), to see the ceiling coming without reading.
-    next_block: Mutex<HashMap<String, (u64, i64)>>,
+    next_block: Mutex<HashMap<String, (u64, i64, i64)>>,
     /// For pools in block allocation: this process's last push marker per category, deleted by
     /// its next push (src/alloc/blocks/returns.rs).
     markers: Mutex<HashMap<String, String>>,
@@ -363,21 +363,25 @@ impl Categories {
         }
     }
 
-    /// A block number of `generation` not claimed yet as far as this process knows (0 when it
-    /// knows nothing of that generation).
-    pub(crate) fn known_next_block(&self, path: &str, generation: u64) -> i64 {
+    /// A block number of `layout`'s generation not claimed yet as far as this process knows (0
+    /// when it knows nothing of that generation). Keyed by the generation and its base: a pool
+    /// restored or repaired may number a generation again from another base.
+    pub(crate) fn known_next_block(&self, path: &str, layout: &Blocks) -> i64 {
         match locked(&self.next_block).get(path) {
-            Some(&(g, next)) if g == generation => next,
+            Some(&(g, base, next)) if g == layout.generation && base == layout.base => next,
             _ => 0,
         }
     }
 
-    /// Records that blocks of `generation` below `next` are claimed.
-    pub(crate) fn note_next_block(&self, path: &str, generation: u64, next: i64) {
+    /// Records that blocks of `layout`'s generation below `next` are claimed.
+    pub(crate) fn note_next_block(&self, path: &str, layout: &Blocks, next: i64) {
+        let key = (layout.generation, layout.base);
         let mut known = locked(&self.next_block);
-        let entry = known.entry(path.to_string()).or_insert((generation, next));
-        if entry.0 < generation || (entry.0 == generation && entry.1 < next) {
-            *entry = (generation, next);
+        let entry = known
+            .entry(path.to_string())
+            .or_insert((key.0, key.1, next));
+        if (entry.0, entry.1) != key || entry.2 < next {
+            *entry = (key.0, key.1, next);
         }
     }
 

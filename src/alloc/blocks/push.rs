@@ -72,7 +72,7 @@ impl<S: Store> IdGeneratorService<S> {
         let fresh_part = match checked.reaches {
             Some(layout) => {
                 // Blocks this process saw claimed are below the frontier: no read for them.
-                let known = self.categories.known_next_block(path, layout.generation);
+                let known = self.categories.known_next_block(path, &layout);
                 let known = generations::block_start(&layout, known);
                 let frontier = if ranges.iter().all(|r| r.end() < known) {
                     known

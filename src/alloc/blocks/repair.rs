@@ -89,30 +89,13 @@ pub(crate) async fn seal_and_move(
         }
     };
     // Format 4: a repair gives up the hole nodes at or below the record too (a ZooKeeper
-    // restored from a snapshot brings back holes taken since); the part of one above it stays
-    // free, in the pool's own free list.
-    let mut hole_deletes = Vec::new();
+    // restored from a snapshot brings back holes taken since), before its pool write.
     let mut removed = removed;
     if let (Some(ceiling), true) = (cleared, blocks.hole_nodes) {
-        let holes_parent = crate::format::holes_parent(path);
-        for hole in super::hole_ranges(session, path).await? {
-            if hole.start() > ceiling {
-                continue;
-            }
-            hole_deletes.push(ChunkOp::DeleteNode {
-                node: format!("{holes_parent}/{}", crate::format::hole_name(&hole)),
-            });
-            removed += IdRange::new(hole.start(), hole.end().min(ceiling)).map_or(0, |r| r.len());
-            if let Some(above) = IdRange::new(ceiling.saturating_add(1), hole.end()) {
-                if next.free_mut().insert_all(&[above]).is_err() {
-                    tracing::warn!(category = path, %above, "hole overlaps the free list");
-                }
-            }
-        }
+        removed += give_up_holes(session, path, ceiling).await?;
     }
     let mut ops = crate::format::parts::plan(&before, &mut next);
     ops.extend(deletes);
-    ops.extend(hole_deletes);
     Ok(Some(Moved {
         next,
         frontier,
@@ -156,4 +139,57 @@ pub(crate) async fn finish_move(session: &Session, path: &str, moved_to: u64) ->
         tokio::spawn(async move { generations::retire(&session, &path, moved_to - 2).await });
     }
     Ok(())
+}
+
+/// Gives up the hole nodes of pool `path` (format 4) at or below `ceiling`: each is deleted, and
+/// the part of one above `ceiling` created again as a hole, in one `multi` per hole (a crash
+/// between two leaks, never duplicates). A hole a take deleted meanwhile is skipped. Returns the
+/// IDs given up. Run before a repair's pool write: takes planned on the pool before it may still
+/// take holes until their node is deleted, as they may take the free list before any repair.
+pub(crate) async fn give_up_holes(session: &Session, path: &str, ceiling: i64) -> Result<u64> {
+    let parent = crate::format::holes_parent(path);
+    let mut removed = 0;
+    for hole in super::hole_ranges(session, path).await? {
+        if hole.start() > ceiling {
+            continue;
+        }
+        let (client, generation) = session.client();
+        let options = zookeeper_client::CreateMode::Persistent.with_acls(session.default_acls());
+        let mut multi = crate::zk::Multi::new(&client);
+        multi.delete(
+            &format!("{parent}/{}", crate::format::hole_name(&hole)),
+            None,
+        );
+        let above = IdRange::new(ceiling.saturating_add(1), hole.end());
+        if let Some(above) = above {
+            multi.create(
+                &format!("{parent}/{}", crate::format::hole_name(&above)),
+                &[],
+                &options,
+            );
+        }
+        match multi.commit(session, generation).await {
+            Ok(_) => {
+                removed +=
+                    IdRange::new(hole.start(), hole.end().min(ceiling)).map_or(0, |r| r.len());
+            }
+            Err(failed)
+                if failed.index == Some(0) && failed.verdict() == crate::zk::Verdict::NoNode => {}
+            Err(failed) => {
+                return Err(ZooidError::ConnectionLost {
+                    category: path.to_string(),
+                    reason: format!("giving up hole {hole}: {}", failed.error),
+                })
+            }
+        }
+    }
+    if removed > 0 {
+        tracing::error!(
+            category = path,
+            ceiling,
+            removed,
+            "hole nodes at or below the durable record given up"
+        );
+    }
+    Ok(removed)
 }

@@ -176,8 +176,7 @@ impl<S: Store> IdGeneratorService<S> {
             }
         };
         let end = first + i64::from(count);
-        self.categories
-            .note_next_block(path, layout.generation, end);
+        self.categories.note_next_block(path, &layout, end);
         let mut claimed = RangeSet::new();
         for seq in first..end {
             if let Some(block) = layout.block(seq, last) {
@@ -211,14 +210,13 @@ impl<S: Store> IdGeneratorService<S> {
         top: i64,
         ceiling: Option<i64>,
     ) -> Result<()> {
-        let known = self.categories.known_next_block(path, layout.generation);
+        let known = self.categories.known_next_block(path, &layout);
         match layout.block(known, last) {
             None => {
                 // Past the end as far as this process knows: ask the store before saying so.
                 let session = self.store.session().ok_or_else(needs_zookeeper)?;
                 let next = generations::next_block(session, path, layout).await?;
-                self.categories
-                    .note_next_block(path, layout.generation, next);
+                self.categories.note_next_block(path, layout, next);
                 if layout.block(next, last).is_none() {
                     return Err(ZooidError::Exhausted {
                         category: path.to_string(),

@@ -74,12 +74,12 @@ pub(crate) fn hole_amount(available: u64, wanted: u64, unit: u64) -> u64 {
     wanted.saturating_sub(blocks.saturating_mul(unit))
 }
 
-/// Where a take of `wanted` IDs that has not lost a race lately starts among `holes`, drawn
-/// with `random`: the lowest hole, unless the holes at or below `top`, walked upwards, make at
-/// least [`MIN_GROUPS`] consecutive groups that each cover the take; then the first hole of one
-/// of the lowest [`MAX_GROUPS`] such groups, so that many takes at once choose apart (a Hadoop
-/// burst on holes left by an earlier job). The relaxation of "lowest first" is bounded: a take's
-/// holes come from the lowest `MAX_GROUPS` groups.
+/// Where a take of `wanted` IDs on contended holes starts among `holes`, drawn with `random`:
+/// the holes at or below `top`, walked upwards, make consecutive groups that each cover the
+/// take; with at least [`MIN_GROUPS`] of them, the first hole of one of the lowest
+/// [`MAX_GROUPS`], so that takes at once choose apart; else `None` (the lowest hole). The
+/// relaxation of "lowest first" is bounded: a take's holes come from the lowest `MAX_GROUPS`
+/// groups.
 pub(crate) fn group_start(holes: &[Hole], wanted: u64, top: i64, random: u32) -> Option<usize> {
     if wanted == 0 {
         return None;
@@ -110,7 +110,7 @@ pub(crate) fn group_start(holes: &[Hole], wanted: u64, top: i64, random: u32) ->
 pub(crate) const MAX_NODES: usize = 1_000;
 
 /// How many groups of holes, at least, make [`group_start`] spread takes.
-pub(crate) const MIN_GROUPS: u64 = 8;
+pub(crate) const MIN_GROUPS: u64 = 2;
 
 /// How many groups of holes [`group_start`] spreads takes over, at most.
 pub(crate) const MAX_GROUPS: u64 = 64;
@@ -222,7 +222,7 @@ mod tests {
     }
 
     #[test]
-    fn takes_spread_over_groups_only_when_the_holes_make_eight_or_more() {
+    fn contended_takes_spread_over_the_lowest_groups() {
         // 200 holes of 100 and takes of 1000: 20 groups of 10 holes.
         let many: Vec<(i64, i64)> = (0..200).map(|i| (i * 200 + 1, i * 200 + 100)).collect();
         let h = holes(&many);
@@ -233,12 +233,11 @@ mod tests {
             Some(70),
             "modulo 20 groups"
         );
-        // 79 holes for takes of 10 holes: 7 groups, lowest first.
-        assert_eq!(group_start(&h[..79], 1000, i64::MAX, 7), None);
-        // A small hole and a large one (a single process's pushes): lowest first.
+        // 19 holes for takes of 10 holes: one group, lowest first.
+        assert_eq!(group_start(&h[..19], 1000, i64::MAX, 7), None);
         assert_eq!(
             group_start(&holes(&[(1, 10), (16, 1000)]), 10, i64::MAX, 1),
-            None
+            Some(1)
         );
         // More groups than the bound: the lowest 64.
         let small: Vec<(i64, i64)> = (0..1000).map(|i| (i * 10 + 1, i * 10 + 5)).collect();

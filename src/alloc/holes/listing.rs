@@ -72,3 +72,28 @@ pub(crate) async fn list(session: &Session, path: &str, budget: &mut Budget) -> 
         });
     }
 }
+
+/// A `sync` of the holes' parent of pool `path` (the next read sees every write before it),
+/// again while ZooKeeper is unreachable, within `budget`.
+pub(crate) async fn sync(session: &Session, path: &str, budget: &mut Budget) -> Result<()> {
+    let parent = holes_parent(path);
+    loop {
+        let (client, generation) = session.client();
+        match session
+            .run(generation, client.sync(&parent))
+            .await
+            .classified()
+        {
+            Ok(()) | Err((Verdict::NoNode, _)) => return Ok(()),
+            Err((_, err)) => {
+                if !budget.try_attempt() {
+                    return Err(ZooidError::ConnectionLost {
+                        category: path.to_string(),
+                        reason: format!("syncing {parent}: {err}"),
+                    });
+                }
+                budget.backoff().await;
+            }
+        }
+    }
+}

@@ -47,11 +47,23 @@ impl<S: Store> IdGeneratorService<S> {
                 holes
             }
         };
-        // The pushed range that overlaps a hole, as the single-node layout reports it.
-        let overlap = ranges
-            .iter()
-            .find(|r| holes.iter().any(|(_, hole)| hole.overlaps(r)))
-            .copied();
+        // The pushed range that overlaps a hole, as the single-node layout reports it; decided
+        // only on the holes listed again after a `sync` (a listing kept, or served by a
+        // lagging server, may still show a hole another take deleted since).
+        let overlapping = |holes: &[crate::alloc::holes::choice::Hole]| {
+            ranges
+                .iter()
+                .find(|r| holes.iter().any(|(_, hole)| hole.overlaps(r)))
+                .copied()
+        };
+        let mut overlap = overlapping(&holes);
+        if overlap.is_some() {
+            let mut budget = Budget::start(self.options.retry);
+            super::listing::sync(session, path, &mut budget).await?;
+            let listing = super::listing::list(session, path, &mut budget).await?;
+            overlap = overlapping(&listing.holes);
+            slot.holes = Some(listing);
+        }
         if let Some(range) = overlap {
             return Err(ZooidError::AlreadyFree {
                 category: path.to_string(),

@@ -36,7 +36,16 @@ impl<S: Store> IdGeneratorService<S> {
         let mut merged = RangeSet::new();
         match merged.insert_all(&ranges) {
             Ok(()) => Ok(merged.ranges().to_vec()),
-            Err(_) => Ok(ranges),
+            Err(overlap) => {
+                // Cannot happen (holes and blocks are disjoint); say so loudly if it does.
+                tracing::error!(
+                    category = category.name(),
+                    ?overlap,
+                    ?ranges,
+                    "a take's ranges overlap"
+                );
+                Ok(ranges)
+            }
         }
     }
 
@@ -56,12 +65,11 @@ impl<S: Store> IdGeneratorService<S> {
             return self.take_blocks(category, slot, taken, n).await;
         };
         let amount = choice::hole_amount(choice::available_at_most(&holes, top), wanted, unit);
-        let start = match (slot.hole_races, rand::random::<u32>()) {
-            (0, random) => {
-                choice::group_start(&holes, amount, top, random).and_then(|k| u32::try_from(k).ok())
-            }
-            (_, random) => Some(random),
-        };
+        // Lowest first, unless the holes are contended: then from one of the lowest groups.
+        let start = (slot.hole_races > 0)
+            .then(|| choice::group_start(&holes, amount, top, rand::random::<u32>()))
+            .flatten()
+            .and_then(|k| u32::try_from(k).ok());
         match self
             .claim_holes(category, slot, &holes, amount, start)
             .await
@@ -120,6 +128,20 @@ impl<S: Store> IdGeneratorService<S> {
             _ => {
                 let listing =
                     listing::list(session, path, &mut Budget::start(self.options.retry)).await?;
+                // Holes changed by others since this process last listed them (its own writes
+                // kept its listing true): the category is contended.
+                let known = slot.holes.as_ref().filter(|l| l.generation == generation);
+                if let Some(known) = known {
+                    let mut before: Vec<&str> =
+                        known.holes.iter().map(|(n, _)| n.as_str()).collect();
+                    let mut now: Vec<&str> =
+                        listing.holes.iter().map(|(n, _)| n.as_str()).collect();
+                    before.sort_unstable();
+                    now.sort_unstable();
+                    if before != now {
+                        slot.hole_races = RACE_MEMORY;
+                    }
+                }
                 let holes = listing.holes.clone();
                 slot.holes = Some(listing);
                 Ok(holes)
