@@ -27,10 +27,9 @@
 //!   it, else as many as leave whole blocks to claim ([`choice::hole_amount`]: the seed's worked
 //!   example, holes of 3,000 and a take of 10,000, gets them and 7 blocks), else none: holes of
 //!   100 wait for a take they cover, since cutting a fresh block would leave its rest behind as
-//!   one more write. Among the holes, lowest first, unless this process saw them contended in
-//!   its last [`RACE_MEMORY`] takes (it lost a race for a hole, or the holes changed by others
-//!   since it last listed them); then it starts at one of the lowest 64 groups of holes that
-//!   each cover the take ([`choice::group_start`]), so that contending takes choose apart.
+//!   one more write. Among the holes, lowest first, unless this process lost a race for a hole
+//!   in its last [`RACE_MEMORY`] takes; then it starts at one of the lowest 64 groups of holes
+//!   that each cover the take ([`choice::group_start`]), so that contending takes choose apart.
 //!   A take makes at most one attempt on holes: when another take deleted one of its holes
 //!   first, it claims fresh blocks. So a take costs at most one failed write, and pushes none.
 //! - **Lost replies.** Every write carries a receipt: an ephemeral marker named by the write's

@@ -128,20 +128,6 @@ impl<S: Store> IdGeneratorService<S> {
             _ => {
                 let listing =
                     listing::list(session, path, &mut Budget::start(self.options.retry)).await?;
-                // Holes changed by others since this process last listed them (its own writes
-                // kept its listing true): the category is contended.
-                let known = slot.holes.as_ref().filter(|l| l.generation == generation);
-                if let Some(known) = known {
-                    let mut before: Vec<&str> =
-                        known.holes.iter().map(|(n, _)| n.as_str()).collect();
-                    let mut now: Vec<&str> =
-                        listing.holes.iter().map(|(n, _)| n.as_str()).collect();
-                    before.sort_unstable();
-                    now.sort_unstable();
-                    if before != now {
-                        slot.hole_races = RACE_MEMORY;
-                    }
-                }
                 let holes = listing.holes.clone();
                 slot.holes = Some(listing);
                 Ok(holes)
