@@ -81,6 +81,11 @@ struct Cli {
     /// Give up pushing leftovers back after this many seconds of errors (they stay held).
     #[arg(long, default_value_t = 120)]
     push_patience_s: u64,
+    /// Ride out a wipe of ZooKeeper with keepers running: the category missing (`NotFound`,
+    /// until `zooid restore` recreates it) and its ceiling not raised in time
+    /// (`ReservationExhausted`) are transient too.
+    #[arg(long)]
+    ride_out_wipe: bool,
 }
 
 fn main() -> ExitCode {
@@ -148,6 +153,7 @@ fn stop_requested(cli: &Cli, started: Instant) -> bool {
 pub fn kind(err: &ZooidError) -> &'static str {
     match err {
         ZooidError::Exhausted { .. } => "exhausted",
+        ZooidError::ReservationExhausted { .. } => "reservation-exhausted",
         ZooidError::NotFound { .. } => "not-found",
         ZooidError::CategoryExists { .. } => "category-exists",
         ZooidError::InvalidArgument(_) => "invalid-argument",
@@ -167,13 +173,14 @@ pub fn kind(err: &ZooidError) -> &'static str {
 }
 
 /// Errors that clear up by themselves: nothing changed, try again.
-fn transient(err: &ZooidError) -> bool {
-    matches!(
-        err,
+fn transient(cli: &Cli, err: &ZooidError) -> bool {
+    match err {
         ZooidError::ConnectionLost { .. }
-            | ZooidError::Timeout { .. }
-            | ZooidError::Contention { .. }
-    )
+        | ZooidError::Timeout { .. }
+        | ZooidError::Contention { .. } => true,
+        ZooidError::NotFound { .. } | ZooidError::ReservationExhausted { .. } => cli.ride_out_wipe,
+        _ => false,
+    }
 }
 
 fn run(cli: &Cli) -> Result<(), Box<dyn std::error::Error>> {
@@ -283,7 +290,7 @@ fn worker_thread(
             Err(err) => {
                 ledger.error(kind(&err)).map_err(io)?;
                 ops.end("take", &format!("err:{}", kind(&err)), 0, start);
-                if !transient(&err) {
+                if !transient(cli, &err) {
                     eprintln!("faultload {stem}: take: {err}");
                 }
                 thread::sleep(Duration::from_millis(100));
@@ -335,7 +342,7 @@ fn push_back(
             Err(err) => {
                 ledger.error(kind(&err)).map_err(io)?;
                 ops.end("push", &format!("err:{}", kind(&err)), count, start);
-                if !transient(&err) {
+                if !transient(cli, &err) {
                     return Err(format!("{stem}: push of {ranges:?}: {err}"));
                 }
                 if patience.elapsed() >= Duration::from_secs(cli.push_patience_s) {

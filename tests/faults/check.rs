@@ -187,6 +187,12 @@ pub struct Analysis {
     pub unexplained: u64,
     /// The first few unexplained ranges, to trace where they went.
     pub unexplained_ranges: Vec<(i64, i64)>,
+    /// All of them.
+    pub unexplained_ids: Ivs,
+    /// IDs a `zooid restore` gave up (at or below the durable record it restored from, in no
+    /// other disposition: free in the wiped pool, or between its frontier and the record): moved
+    /// out of `unexplained` by [`Analysis::restore_gave_up_through`].
+    pub restore_gave_up: u64,
     /// Operations that ended in `OutcomeUnknown`, from the ledgers' `L` lines.
     pub takes_unknown: u64,
     pub pushes_unknown: u64,
@@ -252,6 +258,18 @@ impl Analysis {
             + self.held_by_live
             + self.leaked
             + self.unexplained
+            + self.restore_gave_up
+    }
+
+    /// Counts the unexplained IDs at or below `record`, the durable record a `zooid restore`
+    /// recreated the category from, as given up by that restore; returns them.
+    pub fn restore_gave_up_through(&mut self, record: i64) -> Ivs {
+        let gave_up = self.unexplained_ids.intersect(&Ivs::new([(i64::MIN, record)]));
+        self.unexplained_ids = self.unexplained_ids.subtract(&gave_up);
+        self.unexplained = self.unexplained_ids.count();
+        self.unexplained_ranges = self.unexplained_ids.0.iter().take(10).copied().collect();
+        self.restore_gave_up += gave_up.count();
+        gave_up
     }
 
     pub fn error_summary(&self) -> String {
@@ -313,12 +331,13 @@ impl Analysis {
         }
         let _ = writeln!(
             s,
-            "  conservation: used {} + free {} + held by killed workers {} + held by live workers {} + leaked {} + unexplained {} = {} of {}",
+            "  conservation: used {} + free {} + held by killed workers {} + held by live workers {} + leaked {} + given up by a restore {} + unexplained {} = {} of {}",
             self.used - self.used_twice,
             self.free,
             self.held_by_killed,
             self.held_by_live,
             self.leaked,
+            self.restore_gave_up,
             self.unexplained,
             self.conservation_sum(),
             self.category
@@ -574,6 +593,7 @@ pub fn analyse(dir: &Path, bounds: IdRange, free: &[IdRange], killed: &[String])
     let unexplained = all.subtract(&out);
     a.unexplained = unexplained.count();
     a.unexplained_ranges = unexplained.0.iter().take(10).copied().collect();
+    a.unexplained_ids = unexplained;
     if a.conservation_sum() != a.category {
         a.problems.push(format!(
             "conservation: {} accounted for, the category has {}",

@@ -23,6 +23,7 @@ mod check;
 #[path = "../../examples/eventpublish/ledger.rs"]
 mod ledger;
 mod rig;
+mod wipe;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -36,9 +37,11 @@ fn secs(s: f64) -> Duration {
 
 const DECIDABLE: Expect = Expect {
     unknown_allowed: false,
+    also_errors: &[],
 };
 const AMBIGUOUS: Expect = Expect {
     unknown_allowed: true,
+    also_errors: &[],
 };
 
 /// Drops the reply to `target` writes of `kind` after the server applied them.
@@ -686,5 +689,47 @@ fn f9e_holes_blackhole_shorter_than_session_timeout() {
     blackhole_within_session(
         "9e hole nodes: blackhole shorter than the session timeout",
         holes(),
+    );
+}
+
+/// Wipe mid-burst (single node): every server loses its data while two `zooid keeper`
+/// processes keep the ceiling ahead of the workers; `zooid restore`; the workers carry on.
+#[test]
+fn f10a_wipe_mid_burst_with_keepers() {
+    wipe::wipe_mid_burst(
+        "10a wipe mid-burst with keepers running",
+        Config::default(),
+        false,
+    );
+}
+
+/// Wipe mid-burst, block allocation (format 3).
+#[test]
+fn f10b_blocks_wipe_mid_burst_with_keepers() {
+    wipe::wipe_mid_burst(
+        "10b block allocation: wipe mid-burst with keepers running",
+        blocks(),
+        false,
+    );
+}
+
+/// Wipe mid-burst, hole nodes (format 4, the default on ZooKeeper).
+#[test]
+fn f10c_holes_wipe_mid_burst_with_keepers() {
+    wipe::wipe_mid_burst(
+        "10c hole nodes: wipe mid-burst with keepers running",
+        holes(),
+        false,
+    );
+}
+
+/// Wipe mid-burst in hole nodes with the active keeper SIGKILLed just before: the other keeper
+/// takes over on the restored category.
+#[test]
+fn f10d_holes_wipe_mid_burst_active_keeper_killed() {
+    wipe::wipe_mid_burst(
+        "10d hole nodes: active keeper SIGKILLed, then a wipe mid-burst",
+        holes(),
+        true,
     );
 }

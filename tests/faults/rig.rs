@@ -79,6 +79,10 @@ pub struct Config {
     /// With `blocks`: format 4, pushed ranges kept as hole nodes (src/alloc/holes/), the
     /// default layout on ZooKeeper; else format 3.
     pub hole_nodes: bool,
+    /// Kept by `zooid keeper` processes (tests/faults/wipe.rs): the category is created with a
+    /// ceiling of 0 for them to raise, and the workers ride out a wipe of ZooKeeper (the
+    /// category missing until `zooid restore`, the ceiling not raised in time).
+    pub kept: bool,
 }
 
 impl Default for Config {
@@ -92,6 +96,7 @@ impl Default for Config {
             op_deadline: Duration::from_secs(5),
             blocks: None,
             hole_nodes: false,
+            kept: false,
         }
     }
 }
@@ -102,6 +107,8 @@ pub struct Expect {
     /// Operations whose outcome the protocol cannot tell may happen (each leaks at most one
     /// batch). When false, there must be none and nothing may leak.
     pub unknown_allowed: bool,
+    /// Error kinds the clients may see besides the transient ones and `outcome-unknown`.
+    pub also_errors: &'static [&'static str],
 }
 
 pub enum WorkerState {
@@ -177,6 +184,9 @@ pub struct Rig {
     pub killed_threads: u64,
     /// Faults injected other than through the proxies, for the report.
     faults: Vec<String>,
+    /// The durable record a `zooid restore` recreated the category from (a wipe row): the
+    /// unexplained IDs at or below it are counted as given up by the restore.
+    restored_from: Option<i64>,
 }
 
 impl Rig {
@@ -213,8 +223,9 @@ impl Rig {
             (Some(unit), false) => zooid::Layout::Blocks { unit },
             (None, _) => zooid::Layout::SingleNode,
         };
+        let ceiling = cfg.kept.then_some(0);
         admin
-            .create_category_in(&category, bounds.start(), bounds.end(), layout)
+            .create_category_in_with_ceiling(&category, bounds.start(), bounds.end(), layout, ceiling)
             .expect("create the category");
         let dir = tempfile::Builder::new()
             .prefix("zooid-faults-")
@@ -235,6 +246,7 @@ impl Rig {
             started,
             killed_threads: 0,
             faults: Vec::new(),
+            restored_from: None,
         };
         for _ in 0..cfg.processes {
             rig.spawn_worker();
@@ -259,6 +271,12 @@ impl Rig {
 
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// The category's pool as it is now, read through the admin's own session (not the proxies).
+    pub fn pool_info(&self) -> zooid::Result<zooid::PoolInfo> {
+        let admin = self.admin.as_ref().expect("the admin service lives as long as the rig");
+        admin.pool_info(&self.category)
     }
 
     /// Starts one more worker process; returns its index.
@@ -289,6 +307,7 @@ impl Rig {
             .arg(&self.stop_file)
             .arg("--max-seconds")
             .arg("900")
+            .args(self.cfg.kept.then_some("--ride-out-wipe"))
             .env("RUST_LOG", "zooid=info")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -335,6 +354,13 @@ impl Rig {
         self.killed_threads += threads;
         self.faults.push("client SIGKILL".into());
         status
+    }
+
+    /// Notes that `zooid restore` recreated the category from a durable record of `ceiling`:
+    /// [`finish`](Self::finish) counts the IDs at or below it that nothing else explains as
+    /// given up by that restore.
+    pub fn restored_from(&mut self, ceiling: i64) {
+        self.restored_from = Some(ceiling);
     }
 
     /// Notes a fault injected by the test itself (e.g. "leader SIGKILL"), for the report.
@@ -636,6 +662,9 @@ impl Rig {
                 a.problems.push(format!("ledger::check: {p}"));
             }
         }
+        if let Some(record) = self.restored_from {
+            a.restore_gave_up_through(record);
+        }
         eprintln!(
             "[{}] after {:.1?}; faults: {}\n{}",
             self.name,
@@ -663,7 +692,11 @@ impl Rig {
             a.handed_out,
             a.used,
             a.duplicates(),
-            a.leaked,
+            if a.restore_gave_up > 0 {
+                format!("{} + {} given up by the restore", a.leaked, a.restore_gave_up)
+            } else {
+                a.leaked.to_string()
+            },
             a.held_by_killed + a.unexplained,
             a.ambiguous_ops,
             a.ambiguous_ok,
@@ -748,7 +781,7 @@ impl Rig {
                 matches!(
                     kind.as_str(),
                     "connection-lost" | "timeout" | "contention" | "outcome-unknown"
-                ),
+                ) || expect.also_errors.contains(&kind.as_str()),
                 "unexpected error kind {kind}\n{}",
                 ctx()
             );

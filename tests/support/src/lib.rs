@@ -47,6 +47,28 @@ pub fn repo() -> PathBuf {
 /// The binary of `examples/NAME.rs`, built once per test binary in the profile and target
 /// directory the tests run in (multi-process tests start it as their workload).
 pub fn example_binary(name: &str) -> std::path::PathBuf {
+    built_binary("zooid", &["--example", name], &format!("examples/{name}"), None)
+}
+
+/// The `zooid` command-line tool (package `zooid-cli`), for tests outside its package that start
+/// `zooid keeper` or `zooid restore` (its own tests use `CARGO_BIN_EXE_zooid`). Built once per
+/// test binary in the running test's profile, in a target directory of its own
+/// (`<target>/cli-for-tests`): the CLI turns on the library's `s3` feature, and the library's
+/// rlib has no hash in its file name (it is also a cdylib), so a build in the shared target
+/// directory would overwrite the rlib the tests and examples link with another variant.
+pub fn cli_binary() -> std::path::PathBuf {
+    built_binary("zooid-cli", &["--bin", "zooid"], "zooid", Some("cli-for-tests"))
+}
+
+/// Builds `cargo build -p PACKAGE TARGET` once per test binary, in the profile of the running
+/// test and its target directory (or the directory `separate` inside it), and returns
+/// `<target>[/<separate>]/<profile>/<output>`.
+fn built_binary(
+    package: &str,
+    target_args: &[&str],
+    output: &str,
+    separate: Option<&str>,
+) -> PathBuf {
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock};
     static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
@@ -54,7 +76,8 @@ pub fn example_binary(name: &str) -> std::path::PathBuf {
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|p| p.into_inner());
-    if let Some(bin) = built.get(name) {
+    let key = format!("{package} {output}");
+    if let Some(bin) = built.get(&key) {
         return bin.clone();
     }
     let exe = std::env::current_exe().expect("current_exe");
@@ -70,8 +93,13 @@ pub fn example_binary(name: &str) -> std::path::PathBuf {
         .to_string_lossy()
         .into_owned();
     let target = profile_dir.parent().expect("target dir").to_path_buf();
+    let (target, profile_dir) = match separate {
+        Some(dir) => (target.join(dir), target.join(dir).join(&profile)),
+        None => (target, profile_dir),
+    };
     let mut cmd = std::process::Command::new(env!("CARGO"));
-    cmd.args(["build", "--quiet", "-p", "zooid", "--example", name])
+    cmd.args(["build", "--quiet", "-p", package])
+        .args(target_args)
         .current_dir(repo())
         .env("CARGO_TARGET_DIR", &target);
     match profile.as_str() {
@@ -84,10 +112,10 @@ pub fn example_binary(name: &str) -> std::path::PathBuf {
         }
     }
     let status = cmd.status().expect("run cargo build");
-    assert!(status.success(), "building examples/{name}.rs failed");
-    let bin = profile_dir.join("examples").join(name);
+    assert!(status.success(), "building {output} of {package} failed");
+    let bin = profile_dir.join(output);
     assert!(bin.is_file(), "{} missing after the build", bin.display());
-    built.insert(name.to_string(), bin.clone());
+    built.insert(key, bin.clone());
     bin
 }
 
