@@ -242,6 +242,19 @@ fn zooid_restore(connect: &str, records: &Path, category: &str) -> i64 {
         .unwrap_or_else(|| panic!("no ceiling in {line:?}"))
 }
 
+/// How many candidates the keepers' election group has on the ensemble at `connect`.
+fn candidates(connect: &str) -> usize {
+    zooid_test_support::runtime().block_on(async {
+        let Ok(client) = zookeeper_client::Client::connect(connect).await else {
+            return 0;
+        };
+        client
+            .list_children(zooid::keeper::DEFAULT_GROUP)
+            .await
+            .map_or(0, |children| children.iter().filter(|c| c.contains("-n_")).count())
+    })
+}
+
 /// The IDs free at or below `high_water` in a pool.
 fn free_below(info: &zooid::PoolInfo) -> u64 {
     let free = Ivs::new(info.free.iter().map(|r| (r.start(), r.end())));
@@ -326,6 +339,16 @@ pub fn wipe_mid_burst(name: &str, cfg: Config, kill_keeper: bool) {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+    // Every keeper still running is a candidate again on the wiped ensemble.
+    let running = if kill_keeper { 1 } else { 2 };
+    assert!(
+        zooid_test_support::wait_until(Duration::from_secs(30), || {
+            candidates(&direct) == running
+        }),
+        "the keepers did not rejoin their election ({} candidates):\n{}",
+        candidates(&direct),
+        logs(&keepers)
+    );
     rig.run_for(Duration::from_secs_f64(1.5));
     let a = rig.finish();
     let samples = sampler.finish();
@@ -357,12 +380,13 @@ pub fn wipe_mid_burst(name: &str, cfg: Config, kill_keeper: bool) {
     let ok_after = count(&a.records, |r| {
         r.op == "take" && r.outcome == "ok" && r.start_ms >= restored_ms
     });
-    let across = count(&a.records, |r| r.start_ms < wipe_ms && r.end_ms >= wipe_ms);
-    let across_failed = count(&a.records, |r| {
-        r.start_ms < wipe_ms && r.end_ms >= wipe_ms && r.outcome != "ok"
-    });
+    // In flight at the wipe, and overlapping the outage (the wipe until the servers were back).
+    let at_wipe = count(&a.records, |r| r.start_ms <= wipe_ms && r.end_ms >= wipe_ms);
+    let overlapping = |r: &OpRecord| r.start_ms <= back_ms && r.end_ms >= wipe_ms;
+    let across = count(&a.records, overlapping);
+    let across_failed = count(&a.records, |r| overlapping(r) && r.outcome != "ok");
     let failed_meanwhile = count(&a.records, |r| {
-        r.start_ms >= wipe_ms && r.end_ms <= restored_ms && r.outcome != "ok"
+        r.end_ms >= wipe_ms && r.start_ms <= restored_ms && r.outcome != "ok"
     });
     let not_found_outside = a
         .records
@@ -371,14 +395,19 @@ pub fn wipe_mid_burst(name: &str, cfg: Config, kill_keeper: bool) {
         .count();
     eprintln!(
         "[{name}] wipe: {ok_before} takes completed before it, {ok_after} after the restore; \
-         {across} operations in flight across it ({across_failed} failed or unknown), \
-         {failed_meanwhile} failed between it and the restore; servers back after {} ms, \
+         {at_wipe} operations in flight at it, {across} overlapping the outage ({across_failed} \
+         failed or unknown), {failed_meanwhile} failed or unknown from it to the restore; \
+         servers back after {} ms, \
          restore done {} ms after the wipe; raised after the restore by {raisers:?}",
         back_ms - wipe_ms,
         restored_ms - wipe_ms
     );
     assert!(ok_before > 0 && ok_after > 0, "the wipe was not mid-burst");
-    assert!(across > 0, "no operation was in flight across the wipe");
+    assert!(at_wipe > 0, "no operation was in flight at the wipe");
+    assert!(
+        across_failed > 0,
+        "no operation in flight across the wipe failed or ended unknown"
+    );
     assert_eq!(
         not_found_outside, 0,
         "the category was missing outside the wipe's window"
