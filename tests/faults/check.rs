@@ -264,7 +264,9 @@ impl Analysis {
     /// Counts the unexplained IDs at or below `record`, the durable record a `zooid restore`
     /// recreated the category from, as given up by that restore; returns them.
     pub fn restore_gave_up_through(&mut self, record: i64) -> Ivs {
-        let gave_up = self.unexplained_ids.intersect(&Ivs::new([(i64::MIN, record)]));
+        let gave_up = self
+            .unexplained_ids
+            .intersect(&Ivs::new([(i64::MIN, record)]));
         self.unexplained_ids = self.unexplained_ids.subtract(&gave_up);
         self.unexplained = self.unexplained_ids.count();
         self.unexplained_ranges = self.unexplained_ids.0.iter().take(10).copied().collect();
@@ -711,6 +713,26 @@ mod tests {
         std::fs::remove_file(dir.path().join("p0.stderr")).unwrap();
         let a = analyse(dir.path(), r(1, 1000), &[r(21, 30), r(36, 1000)], &[]);
         assert_eq!((a.leaked, a.unexplained), (0, 15));
+    }
+
+    #[test]
+    fn a_restore_gives_up_unexplained_ids_at_or_below_its_record_only() {
+        // 11:20 free in the wiped pool and 21:40 between its frontier and the record (40): given
+        // up by the restore; 61:70 above the record vanished: still unexplained.
+        let mut a = run(
+            &[(
+                "p0-t0.log",
+                "T 1:10\nU 1:10\nT 41:50\nU 41:50\nT 51:60\nU 51:60\n",
+            )],
+            &[r(71, 1000)],
+            &[],
+        );
+        assert_eq!(a.unexplained, 40);
+        let gave_up = a.restore_gave_up_through(40);
+        assert_eq!(gave_up, Ivs::new([(11, 40)]));
+        assert_eq!((a.restore_gave_up, a.unexplained), (30, 10));
+        assert_eq!(a.unexplained_ranges, vec![(61, 70)]);
+        assert_eq!(a.conservation_sum(), 1000);
     }
 
     #[test]

@@ -225,7 +225,13 @@ impl Rig {
         };
         let ceiling = cfg.kept.then_some(0);
         admin
-            .create_category_in_with_ceiling(&category, bounds.start(), bounds.end(), layout, ceiling)
+            .create_category_in_with_ceiling(
+                &category,
+                bounds.start(),
+                bounds.end(),
+                layout,
+                ceiling,
+            )
             .expect("create the category");
         let dir = tempfile::Builder::new()
             .prefix("zooid-faults-")
@@ -275,7 +281,10 @@ impl Rig {
 
     /// The category's pool as it is now, read through the admin's own session (not the proxies).
     pub fn pool_info(&self) -> zooid::Result<zooid::PoolInfo> {
-        let admin = self.admin.as_ref().expect("the admin service lives as long as the rig");
+        let admin = self
+            .admin
+            .as_ref()
+            .expect("the admin service lives as long as the rig");
         admin.pool_info(&self.category)
     }
 

@@ -40,16 +40,22 @@ impl Keeper {
         let log = dir.join(format!("{name}.keeper"));
         let file = fs::File::create(&log).expect("a keeper log");
         let mut cmd = Command::new(cli_binary());
-        cmd.args(["--connect", connect, "--session-timeout-ms", "3000", "keeper"])
-            .arg("--durable")
-            .arg(records)
-            .args(["--root", ROOT, "--name", name])
-            .args(["--reserve-floor", &RESERVE_FLOOR.to_string()])
-            .args(["--reserve-cap", &RESERVE_CAP.to_string()])
-            .args(["--reserve-minutes", "0.05", "--tick-ms", "100"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(file);
+        cmd.args([
+            "--connect",
+            connect,
+            "--session-timeout-ms",
+            "3000",
+            "keeper",
+        ])
+        .arg("--durable")
+        .arg(records)
+        .args(["--root", ROOT, "--name", name])
+        .args(["--reserve-floor", &RESERVE_FLOOR.to_string()])
+        .args(["--reserve-cap", &RESERVE_CAP.to_string()])
+        .args(["--reserve-minutes", "0.05", "--tick-ms", "100"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(file);
         let child = spawn_with_parent_death_signal(cmd).expect("start zooid keeper");
         Keeper {
             name: name.to_string(),
@@ -251,7 +257,9 @@ fn candidates(connect: &str) -> usize {
         client
             .list_children(zooid::keeper::DEFAULT_GROUP)
             .await
-            .map_or(0, |children| children.iter().filter(|c| c.contains("-n_")).count())
+            .map_or(0, |children| {
+                children.iter().filter(|c| c.contains("-n_")).count()
+            })
     })
 }
 
@@ -376,7 +384,9 @@ pub fn wipe_mid_burst(name: &str, cfg: Config, kill_keeper: bool) {
 
     // The wipe happened mid-burst: takes completed before it and after the restore, and some
     // operations were in flight across it or failed between it and the restore.
-    let ok_before = count(&a.records, |r| r.op == "take" && r.outcome == "ok" && r.end_ms < wipe_ms);
+    let ok_before = count(&a.records, |r| {
+        r.op == "take" && r.outcome == "ok" && r.end_ms < wipe_ms
+    });
     let ok_after = count(&a.records, |r| {
         r.op == "take" && r.outcome == "ok" && r.start_ms >= restored_ms
     });
@@ -391,7 +401,9 @@ pub fn wipe_mid_burst(name: &str, cfg: Config, kill_keeper: bool) {
     let not_found_outside = a
         .records
         .iter()
-        .filter(|r| r.outcome == "err:not-found" && (r.end_ms < wipe_ms || r.start_ms > restored_ms))
+        .filter(|r| {
+            r.outcome == "err:not-found" && (r.end_ms < wipe_ms || r.start_ms > restored_ms)
+        })
         .count();
     eprintln!(
         "[{name}] wipe: {ok_before} takes completed before it, {ok_after} after the restore; \
@@ -412,6 +424,8 @@ pub fn wipe_mid_burst(name: &str, cfg: Config, kill_keeper: bool) {
         not_found_outside, 0,
         "the category was missing outside the wipe's window"
     );
+    // No ID twice across before and after, every ID accounted for.
+    rig.assert_guarantees(&a, WIPE);
 
     // Every take's IDs at or below the durable record: the record as read when the take
     // returned (the first sample at or after its end; the record only grows, the restore keeps
@@ -470,7 +484,6 @@ pub fn wipe_mid_burst(name: &str, cfg: Config, kill_keeper: bool) {
         gave_up <= bound,
         "the restore gave up more than the reserve and the free IDs"
     );
-    rig.assert_guarantees(&a, WIPE);
 }
 
 fn count(records: &[OpRecord], f: impl Fn(&OpRecord) -> bool) -> u64 {

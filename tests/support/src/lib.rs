@@ -47,7 +47,12 @@ pub fn repo() -> PathBuf {
 /// The binary of `examples/NAME.rs`, built once per test binary in the profile and target
 /// directory the tests run in (multi-process tests start it as their workload).
 pub fn example_binary(name: &str) -> std::path::PathBuf {
-    built_binary("zooid", &["--example", name], &format!("examples/{name}"), None)
+    built_binary(
+        "zooid",
+        &["--example", name],
+        &format!("examples/{name}"),
+        None,
+    )
 }
 
 /// The `zooid` command-line tool (package `zooid-cli`), for tests outside its package that start
@@ -57,7 +62,12 @@ pub fn example_binary(name: &str) -> std::path::PathBuf {
 /// rlib has no hash in its file name (it is also a cdylib), so a build in the shared target
 /// directory would overwrite the rlib the tests and examples link with another variant.
 pub fn cli_binary() -> std::path::PathBuf {
-    built_binary("zooid-cli", &["--bin", "zooid"], "zooid", Some("cli-for-tests"))
+    built_binary(
+        "zooid-cli",
+        &["--bin", "zooid"],
+        "zooid",
+        Some("cli-for-tests"),
+    )
 }
 
 /// Builds `cargo build -p PACKAGE TARGET` once per test binary, in the profile of the running
