@@ -733,3 +733,23 @@ fn f10d_holes_wipe_mid_burst_active_keeper_killed() {
         true,
     );
 }
+
+/// Wipe mid-burst (single node) with the active keeper SIGKILLed just before.
+#[test]
+fn f10e_wipe_mid_burst_active_keeper_killed() {
+    wipe::wipe_mid_burst(
+        "10e active keeper SIGKILLed, then a wipe mid-burst",
+        Config::default(),
+        true,
+    );
+}
+
+/// Wipe mid-burst in block allocation (format 3) with the active keeper SIGKILLed just before.
+#[test]
+fn f10f_blocks_wipe_mid_burst_active_keeper_killed() {
+    wipe::wipe_mid_burst(
+        "10f block allocation: active keeper SIGKILLed, then a wipe mid-burst",
+        blocks(),
+        true,
+    );
+}

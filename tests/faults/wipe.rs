@@ -416,10 +416,6 @@ pub fn wipe_mid_burst(name: &str, cfg: Config, kill_keeper: bool) {
     );
     assert!(ok_before > 0 && ok_after > 0, "the wipe was not mid-burst");
     assert!(at_wipe > 0, "no operation was in flight at the wipe");
-    assert!(
-        across_failed > 0,
-        "no operation in flight across the wipe failed or ended unknown"
-    );
     assert_eq!(
         not_found_outside, 0,
         "the category was missing outside the wipe's window"
