@@ -19,6 +19,7 @@
 use zooid_test_support as support;
 
 mod check;
+mod keepers;
 #[allow(dead_code)]
 #[path = "../../examples/eventpublish/ledger.rs"]
 mod ledger;
