@@ -11,6 +11,10 @@
 //! outcome was unknown, and none where the protocol can tell the outcome; at most one batch lost
 //! per killed worker thread; only transient error kinds.
 //!
+//! The wipe rows (10a to 10f, tests/faults/wipe.rs) also run two `zooid keeper` processes and
+//! `zooid restore` (tests/faults/keepers.rs): the CLI is built once per run in a target directory
+//! of its own, `target/cli-for-tests` (several minutes the first time).
+//!
 //! Needs the ZooKeeper jars (`bash scripts/fetch-zookeeper.sh`). The tests run one at a time
 //! (each holds a lock), so `cargo test --test faults` is enough. `ZOOID_FAULT_SCALE=N` runs the
 //! workload N times longer and repeats the repeatable faults N times more (the soak);
