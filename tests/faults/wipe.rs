@@ -18,7 +18,7 @@ use crate::check::{Analysis, Ivs, OpRecord};
 use crate::keepers::{candidates, record_ceiling, zooid_restore, Keeper, Sampler, RESERVE_CAP};
 use crate::rig::{serial, unix_ms, Config, Expect, Rig};
 
-/// One successful take: its operation record and the ranges of its `T` lines.
+/// One successful take: when it ran (its `.ops` record) and the highest ID of its `T` lines.
 struct Take {
     start_ms: u128,
     end_ms: u128,
@@ -89,8 +89,8 @@ fn takes(dir: &Path) -> Vec<Take> {
 
 /// The IDs free at or below `high_water` in a pool.
 fn free_below(info: &zooid::PoolInfo) -> u64 {
-    let free = Ivs::new(info.free.iter().map(|r| (r.start(), r.end())));
-    free.intersect(&Ivs::new([(i64::MIN, info.high_water)]))
+    Ivs::of(&info.free)
+        .intersect(&Ivs::new([(i64::MIN, info.high_water)]))
         .count()
 }
 
