@@ -61,6 +61,8 @@ struct Prepared {
     token: OpToken,
     bytes: Vec<u8>,
     moved: Vec<IdRange>,
+    /// The write moves the pool to a fresh node (data version 0), past the 32-bit data version.
+    moves: bool,
 }
 
 impl<S: Store> IdGeneratorService<S> {
@@ -230,7 +232,11 @@ impl<S: Store> IdGeneratorService<S> {
             slot.pace.on_fresh_read(u32::try_from(behind).unwrap_or(0));
         }
         let mut pool = Pool::parse(path, &node.data)?;
-        if refuse_older && self.categories.is_older(path, pool.epoch(), node.version) {
+        if refuse_older
+            && self
+                .categories
+                .is_older(path, pool.epoch(), pool.version_at(node.version))
+        {
             // A new session may have reached a server that lags behind the one the newer state
             // came from: catch it up before concluding anything.
             if self.store.sync(path).await.is_ok() {
@@ -239,7 +245,8 @@ impl<S: Store> IdGeneratorService<S> {
             }
         }
         if refuse_older {
-            self.categories.observe(path, pool.epoch(), node.version)?;
+            self.categories
+                .observe(path, pool.epoch(), pool.version_at(node.version))?;
         }
         let limit = self.options.max_pool_bytes;
         self.stats
@@ -312,13 +319,21 @@ impl<S: Store> IdGeneratorService<S> {
             (ops, Some(stored))
         };
         part_ops.extend(merged);
-        let version = current
-            .version
-            .checked_add(1)
-            .ok_or_else(|| ZooidError::VersionWrap {
+        // A single-node pool near the end of ZooKeeper's 32-bit data version moves to a fresh
+        // node with this write; its pool version (the operation log's) goes on from here.
+        let moves = current.version >= self.options.move_at_version
+            && next.blocks().is_none()
+            && part_ops.is_empty();
+        if !moves && current.version == i32::MAX {
+            return Err(ZooidError::VersionWrap {
                 path: path.to_string(),
                 version: current.version,
-            })?;
+            });
+        }
+        let version = current.pool.version_at(current.version) + 1;
+        if moves {
+            next.set_offset(version);
+        }
         let token = OpToken::random();
         let op = OpRecord {
             version,
@@ -339,6 +354,7 @@ impl<S: Store> IdGeneratorService<S> {
             token,
             bytes,
             moved,
+            moves,
         })
     }
 
@@ -353,15 +369,27 @@ impl<S: Store> IdGeneratorService<S> {
         kind: OpKind,
         refuse_older: bool,
     ) -> Result<Sent> {
-        let version = current.version + 1;
+        let version = if write.moves { 0 } else { current.version + 1 };
         let sent = std::time::Instant::now();
         // Before sending: the watch must not take this process's own write for another's.
         slot.known.store(version, Ordering::Release);
-        let reply = self
-            .write(path, &write.bytes, current.version, &write.part_ops)
-            .await;
+        let reply = if write.moves {
+            tracing::info!(
+                category = path,
+                version = current.version,
+                "moving the pool node to a fresh one"
+            );
+            self.store
+                .replace(path, &write.bytes, current.version)
+                .await
+                .map(|created| (0, created))
+        } else {
+            self.write(path, &write.bytes, current.version, &write.part_ops)
+                .await
+                .map(|written| (written, current.created))
+        };
         match reply {
-            Ok(written) => {
+            Ok((written, created)) => {
                 slot.known.store(written, Ordering::Release);
                 parts::remember(
                     write.stored.as_ref().unwrap_or(&write.next),
@@ -371,8 +399,11 @@ impl<S: Store> IdGeneratorService<S> {
                     self.categories.forget_seen(path);
                 }
                 // The write applied: its IDs are the caller's whatever was seen meanwhile.
-                self.categories
-                    .note_written(path, write.next.epoch(), written);
+                self.categories.note_written(
+                    path,
+                    write.next.epoch(),
+                    write.next.version_at(written),
+                );
                 let limit = self.options.max_pool_bytes;
                 let bytes = write.bytes.len();
                 self.stats
@@ -380,7 +411,7 @@ impl<S: Store> IdGeneratorService<S> {
                 slot.pace.on_success(sent.elapsed());
                 let state = Cached::new(
                     written,
-                    current.created,
+                    created,
                     current.session,
                     write.next,
                     false,
@@ -407,6 +438,17 @@ impl<S: Store> IdGeneratorService<S> {
                 other @ (StoreError::NodeExists
                 | StoreError::Refused(_)
                 | StoreError::NotAuthorized { .. }),
+            ) if write.moves => {
+                tracing::error!(category = path, version = current.version, why = %other, "the pool node cannot be moved to a fresh one");
+                Err(ZooidError::VersionWrap {
+                    path: path.to_string(),
+                    version: current.version,
+                })
+            }
+            Err(
+                other @ (StoreError::NodeExists
+                | StoreError::Refused(_)
+                | StoreError::NotAuthorized { .. }),
             ) => Err(other.into_zooid(path)),
         }
     }
@@ -425,15 +467,23 @@ impl<S: Store> IdGeneratorService<S> {
         let lost = LostWrite {
             token: write.token,
             expected,
+            produced: current.pool.version_at(expected) + 1,
+            offset: current.pool.offset(),
+            moves: write.moves,
             bytes: &write.bytes,
             parts: &write.part_ops,
             kind,
             moved: &write.moved,
             epoch: current.pool.epoch(),
         };
+        // The state the write leaves if it applied (a move's new incarnation is read, not known).
+        let (version, created) = match write.moves {
+            true => (0, None),
+            false => (expected + 1, current.created),
+        };
         let planned = Cached::new(
-            expected + 1,
-            current.created,
+            version,
+            created,
             current.session,
             write.next,
             false,

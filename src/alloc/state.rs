@@ -289,9 +289,10 @@ pub(crate) type Held = tokio::sync::OwnedMutexGuard<Slot>;
 #[derive(Default)]
 pub(crate) struct Categories {
     slots: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Slot>>>>,
-    /// The newest (epoch, data version) this process saw of each pool: a read older than that
-    /// means ZooKeeper went back in time, and is refused.
-    seen: Mutex<HashMap<String, (u64, i32)>>,
+    /// The newest (epoch, pool version) this process saw of each pool: a read older than that
+    /// means ZooKeeper went back in time, and is refused. The pool version
+    /// ([`Pool::version_at`](crate::format::Pool::version_at)) goes on across moves to fresh nodes.
+    seen: Mutex<HashMap<String, (u64, i64)>>,
     /// For pools in block allocation: (generation, a block number not claimed yet as far as this
     /// process knows), to see the ceiling coming without reading.
     next_block: Mutex<HashMap<String, (u64, i64, i64)>>,
@@ -313,7 +314,7 @@ impl Categories {
     }
 
     /// Whether (`epoch`, `version`) is older than what this process saw of the pool.
-    pub(crate) fn is_older(&self, path: &str, epoch: u64, version: i32) -> bool {
+    pub(crate) fn is_older(&self, path: &str, epoch: u64, version: i64) -> bool {
         locked(&self.seen)
             .get(path)
             .is_some_and(|&newest| (epoch, version) < newest)
@@ -327,7 +328,7 @@ impl Categories {
     /// Records that this process saw the pool at (`epoch`, `version`), refusing a state older
     /// than one seen before (ZooKeeper restored from an older snapshot or lost writes). Callers
     /// `sync` first, so that a lagging server is not mistaken for a rollback.
-    pub(crate) fn observe(&self, path: &str, epoch: u64, version: i32) -> Result<()> {
+    pub(crate) fn observe(&self, path: &str, epoch: u64, version: i64) -> Result<()> {
         let mut seen = locked(&self.seen);
         let entry = seen.entry(path.to_string()).or_insert((epoch, version));
         if (epoch, version) < *entry {
@@ -353,7 +354,7 @@ impl Categories {
     /// write applied, so what it moved is the caller's; a newer state seen already stays the
     /// newest (and is logged, as it should not happen: every observation runs under the
     /// category's slot).
-    pub(crate) fn note_written(&self, path: &str, epoch: u64, version: i32) {
+    pub(crate) fn note_written(&self, path: &str, epoch: u64, version: i64) {
         let mut seen = locked(&self.seen);
         let entry = seen.entry(path.to_string()).or_insert((epoch, version));
         if (epoch, version) < *entry {

@@ -133,8 +133,10 @@ pub enum ZooidError {
     #[error("{what}: timed out after {after:?}")]
     Timeout { what: String, after: Duration },
 
-    /// The node's 32-bit data version reached its maximum; a further write would wrap it.
-    #[error("pool node {path} reached data version {version}; another write would wrap the version counter (recreate the category above its last ID)")]
+    /// The node's 32-bit data version reached its limit and the node could not be moved to a
+    /// fresh one (a pool in block allocation, or a node with children or an ACL that does not
+    /// let this client delete and create it).
+    #[error("pool node {path} reached data version {version}: another write would wrap ZooKeeper's 32-bit version counter, and the node could not be moved to a fresh one (see the log)")]
     VersionWrap { path: String, version: i32 },
 
     /// The store refused or failed the request in a way not listed above.

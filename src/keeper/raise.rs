@@ -273,7 +273,7 @@ impl Active<'_> {
         let keep = pool.log().count().max(DEFAULT_OP_LOG_LEN);
         next.record(
             OpRecord {
-                version: next_version,
+                version: pool.version_at(next_version),
                 token: OpToken::random(),
                 kind: OpKind::Ceiling,
                 count: ceiling.abs_diff(old.unwrap_or(ceiling)),

@@ -327,7 +327,8 @@ impl<S: Store> IdGeneratorService<S> {
             .await
             .map_err(|e| e.into_zooid(path))?;
         let pool = Pool::parse(path, &node.data)?;
-        self.categories.observe(path, pool.epoch(), node.version)?;
+        self.categories
+            .observe(path, pool.epoch(), pool.version_at(node.version))?;
         match pool.blocks() {
             Some(layout) => generations::ensure_parent(session, path, layout.generation).await,
             None => Ok(()),
