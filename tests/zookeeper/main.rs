@@ -17,3 +17,4 @@ mod service;
 mod session;
 mod session_fate;
 mod session_leader;
+mod version_move;
