@@ -246,6 +246,45 @@ fn a_push_of_thousands_of_ranges_goes_in_parts() {
     });
 }
 
+/// At the end of a category (every fresh block claimed), a take that needs more holes than one
+/// `multi` may delete (1,000 nodes) hands out what the lowest 1,000 holes hold, and the next
+/// take the rest: found by review, it failed with `Exhausted` while 1,500 IDs were free.
+#[test]
+fn a_take_at_the_end_needing_more_than_1000_holes_hands_out_what_1000_hold() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let svc = open(&zk.connect_string()).await;
+        let cat = IdCategory::new("/holes/end").unwrap();
+        svc.create_category_in(&cat, 1, 3000, Layout::HoleNodes { unit: 1000 })
+            .await
+            .unwrap();
+        assert_eq!(
+            svc.take_ids(&cat, 3000).await.unwrap().ranges(),
+            vec![r(1, 3000)]
+        );
+        let every_other: Vec<IdRange> = (0..1500).map(|i| IdRange::single(2 * i + 1)).collect();
+        let mut back = IdSet::new(cat.clone(), every_other.clone());
+        svc.push_ids(&mut back).await.unwrap();
+        assert_eq!(
+            svc.pool_info(&cat).await.unwrap().free_count,
+            1500,
+            "1,500 free, in holes"
+        );
+        let first = svc
+            .take_ids(&cat, 1500)
+            .await
+            .expect("the lowest 1,000 holes");
+        assert_eq!(first.ranges(), every_other[..1000].to_vec());
+        let second = svc.take_ids(&cat, 1500).await.expect("the other 500");
+        assert_eq!(second.ranges(), every_other[1000..].to_vec());
+        assert!(matches!(
+            svc.take_ids(&cat, 1).await,
+            Err(ZooidError::Exhausted { .. })
+        ));
+    });
+}
+
 /// A repair behind the durable record (`zooid restore` on a pool ZooKeeper rolled back, or
 /// `repair`) gives up the hole nodes at or below the record, as the keeper's does: a snapshot
 /// brings back holes that were taken since. Found by review: `repair` left them, and the next

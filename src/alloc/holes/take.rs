@@ -111,7 +111,8 @@ impl<S: Store> IdGeneratorService<S> {
         let Some(top) = top_of(slot) else {
             return Err(failed);
         };
-        let left = choice::available_at_most(&holes, top).min(wanted);
+        // At most what one `multi` of deletes can claim; the next take gets the rest.
+        let left = choice::available_in_one_take(&holes, top).min(wanted);
         match self.claim_holes(category, slot, &holes, left, None).await? {
             Some(handed) if !handed.is_empty() => Ok(handed),
             _ => Err(failed),
