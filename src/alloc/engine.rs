@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::blocks::needs_zookeeper;
 use super::blocks::{generations, parts, returns};
 use super::lost::{LostWrite, Resolution};
+use super::options::DEFAULT_MOVE_AT_VERSION;
 use super::service::{count_of, IdGeneratorService};
 use super::state::{figures, Cached, Held, Slot, Strategy, Waiting};
 use crate::error::{Result, ZooidError};
@@ -124,7 +125,7 @@ impl<S: Store> IdGeneratorService<S> {
         if slot
             .cached
             .as_ref()
-            .is_some_and(|c| c.session != generation)
+            .is_some_and(|c| c.session != generation || c.at.elapsed() > self.remember_for())
         {
             slot.cached = None;
         }
@@ -210,6 +211,16 @@ impl<S: Store> IdGeneratorService<S> {
             }
         }
         Err(self.budget_error(category, budget, failure))
+    }
+
+    /// How long a remembered state is planned on ([`Cached::REMEMBER_FOR`]); not at all when
+    /// the move threshold is lowered (a test hook), where a move cycle is a few writes.
+    fn remember_for(&self) -> std::time::Duration {
+        if self.options.move_at_version < DEFAULT_MOVE_AT_VERSION {
+            std::time::Duration::ZERO
+        } else {
+            Cached::REMEMBER_FOR
+        }
     }
 
     /// Reads the pool whole: the node (caught up with a `sync` when it looks older than seen

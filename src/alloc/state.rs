@@ -216,9 +216,19 @@ pub(crate) struct Cached {
     pub strategy: Strategy,
     /// The pushes waiting in their own nodes, merged into `pool`'s free list.
     pub waiting: Waiting,
+    /// When it was read or written: a state older than [`Cached::REMEMBER_FOR`] is read again.
+    pub at: std::time::Instant,
 }
 
 impl Cached {
+    /// How long a state is planned on without reading the pool again. A single-node pool moves
+    /// to a fresh node, whose data versions start again at 0, every
+    /// `ServiceOptions::move_at_version` writes: a compare-and-set planned on a state of the old
+    /// node would apply to the new one once that reaches the same data version. Within 60 s
+    /// that needs more than 35 million writes per second at the default threshold; a lowered
+    /// threshold (a test hook) plans on no remembered state.
+    pub(crate) const REMEMBER_FOR: std::time::Duration = std::time::Duration::from_secs(60);
+
     /// The state of `pool` at `version` of incarnation `created`, known on session generation
     /// `session`, its strategy decided.
     pub(crate) fn new(
@@ -237,6 +247,7 @@ impl Cached {
             pool,
             fresh,
             waiting,
+            at: std::time::Instant::now(),
         }
     }
 }

@@ -633,6 +633,44 @@ pub async fn pools_move_to_a_fresh_node_before_the_version_wraps(ctx: &Ctx) {
     assert_eq!(next, vec![r(free[0].start(), free[0].start())]);
 }
 
+/// A process that remembers the pool from before a move, while others move it and write it up
+/// to the data version it remembers, must not write its remembered pool onto the new node (the
+/// compare-and-set would succeed: data versions start again at 0). Review of the move: A's take
+/// handed out ID 2, which B held.
+pub async fn a_state_remembered_across_a_move_is_read_again(ctx: &Ctx) {
+    let options = ServiceOptions {
+        move_at_version: 4,
+        ..ServiceOptions::default()
+    };
+    let a = ctx.faulty(options.clone()).await;
+    let b = ctx.faulty(options).await;
+    let cat = ctx.category("remembered");
+    a.create_category(&cat, 1, 100).await.unwrap();
+    let mut held = Box::pin(a.take_ids(&cat, 1)).await.unwrap().ranges();
+    // B writes at data versions 1, 2, 3, moves the node at 4 (data version 0), writes 0 -> 1:
+    // the node is at the data version A remembers.
+    for _ in 0..5 {
+        held.extend(Box::pin(b.take_ids(&cat, 1)).await.unwrap().ranges());
+    }
+    assert_eq!(
+        b.store().replaces.load(Ordering::SeqCst),
+        1,
+        "B moved the node"
+    );
+    let (version, _, _) = node_of(&a, &cat).await;
+    assert_eq!(version, 1, "at the version A remembers");
+    held.extend(Box::pin(a.take_ids(&cat, 1)).await.unwrap().ranges());
+    held.extend(Box::pin(b.take_ids(&cat, 1)).await.unwrap().ranges());
+    let ids = ids_of(&held);
+    let distinct: BTreeSet<i64> = ids.iter().copied().collect();
+    assert_eq!(
+        distinct.len(),
+        ids.len(),
+        "an ID handed out twice: {held:?}"
+    );
+    assert_eq!(ids, (1..=8).collect::<Vec<_>>());
+}
+
 /// A pool that cannot be moved (here: the node has a child, so it cannot be deleted) refuses
 /// the write that would wrap its version (`VersionWrap`), changing nothing.
 pub async fn an_unmovable_pool_refuses_to_wrap(ctx: &Ctx) {
@@ -708,6 +746,7 @@ pub const CASES: &[&str] = &[
     "lost_replies_are_resolved",
     "unresolvable_outcomes_leak_never_duplicate",
     "pools_move_to_a_fresh_node_before_the_version_wraps",
+    "a_state_remembered_across_a_move_is_read_again",
     "an_unmovable_pool_refuses_to_wrap",
     "contention_is_bounded",
     "free_list_resolves_past_the_log",
@@ -730,6 +769,9 @@ pub async fn run(name: &str, ctx: &Ctx) {
         }
         "pools_move_to_a_fresh_node_before_the_version_wraps" => {
             pools_move_to_a_fresh_node_before_the_version_wraps(ctx).await
+        }
+        "a_state_remembered_across_a_move_is_read_again" => {
+            a_state_remembered_across_a_move_is_read_again(ctx).await
         }
         "an_unmovable_pool_refuses_to_wrap" => an_unmovable_pool_refuses_to_wrap(ctx).await,
         "contention_is_bounded" => contention_is_bounded(ctx).await,
