@@ -10,7 +10,7 @@ use super::blocks::{generations, parts, returns};
 use super::lost::{LostWrite, Resolution};
 use super::options::DEFAULT_MOVE_AT_VERSION;
 use super::service::{count_of, IdGeneratorService};
-use super::state::{figures, Cached, Held, Slot, Strategy, Waiting};
+use super::state::{figures, Cached, Held, Slot, Strategy, Waiting, MOVE_RETRY_AFTER};
 use crate::error::{Result, ZooidError};
 use crate::format::{ChunkOp, OpKind, OpRecord, OpToken, Pool, MAX_OP_LINE_BYTES};
 use crate::idset::IdCategory;
@@ -160,7 +160,11 @@ impl<S: Store> IdGeneratorService<S> {
             };
             let prepared = match plan(&current.pool, current.strategy) {
                 Ok(Plan::Write { next, moved, count }) => {
-                    self.prepare(path, &current, next, moved, count, kind)?
+                    let may_move = slot.move_refused_at.is_none_or(|refused| {
+                        current.version == i32::MAX
+                            || current.version >= refused.saturating_add(MOVE_RETRY_AFTER)
+                    });
+                    self.prepare(path, &current, next, moved, count, kind, may_move)?
                 }
                 Ok(Plan::Keep) => return Ok(Step::Kept(slot.cached.insert(current))),
                 // A remembered state may be stale: decide only on what the store holds now.
@@ -308,7 +312,9 @@ impl<S: Store> IdGeneratorService<S> {
 
     /// Lays out the write of `next` over `current`: a format-3 pool writes only the parts of its
     /// free list that changed, and merges the waiting pushes it does not leave waiting (their
-    /// nodes are deleted in the same `multi`); logs the operation.
+    /// nodes are deleted in the same `multi`); logs the operation. A single-node pool at
+    /// `move_at_version` or above moves to a fresh node with this write, when `may_move`.
+    #[allow(clippy::too_many_arguments)]
     fn prepare(
         &self,
         path: &str,
@@ -317,6 +323,7 @@ impl<S: Store> IdGeneratorService<S> {
         moved: Vec<IdRange>,
         count: u64,
         kind: OpKind,
+        may_move: bool,
     ) -> Result<Prepared> {
         let (waiting, merged) = current.waiting.after_write(path, next.free());
         // `stored`: the pool as its nodes will hold it, when pushes wait.
@@ -332,7 +339,8 @@ impl<S: Store> IdGeneratorService<S> {
         part_ops.extend(merged);
         // A single-node pool near the end of ZooKeeper's 32-bit data version moves to a fresh
         // node with this write; its pool version (the operation log's) goes on from here.
-        let moves = current.version >= self.options.move_at_version
+        let moves = may_move
+            && current.version >= self.options.move_at_version
             && next.blocks().is_none()
             && part_ops.is_empty();
         if !moves && current.version == i32::MAX {
@@ -450,11 +458,17 @@ impl<S: Store> IdGeneratorService<S> {
                 | StoreError::Refused(_)
                 | StoreError::NotAuthorized { .. }),
             ) if write.moves => {
-                tracing::error!(category = path, version = current.version, why = %other, "the pool node cannot be moved to a fresh one");
-                Err(ZooidError::VersionWrap {
-                    path: path.to_string(),
-                    version: current.version,
-                })
+                tracing::error!(category = path, version = current.version, why = %other, "the pool node cannot be moved to a fresh one; writing it in place until its last data version");
+                if current.version == i32::MAX {
+                    return Err(ZooidError::VersionWrap {
+                        path: path.to_string(),
+                        version: current.version,
+                    });
+                }
+                // Nothing applied: plan again, and write in place.
+                slot.move_refused_at = Some(current.version);
+                slot.cached = Some(current);
+                Ok(Sent::NotApplied)
             }
             Err(
                 other @ (StoreError::NodeExists

@@ -271,9 +271,16 @@ pub(crate) struct Slot {
     /// Takes left during which this process chooses holes at random, after it lost a race for
     /// one (src/alloc/holes/mod.rs).
     pub hole_races: u8,
+    /// The data version at which moving this single-node pool to a fresh node was last refused
+    /// (a child under it, or no delete and create on its parent): until
+    /// [`MOVE_RETRY_AFTER`] writes later, or the last data version, it is written in place.
+    pub move_refused_at: Option<i32>,
     /// The free-list parts of a format-3 pool already read (src/alloc/blocks/parts.rs).
     pub chunks: ChunkCache,
 }
+
+/// How many writes after a refused move of a pool to a fresh node the move is tried again.
+pub(crate) const MOVE_RETRY_AFTER: i32 = 1_024;
 
 /// The holes of a pool in format 4 as one listing found them, and whether they may have changed
 /// since (src/alloc/holes/listing.rs).

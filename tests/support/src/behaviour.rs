@@ -671,29 +671,38 @@ pub async fn a_state_remembered_across_a_move_is_read_again(ctx: &Ctx) {
     assert_eq!(ids, (1..=8).collect::<Vec<_>>());
 }
 
-/// A pool that cannot be moved (here: the node has a child, so it cannot be deleted) refuses
-/// the write that would wrap its version (`VersionWrap`), changing nothing.
-pub async fn an_unmovable_pool_refuses_to_wrap(ctx: &Ctx) {
+/// A pool that cannot be moved (here: the node has a child, so it cannot be deleted) is written
+/// in place, and the move is tried again 1,024 writes later (it refuses only at the last data
+/// version, 2,147,483,647: `VersionWrap`). Review of the move: it refused at the threshold.
+pub async fn an_unmovable_pool_is_written_in_place(ctx: &Ctx) {
     let options = ServiceOptions {
         move_at_version: 1,
         ..ServiceOptions::default()
     };
     let svc = ctx.faulty(options).await;
-    let cat = ctx.category("wrap");
-    svc.create_category(&cat, 1, 1000).await.unwrap();
-    svc.take_ids(&cat, 10).await.unwrap();
-    svc.store()
-        .inner
-        .create(&format!("{}/child", cat.name()), b"")
-        .await
-        .unwrap();
-    match svc.take_ids(&cat, 10).await {
-        Err(ZooidError::VersionWrap { version: 1, .. }) => {}
-        other => panic!("expected VersionWrap at version 1, got {other:?}"),
+    let cat = ctx.category("unmovable");
+    svc.create_category(&cat, 1, 100_000).await.unwrap();
+    let child = format!("{}/child", cat.name());
+    svc.store().inner.create(&child, b"").await.unwrap();
+    let mut handed = Vec::new();
+    for _ in 0..3 {
+        handed.extend(Box::pin(svc.take_ids(&cat, 10)).await.unwrap().ranges());
     }
+    assert_eq!(handed, vec![r(1, 10), r(11, 20), r(21, 30)]);
     let (version, _, pool) = node_of(&svc, &cat).await;
-    assert_eq!((version, pool.offset()), (1, 0), "not moved");
-    assert_eq!(pool.free().ranges(), vec![r(11, 1000)], "nothing taken");
+    assert_eq!((version, pool.offset()), (3, 0), "written in place");
+    // take at 0 (set), take at 1 (a refused move, then a set), take at 2 (a set): 4 writes.
+    assert_eq!(svc.store().sets.load(Ordering::SeqCst), 4, "one move tried");
+    assert_eq!(svc.store().replaces.load(Ordering::SeqCst), 0);
+    // Once the child is gone, the move is tried again 1,024 writes after the refusal.
+    svc.store().inner.delete(&child, 0).await.unwrap();
+    while node_of(&svc, &cat).await.2.offset() == 0 {
+        Box::pin(svc.take_ids(&cat, 1)).await.unwrap();
+        assert!(node_of(&svc, &cat).await.0 <= 1 + 1_024, "moved at last");
+    }
+    assert_eq!(svc.store().replaces.load(Ordering::SeqCst), 1);
+    let (version, _, pool) = node_of(&svc, &cat).await;
+    assert_eq!((version, pool.offset()), (0, 1 + 1_024 + 1));
 }
 
 /// Version conflicts are retried with backoff; past the attempt budget the caller gets
@@ -747,7 +756,7 @@ pub const CASES: &[&str] = &[
     "unresolvable_outcomes_leak_never_duplicate",
     "pools_move_to_a_fresh_node_before_the_version_wraps",
     "a_state_remembered_across_a_move_is_read_again",
-    "an_unmovable_pool_refuses_to_wrap",
+    "an_unmovable_pool_is_written_in_place",
     "contention_is_bounded",
     "free_list_resolves_past_the_log",
 ];
@@ -773,7 +782,7 @@ pub async fn run(name: &str, ctx: &Ctx) {
         "a_state_remembered_across_a_move_is_read_again" => {
             a_state_remembered_across_a_move_is_read_again(ctx).await
         }
-        "an_unmovable_pool_refuses_to_wrap" => an_unmovable_pool_refuses_to_wrap(ctx).await,
+        "an_unmovable_pool_is_written_in_place" => an_unmovable_pool_is_written_in_place(ctx).await,
         "contention_is_bounded" => contention_is_bounded(ctx).await,
         "free_list_resolves_past_the_log" => free_list_resolves_past_the_log(ctx).await,
         other => panic!("no case {other}"),
