@@ -155,6 +155,7 @@ pub(crate) fn samples() -> Vec<super::ZooidError> {
             category: s(),
             op: WriteOp::Take,
             ids: vec![range],
+            leaked_within: None,
         },
         E::ConnectionLost {
             category: s(),

@@ -52,6 +52,17 @@ impl std::fmt::Display for WriteOp {
     }
 }
 
+/// IDs an operation whose outcome is unknown may have taken without being able to name them:
+/// at most `at_most` IDs, all within `within` (a claim of fresh blocks whose nodes were deleted
+/// before its lost reply was resolved, or that was still in doubt). They are never handed out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LeakBound {
+    /// The most IDs concerned.
+    pub at_most: u64,
+    /// The range they lie in.
+    pub within: IdRange,
+}
+
 /// What went wrong, with enough detail to act on it.
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -117,12 +128,14 @@ pub enum ZooidError {
     /// not confirm, within the operation's deadline, that its session can no longer write, or
     /// what they hold no longer tells). A take's IDs are leaked (never handed out); a push is not
     /// repeated; a queue put ([`WriteOp::Put`], no IDs) may or may not be in the queue. `ids`
-    /// names the IDs concerned.
-    #[error("{category}: outcome of {op} unknown after a lost reply{}", fmt_leaked(.ids))]
+    /// names the IDs concerned; `leaked_within` bounds those a take may have got but cannot
+    /// name (a claim of fresh blocks whose nodes are gone), none otherwise.
+    #[error("{category}: outcome of {op} unknown after a lost reply{}{}", fmt_leaked(.ids), fmt_within(.leaked_within))]
     OutcomeUnknown {
         category: String,
         op: WriteOp,
         ids: Vec<IdRange>,
+        leaked_within: Option<LeakBound>,
     },
 
     /// The store could not be reached before the deadline; nothing was changed.
@@ -205,6 +218,16 @@ fn fmt_leaked(ids: &[IdRange]) -> String {
         "; IDs {} were not handed out and are leaked",
         fmt_ranges(ids)
     )
+}
+
+fn fmt_within(bound: &Option<LeakBound>) -> String {
+    match bound {
+        Some(bound) => format!(
+            "; up to {} IDs within {} may have been claimed; they are not handed out and are leaked",
+            bound.at_most, bound.within
+        ),
+        None => String::new(),
+    }
 }
 
 fn fmt_ranges(ids: &[IdRange]) -> String {

@@ -172,6 +172,7 @@ impl<S: Store> IdGeneratorService<S> {
                     category: path.to_string(),
                     op: crate::WriteOp::Take,
                     ids: Vec::new(),
+                    leaked_within: None,
                 });
             }
         };
