@@ -88,7 +88,10 @@ fn lose_a_claim_to_a_retire(name: &str, layout: Layout, retired: Retired) -> Out
         };
         let started = Instant::now();
         while proxy.dropped_replies() == 0 {
-            assert!(started.elapsed() < Duration::from_secs(20), "no claim reply dropped");
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "no claim reply dropped"
+            );
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
 
@@ -137,7 +140,10 @@ fn lose_a_claim_to_a_retire(name: &str, layout: Layout, retired: Retired) -> Out
         let take = take.await.unwrap();
         // Guards: the reply was dropped once, and the author could not look before the retire.
         assert_eq!(proxy.dropped_replies(), 1);
-        assert!(held_out > 0, "the author's reattach was refused during the retire");
+        assert!(
+            held_out > 0,
+            "the author's reattach was refused during the retire"
+        );
 
         let mut free = BTreeSet::new();
         let info = author.pool_info(&cat).await.unwrap();
@@ -180,7 +186,10 @@ fn assert_accounted(outcome: &Outcome) -> (Vec<IdRange>, Option<LeakBound>) {
     accounted.extend(&outcome.free);
     for range in &named {
         for id in range.start()..=range.end() {
-            assert!(accounted.insert(id), "ID {id} reported leaked and handed out or free");
+            assert!(
+                accounted.insert(id),
+                "ID {id} reported leaked and handed out or free"
+            );
         }
     }
     let unnamed: Vec<i64> = (1..=LAST).filter(|id| !accounted.contains(id)).collect();
@@ -226,7 +235,10 @@ fn runs(ids: &[i64]) -> Vec<IdRange> {
 fn a_lost_claim_whose_nodes_were_retired_is_reported(name: &str, layout: Layout) {
     let outcome = lose_a_claim_to_a_retire(name, layout, Retired::All);
     let (named, bound) = assert_accounted(&outcome);
-    assert!(named.is_empty(), "nothing of the claim was found: {named:?}");
+    assert!(
+        named.is_empty(),
+        "nothing of the claim was found: {named:?}"
+    );
     assert_eq!(
         bound,
         Some(LeakBound {
