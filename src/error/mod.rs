@@ -300,3 +300,28 @@ impl ZooidError {
 
 /// Shorthand for results of zooid operations.
 pub type Result<T, E = ZooidError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_take_names_its_bound() {
+        let r = |a, b| IdRange::new(a, b).unwrap();
+        let err = ZooidError::OutcomeUnknown {
+            category: "/c".into(),
+            op: WriteOp::Take,
+            ids: vec![r(201, 300)],
+            leaked_within: Some(LeakBound {
+                at_most: 100,
+                within: r(101, 300),
+            }),
+        };
+        assert_eq!(
+            err.to_string(),
+            "/c: outcome of take unknown after a lost reply; IDs [201:300] were not handed out \
+             and are leaked; up to 100 IDs within 101:300 may have been claimed; they are not \
+             handed out and are leaked"
+        );
+    }
+}
