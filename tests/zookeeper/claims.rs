@@ -43,6 +43,8 @@ struct Outcome {
     /// Every ID handed out, by the author and by the process that moved the generation.
     handed: Vec<IdSet>,
     free: BTreeSet<i64>,
+    /// The author's `ids_leaked` figure.
+    leaked_figure: u64,
 }
 
 /// Takes 100 IDs (block 0), then a take of 200 whose claim (blocks 1 and 2 of generation 0)
@@ -156,6 +158,7 @@ fn lose_a_claim_to_a_retire(name: &str, layout: Layout, retired: Retired) -> Out
             claimed,
             handed: vec![first, moved],
             free,
+            leaked_figure: author.stats().ids_leaked,
         }
     })
 }
@@ -192,6 +195,12 @@ fn assert_accounted(outcome: &Outcome) -> (Vec<IdRange>, Option<LeakBound>) {
             );
         }
     }
+    let named_ids: u64 = named.iter().map(|r| r.len()).sum();
+    assert_eq!(
+        outcome.leaked_figure,
+        named_ids + bound.map_or(0, |b| b.at_most),
+        "the ids_leaked figure counts the IDs named and the most the bound allows"
+    );
     let unnamed: Vec<i64> = (1..=LAST).filter(|id| !accounted.contains(id)).collect();
     let runs = runs(&unnamed);
     match bound {
