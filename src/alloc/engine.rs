@@ -535,6 +535,7 @@ impl<S: Store> IdGeneratorService<S> {
                     category: path.to_string(),
                     op: kind.into(),
                     ids: write.moved,
+                    leaked_within: None,
                 })
             }
         }

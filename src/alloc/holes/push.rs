@@ -105,6 +105,7 @@ impl<S: Store> IdGeneratorService<S> {
                         category: path.to_string(),
                         op: crate::WriteOp::Push,
                         ids: rest,
+                        leaked_within: None,
                     });
                 }
             }
