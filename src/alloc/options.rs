@@ -70,6 +70,10 @@ pub struct PoolInfo {
     pub free_count: u64,
     /// The node's data version.
     pub version: i32,
+    /// The pool version of the node's data version 0 (`#offset`): how many writes came before
+    /// this node, in nodes the pool was moved from (0 for a pool never moved). The pool version
+    /// is `offset + version`.
+    pub offset: i64,
     /// The node's size in bytes.
     pub bytes: usize,
     /// Whether the node is a headerless, seed-style list.

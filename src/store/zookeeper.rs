@@ -167,7 +167,9 @@ impl Store for ZkStore {
             )));
         }
         // The node's own ACL goes to the new incarnation (a category's ACL may differ from the
-        // session's default).
+        // session's default), read after a `sync` so that a recent `setACL` is not undone. (The
+        // `multi` cannot check the ACL's version: a `setACL` between this read and the move is.)
+        self.sync(path).await?;
         let (acl, _) = self
             .call(false, |c| async move { c.get_acl(path).await })
             .await?;
