@@ -55,11 +55,14 @@
 //! cargo bench --bench contention -- [--clients 1,4,16,32] [--window-ms 6000] [--batch 1000]
 //!     [--push-back 0] [--modes zooid,zooid-single,zooid-blocks,zooid-fair,naive,curator]
 //!     [--setups standalone,ensemble] [--rounds 1]
+//! cargo bench --bench contention -- --burst 2000 [--holes 2000] [--burst-batch 10000]
+//!     [--setups standalone]
 //! ```
 //!
 //! Without the Curator build the `curator` rows are skipped (and say so).
 //!
-//! `--burst TASKS` runs the Hadoop-shaped burst instead, on a standalone server, once on a
+//! `--burst TASKS` runs the Hadoop-shaped burst instead, on a standalone server (or on each setup
+//! `--setups` names: `ensemble` puts the sessions on a follower), once on a
 //! category in the default layout with default options, once on a category in block allocation
 //! and once in the default layout with `fair_pacing`: TASKS
 //! sessions in this process each take one batch of `--burst-batch` (10,000) IDs at the same
@@ -109,6 +112,8 @@ struct Args {
     push_back: u64,
     modes: Vec<String>,
     setups: Vec<String>,
+    /// Whether `--setups` was given (the burst runs standalone only unless it was).
+    setups_given: bool,
     rounds: usize,
     burst: Option<usize>,
     burst_batch: u64,
@@ -130,6 +135,7 @@ fn parse_args() -> Args {
             "curator".into(),
         ],
         setups: vec!["standalone".into(), "ensemble".into()],
+        setups_given: false,
         rounds: 1,
         burst: None,
         burst_batch: 10_000,
@@ -153,7 +159,10 @@ fn parse_args() -> Args {
                 assert!(args.push_back <= 100, "--push-back: a percentage, 0 to 100");
             }
             "--modes" => args.modes = list(&value()),
-            "--setups" => args.setups = list(&value()),
+            "--setups" => {
+                args.setups = list(&value());
+                args.setups_given = true;
+            }
             "--rounds" => args.rounds = value().parse().expect("--rounds: a number"),
             "--burst" => args.burst = Some(value().parse().expect("--burst: a number")),
             "--burst-batch" => args.burst_batch = value().parse().expect("--burst-batch: a number"),
@@ -298,6 +307,46 @@ fn check_disjoint(what: &str, mut kept: Vec<IdRange>) -> u64 {
         DUPLICATE.store(true, Ordering::SeqCst);
     }
     kept.iter().map(IdRange::len).sum()
+}
+
+/// A running setup, kept alive while in scope: where the clients connect, and the server whose
+/// `srvr` gives the zxid (the leader of an ensemble).
+struct Setup {
+    _standalone: Option<ZkServer>,
+    _ensemble: Option<ZkEnsemble>,
+    connect: String,
+    zxid_addr: std::net::SocketAddr,
+}
+
+impl Setup {
+    /// Starts `name`: `standalone` (one server) or `ensemble` (3 servers, clients on a follower).
+    fn start(name: &str) -> Setup {
+        match name {
+            "standalone" => {
+                let zk = ZkServer::start();
+                Setup {
+                    connect: zk.connect_string(),
+                    zxid_addr: zk.addr(),
+                    _standalone: Some(zk),
+                    _ensemble: None,
+                }
+            }
+            "ensemble" => {
+                let ensemble = ZkEnsemble::start(3);
+                let leader = ensemble.wait_for_quorum(Duration::from_secs(60));
+                let follower = (0..ensemble.len())
+                    .find(|&i| i != leader)
+                    .expect("a follower");
+                Setup {
+                    connect: ensemble.server_connect_string(follower),
+                    zxid_addr: ensemble.server_addr(leader),
+                    _standalone: None,
+                    _ensemble: Some(ensemble),
+                }
+            }
+            other => panic!("unknown setup {other}"),
+        }
+    }
 }
 
 /// The server's last zxid (`srvr`).
@@ -596,16 +645,16 @@ fn prepare(connect: &str, mode: &str, path: &str, batch: u64) {
 }
 
 /// The Hadoop-shaped burst: `tasks` sessions take one batch each at once, then push back 10 %.
-fn burst(tasks: usize, batch: u64) {
-    let zk = ZkServer::start();
-    let connect = zk.connect_string();
+fn burst(setup: &str, tasks: usize, batch: u64) {
+    let zk = Setup::start(setup);
+    let connect = zk.connect.clone();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("runtime");
     println!(
-        "burst: {tasks} sessions, each takes {batch} IDs at once, then pushes back 10 % at once\n"
+        "burst ({setup}): {tasks} sessions, each takes {batch} IDs at once, then pushes back 10 % at once\n"
     );
     println!("| options | all takes served in | failed writes per take | take errors | all pushes done in | failed writes per push | push errors | free ranges after (pool_info / hole nodes) |");
     println!("|---|---|---|---|---|---|---|---|");
@@ -628,7 +677,7 @@ fn burst(tasks: usize, batch: u64) {
                     .await
                     .expect("create");
             }
-            let before = zxid(zk.addr());
+            let before = zxid(zk.zxid_addr);
             let t = Instant::now();
             let takes = services.iter().map(|s| {
                 let s = Arc::clone(s);
@@ -645,11 +694,11 @@ fn burst(tasks: usize, batch: u64) {
                 }
             }
             let take_time = t.elapsed();
-            let take_writes = zxid(zk.addr()) - before;
+            let take_writes = zxid(zk.zxid_addr) - before;
             let failed_per_take =
                 take_writes.saturating_sub(sets.len() as u64) as f64 / sets.len().max(1) as f64;
 
-            let before = zxid(zk.addr());
+            let before = zxid(zk.zxid_addr);
             let t = Instant::now();
             let pushes: Vec<_> = sets
                 .into_iter()
@@ -683,13 +732,13 @@ fn burst(tasks: usize, batch: u64) {
             }
             let push_time = t.elapsed();
             let push_ok = pushed - push_errors;
-            let failed_per_push = (zxid(zk.addr()) - before).saturating_sub(push_ok as u64) as f64
+            let failed_per_push = (zxid(zk.zxid_addr) - before).saturating_sub(push_ok as u64) as f64
                 / push_ok.max(1) as f64;
             let client = zookeeper_client::Client::connect(&connect)
                 .await
                 .expect("connect");
             let (listed, nodes) = free_ranges(&services[0], &client, &category).await;
-            check_disjoint(&format!("burst, {name}"), kept);
+            check_disjoint(&format!("burst ({setup}), {name}"), kept);
             println!(
                 "| {name} | {:.2} s | {failed_per_take:.2} | {take_errors} | {:.2} s | {failed_per_push:.2} | {push_errors} | {listed} / {nodes} |",
                 take_time.as_secs_f64(),
@@ -848,9 +897,9 @@ impl Phase {
 
 /// The Hadoop burst on a pool with `holes` free ranges already: `tasks` sessions take `batch`
 /// each at once, then push back the last 10 % of what they got at once.
-fn burst_holes(tasks: usize, holes: usize, batch: u64) {
-    let zk = ZkServer::start();
-    let connect = zk.connect_string();
+fn burst_holes(setup: &str, tasks: usize, holes: usize, batch: u64) {
+    let zk = Setup::start(setup);
+    let connect = zk.connect.clone();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -858,7 +907,7 @@ fn burst_holes(tasks: usize, holes: usize, batch: u64) {
         .expect("runtime");
     let size = (batch / 10).max(1);
     println!(
-        "burst on holes: {holes} free ranges of {size} IDs left by an earlier job, then {tasks} sessions each take {batch} IDs at once, then push back 10 % at once; \
+        "burst on holes ({setup}): {holes} free ranges of {size} IDs left by an earlier job, then {tasks} sessions each take {batch} IDs at once, then push back 10 % at once; \
          writes = server transactions (zxid delta) per served call, 1 at least\n"
     );
     println!("| layout | free ranges before (pool_info / hole nodes) | takes served | take errors | take deadline hits | longest take | writes/take | pushes served | push errors | push deadline hits | longest push | writes/push | free ranges after (pool_info / hole nodes) | kept IDs checked |");
@@ -888,7 +937,7 @@ fn burst_holes(tasks: usize, holes: usize, batch: u64) {
                 "{name}: only {free_before:?} free ranges after making {holes} holes"
             );
 
-            let before = zxid(zk.addr());
+            let before = zxid(zk.zxid_addr);
             let takes: Vec<_> = services
                 .iter()
                 .map(|s| {
@@ -910,9 +959,9 @@ fn burst_holes(tasks: usize, holes: usize, batch: u64) {
                     sets.push((Arc::clone(s), set));
                 }
             }
-            take.writes = zxid(zk.addr()) - before;
+            take.writes = zxid(zk.zxid_addr) - before;
 
-            let before = zxid(zk.addr());
+            let before = zxid(zk.zxid_addr);
             let pushes: Vec<_> = sets
                 .into_iter()
                 .map(|(s, mut set)| {
@@ -938,9 +987,9 @@ fn burst_holes(tasks: usize, holes: usize, batch: u64) {
                 push.record(&pushed, took);
                 kept.extend(task_kept);
             }
-            push.writes = zxid(zk.addr()) - before;
+            push.writes = zxid(zk.zxid_addr) - before;
             let free_after = free_ranges(&services[0], &client, &category).await;
-            let checked = check_disjoint(&format!("burst on holes, {name}"), kept);
+            let checked = check_disjoint(&format!("burst on holes ({setup}), {name}"), kept);
             println!(
                 "| {name} | {} / {} | {} | {} | {} | {:.2} s | {:.2} | {} | {} | {} | {:.2} s | {:.2} | {} / {} | {checked} |",
                 free_before.0,
@@ -986,9 +1035,18 @@ where
 fn main() {
     let args = parse_args();
     if let Some(tasks) = args.burst {
-        match args.holes {
-            Some(holes) => burst_holes(tasks, holes, args.burst_batch),
-            None => burst(tasks, args.burst_batch),
+        // The burst runs on a standalone server unless `--setups` names others.
+        let setups = if args.setups_given {
+            args.setups.clone()
+        } else {
+            vec!["standalone".to_string()]
+        };
+        for setup in &setups {
+            match args.holes {
+                Some(holes) => burst_holes(setup, tasks, holes, args.burst_batch),
+                None => burst(setup, tasks, args.burst_batch),
+            }
+            println!();
         }
         exit_on_duplicate();
         return;
@@ -1010,25 +1068,8 @@ fn main() {
     let mut run_no = 0;
     for setup in &args.setups {
         // Keep the servers alive for the whole setup; drop them after.
-        let (standalone, ensemble);
-        let (connect, zxid_addr) = match setup.as_str() {
-            "standalone" => {
-                standalone = ZkServer::start();
-                (standalone.connect_string(), standalone.addr())
-            }
-            "ensemble" => {
-                ensemble = ZkEnsemble::start(3);
-                let leader = ensemble.wait_for_quorum(Duration::from_secs(60));
-                let follower = (0..ensemble.len())
-                    .find(|&i| i != leader)
-                    .expect("a follower");
-                (
-                    ensemble.server_connect_string(follower),
-                    ensemble.server_addr(leader),
-                )
-            }
-            other => panic!("unknown setup {other}"),
-        };
+        let running = Setup::start(setup);
+        let (connect, zxid_addr) = (running.connect.clone(), running.zxid_addr);
         // Per mode, its 1-process row: ops/s, and writes per op (all successful: it is alone).
         let mut at_one: HashMap<String, (f64, f64)> = Default::default();
         for _round in 0..args.rounds {
