@@ -79,8 +79,9 @@
 //! `ConnectionLost` or `Timeout`), the longest take and push, server transactions per take and per
 //! push (the least is one each; a block take served from holes and fresh blocks makes two), the
 //! free ranges before and after (as `pool_info` lists them / hole nodes of format 4 listed
-//! directly), and the duplicate check of the kept IDs (the hole maker's and
-//! every task's).
+//! directly), how many IDs of the old holes are still free after the burst (whether the burst's
+//! takes filled them), and the duplicate check of the kept IDs (the hole maker's and every
+//! task's).
 
 use zooid_test_support as support;
 
@@ -790,14 +791,14 @@ fn deadline_hit(err: &ZooidError) -> bool {
 
 /// Leaves `holes` separate free ranges of `size` IDs in `category`, as an earlier job would:
 /// takes batches of `batch` until it holds `2 × holes` runs of `size`, then pushes back every
-/// other run, one push per batch. Returns the IDs it kept.
+/// other run, one push per batch. Returns the IDs it kept, and the holes.
 async fn make_holes(
     service: &IdGeneratorService,
     category: &IdCategory,
     holes: usize,
     size: u64,
     batch: u64,
-) -> Vec<IdRange> {
+) -> (Vec<IdRange>, Vec<IdRange>) {
     // Take everything first: a take would hand out the holes pushed before it.
     let mut sets = Vec::new();
     let mut held = 0u64;
@@ -812,6 +813,7 @@ async fn make_holes(
         sets.push(set);
     }
     let mut kept = Vec::new();
+    let mut made_holes = Vec::new();
     let mut made = 0;
     for mut set in sets {
         let mut push = Vec::new();
@@ -826,6 +828,7 @@ async fn make_holes(
             odd = !odd;
         }
         if !push.is_empty() {
+            made_holes.extend(push.iter().copied());
             service
                 .push_ids(&mut IdSet::new(category.clone(), push))
                 .await
@@ -833,7 +836,25 @@ async fn make_holes(
         }
     }
     assert_eq!(made, holes, "the hole maker made {made} holes of {holes}");
-    kept
+    (kept, made_holes)
+}
+
+/// How many IDs of `holes` are in `free` (both ascending and disjoint).
+fn still_free(holes: &[IdRange], free: &[IdRange]) -> u64 {
+    let mut count = 0u64;
+    let mut j = 0;
+    for h in holes {
+        while j < free.len() && free[j].end() < h.start() {
+            j += 1;
+        }
+        let mut k = j;
+        while k < free.len() && free[k].start() <= h.end() {
+            let (a, b) = (h.start().max(free[k].start()), h.end().min(free[k].end()));
+            count += (b - a + 1) as u64;
+            k += 1;
+        }
+    }
+    count
 }
 
 /// The free ranges of category `path`: as `pool_info` lists them, and as hole nodes of its own
@@ -910,8 +931,8 @@ fn burst_holes(setup: &str, tasks: usize, holes: usize, batch: u64) {
         "burst on holes ({setup}): {holes} free ranges of {size} IDs left by an earlier job, then {tasks} sessions each take {batch} IDs at once, then push back 10 % at once; \
          writes = server transactions (zxid delta) per served call, 1 at least\n"
     );
-    println!("| layout | free ranges before (pool_info / hole nodes) | takes served | take errors | take deadline hits | longest take | writes/take | pushes served | push errors | push deadline hits | longest push | writes/push | free ranges after (pool_info / hole nodes) | kept IDs checked |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| layout | free ranges before (pool_info / hole nodes) | takes served | take errors | take deadline hits | longest take | writes/take | pushes served | push errors | push deadline hits | longest push | writes/push | free ranges after (pool_info / hole nodes) | IDs of the old holes still free after | kept IDs checked |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (name, layout, fair) in [
         ("default", "default", false),
         ("single", "single", false),
@@ -927,7 +948,9 @@ fn burst_holes(setup: &str, tasks: usize, holes: usize, batch: u64) {
             let category = IdCategory::new(path.as_str()).expect("category");
             let services = open_sessions(&connect, tasks, &options).await;
             create_in(&services[0], layout, &path, batch).await;
-            let mut kept = make_holes(&services[0], &category, holes, size, batch).await;
+            let (mut kept, mut old_holes) =
+                make_holes(&services[0], &category, holes, size, batch).await;
+            old_holes.sort_unstable_by_key(IdRange::start);
             let client = zookeeper_client::Client::connect(&connect)
                 .await
                 .expect("connect");
@@ -989,9 +1012,16 @@ fn burst_holes(setup: &str, tasks: usize, holes: usize, batch: u64) {
             }
             push.writes = zxid(zk.zxid_addr) - before;
             let free_after = free_ranges(&services[0], &client, &category).await;
+            let free_now = services[0]
+                .pool_info(&category)
+                .await
+                .expect("pool info")
+                .free;
+            let old_free = still_free(&old_holes, &free_now);
+            let old_total: u64 = old_holes.iter().map(IdRange::len).sum();
             let checked = check_disjoint(&format!("burst on holes ({setup}), {name}"), kept);
             println!(
-                "| {name} | {} / {} | {} | {} | {} | {:.2} s | {:.2} | {} | {} | {} | {:.2} s | {:.2} | {} / {} | {checked} |",
+                "| {name} | {} / {} | {} | {} | {} | {:.2} s | {:.2} | {} | {} | {} | {:.2} s | {:.2} | {} / {} | {old_free} of {old_total} | {checked} |",
                 free_before.0,
                 free_before.1,
                 take.served,
