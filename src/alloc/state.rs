@@ -291,9 +291,26 @@ pub(crate) struct Listing {
     pub stale: Arc<AtomicBool>,
     /// The session generation the listing was made on (a watch does not outlive it).
     pub generation: u64,
+    /// The child version (`cversion`) of the holes' parent that `holes` show: the listing's, plus
+    /// one per hole this process's own writes created or deleted since. Each create or delete of
+    /// a child adds one, so an equal `cversion` read later means nobody else changed the holes.
+    pub cversion: i32,
 }
 
 impl Listing {
+    /// Applies this process's own write to the listing: `deleted` holes gone, `created` new.
+    pub(crate) fn apply_own(&mut self, deleted: &[String], created: &[crate::range::IdRange]) {
+        self.holes.retain(|(name, _)| !deleted.contains(name));
+        self.holes.extend(
+            created
+                .iter()
+                .map(|range| (crate::format::hole_name(range), *range)),
+        );
+        let changes = i32::try_from(deleted.len() + created.len()).unwrap_or(i32::MAX);
+        // ZooKeeper's child version wraps like any 32-bit counter.
+        self.cversion = self.cversion.wrapping_add(changes);
+    }
+
     /// Whether the listing still shows the holes as they are on session `generation`.
     pub(crate) fn is_current(&self, generation: u64) -> bool {
         !self.stale.load(std::sync::atomic::Ordering::Acquire) && generation == self.generation
