@@ -55,11 +55,14 @@
 //! cargo bench --bench contention -- [--clients 1,4,16,32] [--window-ms 6000] [--batch 1000]
 //!     [--push-back 0] [--modes zooid,zooid-single,zooid-blocks,zooid-fair,naive,curator]
 //!     [--setups standalone,ensemble] [--rounds 1]
+//! cargo bench --bench contention -- --burst 2000 [--holes 2000] [--burst-batch 10000]
+//!     [--setups standalone]
 //! ```
 //!
 //! Without the Curator build the `curator` rows are skipped (and say so).
 //!
-//! `--burst TASKS` runs the Hadoop-shaped burst instead, on a standalone server, once on a
+//! `--burst TASKS` runs the Hadoop-shaped burst instead, on a standalone server (or on each setup
+//! `--setups` names: `ensemble` puts the sessions on a follower), once on a
 //! category in the default layout with default options, once on a category in block allocation
 //! and once in the default layout with `fair_pacing`: TASKS
 //! sessions in this process each take one batch of `--burst-batch` (10,000) IDs at the same
@@ -76,8 +79,9 @@
 //! `ConnectionLost` or `Timeout`), the longest take and push, server transactions per take and per
 //! push (the least is one each; a block take served from holes and fresh blocks makes two), the
 //! free ranges before and after (as `pool_info` lists them / hole nodes of format 4 listed
-//! directly), and the duplicate check of the kept IDs (the hole maker's and
-//! every task's).
+//! directly), how many IDs of the old holes are still free after the burst (whether the burst's
+//! takes filled them), and the duplicate check of the kept IDs (the hole maker's and every
+//! task's).
 
 use zooid_test_support as support;
 
@@ -109,6 +113,8 @@ struct Args {
     push_back: u64,
     modes: Vec<String>,
     setups: Vec<String>,
+    /// Whether `--setups` was given (the burst runs standalone only unless it was).
+    setups_given: bool,
     rounds: usize,
     burst: Option<usize>,
     burst_batch: u64,
@@ -130,6 +136,7 @@ fn parse_args() -> Args {
             "curator".into(),
         ],
         setups: vec!["standalone".into(), "ensemble".into()],
+        setups_given: false,
         rounds: 1,
         burst: None,
         burst_batch: 10_000,
@@ -153,7 +160,10 @@ fn parse_args() -> Args {
                 assert!(args.push_back <= 100, "--push-back: a percentage, 0 to 100");
             }
             "--modes" => args.modes = list(&value()),
-            "--setups" => args.setups = list(&value()),
+            "--setups" => {
+                args.setups = list(&value());
+                args.setups_given = true;
+            }
             "--rounds" => args.rounds = value().parse().expect("--rounds: a number"),
             "--burst" => args.burst = Some(value().parse().expect("--burst: a number")),
             "--burst-batch" => args.burst_batch = value().parse().expect("--burst-batch: a number"),
@@ -298,6 +308,46 @@ fn check_disjoint(what: &str, mut kept: Vec<IdRange>) -> u64 {
         DUPLICATE.store(true, Ordering::SeqCst);
     }
     kept.iter().map(IdRange::len).sum()
+}
+
+/// A running setup, kept alive while in scope: where the clients connect, and the server whose
+/// `srvr` gives the zxid (the leader of an ensemble).
+struct Setup {
+    _standalone: Option<ZkServer>,
+    _ensemble: Option<ZkEnsemble>,
+    connect: String,
+    zxid_addr: std::net::SocketAddr,
+}
+
+impl Setup {
+    /// Starts `name`: `standalone` (one server) or `ensemble` (3 servers, clients on a follower).
+    fn start(name: &str) -> Setup {
+        match name {
+            "standalone" => {
+                let zk = ZkServer::start();
+                Setup {
+                    connect: zk.connect_string(),
+                    zxid_addr: zk.addr(),
+                    _standalone: Some(zk),
+                    _ensemble: None,
+                }
+            }
+            "ensemble" => {
+                let ensemble = ZkEnsemble::start(3);
+                let leader = ensemble.wait_for_quorum(Duration::from_secs(60));
+                let follower = (0..ensemble.len())
+                    .find(|&i| i != leader)
+                    .expect("a follower");
+                Setup {
+                    connect: ensemble.server_connect_string(follower),
+                    zxid_addr: ensemble.server_addr(leader),
+                    _standalone: None,
+                    _ensemble: Some(ensemble),
+                }
+            }
+            other => panic!("unknown setup {other}"),
+        }
+    }
 }
 
 /// The server's last zxid (`srvr`).
@@ -596,16 +646,16 @@ fn prepare(connect: &str, mode: &str, path: &str, batch: u64) {
 }
 
 /// The Hadoop-shaped burst: `tasks` sessions take one batch each at once, then push back 10 %.
-fn burst(tasks: usize, batch: u64) {
-    let zk = ZkServer::start();
-    let connect = zk.connect_string();
+fn burst(setup: &str, tasks: usize, batch: u64) {
+    let zk = Setup::start(setup);
+    let connect = zk.connect.clone();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("runtime");
     println!(
-        "burst: {tasks} sessions, each takes {batch} IDs at once, then pushes back 10 % at once\n"
+        "burst ({setup}): {tasks} sessions, each takes {batch} IDs at once, then pushes back 10 % at once\n"
     );
     println!("| options | all takes served in | failed writes per take | take errors | all pushes done in | failed writes per push | push errors | free ranges after (pool_info / hole nodes) |");
     println!("|---|---|---|---|---|---|---|---|");
@@ -628,7 +678,7 @@ fn burst(tasks: usize, batch: u64) {
                     .await
                     .expect("create");
             }
-            let before = zxid(zk.addr());
+            let before = zxid(zk.zxid_addr);
             let t = Instant::now();
             let takes = services.iter().map(|s| {
                 let s = Arc::clone(s);
@@ -645,11 +695,11 @@ fn burst(tasks: usize, batch: u64) {
                 }
             }
             let take_time = t.elapsed();
-            let take_writes = zxid(zk.addr()) - before;
+            let take_writes = zxid(zk.zxid_addr) - before;
             let failed_per_take =
                 take_writes.saturating_sub(sets.len() as u64) as f64 / sets.len().max(1) as f64;
 
-            let before = zxid(zk.addr());
+            let before = zxid(zk.zxid_addr);
             let t = Instant::now();
             let pushes: Vec<_> = sets
                 .into_iter()
@@ -683,13 +733,13 @@ fn burst(tasks: usize, batch: u64) {
             }
             let push_time = t.elapsed();
             let push_ok = pushed - push_errors;
-            let failed_per_push = (zxid(zk.addr()) - before).saturating_sub(push_ok as u64) as f64
+            let failed_per_push = (zxid(zk.zxid_addr) - before).saturating_sub(push_ok as u64) as f64
                 / push_ok.max(1) as f64;
             let client = zookeeper_client::Client::connect(&connect)
                 .await
                 .expect("connect");
             let (listed, nodes) = free_ranges(&services[0], &client, &category).await;
-            check_disjoint(&format!("burst, {name}"), kept);
+            check_disjoint(&format!("burst ({setup}), {name}"), kept);
             println!(
                 "| {name} | {:.2} s | {failed_per_take:.2} | {take_errors} | {:.2} s | {failed_per_push:.2} | {push_errors} | {listed} / {nodes} |",
                 take_time.as_secs_f64(),
@@ -741,14 +791,14 @@ fn deadline_hit(err: &ZooidError) -> bool {
 
 /// Leaves `holes` separate free ranges of `size` IDs in `category`, as an earlier job would:
 /// takes batches of `batch` until it holds `2 × holes` runs of `size`, then pushes back every
-/// other run, one push per batch. Returns the IDs it kept.
+/// other run, one push per batch. Returns the IDs it kept, and the holes.
 async fn make_holes(
     service: &IdGeneratorService,
     category: &IdCategory,
     holes: usize,
     size: u64,
     batch: u64,
-) -> Vec<IdRange> {
+) -> (Vec<IdRange>, Vec<IdRange>) {
     // Take everything first: a take would hand out the holes pushed before it.
     let mut sets = Vec::new();
     let mut held = 0u64;
@@ -763,6 +813,7 @@ async fn make_holes(
         sets.push(set);
     }
     let mut kept = Vec::new();
+    let mut made_holes = Vec::new();
     let mut made = 0;
     for mut set in sets {
         let mut push = Vec::new();
@@ -777,6 +828,7 @@ async fn make_holes(
             odd = !odd;
         }
         if !push.is_empty() {
+            made_holes.extend(push.iter().copied());
             service
                 .push_ids(&mut IdSet::new(category.clone(), push))
                 .await
@@ -784,7 +836,25 @@ async fn make_holes(
         }
     }
     assert_eq!(made, holes, "the hole maker made {made} holes of {holes}");
-    kept
+    (kept, made_holes)
+}
+
+/// How many IDs of `holes` are in `free` (both ascending and disjoint).
+fn still_free(holes: &[IdRange], free: &[IdRange]) -> u64 {
+    let mut count = 0u64;
+    let mut j = 0;
+    for h in holes {
+        while j < free.len() && free[j].end() < h.start() {
+            j += 1;
+        }
+        let mut k = j;
+        while k < free.len() && free[k].start() <= h.end() {
+            let (a, b) = (h.start().max(free[k].start()), h.end().min(free[k].end()));
+            count += (b - a + 1) as u64;
+            k += 1;
+        }
+    }
+    count
 }
 
 /// The free ranges of category `path`: as `pool_info` lists them, and as hole nodes of its own
@@ -848,9 +918,9 @@ impl Phase {
 
 /// The Hadoop burst on a pool with `holes` free ranges already: `tasks` sessions take `batch`
 /// each at once, then push back the last 10 % of what they got at once.
-fn burst_holes(tasks: usize, holes: usize, batch: u64) {
-    let zk = ZkServer::start();
-    let connect = zk.connect_string();
+fn burst_holes(setup: &str, tasks: usize, holes: usize, batch: u64) {
+    let zk = Setup::start(setup);
+    let connect = zk.connect.clone();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -858,11 +928,11 @@ fn burst_holes(tasks: usize, holes: usize, batch: u64) {
         .expect("runtime");
     let size = (batch / 10).max(1);
     println!(
-        "burst on holes: {holes} free ranges of {size} IDs left by an earlier job, then {tasks} sessions each take {batch} IDs at once, then push back 10 % at once; \
+        "burst on holes ({setup}): {holes} free ranges of {size} IDs left by an earlier job, then {tasks} sessions each take {batch} IDs at once, then push back 10 % at once; \
          writes = server transactions (zxid delta) per served call, 1 at least\n"
     );
-    println!("| layout | free ranges before (pool_info / hole nodes) | takes served | take errors | take deadline hits | longest take | writes/take | pushes served | push errors | push deadline hits | longest push | writes/push | free ranges after (pool_info / hole nodes) | kept IDs checked |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| layout | free ranges before (pool_info / hole nodes) | takes served | take errors | take deadline hits | longest take | writes/take | pushes served | push errors | push deadline hits | longest push | writes/push | free ranges after (pool_info / hole nodes) | IDs of the old holes still free after | kept IDs checked |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (name, layout, fair) in [
         ("default", "default", false),
         ("single", "single", false),
@@ -878,7 +948,9 @@ fn burst_holes(tasks: usize, holes: usize, batch: u64) {
             let category = IdCategory::new(path.as_str()).expect("category");
             let services = open_sessions(&connect, tasks, &options).await;
             create_in(&services[0], layout, &path, batch).await;
-            let mut kept = make_holes(&services[0], &category, holes, size, batch).await;
+            let (mut kept, mut old_holes) =
+                make_holes(&services[0], &category, holes, size, batch).await;
+            old_holes.sort_unstable_by_key(IdRange::start);
             let client = zookeeper_client::Client::connect(&connect)
                 .await
                 .expect("connect");
@@ -888,7 +960,7 @@ fn burst_holes(tasks: usize, holes: usize, batch: u64) {
                 "{name}: only {free_before:?} free ranges after making {holes} holes"
             );
 
-            let before = zxid(zk.addr());
+            let before = zxid(zk.zxid_addr);
             let takes: Vec<_> = services
                 .iter()
                 .map(|s| {
@@ -910,9 +982,9 @@ fn burst_holes(tasks: usize, holes: usize, batch: u64) {
                     sets.push((Arc::clone(s), set));
                 }
             }
-            take.writes = zxid(zk.addr()) - before;
+            take.writes = zxid(zk.zxid_addr) - before;
 
-            let before = zxid(zk.addr());
+            let before = zxid(zk.zxid_addr);
             let pushes: Vec<_> = sets
                 .into_iter()
                 .map(|(s, mut set)| {
@@ -938,11 +1010,18 @@ fn burst_holes(tasks: usize, holes: usize, batch: u64) {
                 push.record(&pushed, took);
                 kept.extend(task_kept);
             }
-            push.writes = zxid(zk.addr()) - before;
+            push.writes = zxid(zk.zxid_addr) - before;
             let free_after = free_ranges(&services[0], &client, &category).await;
-            let checked = check_disjoint(&format!("burst on holes, {name}"), kept);
+            let free_now = services[0]
+                .pool_info(&category)
+                .await
+                .expect("pool info")
+                .free;
+            let old_free = still_free(&old_holes, &free_now);
+            let old_total: u64 = old_holes.iter().map(IdRange::len).sum();
+            let checked = check_disjoint(&format!("burst on holes ({setup}), {name}"), kept);
             println!(
-                "| {name} | {} / {} | {} | {} | {} | {:.2} s | {:.2} | {} | {} | {} | {:.2} s | {:.2} | {} / {} | {checked} |",
+                "| {name} | {} / {} | {} | {} | {} | {:.2} s | {:.2} | {} | {} | {} | {:.2} s | {:.2} | {} / {} | {old_free} of {old_total} | {checked} |",
                 free_before.0,
                 free_before.1,
                 take.served,
@@ -986,9 +1065,18 @@ where
 fn main() {
     let args = parse_args();
     if let Some(tasks) = args.burst {
-        match args.holes {
-            Some(holes) => burst_holes(tasks, holes, args.burst_batch),
-            None => burst(tasks, args.burst_batch),
+        // The burst runs on a standalone server unless `--setups` names others.
+        let setups = if args.setups_given {
+            args.setups.clone()
+        } else {
+            vec!["standalone".to_string()]
+        };
+        for setup in &setups {
+            match args.holes {
+                Some(holes) => burst_holes(setup, tasks, holes, args.burst_batch),
+                None => burst(setup, tasks, args.burst_batch),
+            }
+            println!();
         }
         exit_on_duplicate();
         return;
@@ -1010,25 +1098,8 @@ fn main() {
     let mut run_no = 0;
     for setup in &args.setups {
         // Keep the servers alive for the whole setup; drop them after.
-        let (standalone, ensemble);
-        let (connect, zxid_addr) = match setup.as_str() {
-            "standalone" => {
-                standalone = ZkServer::start();
-                (standalone.connect_string(), standalone.addr())
-            }
-            "ensemble" => {
-                ensemble = ZkEnsemble::start(3);
-                let leader = ensemble.wait_for_quorum(Duration::from_secs(60));
-                let follower = (0..ensemble.len())
-                    .find(|&i| i != leader)
-                    .expect("a follower");
-                (
-                    ensemble.server_connect_string(follower),
-                    ensemble.server_addr(leader),
-                )
-            }
-            other => panic!("unknown setup {other}"),
-        };
+        let running = Setup::start(setup);
+        let (connect, zxid_addr) = (running.connect.clone(), running.zxid_addr);
         // Per mode, its 1-process row: ops/s, and writes per op (all successful: it is alone).
         let mut at_one: HashMap<String, (f64, f64)> = Default::default();
         for _round in 0..args.rounds {

@@ -1,9 +1,10 @@
 //! `cargo bench --bench fragmentation`: what a take and a push cost on a pool with many free
-//! ranges against one with few, for both layouts, on a real ZooKeeper server started on loopback,
+//! ranges against one with few, for each layout, on a real ZooKeeper server started on loopback,
 //! interleaved in one run (absolute times on shared machines are noise; ratios are not).
 //!
-//! For each layout (the default single node; block allocation, whose free list is split over
-//! part nodes, src/chunks.rs) and each fragmentation (10 and 20,000 free ranges, made by one push
+//! For each layout (`create_category`'s default, format 4, whose free ranges are hole nodes of
+//! their own; the single node of formats 1/2, `Layout::SingleNode`; block allocation, whose free
+//! list is split over part nodes, src/alloc/blocks) and each fragmentation (10 and 20,000 free ranges, made by one push
 //! of every other run of 5 IDs), the median of `--rounds` (default 200) operations of each kind:
 //!
 //! - take: `take_ids(category, 1)` (the lowest free ID);
@@ -20,7 +21,9 @@ use zooid_test_support as support;
 
 use std::time::Instant;
 
-use zooid::{ConnectOptions, IdCategory, IdGeneratorService, IdRange, IdSet, ServiceOptions};
+use zooid::{
+    ConnectOptions, IdCategory, IdGeneratorService, IdRange, IdSet, Layout, ServiceOptions,
+};
 
 /// Runs of this many IDs alternate between free and held.
 const RUN: i64 = 5;
@@ -48,25 +51,32 @@ fn parse_args() -> Args {
     args
 }
 
-/// A category of `layout` whose free list has `holes` ranges of `RUN` IDs below the rest, and
-/// the held IDs in between (one set per held run).
+/// A category in `layout` (`default`: `create_category`; `single`: `Layout::SingleNode`;
+/// `blocks`: block allocation) whose free list has `holes` ranges of `RUN` IDs below the rest,
+/// and the held IDs in between (one set per held run).
 async fn fragmented(
     svc: &IdGeneratorService,
     path: &str,
-    blocks: bool,
+    layout: &str,
     holes: i64,
 ) -> (IdCategory, Vec<IdSet>) {
     let cat = IdCategory::new(path).expect("category");
     let span = holes * 2 * RUN;
-    if blocks {
-        let unit = u64::try_from(span).expect("span");
-        svc.create_category_blocks(&cat, 1, i64::MAX / 2, unit)
+    match layout {
+        "blocks" => {
+            let unit = u64::try_from(span).expect("span");
+            svc.create_category_blocks(&cat, 1, i64::MAX / 2, unit)
+                .await
+                .expect("create")
+        }
+        "single" => svc
+            .create_category_in(&cat, 1, i64::MAX / 2, Layout::SingleNode)
             .await
-            .expect("create");
-    } else {
-        svc.create_category(&cat, 1, i64::MAX / 2)
+            .expect("create"),
+        _ => svc
+            .create_category(&cat, 1, i64::MAX / 2)
             .await
-            .expect("create");
+            .expect("create"),
     }
     let all = svc
         .take_ids(&cat, u64::try_from(span).expect("span"))
@@ -124,12 +134,15 @@ fn main() {
         )
         .await
         .expect("connect");
-        for (layout, blocks) in [("default (one node)", false), ("block allocation", true)] {
-            let tag = if blocks { "blocks" } else { "single" };
+        for (layout, tag) in [
+            ("default (format 4)", "default"),
+            ("single node (formats 1/2)", "single"),
+            ("block allocation (format 3)", "blocks"),
+        ] {
             let (small, mut small_held) =
-                fragmented(&svc, &format!("/frag/{tag}/small"), blocks, 10).await;
+                fragmented(&svc, &format!("/frag/{tag}/small"), tag, 10).await;
             let (large, mut large_held) =
-                fragmented(&svc, &format!("/frag/{tag}/large"), blocks, args.ranges).await;
+                fragmented(&svc, &format!("/frag/{tag}/large"), tag, args.ranges).await;
             let bytes = |info: zooid::PoolInfo| info.bytes;
             let small_bytes = bytes(svc.pool_info(&small).await.expect("info"));
             let large_bytes = bytes(svc.pool_info(&large).await.expect("info"));

@@ -117,8 +117,9 @@ enum zooid_status
    */
   ZOOID_STATUS_TIMEOUT = 12,
   /**
-   * The pool node's 32-bit data version reached its maximum; the category has to be
-   * recreated above its last ID.
+   * The pool node's 32-bit data version reached its maximum and the node could not be moved
+   * to a fresh one (a child under it, or no delete and create permission on its parent).
+   * Nothing was changed.
    */
   ZOOID_STATUS_VERSION_WRAP = 13,
   /**

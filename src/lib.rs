@@ -44,7 +44,7 @@ pub use recipes::{counter, election, prefetch, queue};
 pub use alloc::{
     IdGeneratorService, Layout, Migrated, PoolInfo, ServiceOptions, DEFAULT_BLOCK_SIZE,
 };
-pub use error::{ErrorKind, Result, WriteOp, ZooidError};
+pub use error::{ErrorKind, LeakBound, Result, WriteOp, ZooidError};
 pub use idset::{IdCategory, IdSet};
 pub use range::{IdRange, RangeSet};
 pub use recipes::counter::Counter;

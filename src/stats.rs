@@ -87,6 +87,9 @@ pub struct ServiceStats {
     pub failed_ops: u64,
     /// Writes refused because another client changed the pool first.
     pub version_conflicts: u64,
+    /// Listings of a format-4 pool's holes (`getChildren` of `zooid-holes`): when another
+    /// process changed them, or on a new session. A process alone lists them once.
+    pub hole_listings: u64,
     /// Attempts beyond each operation's first (after conflicts or disconnects).
     pub retries: u64,
     /// Writes whose reply was lost.
@@ -119,6 +122,7 @@ pub(crate) struct Recorder {
     ids_pushed: AtomicU64,
     failed_ops: AtomicU64,
     version_conflicts: AtomicU64,
+    hole_listings: AtomicU64,
     retries: AtomicU64,
     lost: [AtomicU64; 3],
     ids_leaked: AtomicU64,
@@ -138,6 +142,7 @@ impl Default for Recorder {
             ids_pushed: AtomicU64::new(0),
             failed_ops: AtomicU64::new(0),
             version_conflicts: AtomicU64::new(0),
+            hole_listings: AtomicU64::new(0),
             retries: AtomicU64::new(0),
             lost: Default::default(),
             ids_leaked: AtomicU64::new(0),
@@ -208,6 +213,12 @@ impl Recorder {
             .increment(1);
     }
 
+    pub(crate) fn hole_listing(&self, category: &str) {
+        add(&self.hole_listings, 1);
+        metrics::counter!("zooid_hole_listings_total", "category" => category.to_string())
+            .increment(1);
+    }
+
     pub(crate) fn retries(&self, category: &str, n: u64) {
         if n > 0 {
             add(&self.retries, n);
@@ -270,6 +281,7 @@ impl Recorder {
             ids_pushed: get(&self.ids_pushed),
             failed_ops: get(&self.failed_ops),
             version_conflicts: get(&self.version_conflicts),
+            hole_listings: get(&self.hole_listings),
             retries: get(&self.retries),
             lost_replies: self.lost.iter().map(get).sum(),
             lost_applied: get(&self.lost[0]),

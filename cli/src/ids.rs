@@ -201,6 +201,7 @@ pub fn show(
                 "ranges": info.free.len(),
                 "node_bytes": info.bytes,
                 "version": info.version,
+                "pool_version": info.offset + i64::from(info.version),
                 "legacy": info.legacy,
                 "blocks": info.blocks.map(|b| serde_json::json!({
                     "unit": b.unit,
@@ -235,8 +236,15 @@ pub fn show(
         );
     }
     println!("ranges:     {}", info.free.len());
+    let moved = match info.offset {
+        0 => String::new(),
+        offset => format!(
+            ", pool version {}: moved to a fresh node after {offset} writes",
+            offset + i64::from(info.version)
+        ),
+    };
     println!(
-        "node size:  {} bytes (version {}{})",
+        "node size:  {} bytes (version {}{moved}{})",
         info.bytes,
         info.version,
         if info.legacy { ", legacy format" } else { "" }

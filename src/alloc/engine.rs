@@ -8,8 +8,9 @@ use std::sync::Arc;
 use super::blocks::needs_zookeeper;
 use super::blocks::{generations, parts, returns};
 use super::lost::{LostWrite, Resolution};
+use super::options::DEFAULT_MOVE_AT_VERSION;
 use super::service::{count_of, IdGeneratorService};
-use super::state::{figures, Cached, Held, Slot, Strategy, Waiting};
+use super::state::{figures, Cached, Held, Slot, Strategy, Waiting, MOVE_RETRY_AFTER};
 use crate::error::{Result, ZooidError};
 use crate::format::{ChunkOp, OpKind, OpRecord, OpToken, Pool, MAX_OP_LINE_BYTES};
 use crate::idset::IdCategory;
@@ -61,6 +62,8 @@ struct Prepared {
     token: OpToken,
     bytes: Vec<u8>,
     moved: Vec<IdRange>,
+    /// The write moves the pool to a fresh node (data version 0), past the 32-bit data version.
+    moves: bool,
 }
 
 impl<S: Store> IdGeneratorService<S> {
@@ -122,7 +125,7 @@ impl<S: Store> IdGeneratorService<S> {
         if slot
             .cached
             .as_ref()
-            .is_some_and(|c| c.session != generation)
+            .is_some_and(|c| c.session != generation || c.at.elapsed() > self.remember_for())
         {
             slot.cached = None;
         }
@@ -157,7 +160,11 @@ impl<S: Store> IdGeneratorService<S> {
             };
             let prepared = match plan(&current.pool, current.strategy) {
                 Ok(Plan::Write { next, moved, count }) => {
-                    self.prepare(path, &current, next, moved, count, kind)?
+                    let may_move = slot.move_refused_at.is_none_or(|refused| {
+                        current.version == i32::MAX
+                            || current.version >= refused.saturating_add(MOVE_RETRY_AFTER)
+                    });
+                    self.prepare(path, &current, next, moved, count, kind, may_move)?
                 }
                 Ok(Plan::Keep) => return Ok(Step::Kept(slot.cached.insert(current))),
                 // A remembered state may be stale: decide only on what the store holds now.
@@ -210,6 +217,16 @@ impl<S: Store> IdGeneratorService<S> {
         Err(self.budget_error(category, budget, failure))
     }
 
+    /// How long a remembered state is planned on ([`Cached::REMEMBER_FOR`]); not at all when
+    /// the move threshold is lowered (a test hook), where a move cycle is a few writes.
+    fn remember_for(&self) -> std::time::Duration {
+        if self.options.move_at_version < DEFAULT_MOVE_AT_VERSION {
+            std::time::Duration::ZERO
+        } else {
+            Cached::REMEMBER_FOR
+        }
+    }
+
     /// Reads the pool whole: the node (caught up with a `sync` when it looks older than seen
     /// before), its free-list parts, and for block allocation the pushes waiting in their own
     /// nodes; arms the watch of a pool in block allocation. `None` when a part had moved on (the
@@ -230,7 +247,11 @@ impl<S: Store> IdGeneratorService<S> {
             slot.pace.on_fresh_read(u32::try_from(behind).unwrap_or(0));
         }
         let mut pool = Pool::parse(path, &node.data)?;
-        if refuse_older && self.categories.is_older(path, pool.epoch(), node.version) {
+        if refuse_older
+            && self
+                .categories
+                .is_older(path, pool.epoch(), pool.version_at(node.version))
+        {
             // A new session may have reached a server that lags behind the one the newer state
             // came from: catch it up before concluding anything.
             if self.store.sync(path).await.is_ok() {
@@ -239,7 +260,8 @@ impl<S: Store> IdGeneratorService<S> {
             }
         }
         if refuse_older {
-            self.categories.observe(path, pool.epoch(), node.version)?;
+            self.categories
+                .observe(path, pool.epoch(), pool.version_at(node.version))?;
         }
         let limit = self.options.max_pool_bytes;
         self.stats
@@ -290,7 +312,9 @@ impl<S: Store> IdGeneratorService<S> {
 
     /// Lays out the write of `next` over `current`: a format-3 pool writes only the parts of its
     /// free list that changed, and merges the waiting pushes it does not leave waiting (their
-    /// nodes are deleted in the same `multi`); logs the operation.
+    /// nodes are deleted in the same `multi`); logs the operation. A single-node pool at
+    /// `move_at_version` or above moves to a fresh node with this write, when `may_move`.
+    #[allow(clippy::too_many_arguments)]
     fn prepare(
         &self,
         path: &str,
@@ -299,6 +323,7 @@ impl<S: Store> IdGeneratorService<S> {
         moved: Vec<IdRange>,
         count: u64,
         kind: OpKind,
+        may_move: bool,
     ) -> Result<Prepared> {
         let (waiting, merged) = current.waiting.after_write(path, next.free());
         // `stored`: the pool as its nodes will hold it, when pushes wait.
@@ -312,13 +337,22 @@ impl<S: Store> IdGeneratorService<S> {
             (ops, Some(stored))
         };
         part_ops.extend(merged);
-        let version = current
-            .version
-            .checked_add(1)
-            .ok_or_else(|| ZooidError::VersionWrap {
+        // A single-node pool near the end of ZooKeeper's 32-bit data version moves to a fresh
+        // node with this write; its pool version (the operation log's) goes on from here.
+        let moves = may_move
+            && current.version >= self.options.move_at_version
+            && next.blocks().is_none()
+            && part_ops.is_empty();
+        if !moves && current.version == i32::MAX {
+            return Err(ZooidError::VersionWrap {
                 path: path.to_string(),
                 version: current.version,
-            })?;
+            });
+        }
+        let version = current.pool.version_at(current.version) + 1;
+        if moves {
+            next.set_offset(version);
+        }
         let token = OpToken::random();
         let op = OpRecord {
             version,
@@ -339,6 +373,7 @@ impl<S: Store> IdGeneratorService<S> {
             token,
             bytes,
             moved,
+            moves,
         })
     }
 
@@ -353,15 +388,27 @@ impl<S: Store> IdGeneratorService<S> {
         kind: OpKind,
         refuse_older: bool,
     ) -> Result<Sent> {
-        let version = current.version + 1;
+        let version = if write.moves { 0 } else { current.version + 1 };
         let sent = std::time::Instant::now();
         // Before sending: the watch must not take this process's own write for another's.
         slot.known.store(version, Ordering::Release);
-        let reply = self
-            .write(path, &write.bytes, current.version, &write.part_ops)
-            .await;
+        let reply = if write.moves {
+            tracing::info!(
+                category = path,
+                version = current.version,
+                "moving the pool node to a fresh one"
+            );
+            self.store
+                .replace(path, &write.bytes, current.version)
+                .await
+                .map(|created| (0, created))
+        } else {
+            self.write(path, &write.bytes, current.version, &write.part_ops)
+                .await
+                .map(|written| (written, current.created))
+        };
         match reply {
-            Ok(written) => {
+            Ok((written, created)) => {
                 slot.known.store(written, Ordering::Release);
                 parts::remember(
                     write.stored.as_ref().unwrap_or(&write.next),
@@ -371,8 +418,11 @@ impl<S: Store> IdGeneratorService<S> {
                     self.categories.forget_seen(path);
                 }
                 // The write applied: its IDs are the caller's whatever was seen meanwhile.
-                self.categories
-                    .note_written(path, write.next.epoch(), written);
+                self.categories.note_written(
+                    path,
+                    write.next.epoch(),
+                    write.next.version_at(written),
+                );
                 let limit = self.options.max_pool_bytes;
                 let bytes = write.bytes.len();
                 self.stats
@@ -380,7 +430,7 @@ impl<S: Store> IdGeneratorService<S> {
                 slot.pace.on_success(sent.elapsed());
                 let state = Cached::new(
                     written,
-                    current.created,
+                    created,
                     current.session,
                     write.next,
                     false,
@@ -407,6 +457,23 @@ impl<S: Store> IdGeneratorService<S> {
                 other @ (StoreError::NodeExists
                 | StoreError::Refused(_)
                 | StoreError::NotAuthorized { .. }),
+            ) if write.moves => {
+                tracing::error!(category = path, version = current.version, why = %other, "the pool node cannot be moved to a fresh one; writing it in place until its last data version");
+                if current.version == i32::MAX {
+                    return Err(ZooidError::VersionWrap {
+                        path: path.to_string(),
+                        version: current.version,
+                    });
+                }
+                // Nothing applied: plan again, and write in place.
+                slot.move_refused_at = Some(current.version);
+                slot.cached = Some(current);
+                Ok(Sent::NotApplied)
+            }
+            Err(
+                other @ (StoreError::NodeExists
+                | StoreError::Refused(_)
+                | StoreError::NotAuthorized { .. }),
             ) => Err(other.into_zooid(path)),
         }
     }
@@ -425,15 +492,23 @@ impl<S: Store> IdGeneratorService<S> {
         let lost = LostWrite {
             token: write.token,
             expected,
+            produced: current.pool.version_at(expected) + 1,
+            offset: current.pool.offset(),
+            moves: write.moves,
             bytes: &write.bytes,
             parts: &write.part_ops,
             kind,
             moved: &write.moved,
             epoch: current.pool.epoch(),
         };
+        // The state the write leaves if it applied (a move's new incarnation is read, not known).
+        let (version, created) = match write.moves {
+            true => (0, None),
+            false => (expected + 1, current.created),
+        };
         let planned = Cached::new(
-            expected + 1,
-            current.created,
+            version,
+            created,
             current.session,
             write.next,
             false,
@@ -460,6 +535,7 @@ impl<S: Store> IdGeneratorService<S> {
                     category: path.to_string(),
                     op: kind.into(),
                     ids: write.moved,
+                    leaked_within: None,
                 })
             }
         }

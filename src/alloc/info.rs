@@ -50,6 +50,7 @@ impl<S: Store> IdGeneratorService<S> {
             free,
             free_count: usage.free,
             version: node.version,
+            offset: pool.offset(),
             bytes: node.data.len(),
             legacy: pool.is_legacy(),
             ceiling: pool.ceiling(),

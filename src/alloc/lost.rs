@@ -28,8 +28,16 @@ pub(crate) enum Resolution {
 /// A write whose reply was lost, as its author knows it.
 pub(crate) struct LostWrite<'a> {
     pub token: OpToken,
-    /// The version the write expected.
+    /// The data version the write expected.
     pub expected: i32,
+    /// The pool version it produces if it applies ([`Pool::version_at`]), by which the
+    /// operation log names it.
+    pub produced: i64,
+    /// The offset of the pool it was planned on: a node found with a larger one (and the same
+    /// epoch) was moved to a fresh node since, its history continued.
+    pub offset: i64,
+    /// The write moves the pool to a fresh node (deletes and creates it again).
+    pub moves: bool,
     pub bytes: &'a [u8],
     /// The free-list part writes that went with it (src/alloc/blocks/parts.rs).
     pub parts: &'a [ChunkOp],
@@ -62,9 +70,7 @@ impl LostWrite<'_> {
 
     /// What a read of the pool at `version` (past `expected`) says of the write.
     fn told_by(&self, state: Cached) -> Resolution {
-        // `expected < version`, so `expected + 1` does not overflow.
-        let expected = self.expected;
-        match state.pool.op_at(expected + 1) {
+        match state.pool.op_at(self.produced) {
             Some(op) if op.token == self.token => Resolution::Applied(state),
             Some(_) => Resolution::NotApplied(state),
             None => match self.told_by_free_list(&state.pool) {
@@ -72,8 +78,8 @@ impl LostWrite<'_> {
                 Some(false) => Resolution::NotApplied(state),
                 None => Resolution::Unknown(format!(
                     "version {} is no longer in the node's operation log (now at {})",
-                    expected + 1,
-                    state.version
+                    self.produced,
+                    state.pool.version_at(state.version)
                 )),
             },
         }
@@ -125,15 +131,17 @@ impl<S: Store> IdGeneratorService<S> {
             // Another incarnation of the node (created again, or restored: a wipe and restore
             // recreates it under a new epoch, and a wiped ZooKeeper may reuse the old czxid):
             // a resend would apply to it, and its log says nothing of the write unless the write
-            // is there by its token.
+            // is there by its token. A pool moved to a fresh node since (a larger offset, the
+            // same epoch) continues the same history and log.
             let ours = pool
-                .op_at(expected + 1)
+                .op_at(write.produced)
                 .is_some_and(|op| op.token == write.token);
+            let moved_on = pool.offset() > write.offset && pool.epoch() == write.epoch;
             let created_again = planned
                 .created
                 .is_some_and(|created| created != node.created);
             let epochs = [write.epoch, planned.pool.epoch()];
-            if !ours && (created_again || !epochs.contains(&pool.epoch())) {
+            if !ours && !moved_on && (created_again || !epochs.contains(&pool.epoch())) {
                 return Ok(Resolution::Unknown(format!(
                     "the pool node is another incarnation (epoch {}, version {}; the write was \
                      on epoch {}): recreated or restored",
@@ -142,10 +150,22 @@ impl<S: Store> IdGeneratorService<S> {
                     write.epoch
                 )));
             }
-            if node.version == expected {
-                match self.write(path, write.bytes, expected, write.parts).await {
-                    Ok(written) => {
+            if !moved_on && pool.offset() == write.offset && node.version == expected {
+                let resent = match write.moves {
+                    true => self
+                        .store
+                        .replace(path, write.bytes, expected)
+                        .await
+                        .map(|created| (0, created)),
+                    false => self
+                        .write(path, write.bytes, expected, write.parts)
+                        .await
+                        .map(|written| (written, planned.created)),
+                };
+                match resent {
+                    Ok((written, created)) => {
                         planned.version = written;
+                        planned.created = created;
                         return Ok(Resolution::Applied(planned));
                     }
                     Err(StoreError::BadVersion) => {}
@@ -156,10 +176,10 @@ impl<S: Store> IdGeneratorService<S> {
                 }
                 continue;
             }
-            if node.version < expected {
+            if pool.version_at(node.version) < write.produced {
                 return Ok(Resolution::Unknown(format!(
-                    "node version went back to {} (recreated?)",
-                    node.version
+                    "the pool went back to version {} (recreated?)",
+                    pool.version_at(node.version)
                 )));
             }
             let (created, session) = (Some(node.created), self.session_generation());

@@ -32,7 +32,19 @@ pub struct ServiceOptions {
     /// process's earlier operations, so it does not help processes that take once (a burst of
     /// one-shot tasks). docs/BENCHMARKS.md has the figures.
     pub fair_pacing: bool,
+
+    /// The data version at which a single-node pool's next write moves it to a fresh node
+    /// (deleted and created again in one transaction, its operation log continued), before
+    /// ZooKeeper's 32-bit data version runs out ([`DEFAULT_MOVE_AT_VERSION`]). Lowered only by
+    /// tests, to exercise the move.
+    #[doc(hidden)]
+    pub move_at_version: i32,
 }
+
+/// The data version at which a single-node pool moves to a fresh node: 65,536 writes short of
+/// ZooKeeper's limit, so that the keeper's ceiling writes, which do not move the node, still
+/// have room.
+pub const DEFAULT_MOVE_AT_VERSION: i32 = i32::MAX - 65_536;
 
 impl Default for ServiceOptions {
     fn default() -> Self {
@@ -42,6 +54,7 @@ impl Default for ServiceOptions {
             op_log_len: DEFAULT_OP_LOG_LEN,
             ceiling_wait: DEFAULT_CEILING_WAIT,
             fair_pacing: false,
+            move_at_version: DEFAULT_MOVE_AT_VERSION,
         }
     }
 }
@@ -57,6 +70,10 @@ pub struct PoolInfo {
     pub free_count: u64,
     /// The node's data version.
     pub version: i32,
+    /// The pool version of the node's data version 0 (`#offset`): how many writes came before
+    /// this node, in nodes the pool was moved from (0 for a pool never moved). The pool version
+    /// is `offset + version`.
+    pub offset: i64,
     /// The node's size in bytes.
     pub bytes: usize,
     /// Whether the node is a headerless, seed-style list.

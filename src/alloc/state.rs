@@ -216,9 +216,19 @@ pub(crate) struct Cached {
     pub strategy: Strategy,
     /// The pushes waiting in their own nodes, merged into `pool`'s free list.
     pub waiting: Waiting,
+    /// When it was read or written: a state older than [`Cached::REMEMBER_FOR`] is read again.
+    pub at: std::time::Instant,
 }
 
 impl Cached {
+    /// How long a state is planned on without reading the pool again. A single-node pool moves
+    /// to a fresh node, whose data versions start again at 0, every
+    /// `ServiceOptions::move_at_version` writes: a compare-and-set planned on a state of the old
+    /// node would apply to the new one once that reaches the same data version. Within 60 s
+    /// that needs more than 35 million writes per second at the default threshold; a lowered
+    /// threshold (a test hook) plans on no remembered state.
+    pub(crate) const REMEMBER_FOR: std::time::Duration = std::time::Duration::from_secs(60);
+
     /// The state of `pool` at `version` of incarnation `created`, known on session generation
     /// `session`, its strategy decided.
     pub(crate) fn new(
@@ -237,6 +247,7 @@ impl Cached {
             pool,
             fresh,
             waiting,
+            at: std::time::Instant::now(),
         }
     }
 }
@@ -260,9 +271,16 @@ pub(crate) struct Slot {
     /// Takes left during which this process chooses holes at random, after it lost a race for
     /// one (src/alloc/holes/mod.rs).
     pub hole_races: u8,
+    /// The data version at which moving this single-node pool to a fresh node was last refused
+    /// (a child under it, or no delete and create on its parent): until
+    /// [`MOVE_RETRY_AFTER`] writes later, or the last data version, it is written in place.
+    pub move_refused_at: Option<i32>,
     /// The free-list parts of a format-3 pool already read (src/alloc/blocks/parts.rs).
     pub chunks: ChunkCache,
 }
+
+/// How many writes after a refused move of a pool to a fresh node the move is tried again.
+pub(crate) const MOVE_RETRY_AFTER: i32 = 1_024;
 
 /// The holes of a pool in format 4 as one listing found them, and whether they may have changed
 /// since (src/alloc/holes/listing.rs).
@@ -273,9 +291,26 @@ pub(crate) struct Listing {
     pub stale: Arc<AtomicBool>,
     /// The session generation the listing was made on (a watch does not outlive it).
     pub generation: u64,
+    /// The child version (`cversion`) of the holes' parent that `holes` show: the listing's, plus
+    /// one per hole this process's own writes created or deleted since. Each create or delete of
+    /// a child adds one, so an equal `cversion` read later means nobody else changed the holes.
+    pub cversion: i32,
 }
 
 impl Listing {
+    /// Applies this process's own write to the listing: `deleted` holes gone, `created` new.
+    pub(crate) fn apply_own(&mut self, deleted: &[String], created: &[crate::range::IdRange]) {
+        self.holes.retain(|(name, _)| !deleted.contains(name));
+        self.holes.extend(
+            created
+                .iter()
+                .map(|range| (crate::format::hole_name(range), *range)),
+        );
+        let changes = i32::try_from(deleted.len() + created.len()).unwrap_or(i32::MAX);
+        // ZooKeeper's child version wraps like any 32-bit counter.
+        self.cversion = self.cversion.wrapping_add(changes);
+    }
+
     /// Whether the listing still shows the holes as they are on session `generation`.
     pub(crate) fn is_current(&self, generation: u64) -> bool {
         !self.stale.load(std::sync::atomic::Ordering::Acquire) && generation == self.generation
@@ -289,9 +324,10 @@ pub(crate) type Held = tokio::sync::OwnedMutexGuard<Slot>;
 #[derive(Default)]
 pub(crate) struct Categories {
     slots: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Slot>>>>,
-    /// The newest (epoch, data version) this process saw of each pool: a read older than that
-    /// means ZooKeeper went back in time, and is refused.
-    seen: Mutex<HashMap<String, (u64, i32)>>,
+    /// The newest (epoch, pool version) this process saw of each pool: a read older than that
+    /// means ZooKeeper went back in time, and is refused. The pool version
+    /// ([`Pool::version_at`](crate::format::Pool::version_at)) goes on across moves to fresh nodes.
+    seen: Mutex<HashMap<String, (u64, i64)>>,
     /// For pools in block allocation: (generation, a block number not claimed yet as far as this
     /// process knows), to see the ceiling coming without reading.
     next_block: Mutex<HashMap<String, (u64, i64, i64)>>,
@@ -313,7 +349,7 @@ impl Categories {
     }
 
     /// Whether (`epoch`, `version`) is older than what this process saw of the pool.
-    pub(crate) fn is_older(&self, path: &str, epoch: u64, version: i32) -> bool {
+    pub(crate) fn is_older(&self, path: &str, epoch: u64, version: i64) -> bool {
         locked(&self.seen)
             .get(path)
             .is_some_and(|&newest| (epoch, version) < newest)
@@ -327,7 +363,7 @@ impl Categories {
     /// Records that this process saw the pool at (`epoch`, `version`), refusing a state older
     /// than one seen before (ZooKeeper restored from an older snapshot or lost writes). Callers
     /// `sync` first, so that a lagging server is not mistaken for a rollback.
-    pub(crate) fn observe(&self, path: &str, epoch: u64, version: i32) -> Result<()> {
+    pub(crate) fn observe(&self, path: &str, epoch: u64, version: i64) -> Result<()> {
         let mut seen = locked(&self.seen);
         let entry = seen.entry(path.to_string()).or_insert((epoch, version));
         if (epoch, version) < *entry {
@@ -353,7 +389,7 @@ impl Categories {
     /// write applied, so what it moved is the caller's; a newer state seen already stays the
     /// newest (and is logged, as it should not happen: every observation runs under the
     /// category's slot).
-    pub(crate) fn note_written(&self, path: &str, epoch: u64, version: i32) {
+    pub(crate) fn note_written(&self, path: &str, epoch: u64, version: i64) {
         let mut seen = locked(&self.seen);
         let entry = seen.entry(path.to_string()).or_insert((epoch, version));
         if (epoch, version) < *entry {

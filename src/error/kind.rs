@@ -155,6 +155,10 @@ pub(crate) fn samples() -> Vec<super::ZooidError> {
             category: s(),
             op: WriteOp::Take,
             ids: vec![range],
+            leaked_within: Some(super::LeakBound {
+                at_most: 1,
+                within: range,
+            }),
         },
         E::ConnectionLost {
             category: s(),

@@ -52,6 +52,17 @@ impl std::fmt::Display for WriteOp {
     }
 }
 
+/// IDs an operation whose outcome is unknown may have taken without being able to name them:
+/// at most `at_most` IDs, all within `within` (a claim of fresh blocks whose nodes were deleted
+/// before its lost reply was resolved, or that was still in doubt). They are never handed out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LeakBound {
+    /// The most IDs concerned.
+    pub at_most: u64,
+    /// The range they lie in.
+    pub within: IdRange,
+}
+
 /// What went wrong, with enough detail to act on it.
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -117,12 +128,14 @@ pub enum ZooidError {
     /// not confirm, within the operation's deadline, that its session can no longer write, or
     /// what they hold no longer tells). A take's IDs are leaked (never handed out); a push is not
     /// repeated; a queue put ([`WriteOp::Put`], no IDs) may or may not be in the queue. `ids`
-    /// names the IDs concerned.
-    #[error("{category}: outcome of {op} unknown after a lost reply{}", fmt_leaked(.ids))]
+    /// names the IDs concerned; `leaked_within` bounds those a take may have got but cannot
+    /// name (a claim of fresh blocks whose nodes are gone), none otherwise.
+    #[error("{category}: outcome of {op} unknown after a lost reply{}{}", fmt_leaked(.ids), fmt_within(.leaked_within))]
     OutcomeUnknown {
         category: String,
         op: WriteOp,
         ids: Vec<IdRange>,
+        leaked_within: Option<LeakBound>,
     },
 
     /// The store could not be reached before the deadline; nothing was changed.
@@ -133,8 +146,10 @@ pub enum ZooidError {
     #[error("{what}: timed out after {after:?}")]
     Timeout { what: String, after: Duration },
 
-    /// The node's 32-bit data version reached its maximum; a further write would wrap it.
-    #[error("pool node {path} reached data version {version}; another write would wrap the version counter (recreate the category above its last ID)")]
+    /// The node's 32-bit data version reached its limit and the node could not be moved to a
+    /// fresh one (a pool in block allocation, or a node with children or an ACL that does not
+    /// let this client delete and create it).
+    #[error("pool node {path} reached data version {version}: another write would wrap ZooKeeper's 32-bit version counter, and the node could not be moved to a fresh one (see the log)")]
     VersionWrap { path: String, version: i32 },
 
     /// The store refused or failed the request in a way not listed above.
@@ -207,6 +222,16 @@ fn fmt_leaked(ids: &[IdRange]) -> String {
     )
 }
 
+fn fmt_within(bound: &Option<LeakBound>) -> String {
+    match bound {
+        Some(bound) => format!(
+            "; up to {} IDs within {} may have been claimed; they are not handed out and are leaked",
+            bound.at_most, bound.within
+        ),
+        None => String::new(),
+    }
+}
+
 fn fmt_ranges(ids: &[IdRange]) -> String {
     let parts: Vec<String> = ids.iter().map(ToString::to_string).collect();
     format!("[{}]", parts.join(" "))
@@ -277,3 +302,28 @@ impl ZooidError {
 
 /// Shorthand for results of zooid operations.
 pub type Result<T, E = ZooidError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_take_names_its_bound() {
+        let r = |a, b| IdRange::new(a, b).unwrap();
+        let err = ZooidError::OutcomeUnknown {
+            category: "/c".into(),
+            op: WriteOp::Take,
+            ids: vec![r(201, 300)],
+            leaked_within: Some(LeakBound {
+                at_most: 100,
+                within: r(101, 300),
+            }),
+        };
+        assert_eq!(
+            err.to_string(),
+            "/c: outcome of take unknown after a lost reply; IDs [201:300] were not handed out \
+             and are leaked; up to 100 IDs within 101:300 may have been claimed; they are not \
+             handed out and are leaked"
+        );
+    }
+}

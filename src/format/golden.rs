@@ -27,7 +27,7 @@ fn documented() -> Vec<String> {
     blocks
 }
 
-fn op(version: i32, kind: OpKind, token: u64, count: u64) -> OpRecord {
+fn op(version: i64, kind: OpKind, token: u64, count: u64) -> OpRecord {
     OpRecord {
         version,
         token: OpToken(token),
@@ -73,7 +73,20 @@ fn examples() -> Vec<Pool> {
         version: 3,
         ids: 1_280,
     }]);
-    vec![one, two, three]
+    // A pool moved to a fresh node (at data version 2,147,418,112), now at data version 1 of
+    // the new node: its log goes on from the old node's.
+    let mut moved = Pool::new(r(1, 123_456_789));
+    moved.free_mut().take_lowest(20_000);
+    moved.free_mut().insert_all(&[r(9_501, 10_000)]).unwrap();
+    moved.set_offset(2_147_418_113);
+    for o in [
+        op(2_147_418_112, OpKind::Take, 0x5d0c3a0f9e8b7a61, 10_000),
+        op(2_147_418_113, OpKind::Take, 0x81b2c4d6e8f0a1b3, 10_000),
+        op(2_147_418_114, OpKind::Push, 0x0f1e2d3c4b5a6978, 500),
+    ] {
+        moved.record(o, DEFAULT_OP_LOG_LEN);
+    }
+    vec![one, two, three, moved]
 }
 
 #[test]

@@ -67,8 +67,9 @@ impl OpKind {
 /// One entry of the operation log: the write that produced data version `version`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OpRecord {
-    /// The node data version this write produced.
-    pub version: i32,
+    /// The pool version this write produced: the node's data version plus the pool's offset
+    /// (`#offset`, 0 until the pool moved to a fresh node).
+    pub version: i64,
     /// The writer's token.
     pub token: OpToken,
     /// What the write did.
@@ -77,8 +78,8 @@ pub struct OpRecord {
     pub count: u64,
 }
 
-/// The longest `#op` line: `#op <i32> <kind> <16 hex> <u64>\n`.
-pub const MAX_OP_LINE_BYTES: usize = 4 + 11 + 7 + 17 + 21;
+/// The longest `#op` line: `#op <i64> <kind> <16 hex> <u64>\n`.
+pub const MAX_OP_LINE_BYTES: usize = 4 + 20 + 7 + 17 + 21;
 
 impl From<OpKind> for crate::error::WriteOp {
     fn from(kind: OpKind) -> Self {

@@ -290,6 +290,7 @@ mod tests {
             category: "/c".into(),
             op: crate::WriteOp::Push,
             ids: vec![range(1, 10), range(20, 29)],
+            leaked_within: None,
         });
         assert_eq!(lost.operation, Some("push"));
         assert_eq!(lost.ranges, vec![range(1, 10), range(20, 29)]);

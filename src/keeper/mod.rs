@@ -105,10 +105,11 @@ pub(crate) struct Tracked {
     /// The last report line's time.
     pub last_report: Option<Instant>,
     /// A raise of this term made durable whose pool write has not applied yet: its ceiling and
-    /// the pool version it was planned at. Only a pool at or past that version is ours to
+    /// the pool version it was planned at (`Pool::version_at`, which goes on across a move of
+    /// the pool to a fresh node, where the data version starts again at 0). Only a pool at or past that version is ours to
     /// finish; an older one came back from an older state. (A repair is never pending: one whose
     /// pool write did not apply is a repair still to make, not a raise to finish.)
-    pub pending: Option<(i64, i32)>,
+    pub pending: Option<(i64, i64)>,
 }
 
 /// Runs a keeper until `shutdown` turns true: joins the election, and while active keeps the

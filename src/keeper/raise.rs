@@ -127,7 +127,7 @@ impl Active<'_> {
         let ours = record.as_ref().is_some_and(|r| {
             r.fence == fence
                 && pending.is_some_and(|(ceiling, planned)| {
-                    ceiling == r.ceiling && stat.version >= planned
+                    ceiling == r.ceiling && pool.version_at(stat.version) >= planned
                 })
         });
         let behind = !ours
@@ -219,7 +219,9 @@ impl Active<'_> {
             self.durable.write(&new).await?;
             if let Some(t) = self.tracked.get_mut(path) {
                 t.last_durable = Some(Instant::now());
-                t.pending = repair.is_none().then_some((ceiling, version));
+                t.pending = repair
+                    .is_none()
+                    .then_some((ceiling, pool.version_at(version)));
             }
             (self.options.report)(&format!(
                 "durable category={path} ceiling={ceiling} (fence {fence}); writing the pool"
@@ -273,7 +275,7 @@ impl Active<'_> {
         let keep = pool.log().count().max(DEFAULT_OP_LOG_LEN);
         next.record(
             OpRecord {
-                version: next_version,
+                version: pool.version_at(next_version),
                 token: OpToken::random(),
                 kind: OpKind::Ceiling,
                 count: ceiling.abs_diff(old.unwrap_or(ceiling)),

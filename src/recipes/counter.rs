@@ -435,6 +435,7 @@ impl Counter {
                         category: self.path.clone(),
                         op: crate::WriteOp::Next,
                         ids: vec![range],
+                        leaked_within: None,
                     });
                 }
             }

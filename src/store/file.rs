@@ -155,6 +155,16 @@ impl Store for FileStore {
         self.locked(move |nodes| local::set(nodes, &path, &data, expected))
             .await
     }
+    async fn replace(
+        &self,
+        path: &str,
+        data: &[u8],
+        expected: i32,
+    ) -> Result<Option<i64>, StoreError> {
+        let (path, data) = (path.to_string(), data.to_vec());
+        self.locked(move |nodes| local::replace(nodes, &path, &data, expected))
+            .await
+    }
     async fn sync(&self, _path: &str) -> Result<(), StoreError> {
         Ok(())
     }

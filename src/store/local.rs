@@ -75,6 +75,32 @@ pub(crate) fn set(
     Ok(version)
 }
 
+/// A node deleted at `expected` and created again holding `data`, in one step under the store's
+/// lock. The embedded stores keep no incarnations: `created` stays what it was.
+pub(crate) fn replace(
+    nodes: &mut impl Nodes,
+    path: &str,
+    data: &[u8],
+    expected: i32,
+) -> Result<Option<i64>, StoreError> {
+    let node = get(nodes, path)?;
+    if node.version != expected {
+        return Err(StoreError::BadVersion);
+    }
+    if !nodes.list(path)?.is_empty() {
+        return Err(StoreError::Refused("node has children".into()));
+    }
+    nodes.write(
+        path,
+        &Versioned {
+            data: data.to_vec(),
+            version: 0,
+            created: node.created,
+        },
+    )?;
+    Ok(Some(node.created))
+}
+
 pub(crate) fn delete(nodes: &mut impl Nodes, path: &str, expected: i32) -> Result<(), StoreError> {
     let node = get(nodes, path)?;
     if node.version != expected {

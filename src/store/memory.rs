@@ -79,6 +79,14 @@ impl Store for MemoryStore {
     async fn set(&self, path: &str, data: &[u8], expected: i32) -> Result<i32, StoreError> {
         local::set(&mut *self.lock(), path, data, expected)
     }
+    async fn replace(
+        &self,
+        path: &str,
+        data: &[u8],
+        expected: i32,
+    ) -> Result<Option<i64>, StoreError> {
+        local::replace(&mut *self.lock(), path, data, expected)
+    }
     async fn sync(&self, _path: &str) -> Result<(), StoreError> {
         Ok(())
     }

@@ -121,6 +121,17 @@ pub trait Store: Send + Sync + 'static {
         expected: i32,
     ) -> impl Future<Output = Result<i32, StoreError>> + Send;
 
+    /// Moves a node to a fresh incarnation: deletes it if its version is `expected` (never -1)
+    /// and creates it again, in one transaction, holding `data` at version 0, with the ACL it
+    /// had. Returns the new incarnation ([`Versioned::created`]) when the store says it. Refused for a node with
+    /// children. The way past ZooKeeper's 32-bit data version (src/alloc/engine.rs).
+    fn replace(
+        &self,
+        path: &str,
+        data: &[u8],
+        expected: i32,
+    ) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send;
+
     /// Makes the next read of `path` see every write the store has committed (ZooKeeper `sync`).
     fn sync(&self, path: &str) -> impl Future<Output = Result<(), StoreError>> + Send;
 
@@ -232,6 +243,14 @@ impl Store for AnyStore {
     }
     async fn set(&self, path: &str, data: &[u8], expected: i32) -> Result<i32, StoreError> {
         dispatch!(self, s => s.set(path, data, expected))
+    }
+    async fn replace(
+        &self,
+        path: &str,
+        data: &[u8],
+        expected: i32,
+    ) -> Result<Option<i64>, StoreError> {
+        dispatch!(self, s => s.replace(path, data, expected))
     }
     async fn sync(&self, path: &str) -> Result<(), StoreError> {
         dispatch!(self, s => s.sync(path))

@@ -6,11 +6,11 @@
 use std::future::Future;
 use std::time::Duration;
 
-use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError};
+use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError, MultiWriteResult};
 
 use super::{Store, StoreError, Versioned};
 use crate::error::Result;
-use crate::zk::{classify, describe_error, is_gone, ConnectOptions, Session, Verdict};
+use crate::zk::{classify, describe_error, is_gone, ConnectOptions, Multi, Session, Verdict};
 
 /// A ZooKeeper ensemble reached through the process's shared [`Session`].
 #[derive(Clone)]
@@ -153,6 +153,46 @@ impl Store for ZkStore {
         })
         .await
         .map(|stat| stat.version)
+    }
+
+    async fn replace(
+        &self,
+        path: &str,
+        data: &[u8],
+        expected: i32,
+    ) -> Result<Option<i64>, StoreError> {
+        if expected < 0 {
+            return Err(StoreError::Refused(format!(
+                "refusing to replace with expected version {expected}"
+            )));
+        }
+        // The node's own ACL goes to the new incarnation (a category's ACL may differ from the
+        // session's default), read after a `sync` so that a recent `setACL` is not undone. (The
+        // `multi` cannot check the ACL's version: a `setACL` between this read and the move is.)
+        self.sync(path).await?;
+        let (acl, _) = self
+            .call(false, |c| async move { c.get_acl(path).await })
+            .await?;
+        let (client, generation) = self.session.client();
+        let options = CreateMode::Persistent.with_acls(Acls::new(&acl));
+        let mut multi = Multi::new(&client);
+        multi.delete(path, Some(expected));
+        multi.create(path, data, &options);
+        match multi.commit(&self.session, generation).await {
+            // Servers before 3.5 (and some later ones) return no stat for a create in a multi.
+            Ok(results) => Ok(results.iter().find_map(|r| match r {
+                MultiWriteResult::Create { stat, .. } if !stat.is_invalid() => Some(stat.czxid),
+                _ => None,
+            })),
+            Err(failed) if matches!(failed.error, ZkError::NotEmpty) => Err(StoreError::Refused(
+                format!("{path} has children, so it cannot be moved to a fresh node"),
+            )),
+            Err(failed) => Err(StoreError::from_zk(
+                &failed.error,
+                true,
+                self.session.options(),
+            )),
+        }
     }
 
     async fn sync(&self, path: &str) -> Result<(), StoreError> {

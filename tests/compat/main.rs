@@ -62,6 +62,7 @@ fn matrix_row(version: &str) -> Vec<String> {
         .await;
         cell(&mut row, "core", async {
             checks::core(&connect, zk.addr()).await;
+            Box::pin(checks::moves(&connect)).await;
             String::new()
         })
         .await;

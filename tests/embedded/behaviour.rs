@@ -45,7 +45,9 @@ cases!(
     concurrent_services_never_duplicate,
     lost_replies_are_resolved,
     unresolvable_outcomes_leak_never_duplicate,
-    version_wrap_is_refused,
+    pools_move_to_a_fresh_node_before_the_version_wraps,
+    a_state_remembered_across_a_move_is_read_again,
+    an_unmovable_pool_is_written_in_place,
     contention_is_bounded,
     free_list_resolves_past_the_log,
 );

@@ -205,6 +205,13 @@ pub struct Analysis {
     /// stderr, and the IDs they reported leaked.
     pub give_backs_leaked: u64,
     pub give_back_ids: u64,
+    /// Takes whose claim of fresh blocks stayed unknown, reported in the workers' stderr
+    /// ([`CLAIM_UNKNOWN`]); the ranges their unnamed blocks lie in, at most how many IDs those
+    /// hold, and how many unexplained IDs lie in those ranges.
+    pub claims_unknown: u64,
+    pub claim_bounds: Ivs,
+    pub claim_bound_ids: u64,
+    pub unexplained_in_claim_bounds: u64,
     /// Completed operations that lost the reply to a write (ambiguous until resolved), and how
     /// they ended: ok (the protocol told the outcome), err (told "not applied", then failed
     /// otherwise, nothing changed) or unknown (OutcomeUnknown: the IDs are leaked).
@@ -270,6 +277,8 @@ impl Analysis {
         self.unexplained_ids = self.unexplained_ids.subtract(&gave_up);
         self.unexplained = self.unexplained_ids.count();
         self.unexplained_ranges = self.unexplained_ids.0.iter().take(10).copied().collect();
+        self.unexplained_in_claim_bounds =
+            self.unexplained_ids.intersect(&self.claim_bounds).count();
         self.restore_gave_up += gave_up.count();
         gave_up
     }
@@ -331,6 +340,16 @@ impl Analysis {
                 self.give_backs_leaked, self.give_back_ids
             );
         }
+        if self.claims_unknown > 0 {
+            let _ = writeln!(
+                s,
+                "  block claims unknown: {} (unnamed: at most {} IDs within {:?}; {} unexplained IDs there)",
+                self.claims_unknown,
+                self.claim_bound_ids,
+                self.claim_bounds.0,
+                self.unexplained_in_claim_bounds
+            );
+        }
         let _ = writeln!(
             s,
             "  conservation: used {} + free {} + held by killed workers {} + held by live workers {} + leaked {} + given up by a restore {} + unexplained {} = {} of {}",
@@ -366,6 +385,23 @@ fn given_back_leaked(line: &str) -> Option<Vec<(i64, i64)>> {
     let (_, rest) = line.rsplit_once(" leaked=")?;
     let field = rest.split_whitespace().next()?;
     field.split(',').map(parse_range).collect()
+}
+
+/// The message of zooid's report of a take whose claim of fresh blocks stayed unknown
+/// (src/alloc/blocks/take.rs): its blocks found are named in the take's error (`L` lines), the
+/// rest bounded by the fields `at_most=N within=A:B` (`within=` empty: no bound).
+const CLAIM_UNKNOWN: &str = "block claim outcome unknown; its blocks stay unused";
+
+/// The bound of a [`CLAIM_UNKNOWN`] line: at most how many IDs, within which range (`None`
+/// inside: the line names none); `None`: unreadable.
+fn claim_unknown_bound(line: &str) -> Option<Option<(u64, (i64, i64))>> {
+    let (_, rest) = line.rsplit_once(" at_most=")?;
+    let at_most: u64 = rest.split_whitespace().next()?.parse().ok()?;
+    let (_, rest) = rest.split_once(" within=")?;
+    match rest.split_whitespace().next() {
+        None => Some(None),
+        Some(field) => Some(Some((at_most, parse_range(field)?))),
+    }
 }
 
 fn parse_range(text: &str) -> Option<(i64, i64)> {
@@ -540,6 +576,17 @@ pub fn analyse(dir: &Path, bounds: IdRange, free: &[IdRange], killed: &[String])
                     }
                 } else if line.contains("ZooKeeper session renewed") {
                     a.session_renewals += 1;
+                } else if line.contains(CLAIM_UNKNOWN) {
+                    match claim_unknown_bound(line) {
+                        Some(bound) => {
+                            a.claims_unknown += 1;
+                            if let Some((at_most, range)) = bound {
+                                a.claim_bound_ids += at_most;
+                                a.claim_bounds = a.claim_bounds.union(&Ivs::new([range]));
+                            }
+                        }
+                        None => a.problems.push(format!("{name}: unreadable line {line:?}")),
+                    }
                 } else if line.contains(GIVE_BACK_LEAKED) {
                     match given_back_leaked(line) {
                         Some(ranges) => {
@@ -595,6 +642,7 @@ pub fn analyse(dir: &Path, bounds: IdRange, free: &[IdRange], killed: &[String])
     let unexplained = all.subtract(&out);
     a.unexplained = unexplained.count();
     a.unexplained_ranges = unexplained.0.iter().take(10).copied().collect();
+    a.unexplained_in_claim_bounds = unexplained.intersect(&a.claim_bounds).count();
     a.unexplained_ids = unexplained;
     if a.conservation_sum() != a.category {
         a.problems.push(format!(
@@ -733,6 +781,50 @@ mod tests {
         assert_eq!((a.restore_gave_up, a.unexplained), (30, 10));
         assert_eq!(a.unexplained_ranges, vec![(61, 70)]);
         assert_eq!(a.conservation_sum(), 1000);
+    }
+
+    #[test]
+    fn unknown_claims_are_bounded_by_their_report() {
+        let dir = tempfile::tempdir().unwrap();
+        // 1:100 used; a take's claim stayed unknown: block 201:300 found (named, `L`), the other
+        // one of its two blocks somewhere in 101:400; 101:200 is that block, 301:400 free.
+        std::fs::write(
+            dir.path().join("p0-t0.log"),
+            "T 1:100\nU 1:100\nL 201:300\n",
+        )
+        .unwrap();
+        let line = |bound: &str| {
+            format!(
+                "2026-11-25T16:41:35.230837Z ERROR zooid::alloc::blocks::take: {CLAIM_UNKNOWN} category=\"/c\" why=found blocks [2] of a claim of 2 leaked=201:300 {bound}\n"
+            )
+        };
+        let free = [r(301, 1000)];
+        std::fs::write(
+            dir.path().join("p0.stderr"),
+            line("at_most=100 within=101:400"),
+        )
+        .unwrap();
+        let a = analyse(dir.path(), r(1, 1000), &free, &[]);
+        assert!(a.problems.is_empty(), "{:?}", a.problems);
+        assert_eq!(a.claims_unknown, 1);
+        assert_eq!(
+            (a.claim_bound_ids, a.claim_bounds.clone()),
+            (100, Ivs::new([(101, 400)]))
+        );
+        assert_eq!((a.unexplained, a.unexplained_in_claim_bounds), (100, 100));
+        // A bound elsewhere does not explain them; a line without a bound names none.
+        std::fs::write(
+            dir.path().join("p0.stderr"),
+            line("at_most=100 within=401:500"),
+        )
+        .unwrap();
+        let a = analyse(dir.path(), r(1, 1000), &free, &[]);
+        assert_eq!((a.unexplained, a.unexplained_in_claim_bounds), (100, 0));
+        std::fs::write(dir.path().join("p0.stderr"), line("at_most=0 within=")).unwrap();
+        let a = analyse(dir.path(), r(1, 1000), &free, &[]);
+        assert!(a.problems.is_empty(), "{:?}", a.problems);
+        assert_eq!((a.claims_unknown, a.claim_bound_ids), (1, 0));
+        assert_eq!(a.unexplained_in_claim_bounds, 0);
     }
 
     #[test]

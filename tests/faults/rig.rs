@@ -768,21 +768,18 @@ impl Rig {
             assert_eq!(a.leaked, 0, "{}", ctx());
         }
         // A killed thread held at most one batch, or had at most one take in flight. A take
-        // whose fresh-block claim stayed unknown (the servers unreachable past its deadline)
-        // cannot name the block it may have got (docs/DESIGN.md, block allocation, "Lost
-        // replies"): at most one batch of unnamed IDs per unknown take, and only where unknown
-        // outcomes are allowed.
-        let unnamed = if expect.unknown_allowed {
-            batch * a.takes_unknown
-        } else {
-            0
-        };
+        // whose fresh-block claim stayed unknown names the blocks of it that it found and
+        // reports where the rest may lie (`at_most=N within=A:B`, docs/DESIGN.md, block
+        // allocation, "Lost replies"): unexplained IDs inside those ranges, up to the IDs the
+        // reports allow, are theirs; every other one is charged to the killed threads.
+        let claimed = a.unexplained_in_claim_bounds.min(a.claim_bound_ids);
         assert!(
-            a.held_by_killed + a.unexplained <= batch * self.killed_threads + unnamed,
+            a.held_by_killed + a.unexplained - claimed <= batch * self.killed_threads,
             "more IDs lost with killed workers than one batch per killed thread ({} threads), \
-             and with unknown takes than one batch each ({})\n{}",
+             besides those inside the bounds unknown block claims reported ({} of at most {})\n{}",
             self.killed_threads,
-            a.takes_unknown,
+            claimed,
+            a.claim_bound_ids,
             ctx()
         );
         for kind in a.errors.keys() {

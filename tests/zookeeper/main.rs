@@ -1,9 +1,10 @@
 //! The ID service and its layers against a real ZooKeeper server (started on loopback by
 //! zooid-test-support; the server's jars are fetched by scripts/fetch-zookeeper.sh from
-//! tests/zookeeper/pom.xml): the service, block allocation, the session layer, deadlines,
+//! tests/zookeeper/pom.xml): the service, block allocation (and its lost claims), the session layer, deadlines,
 //! metrics, TLS and SASL, and the test harness itself.
 
 mod blocks;
+mod claims;
 mod close;
 mod deadline;
 mod give_up;
@@ -17,3 +18,4 @@ mod service;
 mod session;
 mod session_fate;
 mod session_leader;
+mod version_move;

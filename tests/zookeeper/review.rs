@@ -800,3 +800,84 @@ fn a_lost_push_across_a_wipe_is_not_pushed_again() {
         }
     });
 }
+
+/// Review of the pool move (issue 22): the keeper remembered its pending raise by the pool's
+/// *data* version. Held between its durable write and its pool write while takes move the pool
+/// to a fresh node (data version back near 0), it found the pool "behind" its record and
+/// repaired it: free IDs up to the new ceiling given up, the epoch bumped, a false alarm. A raise
+/// pending across a move is finished, not repaired.
+#[test]
+fn a_raise_pending_across_a_move_of_the_pool_is_finished_not_repaired() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records");
+    let connect = zk.connect_string();
+    runtime().block_on(async {
+        let options = ServiceOptions {
+            move_at_version: 10,
+            ..ServiceOptions::default()
+        };
+        let svc = IdGeneratorService::connect(&connect, &session_options(6000), options)
+            .await
+            .unwrap();
+        let cat = IdCategory::new("/reviewm/c").unwrap();
+        svc.create_category_in_with_ceiling(
+            &cat,
+            1,
+            1_000_000,
+            zooid::Layout::SingleNode,
+            Some(500),
+        )
+        .await
+        .unwrap();
+        // The keeper plans its raise on data version 8.
+        let mut seen = BTreeSet::new();
+        for _ in 0..8 {
+            let set = svc.take_ids(&cat, 10).await.unwrap();
+            no_duplicate(&mut seen, &set, "before the keeper");
+        }
+        let (release_tx, release_rx) = mpsc::channel();
+        let (reached_tx, reached_rx) = mpsc::channel();
+        let hold = Some((
+            "durable category=/reviewm/c".to_string(),
+            release_rx,
+            reached_tx,
+        ));
+        let keeper = InProcessKeeper::start(&connect, &records, "/reviewm", 1000, hold);
+        tokio::task::block_in_place(|| {
+            reached_rx
+                .recv_timeout(Duration::from_secs(20))
+                .expect("the keeper made a ceiling durable")
+        });
+        // Held between its durable write and its pool write: takes under the old ceiling move
+        // the pool to a fresh node, whose data version is then below 8.
+        for _ in 0..5 {
+            let set = svc.take_ids(&cat, 10).await.unwrap();
+            no_duplicate(&mut seen, &set, "while the keeper is held");
+        }
+        let node = svc.store().get(cat.name()).await.unwrap();
+        let pool = zooid::format::Pool::parse(cat.name(), &node.data).unwrap();
+        assert!(
+            pool.offset() > 0 && node.version < 8,
+            "the pool moved (data version {})",
+            node.version
+        );
+        release_tx.send(()).unwrap();
+        let raised = keeper
+            .wait(
+                "raised category=/reviewm/c ceiling 500 -> ",
+                Duration::from_secs(20),
+            )
+            .await;
+        eprintln!("{raised}");
+        assert!(
+            !keeper.has("REPAIR"),
+            "a pending raise was taken for a rollback:\n{}",
+            keeper.log().join("\n")
+        );
+        let info = svc.pool_info(&cat).await.unwrap();
+        assert_eq!(info.epoch, 0, "no repair");
+        assert_eq!(info.free[0].start(), 131, "no free ID given up");
+    });
+}

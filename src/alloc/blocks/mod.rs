@@ -23,9 +23,11 @@
 //! - **Lost reply.** The created names start with the take's random token: after a `sync`, the
 //!   token among the children says whether the take applied and which numbers it got. The nodes
 //!   are persistent, so this works after the session was lost too, once it has certainly expired
-//!   (a session timeout later): no request of an expired session applies any more. Only when
-//!   the operation's deadline runs out first is the outcome unknown, and the blocks, if claimed,
-//!   stay unused (never handed out twice).
+//!   (a session timeout later): no request of an expired session applies any more. When the
+//!   operation's deadline runs out first, or the generation's children were deleted (a retire
+//!   under way: the listing cannot tell), the outcome is unknown, and the blocks, if claimed,
+//!   stay unused (never handed out twice), named where found and bounded otherwise
+//!   (`claims::Doubt`).
 //! - **Generations.** Children are never deleted while their generation is in use (a delete would
 //!   also advance the numbering). When a take gets number [`ROTATE_AT`] or above, its process
 //!   seals the generation (`setData` on `zooid-blocks-G`, after which the `check` above fails),

@@ -164,6 +164,7 @@ pub(crate) async fn push_return(
                     category: path.to_string(),
                     op: crate::WriteOp::Push,
                     ids: ranges.to_vec(),
+                    leaked_within: None,
                 };
                 loop {
                     if budget.expired() {

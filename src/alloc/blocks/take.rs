@@ -21,6 +21,11 @@ use crate::retry::Budget;
 use crate::stats::LostOutcome;
 use crate::store::Store;
 
+/// The error-level log line of a take whose claim of fresh blocks stayed unknown; its fields
+/// `leaked=` (the blocks found, named), `at_most=` and `within=` (the bound of the rest) are
+/// read by the fault suite's checker.
+pub(crate) const CLAIM_UNKNOWN: &str = "block claim outcome unknown; its blocks stay unused";
+
 /// What claiming fresh blocks came to.
 enum Claimed {
     /// These IDs, from blocks the take claimed.
@@ -165,13 +170,23 @@ impl<S: Store> IdGeneratorService<S> {
                 self.repair_sequence_parent(path).await?;
                 return Ok(Claimed::Replan);
             }
-            Claim::Unknown(why) => {
-                tracing::error!(category = path, %why, "block claim outcome unknown; its blocks stay unused");
-                self.stats.lost_reply(path, LostOutcome::Unknown, 0);
+            Claim::Unknown(doubt) => {
+                let (ids, leaked_within) = doubt.report(&layout, last);
+                let leaked = count_of(&ids) + leaked_within.map_or(0, |b| b.at_most);
+                let named = ids
+                    .iter()
+                    .map(IdRange::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",");
+                let (at_most, within) =
+                    leaked_within.map_or((0, String::new()), |b| (b.at_most, b.within.to_string()));
+                tracing::error!(category = path, why = %doubt.why, leaked = %named, at_most, %within, "{CLAIM_UNKNOWN}");
+                self.stats.lost_reply(path, LostOutcome::Unknown, leaked);
                 return Err(ZooidError::OutcomeUnknown {
                     category: path.to_string(),
                     op: crate::WriteOp::Take,
-                    ids: Vec::new(),
+                    ids,
+                    leaked_within,
                 });
             }
         };
@@ -210,7 +225,7 @@ impl<S: Store> IdGeneratorService<S> {
         top: i64,
         ceiling: Option<i64>,
     ) -> Result<()> {
-        let known = self.categories.known_next_block(path, &layout);
+        let known = self.categories.known_next_block(path, layout);
         match layout.block(known, last) {
             None => {
                 // Past the end as far as this process knows: ask the store before saying so.
@@ -327,7 +342,8 @@ impl<S: Store> IdGeneratorService<S> {
             .await
             .map_err(|e| e.into_zooid(path))?;
         let pool = Pool::parse(path, &node.data)?;
-        self.categories.observe(path, pool.epoch(), node.version)?;
+        self.categories
+            .observe(path, pool.epoch(), pool.version_at(node.version))?;
         match pool.blocks() {
             Some(layout) => generations::ensure_parent(session, path, layout.generation).await,
             None => Ok(()),

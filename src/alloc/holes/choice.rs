@@ -74,6 +74,22 @@ pub(crate) fn hole_amount(available: u64, wanted: u64, unit: u64) -> u64 {
     wanted.saturating_sub(blocks.saturating_mul(unit))
 }
 
+/// How many IDs at or below `top` the lowest holes hold that one take can delete together (at
+/// most [`MAX_NODES`] nodes, whole clusters of overlapping holes): what a take at the end of a
+/// category, with no fresh block left, can hand out at once.
+pub(crate) fn available_in_one_take(holes: &[Hole], top: i64) -> u64 {
+    let mut nodes = 0;
+    clusters(holes)
+        .iter()
+        .filter(|c| available(c, top) > 0)
+        .take_while(|c| {
+            nodes += c.holes.len();
+            nodes <= MAX_NODES
+        })
+        .map(|c| available(c, top))
+        .sum()
+}
+
 /// Where a take of `wanted` IDs on contended holes starts among `holes`, drawn with `random`:
 /// the holes at or below `top`, walked upwards, make consecutive groups that each cover the
 /// take; with at least [`MIN_GROUPS`] of them, the first hole of one of the lowest
@@ -268,6 +284,9 @@ mod tests {
             MAX_NODES
         );
         assert_eq!(choose(&h, MAX_NODES as u64 + 1, i64::MAX, None), None);
+        // At the end of a category: what the lowest MAX_NODES of them hold.
+        assert_eq!(available_in_one_take(&h, i64::MAX), MAX_NODES as u64);
+        assert_eq!(available_in_one_take(&h, 20), 10);
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! The holes of a pool in format 4, as listed: one `getChildren` of `PATH/zooid-holes`, kept
 //! while a child watch says nobody changed them, so that a take on unchanged holes reads
-//! nothing.
+//! nothing. Once the watch fired (this process's own writes fire it too), the parent's child
+//! version tells, with one small read, whether only this process's writes (applied to the
+//! listing) changed them; only otherwise are the holes listed again.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -20,9 +22,9 @@ pub(crate) async fn list(session: &Session, path: &str, budget: &mut Budget) -> 
     loop {
         let (client, generation) = session.client();
         let listed = session
-            .run(generation, client.list_and_watch_children(&parent))
+            .run(generation, client.get_and_watch_children(&parent))
             .await;
-        let (children, watcher) = match listed.classified() {
+        let (children, stat, watcher) = match listed.classified() {
             Ok(got) => got,
             Err((Verdict::NoNode, _)) => {
                 crate::alloc::blocks::returns::ensure_node(session, path, &parent).await?;
@@ -69,8 +71,47 @@ pub(crate) async fn list(session: &Session, path: &str, budget: &mut Budget) -> 
             holes,
             stale,
             generation,
+            cversion: stat.cversion,
         });
     }
+}
+
+/// The holes of pool `path` as `kept` shows them when they are known to be as listed: its watch
+/// has not fired, or the holes' parent is still at the child version the listing (with this
+/// process's own writes) expects. Else, or without a listing of this session, listed again
+/// into `kept` (counted in `stats`).
+pub(crate) async fn current(
+    session: &Session,
+    path: &str,
+    kept: &mut Option<Listing>,
+    budget: &mut Budget,
+    stats: &crate::stats::Recorder,
+) -> Result<Vec<Hole>> {
+    let generation = session.client().1;
+    if let Some(listing) = kept.as_ref() {
+        if listing.is_current(generation)
+            || (listing.generation == generation
+                && unchanged_by_others(session, path, listing.cversion).await)
+        {
+            return Ok(listing.holes.clone());
+        }
+    }
+    let listing = list(session, path, budget).await?;
+    stats.hole_listing(path);
+    let holes = listing.holes.clone();
+    *kept = Some(listing);
+    Ok(holes)
+}
+
+/// Whether the holes' parent of pool `path` is at child version `cversion` (one `exists`; any
+/// failure reads as "changed": the caller lists them again).
+async fn unchanged_by_others(session: &Session, path: &str, cversion: i32) -> bool {
+    let parent = holes_parent(path);
+    let (client, generation) = session.client();
+    matches!(
+        session.run(generation, client.check_stat(&parent)).await,
+        Ok(Some(stat)) if stat.cversion == cversion
+    )
 }
 
 /// A `sync` of the holes' parent of pool `path` (the next read sees every write before it),

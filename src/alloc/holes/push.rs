@@ -14,8 +14,9 @@ pub(crate) const MAX_RANGES_PER_WRITE: usize = 1_000;
 
 impl<S: Store> IdGeneratorService<S> {
     /// Leaves `ranges` under pool `path` as hole nodes. Refused as `AlreadyFree` when one of
-    /// them overlaps a hole as listed (this process's listing while the watch says it is
-    /// current, else listed again), or is a hole already (the create fails).
+    /// them overlaps a hole as listed (this process's listing while nobody else changed the
+    /// holes, else listed again: [`super::listing::current`]), or is a hole already (the create
+    /// fails).
     pub(crate) async fn push_hole_nodes(
         &self,
         path: &str,
@@ -35,18 +36,10 @@ impl<S: Store> IdGeneratorService<S> {
         slot: &mut Slot,
         ranges: &[IdRange],
     ) -> Result<()> {
-        let generation = session.client().1;
-        let holes = match &slot.holes {
-            Some(listing) if listing.is_current(generation) => listing.holes.clone(),
-            _ => {
-                let listing =
-                    super::listing::list(session, path, &mut Budget::start(self.options.retry))
-                        .await?;
-                let holes = listing.holes.clone();
-                slot.holes = Some(listing);
-                holes
-            }
-        };
+        let mut budget = Budget::start(self.options.retry);
+        let holes =
+            super::listing::current(session, path, &mut slot.holes, &mut budget, &self.stats)
+                .await?;
         // The pushed range that overlaps a hole, as the single-node layout reports it; decided
         // only on the holes listed again after a `sync` (a listing kept, or served by a
         // lagging server, may still show a hole another take deleted since).
@@ -82,10 +75,7 @@ impl<S: Store> IdGeneratorService<S> {
                     // The listing's watch may fire only after this returns: keep it true
                     // meanwhile.
                     if let Some(listing) = slot.holes.as_mut() {
-                        listing.holes.extend(
-                            part.iter()
-                                .map(|range| (crate::format::hole_name(range), *range)),
-                        );
+                        listing.apply_own(&[], part);
                     }
                 }
                 Err(err) => {
@@ -105,6 +95,7 @@ impl<S: Store> IdGeneratorService<S> {
                         category: path.to_string(),
                         op: crate::WriteOp::Push,
                         ids: rest,
+                        leaked_within: None,
                     });
                 }
             }

@@ -117,6 +117,7 @@ pub(crate) async fn claim(
                             category: path.to_string(),
                             op: crate::WriteOp::Take,
                             ids: handed.to_vec(),
+                            leaked_within: None,
                         });
                     }
                 }
@@ -189,6 +190,7 @@ pub(crate) async fn push(
                             category: path.to_string(),
                             op: crate::WriteOp::Push,
                             ids: ranges.to_vec(),
+                            leaked_within: None,
                         });
                     }
                 }

@@ -111,28 +111,20 @@ impl<S: Store> IdGeneratorService<S> {
         let Some(top) = top_of(slot) else {
             return Err(failed);
         };
-        let left = choice::available_at_most(&holes, top).min(wanted);
+        // At most what one `multi` of deletes can claim; the next take gets the rest.
+        let left = choice::available_in_one_take(&holes, top).min(wanted);
         match self.claim_holes(category, slot, &holes, left, None).await? {
             Some(handed) if !handed.is_empty() => Ok(handed),
             _ => Err(failed),
         }
     }
 
-    /// The holes of pool `path` as the slot's listing shows them, listed again when they may
-    /// have changed.
+    /// The holes of pool `path` as the slot's listing shows them, listed again when others may
+    /// have changed them ([`listing::current`]).
     async fn current_holes(&self, path: &str, slot: &mut Slot) -> Result<Vec<Hole>> {
         let session = self.store.session().ok_or_else(needs_zookeeper)?;
-        let generation = session.client().1;
-        match &slot.holes {
-            Some(listing) if listing.is_current(generation) => Ok(listing.holes.clone()),
-            _ => {
-                let listing =
-                    listing::list(session, path, &mut Budget::start(self.options.retry)).await?;
-                let holes = listing.holes.clone();
-                slot.holes = Some(listing);
-                Ok(holes)
-            }
-        }
+        let mut budget = Budget::start(self.options.retry);
+        listing::current(session, path, &mut slot.holes, &mut budget, &self.stats).await
     }
 
     /// One attempt to claim holes for `wanted` IDs, on the pool as the slot holds it: `None`
@@ -173,15 +165,7 @@ impl<S: Store> IdGeneratorService<S> {
                 self.categories.put_marker(path, marker);
                 // The listing's watch may fire only after this returns: keep it true meanwhile.
                 if let Some(listing) = slot.holes.as_mut() {
-                    listing
-                        .holes
-                        .retain(|(name, _)| !choice.nodes.contains(name));
-                    listing.holes.extend(
-                        choice
-                            .remainder
-                            .iter()
-                            .map(|range| (crate::format::hole_name(range), *range)),
-                    );
+                    listing.apply_own(&choice.nodes, &choice.remainder);
                 }
                 slot.hole_races = slot.hole_races.saturating_sub(1);
                 if choice.overlapped {

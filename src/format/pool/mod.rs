@@ -1,4 +1,4 @@
-//! The pool node's text (formats 1 to 3): strict parsing and rendering, as docs/FORMAT.md
+//! The pool node's text (formats 1 to 4): strict parsing and rendering, as docs/FORMAT.md
 //! specifies it. A [`Pool`] is what the node says, nothing more: the state an operation keeps
 //! about it (pushes waiting in their own nodes, parts loaded) lives in the allocator.
 //!
@@ -107,8 +107,13 @@ pub struct Pool {
     /// No take hands out an ID above it (`None`: no durable reservation).
     ceiling: Option<i64>,
     /// Restarts of the pool's history (a restore after ZooKeeper lost its data); the pool's
-    /// versions are ordered by (epoch, data version).
+    /// states are ordered by (epoch, pool version).
     epoch: u64,
+    /// The pool version of this node incarnation's data version 0 (`#offset`): 0 for a node
+    /// never moved; a move to a fresh node before ZooKeeper's 32-bit data version runs out
+    /// (src/alloc/engine.rs) continues the count, so the pool version (`offset` + data version)
+    /// and the operation log's versions keep growing across moves.
+    offset: i64,
     /// Fresh IDs come in blocks (format 3); `None` for a single-node pool.
     blocks: Option<Blocks>,
     /// Parts of the free list kept in their own nodes (format 3), ascending by key. The node
@@ -126,6 +131,7 @@ impl Pool {
             legacy: false,
             ceiling: None,
             epoch: 0,
+            offset: 0,
             blocks: None,
             chunks: Vec::new(),
         }
@@ -250,6 +256,23 @@ impl Pool {
         self.epoch = epoch;
     }
 
+    /// The pool version of this node incarnation's data version 0 (0 for a node never moved).
+    pub fn offset(&self) -> i64 {
+        self.offset
+    }
+
+    /// Sets the pool version of this node incarnation's data version 0: a pool moved to a fresh
+    /// node continues its count there.
+    pub fn set_offset(&mut self, offset: i64) {
+        self.offset = offset;
+    }
+
+    /// The pool version of the node at data version `data_version`: what the operation log's
+    /// versions count, across moves to fresh nodes.
+    pub fn version_at(&self, data_version: i32) -> i64 {
+        self.offset.saturating_add(i64::from(data_version))
+    }
+
     /// How many free IDs a take may hand out now: those at or below the ceiling (all of them
     /// without a ceiling).
     pub fn available(&self) -> u64 {
@@ -303,8 +326,9 @@ impl Pool {
         self.legacy
     }
 
-    /// The logged write that produced data version `version`, if still remembered.
-    pub fn op_at(&self, version: i32) -> Option<&OpRecord> {
+    /// The logged write that produced pool version `version` ([`Pool::version_at`]), if still
+    /// remembered.
+    pub fn op_at(&self, version: i64) -> Option<&OpRecord> {
         self.log.iter().find(|op| op.version == version)
     }
 

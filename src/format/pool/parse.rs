@@ -31,6 +31,7 @@ struct Headers {
     bounds: Option<IdRange>,
     ceiling: Option<(usize, i64)>,
     epoch: Option<u64>,
+    offset: Option<i64>,
     blocks: Option<(usize, Blocks)>,
     chunks: Vec<(usize, ChunkRef)>,
     log: VecDeque<OpRecord>,
@@ -141,7 +142,7 @@ impl Parser<'_> {
                 let blocks = self.blocks_line(h, &mut words, line_no, raw)?;
                 h.blocks = Some((line_no, blocks));
             }
-            Some(word @ ("ceiling" | "epoch")) => {
+            Some(word @ ("ceiling" | "epoch" | "offset")) => {
                 self.reserved_line(h, word, &mut words, line_no, raw)?
             }
             Some("chunk") => {
@@ -212,7 +213,7 @@ impl Parser<'_> {
         })
     }
 
-    /// `#ceiling C` or `#epoch E` (formats 2 and 3), before the `#op` lines.
+    /// `#ceiling C`, `#epoch E` or `#offset N` (formats 2 to 4), before the `#op` lines.
     fn reserved_line<'w>(
         &self,
         h: &mut Headers,
@@ -244,6 +245,15 @@ impl Parser<'_> {
                 return Err(self.corrupt(line_no, raw, "negative '#ceiling'"));
             }
             h.ceiling = Some((line_no, value));
+        } else if word == "offset" {
+            if h.offset.is_some() {
+                return Err(self.corrupt(line_no, raw, "duplicate '#offset'"));
+            }
+            let value: i64 = self.one_number(words, line_no, raw)?;
+            if value < 0 {
+                return Err(self.corrupt(line_no, raw, "negative '#offset'"));
+            }
+            h.offset = Some(value);
         } else {
             if h.epoch.is_some() {
                 return Err(self.corrupt(line_no, raw, "duplicate '#epoch'"));
@@ -317,6 +327,7 @@ impl Parser<'_> {
             bounds,
             ceiling,
             epoch,
+            offset,
             blocks,
             chunks,
             log,
@@ -336,8 +347,12 @@ impl Parser<'_> {
                 None => return Err(self.corrupt(1, "", "no ranges")),
             },
         };
-        if format == Some(FORMAT_VERSION_RESERVED) && ceiling.is_none() {
-            return Err(self.corrupt(1, "#zooid 2", "format 2 needs a '#ceiling' header"));
+        if format == Some(FORMAT_VERSION_RESERVED) && ceiling.is_none() && offset.is_none() {
+            return Err(self.corrupt(
+                1,
+                "#zooid 2",
+                "format 2 needs a '#ceiling' or '#offset' header",
+            ));
         }
         if blocks_format(format) && blocks.is_none() {
             return Err(self.corrupt(1, "#zooid", "formats 3 and 4 need a '#blocks' header"));
@@ -400,6 +415,7 @@ impl Parser<'_> {
             legacy,
             ceiling: ceiling.map(|(_, c)| c),
             epoch: epoch.unwrap_or(0),
+            offset: offset.unwrap_or(0),
             blocks: blocks.map(|(_, b)| b),
             chunks: chunks.into_iter().map(|(_, c)| c).collect(),
         })
@@ -442,7 +458,9 @@ impl Parser<'_> {
         Ok(OpRecord {
             version: version
                 .parse()
-                .map_err(|_| self.corrupt(line_no, raw, "bad '#op' version"))?,
+                .ok()
+                .filter(|&v: &i64| v >= 0)
+                .ok_or_else(|| self.corrupt(line_no, raw, "bad '#op' version"))?,
             kind: OpKind::parse(kind)
                 .ok_or_else(|| self.corrupt(line_no, raw, "bad '#op' kind"))?,
             token: OpToken(

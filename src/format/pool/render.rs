@@ -18,9 +18,9 @@ impl Pool {
         let mut out =
             String::with_capacity(64 + 48 * (self.log.len() + ranges + self.chunks.len()));
         // Writing to a String cannot fail.
-        // Format 2 exactly when there is a ceiling; the epoch only exists with one (restores and
-        // repairs always set both).
-        let reserved = self.ceiling.is_some();
+        // Format 2 exactly when there is a ceiling or an offset (a pool moved to a fresh node);
+        // the epoch exists only with one of them (restores and repairs always set a ceiling).
+        let reserved = self.ceiling.is_some() || self.offset > 0;
         let format = if self.blocks.is_some_and(|b| b.hole_nodes) {
             FORMAT_VERSION_HOLES
         } else if self.blocks.is_some() {
@@ -40,6 +40,9 @@ impl Pool {
         }
         if (reserved || self.blocks.is_some()) && self.epoch > 0 {
             let _ = writeln!(out, "#epoch {}", self.epoch);
+        }
+        if self.offset > 0 {
+            let _ = writeln!(out, "#offset {}", self.offset);
         }
         for op in &self.log {
             let _ = writeln!(

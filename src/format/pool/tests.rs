@@ -129,7 +129,7 @@ fn the_log_keeps_the_newest_entries() {
             3,
         );
     }
-    let versions: Vec<i32> = pool.log().map(|op| op.version).collect();
+    let versions: Vec<i64> = pool.log().map(|op| op.version).collect();
     assert_eq!(versions, vec![3, 4, 5]);
     assert_eq!(pool.op_at(4).map(|op| op.token), Some(OpToken(4)));
     assert_eq!(pool.op_at(2), None);
@@ -143,7 +143,7 @@ fn the_log_keeps_the_newest_entries() {
         },
         3,
     );
-    let versions: Vec<i32> = pool.log().map(|op| op.version).collect();
+    let versions: Vec<i64> = pool.log().map(|op| op.version).collect();
     assert_eq!(versions, vec![1]);
     assert!(Pool::parse("/p", pool.render().as_bytes()).is_ok());
 }
@@ -183,7 +183,7 @@ fn ceiling_lines_are_strict() {
     );
     assert_eq!(
         reason("#zooid 2\n#bounds 1:100\n1:100\n").1,
-        "format 2 needs a '#ceiling' header"
+        "format 2 needs a '#ceiling' or '#offset' header"
     );
     assert_eq!(
         reason("#zooid 2\n#bounds 1:100\n#ceiling 5\n#ceiling 6\n").1,
@@ -219,6 +219,42 @@ fn ceiling_lines_are_strict() {
     );
 }
 
+#[test]
+fn offset_lines_are_strict() {
+    assert_eq!(
+        reason("#zooid 1\n#bounds 1:100\n#offset 5\n").1,
+        "'#offset' needs '#zooid 2'"
+    );
+    assert_eq!(
+        reason("#zooid 2\n#bounds 1:100\n#offset 5\n#offset 6\n").1,
+        "duplicate '#offset'"
+    );
+    assert_eq!(
+        reason("#zooid 2\n#bounds 1:100\n#offset -5\n").1,
+        "negative '#offset'"
+    );
+    assert_eq!(
+        reason("#zooid 2\n#bounds 1:100\n#op 6 take 0000000000000001 1\n#offset 5\n").1,
+        "'#offset' must come before the '#op' lines"
+    );
+    assert_eq!(
+        reason("#zooid 2\n#bounds 1:100\n#offset 5\n#op -1 take 0000000000000001 1\n").1,
+        "bad '#op' version"
+    );
+    // A moved pool without a ceiling is format 2; its log versions pass the 32-bit range.
+    let text = "#zooid 2\n#bounds 1:100\n#offset 3000000000\n#op 3000000001 take 0000000000000001 1\n2:100\n";
+    let pool = Pool::parse("/p", text.as_bytes()).unwrap();
+    assert_eq!(
+        (pool.offset(), pool.version_at(1), pool.ceiling()),
+        (3_000_000_000, 3_000_000_001, None)
+    );
+    assert_eq!(
+        pool.op_at(3_000_000_001).map(|op| op.token),
+        Some(OpToken(1))
+    );
+    assert_eq!(pool.render(), text);
+}
+
 /// What a reader of format 1 (zooid before ceilings) does with a pool that has one: it
 /// refuses the version line, so it can never hand out IDs above the ceiling.
 #[test]
@@ -243,6 +279,7 @@ proptest::proptest! {
         ceiling in proptest::option::of(0i64..1_000_000),
         epoch in 0u64..5,
         ops in 0i32..5,
+        offset in proptest::option::of(1i64..i64::MAX / 2),
     ) {
         let mut pool = Pool::new(r(1, last));
         pool.free_mut().take_lowest(taken);
@@ -250,13 +287,16 @@ proptest::proptest! {
             return Ok(());
         }
         pool.set_ceiling(ceiling);
-        pool.set_epoch(if ceiling.is_some() { epoch } else { 0 });
+        pool.set_offset(offset.unwrap_or(0));
+        let format_2 = ceiling.is_some() || offset.is_some();
+        pool.set_epoch(if format_2 { epoch } else { 0 });
         for v in 0..ops {
-            pool.record(OpRecord { version: v, token: OpToken(v as u64 * 7), kind: OpKind::Ceiling, count: 1 }, 64);
+            let version = pool.version_at(v);
+            pool.record(OpRecord { version, token: OpToken(v as u64 * 7), kind: OpKind::Ceiling, count: 1 }, 64);
         }
         let text = pool.render();
         proptest::prop_assert_eq!(Pool::parse("/p", text.as_bytes()).unwrap(), pool.clone());
-        proptest::prop_assert_eq!(text.starts_with("#zooid 2\n"), pool.ceiling().is_some());
+        proptest::prop_assert_eq!(text.starts_with("#zooid 2\n"), format_2);
         let avail = pool.available();
         proptest::prop_assert!(avail <= pool.free().count());
     }

@@ -304,6 +304,7 @@ impl Inner {
             category: self.path.clone(),
             op: crate::WriteOp::Put,
             ids: Vec::new(),
+            leaked_within: None,
         }
     }
 }

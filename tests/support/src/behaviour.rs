@@ -488,30 +488,221 @@ pub async fn free_list_resolves_past_the_log(ctx: &Ctx) {
     assert_eq!(svc.store().injected.load(Ordering::SeqCst), 2);
 }
 
-/// The data version is never allowed to wrap (servers before 3.9.1 would read -1 as "any").
-pub async fn version_wrap_is_refused(ctx: &Ctx) {
-    let svc = ctx.faulty(ServiceOptions::default()).await;
-    let cat = ctx.category("wrap");
+/// The pool node as the store holds it: (data version, incarnation, pool).
+async fn node_of<S: Store>(
+    svc: &IdGeneratorService<FaultyStore<S>>,
+    cat: &IdCategory,
+) -> (i32, i64, Pool) {
+    let node = svc.store().inner.get(cat.name()).await.unwrap();
+    (
+        node.version,
+        node.created,
+        Pool::parse(cat.name(), &node.data).unwrap(),
+    )
+}
+
+/// Takes of 10 until the node is at data version `version`; returns what they took.
+async fn take_until<S: Store>(
+    svc: &IdGeneratorService<FaultyStore<S>>,
+    cat: &IdCategory,
+    version: i32,
+) -> Vec<IdRange> {
+    let mut taken = Vec::new();
+    while node_of(svc, cat).await.0 < version {
+        taken.extend(Box::pin(svc.take_ids(cat, 10)).await.unwrap().ranges());
+    }
+    assert_eq!(node_of(svc, cat).await.0, version, "stopped at the version");
+    taken
+}
+
+/// ZooKeeper's data version is 32-bit (and servers before 3.9.1 read -1 as "any"): a
+/// single-node pool moves to a fresh node before it runs out (here at data version 4, lowered by
+/// the test hook), its pool version and operation log going on, and lost replies across the
+/// move are resolved like any other: every ID handed out once, none lost.
+pub async fn pools_move_to_a_fresh_node_before_the_version_wraps(ctx: &Ctx) {
+    let options = ServiceOptions {
+        move_at_version: 4,
+        ..ServiceOptions::default()
+    };
+    let svc = ctx.faulty(options.clone()).await;
+    svc.store().foreign_move_at.store(4, Ordering::SeqCst);
+    let cat = ctx.category("moves");
     svc.create_category(&cat, 1, 1000).await.unwrap();
-    let fresh = ctx.faulty(ServiceOptions::default()).await;
-    *fresh.store().report_version.lock().unwrap() = Some(i32::MAX);
-    assert!(matches!(
-        fresh.take_ids(&cat, 1).await,
-        Err(ZooidError::VersionWrap {
-            version: i32::MAX,
-            ..
-        })
-    ));
+    let (_, first_incarnation, _) = node_of(&svc, &cat).await;
+    let mut handed = Box::pin(take_until(&svc, &cat, 4)).await;
+    assert_eq!(handed, vec![r(1, 10), r(11, 20), r(21, 30), r(31, 40)]);
+
+    // The take at the threshold moves the node: data version 0 again, pool version 5.
+    handed.extend(Box::pin(svc.take_ids(&cat, 10)).await.unwrap().ranges());
+    let (version, created, pool) = node_of(&svc, &cat).await;
     assert_eq!(
-        fresh.store().sets.load(Ordering::SeqCst),
-        0,
-        "no write was attempted"
+        (version, pool.offset(), pool.version_at(version)),
+        (0, 5, 5)
     );
-    let node = svc.store().get(cat.name()).await.unwrap();
+    assert_eq!(svc.store().replaces.load(Ordering::SeqCst), 1, "one move");
+    if first_incarnation != 0 {
+        assert_ne!(
+            created, first_incarnation,
+            "ZooKeeper made a new node (czxid)"
+        );
+    }
+    let logged: Vec<i64> = pool.log().map(|op| op.version).collect();
     assert_eq!(
-        Pool::parse(cat.name(), &node.data).unwrap().free().count(),
-        1000
+        logged,
+        vec![0, 1, 2, 3, 4, 5],
+        "the log goes on across the move"
     );
+    assert!(
+        String::from_utf8(svc.store().inner.get(cat.name()).await.unwrap().data)
+            .unwrap()
+            .starts_with("#zooid 2\n#bounds 1:1000\n#offset 5\n"),
+        "a moved pool is format 2 with its offset"
+    );
+
+    // The move's reply is lost after it applied: found by the log, not moved twice.
+    handed.extend(Box::pin(take_until(&svc, &cat, 4)).await);
+    svc.store().arm(Fault::LoseReplyAfterApply);
+    handed.extend(Box::pin(svc.take_ids(&cat, 10)).await.unwrap().ranges());
+    assert_eq!(svc.store().replaces.load(Ordering::SeqCst), 2);
+    // The move's request is lost: sent again (the node is still where it was), applied once.
+    handed.extend(Box::pin(take_until(&svc, &cat, 4)).await);
+    svc.store().arm(Fault::LoseRequest);
+    handed.extend(Box::pin(svc.take_ids(&cat, 10)).await.unwrap().ranges());
+    assert_eq!(svc.store().replaces.load(Ordering::SeqCst), 3);
+    let (_, _, pool) = node_of(&svc, &cat).await;
+    assert_eq!(pool.offset(), 15);
+
+    // An ordinary write's reply is lost, then others write and move the node: the log, carried
+    // into the new node, still names the write.
+    handed.extend(Box::pin(take_until(&svc, &cat, 3)).await);
+    svc.store().arm(Fault::LoseReplyThenOthersWrite(2));
+    handed.extend(Box::pin(svc.take_ids(&cat, 10)).await.unwrap().ranges());
+    assert_eq!(
+        svc.store().replaces.load(Ordering::SeqCst),
+        4,
+        "the others moved"
+    );
+    // Others write (one of them moving the node) before a lost request could land: it can
+    // never apply, and the log says another write won its version.
+    handed.extend(Box::pin(take_until(&svc, &cat, 3)).await);
+    svc.store().arm(Fault::OthersWriteThenLoseRequest(2));
+    handed.extend(Box::pin(svc.take_ids(&cat, 10)).await.unwrap().ranges());
+    assert_eq!(
+        svc.store().replaces.load(Ordering::SeqCst),
+        5,
+        "the others moved"
+    );
+
+    // A push whose reply is lost on the move: pushed once.
+    let mut set = Box::pin(svc.take_ids(&cat, 10)).await.unwrap();
+    let pushed = set.ranges();
+    Box::pin(take_until(&svc, &cat, 4))
+        .await
+        .into_iter()
+        .for_each(|r| handed.push(r));
+    svc.store().arm(Fault::LoseReplyAfterApply);
+    Box::pin(svc.push_ids(&mut set)).await.unwrap();
+    assert_eq!(svc.store().replaces.load(Ordering::SeqCst), 6);
+    assert_eq!(
+        svc.store().injected.load(Ordering::SeqCst),
+        5,
+        "every fault fired"
+    );
+
+    // Every ID is handed out once, pushed back, taken by the others (4, one each), or free.
+    let free = free_of(&svc, &cat).await;
+    let mut seen = BTreeSet::new();
+    for id in ids_of(&handed) {
+        assert!(seen.insert(id), "ID {id} handed out twice");
+    }
+    for id in ids_of(&free) {
+        assert!(seen.insert(id), "ID {id} free and handed out");
+    }
+    assert!(
+        ids_of(&pushed).iter().all(|id| ids_of(&free).contains(id)),
+        "the push applied"
+    );
+    assert_eq!(
+        seen.len(),
+        1000 - 4,
+        "all but the others' 4 IDs accounted for"
+    );
+    // A fresh process reads the moved pool and goes on from it.
+    let other = ctx.faulty(options).await;
+    let next = Box::pin(other.take_ids(&cat, 1)).await.unwrap().ranges();
+    assert_eq!(next, vec![r(free[0].start(), free[0].start())]);
+}
+
+/// A process that remembers the pool from before a move, while others move it and write it up
+/// to the data version it remembers, must not write its remembered pool onto the new node (the
+/// compare-and-set would succeed: data versions start again at 0). Review of the move: A's take
+/// handed out ID 2, which B held.
+pub async fn a_state_remembered_across_a_move_is_read_again(ctx: &Ctx) {
+    let options = ServiceOptions {
+        move_at_version: 4,
+        ..ServiceOptions::default()
+    };
+    let a = ctx.faulty(options.clone()).await;
+    let b = ctx.faulty(options).await;
+    let cat = ctx.category("remembered");
+    a.create_category(&cat, 1, 100).await.unwrap();
+    let mut held = Box::pin(a.take_ids(&cat, 1)).await.unwrap().ranges();
+    // B writes at data versions 1, 2, 3, moves the node at 4 (data version 0), writes 0 -> 1:
+    // the node is at the data version A remembers.
+    for _ in 0..5 {
+        held.extend(Box::pin(b.take_ids(&cat, 1)).await.unwrap().ranges());
+    }
+    assert_eq!(
+        b.store().replaces.load(Ordering::SeqCst),
+        1,
+        "B moved the node"
+    );
+    let (version, _, _) = node_of(&a, &cat).await;
+    assert_eq!(version, 1, "at the version A remembers");
+    held.extend(Box::pin(a.take_ids(&cat, 1)).await.unwrap().ranges());
+    held.extend(Box::pin(b.take_ids(&cat, 1)).await.unwrap().ranges());
+    let ids = ids_of(&held);
+    let distinct: BTreeSet<i64> = ids.iter().copied().collect();
+    assert_eq!(
+        distinct.len(),
+        ids.len(),
+        "an ID handed out twice: {held:?}"
+    );
+    assert_eq!(ids, (1..=8).collect::<Vec<_>>());
+}
+
+/// A pool that cannot be moved (here: the node has a child, so it cannot be deleted) is written
+/// in place, and the move is tried again 1,024 writes later (it refuses only at the last data
+/// version, 2,147,483,647: `VersionWrap`). Review of the move: it refused at the threshold.
+pub async fn an_unmovable_pool_is_written_in_place(ctx: &Ctx) {
+    let options = ServiceOptions {
+        move_at_version: 1,
+        ..ServiceOptions::default()
+    };
+    let svc = ctx.faulty(options).await;
+    let cat = ctx.category("unmovable");
+    svc.create_category(&cat, 1, 100_000).await.unwrap();
+    let child = format!("{}/child", cat.name());
+    svc.store().inner.create(&child, b"").await.unwrap();
+    let mut handed = Vec::new();
+    for _ in 0..3 {
+        handed.extend(Box::pin(svc.take_ids(&cat, 10)).await.unwrap().ranges());
+    }
+    assert_eq!(handed, vec![r(1, 10), r(11, 20), r(21, 30)]);
+    let (version, _, pool) = node_of(&svc, &cat).await;
+    assert_eq!((version, pool.offset()), (3, 0), "written in place");
+    // take at 0 (set), take at 1 (a refused move, then a set), take at 2 (a set): 4 writes.
+    assert_eq!(svc.store().sets.load(Ordering::SeqCst), 4, "one move tried");
+    assert_eq!(svc.store().replaces.load(Ordering::SeqCst), 0);
+    // Once the child is gone, the move is tried again 1,024 writes after the refusal.
+    svc.store().inner.delete(&child, 0).await.unwrap();
+    while node_of(&svc, &cat).await.2.offset() == 0 {
+        Box::pin(svc.take_ids(&cat, 1)).await.unwrap();
+        assert!(node_of(&svc, &cat).await.0 <= 1 + 1_024, "moved at last");
+    }
+    assert_eq!(svc.store().replaces.load(Ordering::SeqCst), 1);
+    let (version, _, pool) = node_of(&svc, &cat).await;
+    assert_eq!((version, pool.offset()), (0, 1 + 1_024 + 1));
 }
 
 /// Version conflicts are retried with backoff; past the attempt budget the caller gets
@@ -563,7 +754,9 @@ pub const CASES: &[&str] = &[
     "concurrent_services_never_duplicate",
     "lost_replies_are_resolved",
     "unresolvable_outcomes_leak_never_duplicate",
-    "version_wrap_is_refused",
+    "pools_move_to_a_fresh_node_before_the_version_wraps",
+    "a_state_remembered_across_a_move_is_read_again",
+    "an_unmovable_pool_is_written_in_place",
     "contention_is_bounded",
     "free_list_resolves_past_the_log",
 ];
@@ -583,7 +776,13 @@ pub async fn run(name: &str, ctx: &Ctx) {
         "unresolvable_outcomes_leak_never_duplicate" => {
             unresolvable_outcomes_leak_never_duplicate(ctx).await
         }
-        "version_wrap_is_refused" => version_wrap_is_refused(ctx).await,
+        "pools_move_to_a_fresh_node_before_the_version_wraps" => {
+            pools_move_to_a_fresh_node_before_the_version_wraps(ctx).await
+        }
+        "a_state_remembered_across_a_move_is_read_again" => {
+            a_state_remembered_across_a_move_is_read_again(ctx).await
+        }
+        "an_unmovable_pool_is_written_in_place" => an_unmovable_pool_is_written_in_place(ctx).await,
         "contention_is_bounded" => contention_is_bounded(ctx).await,
         "free_list_resolves_past_the_log" => free_list_resolves_past_the_log(ctx).await,
         other => panic!("no case {other}"),

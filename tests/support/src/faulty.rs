@@ -2,7 +2,7 @@
 //! embedded stores (the ZooKeeper tests lose real replies through a TCP proxy instead).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use zooid::format::{OpKind, OpRecord, OpToken, Pool};
@@ -24,7 +24,7 @@ pub enum Fault {
     OtherWinsRace,
 }
 
-/// Wraps a store; faults are consumed one per `set`, in order.
+/// Wraps a store; faults are consumed one per write (`set` or `replace`), in order.
 pub struct FaultyStore<S> {
     pub inner: S,
     faults: Mutex<VecDeque<Fault>>,
@@ -34,6 +34,25 @@ pub struct FaultyStore<S> {
     pub injected: AtomicUsize,
     /// How many operations the other clients' writes keep in the node's log.
     pub foreign_log_len: AtomicUsize,
+    /// The data version at which the other clients' writes move the node to a fresh one (as
+    /// `ServiceOptions::move_at_version`).
+    pub foreign_move_at: AtomicI32,
+    /// How many of the writes this store passed on were moves (`replace`), the service's and
+    /// the other clients'.
+    pub replaces: AtomicUsize,
+}
+
+/// One write passed on to the inner store: a compare-and-set, or a move to a fresh node.
+#[derive(Clone, Copy)]
+enum Write<'a> {
+    Set(&'a [u8], i32),
+    Replace(&'a [u8], i32),
+}
+
+/// What the inner store answered to a [`Write`].
+enum Written {
+    Set(i32),
+    Replaced(Option<i64>),
 }
 
 impl<S: Store> FaultyStore<S> {
@@ -45,6 +64,8 @@ impl<S: Store> FaultyStore<S> {
             sets: AtomicUsize::new(0),
             injected: AtomicUsize::new(0),
             foreign_log_len: AtomicUsize::new(zooid::format::DEFAULT_OP_LOG_LEN),
+            foreign_move_at: AtomicI32::new(i32::MAX),
+            replaces: AtomicUsize::new(0),
         }
     }
 
@@ -52,25 +73,78 @@ impl<S: Store> FaultyStore<S> {
         self.faults.lock().unwrap().push_back(fault);
     }
 
-    /// Another client takes one ID, writing through the inner store.
+    /// Another client takes one ID, writing through the inner store (moving the node to a fresh
+    /// one at `foreign_move_at`, as the service does).
     async fn foreign_take(&self, path: &str) {
         let node = self.inner.get(path).await.expect("foreign read");
         let mut pool = Pool::parse(path, &node.data).expect("foreign parse");
         let taken = pool.free_mut().take_lowest(1);
         assert_eq!(taken.len(), 1);
+        let version = pool.version_at(node.version) + 1;
+        let moves = node.version >= self.foreign_move_at.load(Ordering::SeqCst);
+        if moves {
+            pool.set_offset(version);
+        }
         pool.record(
             OpRecord {
-                version: node.version + 1,
+                version,
                 token: OpToken::random(),
                 kind: OpKind::Take,
                 count: 1,
             },
             self.foreign_log_len.load(Ordering::SeqCst),
         );
-        self.inner
-            .set(path, pool.render().as_bytes(), node.version)
-            .await
-            .expect("foreign write");
+        let data = pool.render();
+        let write = match moves {
+            true => Write::Replace(data.as_bytes(), node.version),
+            false => Write::Set(data.as_bytes(), node.version),
+        };
+        self.pass_on(path, write).await.expect("foreign write");
+    }
+
+    async fn pass_on(&self, path: &str, write: Write<'_>) -> Result<Written, StoreError> {
+        match write {
+            Write::Set(data, expected) => {
+                self.inner.set(path, data, expected).await.map(Written::Set)
+            }
+            Write::Replace(data, expected) => {
+                let created = self.inner.replace(path, data, expected).await?;
+                self.replaces.fetch_add(1, Ordering::SeqCst);
+                Ok(Written::Replaced(created))
+            }
+        }
+    }
+
+    /// Passes `write` on, after the next armed fault (one per write, set or move).
+    async fn faulted(&self, path: &str, write: Write<'_>) -> Result<Written, StoreError> {
+        self.sets.fetch_add(1, Ordering::SeqCst);
+        let fault = self.faults.lock().unwrap().pop_front();
+        let Some(fault) = fault else {
+            return self.pass_on(path, write).await;
+        };
+        self.injected.fetch_add(1, Ordering::SeqCst);
+        match fault {
+            Fault::LoseReplyAfterApply => {
+                self.pass_on(path, write).await?;
+            }
+            Fault::LoseRequest => {}
+            Fault::LoseReplyThenOthersWrite(n) => {
+                self.pass_on(path, write).await?;
+                for _ in 0..n {
+                    self.foreign_take(path).await;
+                }
+            }
+            Fault::OthersWriteThenLoseRequest(n) => {
+                for _ in 0..n {
+                    self.foreign_take(path).await;
+                }
+            }
+            Fault::OtherWinsRace => {
+                self.foreign_take(path).await;
+                return self.pass_on(path, write).await;
+            }
+        }
+        Err(StoreError::Unknown("injected: reply lost".into()))
     }
 }
 
@@ -86,34 +160,21 @@ impl<S: Store> Store for FaultyStore<S> {
         self.inner.create(path, data).await
     }
     async fn set(&self, path: &str, data: &[u8], expected: i32) -> Result<i32, StoreError> {
-        self.sets.fetch_add(1, Ordering::SeqCst);
-        let fault = self.faults.lock().unwrap().pop_front();
-        let Some(fault) = fault else {
-            return self.inner.set(path, data, expected).await;
-        };
-        self.injected.fetch_add(1, Ordering::SeqCst);
-        match fault {
-            Fault::LoseReplyAfterApply => {
-                self.inner.set(path, data, expected).await?;
-            }
-            Fault::LoseRequest => {}
-            Fault::LoseReplyThenOthersWrite(n) => {
-                self.inner.set(path, data, expected).await?;
-                for _ in 0..n {
-                    self.foreign_take(path).await;
-                }
-            }
-            Fault::OthersWriteThenLoseRequest(n) => {
-                for _ in 0..n {
-                    self.foreign_take(path).await;
-                }
-            }
-            Fault::OtherWinsRace => {
-                self.foreign_take(path).await;
-                return self.inner.set(path, data, expected).await;
-            }
+        match self.faulted(path, Write::Set(data, expected)).await? {
+            Written::Set(version) => Ok(version),
+            Written::Replaced(_) => unreachable!("a set is passed on as a set"),
         }
-        Err(StoreError::Unknown("injected: reply lost".into()))
+    }
+    async fn replace(
+        &self,
+        path: &str,
+        data: &[u8],
+        expected: i32,
+    ) -> Result<Option<i64>, StoreError> {
+        match self.faulted(path, Write::Replace(data, expected)).await? {
+            Written::Replaced(created) => Ok(created),
+            Written::Set(_) => unreachable!("a move is passed on as a move"),
+        }
     }
     async fn sync(&self, path: &str) -> Result<(), StoreError> {
         self.inner.sync(path).await

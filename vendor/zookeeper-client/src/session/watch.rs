@@ -116,8 +116,13 @@ impl OneshotReceiver {
     }
 
     pub async fn recv(mut self) -> WatchedEvent {
-        let receiver = self.receiver.take().unwrap();
-        let event = receiver.await.unwrap();
+        // zooid patch: the session task may end (the client closed) without sending the
+        // terminal event to this watcher, dropping its sender: report the session closed
+        // instead of panicking in the task that waits on the watch.
+        let Some(receiver) = self.receiver.take() else {
+            return WatchedEvent::new_session(SessionState::Closed);
+        };
+        let event = receiver.await.unwrap_or_else(|_| WatchedEvent::new_session(SessionState::Closed));
         self.watcher.discard();
         event
     }
@@ -144,7 +149,8 @@ impl PersistentReceiver {
     }
 
     pub async fn recv(&mut self) -> WatchedEvent {
-        self.receiver.next().await.unwrap()
+        // zooid patch: as `OneshotReceiver::recv`, a closed channel is a closed session.
+        self.receiver.next().await.unwrap_or_else(|| WatchedEvent::new_session(SessionState::Closed))
     }
 
     pub async fn remove(self) -> Result<(), Error> {
