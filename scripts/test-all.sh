@@ -24,6 +24,8 @@ bash scripts/fetch-zookeeper.sh matrix
 
 step "Rust: build (workspace: library, CLI, test support)"
 cargo build --workspace --all-targets --locked
+# The fault suite's keeper rows run this `zooid` (built above with the workspace's features).
+export ZOOID_CLI="$PWD/target/debug/zooid"
 
 step "Rust: tests (one binary per group: unit, embedded, zookeeper, recipes, load, c, faults, compat, cli, keeper, durable)"
 # Test binaries run one after another; tests inside a binary in parallel (2 threads).

@@ -19,33 +19,49 @@ pub(crate) struct Choice {
     pub overlapped: bool,
 }
 
-/// Holes that overlap, taken together: their nodes and the IDs they hold, once.
+/// Holes that overlap, taken together: their nodes (consecutive in ID order) and the IDs they
+/// hold, once.
 struct Cluster<'h> {
-    holes: Vec<&'h Hole>,
+    holes: &'h [Hole],
     start: i64,
     end: i64,
 }
 
-/// Groups `holes` (any order) into clusters of overlapping holes, ascending.
-fn clusters(holes: &[Hole]) -> Vec<Cluster<'_>> {
-    let mut sorted: Vec<&Hole> = holes.iter().collect();
-    sorted.sort_by_key(|(_, r)| (r.start(), r.end()));
-    let mut out: Vec<Cluster<'_>> = Vec::new();
-    for hole in sorted {
-        let range = hole.1;
-        match out.last_mut() {
-            Some(c) if range.start() <= c.end => {
-                c.end = c.end.max(range.end());
-                c.holes.push(hole);
-            }
-            _ => out.push(Cluster {
-                holes: vec![hole],
-                start: range.start(),
-                end: range.end(),
-            }),
-        }
+/// `holes` in ID order: borrowed when they are already (a listing keeps them so), else sorted.
+fn in_order(holes: &[Hole]) -> std::borrow::Cow<'_, [Hole]> {
+    let key = |(_, r): &Hole| (r.start(), r.end());
+    if holes.is_sorted_by_key(key) {
+        std::borrow::Cow::Borrowed(holes)
+    } else {
+        let mut sorted = holes.to_vec();
+        sorted.sort_by_key(key);
+        std::borrow::Cow::Owned(sorted)
     }
-    out
+}
+
+/// The clusters of overlapping holes among `sorted` (in ID order), ascending, one pass and no
+/// allocation per cluster: a take on 20,000 holes walks them, it does not copy them.
+fn clusters(sorted: &[Hole]) -> impl Iterator<Item = Cluster<'_>> {
+    let mut next = 0;
+    std::iter::from_fn(move || {
+        let first = sorted.get(next)?;
+        let (start, mut end) = (first.1.start(), first.1.end());
+        let mut last = next + 1;
+        while let Some((_, range)) = sorted.get(last) {
+            if range.start() > end {
+                break;
+            }
+            end = end.max(range.end());
+            last += 1;
+        }
+        let cluster = Cluster {
+            holes: &sorted[next..last],
+            start,
+            end,
+        };
+        next = last;
+        Some(cluster)
+    })
 }
 
 /// The IDs of a cluster at or below `top`.
@@ -58,7 +74,7 @@ fn available(cluster: &Cluster<'_>, top: i64) -> u64 {
 
 /// How many IDs `holes` hold at or below `top`, overlaps counted once.
 pub(crate) fn available_at_most(holes: &[Hole], top: i64) -> u64 {
-    clusters(holes).iter().map(|c| available(c, top)).sum()
+    clusters(&in_order(holes)).map(|c| available(&c, top)).sum()
 }
 
 /// How many IDs a take of `wanted` hands out from holes that hold `available` (at or below the
@@ -78,16 +94,20 @@ pub(crate) fn hole_amount(available: u64, wanted: u64, unit: u64) -> u64 {
 /// most [`MAX_NODES`] nodes, whole clusters of overlapping holes): what a take at the end of a
 /// category, with no fresh block left, can hand out at once.
 pub(crate) fn available_in_one_take(holes: &[Hole], top: i64) -> u64 {
+    let sorted = in_order(holes);
     let mut nodes = 0;
-    clusters(holes)
-        .iter()
-        .filter(|c| available(c, top) > 0)
+    eligible(&sorted, top)
         .take_while(|c| {
             nodes += c.holes.len();
             nodes <= MAX_NODES
         })
-        .map(|c| available(c, top))
+        .map(|c| available(&c, top))
         .sum()
+}
+
+/// The clusters of `sorted` with IDs at or below `top`, ascending (a prefix of them all).
+fn eligible(sorted: &[Hole], top: i64) -> impl Iterator<Item = Cluster<'_>> {
+    clusters(sorted).take_while(move |c| available(c, top) > 0)
 }
 
 /// Where a take of `wanted` IDs on contended holes starts among `holes`, drawn with `random`:
@@ -102,15 +122,12 @@ pub(crate) fn group_start(holes: &[Hole], wanted: u64, top: i64, random: u32) ->
     }
     let mut starts = Vec::new();
     let (mut index, mut covered) = (0, 0);
-    for (i, cluster) in clusters(holes)
-        .iter()
-        .filter(|c| available(c, top) > 0)
-        .enumerate()
-    {
+    let sorted = in_order(holes);
+    for (i, cluster) in eligible(&sorted, top).enumerate() {
         if covered == 0 {
             index = i;
         }
-        covered += available(cluster, top);
+        covered += available(&cluster, top);
         if covered >= wanted {
             starts.push(index);
             covered = 0;
@@ -141,26 +158,35 @@ pub(crate) fn choose(
     top: i64,
     start: Option<usize>,
 ) -> Option<Choice> {
-    let eligible: Vec<Cluster<'_>> = clusters(holes)
-        .into_iter()
-        .filter(|c| available(c, top) > 0)
-        .collect();
-    if wanted == 0 || eligible.iter().map(|c| available(c, top)).sum::<u64>() < wanted {
+    if wanted == 0 {
         return None;
     }
-    let first = start.map_or(0, |k| k % eligible.len());
+    let sorted = in_order(holes);
+    let first = match start {
+        None => 0,
+        Some(k) => match eligible(&sorted, top).count() {
+            0 => return None,
+            count => k % count,
+        },
+    };
     let mut chosen = Vec::new();
     let (mut covered, mut nodes_chosen) = (0, 0);
-    for cluster in eligible[first..].iter().chain(&eligible[..first]) {
-        covered += available(cluster, top);
+    let walk = eligible(&sorted, top)
+        .skip(first)
+        .chain(eligible(&sorted, top).take(first));
+    for cluster in walk {
+        covered += available(&cluster, top);
         nodes_chosen += cluster.holes.len();
         chosen.push(cluster);
+        // One `multi` deletes them: beyond MAX_NODES, a take of fresh blocks serves better.
+        if nodes_chosen > MAX_NODES {
+            return None;
+        }
         if covered >= wanted {
             break;
         }
     }
-    // One `multi` deletes them: beyond MAX_NODES, a take of fresh blocks serves better.
-    if nodes_chosen > MAX_NODES {
+    if covered < wanted {
         return None;
     }
     let mut ids = RangeSet::new();

@@ -61,7 +61,14 @@ pub fn example_binary(name: &str) -> std::path::PathBuf {
 /// (`<target>/cli-for-tests`): the CLI turns on the library's `s3` feature, and the library's
 /// rlib has no hash in its file name (it is also a cdylib), so a build in the shared target
 /// directory would overwrite the rlib the tests and examples link with another variant.
+/// `ZOOID_CLI`, when set, names a `zooid` built with the tests already (scripts/test-all.sh sets
+/// it after its workspace build, whose features are unified: no second build of every crate).
 pub fn cli_binary() -> std::path::PathBuf {
+    if let Some(path) = std::env::var_os("ZOOID_CLI").filter(|p| !p.is_empty()) {
+        let path = PathBuf::from(path);
+        assert!(path.is_file(), "ZOOID_CLI={} is not a file", path.display());
+        return path;
+    }
     built_binary(
         "zooid-cli",
         &["--bin", "zooid"],
