@@ -285,7 +285,7 @@ pub(crate) const MOVE_RETRY_AFTER: i32 = 1_024;
 /// The holes of a pool in format 4 as one listing found them, and whether they may have changed
 /// since (src/alloc/holes/listing.rs).
 pub(crate) struct Listing {
-    /// The holes, by node name and range.
+    /// The holes, by node name and range, in ID order.
     pub holes: Vec<(String, crate::range::IdRange)>,
     /// Set by the listing's child watch when a hole was created or deleted, or the session ended.
     pub stale: Arc<AtomicBool>,
@@ -300,12 +300,18 @@ pub(crate) struct Listing {
 impl Listing {
     /// Applies this process's own write to the listing: `deleted` holes gone, `created` new.
     pub(crate) fn apply_own(&mut self, deleted: &[String], created: &[crate::range::IdRange]) {
-        self.holes.retain(|(name, _)| !deleted.contains(name));
-        self.holes.extend(
-            created
-                .iter()
-                .map(|range| (crate::format::hole_name(range), *range)),
-        );
+        if !deleted.is_empty() {
+            self.holes.retain(|(name, _)| !deleted.contains(name));
+        }
+        // Kept in ID order (the listing sorts them): each new hole where it belongs.
+        for range in created {
+            let key = (range.start(), range.end());
+            let at = self
+                .holes
+                .partition_point(|(_, r)| (r.start(), r.end()) < key);
+            self.holes
+                .insert(at, (crate::format::hole_name(range), *range));
+        }
         let changes = i32::try_from(deleted.len() + created.len()).unwrap_or(i32::MAX);
         // ZooKeeper's child version wraps like any 32-bit counter.
         self.cversion = self.cversion.wrapping_add(changes);

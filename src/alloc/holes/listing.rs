@@ -46,10 +46,12 @@ pub(crate) async fn list(session: &Session, path: &str, budget: &mut Budget) -> 
             }
         };
         let total = children.len();
-        let holes: Vec<Hole> = children
+        let mut holes: Vec<Hole> = children
             .into_iter()
             .filter_map(|name| hole_of(&name).map(|range| (name, range)))
             .collect();
+        // In ID order, as the choice walks them (src/alloc/holes/choice.rs).
+        holes.sort_by_key(|(_, range)| (range.start(), range.end()));
         if holes.len() != total {
             tracing::warn!(
                 category = path,
