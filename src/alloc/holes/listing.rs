@@ -78,31 +78,37 @@ pub(crate) async fn list(session: &Session, path: &str, budget: &mut Budget) -> 
     }
 }
 
-/// The holes of pool `path` as `kept` shows them when they are known to be as listed: its watch
-/// has not fired, or the holes' parent is still at the child version the listing (with this
-/// process's own writes) expects. Else, or without a listing of this session, listed again
-/// into `kept` (counted in `stats`).
-pub(crate) async fn current(
+/// Makes `kept` show the holes of pool `path` as they are: kept when known to be as listed (its
+/// watch has not fired, or the holes' parent is still at the child version the listing, with
+/// this process's own writes, expects), else, or without a listing of this session, listed
+/// again (counted in `stats`). The caller reads them in place: a listing of 20,000 holes is not
+/// copied per take.
+pub(crate) async fn refresh(
     session: &Session,
     path: &str,
     kept: &mut Option<Listing>,
     budget: &mut Budget,
     stats: &crate::stats::Recorder,
-) -> Result<Vec<Hole>> {
+) -> Result<()> {
     let generation = session.client().1;
     if let Some(listing) = kept.as_ref() {
         if listing.is_current(generation)
             || (listing.generation == generation
                 && unchanged_by_others(session, path, listing.cversion).await)
         {
-            return Ok(listing.holes.clone());
+            return Ok(());
         }
     }
     let listing = list(session, path, budget).await?;
     stats.hole_listing(path);
-    let holes = listing.holes.clone();
     *kept = Some(listing);
-    Ok(holes)
+    Ok(())
+}
+
+/// The holes `kept` shows (none without a listing).
+pub(crate) fn holes_of(kept: &Option<Listing>) -> &[Hole] {
+    kept.as_ref()
+        .map_or(&[], |listing| listing.holes.as_slice())
 }
 
 /// Whether the holes' parent of pool `path` is at child version `cversion` (one `exists`; any

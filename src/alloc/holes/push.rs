@@ -37,9 +37,7 @@ impl<S: Store> IdGeneratorService<S> {
         ranges: &[IdRange],
     ) -> Result<()> {
         let mut budget = Budget::start(self.options.retry);
-        let holes =
-            super::listing::current(session, path, &mut slot.holes, &mut budget, &self.stats)
-                .await?;
+        super::listing::refresh(session, path, &mut slot.holes, &mut budget, &self.stats).await?;
         // The pushed range that overlaps a hole, as the single-node layout reports it; decided
         // only on the holes listed again after a `sync` (a listing kept, or served by a
         // lagging server, may still show a hole another take deleted since).
@@ -49,7 +47,7 @@ impl<S: Store> IdGeneratorService<S> {
                 .find(|r| holes.iter().any(|(_, hole)| hole.overlaps(r)))
                 .copied()
         };
-        let mut overlap = overlapping(&holes);
+        let mut overlap = overlapping(super::listing::holes_of(&slot.holes));
         if overlap.is_some() {
             let mut budget = Budget::start(self.options.retry);
             super::listing::sync(session, path, &mut budget).await?;

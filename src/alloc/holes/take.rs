@@ -2,7 +2,7 @@
 //! listed cover it (one `multi` that deletes them), fresh blocks otherwise
 //! (src/alloc/blocks/take.rs); at the ceiling or the end, what holes there are.
 
-use super::choice::{self, Hole};
+use super::choice;
 use super::listing;
 use super::requests::{self, Claimed};
 use super::RACE_MEMORY;
@@ -60,20 +60,21 @@ impl<S: Store> IdGeneratorService<S> {
         if wanted == 0 {
             return Ok(taken);
         }
-        let holes = self.current_holes(category.name(), slot).await?;
+        let path = category.name();
+        self.refresh_holes(path, slot).await?;
         let (Some(top), Some(unit)) = (top_of(slot), unit_of(slot)) else {
             return self.take_blocks(category, slot, taken, n).await;
         };
-        let amount = choice::hole_amount(choice::available_at_most(&holes, top), wanted, unit);
-        // Lowest first, unless the holes are contended: then from one of the lowest groups.
-        let start = (slot.hole_races > 0)
-            .then(|| choice::group_start(&holes, amount, top, rand::random::<u32>()))
-            .flatten()
-            .and_then(|k| u32::try_from(k).ok());
-        match self
-            .claim_holes(category, slot, &holes, amount, start)
-            .await
-        {
+        let choice = {
+            let holes = listing::holes_of(&slot.holes);
+            let amount = choice::hole_amount(choice::available_at_most(holes, top), wanted, unit);
+            // Lowest first, unless the holes are contended: then from one of the lowest groups.
+            let start = (slot.hole_races > 0)
+                .then(|| choice::group_start(holes, amount, top, rand::random::<u32>()))
+                .flatten();
+            choice::choose(holes, amount, top, start)
+        };
+        match self.claim_holes(category, slot, choice).await {
             Ok(Some(mut handed)) => {
                 taken.append(&mut handed);
                 if count_of(&taken) == n {
@@ -111,40 +112,39 @@ impl<S: Store> IdGeneratorService<S> {
         let Some(top) = top_of(slot) else {
             return Err(failed);
         };
-        // At most what one `multi` of deletes can claim; the next take gets the rest.
-        let left = choice::available_in_one_take(&holes, top).min(wanted);
-        match self.claim_holes(category, slot, &holes, left, None).await? {
+        self.refresh_holes(path, slot).await?;
+        let choice = {
+            let holes = listing::holes_of(&slot.holes);
+            // At most what one `multi` of deletes can claim; the next take gets the rest.
+            let left = choice::available_in_one_take(holes, top).min(wanted);
+            choice::choose(holes, left, top, None)
+        };
+        match self.claim_holes(category, slot, choice).await? {
             Some(handed) if !handed.is_empty() => Ok(handed),
             _ => Err(failed),
         }
     }
 
-    /// The holes of pool `path` as the slot's listing shows them, listed again when others may
-    /// have changed them ([`listing::current`]).
-    async fn current_holes(&self, path: &str, slot: &mut Slot) -> Result<Vec<Hole>> {
+    /// Makes the slot's listing show the holes of pool `path` as they are
+    /// ([`listing::refresh`]).
+    async fn refresh_holes(&self, path: &str, slot: &mut Slot) -> Result<()> {
         let session = self.store.session().ok_or_else(needs_zookeeper)?;
         let mut budget = Budget::start(self.options.retry);
-        listing::current(session, path, &mut slot.holes, &mut budget, &self.stats).await
+        listing::refresh(session, path, &mut slot.holes, &mut budget, &self.stats).await
     }
 
-    /// One attempt to claim holes for `wanted` IDs, on the pool as the slot holds it: `None`
-    /// when the holes do not cover it, or another take won one of them first (this process then
-    /// chooses at random for a while), or the pool moved on (read again).
+    /// One attempt to claim the holes of `choice` (`None`: the holes do not cover the take), on
+    /// the pool as the slot holds it: `None` when another take won one of them first (this
+    /// process then chooses at random for a while), or the pool moved on (read again).
     async fn claim_holes(
         &self,
         category: &IdCategory,
         slot: &mut Slot,
-        holes: &[Hole],
-        wanted: u64,
-        start: Option<u32>,
+        choice: Option<choice::Choice>,
     ) -> Result<Option<Vec<IdRange>>> {
         let path = category.name();
         let session = self.store.session().ok_or_else(needs_zookeeper)?;
-        let (Some(top), Some(state)) = (top_of(slot), slot.cached.as_ref()) else {
-            return Ok(None);
-        };
-        let start = start.map(|k| k as usize);
-        let Some(choice) = choice::choose(holes, wanted, top, start) else {
+        let (Some(choice), Some(state)) = (choice, slot.cached.as_ref()) else {
             return Ok(None);
         };
         let previous = self.categories.take_marker(path);
