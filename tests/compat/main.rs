@@ -69,6 +69,7 @@ fn matrix_row(version: &str) -> Vec<String> {
         cell(&mut row, "blocks", async {
             checks::blocks(&connect).await;
             Box::pin(checks::holes(&connect)).await;
+            checks::child_versions(&connect).await;
             String::new()
         })
         .await;

@@ -389,3 +389,45 @@ fn a_repair_gives_up_the_hole_nodes_at_or_below_the_record() {
         );
     });
 }
+
+/// What the kept listing rests on (src/alloc/holes/listing.rs): every create and every delete of
+/// a child adds one to its parent's child version, also inside a `multi`; a failed `multi` adds
+/// nothing.
+#[test]
+fn a_parents_child_version_counts_every_create_and_delete() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let client = zookeeper_client::Client::connect(&zk.connect_string())
+            .await
+            .unwrap();
+        let options = zookeeper_client::CreateMode::Persistent
+            .with_acls(zookeeper_client::Acls::anyone_all());
+        client.create("/cv", b"", &options).await.unwrap();
+        let cversion = || async { client.check_stat("/cv").await.unwrap().unwrap().cversion };
+        let start = cversion().await;
+        client.create("/cv/a", b"", &options).await.unwrap();
+        client.create("/cv/b", b"", &options).await.unwrap();
+        client.delete("/cv/a", None).await.unwrap();
+        assert_eq!(cversion().await, start + 3, "two creates and a delete");
+        let mut multi = client.new_multi_writer();
+        multi.add_delete("/cv/b", None).unwrap();
+        multi.add_create("/cv/c", b"", &options).unwrap();
+        multi.add_create("/cv/d", b"", &options).unwrap();
+        multi.commit().await.unwrap();
+        assert_eq!(
+            cversion().await,
+            start + 6,
+            "a multi of a delete and two creates"
+        );
+        let mut failing = client.new_multi_writer();
+        failing.add_delete("/cv/c", None).unwrap();
+        failing.add_delete("/cv/missing", None).unwrap();
+        assert!(failing.commit().await.is_err());
+        assert_eq!(
+            cversion().await,
+            start + 6,
+            "a failed multi changes nothing"
+        );
+    });
+}
