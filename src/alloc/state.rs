@@ -295,6 +295,9 @@ pub(crate) struct Listing {
     /// one per hole this process's own writes created or deleted since. Each create or delete of
     /// a child adds one, so an equal `cversion` read later means nobody else changed the holes.
     pub cversion: i32,
+    /// The holes' parent's incarnation (`czxid`): a parent deleted and created again (a category
+    /// recreated, a migration) counts its child version from 0 again.
+    pub created: i64,
 }
 
 impl Listing {

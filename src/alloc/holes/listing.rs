@@ -74,6 +74,7 @@ pub(crate) async fn list(session: &Session, path: &str, budget: &mut Budget) -> 
             stale,
             generation,
             cversion: stat.cversion,
+            created: stat.czxid,
         });
     }
 }
@@ -94,7 +95,7 @@ pub(crate) async fn refresh(
     if let Some(listing) = kept.as_ref() {
         if listing.is_current(generation)
             || (listing.generation == generation
-                && unchanged_by_others(session, path, listing.cversion).await)
+                && unchanged_by_others(session, path, listing).await)
         {
             return Ok(());
         }
@@ -111,14 +112,15 @@ pub(crate) fn holes_of(kept: &Option<Listing>) -> &[Hole] {
         .map_or(&[], |listing| listing.holes.as_slice())
 }
 
-/// Whether the holes' parent of pool `path` is at child version `cversion` (one `exists`; any
-/// failure reads as "changed": the caller lists them again).
-async fn unchanged_by_others(session: &Session, path: &str, cversion: i32) -> bool {
+/// Whether the holes' parent of pool `path` is the incarnation `listing` was made on, at the
+/// child version it expects (one `exists`; any failure reads as "changed": the caller lists them
+/// again).
+async fn unchanged_by_others(session: &Session, path: &str, listing: &Listing) -> bool {
     let parent = holes_parent(path);
     let (client, generation) = session.client();
     matches!(
         session.run(generation, client.check_stat(&parent)).await,
-        Ok(Some(stat)) if stat.cversion == cversion
+        Ok(Some(stat)) if stat.cversion == listing.cversion && stat.czxid == listing.created
     )
 }
 
