@@ -281,6 +281,8 @@ impl<S: Store> IdGeneratorService<S> {
         let (mut slot, mut budget) = self.hold(category).await?;
         loop {
             slot.cached = None;
+            // The holes given up below are listed again by the next take.
+            slot.holes = None;
             // The generation sealed for this attempt and its final frontier (block pools).
             let sealed = match self.store.session() {
                 Some(session) => {

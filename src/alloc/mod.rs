@@ -32,6 +32,7 @@ mod state;
 mod undelivered;
 
 pub use crate::format::MAX_TAKE;
+pub use holes::listing::LISTING_TRUSTED_FOR;
 pub use migrate::Migrated;
 pub use options::{
     Layout, PoolInfo, Restored, ServiceOptions, DEFAULT_BLOCK_SIZE, DEFAULT_CEILING_WAIT,

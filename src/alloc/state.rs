@@ -298,6 +298,23 @@ pub(crate) struct Listing {
     /// The holes' parent's incarnation (`czxid`): a parent deleted and created again (a category
     /// recreated, a migration) counts its child version from 0 again.
     pub created: i64,
+    /// Until when the listing may be used while its check is still on its way: set when a look
+    /// found that nobody else changed the holes (`refresh` in src/alloc/holes/listing.rs).
+    pub trusted_until: Option<std::time::Instant>,
+    /// A check of the holes' parent sent ahead of this process's next write; it is answered by
+    /// the time the write is (a session's requests are answered in order).
+    pub ahead: Option<AheadCheck>,
+    /// Whether others changed the holes when this listing was made (the look before found their
+    /// changes): the next look lists them again without checking first.
+    pub busy: bool,
+}
+
+/// A check of the holes' parent sent ahead of a write (src/alloc/holes/listing.rs).
+pub(crate) struct AheadCheck {
+    /// When it was sent: an answer of `true` means the listing was exact then.
+    pub sent: std::time::Instant,
+    /// Whether the parent was at the child version and incarnation the listing expected.
+    pub answer: tokio::task::JoinHandle<bool>,
 }
 
 impl Listing {

@@ -3,12 +3,24 @@
 //! nothing. Once the watch fired (this process's own writes fire it too), the parent's child
 //! version tells, with one small read, whether only this process's writes (applied to the
 //! listing) changed them; only otherwise are the holes listed again.
+//!
+//! While the holes are quiet (the last look found nobody else changed them, less than
+//! [`LISTING_TRUSTED_FOR`] ago), that read is sent ahead of the write instead of before it: the write
+//! does not wait for it, and its answer, in by the time the write's is, decides at the next
+//! operation whether the holes are listed again. A take or push then costs one round trip, as in
+//! the single-node layout. The listing only chooses: a hole another take deleted meanwhile
+//! fails the claim (a race, as any), and one pushed meanwhile is seen by the next operation.
+//!
+//! While others keep changing the holes (the last look found their changes), the holes are
+//! listed again at once, without the `exists` that would most likely say so again: a take or
+//! push under contention costs a listing and its write.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use super::choice::Hole;
-pub(crate) use crate::alloc::state::Listing;
+pub(crate) use crate::alloc::state::{AheadCheck, Listing};
 use crate::error::{Result, ZooidError};
 use crate::format::{hole_of, holes_parent};
 use crate::retry::Budget;
@@ -75,15 +87,24 @@ pub(crate) async fn list(session: &Session, path: &str, budget: &mut Budget) -> 
             generation,
             cversion: stat.cversion,
             created: stat.czxid,
+            trusted_until: None,
+            ahead: None,
+            busy: false,
         });
     }
 }
 
+/// How long after a look found nobody else changed the holes a listing may be used while its
+/// next check is on its way: a take sees every push of another process that completed this
+/// long before it began (in a busy process, the ones before its previous operation).
+pub const LISTING_TRUSTED_FOR: Duration = Duration::from_millis(250);
+
 /// Makes `kept` show the holes of pool `path` as they are: kept when known to be as listed (its
 /// watch has not fired, or the holes' parent is still at the child version the listing, with
 /// this process's own writes, expects), else, or without a listing of this session, listed
-/// again (counted in `stats`). The caller reads them in place: a listing of 20,000 holes is not
-/// copied per take.
+/// again (counted in `stats`). While the holes are quiet, the check of the child version is sent
+/// ahead of the caller's write instead of awaited (see the module's doc). The caller reads them
+/// in place: a listing of 20,000 holes is not copied per take.
 pub(crate) async fn refresh(
     session: &Session,
     path: &str,
@@ -92,18 +113,82 @@ pub(crate) async fn refresh(
     stats: &crate::stats::Recorder,
 ) -> Result<()> {
     let generation = session.client().1;
-    if let Some(listing) = kept.as_ref() {
-        if listing.is_current(generation)
-            || (listing.generation == generation
-                && unchanged_by_others(session, path, listing).await)
-        {
-            return Ok(());
+    let mut busy = false;
+    let mut expected = None;
+    if let Some(listing) = kept.as_mut().filter(|l| l.generation == generation) {
+        match look(session, path, listing).await {
+            Look::Exact => return Ok(()),
+            Look::ChangedByOthers => busy = true,
+            Look::Busy => expected = Some((listing.cversion, listing.created)),
         }
     }
-    let listing = list(session, path, budget).await?;
+    let mut listing = list(session, path, budget).await?;
     stats.hole_listing(path);
+    // Busy while the holes keep changing under others' writes; a listing found as the last
+    // one expected them ends it.
+    listing.busy = busy || expected.is_some_and(|e| e != (listing.cversion, listing.created));
     *kept = Some(listing);
     Ok(())
+}
+
+/// What a look at a listing found.
+enum Look {
+    /// It shows the holes as they are (or, while they are quiet, its check goes ahead of the
+    /// caller's write).
+    Exact,
+    /// Others changed the holes since: list them again.
+    ChangedByOthers,
+    /// Others changed the holes at the last look: list them again without checking first,
+    /// since a check would most likely say so again.
+    Busy,
+}
+
+/// Looks at `listing`, made on the current session generation: the answer of a check sent ahead
+/// of the last write first; then unchanged since listed (its watch has not fired); busy; quiet
+/// (a check goes ahead of the caller's write); or the child version it expects, found by one
+/// `exists` now.
+async fn look(session: &Session, path: &str, listing: &mut Listing) -> Look {
+    if let Some(ahead) = listing.ahead.take() {
+        if !matches!(ahead.answer.await, Ok(true)) {
+            return Look::ChangedByOthers;
+        }
+        listing.trusted_until = Some(ahead.sent + LISTING_TRUSTED_FOR);
+    }
+    if listing.is_current(listing.generation) {
+        return Look::Exact;
+    }
+    if listing.busy {
+        return Look::Busy;
+    }
+    let now = Instant::now();
+    if listing.trusted_until.is_some_and(|until| now < until) {
+        listing.ahead = Some(check_ahead(session, path, listing));
+        return Look::Exact;
+    }
+    if unchanged_by_others(session, path, listing).await {
+        listing.trusted_until = Some(now + LISTING_TRUSTED_FOR);
+        return Look::Exact;
+    }
+    Look::ChangedByOthers
+}
+
+/// Sends the check of [`unchanged_by_others`] now, before the caller's write, and answers it
+/// on a task: the write does not wait for it. Any failure answers "changed".
+fn check_ahead(session: &Session, path: &str, listing: &Listing) -> AheadCheck {
+    let (client, _) = session.client();
+    let (cversion, created) = (listing.cversion, listing.created);
+    // Sent here, in call order, so it is answered before the write that follows.
+    let stat = client.check_stat(&holes_parent(path));
+    let limit = session.request_limit();
+    AheadCheck {
+        sent: Instant::now(),
+        answer: tokio::spawn(async move {
+            matches!(
+                tokio::time::timeout(limit, stat).await,
+                Ok(Ok(Some(stat))) if stat.cversion == cversion && stat.czxid == created
+            )
+        }),
+    }
 }
 
 /// The holes `kept` shows (none without a listing).

@@ -147,6 +147,9 @@ impl<S: Store> IdGeneratorService<S> {
         let (Some(choice), Some(state)) = (choice, slot.cached.as_ref()) else {
             return Ok(None);
         };
+        // Chosen on a listing whose check is still on its way: a hole gone means that listing
+        // was out of date, not that takes contend.
+        let ahead = slot.holes.as_ref().is_some_and(|l| l.ahead.is_some());
         let previous = self.categories.take_marker(path);
         let mut budget = Budget::start(self.options.retry);
         let claimed = requests::claim(
@@ -179,7 +182,9 @@ impl<S: Store> IdGeneratorService<S> {
                 }
                 match other? {
                     Claimed::Raced => {
-                        slot.hole_races = RACE_MEMORY;
+                        if !ahead {
+                            slot.hole_races = RACE_MEMORY;
+                        }
                         slot.holes = None;
                     }
                     Claimed::Changed => slot.cached = None,
