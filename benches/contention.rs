@@ -10,6 +10,8 @@
 //! - `zooid-fair`: `zooid` with `ServiceOptions::fair_pacing` (src/pace.rs);
 //! - `naive`: the seed-000 loop on a legacy counter: get, add, set with the read version, retry at
 //!   once on `BADVERSION` (examples/contender.rs);
+//! - `raw`: the server's floor for any layout that writes once per take and once per push: a
+//!   sequential `create` per take, a `delete` of it per push, no node shared (examples/contender.rs);
 //! - `curator`: Curator's `DistributedAtomicLong.add(batch)` (java/curator-bench), N clients with
 //!   their own sessions in one JVM.
 //!
@@ -179,9 +181,10 @@ fn parse_args() -> Args {
     args
 }
 
-/// Whether `mode` can push IDs back (the zooid modes); `naive` and `curator` only take.
+/// Whether `mode` pushes IDs back (the zooid modes; `raw` writes a push's floor); `naive` and
+/// `curator` only take.
 fn recycles(mode: &str) -> bool {
-    mode.starts_with("zooid")
+    mode.starts_with("zooid") || mode == "raw"
 }
 
 /// A child process killed by PID when dropped, and by the kernel if the benchmark dies.
@@ -450,7 +453,7 @@ fn run_one(
     let mut workers = Vec::new();
     let push_pct = if recycles(mode) { args.push_back } else { 0 };
     let expected_ready = match mode {
-        "zooid" | "zooid-fair" | "zooid-single" | "zooid-blocks" | "naive" => {
+        "zooid" | "zooid-fair" | "zooid-single" | "zooid-blocks" | "naive" | "raw" => {
             for index in 0..clients {
                 let mut command = Command::new(contender_binary());
                 command.args([
@@ -526,7 +529,7 @@ fn run_one(
     }
     let after = zxid(zxid_addr);
     drop(workers);
-    let free_after = recycles(mode).then(|| {
+    let free_after = mode.starts_with("zooid").then(|| {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -623,6 +626,14 @@ fn prepare(connect: &str, mode: &str, path: &str, batch: u64) {
             "zooid-blocks" => {
                 let service = connect_service(connect, ServiceOptions::default()).await;
                 create_in(&service, "blocks", path, batch).await;
+            }
+            "raw" => {
+                let client = zookeeper_client::Client::connect(connect)
+                    .await
+                    .expect("connect");
+                let options = zookeeper_client::CreateMode::Persistent
+                    .with_acls(zookeeper_client::Acls::anyone_all());
+                client.mkdir(path, &options).await.expect("mkdir");
             }
             "naive" => {
                 let client = zookeeper_client::Client::connect(connect)

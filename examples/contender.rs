@@ -9,6 +9,9 @@
 //! - `zooid-blocks`: the same on a category in block allocation (src/blocks.rs);
 //! - `naive`: the seed-000 loop on a legacy counter node (8-byte big-endian long): `getData`,
 //!   add the batch, `setData` with the read version, on `BADVERSION` start again at once.
+//! - `raw`: the server's floor for any layout that writes once per take and once per push: a
+//!   take is one `create` of a sequential node under `--path` (its number names the batch), a
+//!   push one `delete` of it. Nothing is recycled; no two processes write the same node.
 //!
 //! With `--push-back PCT` (zooid modes only: the naive loop cannot recycle), every take is
 //! followed by a push of the last `PCT` % of the IDs it got (`push_ids`); an operation is then
@@ -49,6 +52,8 @@ enum Mode {
     /// `take_ids` on a category in block allocation (the benchmark creates it).
     ZooidBlocks,
     Naive,
+    /// One sequential `create` per take, one `delete` per push: the server's floor.
+    Raw,
 }
 
 #[derive(Parser, Debug)]
@@ -169,6 +174,21 @@ async fn run(cli: &Cli) -> Result<(), String> {
             wait_for_eof();
             drop(service);
         }
+        Mode::Raw => {
+            let client = zookeeper_client::Client::connector()
+                .with_session_timeout(options.session_timeout)
+                .connect(&cli.connect)
+                .await
+                .map_err(|e| e.to_string())?;
+            let kept = std::cell::RefCell::new(Kept::default());
+            let cycle = || raw_cycle(&client, &cli.path, cli.batch, cli.push_back, &kept);
+            cycle().await.map_err(|e| format!("warm-up take: {e}"))?;
+            ready_then_wait_for_go()?;
+            let tally = window_loop(window, cycle).await;
+            report(&tally, &kept.borrow())?;
+            wait_for_eof();
+            drop(client);
+        }
         Mode::Naive => {
             let client = zookeeper_client::Client::connector()
                 .with_session_timeout(options.session_timeout)
@@ -225,6 +245,48 @@ async fn zooid_cycle(
         Some(
             service
                 .push_ids(&mut ids)
+                .await
+                .map(|()| micros(t.elapsed()))
+                .map_err(|e| e.to_string()),
+        )
+    } else {
+        None
+    };
+    Ok(Op {
+        take_us,
+        push,
+        kept: keep,
+    })
+}
+
+/// The server's floor for a take and its push: one sequential `create` under `parent` (batch
+/// `n` of the sequence number), then, with `push_back` > 0, one `delete` of that node.
+async fn raw_cycle(
+    client: &zookeeper_client::Client,
+    parent: &str,
+    batch: u64,
+    push_back: u64,
+    kept: &std::cell::RefCell<Kept>,
+) -> Result<Op, String> {
+    let options = zookeeper_client::CreateMode::PersistentSequential
+        .with_acls(zookeeper_client::Acls::anyone_all());
+    let t = Instant::now();
+    let (_, sequence) = client
+        .create(&format!("{parent}/t-"), &[], &options)
+        .await
+        .map_err(|e| e.to_string())?;
+    let take_us = micros(t.elapsed());
+    let node = format!("{parent}/t-{sequence}");
+    let keep = batch - batch * push_back / 100;
+    let start = sequence.into_i64() * batch as i64 + 1;
+    if let Some(range) = IdRange::new(start, start + keep as i64 - 1) {
+        kept.borrow_mut().add(range);
+    }
+    let push = if push_back > 0 {
+        let t = Instant::now();
+        Some(
+            client
+                .delete(&node, None)
                 .await
                 .map(|()| micros(t.elapsed()))
                 .map_err(|e| e.to_string()),

@@ -318,6 +318,53 @@ fn a_process_alone_lists_the_holes_once() {
     });
 }
 
+/// What a take and a push send, counted by the server (`zk_packets_received` of `mntr`, which
+/// counts its own request too): a push sends its write and nothing else, whatever the holes'
+/// watch says; a take by a process alone sends its write and the check of its listing, which
+/// goes along with the write instead of before it. (Before, each sent an `exists` and waited
+/// for it: two round trips.)
+#[test]
+fn a_push_sends_only_its_write_and_a_take_alone_its_check_along() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let received = || -> i64 {
+        let report = zk.four_letter("mntr").unwrap();
+        report
+            .lines()
+            .find_map(|l| l.strip_prefix("zk_packets_received\t"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    runtime().block_on(async {
+        let a = open(&zk.connect_string()).await;
+        let cat = IdCategory::new("/holes/requests").unwrap();
+        a.create_category_in(&cat, 1, 1_000_000, Layout::HoleNodes { unit: 1000 })
+            .await
+            .unwrap();
+        // One hole of 1,000, then takes of 100 from it and pushes of them back: each take
+        // deletes one hole (and creates what is left of it), each push creates one.
+        let mut all = a.take_ids(&cat, 1000).await.unwrap();
+        a.push_ids(&mut all).await.unwrap();
+        let (mut takes, mut pushes) = (Vec::new(), Vec::new());
+        for _ in 0..10 {
+            let before = received();
+            let mut set = a.take_ids(&cat, 100).await.unwrap();
+            let taken = received();
+            assert_eq!(set.ranges()[0].end() - set.ranges()[0].start(), 99);
+            a.push_ids(&mut set).await.unwrap();
+            let pushed = received();
+            takes.push(taken - before - 1);
+            pushes.push(pushed - taken - 1);
+        }
+        assert_eq!(pushes, vec![1; 10], "requests per push");
+        // The first take after the listing's watch fired checks it and waits (nobody had
+        // found the holes quiet yet); the others send the check along.
+        assert_eq!(&takes[1..], &[2; 9], "requests per take: {takes:?}");
+    });
+}
+
 /// At the end of a category (every fresh block claimed), a take that needs more holes than one
 /// `multi` may delete (1,000 nodes) hands out what the lowest 1,000 holes hold, and the next
 /// take the rest: found by review, it failed with `Exhausted` while 1,500 IDs were free.

@@ -131,6 +131,28 @@ pub(crate) async fn refresh(
     Ok(())
 }
 
+/// Makes sure `kept` holds a listing of the holes of pool `path` made on the current session
+/// generation, listing them only when it does not: the holes this process knows, kept true to
+/// its own writes, without a read. What a push checks its ranges against: the holes it pushed
+/// itself are in it (a push of the same IDs twice is refused), and no listing sees a push of the
+/// same IDs by another process that is still on its way.
+pub(crate) async fn known(
+    session: &Session,
+    path: &str,
+    kept: &mut Option<Listing>,
+    budget: &mut Budget,
+    stats: &crate::stats::Recorder,
+) -> Result<()> {
+    let generation = session.client().1;
+    if kept.as_ref().is_some_and(|l| l.generation == generation) {
+        return Ok(());
+    }
+    let listing = list(session, path, budget).await?;
+    stats.hole_listing(path);
+    *kept = Some(listing);
+    Ok(())
+}
+
 /// What a look at a listing found.
 enum Look {
     /// It shows the holes as they are (or, while they are quiet, its check goes ahead of the

@@ -40,7 +40,7 @@
 //!   outcome is unknown, and the IDs are reported leaked (`OutcomeUnknown`), never handed out
 //!   twice.
 //! - **Double pushes.** A push of a range that is free as a node already fails at the create
-//!   (`AlreadyFree`); a push overlapping a hole the pusher listed is refused too. Overlapping
+//!   (`AlreadyFree`); a push overlapping a hole the pusher knows (its listing, with its own pushes) is refused too. Overlapping
 //!   holes that got in anyway are taken together, counted once.
 //!
 //! The modules: [`listing`] (the holes, under a child watch), [`choice`] (which holes a take

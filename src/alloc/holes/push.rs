@@ -14,9 +14,9 @@ pub(crate) const MAX_RANGES_PER_WRITE: usize = 1_000;
 
 impl<S: Store> IdGeneratorService<S> {
     /// Leaves `ranges` under pool `path` as hole nodes. Refused as `AlreadyFree` when one of
-    /// them overlaps a hole as listed (this process's listing while nobody else changed the
-    /// holes, else listed again: [`super::listing::current`]), or is a hole already (the create
-    /// fails).
+    /// them overlaps a hole this process knows ([`super::listing::known`]) that is still there
+    /// when listed again after a `sync`, or is a hole already (the create fails). A push reads
+    /// nothing before its write.
     pub(crate) async fn push_hole_nodes(
         &self,
         path: &str,
@@ -37,7 +37,7 @@ impl<S: Store> IdGeneratorService<S> {
         ranges: &[IdRange],
     ) -> Result<()> {
         let mut budget = Budget::start(self.options.retry);
-        super::listing::refresh(session, path, &mut slot.holes, &mut budget, &self.stats).await?;
+        super::listing::known(session, path, &mut slot.holes, &mut budget, &self.stats).await?;
         // The pushed range that overlaps a hole, as the single-node layout reports it; decided
         // only on the holes listed again after a `sync` (a listing kept, or served by a
         // lagging server, may still show a hole another take deleted since).
