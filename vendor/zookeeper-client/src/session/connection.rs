@@ -3,8 +3,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use async_io::Timer;
-use async_net::TcpStream;
+use crate::rt::{self, TcpStream};
 use asyncs::select;
 use bytes::buf::BufMut;
 use futures::io::BufReader;
@@ -198,7 +197,7 @@ impl Connector {
             #[cfg(not(feature = "tls"))]
             return Err(Error::new(ErrorKind::Unsupported, "tls not supported"));
         }
-        TcpStream::connect((endpoint.host, endpoint.port)).await.map(Connection::new_raw)
+        rt::connect(endpoint.host, endpoint.port).await.map(Connection::new_raw)
     }
 
     pub async fn connect(&self, endpoint: EndpointRef<'_>, deadline: &mut Deadline) -> Result<Connection> {
@@ -206,7 +205,7 @@ impl Connector {
             biased;
             r = self.connect_endpoint(endpoint) => r,
             _ = unsafe { Pin::new_unchecked(deadline) } => Err(Error::new(ErrorKind::TimedOut, "deadline exceed")),
-            _ = Timer::after(self.timeout) => Err(Error::new(ErrorKind::TimedOut, format!("connection timeout{:?} exceed", self.timeout))),
+            _ = rt::after(self.timeout) => Err(Error::new(ErrorKind::TimedOut, format!("connection timeout{:?} exceed", self.timeout))),
         }
     }
 
@@ -236,10 +235,10 @@ impl Connector {
                     "fails to contact writable server from endpoints {:?}",
                     endpoints.endpoints()
                 );
-                Timer::after(timeout).await;
+                rt::after(timeout).await;
                 timeout = max_timeout.min(timeout * 2);
             } else {
-                Timer::after(Duration::from_millis(5)).await;
+                rt::after(Duration::from_millis(5)).await;
             }
         }
         None

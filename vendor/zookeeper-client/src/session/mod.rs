@@ -10,7 +10,7 @@ use std::pin::pin;
 use std::sync::Weak;
 use std::time::{Duration, Instant};
 
-use async_io::Timer;
+use crate::rt::Interval;
 use asyncs::{select, sync};
 use futures::channel::mpsc;
 use futures::{AsyncWriteExt, StreamExt};
@@ -502,7 +502,7 @@ impl Session {
     ) -> Result<(), Error> {
         let mut pinged = false;
         let (mut reader, mut writer) = conn.split();
-        let mut tick = pin!(Timer::interval(self.tick_timeout));
+        let mut tick = pin!(Interval::new(self.tick_timeout));
         while !(self.session_state.is_connected() && depot.is_empty()) {
             select! {
                 r = reader.read_to_buf(buf) => match r.map_err(Error::other)? {
@@ -548,7 +548,7 @@ impl Session {
         self.sasl_session.take();
         let mut seek_for_writable =
             if self.session.readonly { Some(self.connector.clone().seek_for_writable(endpoints)) } else { None };
-        let mut tick = pin!(Timer::interval(self.tick_timeout));
+        let mut tick = pin!(Interval::new(self.tick_timeout));
         let mut err = None;
         let mut channel_halted = false;
         depot.start();
