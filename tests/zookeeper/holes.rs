@@ -404,6 +404,60 @@ fn a_take_at_the_end_needing_more_than_1000_holes_hands_out_what_1000_hold() {
     });
 }
 
+/// At the end of a category, takes that race for the same lowest holes are all served while the
+/// holes cover them: a take that lost a race tries the holes again (each race it loses is
+/// another take served). Found by review: it made one attempt and said `Exhausted` while 1,900
+/// IDs were free.
+#[test]
+fn takes_racing_at_the_end_are_served_while_holes_cover_them() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let first = open(&zk.connect_string()).await;
+        let cat = IdCategory::new("/holes/end-race").unwrap();
+        first
+            .create_category_in(&cat, 1, 4000, Layout::HoleNodes { unit: 1000 })
+            .await
+            .unwrap();
+        first.take_ids(&cat, 4000).await.unwrap();
+        // 200 holes of 10 IDs: 2,000 free, no fresh block left.
+        let holes: Vec<IdRange> = (0..200).map(|i| r(20 * i + 1, 20 * i + 10)).collect();
+        first
+            .push_ids(&mut IdSet::new(cat.clone(), holes))
+            .await
+            .unwrap();
+        let mut takers = Vec::new();
+        for _ in 0..8 {
+            takers.push(std::sync::Arc::new(open(&zk.connect_string()).await));
+        }
+        let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(takers.len()));
+        let tasks: Vec<_> = takers
+            .iter()
+            .map(|svc| {
+                let (svc, cat, barrier) = (svc.clone(), cat.clone(), barrier.clone());
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    svc.take_ids(&cat, 100).await
+                })
+            })
+            .collect();
+        let mut seen = BTreeSet::new();
+        for task in tasks {
+            let set = task
+                .await
+                .unwrap()
+                .expect("served: the holes cover every take");
+            assert_eq!(set.count_ids(), 100);
+            for range in set.ranges() {
+                for id in range.start()..=range.end() {
+                    assert!(seen.insert(id), "ID {id} handed out twice");
+                }
+            }
+        }
+        assert_eq!(first.pool_info(&cat).await.unwrap().free_count, 1200);
+    });
+}
+
 /// A repair behind the durable record (`zooid restore` on a pool ZooKeeper rolled back, or
 /// `repair`) gives up the hole nodes at or below the record, as the keeper's does: a snapshot
 /// brings back holes that were taken since. Found by review: `repair` left them, and the next

@@ -109,20 +109,33 @@ impl<S: Store> IdGeneratorService<S> {
                 }
             }
         }
-        let Some(top) = top_of(slot) else {
-            return Err(failed);
-        };
-        self.refresh_holes(path, slot).await?;
-        let choice = {
-            let holes = listing::holes_of(&slot.holes);
-            // At most what one `multi` of deletes can claim; the next take gets the rest.
-            let left = choice::available_in_one_take(holes, top).min(wanted);
-            choice::choose(holes, left, top, None)
-        };
-        match self.claim_holes(category, slot, choice).await? {
-            Some(handed) if !handed.is_empty() => Ok(handed),
-            _ => Err(failed),
+        // Each attempt lost to a race is another take served from these holes: try again, on
+        // the holes listed again, from one of the lowest groups (contending takes choose apart).
+        for _ in 0..END_ATTEMPTS {
+            let Some(top) = top_of(slot) else {
+                return Err(failed);
+            };
+            self.refresh_holes(path, slot).await?;
+            let choice = {
+                let holes = listing::holes_of(&slot.holes);
+                // At most what one `multi` of deletes can claim; the next take gets the rest.
+                let left = choice::available_in_one_take(holes, top).min(wanted);
+                let start = (slot.hole_races > 0)
+                    .then(|| choice::group_start(holes, left, top, rand::random::<u32>()))
+                    .flatten();
+                choice::choose(holes, left, top, start)
+            };
+            if choice.is_none() {
+                return Err(failed);
+            }
+            match self.claim_holes(category, slot, choice).await? {
+                Some(handed) if !handed.is_empty() => return Ok(handed),
+                // Another take won a hole first. (When the pool node moved on instead, the slot
+                // no longer holds it and the take ends as exhausted above.)
+                _ => continue,
+            }
         }
+        Err(failed)
     }
 
     /// Makes the slot's listing show the holes of pool `path` as they are
@@ -195,6 +208,11 @@ impl<S: Store> IdGeneratorService<S> {
         }
     }
 }
+
+/// How many times a take at the end of a category (no fresh block left) tries the holes again
+/// after losing a race for one: every race lost is another take served, so takes racing for the
+/// same holes are all served while the holes cover them, up to this many at once.
+const END_ATTEMPTS: usize = 32;
 
 /// The block size of the pool as the slot holds it.
 fn unit_of(slot: &Slot) -> Option<u64> {
