@@ -406,7 +406,7 @@ fn a_take_at_the_end_needing_more_than_1000_holes_hands_out_what_1000_hold() {
 
 /// At the end of a category, takes that race for the same lowest holes are all served while the
 /// holes cover them: a take that lost a race tries the holes again (each race it loses is
-/// another take served). Found by review: it made one attempt and said `Exhausted` while 1,900
+/// another take served). Found by review: it made one attempt and said `Exhausted` while 1,200 or more
 /// IDs were free.
 #[test]
 fn takes_racing_at_the_end_are_served_while_holes_cover_them() {
