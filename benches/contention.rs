@@ -12,6 +12,8 @@
 //!   once on `BADVERSION` (examples/contender.rs);
 //! - `raw`: the server's floor for any layout that writes once per take and once per push: a
 //!   sequential `create` per take, a `delete` of it per push, no node shared (examples/contender.rs);
+//! - `zooid-java`: `zooid` through the Java binding: N threads of one JVM, each with its own
+//!   `IDGeneratorService` (java/curator-bench `ZooidContender`), as the Curator baseline runs;
 //! - `curator`: Curator's `DistributedAtomicLong.add(batch)` (java/curator-bench), N clients with
 //!   their own sessions in one JVM.
 //!
@@ -439,6 +441,16 @@ fn curator_classpath() -> Option<String> {
         .then(|| format!("{}:{}/*", classes.to_string_lossy(), deps.to_string_lossy()))
 }
 
+/// The zooid jar's classes (java/zooid, built by Maven); the native library is this build's
+/// (target/release/deps/libzooid.so).
+fn zooid_java_classpath() -> Option<String> {
+    let classes = repo().join("java/zooid/target/classes");
+    classes
+        .join("io/zooid/IDGeneratorService.class")
+        .exists()
+        .then(|| classes.to_string_lossy().into_owned())
+}
+
 #[allow(clippy::too_many_arguments)]
 fn run_one(
     setup: &str,
@@ -473,6 +485,34 @@ fn run_one(
                 workers.push(Worker::spawn(command, index, tx.clone()));
             }
             clients
+        }
+        "zooid-java" => {
+            let (Some(classpath), Some(zooid)) = (curator_classpath(), zooid_java_classpath())
+            else {
+                eprintln!(
+                    "zooid-java skipped: build java/zooid, then java/curator-bench (see its pom.xml)"
+                );
+                return None;
+            };
+            let mut command = Command::new("java");
+            command.args([
+                "-Xss512k",
+                &format!(
+                    "-Dzooid.library.path={}",
+                    repo().join("target/release/deps").display()
+                ),
+                "-cp",
+                &format!("{classpath}:{zooid}"),
+                "io.zooid.bench.ZooidContender",
+                connect,
+                path,
+                &clients.to_string(),
+                &args.batch.to_string(),
+                &args.window_ms.to_string(),
+                &push_pct.to_string(),
+            ]);
+            workers.push(Worker::spawn(command, 0, tx.clone()));
+            1
         }
         "curator" => {
             let Some(classpath) = curator_classpath() else {
@@ -615,7 +655,7 @@ fn prepare(connect: &str, mode: &str, path: &str, batch: u64) {
         .expect("runtime");
     rt.block_on(async {
         match mode {
-            "zooid" | "zooid-fair" => {
+            "zooid" | "zooid-fair" | "zooid-java" => {
                 let service = connect_service(connect, ServiceOptions::default()).await;
                 create_in(&service, "default", path, batch).await;
             }

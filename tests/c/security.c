@@ -14,14 +14,29 @@ static const zooid_service *open_as(const char *connect, const char *ca, const c
                                     const char *key, const char *user, const char *password) {
     zooid_options *options = NULL;
     CHECK_OK(zooid_options_new(&options));
-    /* Generous: a TLS and SASL handshake on a loaded CI machine (valgrind runs beside this
-     * test) has taken longer than 4 s, and nothing here waits for a session to expire. */
-    CHECK_OK(zooid_options_set_session_timeout_ms(options, 20000));
-    CHECK_OK(zooid_options_set_retry_deadline_ms(options, 20000));
+    /* Nothing here waits for a session to expire. */
+    CHECK_OK(zooid_options_set_session_timeout_ms(options, 10000));
+    CHECK_OK(zooid_options_set_retry_deadline_ms(options, 10000));
     CHECK_OK(zooid_options_set_tls(options, ca, cert, key));
     CHECK_OK(zooid_options_set_sasl_digest(options, user, password));
+    /* Up to three opens: in CI a TLS and SASL session open beside valgrind runs has failed
+     * every attempt for its whole deadline, twice in three runs, while it never fails alone
+     * (RELIABILITY.md, "Known open problems"). Each failure is printed; the third fails the
+     * test. */
     const zooid_service *service = NULL;
-    CHECK_OK(zooid_service_open(connect, options, &service));
+    for (int attempt = 1;; attempt++) {
+        zooid_status status = zooid_service_open(connect, options, &service);
+        if (status == ZOOID_STATUS_OK) {
+            break;
+        }
+        char message[1024];
+        zooid_last_error_message(message, sizeof message, NULL);
+        fprintf(stderr, "open as %s, attempt %d: %s: %s\n", user, attempt,
+                zooid_status_name(status), message);
+        if (attempt == 3 || status != ZOOID_STATUS_CONNECTION_LOST) {
+            CHECK_OK(status);
+        }
+    }
     zooid_options_free(options);
     return service;
 }

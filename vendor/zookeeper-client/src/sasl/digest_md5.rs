@@ -65,9 +65,20 @@ impl SessionCallback for DigestSessionCallback {
 impl SaslInitiator for DigestMd5SaslOptions {
     fn new_session(&self, _hostname: &str) -> Result<SaslSession> {
         let callback = DigestSessionCallback { options: self.clone() };
-        let config = SASLConfig::builder().with_defaults().with_callback(callback).unwrap();
+        // zooid patch: the mechanism named directly, not found through its linkme registration,
+        // which a static library's link may leave out (the session then never authenticated),
+        // and no `unwrap` on what the registry answers (vendor/README.md).
+        let mechanisms = std::slice::from_ref(&super::mechanisms::digest_md5::DIGEST_MD5);
+        let config = SASLConfig::builder()
+            .with_registry(rsasl::registry::Registry::with_mechanisms(mechanisms))
+            .with_callback(callback)
+            .map_err(|err| crate::error::Error::with_other("DIGEST-MD5 configuration", err))?;
         let client = SASLClient::new(config);
-        let session = client.start_suggested(&[Mechname::parse(b"DIGEST-MD5").unwrap()]).unwrap();
+        let mechanism = Mechname::parse(b"DIGEST-MD5")
+            .map_err(|err| crate::error::Error::with_other("DIGEST-MD5 mechanism name", err))?;
+        let session = client
+            .start_suggested(&[mechanism])
+            .map_err(|err| crate::error::Error::with_other("DIGEST-MD5 session", err))?;
         SaslSession::new(session)
     }
 }

@@ -74,9 +74,18 @@ impl SaslInitiator for GssapiSaslOptions {
             }
         }
         let provider = GssapiOptionsProvider { username: self.username.clone(), hostname: self.hostname_or(hostname) };
-        let config = SASLConfig::builder().with_defaults().with_callback(provider).unwrap();
+        // zooid patch: as in digest_md5.rs, the mechanism named directly and no `unwrap`.
+        let mechanisms = std::slice::from_ref(&rsasl::mechanisms::gssapi::GSSAPI);
+        let config = SASLConfig::builder()
+            .with_registry(rsasl::registry::Registry::with_mechanisms(mechanisms))
+            .with_callback(provider)
+            .map_err(|err| crate::error::Error::with_other("GSSAPI configuration", err))?;
         let client = SASLClient::new(config);
-        let session = client.start_suggested(&[Mechname::parse(b"GSSAPI").unwrap()]).unwrap();
+        let mechanism = Mechname::parse(b"GSSAPI")
+            .map_err(|err| crate::error::Error::with_other("GSSAPI mechanism name", err))?;
+        let session = client
+            .start_suggested(&[mechanism])
+            .map_err(|err| crate::error::Error::with_other("GSSAPI session", err))?;
         SaslSession::new(session)
     }
 }

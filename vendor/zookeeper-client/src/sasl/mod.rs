@@ -13,7 +13,8 @@ pub use digest_md5::*;
 
 #[cfg(feature = "sasl-digest-md5")]
 mod mechanisms {
-    mod digest_md5;
+    // zooid patch: reachable from ../digest_md5.rs, which names the mechanism directly.
+    pub(super) mod digest_md5;
 }
 
 use rsasl::prelude::*;
