@@ -55,7 +55,8 @@
 //!
 //! ```text
 //! cargo build --release --example contender
-//! mvn -B -q -f java/curator-bench/pom.xml package dependency:copy-dependencies
+//! mvn -B -q -f java/pom.xml -pl zooid package -DskipTests          # zooid-java
+//! mvn -B -q -f java/curator-bench/pom.xml package dependency:copy-dependencies -DexcludeArtifactIds=zooid
 //! cargo bench --bench contention -- [--clients 1,4,16,32] [--window-ms 6000] [--batch 1000]
 //!     [--push-back 0] [--modes zooid,zooid-single,zooid-blocks,zooid-fair,naive,curator]
 //!     [--setups standalone,ensemble] [--rounds 1]
@@ -502,7 +503,9 @@ fn run_one(
                     repo().join("target/release/deps").display()
                 ),
                 "-cp",
-                &format!("{classpath}:{zooid}"),
+                // The zooid classes of this tree first (java/curator-bench copies the jar it
+                // compiled against, which may be older, among its dependencies).
+                &format!("{zooid}:{classpath}"),
                 "io.zooid.bench.ZooidContender",
                 connect,
                 path,
