@@ -268,9 +268,8 @@ pub(crate) struct Slot {
     pub armed: Arc<AtomicBool>,
     /// The holes of a format-4 pool as last listed (src/alloc/holes/listing.rs).
     pub holes: Option<Listing>,
-    /// Takes left during which this process chooses holes at random, after it lost a race for
-    /// one (src/alloc/holes/mod.rs).
-    pub hole_races: u8,
+    /// This process's recent races for holes (src/alloc/holes/mod.rs).
+    pub hole_races: HoleRaces,
     /// The data version at which moving this single-node pool to a fresh node was last refused
     /// (a child under it, or no delete and create on its parent): until
     /// [`MOVE_RETRY_AFTER`] writes later, or the last data version, it is written in place.
@@ -340,6 +339,55 @@ impl Listing {
     /// Whether the listing still shows the holes as they are on session `generation`.
     pub(crate) fn is_current(&self, generation: u64) -> bool {
         !self.stale.load(std::sync::atomic::Ordering::Acquire) && generation == self.generation
+    }
+}
+
+/// A process's recent races for the holes of a format-4 pool: after it lost one, it chooses its
+/// holes at random for a while, and leaves the holes to other takes for a random number of its
+/// next takes, doubling that range with each race lost in a row (binary exponential backoff, as
+/// Ethernet's): contending takes then try the holes about once per round between them instead
+/// of all at once, and the holes are still taken as soon as they cover a take.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HoleRaces {
+    /// Takes left during which this process chooses holes at random.
+    random_for: u8,
+    /// Races lost in a row (up to [`HoleRaces::MAX_DOUBLINGS`]).
+    lost_in_a_row: u8,
+    /// Takes left that leave the holes to others (claim fresh blocks).
+    leave_for: u32,
+}
+
+impl HoleRaces {
+    /// How many takes after a lost race a process keeps choosing its holes at random.
+    pub const RANDOM_FOR: u8 = 8;
+    /// How many times the range of takes that leave the holes to others doubles, at most: a
+    /// process leaves them for at most `2^MAX_DOUBLINGS - 1` takes in a row.
+    pub const MAX_DOUBLINGS: u8 = 5;
+
+    /// Another take won a hole this process tried to claim; `random` draws how many of its next
+    /// takes leave the holes to others.
+    pub(crate) fn lost(&mut self, random: u32) {
+        self.random_for = Self::RANDOM_FOR;
+        self.lost_in_a_row = (self.lost_in_a_row + 1).min(Self::MAX_DOUBLINGS);
+        self.leave_for = random % (1u32 << self.lost_in_a_row);
+    }
+
+    /// This process claimed the holes it chose.
+    pub(crate) fn won(&mut self) {
+        self.random_for = self.random_for.saturating_sub(1);
+        self.lost_in_a_row = 0;
+    }
+
+    /// Whether this take leaves the holes to others (counted down).
+    pub(crate) fn leaves_holes(&mut self) -> bool {
+        let leaves = self.leave_for > 0;
+        self.leave_for = self.leave_for.saturating_sub(1);
+        leaves
+    }
+
+    /// Whether this process chooses its holes at random (from one of the lowest groups).
+    pub(crate) fn chooses_at_random(&self) -> bool {
+        self.random_for > 0
     }
 }
 
@@ -578,5 +626,37 @@ mod tests {
         );
         pool.set_ceiling(Some(50));
         assert_eq!(figures("/c", &pool, 60, 2, 1000).ceiling_headroom, Some(42));
+    }
+
+    /// After a lost race a process leaves the holes for fewer than `2^k` takes (k races lost
+    /// in a row, at most `MAX_DOUBLINGS`), chooses at random for `RANDOM_FOR` takes, and a won
+    /// claim starts the doubling over.
+    #[test]
+    fn lost_races_leave_the_holes_for_a_doubling_random_number_of_takes() {
+        let leaves = |races: &mut HoleRaces| {
+            let mut n = 0;
+            while races.leaves_holes() {
+                n += 1;
+            }
+            n
+        };
+        let mut races = HoleRaces::default();
+        assert!(!races.leaves_holes() && !races.chooses_at_random());
+        for k in 1..=7u32 {
+            races.lost(u32::MAX);
+            let cap = (1u32 << k.min(u32::from(HoleRaces::MAX_DOUBLINGS))) - 1;
+            assert_eq!(leaves(&mut races), cap, "after {k} races lost in a row");
+            assert!(races.chooses_at_random());
+        }
+        races.lost(0);
+        assert_eq!(leaves(&mut races), 0, "a draw of 0 leaves none");
+        races.won();
+        races.lost(u32::MAX);
+        assert_eq!(leaves(&mut races), 1, "a won claim starts the doubling over");
+        for _ in 0..HoleRaces::RANDOM_FOR {
+            assert!(races.chooses_at_random());
+            races.won();
+        }
+        assert!(!races.chooses_at_random());
     }
 }

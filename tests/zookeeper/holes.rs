@@ -318,6 +318,51 @@ fn a_process_alone_lists_the_holes_once() {
     });
 }
 
+/// A process that finds others changing the holes lists them at once, without a watch, and
+/// chooses on that listing, reading nothing, for `LISTING_TRUSTED_FOR`: a take among
+/// contending processes costs its write alone, not a listing each (before, every take of a busy
+/// process listed the holes: 20 listings for 20 takes here). A push another process made that
+/// long before a take began is still seen by it, and handed out first.
+#[test]
+fn a_busy_process_lists_the_holes_at_most_once_per_trusted_time() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let a = open(&zk.connect_string()).await;
+        let b = open(&zk.connect_string()).await;
+        let cat = IdCategory::new("/holes/busy").unwrap();
+        a.create_category_in(&cat, 1, 1_000_000, Layout::HoleNodes { unit: 1000 })
+            .await
+            .unwrap();
+        let theirs = b.take_ids(&cat, 1000).await.unwrap();
+        let low = theirs.ranges()[0].start();
+        a.take_ids(&cat, 50).await.unwrap();
+        // B pushes one ID between each of A's takes: A finds others changing the holes.
+        let started = std::time::Instant::now();
+        let before = a.stats().hole_listings;
+        for round in 0..20 {
+            let id = low + 999 - round;
+            let mut one = IdSet::new(cat.clone(), vec![r(id, id)]);
+            b.push_ids(&mut one).await.unwrap();
+            a.take_ids(&cat, 50).await.unwrap();
+        }
+        let listings = a.stats().hole_listings - before;
+        let periods = started.elapsed().as_millis() / zooid::LISTING_TRUSTED_FOR.as_millis();
+        let bound = u64::try_from(periods).unwrap() + 2;
+        assert!(
+            listings <= bound,
+            "{listings} listings for 20 takes in {:?} (at most {bound})",
+            started.elapsed()
+        );
+        // Another process's push LISTING_TRUSTED_FOR before a take: handed out first.
+        let mut hundred = IdSet::new(cat.clone(), vec![r(low, low + 99)]);
+        b.push_ids(&mut hundred).await.unwrap();
+        tokio::time::sleep(zooid::LISTING_TRUSTED_FOR + Duration::from_millis(50)).await;
+        let next = a.take_ids(&cat, 50).await.unwrap();
+        assert_eq!(next.ranges()[0], r(low, low + 49), "{:?}", next.ranges());
+    });
+}
+
 /// What a take and a push send, counted by the server (`zk_packets_received` of `mntr`, which
 /// counts its own request too): a push sends its write and nothing else, whatever the holes'
 /// watch says; a take by a process alone sends its write and the check of its listing, which

@@ -12,8 +12,10 @@
 //! fails the claim (a race, as any), and one pushed meanwhile is seen by the next operation.
 //!
 //! While others keep changing the holes (the last look found their changes), the holes are
-//! listed again at once, without the `exists` that would most likely say so again: a take or
-//! push under contention costs a listing and its write.
+//! listed again at once, without the `exists` that would most likely say so again and without a
+//! watch, and takes choose on that listing, reading nothing, for [`LISTING_TRUSTED_FOR`]: a take
+//! under contention costs its write, and a listing per that time. Either way a take sees every
+//! hole another process pushed that long before it began.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -26,16 +28,39 @@ use crate::format::{hole_of, holes_parent};
 use crate::retry::Budget;
 use crate::zk::{Classified, Session, Verdict};
 
-/// Lists the holes of pool `path` and watches them (creating their parent if missing), again
-/// while ZooKeeper is unreachable, within `budget`. Names that are not holes are skipped
-/// (logged once per listing).
-pub(crate) async fn list(session: &Session, path: &str, budget: &mut Budget) -> Result<Listing> {
+/// Whether a listing sets a child watch on the holes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Watch {
+    /// Watched: the listing stays current until the watch fires.
+    Set,
+    /// Not watched, for a process whose next take lists the holes again anyway (others keep
+    /// changing them): no notification per change for it to receive, nor for the server to
+    /// send. The listing counts as changed at once.
+    None,
+}
+
+/// Lists the holes of pool `path`, watching them as `watch` says (creating their parent if
+/// missing), again while ZooKeeper is unreachable, within `budget`. Names that are not holes are
+/// skipped (logged once per listing).
+pub(crate) async fn list(
+    session: &Session,
+    path: &str,
+    watch: Watch,
+    budget: &mut Budget,
+) -> Result<Listing> {
     let parent = holes_parent(path);
     loop {
         let (client, generation) = session.client();
-        let listed = session
-            .run(generation, client.get_and_watch_children(&parent))
-            .await;
+        let listed = match watch {
+            Watch::Set => session
+                .run(generation, client.get_and_watch_children(&parent))
+                .await
+                .map(|(children, stat, watcher)| (children, stat, Some(watcher))),
+            Watch::None => session
+                .run(generation, client.get_children(&parent))
+                .await
+                .map(|(children, stat)| (children, stat, None)),
+        };
         let (children, stat, watcher) = match listed.classified() {
             Ok(got) => got,
             Err((Verdict::NoNode, _)) => {
@@ -71,16 +96,18 @@ pub(crate) async fn list(session: &Session, path: &str, budget: &mut Budget) -> 
                 "nodes under zooid-holes that are not holes"
             );
         }
-        let stale = Arc::new(AtomicBool::new(false));
-        let flag = stale.clone();
-        let ended = session.ended();
-        tokio::spawn(async move {
-            tokio::select! {
-                _ = watcher.changed() => {}
-                () = ended => {}
-            }
-            flag.store(true, Ordering::Release);
-        });
+        let stale = Arc::new(AtomicBool::new(watcher.is_none()));
+        if let Some(watcher) = watcher {
+            let flag = stale.clone();
+            let ended = session.ended();
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = watcher.changed() => {}
+                    () = ended => {}
+                }
+                flag.store(true, Ordering::Release);
+            });
+        }
         return Ok(Listing {
             holes,
             stale,
@@ -122,11 +149,21 @@ pub(crate) async fn refresh(
             Look::Busy => expected = Some((listing.cversion, listing.created)),
         }
     }
-    let mut listing = list(session, path, budget).await?;
+    // A process that lists because others changed the holes will most likely list them again
+    // at its next take: no watch for it.
+    let watch = if busy || expected.is_some() {
+        Watch::None
+    } else {
+        Watch::Set
+    };
+    let mut listing = list(session, path, watch, budget).await?;
     stats.hole_listing(path);
     // Busy while the holes keep changing under others' writes; a listing found as the last
     // one expected them ends it.
     listing.busy = busy || expected.is_some_and(|e| e != (listing.cversion, listing.created));
+    if listing.busy {
+        listing.trusted_until = Some(Instant::now() + LISTING_TRUSTED_FOR);
+    }
     *kept = Some(listing);
     Ok(())
 }
@@ -147,7 +184,7 @@ pub(crate) async fn known(
     if kept.as_ref().is_some_and(|l| l.generation == generation) {
         return Ok(());
     }
-    let listing = list(session, path, budget).await?;
+    let listing = list(session, path, Watch::Set, budget).await?;
     stats.hole_listing(path);
     *kept = Some(listing);
     Ok(())
@@ -179,10 +216,13 @@ async fn look(session: &Session, path: &str, listing: &mut Listing) -> Look {
     if listing.is_current(listing.generation) {
         return Look::Exact;
     }
+    let now = Instant::now();
     if listing.busy {
+        if listing.trusted_until.is_some_and(|until| now < until) {
+            return Look::Exact;
+        }
         return Look::Busy;
     }
-    let now = Instant::now();
     if listing.trusted_until.is_some_and(|until| now < until) {
         listing.ahead = Some(check_ahead(session, path, listing));
         return Look::Exact;

@@ -5,7 +5,6 @@
 use super::choice;
 use super::listing;
 use super::requests::{self, Claimed};
-use super::RACE_MEMORY;
 use crate::alloc::blocks::needs_zookeeper;
 use crate::alloc::engine::Step;
 use crate::alloc::service::{count_of, IdGeneratorService};
@@ -61,32 +60,38 @@ impl<S: Store> IdGeneratorService<S> {
             return Ok(taken);
         }
         let path = category.name();
-        self.refresh_holes(path, slot).await?;
-        let (Some(top), Some(unit)) = (top_of(slot), unit_of(slot)) else {
-            return self.take_blocks(category, slot, taken, n).await;
-        };
-        let choice = {
-            let holes = listing::holes_of(&slot.holes);
-            let amount = choice::hole_amount(choice::available_at_most(holes, top), wanted, unit);
-            // Lowest first, unless the holes are contended: then from one of the lowest groups.
-            let start = (slot.hole_races > 0)
-                .then(|| choice::group_start(holes, amount, top, rand::random::<u32>()))
-                .flatten();
-            choice::choose(holes, amount, top, start)
-        };
-        match self.claim_holes(category, slot, choice).await {
-            Ok(Some(mut handed)) => {
-                taken.append(&mut handed);
-                if count_of(&taken) == n {
-                    return Ok(taken);
+        // Just after losing races for holes, a take may leave them to others: fresh blocks,
+        // without a look at the holes.
+        if !slot.hole_races.leaves_holes() {
+            self.refresh_holes(path, slot).await?;
+            let (Some(top), Some(unit)) = (top_of(slot), unit_of(slot)) else {
+                return self.take_blocks(category, slot, taken, n).await;
+            };
+            let choice = {
+                let holes = listing::holes_of(&slot.holes);
+                let amount =
+                    choice::hole_amount(choice::available_at_most(holes, top), wanted, unit);
+                // Lowest first, unless the holes are contended: then from one of the lowest
+                // groups.
+                let start = (slot.hole_races.chooses_at_random())
+                    .then(|| choice::group_start(holes, amount, top, rand::random::<u32>()))
+                    .flatten();
+                choice::choose(holes, amount, top, start)
+            };
+            match self.claim_holes(category, slot, choice).await {
+                Ok(Some(mut handed)) => {
+                    taken.append(&mut handed);
+                    if count_of(&taken) == n {
+                        return Ok(taken);
+                    }
                 }
-            }
-            Ok(None) => {}
-            Err(err) => {
-                if !taken.is_empty() {
-                    self.give_back(category, slot, taken).await;
+                Ok(None) => {}
+                Err(err) => {
+                    if !taken.is_empty() {
+                        self.give_back(category, slot, taken).await;
+                    }
+                    return Err(err);
                 }
-                return Err(err);
             }
         }
         let failed = match self.take_blocks(category, slot, taken, n).await {
@@ -120,7 +125,7 @@ impl<S: Store> IdGeneratorService<S> {
                 let holes = listing::holes_of(&slot.holes);
                 // At most what one `multi` of deletes can claim; the next take gets the rest.
                 let left = choice::available_in_one_take(holes, top).min(wanted);
-                let start = (slot.hole_races > 0)
+                let start = (slot.hole_races.chooses_at_random())
                     .then(|| choice::group_start(holes, left, top, rand::random::<u32>()))
                     .flatten();
                 choice::choose(holes, left, top, start)
@@ -183,7 +188,7 @@ impl<S: Store> IdGeneratorService<S> {
                 if let Some(listing) = slot.holes.as_mut() {
                     listing.apply_own(&choice.nodes, &choice.remainder);
                 }
-                slot.hole_races = slot.hole_races.saturating_sub(1);
+                slot.hole_races.won();
                 if choice.overlapped {
                     tracing::warn!(category = path, nodes = ?choice.nodes, "overlapping holes (a push of free IDs) taken together, counted once");
                 }
@@ -196,7 +201,7 @@ impl<S: Store> IdGeneratorService<S> {
                 match other? {
                     Claimed::Raced => {
                         if !ahead {
-                            slot.hole_races = RACE_MEMORY;
+                            slot.hole_races.lost(rand::random::<u32>());
                         }
                         slot.holes = None;
                     }
