@@ -39,6 +39,13 @@ pub struct ServiceOptions {
     /// tests, to exercise the move.
     #[doc(hidden)]
     pub move_at_version: i32,
+
+    /// Tests only: a format-4 category's first takes of whole blocks in this process leave the
+    /// holes to others this many times, as just after lost races for them (`HoleRaces`,
+    /// src/alloc/state.rs), to exercise what such a take does at a ceiling or the end. 0 (the
+    /// default): only lost races do.
+    #[doc(hidden)]
+    pub hole_backoff_from_start: u32,
 }
 
 /// The data version at which a single-node pool moves to a fresh node: 65,536 writes short of
@@ -55,6 +62,7 @@ impl Default for ServiceOptions {
             ceiling_wait: DEFAULT_CEILING_WAIT,
             fair_pacing: false,
             move_at_version: DEFAULT_MOVE_AT_VERSION,
+            hole_backoff_from_start: 0,
         }
     }
 }

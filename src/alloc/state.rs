@@ -346,30 +346,40 @@ impl Listing {
 /// holes at random for a while, and leaves the holes to other takes for a random number of its
 /// next takes, doubling that range with each race lost in a row (binary exponential backoff, as
 /// Ethernet's): contending takes then try the holes about once per round between them instead
-/// of all at once, and the holes are still taken as soon as they cover a take.
+/// of all at once, and the holes are still taken as soon as they cover a take. All of it lapses
+/// [`HoleRaces::LAPSES_AFTER`] after the last race lost: a process left alone is lowest first
+/// again.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct HoleRaces {
-    /// Takes left during which this process chooses holes at random.
+    /// Claims of holes left during which this process chooses them at random.
     random_for: u8,
     /// Races lost in a row (up to [`HoleRaces::MAX_DOUBLINGS`]).
     lost_in_a_row: u8,
     /// Takes left that leave the holes to others (claim fresh blocks).
     leave_for: u32,
+    /// When the last race was lost.
+    lost_at: Option<std::time::Instant>,
+    /// Whether [`HoleRaces::start`] ran.
+    started: bool,
 }
 
 impl HoleRaces {
-    /// How many takes after a lost race a process keeps choosing its holes at random.
+    /// How many claims of holes after a lost race a process keeps choosing them at random.
     pub const RANDOM_FOR: u8 = 8;
     /// How many times the range of takes that leave the holes to others doubles, at most: a
     /// process leaves them for at most `2^MAX_DOUBLINGS - 1` takes in a row.
     pub const MAX_DOUBLINGS: u8 = 5;
+    /// How long after the last race lost the backoff and the random choice last, at most.
+    pub const LAPSES_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
-    /// Another take won a hole this process tried to claim; `random` draws how many of its next
-    /// takes leave the holes to others.
-    pub(crate) fn lost(&mut self, random: u32) {
+    /// Another take won a hole this process tried to claim, at `now`; `random` draws how many
+    /// of its next takes leave the holes to others.
+    pub(crate) fn lost(&mut self, random: u32, now: std::time::Instant) {
+        self.lapse(now);
         self.random_for = Self::RANDOM_FOR;
         self.lost_in_a_row = (self.lost_in_a_row + 1).min(Self::MAX_DOUBLINGS);
         self.leave_for = random % (1u32 << self.lost_in_a_row);
+        self.lost_at = Some(now);
     }
 
     /// This process claimed the holes it chose.
@@ -378,16 +388,40 @@ impl HoleRaces {
         self.lost_in_a_row = 0;
     }
 
-    /// Whether this take leaves the holes to others (counted down).
-    pub(crate) fn leaves_holes(&mut self) -> bool {
+    /// Whether a take at `now` leaves the holes to others (counted down).
+    pub(crate) fn leaves_holes(&mut self, now: std::time::Instant) -> bool {
+        self.lapse(now);
         let leaves = self.leave_for > 0;
         self.leave_for = self.leave_for.saturating_sub(1);
         leaves
     }
 
-    /// Whether this process chooses its holes at random (from one of the lowest groups).
-    pub(crate) fn chooses_at_random(&self) -> bool {
+    /// Whether a take at `now` chooses its holes at random (from one of the lowest groups).
+    pub(crate) fn chooses_at_random(&mut self, now: std::time::Instant) -> bool {
+        self.lapse(now);
         self.random_for > 0
+    }
+
+    /// Forgets the races once [`HoleRaces::LAPSES_AFTER`] passed since the last one lost.
+    fn lapse(&mut self, now: std::time::Instant) {
+        if self
+            .lost_at
+            .is_some_and(|at| now.saturating_duration_since(at) >= Self::LAPSES_AFTER)
+        {
+            *self = Self {
+                started: self.started,
+                ..Self::default()
+            };
+        }
+    }
+
+    /// Before a category's first take in this process: its first `takes` leave the holes to
+    /// others (`ServiceOptions::hole_backoff_from_start`, for tests; 0 otherwise).
+    pub(crate) fn start(&mut self, takes: u32) {
+        if !self.started {
+            self.started = true;
+            self.leave_for = takes;
+        }
     }
 }
 
@@ -629,34 +663,47 @@ mod tests {
     }
 
     /// After a lost race a process leaves the holes for fewer than `2^k` takes (k races lost
-    /// in a row, at most `MAX_DOUBLINGS`), chooses at random for `RANDOM_FOR` takes, and a won
-    /// claim starts the doubling over.
+    /// in a row, at most `MAX_DOUBLINGS`), chooses at random for `RANDOM_FOR` claims, a won
+    /// claim starts the doubling over, and all of it lapses `LAPSES_AFTER` the last race lost.
     #[test]
     fn lost_races_leave_the_holes_for_a_doubling_random_number_of_takes() {
+        let now = std::time::Instant::now();
         let leaves = |races: &mut HoleRaces| {
             let mut n = 0;
-            while races.leaves_holes() {
+            while races.leaves_holes(now) {
                 n += 1;
             }
             n
         };
         let mut races = HoleRaces::default();
-        assert!(!races.leaves_holes() && !races.chooses_at_random());
+        assert!(!races.leaves_holes(now) && !races.chooses_at_random(now));
         for k in 1..=7u32 {
-            races.lost(u32::MAX);
+            races.lost(u32::MAX, now);
             let cap = (1u32 << k.min(u32::from(HoleRaces::MAX_DOUBLINGS))) - 1;
             assert_eq!(leaves(&mut races), cap, "after {k} races lost in a row");
-            assert!(races.chooses_at_random());
+            assert!(races.chooses_at_random(now));
         }
-        races.lost(0);
+        races.lost(0, now);
         assert_eq!(leaves(&mut races), 0, "a draw of 0 leaves none");
         races.won();
-        races.lost(u32::MAX);
-        assert_eq!(leaves(&mut races), 1, "a won claim starts the doubling over");
+        races.lost(u32::MAX, now);
+        assert_eq!(
+            leaves(&mut races),
+            1,
+            "a won claim starts the doubling over"
+        );
         for _ in 0..HoleRaces::RANDOM_FOR {
-            assert!(races.chooses_at_random());
+            assert!(races.chooses_at_random(now));
             races.won();
         }
-        assert!(!races.chooses_at_random());
+        assert!(!races.chooses_at_random(now));
+        // Lapsed: a process left alone takes the lowest holes again at once.
+        for _ in 0..5 {
+            races.lost(u32::MAX, now);
+        }
+        let later = now + HoleRaces::LAPSES_AFTER;
+        assert!(!races.leaves_holes(later) && !races.chooses_at_random(later));
+        races.lost(u32::MAX, later);
+        assert_eq!(races.leave_for, 1, "the doubling starts over after a lapse");
     }
 }

@@ -363,6 +363,98 @@ fn a_busy_process_lists_the_holes_at_most_once_per_trusted_time() {
     });
 }
 
+/// Found by review: a take that leaves the holes to others after lost races, at the end of a
+/// category, got what fresh IDs were left (500) and returned short, while a hole covered the
+/// rest. Now the holes serve the rest, as for any take.
+#[test]
+fn a_backing_off_take_at_the_end_gets_the_rest_from_the_holes() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let backing_off = ServiceOptions {
+            hole_backoff_from_start: 1,
+            ..ServiceOptions::default()
+        };
+        let a =
+            IdGeneratorService::connect(&zk.connect_string(), &session_options(6000), backing_off)
+                .await
+                .unwrap();
+        let b = open(&zk.connect_string()).await;
+        let cat = IdCategory::new("/holes/backoff-end").unwrap();
+        a.create_category_in(&cat, 1, 2500, Layout::HoleNodes { unit: 1000 })
+            .await
+            .unwrap();
+        let mut first = b.take_ids(&cat, 1000).await.unwrap();
+        b.take_ids(&cat, 1000).await.unwrap();
+        b.push_ids(&mut first).await.unwrap();
+        // Fresh: 2001..=2500 only; free: the hole 1..=1000.
+        let taken = a.take_ids(&cat, 1000).await.unwrap();
+        assert_eq!(taken.ranges(), vec![r(1, 500), r(2001, 2500)]);
+    });
+}
+
+/// Found by review: a take that is not whole blocks left the holes to others after lost races
+/// too, and so cut a fresh block and pushed its rest back (two writes, and fresh IDs used up
+/// faster). Only takes of whole blocks back off.
+#[test]
+fn a_take_that_would_cut_a_block_does_not_back_off() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let backing_off = ServiceOptions {
+            hole_backoff_from_start: 1,
+            ..ServiceOptions::default()
+        };
+        let a =
+            IdGeneratorService::connect(&zk.connect_string(), &session_options(6000), backing_off)
+                .await
+                .unwrap();
+        let b = open(&zk.connect_string()).await;
+        let cat = IdCategory::new("/holes/backoff-cut").unwrap();
+        a.create_category_in(&cat, 1, 1_000_000, Layout::HoleNodes { unit: 1000 })
+            .await
+            .unwrap();
+        let mut theirs = b.take_ids(&cat, 1000).await.unwrap();
+        b.push_ids(&mut theirs).await.unwrap();
+        let taken = a.take_ids(&cat, 50).await.unwrap();
+        assert_eq!(
+            taken.ranges(),
+            vec![r(1, 50)],
+            "from the hole, lowest first"
+        );
+    });
+}
+
+/// Found by review: at the end of a category, a process that found others changing the holes
+/// chose on the listing it trusts for `LISTING_TRUSTED_FOR` and handed out 50 IDs of a take of
+/// 150 while the holes held 150 (another process had pushed 100 since). A take at the end looks
+/// at the holes as they are.
+#[test]
+fn a_take_at_the_end_looks_at_the_holes_as_they_are() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let a = open(&zk.connect_string()).await;
+        let b = open(&zk.connect_string()).await;
+        let cat = IdCategory::new("/holes/end-exact").unwrap();
+        a.create_category_in(&cat, 1, 2000, Layout::HoleNodes { unit: 1000 })
+            .await
+            .unwrap();
+        b.take_ids(&cat, 1000).await.unwrap();
+        a.take_ids(&cat, 1000).await.unwrap();
+        // No fresh block left. B pushes 1..=100; A's next take finds others changed the holes,
+        // lists them and trusts that listing.
+        let mut hundred = IdSet::new(cat.clone(), vec![r(1, 100)]);
+        b.push_ids(&mut hundred).await.unwrap();
+        let fifty = a.take_ids(&cat, 50).await.unwrap();
+        assert_eq!(fifty.ranges(), vec![r(1, 50)]);
+        let mut more = IdSet::new(cat.clone(), vec![r(101, 200)]);
+        b.push_ids(&mut more).await.unwrap();
+        let rest = a.take_ids(&cat, 150).await.unwrap();
+        assert_eq!(rest.ranges(), vec![r(51, 200)]);
+    });
+}
+
 /// What a take and a push send, counted by the server (`zk_packets_received` of `mntr`, which
 /// counts its own request too): a push sends its write and nothing else, whatever the holes'
 /// watch says; a take by a process alone sends its write and the check of its listing, which

@@ -14,8 +14,10 @@
 //! While others keep changing the holes (the last look found their changes), the holes are
 //! listed again at once, without the `exists` that would most likely say so again and without a
 //! watch, and takes choose on that listing, reading nothing, for [`LISTING_TRUSTED_FOR`]: a take
-//! under contention costs its write, and a listing per that time. Either way a take sees every
-//! hole another process pushed that long before it began.
+//! under contention costs its write, and a listing per that time (and one after each race it
+//! lost). Either way a take that looks at the holes sees every hole another process pushed that
+//! long before it began; a take at the end of a category looks at them as they are
+//! ([`Trust::Exact`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -121,9 +123,11 @@ pub(crate) async fn list(
     }
 }
 
-/// How long after a look found nobody else changed the holes a listing may be used while its
-/// next check is on its way: a take sees every push of another process that completed this
-/// long before it began (in a busy process, the ones before its previous operation).
+/// How long a listing may be used without showing it exact: after a look found nobody else
+/// changed the holes, while its next check is on its way; after a listing made while others
+/// keep changing them, with no read at all. Counted from when the look or the listing was sent,
+/// so a take that looks at the holes sees every push of another process that completed this
+/// long before it began.
 pub const LISTING_TRUSTED_FOR: Duration = Duration::from_millis(250);
 
 /// Makes `kept` show the holes of pool `path` as they are: kept when known to be as listed (its
@@ -136,6 +140,7 @@ pub(crate) async fn refresh(
     session: &Session,
     path: &str,
     kept: &mut Option<Listing>,
+    trust: Trust,
     budget: &mut Budget,
     stats: &crate::stats::Recorder,
 ) -> Result<()> {
@@ -143,7 +148,7 @@ pub(crate) async fn refresh(
     let mut busy = false;
     let mut expected = None;
     if let Some(listing) = kept.as_mut().filter(|l| l.generation == generation) {
-        match look(session, path, listing).await {
+        match look(session, path, listing, trust).await {
             Look::Exact => return Ok(()),
             Look::ChangedByOthers => busy = true,
             Look::Busy => expected = Some((listing.cversion, listing.created)),
@@ -156,13 +161,15 @@ pub(crate) async fn refresh(
     } else {
         Watch::Set
     };
+    // Trusted from before it was sent: it shows at least every push completed by then.
+    let sent = Instant::now();
     let mut listing = list(session, path, watch, budget).await?;
     stats.hole_listing(path);
     // Busy while the holes keep changing under others' writes; a listing found as the last
     // one expected them ends it.
     listing.busy = busy || expected.is_some_and(|e| e != (listing.cversion, listing.created));
     if listing.busy {
-        listing.trusted_until = Some(Instant::now() + LISTING_TRUSTED_FOR);
+        listing.trusted_until = Some(sent + LISTING_TRUSTED_FOR);
     }
     *kept = Some(listing);
     Ok(())
@@ -190,6 +197,17 @@ pub(crate) async fn known(
     Ok(())
 }
 
+/// Whether a look may use a listing it cannot show to be exact, within [`LISTING_TRUSTED_FOR`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Trust {
+    /// Yes: a take that chooses among holes (a hole gone fails its claim; one pushed within
+    /// that time waits for the next take).
+    Allowed,
+    /// No: the holes as they are now (one `exists`, or a listing), for a take at the end of a
+    /// category, where holes not seen would make it fail as exhausted.
+    Exact,
+}
+
 /// What a look at a listing found.
 enum Look {
     /// It shows the holes as they are (or, while they are quiet, its check goes ahead of the
@@ -206,7 +224,7 @@ enum Look {
 /// of the last write first; then unchanged since listed (its watch has not fired); busy; quiet
 /// (a check goes ahead of the caller's write); or the child version it expects, found by one
 /// `exists` now.
-async fn look(session: &Session, path: &str, listing: &mut Listing) -> Look {
+async fn look(session: &Session, path: &str, listing: &mut Listing, trust: Trust) -> Look {
     if let Some(ahead) = listing.ahead.take() {
         if !matches!(ahead.answer.await, Ok(true)) {
             return Look::ChangedByOthers;
@@ -217,13 +235,11 @@ async fn look(session: &Session, path: &str, listing: &mut Listing) -> Look {
         return Look::Exact;
     }
     let now = Instant::now();
+    let trusted = trust == Trust::Allowed && listing.trusted_until.is_some_and(|until| now < until);
     if listing.busy {
-        if listing.trusted_until.is_some_and(|until| now < until) {
-            return Look::Exact;
-        }
-        return Look::Busy;
+        return if trusted { Look::Exact } else { Look::Busy };
     }
-    if listing.trusted_until.is_some_and(|until| now < until) {
+    if trusted {
         listing.ahead = Some(check_ahead(session, path, listing));
         return Look::Exact;
     }

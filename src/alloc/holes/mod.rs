@@ -28,10 +28,11 @@
 //!   example, holes of 3,000 and a take of 10,000, gets them and 7 blocks), else none: holes of
 //!   100 wait for a take they cover, since cutting a fresh block would leave its rest behind as
 //!   one more write. Among the holes, lowest first, unless this process lost a race for a hole
-//!   in its last 8 takes; then it starts at one of the lowest 64 groups of holes that each cover
-//!   the take ([`choice::group_start`]), so that contending takes choose apart. After `k` races
-//!   lost in a row it also leaves the holes to others for a random number of its next takes
-//!   below `2^k` (at most 31; `HoleRaces` in src/alloc/state.rs): binary exponential backoff.
+//!   less than a second ago and has not won 8 claims since; then it starts at one of the lowest
+//!   64 groups of holes that each cover the take ([`choice::group_start`]), so that contending
+//!   takes choose apart. After `k` races lost in a row its takes of whole blocks also leave the
+//!   holes to others for a random number of its next takes below `2^k` (at most 31, for at most
+//!   a second; `HoleRaces` in src/alloc/state.rs): binary exponential backoff.
 //!   A take makes at most one attempt on holes: when another take deleted one of its holes
 //!   first, it claims fresh blocks. So a take costs at most one failed write, and pushes none.
 //! - **Lost replies.** Every write carries a receipt: an ephemeral marker named by the write's

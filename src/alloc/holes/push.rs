@@ -51,7 +51,9 @@ impl<S: Store> IdGeneratorService<S> {
         if overlap.is_some() {
             let mut budget = Budget::start(self.options.retry);
             super::listing::sync(session, path, &mut budget).await?;
-            let listing = super::listing::list(session, path, super::listing::Watch::Set, &mut budget).await?;
+            let listing =
+                super::listing::list(session, path, super::listing::Watch::Set, &mut budget)
+                    .await?;
             overlap = overlapping(&listing.holes);
             slot.holes = Some(listing);
         }

@@ -3,7 +3,7 @@
 //! (src/alloc/blocks/take.rs); at the ceiling or the end, what holes there are.
 
 use super::choice;
-use super::listing;
+use super::listing::{self, Trust};
 use super::requests::{self, Claimed};
 use crate::alloc::blocks::needs_zookeeper;
 use crate::alloc::engine::Step;
@@ -16,6 +16,7 @@ use crate::idset::IdCategory;
 use crate::range::{IdRange, RangeSet};
 use crate::retry::Budget;
 use crate::store::Store;
+use std::time::Instant;
 
 impl<S: Store> IdGeneratorService<S> {
     /// Completes a take of `n` IDs that took `taken` from the pool node's own free list (a pool
@@ -55,43 +56,54 @@ impl<S: Store> IdGeneratorService<S> {
         mut taken: Vec<IdRange>,
         n: u64,
     ) -> Result<Vec<IdRange>> {
-        let wanted = n - count_of(&taken);
-        if wanted == 0 {
+        if n == count_of(&taken) {
             return Ok(taken);
         }
         let path = category.name();
-        // Just after losing races for holes, a take may leave them to others: fresh blocks,
-        // without a look at the holes.
-        if !slot.hole_races.leaves_holes() {
-            self.refresh_holes(path, slot).await?;
-            let (Some(top), Some(unit)) = (top_of(slot), unit_of(slot)) else {
-                return self.take_blocks(category, slot, taken, n).await;
-            };
-            let choice = {
-                let holes = listing::holes_of(&slot.holes);
-                let amount =
-                    choice::hole_amount(choice::available_at_most(holes, top), wanted, unit);
-                // Lowest first, unless the holes are contended: then from one of the lowest
-                // groups.
-                let start = (slot.hole_races.chooses_at_random())
-                    .then(|| choice::group_start(holes, amount, top, rand::random::<u32>()))
-                    .flatten();
-                choice::choose(holes, amount, top, start)
-            };
-            match self.claim_holes(category, slot, choice).await {
-                Ok(Some(mut handed)) => {
-                    taken.append(&mut handed);
-                    if count_of(&taken) == n {
-                        return Ok(taken);
-                    }
+        // Just after losing races for holes, a take of whole blocks may leave them to others:
+        // fresh blocks, without a look at the holes. At the ceiling or the end, where fewer
+        // fresh IDs remain, the holes for the rest, as any take.
+        slot.hole_races.start(self.options.hole_backoff_from_start);
+        let whole_blocks =
+            unit_of(slot).is_some_and(|unit| (n - count_of(&taken)).is_multiple_of(unit));
+        if whole_blocks && slot.hole_races.leaves_holes(Instant::now()) {
+            match self.take_blocks(category, slot, taken, n).await {
+                Ok(ids) if count_of(&ids) == n => return Ok(ids),
+                Ok(ids) => taken = ids,
+                Err(ZooidError::Exhausted { .. } | ZooidError::ReservationExhausted { .. }) => {
+                    taken = Vec::new();
                 }
-                Ok(None) => {}
-                Err(err) => {
-                    if !taken.is_empty() {
-                        self.give_back(category, slot, taken).await;
-                    }
-                    return Err(err);
+                Err(err) => return Err(err),
+            }
+        }
+        let wanted = n - count_of(&taken);
+        self.refresh_holes(path, slot, Trust::Allowed).await?;
+        let (Some(top), Some(unit)) = (top_of(slot), unit_of(slot)) else {
+            return self.take_blocks(category, slot, taken, n).await;
+        };
+        let choice = {
+            let random = slot.hole_races.chooses_at_random(Instant::now());
+            let holes = listing::holes_of(&slot.holes);
+            let amount = choice::hole_amount(choice::available_at_most(holes, top), wanted, unit);
+            // Lowest first, unless the holes are contended: then from one of the lowest groups.
+            let start = random
+                .then(|| choice::group_start(holes, amount, top, rand::random::<u32>()))
+                .flatten();
+            choice::choose(holes, amount, top, start)
+        };
+        match self.claim_holes(category, slot, choice).await {
+            Ok(Some(mut handed)) => {
+                taken.append(&mut handed);
+                if count_of(&taken) == n {
+                    return Ok(taken);
                 }
+            }
+            Ok(None) => {}
+            Err(err) => {
+                if !taken.is_empty() {
+                    self.give_back(category, slot, taken).await;
+                }
+                return Err(err);
             }
         }
         let failed = match self.take_blocks(category, slot, taken, n).await {
@@ -120,12 +132,14 @@ impl<S: Store> IdGeneratorService<S> {
             let Some(top) = top_of(slot) else {
                 return Err(failed);
             };
-            self.refresh_holes(path, slot).await?;
+            // The holes as they are: one not seen would end the take as exhausted.
+            self.refresh_holes(path, slot, Trust::Exact).await?;
             let choice = {
+                let random = slot.hole_races.chooses_at_random(Instant::now());
                 let holes = listing::holes_of(&slot.holes);
                 // At most what one `multi` of deletes can claim; the next take gets the rest.
                 let left = choice::available_in_one_take(holes, top).min(wanted);
-                let start = (slot.hole_races.chooses_at_random())
+                let start = random
                     .then(|| choice::group_start(holes, left, top, rand::random::<u32>()))
                     .flatten();
                 choice::choose(holes, left, top, start)
@@ -145,10 +159,18 @@ impl<S: Store> IdGeneratorService<S> {
 
     /// Makes the slot's listing show the holes of pool `path` as they are
     /// ([`listing::refresh`]).
-    async fn refresh_holes(&self, path: &str, slot: &mut Slot) -> Result<()> {
+    async fn refresh_holes(&self, path: &str, slot: &mut Slot, trust: Trust) -> Result<()> {
         let session = self.store.session().ok_or_else(needs_zookeeper)?;
         let mut budget = Budget::start(self.options.retry);
-        listing::refresh(session, path, &mut slot.holes, &mut budget, &self.stats).await
+        listing::refresh(
+            session,
+            path,
+            &mut slot.holes,
+            trust,
+            &mut budget,
+            &self.stats,
+        )
+        .await
     }
 
     /// One attempt to claim the holes of `choice` (`None`: the holes do not cover the take), on
@@ -201,7 +223,7 @@ impl<S: Store> IdGeneratorService<S> {
                 match other? {
                     Claimed::Raced => {
                         if !ahead {
-                            slot.hole_races.lost(rand::random::<u32>());
+                            slot.hole_races.lost(rand::random::<u32>(), Instant::now());
                         }
                         slot.holes = None;
                     }
