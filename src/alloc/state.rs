@@ -336,6 +336,15 @@ impl Listing {
         self.cversion = self.cversion.wrapping_add(changes);
     }
 
+    /// Marks the listing out of date (a claim on it found a hole gone): the next look lists
+    /// the holes again, at once and without a watch, as for a busy process.
+    pub(crate) fn outdated(&mut self) {
+        self.stale.store(true, std::sync::atomic::Ordering::Release);
+        self.busy = true;
+        self.trusted_until = None;
+        self.ahead = None;
+    }
+
     /// Whether the listing still shows the holes as they are on session `generation`.
     pub(crate) fn is_current(&self, generation: u64) -> bool {
         !self.stale.load(std::sync::atomic::Ordering::Acquire) && generation == self.generation

@@ -225,7 +225,11 @@ impl<S: Store> IdGeneratorService<S> {
                         if !ahead {
                             slot.hole_races.lost(rand::random::<u32>(), Instant::now());
                         }
-                        slot.holes = None;
+                        // The listing is out of date: listed again at the next look (a
+                        // push goes on with it: it holds this process's own pushes).
+                        if let Some(listing) = slot.holes.as_mut() {
+                            listing.outdated();
+                        }
                     }
                     Claimed::Changed => slot.cached = None,
                     Claimed::Taken { .. } => {}
