@@ -306,6 +306,9 @@ pub(crate) struct Listing {
     /// Whether others changed the holes when this listing was made (the look before found their
     /// changes): the next look lists them again without checking first.
     pub busy: bool,
+    /// The names of the holes this process's own writes created since the listing was made:
+    /// known as of those writes, later than the listing.
+    pub own_since: std::collections::HashSet<String>,
 }
 
 /// A check of the holes' parent sent ahead of a write (src/alloc/holes/listing.rs).
@@ -321,6 +324,7 @@ impl Listing {
     pub(crate) fn apply_own(&mut self, deleted: &[String], created: &[crate::range::IdRange]) {
         if !deleted.is_empty() {
             self.holes.retain(|(name, _)| !deleted.contains(name));
+            self.own_since.retain(|name| !deleted.contains(name));
         }
         // Kept in ID order (the listing sorts them): each new hole where it belongs.
         for range in created {
@@ -328,12 +332,19 @@ impl Listing {
             let at = self
                 .holes
                 .partition_point(|(_, r)| (r.start(), r.end()) < key);
-            self.holes
-                .insert(at, (crate::format::hole_name(range), *range));
+            let name = crate::format::hole_name(range);
+            self.own_since.insert(name.clone());
+            self.holes.insert(at, (name, *range));
         }
         let changes = i32::try_from(deleted.len() + created.len()).unwrap_or(i32::MAX);
         // ZooKeeper's child version wraps like any 32-bit counter.
         self.cversion = self.cversion.wrapping_add(changes);
+    }
+
+    /// Whether every one of `nodes` is a hole this process's own writes created since the
+    /// listing was made.
+    pub(crate) fn all_own_since(&self, nodes: &[String]) -> bool {
+        nodes.iter().all(|name| self.own_since.contains(name))
     }
 
     /// Marks the listing out of date (a claim on it found a hole gone): the next look lists

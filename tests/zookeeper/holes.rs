@@ -471,14 +471,14 @@ fn a_lost_race_costs_one_listing_at_the_next_look() {
         a.create_category_in(&cat, 1, 1_000_000, Layout::HoleNodes { unit: 1000 })
             .await
             .unwrap();
-        b.take_ids(&cat, 1000).await.unwrap();
+        let mut first = a.take_ids(&cat, 1000).await.unwrap();
         let mut mine = a.take_ids(&cat, 1000).await.unwrap();
-        // B pushes 600 IDs: A's next take finds others changed the holes and lists them (busy,
-        // trusted), but 600 do not cover its take of 1,000: a fresh block.
-        let mut six_hundred = IdSet::new(cat.clone(), vec![r(1, 600)]);
-        b.push_ids(&mut six_hundred).await.unwrap();
+        let mut six_hundred = IdSet::new(cat.clone(), vec![first.take_run(600).unwrap()]);
+        a.push_ids(&mut six_hundred).await.unwrap();
+        // A finds the holes quiet (only its own push changed them): its next takes choose on
+        // its listing, the check sent along with the write. 600 do not cover 1,000.
         a.take_ids(&cat, 1000).await.unwrap();
-        // B takes the hole; A, on its trusted listing, chooses it too and loses the race.
+        // B takes the hole; A, on its listing, chooses it too and loses the race.
         assert_eq!(
             b.take_ids(&cat, 600).await.unwrap().ranges(),
             vec![r(1, 600)]
@@ -501,6 +501,54 @@ fn a_lost_race_costs_one_listing_at_the_next_look() {
             a.stats().hole_listings,
             before + 1,
             "the next take lists the holes again, once"
+        );
+    });
+}
+
+/// Holes chosen on a listing that a busy process trusts without reading are listed again
+/// before they are claimed: a read instead of a claim that another take most likely outran (a
+/// failed `multi` is a transaction like any write). Counted in transactions (zxids): the take
+/// below writes its fresh block and gives back the block's rest, and nothing fails.
+#[test]
+fn holes_chosen_on_a_trusted_listing_are_listed_again_before_the_claim() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let zxid = || -> u64 {
+        let out = zk.four_letter("srvr").unwrap();
+        let hex = out
+            .lines()
+            .find_map(|l| l.strip_prefix("Zxid: 0x"))
+            .unwrap()
+            .to_string();
+        u64::from_str_radix(hex.trim(), 16).unwrap()
+    };
+    runtime().block_on(async {
+        let a = open(&zk.connect_string()).await;
+        let b = open(&zk.connect_string()).await;
+        let cat = IdCategory::new("/holes/verified").unwrap();
+        a.create_category_in(&cat, 1, 1_000_000, Layout::HoleNodes { unit: 1000 })
+            .await
+            .unwrap();
+        b.take_ids(&cat, 1000).await.unwrap();
+        a.take_ids(&cat, 1000).await.unwrap();
+        // B pushes 600 IDs: A's next take finds others changed the holes and lists them (busy,
+        // trusted), but 600 do not cover its take of 1,000: a fresh block.
+        let mut six_hundred = IdSet::new(cat.clone(), vec![r(1, 600)]);
+        b.push_ids(&mut six_hundred).await.unwrap();
+        a.take_ids(&cat, 1000).await.unwrap();
+        // B takes the hole; A's trusted listing still shows it.
+        assert_eq!(
+            b.take_ids(&cat, 600).await.unwrap().ranges(),
+            vec![r(1, 600)]
+        );
+        let (listings, before) = (a.stats().hole_listings, zxid());
+        let taken = a.take_ids(&cat, 600).await.unwrap();
+        assert!(taken.ranges()[0].start() > 600, "{:?}", taken.ranges());
+        assert_eq!(a.stats().hole_listings, listings + 1, "listed again");
+        assert_eq!(
+            zxid() - before,
+            2,
+            "a fresh block and its rest given back, no failed claim"
         );
     });
 }

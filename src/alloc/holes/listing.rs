@@ -15,7 +15,8 @@
 //! listed again at once, without the `exists` that would most likely say so again and without a
 //! watch, and takes choose on that listing, reading nothing, for [`LISTING_TRUSTED_FOR`]: a take
 //! under contention costs its write, and a listing per that time (and one after each race it
-//! lost). Either way a take that looks at the holes sees every hole another process pushed that
+//! lost). Holes such a listing shows covering a take are listed again before they are claimed
+//! ([`Seen::Trusted`]): others' takes most likely outran them. Either way a take that looks at the holes sees every hole another process pushed that
 //! long before it began; a take at the end of a category looks at them as they are
 //! ([`Trust::Exact`]).
 
@@ -119,6 +120,7 @@ pub(crate) async fn list(
             trusted_until: None,
             ahead: None,
             busy: false,
+            own_since: std::collections::HashSet::new(),
         });
     }
 }
@@ -143,13 +145,14 @@ pub(crate) async fn refresh(
     trust: Trust,
     budget: &mut Budget,
     stats: &crate::stats::Recorder,
-) -> Result<()> {
+) -> Result<Seen> {
     let generation = session.client().1;
     let mut busy = false;
     let mut expected = None;
     if let Some(listing) = kept.as_mut().filter(|l| l.generation == generation) {
         match look(session, path, listing, trust).await {
-            Look::Exact => return Ok(()),
+            Look::Exact => return Ok(Seen::Exact),
+            Look::Trusted => return Ok(Seen::Trusted),
             Look::ChangedByOthers => busy = true,
             Look::Busy => expected = Some((listing.cversion, listing.created)),
         }
@@ -172,7 +175,17 @@ pub(crate) async fn refresh(
         listing.trusted_until = Some(sent + LISTING_TRUSTED_FOR);
     }
     *kept = Some(listing);
-    Ok(())
+    Ok(Seen::Exact)
+}
+
+/// How the holes a refreshed listing shows were seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Seen {
+    /// As they are, or as a check sent along with the caller's write will confirm.
+    Exact,
+    /// As a listing made while others kept changing them showed them, within
+    /// [`LISTING_TRUSTED_FOR`]: holes it shows may be gone since.
+    Trusted,
 }
 
 /// Makes sure `kept` holds a listing of the holes of pool `path` made on the current session
@@ -210,6 +223,9 @@ pub(crate) enum Trust {
 
 /// What a look at a listing found.
 enum Look {
+    /// Others changed the holes when it was made, less than [`LISTING_TRUSTED_FOR`] ago: used
+    /// as it is, without a read.
+    Trusted,
     /// It shows the holes as they are (or, while they are quiet, its check goes ahead of the
     /// caller's write).
     Exact,
@@ -237,7 +253,7 @@ async fn look(session: &Session, path: &str, listing: &mut Listing, trust: Trust
     let now = Instant::now();
     let trusted = trust == Trust::Allowed && listing.trusted_until.is_some_and(|until| now < until);
     if listing.busy {
-        return if trusted { Look::Exact } else { Look::Busy };
+        return if trusted { Look::Trusted } else { Look::Busy };
     }
     if trusted {
         listing.ahead = Some(check_ahead(session, path, listing));

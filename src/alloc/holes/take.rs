@@ -3,7 +3,7 @@
 //! (src/alloc/blocks/take.rs); at the ceiling or the end, what holes there are.
 
 use super::choice;
-use super::listing::{self, Trust};
+use super::listing::{self, Seen, Trust};
 use super::requests::{self, Claimed};
 use crate::alloc::blocks::needs_zookeeper;
 use crate::alloc::engine::Step;
@@ -77,20 +77,23 @@ impl<S: Store> IdGeneratorService<S> {
             }
         }
         let wanted = n - count_of(&taken);
-        self.refresh_holes(path, slot, Trust::Allowed).await?;
+        let seen = self.refresh_holes(path, slot, Trust::Allowed).await?;
         let (Some(top), Some(unit)) = (top_of(slot), unit_of(slot)) else {
             return self.take_blocks(category, slot, taken, n).await;
         };
-        let choice = {
-            let random = slot.hole_races.chooses_at_random(Instant::now());
-            let holes = listing::holes_of(&slot.holes);
-            let amount = choice::hole_amount(choice::available_at_most(holes, top), wanted, unit);
-            // Lowest first, unless the holes are contended: then from one of the lowest groups.
-            let start = random
-                .then(|| choice::group_start(holes, amount, top, rand::random::<u32>()))
-                .flatten();
-            choice::choose(holes, amount, top, start)
+        let mut choice = self.choose_holes(slot, wanted, top, unit);
+        // Holes chosen on a listing others' takes may have outrun since: listed again first, a
+        // read instead of a claim that would most likely fail (a failed `multi` is logged like
+        // any write). Not when they are all holes this process created since the listing.
+        let known_since = |choice: &choice::Choice, slot: &Slot| {
+            slot.holes
+                .as_ref()
+                .is_some_and(|listing| listing.all_own_since(&choice.nodes))
         };
+        if seen == Seen::Trusted && choice.as_ref().is_some_and(|c| !known_since(c, slot)) {
+            self.refresh_holes(path, slot, Trust::Exact).await?;
+            choice = self.choose_holes(slot, wanted, top, unit);
+        }
         match self.claim_holes(category, slot, choice).await {
             Ok(Some(mut handed)) => {
                 taken.append(&mut handed);
@@ -157,9 +160,28 @@ impl<S: Store> IdGeneratorService<S> {
         Err(failed)
     }
 
+    /// The holes a take of `wanted` claims among those the slot's listing shows, at or below
+    /// `top`, with blocks of `unit` (see [`choice::hole_amount`]): lowest first, unless the holes
+    /// are contended, then from one of the lowest groups.
+    fn choose_holes(
+        &self,
+        slot: &mut Slot,
+        wanted: u64,
+        top: i64,
+        unit: u64,
+    ) -> Option<choice::Choice> {
+        let random = slot.hole_races.chooses_at_random(Instant::now());
+        let holes = listing::holes_of(&slot.holes);
+        let amount = choice::hole_amount(choice::available_at_most(holes, top), wanted, unit);
+        let start = random
+            .then(|| choice::group_start(holes, amount, top, rand::random::<u32>()))
+            .flatten();
+        choice::choose(holes, amount, top, start)
+    }
+
     /// Makes the slot's listing show the holes of pool `path` as they are
     /// ([`listing::refresh`]).
-    async fn refresh_holes(&self, path: &str, slot: &mut Slot, trust: Trust) -> Result<()> {
+    async fn refresh_holes(&self, path: &str, slot: &mut Slot, trust: Trust) -> Result<Seen> {
         let session = self.store.session().ok_or_else(needs_zookeeper)?;
         let mut budget = Budget::start(self.options.retry);
         listing::refresh(
