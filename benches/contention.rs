@@ -23,7 +23,9 @@
 //! `curator` cannot recycle: they only take (their rows say `push % 0`).
 //!
 //! Each setup (a standalone server; a 3-server ensemble reached through one follower) runs every
-//! client count and mode for a window. Printed per run:
+//! client count and mode for a window. The servers run as ZooKeeper ships
+//! ([`Tuning::AsShipped`](zooid_test_support::Tuning): full JIT, a 1000 MB heap, every log write
+//! synced), not tuned for tests. Printed per run:
 //!
 //! - completed operations/s and its ratio to the same mode at 1 process;
 //! - `writes/op`: every transaction the server processed in the window (the zxid delta: every
@@ -330,7 +332,7 @@ impl Setup {
     fn start(name: &str) -> Setup {
         match name {
             "standalone" => {
-                let zk = ZkServer::start();
+                let zk = ZkServer::start_as_shipped();
                 Setup {
                     connect: zk.connect_string(),
                     zxid_addr: zk.addr(),
@@ -339,7 +341,7 @@ impl Setup {
                 }
             }
             "ensemble" => {
-                let ensemble = ZkEnsemble::start(3);
+                let ensemble = ZkEnsemble::start_as_shipped(3);
                 let leader = ensemble.wait_for_quorum(Duration::from_secs(60));
                 let follower = (0..ensemble.len())
                     .find(|&i| i != leader)

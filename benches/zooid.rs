@@ -3,8 +3,9 @@
 //!
 //! - taking an ID from a local `IdSet` vs iterating a plain `i64` range;
 //! - `take_ids` / `push_ids` round trips vs a raw compare-and-set `set_data` round trip of the
-//!   same size, interleaved, on the same real ZooKeeper server (started on loopback for the run),
-//!   and likewise on the embedded file and memory stores.
+//!   same size, interleaved, on the same real ZooKeeper server (started on loopback for the run,
+//!   as ZooKeeper ships: [`Tuning::AsShipped`](support::Tuning)), and likewise on the embedded
+//!   file and memory stores.
 
 use zooid_test_support as support;
 
@@ -36,6 +37,9 @@ unsafe impl GlobalAlloc for CountingAlloc {
 static GLOBAL: CountingAlloc = CountingAlloc;
 
 /// Median of `rounds` timings of `f`, in nanoseconds.
+/// Round trips of each kind before the measured ones.
+const WARM_UP: usize = 2_000;
+
 fn median_ns(rounds: usize, mut f: impl FnMut()) -> f64 {
     let mut samples: Vec<u128> = (0..rounds)
         .map(|_| {
@@ -137,18 +141,37 @@ fn round_trips(
             let data = raw_data.clone();
             async move { store.set("/bench/raw", &data, v).await.expect("raw set") }
         };
-        for _ in 0..100 {
-            raw_write().await; // warm-up
-        }
+        // On ZooKeeper, the server's cost of a fresh claim's operations apart from zooid's.
+        let claims = match svc.session() {
+            Some(session) if layout == zooid::Layout::HoleNodes { unit: 1000 } => {
+                Some(RawClaim::prepare(session).await)
+            }
+            _ => None,
+        };
         let (mut raw, mut take, mut push) = (Vec::new(), Vec::new(), Vec::new());
+        let mut claimed = Vec::new();
         let mut sets = Vec::new();
-        for _ in 0..300 {
+        for i in 0..WARM_UP + 300 {
             let t = Instant::now();
             raw_write().await;
-            raw.push(t.elapsed().as_nanos());
+            let raw_ns = t.elapsed().as_nanos();
             let t = Instant::now();
-            sets.push(svc.take_ids(&cat, 1000).await.expect("take"));
-            take.push(t.elapsed().as_nanos());
+            let set = svc.take_ids(&cat, 1000).await.expect("take");
+            let take_ns = t.elapsed().as_nanos();
+            if let Some(claims) = &claims {
+                let t = Instant::now();
+                claims.claim().await;
+                if i >= WARM_UP {
+                    claimed.push(t.elapsed().as_nanos());
+                }
+            }
+            // The first WARM_UP warm the server's JIT for every path (a server as shipped runs
+            // both tiers).
+            if i >= WARM_UP {
+                raw.push(raw_ns);
+                take.push(take_ns);
+                sets.push(set);
+            }
         }
         for set in sets.iter_mut().step_by(2) {
             set.take_id();
@@ -179,6 +202,16 @@ fn round_trips(
             &baseline,
             take / raw,
         );
+        if !claimed.is_empty() {
+            let claimed = median(claimed);
+            row(
+                "  raw multi: a fresh claim's 3 operations",
+                claimed,
+                "us",
+                &baseline,
+                claimed / raw,
+            );
+        }
         row(
             &format!("push_ids round trip, {label}"),
             push,
@@ -198,6 +231,46 @@ fn round_trips(
     })
 }
 
+/// A format-4 take's fresh claim as raw operations on nodes of its own:
+/// `multi[check(pool), check(generation), create(generation/<token>-, sequential)]`.
+struct RawClaim {
+    client: zookeeper_client::Client,
+    pool: String,
+    generation: String,
+    name: String,
+}
+
+impl RawClaim {
+    async fn prepare(session: &zooid::zk::Session) -> RawClaim {
+        let (client, _) = session.client();
+        let options = zookeeper_client::CreateMode::Persistent
+            .with_acls(zookeeper_client::Acls::anyone_all());
+        let pool = "/bench/raw-pool".to_string();
+        let generation = format!("{pool}/zooid-blocks-1");
+        for path in [&pool, &generation] {
+            client.create(path, &[], &options).await.expect("create");
+        }
+        // A token of the length of the claim's (16 hex digits).
+        let name = format!("{generation}/0123456789abcdef-");
+        RawClaim {
+            client,
+            pool,
+            generation,
+            name,
+        }
+    }
+
+    async fn claim(&self) {
+        let options = zookeeper_client::CreateMode::PersistentSequential
+            .with_acls(zookeeper_client::Acls::anyone_all());
+        let mut multi = self.client.new_multi_writer();
+        multi.add_check_version(&self.pool, 0).expect("check");
+        multi.add_check_version(&self.generation, 0).expect("check");
+        multi.add_create(&self.name, &[], &options).expect("create");
+        multi.commit().await.expect("raw claim");
+    }
+}
+
 /// A take of a fresh block from a category in block allocation (one `multi` of three checks and
 /// a sequential create) against a raw compare-and-set write of the same request size.
 async fn block_takes(svc: &IdGeneratorService, store: &zooid::AnyStore) {
@@ -213,7 +286,7 @@ async fn block_takes(svc: &IdGeneratorService, store: &zooid::AnyStore) {
         .await
         .expect("create raw");
     let mut version = 0;
-    for _ in 0..100 {
+    for _ in 0..WARM_UP {
         svc.take_ids(&cat, 1000).await.expect("warm-up take");
         store
             .set("/bench/raw-small", &data, version)
@@ -268,14 +341,14 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    let zk = support::ZkServer::start();
+    let zk = support::ZkServer::start_as_shipped();
     round_trips(
         &rt,
         &zk.connect_string(),
         "ZooKeeper, default layout (format 4)",
         None,
     );
-    let single = support::ZkServer::start();
+    let single = support::ZkServer::start_as_shipped();
     round_trips(
         &rt,
         &single.connect_string(),

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 pub use proxy::{op, FaultProxy, MatchFn, Mode, ProxyStats, RequestMatch, ResetPoint};
 pub use zookeeper::{
     four_letter_word, free_loopback_ports, spawn_owned, spawn_with_parent_death_signal, zk_lib_dir,
-    zk_version_lib_dir, LinkRelay, QuorumLinks, ZkEnsemble, ZkServer,
+    zk_version_lib_dir, LinkRelay, QuorumLinks, Tuning, ZkEnsemble, ZkServer,
 };
 
 /// The repository (workspace) root.

@@ -15,6 +15,9 @@
 //! `<crate>/target/zookeeper/<version>/lib` (`scripts/fetch-zookeeper.sh <version>`). Tests never
 //! download anything.
 //!
+//! Servers are tuned for tests ([`Tuning::Tests`]: quick to start, one JIT tier, no `fsync`);
+//! benchmarks start them as ZooKeeper ships ([`Tuning::AsShipped`]).
+//!
 //! Environment knobs (all optional):
 //! * `ZOOID_ZK_LIB`: directory holding the ZooKeeper jars.
 //! * `ZOOID_ZK_ROOT`: directory holding `<version>/lib` for [`ZkServer::start_version`].
@@ -51,6 +54,19 @@ const PROBE_TIMEOUT: Duration = Duration::from_millis(1000);
 /// Attempts at picking free ports when a server fails with "Address already in use"
 /// (another test binary may grab a port between our probe bind and the JVM's bind).
 const PORT_ATTEMPTS: usize = 3;
+
+/// How a server's JVM and transaction log are set up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tuning {
+    /// For tests: a small heap, the serial collector and only the first JIT tier (quick to
+    /// start, light on a 2-core machine), and no `fsync` of the transaction log
+    /// (`forceSync=no`, small log preallocation).
+    Tests,
+    /// As ZooKeeper ships (`zkServer.sh`, `zkEnv.sh` and zoo.cfg's defaults): a 1000 MB heap,
+    /// the JVM's default collector and both JIT tiers, and every transaction log write synced
+    /// to disk before its reply. For benchmarks: what a deployment runs.
+    AsShipped,
+}
 
 /// Directory holding the ZooKeeper server jars: `$ZOOID_ZK_LIB` if set, else
 /// `<repo>/target/zookeeper/lib`. Panics, telling how to fetch them, if the
@@ -380,6 +396,7 @@ struct Node {
     extra_config: Vec<(String, String)>,
     /// Extra JVM arguments (`-Dkey=value`), before the main class.
     jvm_args: Vec<String>,
+    tuning: Tuning,
     /// The server's jars (and logging configuration files).
     lib: PathBuf,
     jvm: Option<Jvm>,
@@ -409,6 +426,7 @@ impl Node {
             peers,
             extra_config,
             jvm_args: Vec::new(),
+            tuning: Tuning::Tests,
             lib,
             jvm: None,
             last_pid: None,
@@ -417,6 +435,13 @@ impl Node {
         node.write_config();
         node.write_myid();
         node
+    }
+
+    /// This node with `tuning` (its config written again).
+    fn tuned(mut self, tuning: Tuning) -> Node {
+        self.tuning = tuning;
+        self.write_config();
+        self
     }
 
     fn addr(&self) -> SocketAddr {
@@ -449,14 +474,15 @@ impl Node {
              maxSessionTimeout={max}\n\
              maxClientCnxns=0\n\
              4lw.commands.whitelist=*\n\
-             admin.enableServer=false\n\
-             forceSync=no\n\
-             preAllocSize=4096\n",
+             admin.enableServer=false\n",
             data = self.data_dir().display(),
             port = self.client_port,
             min = MIN_SESSION_TIMEOUT.as_millis(),
             max = MAX_SESSION_TIMEOUT.as_millis(),
         );
+        if self.tuning == Tuning::Tests {
+            cfg.push_str("forceSync=no\npreAllocSize=4096\n");
+        }
         if let Some(peers) = &self.peers {
             // Election connections to a dead peer should give up quickly.
             cfg.push_str("cnxTimeout=2000\n");
@@ -491,14 +517,20 @@ impl Node {
         );
         let level = std::env::var("ZOOID_ZK_LOG_LEVEL").unwrap_or_else(|_| "info".into());
         let mut cmd = Command::new(java_binary());
+        match self.tuning {
+            Tuning::Tests => cmd.args([
+                "-Xmx256m",
+                "-Xms32m",
+                "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1",
+                "-XX:-UsePerfData",
+                "-Xshare:auto",
+            ]),
+            // zkEnv.sh's ZK_SERVER_HEAP.
+            Tuning::AsShipped => cmd.arg("-Xmx1000m"),
+        };
         cmd.args([
-            "-Xmx256m",
-            "-Xms32m",
-            "-XX:+UseSerialGC",
-            "-XX:TieredStopAtLevel=1",
-            "-XX:-UsePerfData",
             "-XX:+ExitOnOutOfMemoryError",
-            "-Xshare:auto",
             "-Djava.net.preferIPv4Stack=true",
             "-Dzookeeper.admin.enableServer=false",
             "-Dzookeeper.jmx.log4j.disable=true",
@@ -681,16 +713,27 @@ impl ZkServer {
     /// Like [`ZkServer::start_with`], with extra JVM arguments such as
     /// `-Djava.security.auth.login.config=FILE` (for SASL) before the main class.
     pub fn start_with_jvm_args(extra_config: &[(&str, &str)], jvm_args: &[String]) -> ZkServer {
-        Self::start_from(zk_lib_dir(), extra_config, jvm_args)
+        Self::start_from(zk_lib_dir(), extra_config, jvm_args, Tuning::Tests)
+    }
+
+    /// Like [`ZkServer::start`], tuned as ZooKeeper ships ([`Tuning::AsShipped`]): for
+    /// benchmarks.
+    pub fn start_as_shipped() -> ZkServer {
+        Self::start_from(zk_lib_dir(), &[], &[], Tuning::AsShipped)
     }
 
     /// Like [`ZkServer::start`], running ZooKeeper `version` (such as `"3.4.14"`) from
     /// [`zk_version_lib_dir`] instead of the suite's default server.
     pub fn start_version(version: &str) -> ZkServer {
-        Self::start_from(zk_version_lib_dir(version), &[], &[])
+        Self::start_from(zk_version_lib_dir(version), &[], &[], Tuning::Tests)
     }
 
-    fn start_from(lib: PathBuf, extra_config: &[(&str, &str)], jvm_args: &[String]) -> ZkServer {
+    fn start_from(
+        lib: PathBuf,
+        extra_config: &[(&str, &str)],
+        jvm_args: &[String],
+        tuning: Tuning,
+    ) -> ZkServer {
         let extra: Vec<(String, String)> = extra_config
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -707,7 +750,8 @@ impl ZkServer {
                 None,
                 extra.clone(),
                 lib.clone(),
-            );
+            )
+            .tuned(tuning);
             node.jvm_args = jvm_args.to_vec();
             node.spawn();
             match wait_serving(&mut node, STANDALONE_START_TIMEOUT) {
@@ -891,6 +935,16 @@ impl ZkEnsemble {
 
     /// Like [`ZkEnsemble::start`], with extra `zoo.cfg` lines for every server.
     pub fn start_with(n: usize, extra_config: &[(&str, &str)]) -> ZkEnsemble {
+        Self::start_tuned(n, extra_config, Tuning::Tests)
+    }
+
+    /// Like [`ZkEnsemble::start`], tuned as ZooKeeper ships ([`Tuning::AsShipped`]): for
+    /// benchmarks.
+    pub fn start_as_shipped(n: usize) -> ZkEnsemble {
+        Self::start_tuned(n, &[], Tuning::AsShipped)
+    }
+
+    fn start_tuned(n: usize, extra_config: &[(&str, &str)], tuning: Tuning) -> ZkEnsemble {
         assert!(n >= 1, "an ensemble needs at least one server");
         let extra: Vec<(String, String)> = extra_config
             .iter()
@@ -923,6 +977,7 @@ impl ZkEnsemble {
                         extra.clone(),
                         zk_lib_dir(),
                     )
+                    .tuned(tuning)
                 })
                 .collect();
             for node in nodes.iter_mut() {
