@@ -43,7 +43,7 @@ pub use recipes::{counter, election, prefetch, queue};
 
 pub use alloc::{
     IdGeneratorService, Layout, Migrated, PoolInfo, ServiceOptions, DEFAULT_BLOCK_SIZE,
-    LISTING_TRUSTED_FOR,
+    LEFT_TO_PUSHER_FOR, LISTING_TRUSTED_FOR,
 };
 pub use error::{ErrorKind, LeakBound, Result, WriteOp, ZooidError};
 pub use idset::{IdCategory, IdSet};

@@ -33,6 +33,7 @@ mod undelivered;
 
 pub use crate::format::MAX_TAKE;
 pub use holes::listing::LISTING_TRUSTED_FOR;
+pub use holes::young::LEFT_TO_PUSHER_FOR;
 pub use migrate::Migrated;
 pub use options::{
     Layout, PoolInfo, Restored, ServiceOptions, DEFAULT_BLOCK_SIZE, DEFAULT_CEILING_WAIT,

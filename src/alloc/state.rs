@@ -309,6 +309,11 @@ pub(crate) struct Listing {
     /// The names of the holes this process's own writes created since the listing was made:
     /// known as of those writes, later than the listing.
     pub own_since: std::collections::HashSet<String>,
+    /// When this process last found the listing current, or made it.
+    pub looked_at: std::time::Instant,
+    /// The holes it shows that another process pushed moments ago: left to their pusher for a
+    /// while by takes of whole blocks (src/alloc/holes/young.rs).
+    pub young: crate::alloc::holes::young::YoungHoles,
 }
 
 /// A check of the holes' parent sent ahead of a write (src/alloc/holes/listing.rs).
@@ -345,6 +350,18 @@ impl Listing {
     /// listing was made.
     pub(crate) fn all_own_since(&self, nodes: &[String]) -> bool {
         nodes.iter().all(|name| self.own_since.contains(name))
+    }
+
+    /// Takes the holes' ages from `previous`, the listing this one replaces (on the same
+    /// session generation), as [`YoungHoles::after`](crate::alloc::holes::young::YoungHoles::after) says.
+    pub(crate) fn follow(&mut self, previous: Option<&Listing>) {
+        use crate::alloc::holes::young::{Previous, YoungHoles};
+        let previous = previous.map(|old| Previous {
+            holes: &old.holes,
+            young: &old.young,
+            looked_at: old.looked_at,
+        });
+        self.young = YoungHoles::after(previous, &self.holes, self.looked_at);
     }
 
     /// Marks the listing out of date (a claim on it found a hole gone): the next look lists

@@ -788,3 +788,73 @@ fn a_parents_child_version_counts_every_create_and_delete() {
         );
     });
 }
+
+/// Under the seeds' workload every process pushes back its leftovers and takes again. A take of
+/// whole blocks leaves a hole another process pushed moments ago to that process, whose next
+/// take gets it back, instead of racing it for it; it takes the hole once it has seen it listed
+/// for `LEFT_TO_PUSHER_FOR`. A process that looks at the holes for the first time (a task that
+/// takes once) takes it at once.
+#[test]
+fn a_hole_another_process_just_pushed_is_left_to_it_for_a_while() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let a = open(&zk.connect_string()).await;
+        let b = open(&zk.connect_string()).await;
+        let cat = IdCategory::new("/holes/left-to-pusher").unwrap();
+        a.create_category_in(&cat, 1, 1_000_000, Layout::HoleNodes { unit: 1000 })
+            .await
+            .unwrap();
+        b.take_ids(&cat, 1000).await.unwrap();
+        let mut mine = a.take_ids(&cat, 1000).await.unwrap();
+        let ids = mine.ranges();
+        a.push_ids(&mut mine).await.unwrap();
+
+        // B looks at the holes after its listing's trusted time: it lists them, sees A's hole
+        // (the lowest, covering its take) and leaves it to A.
+        tokio::time::sleep(zooid::LISTING_TRUSTED_FOR + Duration::from_millis(50)).await;
+        let listings = b.stats().hole_listings;
+        let theirs = b.take_ids(&cat, 1000).await.unwrap();
+        assert!(
+            b.stats().hole_listings > listings,
+            "B did not list the holes again: the test shows nothing"
+        );
+        assert!(
+            theirs.ranges().iter().all(|t| ids.iter().all(|h| !t.overlaps(h))),
+            "B took A's hole {ids:?}: {:?}",
+            theirs.ranges()
+        );
+        let mut back = a.take_ids(&cat, 1000).await.unwrap();
+        assert_eq!(back.ranges(), ids, "A took its own hole back");
+
+        // Pushed again and not taken back: B, looking at the holes every 200 ms, takes it once
+        // it has seen it listed for LEFT_TO_PUSHER_FOR.
+        a.push_ids(&mut back).await.unwrap();
+        let pushed = std::time::Instant::now();
+        loop {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let took = b.take_ids(&cat, 1000).await.unwrap();
+            if took.ranges() == ids {
+                assert!(
+                    pushed.elapsed() >= zooid::LEFT_TO_PUSHER_FOR,
+                    "taken {:?} after the push",
+                    pushed.elapsed()
+                );
+                break;
+            }
+            assert!(
+                pushed.elapsed() < zooid::LEFT_TO_PUSHER_FOR + Duration::from_millis(1500),
+                "B did not take the hole it has seen for {:?}",
+                pushed.elapsed()
+            );
+        }
+
+        // A process taking for the first time cannot tell how long a hole has been there: it
+        // takes the lowest at once.
+        let mut mine = a.take_ids(&cat, 1000).await.unwrap();
+        let ids = mine.ranges();
+        a.push_ids(&mut mine).await.unwrap();
+        let c = open(&zk.connect_string()).await;
+        assert_eq!(c.take_ids(&cat, 1000).await.unwrap().ranges(), ids);
+    });
+}

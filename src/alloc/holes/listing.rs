@@ -53,6 +53,7 @@ pub(crate) async fn list(
 ) -> Result<Listing> {
     let parent = holes_parent(path);
     loop {
+        let sent = Instant::now();
         let (client, generation) = session.client();
         let listed = match watch {
             Watch::Set => session
@@ -121,6 +122,8 @@ pub(crate) async fn list(
             ahead: None,
             busy: false,
             own_since: std::collections::HashSet::new(),
+            looked_at: sent,
+            young: Default::default(),
         });
     }
 }
@@ -150,9 +153,16 @@ pub(crate) async fn refresh(
     let mut busy = false;
     let mut expected = None;
     if let Some(listing) = kept.as_mut().filter(|l| l.generation == generation) {
+        let looked_at = Instant::now();
         match look(session, path, listing, trust).await {
-            Look::Exact => return Ok(Seen::Exact),
-            Look::Trusted => return Ok(Seen::Trusted),
+            Look::Exact => {
+                listing.looked_at = looked_at;
+                return Ok(Seen::Exact);
+            }
+            Look::Trusted => {
+                listing.looked_at = looked_at;
+                return Ok(Seen::Trusted);
+            }
             Look::ChangedByOthers => busy = true,
             Look::Busy => expected = Some((listing.cversion, listing.created)),
         }
@@ -174,6 +184,7 @@ pub(crate) async fn refresh(
     if listing.busy {
         listing.trusted_until = Some(sent + LISTING_TRUSTED_FOR);
     }
+    listing.follow(kept.as_ref().filter(|l| l.generation == generation));
     *kept = Some(listing);
     Ok(Seen::Exact)
 }

@@ -55,3 +55,4 @@ pub(crate) mod listing;
 pub(crate) mod push;
 pub(crate) mod requests;
 pub(crate) mod take;
+pub(crate) mod young;

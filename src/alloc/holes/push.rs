@@ -51,10 +51,12 @@ impl<S: Store> IdGeneratorService<S> {
         if overlap.is_some() {
             let mut budget = Budget::start(self.options.retry);
             super::listing::sync(session, path, &mut budget).await?;
-            let listing =
+            let mut listing =
                 super::listing::list(session, path, super::listing::Watch::Set, &mut budget)
                     .await?;
             overlap = overlapping(&listing.holes);
+            let generation = listing.generation;
+            listing.follow(slot.holes.as_ref().filter(|l| l.generation == generation));
             slot.holes = Some(listing);
         }
         if let Some(range) = overlap {

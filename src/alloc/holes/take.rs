@@ -162,7 +162,8 @@ impl<S: Store> IdGeneratorService<S> {
 
     /// The holes a take of `wanted` claims among those the slot's listing shows, at or below
     /// `top`, with blocks of `unit` (see [`choice::hole_amount`]): lowest first, unless the holes
-    /// are contended, then from one of the lowest groups.
+    /// are contended, then from one of the lowest groups. A take of whole blocks leaves the
+    /// holes another process pushed moments ago to it (src/alloc/holes/young.rs).
     fn choose_holes(
         &self,
         slot: &mut Slot,
@@ -170,8 +171,17 @@ impl<S: Store> IdGeneratorService<S> {
         top: i64,
         unit: u64,
     ) -> Option<choice::Choice> {
-        let random = slot.hole_races.chooses_at_random(Instant::now());
-        let holes = listing::holes_of(&slot.holes);
+        let now = Instant::now();
+        let random = slot.hole_races.chooses_at_random(now);
+        let listed = listing::holes_of(&slot.holes);
+        let old;
+        let holes = match slot.holes.as_ref().map(|l| &l.young) {
+            Some(young) if wanted.is_multiple_of(unit) && young.any(now) => {
+                old = young.old_of(listed, now);
+                old.as_slice()
+            }
+            _ => listed,
+        };
         let amount = choice::hole_amount(choice::available_at_most(holes, top), wanted, unit);
         let start = random
             .then(|| choice::group_start(holes, amount, top, rand::random::<u32>()))

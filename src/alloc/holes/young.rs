@@ -1,0 +1,169 @@
+//! Holes left to the process that pushed them (pure).
+//!
+//! Under the seeds' workload every process pushes back what it did not use and takes again. Were
+//! each hole claimed by whichever take listed it first, the processes would race for each
+//! other's holes, and every race lost is a failed write. Instead, a take of whole blocks leaves
+//! a hole another process pushed moments ago to its pusher, which takes it back with its own
+//! next takes: it claims, lowest first, the holes its own process pushed and those it has seen
+//! listed for [`LEFT_TO_PUSHER_FOR`]. A hole its pusher does not take back within that time (the
+//! pusher ended, or takes parts of blocks) is anybody's.
+//!
+//! A hole is young only when this process saw it appear: listed now, not in its previous
+//! listing, which it looked at less than [`LEFT_TO_PUSHER_FOR`] ago. A process that looks at the
+//! holes for the first time (a task that takes once), or after a longer pause, cannot tell how
+//! long they have been there: every hole it lists is old to it.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use super::choice::Hole;
+use crate::range::IdRange;
+
+/// How long a take of whole blocks leaves a hole another process pushed to its pusher, counted
+/// from when this process first listed it.
+pub const LEFT_TO_PUSHER_FOR: Duration = Duration::from_secs(1);
+
+/// The holes of a listing that this process saw appear, and until when each is left to its
+/// pusher.
+#[derive(Debug, Default)]
+pub(crate) struct YoungHoles {
+    until: HashMap<(i64, i64), Instant>,
+}
+
+/// The listing before a new one, as [`YoungHoles::after`] reads it.
+pub(crate) struct Previous<'a> {
+    /// Its holes in ID order, with this process's own writes applied.
+    pub holes: &'a [Hole],
+    /// Its young holes.
+    pub young: &'a YoungHoles,
+    /// When this process last found it current (or made it).
+    pub looked_at: Instant,
+}
+
+fn key(range: &IdRange) -> (i64, i64) {
+    (range.start(), range.end())
+}
+
+impl YoungHoles {
+    /// The young holes of a listing of `holes` made at `listed_at`, after `previous`: a hole
+    /// the previous listing showed keeps its age (this process's own pushes are in it, old);
+    /// one it did not show is young until [`LEFT_TO_PUSHER_FOR`] after `listed_at`. Without a
+    /// previous listing, or one last looked at that long before, none is young.
+    pub(crate) fn after(
+        previous: Option<Previous<'_>>,
+        holes: &[Hole],
+        listed_at: Instant,
+    ) -> YoungHoles {
+        let Some(previous) = previous else {
+            return YoungHoles::default();
+        };
+        if listed_at.saturating_duration_since(previous.looked_at) >= LEFT_TO_PUSHER_FOR {
+            return YoungHoles::default();
+        }
+        let known = |range: &IdRange| {
+            previous
+                .holes
+                .binary_search_by_key(&key(range), |(_, r)| key(r))
+                .is_ok()
+        };
+        let until = holes
+            .iter()
+            .filter_map(|(_, range)| {
+                if known(range) {
+                    let kept = previous.young.until.get(&key(range))?;
+                    (*kept > listed_at).then_some((key(range), *kept))
+                } else {
+                    Some((key(range), listed_at + LEFT_TO_PUSHER_FOR))
+                }
+            })
+            .collect();
+        YoungHoles { until }
+    }
+
+    /// Whether any hole is young at `now`.
+    pub(crate) fn any(&self, now: Instant) -> bool {
+        self.until.values().any(|until| *until > now)
+    }
+
+    /// Whether the hole of `range` is young at `now`.
+    pub(crate) fn is_young(&self, range: &IdRange, now: Instant) -> bool {
+        self.until.get(&key(range)).is_some_and(|until| *until > now)
+    }
+
+    /// `holes` without those young at `now`.
+    pub(crate) fn old_of(&self, holes: &[Hole], now: Instant) -> Vec<Hole> {
+        holes
+            .iter()
+            .filter(|(_, range)| !self.is_young(range, now))
+            .cloned()
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hole(start: i64, end: i64) -> Hole {
+        let range = IdRange::new(start, end).unwrap();
+        (crate::format::hole_name(&range), range)
+    }
+
+    fn r(start: i64, end: i64) -> IdRange {
+        IdRange::new(start, end).unwrap()
+    }
+
+    #[test]
+    fn a_first_listing_has_no_young_holes() {
+        let now = Instant::now();
+        let young = YoungHoles::after(None, &[hole(1, 100)], now);
+        assert!(!young.any(now));
+    }
+
+    #[test]
+    fn holes_that_appear_between_looks_are_young_for_a_while() {
+        let t0 = Instant::now();
+        let before = [hole(1, 100)];
+        let previous = Previous {
+            holes: &before,
+            young: &YoungHoles::default(),
+            looked_at: t0,
+        };
+        let t1 = t0 + Duration::from_millis(300);
+        let now = [hole(1, 100), hole(201, 300)];
+        let young = YoungHoles::after(Some(previous), &now, t1);
+        assert!(!young.is_young(&r(1, 100), t1), "known before: old");
+        assert!(young.is_young(&r(201, 300), t1), "new since the last look: young");
+        assert!(young.is_young(&r(201, 300), t1 + LEFT_TO_PUSHER_FOR - Duration::from_millis(1)));
+        assert!(!young.is_young(&r(201, 300), t1 + LEFT_TO_PUSHER_FOR));
+        assert!(!young.any(t1 + LEFT_TO_PUSHER_FOR));
+        assert_eq!(young.old_of(&now, t1), vec![hole(1, 100)]);
+
+        // Listed again later: the hole keeps the age it had, it does not start over.
+        let t2 = t1 + Duration::from_millis(500);
+        let again = YoungHoles::after(
+            Some(Previous {
+                holes: &now,
+                young: &young,
+                looked_at: t1,
+            }),
+            &now,
+            t2,
+        );
+        assert!(again.is_young(&r(201, 300), t2));
+        assert!(!again.is_young(&r(201, 300), t1 + LEFT_TO_PUSHER_FOR));
+    }
+
+    #[test]
+    fn after_a_long_pause_every_hole_is_old() {
+        let t0 = Instant::now();
+        let previous = Previous {
+            holes: &[],
+            young: &YoungHoles::default(),
+            looked_at: t0,
+        };
+        let later = t0 + LEFT_TO_PUSHER_FOR;
+        let young = YoungHoles::after(Some(previous), &[hole(1, 100)], later);
+        assert!(!young.any(later));
+    }
+}
