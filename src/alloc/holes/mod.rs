@@ -27,7 +27,9 @@
 //!   it, else as many as leave whole blocks to claim ([`choice::hole_amount`]: the seed's worked
 //!   example, holes of 3,000 and a take of 10,000, gets them and 7 blocks), else none: holes of
 //!   100 wait for a take they cover, since cutting a fresh block would leave its rest behind as
-//!   one more write. Among the holes, lowest first, unless this process lost a race for a hole
+//!   one more write. A take of whole blocks leaves a hole another process pushed moments ago to
+//!   that process for [`young::LEFT_TO_PUSHER_FOR`] (it takes its own holes back; a first look
+//!   takes any). Among the holes, lowest first, unless this process lost a race for a hole
 //!   less than a second ago and has not won 8 claims since; then it starts at one of the lowest
 //!   64 groups of holes that each cover the take ([`choice::group_start`]), so that contending
 //!   takes choose apart. After `k` races lost in a row its takes of whole blocks also leave the
@@ -47,8 +49,8 @@
 //!   holes that got in anyway are taken together, counted once.
 //!
 //! The modules: [`listing`] (the holes, under a child watch), [`choice`] (which holes a take
-//! claims: pure), [`requests`] (the two `multi`s and their lost replies), [`take`] and [`push`]
-//! (the service's side).
+//! claims: pure), [`young`] (which holes are left to their pusher: pure), [`requests`] (the two
+//! `multi`s and their lost replies), [`take`] and [`push`] (the service's side).
 
 pub(crate) mod choice;
 pub(crate) mod listing;
