@@ -338,6 +338,7 @@ impl Listing {
                 .holes
                 .partition_point(|(_, r)| (r.start(), r.end()) < key);
             let name = crate::format::hole_name(range);
+            self.young.forget(range);
             self.own_since.insert(name.clone());
             self.holes.insert(at, (name, *range));
         }

@@ -140,7 +140,8 @@ pub const LISTING_TRUSTED_FOR: Duration = Duration::from_millis(250);
 /// this process's own writes, expects), else, or without a listing of this session, listed
 /// again (counted in `stats`). While the holes are quiet, the check of the child version is sent
 /// ahead of the caller's write instead of awaited (see the module's doc). The caller reads them
-/// in place: a listing of 20,000 holes is not copied per take.
+/// in place: a listing of 20,000 holes is not copied per take (while some holes are young, a
+/// take of whole blocks chooses on a copy of the others: src/alloc/holes/young.rs).
 pub(crate) async fn refresh(
     session: &Session,
     path: &str,

@@ -109,14 +109,41 @@ impl<S: Store> IdGeneratorService<S> {
                 return Err(err);
             }
         }
-        let failed = match self.take_blocks(category, slot, taken, n).await {
+        match self.take_blocks(category, slot, taken, n).await {
+            // Fewer fresh IDs remain than the take wants, below the ceiling or the end: the rest
+            // from the holes as they are, those it left to their pushers included. What it
+            // got is handed out whatever that finds.
+            Ok(mut ids) if count_of(&ids) < n => {
+                match self.take_at_the_end(category, slot, n - count_of(&ids)).await {
+                    Ok(Some(mut rest)) => ids.append(&mut rest),
+                    Ok(None) => {}
+                    Err(err) => {
+                        tracing::warn!(category = path, %err, "a short take found no more in the holes");
+                    }
+                }
+                Ok(ids)
+            }
             Err(
                 failed @ (ZooidError::Exhausted { .. } | ZooidError::ReservationExhausted { .. }),
-            ) => failed,
-            other => return other,
-        };
-        // No fresh block left below the ceiling or the end: the holes there are, on the pool
-        // as read again if the claim dropped it.
+            ) => match self.take_at_the_end(category, slot, wanted).await? {
+                Some(ids) => Ok(ids),
+                None => Err(failed),
+            },
+            other => other,
+        }
+    }
+
+    /// Up to `wanted` IDs for a take that found no fresh block left below the ceiling or the
+    /// end: the holes there are, every one a candidate (none is left to its pusher: this is
+    /// what remains), on the pool as read again if the claim dropped it. `None` when the holes
+    /// hold none.
+    async fn take_at_the_end(
+        &self,
+        category: &IdCategory,
+        slot: &mut Slot,
+        wanted: u64,
+    ) -> Result<Option<Vec<IdRange>>> {
+        let path = category.name();
         if slot.cached.is_none() {
             let mut budget = Budget::start(self.options.retry);
             let plan = single::take(category, wanted);
@@ -125,7 +152,7 @@ impl<S: Store> IdGeneratorService<S> {
                 .await?;
             if let Step::Done { moved, .. } = step {
                 if !moved.is_empty() {
-                    return Ok(moved);
+                    return Ok(Some(moved));
                 }
             }
         }
@@ -133,7 +160,7 @@ impl<S: Store> IdGeneratorService<S> {
         // the holes listed again, from one of the lowest groups (contending takes choose apart).
         for _ in 0..END_ATTEMPTS {
             let Some(top) = top_of(slot) else {
-                return Err(failed);
+                return Ok(None);
             };
             // The holes as they are: one not seen would end the take as exhausted.
             self.refresh_holes(path, slot, Trust::Exact).await?;
@@ -148,16 +175,16 @@ impl<S: Store> IdGeneratorService<S> {
                 choice::choose(holes, left, top, start)
             };
             if choice.is_none() {
-                return Err(failed);
+                return Ok(None);
             }
             match self.claim_holes(category, slot, choice).await? {
-                Some(handed) if !handed.is_empty() => return Ok(handed),
+                Some(handed) if !handed.is_empty() => return Ok(Some(handed)),
                 // Another take won a hole first. (When the pool node moved on instead, the slot
                 // no longer holds it and the take ends as exhausted above.)
                 _ => continue,
             }
         }
-        Err(failed)
+        Ok(None)
     }
 
     /// The holes a take of `wanted` claims among those the slot's listing shows, at or below
@@ -177,7 +204,7 @@ impl<S: Store> IdGeneratorService<S> {
         let old;
         let holes = match slot.holes.as_ref().map(|l| &l.young) {
             Some(young) if wanted.is_multiple_of(unit) && young.any(now) => {
-                old = young.old_of(listed, now);
+                old = choice::without(listed, |range| young.is_young(range, now));
                 old.as_slice()
             }
             _ => listed,
