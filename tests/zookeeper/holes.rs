@@ -805,7 +805,7 @@ fn a_hole_another_process_just_pushed_is_left_to_it_for_a_while() {
         // again on a new category.
         let (cat, ids, theirs) = 'left: {
             for attempt in 0..3 {
-                let cat = IdCategory::new(&format!("/holes/left-to-pusher-{attempt}")).unwrap();
+                let cat = IdCategory::new(format!("/holes/left-to-pusher-{attempt}")).unwrap();
                 a.create_category_in(&cat, 1, 1_000_000, Layout::HoleNodes { unit: 1000 })
                     .await
                     .unwrap();
@@ -833,7 +833,10 @@ fn a_hole_another_process_just_pushed_is_left_to_it_for_a_while() {
             panic!("B never looked at the holes twice within a second");
         };
         assert!(
-            theirs.ranges().iter().all(|t| ids.iter().all(|h| !t.overlaps(h))),
+            theirs
+                .ranges()
+                .iter()
+                .all(|t| ids.iter().all(|h| !t.overlaps(h))),
             "B took A's hole {ids:?}: {:?}",
             theirs.ranges()
         );

@@ -114,7 +114,10 @@ impl<S: Store> IdGeneratorService<S> {
             // from the holes as they are, those it left to their pushers included. What it
             // got is handed out whatever that finds.
             Ok(mut ids) if count_of(&ids) < n => {
-                match self.take_at_the_end(category, slot, n - count_of(&ids)).await {
+                match self
+                    .take_at_the_end(category, slot, n - count_of(&ids))
+                    .await
+                {
                     Ok(Some(mut rest)) => ids.append(&mut rest),
                     Ok(None) => {}
                     Err(err) => {

@@ -87,7 +87,9 @@ impl YoungHoles {
 
     /// Whether the hole of `range` is young at `now`.
     pub(crate) fn is_young(&self, range: &IdRange, now: Instant) -> bool {
-        self.until.get(&key(range)).is_some_and(|until| *until > now)
+        self.until
+            .get(&key(range))
+            .is_some_and(|until| *until > now)
     }
 
     /// Forgets the age of the hole of `range`: this process created it (a hole with the same
@@ -130,8 +132,14 @@ mod tests {
         let now = [hole(1, 100), hole(201, 300)];
         let young = YoungHoles::after(Some(previous), &now, t1);
         assert!(!young.is_young(&r(1, 100), t1), "known before: old");
-        assert!(young.is_young(&r(201, 300), t1), "new since the last look: young");
-        assert!(young.is_young(&r(201, 300), t1 + LEFT_TO_PUSHER_FOR - Duration::from_millis(1)));
+        assert!(
+            young.is_young(&r(201, 300), t1),
+            "new since the last look: young"
+        );
+        assert!(young.is_young(
+            &r(201, 300),
+            t1 + LEFT_TO_PUSHER_FOR - Duration::from_millis(1)
+        ));
         assert!(!young.is_young(&r(201, 300), t1 + LEFT_TO_PUSHER_FOR));
         assert!(!young.any(t1 + LEFT_TO_PUSHER_FOR));
 
