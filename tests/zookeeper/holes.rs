@@ -901,3 +901,53 @@ fn a_take_at_the_end_gets_the_holes_it_left_to_their_pusher() {
         assert_eq!(got.ranges(), vec![r(1, 1000), r(2001, 3000)]);
     });
 }
+
+/// A push of a range that is a hole already, by a process whose listing does not show it yet
+/// (another process pushed it since that listing): the listing lets it through, and the hole's
+/// create refuses it, `AlreadyFree`, with nothing written and the pusher's IDs kept.
+#[test]
+fn a_push_of_a_hole_its_listing_does_not_show_is_refused_by_the_create() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let a = open(&zk.connect_string()).await;
+        let b = open(&zk.connect_string()).await;
+        let cat = IdCategory::new("/holes/stale-double-push").unwrap();
+        a.create_category_in(&cat, 1, 1_000_000, Layout::HoleNodes { unit: 1000 })
+            .await
+            .unwrap();
+        a.take_ids(&cat, 1000).await.unwrap();
+        // B lists the holes (none), then A pushes: B's listing does not show A's hole.
+        b.take_ids(&cat, 1000).await.unwrap();
+        let mut first = IdSet::new(cat.clone(), vec![r(901, 1000)]);
+        a.push_ids(&mut first).await.unwrap();
+        let listings = b.stats().hole_listings;
+        let zxid = |zk: &ZkServer| {
+            let srvr = zk.four_letter("srvr").unwrap();
+            let line = srvr.lines().find(|l| l.starts_with("Zxid:")).unwrap();
+            i64::from_str_radix(line.trim_start_matches("Zxid: 0x").trim(), 16).unwrap()
+        };
+        let before = zxid(&zk);
+        let mut again = IdSet::new(cat.clone(), vec![r(901, 1000)]);
+        match b.push_ids(&mut again).await {
+            Err(ZooidError::AlreadyFree { range, .. }) => assert_eq!(range, r(901, 1000)),
+            other => panic!("expected AlreadyFree, got {other:?}"),
+        }
+        assert_eq!(
+            b.stats().hole_listings,
+            listings,
+            "B listed the holes: its own check refused the push, not the create"
+        );
+        // The failed multi took one transaction and changed nothing.
+        assert_eq!(zxid(&zk) - before, 1);
+        assert_eq!(again.ranges(), vec![r(901, 1000)], "the pusher keeps its IDs");
+        let holes = a
+            .list_categories("/holes/stale-double-push/zooid-holes")
+            .await
+            .unwrap();
+        assert_eq!(
+            holes,
+            vec!["h-0000000000000000901-0000000000000001000".to_string()]
+        );
+    });
+}
