@@ -940,7 +940,11 @@ fn a_push_of_a_hole_its_listing_does_not_show_is_refused_by_the_create() {
         );
         // The failed multi took one transaction and changed nothing.
         assert_eq!(zxid(&zk) - before, 1);
-        assert_eq!(again.ranges(), vec![r(901, 1000)], "the pusher keeps its IDs");
+        assert_eq!(
+            again.ranges(),
+            vec![r(901, 1000)],
+            "the pusher keeps its IDs"
+        );
         let holes = a
             .list_categories("/holes/stale-double-push/zooid-holes")
             .await
