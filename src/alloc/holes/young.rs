@@ -6,7 +6,8 @@
 //! a hole another process pushed moments ago to its pusher, which takes it back with its own
 //! next takes: it claims, lowest first, the holes its own process pushed and those it has seen
 //! listed for [`LEFT_TO_PUSHER_FOR`]. A hole its pusher does not take back within that time (the
-//! pusher ended, or takes parts of blocks) is anybody's.
+//! pusher ended, or takes parts of blocks) is anybody's. Where fewer fresh IDs remain than a
+//! take wants (a ceiling, the end of the category), every hole is a candidate, young or not.
 //!
 //! A hole is young only when this process saw it appear: listed now, not in its previous
 //! listing, which it looked at less than [`LEFT_TO_PUSHER_FOR`] ago. A process that looks at the
