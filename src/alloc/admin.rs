@@ -224,9 +224,8 @@ impl<S: Store> IdGeneratorService<S> {
             Layout::Blocks { unit } => Pool::with_blocks(bounds, unit),
             Layout::HoleNodes { unit } => Pool::with_hole_nodes(bounds, unit),
         };
-        pool.clear_through(ceiling, bounds.start());
+        pool.clear_through(ceiling, bounds.start(), epoch);
         pool.set_ceiling(Some(ceiling));
-        pool.set_epoch(epoch);
         let free = IdRange::new(ceiling.saturating_add(1).max(bounds.start()), bounds.end())
             .map_or(0, |above| above.len());
         let (token, bytes) = self.first_version(&mut pool, free);
@@ -331,10 +330,9 @@ impl<S: Store> IdGeneratorService<S> {
                     }
                 };
                 let mut next = pool.clone();
-                let removed = next.clear_through(ceiling, frontier);
+                let removed = next.clear_through(ceiling, frontier, pool.epoch().max(epoch));
                 let count = count_of(&removed);
                 next.set_ceiling(Some(ceiling));
-                next.set_epoch(pool.epoch().max(epoch));
                 tracing::error!(category = path, ceiling, old_ceiling = ?pool.ceiling(), removed = count, "pool is behind the durable record (rolled back?): removed its free IDs at or below the recorded ceiling");
                 Ok(Plan::Write {
                     next,
@@ -354,11 +352,14 @@ impl<S: Store> IdGeneratorService<S> {
                 .await?;
             let outcome = match step {
                 Step::Done { moved, strategy } => {
-                    if let (Strategy::Blocks(layout), Some(session)) =
-                        (strategy, self.store.session())
+                    let written = slot.cached.as_ref().map(|state| state.version);
+                    if let (Strategy::Blocks(layout), Some(session), Some(version)) =
+                        (strategy, self.store.session(), written)
                     {
-                        // The new generation's sequence parent (a take creates it too).
-                        generations::ensure_parent(session, path, layout.generation).await?;
+                        // The new generation's sequence parent while the pool is as written (a
+                        // take creates it too).
+                        generations::ensure_parent_at(session, path, layout.generation, version)
+                            .await?;
                     }
                     Restored::Repaired {
                         removed: count_of(&moved),

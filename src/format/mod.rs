@@ -24,7 +24,7 @@ pub use oplog::{OpKind, OpRecord, OpToken, DEFAULT_OP_LOG_LEN, MAX_OP_LINE_BYTES
 pub use parts::{ChunkOp, CHUNK_MAX_RANGES, HEAD_MAX_RANGES};
 pub use pool::{
     Blocks, ChunkRef, Pool, FORMAT_VERSION, FORMAT_VERSION_BLOCKS, FORMAT_VERSION_HOLES,
-    FORMAT_VERSION_RESERVED, MAX_TAKE,
+    FORMAT_VERSION_RESERVED, GENERATIONS_PER_EPOCH, MAX_TAKE,
 };
 pub use ranges::{parse_range, parse_ranges, render_ranges};
 

@@ -302,8 +302,13 @@ impl Active<'_> {
             t.pending = None;
         }
         if let Some(generation) = moved_to {
-            if let Err(err) =
-                crate::alloc::blocks::repair::finish_move(self.session, path, generation).await
+            if let Err(err) = crate::alloc::blocks::repair::finish_move(
+                self.session,
+                path,
+                generation,
+                next_version,
+            )
+            .await
             {
                 // A take or the next evaluation creates the sequence parent.
                 (self.options.report)(&format!(
@@ -365,12 +370,12 @@ impl Active<'_> {
                 .await?
                 .high_water;
             let change = Change::Move {
-                cleared: Some(record.ceiling),
+                cleared: Some((record.ceiling, generation)),
             };
             (change, high_water)
         } else {
             let mut next = pool.clone();
-            let removed = next.clear_through(record.ceiling, i64::MIN);
+            let removed = next.clear_through(record.ceiling, i64::MIN, generation);
             let write = PoolWrite {
                 next,
                 others: Vec::new(),
@@ -409,8 +414,9 @@ enum Change {
     /// This pool write.
     Ready(PoolWrite),
     /// A pool in block allocation moved to its next generation, laid out after the durable
-    /// write (see [`crate::alloc::blocks::repair`]); `cleared`: a repair's recorded ceiling.
-    Move { cleared: Option<i64> },
+    /// write (see [`crate::alloc::blocks::repair`]); `cleared`: a repair's recorded ceiling and
+    /// the epoch it starts.
+    Move { cleared: Option<(i64, u64)> },
 }
 
 /// The pool write of a raise, ceiling aside.

@@ -10,6 +10,7 @@ mod deadline;
 mod give_up;
 mod harness;
 mod holes;
+mod incarnation;
 mod metrics;
 mod migrate;
 mod review;

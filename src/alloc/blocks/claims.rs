@@ -18,7 +18,9 @@ use crate::zk::{Classified, Fate, Multi, Session, Verdict};
 pub(crate) enum Claim {
     /// The take owns blocks `first..first + count` of the generation.
     Granted { first: i64 },
-    /// The pool node changed since the version planned on: plan again.
+    /// The pool node changed since the version planned on, or the claim was not applied on the
+    /// session it was planned on (which ended, or whose lost reply was found not applied): plan
+    /// again, on the pool as it is now. A plan never crosses a session.
     Changed,
     /// The generation is sealed: move on to the next one, then try again.
     Sealed,
@@ -94,8 +96,11 @@ impl Doubt {
 }
 
 /// Claims `count` consecutive blocks of `blocks.generation` under pool `path`, if the pool is
-/// still at `version`; resolves a lost reply; retries while ZooKeeper is unreachable, within
-/// `budget`.
+/// still at `version` as read on session generation `planned`; resolves a lost reply within
+/// `budget`. The claim is sent once, and only on the session it was planned on: after a session
+/// ended, or a lost reply found not applied, the caller reads the pool and plans again (a pool
+/// restored after ZooKeeper lost its data may sit at the same version with another base).
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn claim(
     session: &Session,
     path: &str,
@@ -103,14 +108,18 @@ pub(crate) async fn claim(
     returned: Option<i32>,
     blocks: &Blocks,
     count: u32,
+    planned: u64,
     budget: &mut Budget,
 ) -> Result<Claim> {
     let parent = sequence_parent(path, blocks.generation);
     let token = OpToken::random();
     let prefix = format!("{token}-");
     let name = format!("{parent}/{prefix}");
-    loop {
+    {
         let (client, generation) = session.client();
+        if generation != planned {
+            return Ok(Claim::Changed);
+        }
         let options = CreateMode::PersistentSequential.with_acls(session.default_acls());
         let mut multi = Multi::new(&client);
         // Op 0 checks the pool node, then (with pushes read) op 1 the pushes' node, then the
@@ -143,9 +152,9 @@ pub(crate) async fn claim(
             }
             (Some(i), Verdict::BadVersion) if i == gate => return Ok(Claim::Sealed),
             (Some(_), Verdict::NoNode) => return Ok(Claim::Missing),
-            // Not applied on a live session (the commit told the session layer); the next
-            // attempt runs on the new one.
-            (_, Verdict::Expired | Verdict::Closed) => {}
+            // Not applied; the session it was planned on is gone (the commit told the session
+            // layer): plan again on the new one.
+            (_, Verdict::Expired | Verdict::Closed) => return Ok(Claim::Changed),
             (_, Verdict::Unknown) => {
                 let err = &failed.error;
                 tracing::warn!(category = path, %err, op = "take", "reply lost; resolving the outcome");
@@ -157,21 +166,13 @@ pub(crate) async fn claim(
                     count,
                 };
                 match resolve(session, generation, &lookup, budget).await {
-                    Resolved::Applied(first) => return Ok(Claim::Granted { first }),
-                    Resolved::NotApplied => {}
-                    Resolved::Unknown(doubt) => return Ok(Claim::Unknown(doubt)),
+                    Resolved::Applied(first) => Ok(Claim::Granted { first }),
+                    Resolved::NotApplied => Ok(Claim::Changed),
+                    Resolved::Unknown(doubt) => Ok(Claim::Unknown(doubt)),
                 }
             }
-            _ => return Err(refused(session, path, verdict, &failed.error)),
+            _ => Err(refused(session, path, verdict, &failed.error)),
         }
-        let err = failed.error;
-        if !budget.try_attempt() {
-            return Err(ZooidError::ConnectionLost {
-                category: path.to_string(),
-                reason: format!("claiming blocks: {err}"),
-            });
-        }
-        budget.backoff().await;
     }
 }
 

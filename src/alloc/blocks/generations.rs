@@ -63,33 +63,17 @@ pub(crate) async fn frontier_if_numbered(
     }
 }
 
-/// Creates the sequence parent of `generation` (after a rotation or a repair), with the pool
-/// node's ACL; an existing one is left alone.
-pub(crate) async fn ensure_parent(session: &Session, path: &str, generation: u64) -> Result<()> {
-    create_parent(session, path, generation, None)
-        .await
-        .map(drop)
-}
-
-/// Creates the sequence parent of `generation`, the pool's current one, provided the pool node
-/// is still at `version` (one `multi`): a pool read from a lagging server, whose generation was
-/// retired since, never gets its old numbering back. `false`: the pool moved on (read again).
+/// Creates the sequence parent of `generation`, the pool's current one, with the pool node's
+/// ACL, provided the pool node is still at `version` (one `multi`); an existing parent is left
+/// alone. The only way a sequence parent is created: a pool read from a lagging server, or by a
+/// process paused through later moves, never gets a retired generation's numbering back (a
+/// claim in it whose reply was lost would be judged not applied). `false`: the pool moved on
+/// (read again).
 pub(crate) async fn ensure_parent_at(
     session: &Session,
     path: &str,
     generation: u64,
     version: i32,
-) -> Result<bool> {
-    create_parent(session, path, generation, Some(version)).await
-}
-
-/// Creates a sequence parent with the pool node's ACL, checking the pool node's version in
-/// the same `multi` when given; an existing parent is left alone.
-async fn create_parent(
-    session: &Session,
-    path: &str,
-    generation: u64,
-    version: Option<i32>,
 ) -> Result<bool> {
     let parent = sequence_parent(path, generation);
     let (client, gen) = session.client();
@@ -108,20 +92,13 @@ async fn create_parent(
     };
     let options = CreateMode::Persistent.with_acls(zookeeper_client::Acls::new(&acl));
     let mut multi = Multi::new(&client);
-    if let Some(version) = version {
-        multi.check(path, version);
-    }
+    multi.check(path, version);
     multi.create(&parent, &[], &options);
-    let checked = usize::from(version.is_some());
     match multi.commit(session, gen).await {
         Ok(_) => Ok(true),
         Err(failed) => match failed.verdict() {
-            Verdict::NodeExists if failed.index == Some(checked) => Ok(true),
-            Verdict::BadVersion | Verdict::NoNode
-                if failed.index == Some(0) && version.is_some() =>
-            {
-                Ok(false)
-            }
+            Verdict::NodeExists if failed.index == Some(1) => Ok(true),
+            Verdict::BadVersion | Verdict::NoNode if failed.index == Some(0) => Ok(false),
             verdict @ Verdict::NotAuthorized => Err(refused(session, path, verdict, &failed)),
             _ => Err(unreachable(&failed)),
         },

@@ -33,14 +33,15 @@ pub(crate) struct Moved {
 }
 
 /// Seals the generation of `pool` (the node as read at `version`) and lays out its move to the
-/// next one, starting above its frontier; with `cleared`, a repair: above `cleared` too, and
+/// next one, starting above its frontier; with `cleared` (a recorded ceiling and the epoch the
+/// repair starts), a repair: in the epoch's first new generation, above the ceiling too, and
 /// without the free IDs at or below it. `None`: the pool moved on meanwhile (read again).
 pub(crate) async fn seal_and_move(
     session: &Session,
     path: &str,
     pool: &Pool,
     version: i32,
-    cleared: Option<i64>,
+    cleared: Option<(i64, u64)>,
 ) -> Result<Option<Moved>> {
     let Some(blocks) = pool.blocks() else {
         return Ok(None);
@@ -71,14 +72,14 @@ pub(crate) async fn seal_and_move(
         );
     }
     let removed = match cleared {
-        Some(ceiling) => next
-            .clear_through(ceiling, frontier)
+        Some((ceiling, epoch)) => next
+            .clear_through(ceiling, frontier, epoch)
             .iter()
             .map(|r| r.len())
             .sum(),
         None => {
             next.set_blocks(Blocks {
-                generation: blocks.generation + 1,
+                generation: blocks.next_generation(pool.epoch()),
                 base: blocks
                     .base
                     .max(frontier)
@@ -91,7 +92,7 @@ pub(crate) async fn seal_and_move(
     // Format 4: a repair gives up the hole nodes at or below the record too (a ZooKeeper
     // restored from a snapshot brings back holes taken since), before its pool write.
     let mut removed = removed;
-    if let (Some(ceiling), true) = (cleared, blocks.hole_nodes) {
+    if let (Some((ceiling, _)), true) = (cleared, blocks.hole_nodes) {
         removed += give_up_holes(session, path, ceiling).await?;
     }
     let mut ops = crate::format::parts::plan(&before, &mut next);
@@ -130,10 +131,16 @@ async fn sealed_frontier(
     Ok(None)
 }
 
-/// After the pool write of a [`Moved`] applied: creates the new generation's sequence parent
-/// and retires the one before the sealed generation (in the background).
-pub(crate) async fn finish_move(session: &Session, path: &str, moved_to: u64) -> Result<()> {
-    generations::ensure_parent(session, path, moved_to).await?;
+/// After the pool write of a [`Moved`] applied (leaving the pool at `version`): creates the new
+/// generation's sequence parent while the pool is still at that version, and retires the one
+/// before the sealed generation (in the background).
+pub(crate) async fn finish_move(
+    session: &Session,
+    path: &str,
+    moved_to: u64,
+    version: i32,
+) -> Result<()> {
+    generations::ensure_parent_at(session, path, moved_to, version).await?;
     if moved_to >= 2 {
         let (session, path) = (session.clone(), path.to_string());
         tokio::spawn(async move { generations::retire(&session, &path, moved_to - 2).await });

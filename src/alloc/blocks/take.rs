@@ -138,7 +138,7 @@ impl<S: Store> IdGeneratorService<S> {
         let Strategy::Blocks(layout) = state.strategy else {
             return Ok(Claimed::Replan);
         };
-        let (version, announced) = (state.version, state.waiting.announced);
+        let (version, announced, planned) = (state.version, state.waiting.announced, state.session);
         let (last, ceiling) = (state.pool.bounds().end(), state.pool.ceiling());
         let top = ceiling.unwrap_or(last).min(last);
         self.check_frontier(path, &layout, last, top, ceiling)
@@ -153,6 +153,7 @@ impl<S: Store> IdGeneratorService<S> {
             announced,
             &layout,
             count,
+            planned,
             &mut budget,
         );
         let first = match claimed.await? {
@@ -316,14 +317,36 @@ impl<S: Store> IdGeneratorService<S> {
         let step = self
             .update(category, slot, &mut budget, OpKind::Blocks, true, plan)
             .await?;
-        if let Step::Done { .. } = step {
+        if let Step::Done {
+            strategy: Strategy::Blocks(next),
+            ..
+        } = step
+        {
             tracing::info!(
                 category = path,
-                generation = generation + 1,
+                generation = next.generation,
                 "blocks moved to a new generation"
             );
         }
-        generations::ensure_parent(session, path, generation + 1).await?;
+        // The sequence parent of the generation the pool is at now, as this process knows it,
+        // and only while the pool is still at that version: a process paused through later
+        // moves never brings back a retired generation's numbering (a claim in it whose reply
+        // was lost would then be judged not applied).
+        if let Some(state) = slot.cached.as_ref() {
+            if let Strategy::Blocks(current) = state.strategy {
+                if current.generation != generation
+                    && !generations::ensure_parent_at(
+                        session,
+                        path,
+                        current.generation,
+                        state.version,
+                    )
+                    .await?
+                {
+                    slot.cached = None;
+                }
+            }
+        }
         if generation >= 1 {
             // In the background: the take that moved the generation does not wait for it.
             let (session, path) = (session.clone(), path.to_string());
@@ -345,7 +368,11 @@ impl<S: Store> IdGeneratorService<S> {
         self.categories
             .observe(path, pool.epoch(), pool.version_at(node.version))?;
         match pool.blocks() {
-            Some(layout) => generations::ensure_parent(session, path, layout.generation).await,
+            Some(layout) => {
+                generations::ensure_parent_at(session, path, layout.generation, node.version)
+                    .await
+                    .map(drop)
+            }
             None => Ok(()),
         }
     }
@@ -376,7 +403,7 @@ fn next_generation(pool: &Pool, strategy: Strategy, generation: u64, next: i64) 
     let mut moved = pool.clone();
     moved.set_blocks(Blocks {
         unit: current.unit,
-        generation: generation + 1,
+        generation: current.next_generation(pool.epoch()),
         base,
         ..current
     });

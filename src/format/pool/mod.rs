@@ -86,7 +86,20 @@ pub struct ChunkRef {
     pub ids: u64,
 }
 
+/// Generations of epoch `e` are numbered from `e * GENERATIONS_PER_EPOCH`: a restore or a repair
+/// (which raises the epoch) starts block allocation in a generation no earlier incarnation of
+/// the pool ever numbered, so a claim planned before ZooKeeper lost its data or rolled back
+/// (held, resent, or delivered late on its old connection) finds no sequence parent under its
+/// name and fails, instead of numbering blocks that its planner maps through the old base.
+pub const GENERATIONS_PER_EPOCH: u64 = 1 << 32;
+
 impl Blocks {
+    /// The generation that follows this one in a pool of epoch `epoch`: the next number, and no
+    /// lower than the first generation of the epoch ([`GENERATIONS_PER_EPOCH`]).
+    pub fn next_generation(&self, epoch: u64) -> u64 {
+        (self.generation + 1).max(epoch.saturating_mul(GENERATIONS_PER_EPOCH))
+    }
+
     /// The IDs of block `seq`, clipped to `last`; `None` when the block starts past `last`.
     pub fn block(&self, seq: i64, last: i64) -> Option<IdRange> {
         let unit = i64::try_from(self.unit).ok()?;
@@ -167,15 +180,17 @@ impl Pool {
         self.blocks
     }
 
-    /// Makes sure no ID at or below `ceiling` is ever handed out again (a repair after a
-    /// rollback): removes such free IDs, and for a pool in block allocation moves fresh blocks to
-    /// a new generation above both `ceiling` and `frontier`, the first ID the current
-    /// generation's blocks did not claim (claims pass the ceiling: the IDs of a block above it
-    /// wait as free holes, which a generation starting below the frontier would hand out again).
-    /// Returns the free IDs removed.
-    pub fn clear_through(&mut self, ceiling: i64, frontier: i64) -> Vec<IdRange> {
+    /// Starts a new history of the pool at `epoch` (a restore, or a repair after a rollback) in
+    /// which no ID at or below `ceiling` is ever handed out again: sets the epoch, removes such
+    /// free IDs, and for a pool in block allocation moves fresh blocks to the epoch's first new
+    /// generation ([`Blocks::next_generation`]) above both `ceiling` and `frontier`, the first
+    /// ID the current generation's blocks did not claim (claims pass the ceiling: the IDs of a
+    /// block above it wait as free holes, which a generation starting below the frontier would
+    /// hand out again). Returns the free IDs removed.
+    pub fn clear_through(&mut self, ceiling: i64, frontier: i64, epoch: u64) -> Vec<IdRange> {
+        self.epoch = epoch;
         if let Some(b) = self.blocks.as_mut() {
-            b.generation += 1;
+            b.generation = b.next_generation(epoch);
             b.base = b
                 .base
                 .max(ceiling.saturating_add(1))

@@ -372,21 +372,21 @@ fn a_repair_moves_fresh_blocks_above_the_record_and_the_frontier() {
     pool.set_ceiling(Some(2500));
     pool.free_mut().insert_all(&[r(2501, 3000)]).unwrap();
     let mut repaired = pool.clone();
-    let removed = repaired.clear_through(2600, 3001);
+    let removed = repaired.clear_through(2600, 3001, 1);
     assert_eq!(removed, vec![r(2501, 2600)]);
     assert_eq!(repaired.free().ranges(), &[r(2601, 3000)]);
     let blocks = repaired.blocks().unwrap();
     assert_eq!(
-        (blocks.generation, blocks.base),
-        (1, 3001),
-        "not inside the holes"
+        (repaired.epoch(), blocks.generation, blocks.base),
+        (1, GENERATIONS_PER_EPOCH, 3001),
+        "not inside the holes, in the epoch's first generation"
     );
     // A record above the frontier wins; the end of the bounds caps it.
     let mut above = pool.clone();
-    above.clear_through(5000, 3001);
+    above.clear_through(5000, 3001, 1);
     assert_eq!(above.blocks().unwrap().base, 5001);
     let mut end = pool.clone();
-    end.clear_through(1_000_000, 3001);
+    end.clear_through(1_000_000, 3001, 1);
     assert_eq!(end.blocks().unwrap().base, 1_000_001);
 }
 
@@ -410,4 +410,35 @@ fn hole_nodes_make_format_4_and_parse_back() {
             .unwrap()
             .hole_nodes
     );
+}
+
+/// A restore or a repair (a new epoch) numbers its blocks in a generation no earlier
+/// incarnation of the pool used, whatever generation it was at; within an epoch, generations
+/// follow one another.
+#[test]
+fn each_epoch_numbers_its_generations_apart() {
+    let blocks = |generation| Blocks {
+        unit: 100,
+        generation,
+        base: 1,
+        hole_nodes: true,
+    };
+    assert_eq!(blocks(0).next_generation(0), 1);
+    assert_eq!(blocks(7).next_generation(0), 8);
+    // Restored twice from the same generation number: never the same sequence parent.
+    assert_eq!(blocks(0).next_generation(1), GENERATIONS_PER_EPOCH);
+    assert_eq!(blocks(0).next_generation(2), 2 * GENERATIONS_PER_EPOCH);
+    assert_eq!(
+        blocks(GENERATIONS_PER_EPOCH + 5).next_generation(2),
+        2 * GENERATIONS_PER_EPOCH
+    );
+    // A move inside an epoch goes on from the epoch's generation.
+    let current = blocks(2 * GENERATIONS_PER_EPOCH);
+    assert_eq!(current.next_generation(2), 2 * GENERATIONS_PER_EPOCH + 1);
+    // Restored from a fresh pool (generation 0) and from a moved one, epochs 1 and 2.
+    let mut restored = Pool::with_hole_nodes(r(1, 1_000_000), 100);
+    restored.clear_through(10_000, 1, 2);
+    let text = restored.render();
+    assert!(text.contains("#blocks 100 8589934592 10001\n"), "{text}");
+    assert_eq!(Pool::parse("/p", text.as_bytes()).unwrap(), restored);
 }

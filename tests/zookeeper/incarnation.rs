@@ -1,0 +1,156 @@
+//! No plan crosses a session or an incarnation: a write planned on one incarnation of a pool
+//! (before ZooKeeper lost its data) must fail against the next one (after a restore from the
+//! durable record), even when the restored pool reaches the same data version and the same
+//! generation number as the one planned on.
+
+use zooid_test_support as support;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use support::{runtime, session_options, FaultProxy, RequestMatch, ZkServer};
+use zooid::{
+    IdCategory, IdGeneratorService, IdRange, IdSet, Layout, ServiceOptions, Store, ZooidError,
+};
+
+fn r(start: i64, end: i64) -> IdRange {
+    IdRange::new(start, end).unwrap()
+}
+
+fn ids_of(set: &IdSet) -> Vec<i64> {
+    set.ranges()
+        .iter()
+        .flat_map(|r| r.start()..=r.end())
+        .collect()
+}
+
+/// The `#blocks UNIT GENERATION BASE` line of a pool node.
+fn blocks_line(data: &[u8]) -> String {
+    String::from_utf8_lossy(data)
+        .lines()
+        .find(|l| l.starts_with("#blocks "))
+        .unwrap_or("")
+        .to_string()
+}
+
+/// A claim of fresh blocks whose reply is lost just before ZooKeeper loses its data: the
+/// category is restored from its durable record (a new incarnation at the same generation
+/// number and, after the keeper's raise, the same data version as planned on), and the
+/// claimer's lookup on its new session finds no trace of the claim. Resending the claim as
+/// planned would number blocks in the restored generation and map them through the old
+/// incarnation's base: IDs handed out before the wipe, again.
+#[test]
+fn a_claim_in_doubt_across_a_wipe_and_restore_is_not_resent() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = FaultProxy::start(zk.addr());
+    runtime().block_on(async {
+        let options = ServiceOptions {
+            retry: zooid::RetryPolicy {
+                deadline: Duration::from_secs(40),
+                ..zooid::RetryPolicy::default()
+            },
+            ..ServiceOptions::default()
+        };
+        let a =
+            IdGeneratorService::connect(&proxy.connect_string(), &session_options(15000), options)
+                .await
+                .unwrap();
+        let cat = IdCategory::new("/incarnation/claim").unwrap();
+        let bounds = r(1, 1_000_000);
+        // A category restored once already (epoch 1: its blocks at generation 1, as after the
+        // keeper's first ceiling), its ceiling raised: data version 1.
+        a.restore_category_in(&cat, bounds, 0, 1, Layout::HoleNodes { unit: 100 })
+            .await
+            .unwrap();
+        a.raise_ceiling(&cat, 10_000).await.unwrap();
+        let before = a.read_node(cat.name()).await.unwrap();
+        let planned_on = blocks_line(&before);
+        assert!(
+            planned_on.starts_with("#blocks 100 ") && planned_on.ends_with(" 1"),
+            "guard: fresh blocks from ID 1: {planned_on}"
+        );
+        let mut seen = BTreeSet::new();
+        let first = a.take_ids(&cat, 100).await.unwrap();
+        assert_eq!(first.ranges(), vec![r(1, 100)]);
+        seen.extend(ids_of(&first));
+
+        // The next claim applies, its reply is lost, and the claimer cannot look (its session
+        // cannot reattach) until the wipe has ended it.
+        proxy.drop_reply(RequestMatch::Op {
+            opcode: support::op::MULTI,
+            path_contains: "zooid-blocks".to_string(),
+        });
+        proxy.refuse_reattach(true);
+        let a = Arc::new(a);
+        let taker = {
+            let (a, cat) = (Arc::clone(&a), cat.clone());
+            tokio::spawn(async move { a.take_ids(&cat, 100).await })
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while proxy.dropped_replies() == 0 {
+            assert!(
+                Instant::now() < deadline,
+                "the claim's reply was not dropped"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+
+        // The wipe; the restore from the durable record (ceiling 10,000, epoch 2) and the
+        // keeper's raise bring the pool back at generation 1, data version 1.
+        zk.stop();
+        std::fs::remove_dir_all(zk.data_dir().join("version-2")).unwrap();
+        zk.restart();
+        let b = IdGeneratorService::connect(
+            &zk.connect_string(),
+            &session_options(3000),
+            ServiceOptions::default(),
+        )
+        .await
+        .unwrap();
+        b.restore_category_in(&cat, bounds, 10_000, 2, Layout::HoleNodes { unit: 100 })
+            .await
+            .unwrap();
+        b.raise_ceiling(&cat, 20_000).await.unwrap();
+        let restored = b.store().get(cat.name()).await.unwrap();
+        assert_eq!(
+            restored.version, 1,
+            "guard: the restored pool at the version planned on"
+        );
+        assert!(!taker.is_finished(), "the take ended before the restore");
+        proxy.refuse_reattach(false);
+
+        let took = taker.await.unwrap();
+        eprintln!(
+            "the claim in doubt ended {took:?}; planned on {planned_on}, restored pool {}",
+            blocks_line(&restored.data)
+        );
+        match &took {
+            Ok(set) => {
+                let again: Vec<i64> = ids_of(set)
+                    .into_iter()
+                    .filter(|id| seen.contains(id))
+                    .collect();
+                assert!(
+                    again.is_empty(),
+                    "IDs handed out before the wipe handed out again: {} of them, {:?}..",
+                    again.len(),
+                    &again[..again.len().min(5)]
+                );
+                assert!(
+                    ids_of(set).iter().all(|&id| id > 10_000),
+                    "the take handed out IDs at or below the restored record: {:?}",
+                    set.ranges()
+                );
+            }
+            Err(ZooidError::OutcomeUnknown { .. }) => {}
+            Err(other) => panic!("unexpected failure: {other}"),
+        }
+        // Whatever the claim did, takes on the restored pool go on above the record.
+        let next = b.take_ids(&cat, 100).await.unwrap();
+        assert!(ids_of(&next)
+            .iter()
+            .all(|&id| id > 10_000 && !seen.contains(&id)));
+    });
+}
