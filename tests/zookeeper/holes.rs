@@ -10,7 +10,9 @@ use zooid_test_support as support;
 use std::collections::BTreeSet;
 
 use support::{runtime, session_options, ZkServer};
-use zooid::{IdCategory, IdGeneratorService, IdRange, IdSet, Layout, ServiceOptions, ZooidError};
+use zooid::{
+    IdCategory, IdGeneratorService, IdRange, IdSet, Layout, ServiceOptions, Store, ZooidError,
+};
 
 fn r(start: i64, end: i64) -> IdRange {
     IdRange::new(start, end).unwrap()
@@ -952,6 +954,89 @@ fn a_push_of_a_hole_its_listing_does_not_show_is_refused_by_the_create() {
         assert_eq!(
             holes,
             vec!["h-0000000000000000901-0000000000000001000".to_string()]
+        );
+    });
+}
+
+/// Holes a take got before its claim of fresh blocks had to be planned again (its reply lost,
+/// the claim found not applied) go back as hole nodes: never as a format-3 push waiting in
+/// `zooid-returned` (which no format-4 take reads: those IDs would be lost), and not lost.
+#[test]
+fn holes_given_back_when_a_claim_plans_again_go_back_as_hole_nodes() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = support::FaultProxy::start(zk.addr());
+    runtime().block_on(async {
+        let a = open(&proxy.connect_string()).await;
+        let cat = IdCategory::new("/holes/giveback").unwrap();
+        a.create_category_in(&cat, 1, 1_000_000, Layout::HoleNodes { unit: 100 })
+            .await
+            .unwrap();
+        let mut first = a.take_ids(&cat, 100).await.unwrap();
+        assert_eq!(first.ranges(), vec![r(1, 100)]);
+        let mut leftovers = IdSet::new(cat.clone(), vec![r(51, 100)]);
+        for _ in 0..50 {
+            first.take_id().unwrap();
+        }
+        a.push_ids(&mut leftovers).await.unwrap();
+
+        let version = |path: String| {
+            let a = &a;
+            async move { a.store().get(&path).await.unwrap().version }
+        };
+        let pool_before = version(cat.name().to_string()).await;
+        let returned_before = version(format!("{}/zooid-returned", cat.name())).await;
+        // The take gets the hole 51..=100, then claims a fresh block: that request never
+        // reaches the server (the connection is reset first).
+        proxy.reset_on(
+            support::op::MULTI,
+            "zooid-blocks",
+            support::ResetPoint::BeforeRequest,
+        );
+        let took = a.take_ids(&cat, 150).await.unwrap();
+        assert!(
+            proxy.resets() >= 1,
+            "guard: the claim's connection was reset"
+        );
+        let returned = a
+            .list_categories("/holes/giveback/zooid-returned")
+            .await
+            .unwrap();
+        let holes = a
+            .list_categories("/holes/giveback/zooid-holes")
+            .await
+            .unwrap();
+        eprintln!(
+            "took {:?}; zooid-returned {returned:?}; holes {holes:?}",
+            took.ranges()
+        );
+        assert!(
+            returned.iter().all(|name| !name.starts_with("r-")),
+            "a format-3 push was written into a format-4 pool: {returned:?}"
+        );
+        // Neither a format-3 push (announced on zooid-returned, which every other process's
+        // claim would then fail on) nor its merge into the pool node (written only when the
+        // blocks move on, a ceiling is raised or the pool repaired).
+        let pool_after = version(cat.name().to_string()).await;
+        let returned_after = version(format!("{}/zooid-returned", cat.name())).await;
+        assert_eq!(
+            (pool_after, returned_after),
+            (pool_before, returned_before),
+            "the pool node (then zooid-returned) was written by a take of a format-4 pool"
+        );
+        // Every ID of 1..=250 is handed out once or free as a hole.
+        let mut all: BTreeSet<i64> = (1..=50).collect();
+        for id in took.ranges().iter().flat_map(|r| r.start()..=r.end()) {
+            assert!(all.insert(id), "ID {id} handed out twice");
+        }
+        let rest = a.take_ids(&cat, 1000).await.unwrap();
+        for id in rest.ranges().iter().flat_map(|r| r.start()..=r.end()) {
+            assert!(all.insert(id), "ID {id} handed out twice");
+        }
+        let lowest_missing = (1..=250).find(|id| !all.contains(id));
+        assert_eq!(
+            lowest_missing, None,
+            "IDs lost: neither handed out nor free"
         );
     });
 }

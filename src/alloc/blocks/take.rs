@@ -138,7 +138,9 @@ impl<S: Store> IdGeneratorService<S> {
         let Strategy::Blocks(layout) = state.strategy else {
             return Ok(Claimed::Replan);
         };
-        let (version, announced, planned) = (state.version, state.waiting.announced, state.session);
+        // Format 4 keeps pushes in hole nodes: its claims do not check `zooid-returned`.
+        let announced = state.waiting.announced.filter(|_| !layout.hole_nodes);
+        let (version, planned) = (state.version, state.session);
         let (last, ceiling) = (state.pool.bounds().end(), state.pool.ceiling());
         let top = ceiling.unwrap_or(last).min(last);
         self.check_frontier(path, &layout, last, top, ceiling)
@@ -263,20 +265,30 @@ impl<S: Store> IdGeneratorService<S> {
         slot: &mut Slot,
         ranges: Vec<IdRange>,
     ) {
-        let hole_nodes = slot
-            .cached
-            .as_ref()
-            .is_some_and(|state| matches!(state.strategy, Strategy::Blocks(b) if b.hole_nodes));
-        let returned = match self.store.session() {
-            Some(session) if hole_nodes => self
+        // The pool's layout decides where IDs go back; with no state held (a claim that must be
+        // planned again dropped it), the pool node says, never a guess.
+        let hole_nodes = match slot.cached.as_ref() {
+            Some(state) => Ok(matches!(state.strategy, Strategy::Blocks(b) if b.hole_nodes)),
+            None => {
+                let mut budget = Budget::start(self.options.retry);
+                match self.read(category.name(), &mut budget).await {
+                    Ok(node) => Pool::parse(category.name(), &node.data)
+                        .map(|pool| pool.blocks().is_some_and(|b| b.hole_nodes)),
+                    Err(err) => Err(err),
+                }
+            }
+        };
+        let returned = match (self.store.session(), hole_nodes) {
+            (_, Err(err)) => Err(err),
+            (Some(session), Ok(true)) => self
                 .push_holes_held(category.name(), session, slot, &ranges)
                 .await
                 .map(|()| None),
-            Some(session) => self
+            (Some(session), Ok(false)) => self
                 .return_ids(category.name(), session, &ranges)
                 .await
                 .map(Some),
-            None => Err(needs_zookeeper()),
+            (None, Ok(_)) => Err(needs_zookeeper()),
         };
         match returned {
             Ok(Some(returned)) => note_return(slot, returned, &ranges),
