@@ -9,7 +9,7 @@ use super::blocks::needs_zookeeper;
 use super::blocks::{generations, parts, returns};
 use super::lost::{LostWrite, Resolution};
 use super::options::DEFAULT_MOVE_AT_VERSION;
-use super::service::{count_of, IdGeneratorService};
+use super::service::IdGeneratorService;
 use super::state::{figures, Cached, Held, Slot, Strategy, Waiting, MOVE_RETRY_AFTER};
 use crate::error::{Result, ZooidError};
 use crate::format::{ChunkOp, OpKind, OpRecord, OpToken, Pool, MAX_OP_LINE_BYTES};
@@ -528,8 +528,7 @@ impl<S: Store> IdGeneratorService<S> {
                 Ok(Sent::NotApplied)
             }
             Resolution::Unknown(why) => {
-                let leaked = count_of(&write.moved);
-                self.stats.lost_reply(path, LostOutcome::Unknown, leaked);
+                // Counted by the operation's caller (the service's `observed`).
                 tracing::error!(category = path, %why, op = kind.as_str(), ids = ?write.moved, "outcome unknown; IDs leaked");
                 Err(ZooidError::OutcomeUnknown {
                     category: path.to_string(),

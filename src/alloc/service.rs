@@ -11,7 +11,7 @@ use crate::error::{Result, ZooidError};
 use crate::format::MAX_TAKE;
 use crate::idset::{IdCategory, IdSet};
 use crate::range::IdRange;
-use crate::stats::{outcome_of, Recorder, ServiceStats};
+use crate::stats::{outcome_of, LostOutcome, Recorder, ServiceStats};
 use crate::store::{AnyStore, ConnectOptions, Store};
 
 /// Hands out unique IDs from categories kept in a [`Store`].
@@ -121,6 +121,16 @@ impl<S: Store> IdGeneratorService<S> {
         let span = op_span(category, op);
         let started = Instant::now();
         let result = operation.instrument(span.clone()).await;
+        // Every ID in doubt is counted here, once, whichever path gave it up: the IDs named
+        // and the bound of those that may have been claimed.
+        if let Err(ZooidError::OutcomeUnknown {
+            ids, leaked_within, ..
+        }) = &result
+        {
+            let leaked = count_of(ids) + leaked_within.as_ref().map_or(0, |b| b.at_most);
+            self.stats
+                .lost_reply(category, LostOutcome::Unknown, leaked);
+        }
         let outcome = outcome_of(result.as_ref().err());
         span.record("outcome", outcome);
         let ids = result.as_ref().map(moved).unwrap_or(0);
@@ -337,7 +347,9 @@ impl<S: Store> IdGeneratorService<S> {
     ///
     /// This is the operator's and the tests' way; the keeper raises ceilings with fenced writes.
     pub async fn raise_ceiling(&self, category: &IdCategory, ceiling: i64) -> Result<i64> {
-        self.raise(category, ceiling).await?;
+        let raise = self.raise(category, ceiling);
+        self.observed(category.name(), "raise", |_| 0, raise)
+            .await?;
         Ok(self.pool_info(category).await?.ceiling.unwrap_or(ceiling))
     }
 
@@ -368,7 +380,9 @@ impl<S: Store> IdGeneratorService<S> {
         epoch: u64,
         layout: Layout,
     ) -> Result<Restored> {
-        self.restore(category, bounds, ceiling, epoch, layout).await
+        let restore = self.restore(category, bounds, ceiling, epoch, layout);
+        self.observed(category.name(), "restore", |_| 0, restore)
+            .await
     }
 
     /// Repairs an existing pool against a durable ceiling: no-op when its ceiling is at or
@@ -380,7 +394,9 @@ impl<S: Store> IdGeneratorService<S> {
         ceiling: i64,
         epoch: u64,
     ) -> Result<Restored> {
-        self.repair_pool(category, ceiling, epoch).await
+        let repair = self.repair_pool(category, ceiling, epoch);
+        self.observed(category.name(), "repair", |_| 0, repair)
+            .await
     }
 
     /// Reads the category's pool afresh.

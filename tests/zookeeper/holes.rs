@@ -8,6 +8,8 @@ use std::time::Duration;
 use zooid_test_support as support;
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use support::{runtime, session_options, ZkServer};
 use zooid::{
@@ -1037,6 +1039,104 @@ fn holes_given_back_when_a_claim_plans_again_go_back_as_hole_nodes() {
         assert_eq!(
             lowest_missing, None,
             "IDs lost: neither handed out nor free"
+        );
+    });
+}
+
+/// A take short at the end of a category whose last claim of holes ends in doubt (its reply
+/// lost, its session gone before it could look) reports the IDs in doubt: every ID of the
+/// category is then handed out, free, or named by an `OutcomeUnknown` and counted leaked.
+#[test]
+fn a_take_at_the_end_reports_the_ids_of_a_hole_claim_in_doubt() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = support::FaultProxy::start(zk.addr());
+    runtime().block_on(async {
+        let options = ServiceOptions {
+            retry: zooid::RetryPolicy {
+                deadline: Duration::from_secs(8),
+                ..zooid::RetryPolicy::default()
+            },
+            ..ServiceOptions::default()
+        };
+        let a =
+            IdGeneratorService::connect(&proxy.connect_string(), &session_options(2000), options)
+                .await
+                .unwrap();
+        let cat = IdCategory::new("/holes/end-doubt").unwrap();
+        a.create_category_in(&cat, 1, 1000, Layout::HoleNodes { unit: 100 })
+            .await
+            .unwrap();
+        // Every block claimed; two holes pushed back.
+        let all = a.take_ids(&cat, 1000).await.unwrap();
+        assert_eq!(all.ranges(), vec![r(1, 1000)]);
+        for hole in [r(101, 200), r(301, 400)] {
+            a.push_ids(&mut IdSet::new(cat.clone(), vec![hole]))
+                .await
+                .unwrap();
+        }
+        let mut handed: BTreeSet<i64> = (1..=1000).collect();
+        for id in (101..=200).chain(301..=400) {
+            handed.remove(&id);
+        }
+
+        // The take's second claim of holes (the one at the end) applies; its reply is lost and
+        // its session cannot reattach, so the holes it deleted cannot be told from a race.
+        let seen = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&seen);
+        proxy.drop_reply(support::RequestMatch::Custom(support::MatchFn(Arc::new(
+            move |opcode, frame: &[u8]| {
+                opcode == support::op::MULTI
+                    && frame.windows(12).any(|w| w == b"zooid-holes/")
+                    && frame.windows(3).any(|w| w == b"h-0")
+                    && counter.fetch_add(1, Ordering::SeqCst) == 1
+            },
+        ))));
+        proxy.refuse_reattach(true);
+        let took = a.take_ids(&cat, 250).await;
+        proxy.refuse_reattach(false);
+        assert_eq!(
+            proxy.dropped_replies(),
+            1,
+            "guard: the claim's reply was lost"
+        );
+        let holes = a
+            .list_categories("/holes/end-doubt/zooid-holes")
+            .await
+            .unwrap();
+        let stats = a.stats();
+        eprintln!(
+            "the take ended {took:?}; holes left {holes:?}; lost replies {}, ids leaked {}",
+            stats.lost_replies, stats.ids_leaked
+        );
+        let mut explained = handed.clone();
+        match &took {
+            Ok(set) => {
+                for id in set.ranges().iter().flat_map(|r| r.start()..=r.end()) {
+                    assert!(explained.insert(id), "ID {id} handed out twice");
+                }
+            }
+            Err(ZooidError::OutcomeUnknown { ids, .. }) => {
+                for id in ids.iter().flat_map(|r| r.start()..=r.end()) {
+                    explained.insert(id);
+                }
+                let named: u64 = ids.iter().map(|r| r.len()).sum();
+                assert!(stats.ids_leaked >= named, "IDs in doubt not counted leaked");
+            }
+            Err(other) => panic!("unexpected failure: {other}"),
+        }
+        for name in &holes {
+            let mut bounds = name.trim_start_matches("h-").split('-');
+            let start: i64 = bounds.next().unwrap().parse().unwrap();
+            let end: i64 = bounds.next().unwrap().parse().unwrap();
+            explained.extend(start..=end);
+        }
+        let unexplained: Vec<i64> = (1..=1000).filter(|id| !explained.contains(id)).collect();
+        assert!(
+            unexplained.is_empty(),
+            "{} IDs neither handed out, nor free, nor reported: {:?}..",
+            unexplained.len(),
+            &unexplained[..unexplained.len().min(5)]
         );
     });
 }

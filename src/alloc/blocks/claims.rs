@@ -115,64 +115,56 @@ pub(crate) async fn claim(
     let token = OpToken::random();
     let prefix = format!("{token}-");
     let name = format!("{parent}/{prefix}");
-    {
-        let (client, generation) = session.client();
-        if generation != planned {
-            return Ok(Claim::Changed);
-        }
-        let options = CreateMode::PersistentSequential.with_acls(session.default_acls());
-        let mut multi = Multi::new(&client);
-        // Op 0 checks the pool node, then (with pushes read) op 1 the pushes' node, then the
-        // generation's node.
-        multi.check(path, version);
-        if let Some(returned) = returned {
-            multi.check(&returned_parent(path), returned);
-        }
-        let gate = multi.len();
-        multi.check(&parent, 0);
-        for _ in 0..count {
-            multi.create(&name, &[], &options);
-        }
-        let failed = match multi.commit(session, generation).await {
-            Ok(results) => {
-                return granted(path, &results, count).map(|first| Claim::Granted { first })
+    let (client, generation) = session.client();
+    if generation != planned {
+        return Ok(Claim::Changed);
+    }
+    let options = CreateMode::PersistentSequential.with_acls(session.default_acls());
+    let mut multi = Multi::new(&client);
+    // Op 0 checks the pool node, then (with pushes read) op 1 the pushes' node, then the
+    // generation's node.
+    multi.check(path, version);
+    if let Some(returned) = returned {
+        multi.check(&returned_parent(path), returned);
+    }
+    let gate = multi.len();
+    multi.check(&parent, 0);
+    for _ in 0..count {
+        multi.create(&name, &[], &options);
+    }
+    let failed = match multi.commit(session, generation).await {
+        Ok(results) => return granted(path, &results, count).map(|first| Claim::Granted { first }),
+        Err(failed) => failed,
+    };
+    let verdict = failed.verdict();
+    match (failed.index, verdict) {
+        (Some(0), Verdict::BadVersion) => Ok(Claim::Changed),
+        (Some(0), Verdict::NoNode) => Err(ZooidError::NotFound {
+            category: path.to_string(),
+        }),
+        (Some(i), Verdict::BadVersion | Verdict::NoNode) if i < gate => Ok(Claim::Changed),
+        (Some(i), Verdict::BadVersion) if i == gate => Ok(Claim::Sealed),
+        (Some(_), Verdict::NoNode) => Ok(Claim::Missing),
+        // Not applied; the session it was planned on is gone (the commit told the session
+        // layer): plan again on the new one.
+        (_, Verdict::Expired | Verdict::Closed) => Ok(Claim::Changed),
+        (_, Verdict::Unknown) => {
+            let err = &failed.error;
+            tracing::warn!(category = path, %err, op = "take", "reply lost; resolving the outcome");
+            let lookup = Lookup {
+                path,
+                parent: &parent,
+                prefix: &prefix,
+                generation: blocks.generation,
+                count,
+            };
+            match resolve(session, generation, &lookup, budget).await {
+                Resolved::Applied(first) => Ok(Claim::Granted { first }),
+                Resolved::NotApplied => Ok(Claim::Changed),
+                Resolved::Unknown(doubt) => Ok(Claim::Unknown(doubt)),
             }
-            Err(failed) => failed,
-        };
-        let verdict = failed.verdict();
-        match (failed.index, verdict) {
-            (Some(0), Verdict::BadVersion) => return Ok(Claim::Changed),
-            (Some(0), Verdict::NoNode) => {
-                return Err(ZooidError::NotFound {
-                    category: path.to_string(),
-                })
-            }
-            (Some(i), Verdict::BadVersion | Verdict::NoNode) if i < gate => {
-                return Ok(Claim::Changed)
-            }
-            (Some(i), Verdict::BadVersion) if i == gate => return Ok(Claim::Sealed),
-            (Some(_), Verdict::NoNode) => return Ok(Claim::Missing),
-            // Not applied; the session it was planned on is gone (the commit told the session
-            // layer): plan again on the new one.
-            (_, Verdict::Expired | Verdict::Closed) => return Ok(Claim::Changed),
-            (_, Verdict::Unknown) => {
-                let err = &failed.error;
-                tracing::warn!(category = path, %err, op = "take", "reply lost; resolving the outcome");
-                let lookup = Lookup {
-                    path,
-                    parent: &parent,
-                    prefix: &prefix,
-                    generation: blocks.generation,
-                    count,
-                };
-                match resolve(session, generation, &lookup, budget).await {
-                    Resolved::Applied(first) => Ok(Claim::Granted { first }),
-                    Resolved::NotApplied => Ok(Claim::Changed),
-                    Resolved::Unknown(doubt) => Ok(Claim::Unknown(doubt)),
-                }
-            }
-            _ => Err(refused(session, path, verdict, &failed.error)),
         }
+        _ => Err(refused(session, path, verdict, &failed.error)),
     }
 }
 

@@ -18,7 +18,6 @@ use crate::format::{Blocks, OpKind, Pool};
 use crate::idset::IdCategory;
 use crate::range::{IdRange, RangeSet};
 use crate::retry::Budget;
-use crate::stats::LostOutcome;
 use crate::store::Store;
 
 /// The error-level log line of a take whose claim of fresh blocks stayed unknown; its fields
@@ -174,8 +173,8 @@ impl<S: Store> IdGeneratorService<S> {
                 return Ok(Claimed::Replan);
             }
             Claim::Unknown(doubt) => {
+                // Counted by the operation's caller (the service's `observed`).
                 let (ids, leaked_within) = doubt.report(&layout, last);
-                let leaked = count_of(&ids) + leaked_within.map_or(0, |b| b.at_most);
                 let named = ids
                     .iter()
                     .map(IdRange::to_string)
@@ -184,7 +183,6 @@ impl<S: Store> IdGeneratorService<S> {
                 let (at_most, within) =
                     leaked_within.map_or((0, String::new()), |b| (b.at_most, b.within.to_string()));
                 tracing::error!(category = path, why = %doubt.why, leaked = %named, at_most, %within, "{CLAIM_UNKNOWN}");
-                self.stats.lost_reply(path, LostOutcome::Unknown, leaked);
                 return Err(ZooidError::OutcomeUnknown {
                     category: path.to_string(),
                     op: crate::WriteOp::Take,

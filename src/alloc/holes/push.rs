@@ -70,7 +70,14 @@ impl<S: Store> IdGeneratorService<S> {
         let mut budget = Budget::start(self.options.retry);
         for (index, part) in ranges.chunks(MAX_RANGES_PER_WRITE).enumerate() {
             let previous = self.categories.take_marker(path);
-            let pushed = super::requests::push(session, path, part, previous.clone(), &mut budget);
+            let pushed = super::requests::push(
+                session,
+                path,
+                part,
+                previous.clone(),
+                &self.stats,
+                &mut budget,
+            );
             match pushed.await {
                 Ok(marker) => {
                     self.categories.put_marker(path, marker);
@@ -90,8 +97,6 @@ impl<S: Store> IdGeneratorService<S> {
                     // The first writes applied: the rest is reported leaked, never pushed
                     // twice (the push is not repeated).
                     let rest = ranges[index * MAX_RANGES_PER_WRITE..].to_vec();
-                    let leaked: u64 = rest.iter().map(IdRange::len).sum();
-                    self.stats.leaked(path, leaked);
                     tracing::error!(category = path, %err, ranges = rest.len(), "a push in parts failed after its first part; the rest is leaked");
                     return Err(ZooidError::OutcomeUnknown {
                         category: path.to_string(),

@@ -10,6 +10,7 @@ use crate::error::{Result, ZooidError};
 use crate::format::{hole_name, holes_parent, returned_parent, OpToken, MARKER_PREFIX};
 use crate::range::IdRange;
 use crate::retry::Budget;
+use crate::stats::{LostOutcome, Recorder};
 use crate::zk::{Multi, Session, Verdict};
 
 /// What a take's claim of holes came to.
@@ -48,6 +49,7 @@ enum Outcome {
 /// Claims the holes `nodes` (names under `zooid-holes`) for a take on pool `path` planned at
 /// pool version `version`, creating `remainder` again as holes. A lost reply is resolved
 /// (see [`resolve`]); not within `budget`: `OutcomeUnknown` naming `handed`, which stay unused.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn claim(
     session: &Session,
     path: &str,
@@ -56,6 +58,7 @@ pub(crate) async fn claim(
     remainder: &[IdRange],
     handed: &[IdRange],
     previous: Option<String>,
+    stats: &Recorder,
     budget: &mut Budget,
 ) -> Result<Claimed> {
     let parent = holes_parent(path);
@@ -106,11 +109,15 @@ pub(crate) async fn claim(
                 tracing::warn!(category = path, err = %failed.error, op = "take", "reply lost; resolving the outcome");
                 match write.resolve(session, generation, budget).await {
                     Outcome::Applied => {
+                        stats.lost_reply(path, LostOutcome::Applied, 0);
                         return Ok(Claimed::Taken {
                             marker: write.marker,
-                        })
+                        });
                     }
-                    Outcome::NotApplied => return Ok(Claimed::Raced),
+                    Outcome::NotApplied => {
+                        stats.lost_reply(path, LostOutcome::NotApplied, 0);
+                        return Ok(Claimed::Raced);
+                    }
                     Outcome::Unknown(why) => {
                         tracing::error!(category = path, %why, "hole claim outcome unknown; its IDs stay unused");
                         return Err(ZooidError::OutcomeUnknown {
@@ -142,6 +149,7 @@ pub(crate) async fn push(
     path: &str,
     ranges: &[IdRange],
     previous: Option<String>,
+    stats: &Recorder,
     budget: &mut Budget,
 ) -> Result<String> {
     let parent = holes_parent(path);
@@ -182,8 +190,11 @@ pub(crate) async fn push(
             (_, Verdict::Unknown) => {
                 tracing::warn!(category = path, err = %failed.error, op = "push", "reply lost; resolving the outcome");
                 match write.resolve(session, generation, budget).await {
-                    Outcome::Applied => return Ok(write.marker),
-                    Outcome::NotApplied => {}
+                    Outcome::Applied => {
+                        stats.lost_reply(path, LostOutcome::Applied, 0);
+                        return Ok(write.marker);
+                    }
+                    Outcome::NotApplied => stats.lost_reply(path, LostOutcome::NotApplied, 0),
                     Outcome::Unknown(why) => {
                         tracing::error!(category = path, %why, "push outcome unknown; not repeated");
                         return Err(ZooidError::OutcomeUnknown {

@@ -120,6 +120,13 @@ impl<S: Store> IdGeneratorService<S> {
                 {
                     Ok(Some(mut rest)) => ids.append(&mut rest),
                     Ok(None) => {}
+                    // IDs in doubt are reported, never dropped: what the take got goes back,
+                    // and the caller learns which IDs may be gone.
+                    Err(err @ ZooidError::OutcomeUnknown { .. }) => {
+                        self.give_back(category, slot, ids).await;
+                        return Err(err);
+                    }
+                    // Nothing in doubt (the claim did not apply): the take is served short.
                     Err(err) => {
                         tracing::warn!(category = path, %err, "a short take found no more in the holes");
                     }
@@ -262,6 +269,7 @@ impl<S: Store> IdGeneratorService<S> {
             &choice.remainder,
             &choice.handed,
             previous.clone(),
+            &self.stats,
             &mut budget,
         )
         .await;
