@@ -108,8 +108,9 @@ fn default_name() -> String {
 
 /// The longest pause between SIGTERM and SIGKILL: a quarter of the negotiated session timeout.
 /// The command is asked to stop when the lease runs out (half a session after the last
-/// confirmation was sent), so it is gone three quarters of a session after it, a quarter
-/// before the servers can expire the session and let another candidate lead.
+/// confirmation was sent) and killed the grace after that at the latest (also when the guard
+/// notices late), so it is gone three quarters of a session after it, a quarter before the
+/// servers can expire the session and let another candidate lead.
 fn grace_bound(negotiated: Duration) -> Duration {
     negotiated / 4
 }
@@ -147,6 +148,10 @@ struct Order {
     deadline_ns: u64,
 }
 
+/// How long past the grace `zooid elect` waits for the guard to confirm a stop before it kills
+/// the command and the guard itself (a guard that is stopped or starved).
+const CONFIRM_MARGIN: Duration = Duration::from_secs(1);
+
 async fn run_elect(
     connect: &str,
     options: &ConnectOptions,
@@ -159,24 +164,62 @@ async fn run_elect(
     let mut term = signal(SignalKind::terminate()).map_err(io)?;
     let mut int = signal(SignalKind::interrupt()).map_err(io)?;
     crate::metrics::serve(args.metrics_addr)?;
+    let mut clock = guard::BootClock::new();
     let session = Session::connect(connect, options).await?;
     let mut election_options = ElectionOptions::new(name.clone());
     election_options.on_pause = args.on_pause;
     election_options.data = format!("pid={}", std::process::id()).into_bytes();
-    let election = Election::join(&session, &args.group, election_options).await?;
+    let mut election = Election::join(&session, &args.group, election_options.clone()).await?;
     log.line(&format!(
         "joined {} as {name} guard={}",
         args.group, guard.pid
     ));
     let stop_policy = args.on_pause == PausePolicy::Stop;
+    let grace = |session: &Session| args.grace.min(grace_bound(session.status().timeout));
     let mut rx = election.subscribe();
     let mut lease_rx = election.subscribe_lease();
-    // What the guard runs, and a token whose command the guard stopped for a lapsed lease
-    // (not started again: that term is over).
+    // What the guard was told to run.
     let mut ordered: Option<Order> = None;
-    let mut lapsed: Option<i64> = None;
+    // The command the guard reported started and not yet ended: token, pid.
+    let mut running: Option<(i64, u32)> = None;
+    // A term whose command the guard stopped for its lapsed lease, or never started because the
+    // lease had ended: that term is over even if the driver renewed the lease meanwhile.
+    let mut ended: Option<i64> = None;
     let mut last = None;
     let code = loop {
+        if let Some(token) = ended.take() {
+            // A leader must not stay leader with nothing running: resign (once the guard
+            // confirms that nothing runs) and join again, behind whoever waits, for a new term
+            // with a new token (as the stop policy does after a lapse the driver sees).
+            let within = grace(&session) + CONFIRM_MARGIN;
+            if !confirm_stopped(&mut guard, &log, within, running).await {
+                eprintln!("zooid elect: the command's guard did not confirm the stop; it and the command were killed");
+                break 1;
+            }
+            running = None;
+            ordered = None;
+            election.resign().await?;
+            log.line(&format!(
+                "resigned token={token}: its command's lease ended; joining again"
+            ));
+            match join_again(
+                &session,
+                &args.group,
+                &election_options,
+                &log,
+                &mut term,
+                &mut int,
+            )
+            .await?
+            {
+                Some(joined) => election = joined,
+                None => break 0,
+            }
+            rx = election.subscribe();
+            lease_rx = election.subscribe_lease();
+            last = None;
+            continue;
+        }
         let status = rx.borrow_and_update().clone();
         let lease = *lease_rx.borrow_and_update();
         let key = (status.state, status.token, status.session_generation);
@@ -211,24 +254,30 @@ async fn run_elect(
             LeaderState::Active => status.token,
             LeaderState::Paused if !stop_policy => status.token,
             _ => None,
-        }
-        .filter(|t| Some(*t) != lapsed);
-        // Under the stop policy the command runs on the lease; under keep it has none.
+        };
+        // Under the stop policy the command runs on the lease (on CLOCK_BOOTTIME); under keep
+        // it has none.
         let deadline_ns = match (stop_policy, lease) {
             (false, _) => 0,
-            (true, Some(lease)) => guard::monotonic_ns_of(lease),
+            (true, Some(lease)) => clock.boottime_of(lease, session.status().timeout),
             (true, None) => 1,
         };
         match (run_token, ordered) {
             (Some(token), Some(order)) if order.token == token => {
                 if order.deadline_ns != deadline_ns {
-                    guard.lease(deadline_ns);
+                    guard.lease(token, deadline_ns);
                     ordered = Some(Order { token, deadline_ns });
                 }
             }
+            (Some(_), _) if deadline_ns != 0 && deadline_ns <= guard::boottime_ns() => {
+                // Active on a lease that has ended (the driver has not seen it yet): start
+                // nothing; it renews or turns Paused, and either wakes this loop.
+                if ordered.take().is_some() {
+                    guard.stop();
+                }
+            }
             (Some(token), _) => {
-                let grace = args.grace.min(grace_bound(session.status().timeout));
-                guard.run(token, deadline_ns, grace);
+                guard.run(token, deadline_ns, grace(&session));
                 ordered = Some(Order { token, deadline_ns });
             }
             (None, Some(_)) => {
@@ -245,16 +294,26 @@ async fn run_elect(
             report = guard.reports.recv() => match report {
                 Some(Report::Started { token, pid }) => {
                     log.line(&format!("command started pid={pid} token={token}"));
+                    running = Some((token, pid));
                 }
                 Some(Report::Stopped { token, pid, how }) => {
                     log.line(&format!("command stopped pid={pid} token={token} {how}"));
+                    if running.is_some_and(|(_, p)| p == pid) {
+                        running = None;
+                    }
                     if how.contains("lease") && ordered.is_some_and(|o| o.token == token) {
-                        lapsed = Some(token);
-                        ordered = None;
+                        ended = Some(token);
+                    }
+                }
+                Some(Report::Refused { token }) => {
+                    log.line(&format!("command not started token={token}: its lease had ended"));
+                    if ordered.is_some_and(|o| o.token == token) {
+                        ended = Some(token);
                     }
                 }
                 Some(Report::Exited { token, code }) => {
                     log.line(&format!("command exited by itself code={code} token={token}"));
+                    running = None;
                     break code;
                 }
                 Some(Report::Failed { token, reason }) => {
@@ -262,6 +321,7 @@ async fn run_elect(
                     log.line(&format!("command failed token={token}: {reason}"));
                     break 127;
                 }
+                Some(Report::Idle) => {}
                 None => {
                     eprintln!("zooid elect: the command's guard (pid {}) is gone", guard.pid);
                     break 1;
@@ -269,28 +329,10 @@ async fn run_elect(
             }
         }
     };
-    if ordered.is_some() {
-        // Stop the command and wait for it (the guard bounds that by the grace).
-        guard.stop();
-        let wait = async {
-            while let Some(report) = guard.reports.recv().await {
-                match report {
-                    Report::Stopped { token, pid, how } => {
-                        log.line(&format!("command stopped pid={pid} token={token} {how}"));
-                        break;
-                    }
-                    Report::Exited { token, code } => {
-                        log.line(&format!(
-                            "command exited by itself code={code} token={token}"
-                        ));
-                        break;
-                    }
-                    _ => {}
-                }
-            }
-        };
-        let bound = args.grace + Duration::from_secs(1);
-        let _ = tokio::time::timeout(bound, wait).await;
+    // Nobody may lead after us while the command may still run: resign only once the guard has
+    // confirmed that nothing runs, or after the command and the guard were killed.
+    if !confirm_stopped(&mut guard, &log, grace(&session) + CONFIRM_MARGIN, running).await {
+        eprintln!("zooid elect: the command's guard did not confirm the stop; it and the command were killed");
     }
     election.resign().await?;
     log.line("resigned");
@@ -299,6 +341,92 @@ async fn run_elect(
     drop(guard);
     drop(log);
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+/// Stops the command and waits, at most `within`, for the guard's confirmation that nothing
+/// runs. A guard that does not confirm in time (stopped, starved) is taken as unable to: the
+/// command (`running`, as last reported) and the guard are SIGKILLed here (`Guard::kill_all`);
+/// a guard that is gone already took the command with it (`PR_SET_PDEATHSIG`) and is only
+/// reaped. Returns whether the guard confirmed (and can run commands again).
+async fn confirm_stopped(
+    guard: &mut Guard,
+    log: &Log,
+    within: Duration,
+    mut running: Option<(i64, u32)>,
+) -> bool {
+    guard.stop();
+    let wait = async {
+        while let Some(report) = guard.reports.recv().await {
+            match report {
+                Report::Idle => return true,
+                Report::Started { token, pid } => {
+                    log.line(&format!("command started pid={pid} token={token}"));
+                    running = Some((token, pid));
+                }
+                Report::Stopped { token, pid, how } => {
+                    log.line(&format!("command stopped pid={pid} token={token} {how}"));
+                    running = None;
+                }
+                Report::Exited { token, code } => {
+                    log.line(&format!(
+                        "command exited by itself code={code} token={token}"
+                    ));
+                    running = None;
+                }
+                Report::Failed { token, reason } => {
+                    log.line(&format!("command failed token={token}: {reason}"));
+                }
+                Report::Refused { token } => {
+                    log.line(&format!(
+                        "command not started token={token}: its lease had ended"
+                    ));
+                }
+            }
+        }
+        false
+    };
+    let confirmed = tokio::time::timeout(within, wait).await;
+    let command = match confirmed {
+        Ok(true) => return true,
+        // Gone: its pipe closed; the command died with it. Only reap it.
+        Ok(false) => None,
+        Err(_) => {
+            log.line(&format!(
+                "the guard did not confirm the stop within {} ms: killing the command's group and the guard",
+                within.as_millis()
+            ));
+            running.map(|(_, pid)| pid)
+        }
+    };
+    guard.kill_all(command, CONFIRM_MARGIN).await;
+    false
+}
+
+/// Joins `group` again after a resignation, retrying every half second while ZooKeeper cannot
+/// be reached. `None` when SIGTERM or SIGINT came first; an error when the session is closed or
+/// the join can never succeed.
+async fn join_again(
+    session: &Session,
+    group: &str,
+    options: &ElectionOptions,
+    log: &Log,
+    term: &mut tokio::signal::unix::Signal,
+    int: &mut tokio::signal::unix::Signal,
+) -> zooid::Result<Option<Election>> {
+    loop {
+        match Election::join(session, group, options.clone()).await {
+            Ok(election) => return Ok(Some(election)),
+            Err(err @ (ZooidError::Closed { .. } | ZooidError::InvalidArgument(_))) => {
+                return Err(err)
+            }
+            Err(err) => log.line(&format!("joining again failed: {err}; retrying")),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+            _ = term.recv() => return Ok(None),
+            _ = int.recv() => return Ok(None),
+        }
+    }
 }
 
 /// `zooid leader`: prints the leader's name, token and data; `NO_LEADER` when there is none.

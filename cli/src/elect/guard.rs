@@ -2,11 +2,17 @@
 //! starts and stops the command and enforces the leadership's lease on its own.
 //!
 //! `zooid elect` tells it, over a pipe, which token to run and until when (an absolute
-//! `CLOCK_MONOTONIC` instant: the lease of the election, see `Election::lease`). When that
-//! instant passes without a renewal the guard stops the command by itself (SIGTERM to its
-//! process group, SIGKILL after the grace), so a `zooid elect` that is stopped (`kill -STOP`,
-//! Ctrl-Z), stalled or SIGKILLed cannot keep the command running while another process leads:
-//! a stopped process can kill nothing, so the killing is done here. The guard sits in its own
+//! `CLOCK_BOOTTIME` instant: the lease of the election, see `Election::lease`, converted by
+//! [`BootClock`]). When that instant passes without a renewal the guard stops the command by
+//! itself (SIGTERM to its process group, SIGKILL after the grace), so a `zooid elect` that is
+//! stopped (`kill -STOP`, Ctrl-Z), stalled or SIGKILLed cannot keep the command running while
+//! another process leads: a stopped process can kill nothing, so the killing is done here.
+//!
+//! **Deadlines come from the lease**, never from when the guard noticed: SIGTERM is due at the
+//! lease's end, SIGKILL at the lease's end plus the grace (a guard that wakes later, frozen or
+//! starved, kills at once), and a command whose lease has ended before the guard could start it
+//! is not started (`refused`). The clock is `CLOCK_BOOTTIME`, which counts a suspend of the host
+//! (`CLOCK_MONOTONIC` does not, and the servers' clocks run on through it). The guard sits in its own
 //! process group and ignores the terminal's stop signals (SIGTSTP, SIGTTIN, SIGTTOU), so a
 //! Ctrl-Z of the job or a `kill -STOP` of `zooid elect`'s group stops `zooid elect` only.
 //! When the pipe closes (`zooid elect` exited or died) the guard kills the command's group and
@@ -14,9 +20,13 @@
 //! after which nothing stops the command in time (docs/RECIPES.md lists what remains).
 //!
 //! Protocol (one line each): `run TOKEN DEADLINE_NS GRACE_MS` (run the command with this token;
-//! `DEADLINE_NS` 0 = no lease), `lease DEADLINE_NS`, `stop`. Reports back: `started TOKEN PID`,
-//! `stopped TOKEN PID HOW`, `exited TOKEN CODE`, `failed TOKEN REASON`.
+//! `DEADLINE_NS` 0 = no lease), `lease TOKEN DEADLINE_NS` (the lease of that token's command,
+//! running or still to start), `stop`. Reports back: `started TOKEN PID`, `stopped TOKEN PID HOW`,
+//! `exited TOKEN CODE`, `failed TOKEN REASON`, `refused TOKEN` (not started: its lease had
+//! ended), and `idle` once nothing runs after a `stop` (what `zooid elect` waits for before it
+//! resigns).
 
+use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -34,10 +44,17 @@ pub(super) enum Report {
     Exited { token: i64, code: i32 },
     /// The command could not be started.
     Failed { token: i64, reason: String },
+    /// The command was not started: the lease of its `run` order had ended.
+    Refused { token: i64 },
+    /// After a `stop`: nothing runs and nothing will start.
+    Idle,
 }
 
 impl Report {
     fn parse(line: &str) -> Option<Report> {
+        if line == "idle" {
+            return Some(Report::Idle);
+        }
         let mut words = line.splitn(4, ' ');
         let kind = words.next()?;
         let token = words.next()?.parse().ok()?;
@@ -60,6 +77,7 @@ impl Report {
                 token,
                 reason: rest.join(" "),
             },
+            "refused" => Report::Refused { token },
             _ => return None,
         })
     }
@@ -138,15 +156,68 @@ impl Guard {
             .send(format!("run {token} {deadline_ns} {}\n", grace.as_millis()));
     }
 
-    /// Moves the lease of the running command.
-    pub(super) fn lease(&self, deadline_ns: u64) {
-        let _ = self.orders.send(format!("lease {deadline_ns}\n"));
+    /// Moves the lease of `token`'s command (running, or ordered and not started yet).
+    pub(super) fn lease(&self, token: i64, deadline_ns: u64) {
+        let _ = self.orders.send(format!("lease {token} {deadline_ns}\n"));
     }
 
-    /// Stops the command.
+    /// Stops the command; the guard answers [`Report::Idle`] once nothing runs.
     pub(super) fn stop(&self) {
         let _ = self.orders.send("stop\n".into());
     }
+
+    /// The guard did not confirm a stop in time (it is stopped or starved): SIGKILL the
+    /// command's process group (`command`: its pid, which is also its group's id, when it was
+    /// reported started) and every other child of the guard with its group, then the guard, and
+    /// reap the guard (waiting at most `within`). The command's pid cannot have been reused while
+    /// the guard, its parent, has not reaped it; the groups are killed before the guard for that
+    /// reason. The command's own children that left its process group are not reached (as with
+    /// the guard's own kills). Returns whether the guard is gone.
+    pub(super) async fn kill_all(&self, command: Option<u32>, within: Duration) -> bool {
+        let mut groups: Vec<i32> = children_of(self.pid);
+        groups.extend(command.and_then(|pid| i32::try_from(pid).ok()));
+        for pid in groups {
+            signal_group(pid, libc::SIGKILL);
+            // Before its `setpgid`, a child is in the guard's group, not in its own.
+            // SAFETY: kill(2) on a child of our own child.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        // SAFETY: kill(2) and waitpid(2) on our own child, which nothing else reaps.
+        unsafe { libc::kill(self.pid, libc::SIGKILL) };
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let mut status = 0;
+            // SAFETY: as above.
+            let done = unsafe { libc::waitpid(self.pid, &mut status, libc::WNOHANG) };
+            if done != 0 {
+                return true;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+/// The pids whose parent is `parent` (from /proc; empty when it cannot be read).
+fn children_of(parent: i32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|stat| {
+                    // "pid (comm) state ppid ...": the fields after the last ')'.
+                    let rest = stat.rsplit_once(')')?.1;
+                    rest.split_whitespace().nth(1)?.parse::<i32>().ok()
+                })
+                == Some(parent)
+        })
+        .collect()
 }
 
 /// A pipe whose ends are closed on exec (the command inherits neither).
@@ -160,20 +231,31 @@ fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// `CLOCK_MONOTONIC` in nanoseconds: the same clock in every process of the host.
-pub(super) fn monotonic_ns() -> u64 {
+fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: clock_gettime writes the timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    unsafe { libc::clock_gettime(clock, &mut ts) };
     (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds (the clock of `std::time::Instant` on Linux): it stops while
+/// the host is suspended.
+fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// `CLOCK_BOOTTIME` in nanoseconds: the same clock in every process of the host, and it counts
+/// the time the host is suspended (the servers' clocks run on meanwhile): the guard's clock.
+pub(super) fn boottime_ns() -> u64 {
+    clock_ns(libc::CLOCK_BOOTTIME)
 }
 
 /// `instant` on the host's `CLOCK_MONOTONIC`, never later than it: the clock is read before
 /// `Instant::now()`, so a pause between the two reads moves the result earlier.
-pub(super) fn monotonic_ns_of(instant: std::time::Instant) -> u64 {
+fn monotonic_ns_of(instant: std::time::Instant) -> u64 {
     let base = monotonic_ns();
     let now = std::time::Instant::now();
     match instant.checked_duration_since(now) {
@@ -182,15 +264,79 @@ pub(super) fn monotonic_ns_of(instant: std::time::Instant) -> u64 {
     }
 }
 
+/// Converts the election's lease (a `std::time::Instant`, on `CLOCK_MONOTONIC`) to
+/// `CLOCK_BOOTTIME`, never later than the true instant.
+///
+/// The two clocks differ by the time the host spent suspended, an offset that only grows. The
+/// lease is "the send time of a confirmation plus half a session" on the monotonic clock; if the
+/// host was suspended after that send time, the true end (on a clock that ran on, as the
+/// servers' did) is earlier than the monotonic figure says, by the suspend. So the offset is
+/// taken as it was *before the send time*: from samples of the offset (taken at start and at
+/// every conversion, one kept per value), the last one taken no later than `lease - base_before`,
+/// where `base_before` is at least how long before its end the lease was based.
+pub(super) struct BootClock {
+    /// `(CLOCK_MONOTONIC ns when first seen, offset ns)`, offsets growing.
+    offsets: VecDeque<(u64, u64)>,
+}
+
+/// Offsets closer than this to the last sample are the same (read jitter, not a suspend).
+const OFFSET_SLACK_NS: u64 = 1_000_000;
+/// Samples kept (one per suspend seen).
+const OFFSET_SAMPLES: usize = 64;
+
+impl BootClock {
+    pub(super) fn new() -> BootClock {
+        let mut clock = BootClock {
+            offsets: VecDeque::new(),
+        };
+        clock.sample();
+        clock
+    }
+
+    /// Records the current offset. `CLOCK_BOOTTIME` is read first, so the offset read is never
+    /// more than the true one.
+    fn sample(&mut self) {
+        let boot = boottime_ns();
+        let mono = monotonic_ns();
+        let offset = boot.saturating_sub(mono);
+        if self
+            .offsets
+            .back()
+            .is_some_and(|&(_, last)| offset <= last.saturating_add(OFFSET_SLACK_NS))
+        {
+            return;
+        }
+        if self.offsets.len() == OFFSET_SAMPLES {
+            self.offsets.pop_front();
+        }
+        self.offsets.push_back((mono, offset));
+    }
+
+    /// `lease` on `CLOCK_BOOTTIME`: see the type.
+    pub(super) fn boottime_of(&mut self, lease: std::time::Instant, base_before: Duration) -> u64 {
+        self.sample();
+        let mono = monotonic_ns_of(lease);
+        let base = mono.saturating_sub(u64::try_from(base_before.as_nanos()).unwrap_or(u64::MAX));
+        let offset = self
+            .offsets
+            .iter()
+            .rev()
+            .find(|(at, _)| *at <= base)
+            .or(self.offsets.front())
+            .map_or(0, |&(_, offset)| offset);
+        mono.saturating_add(offset)
+    }
+}
+
 /// The running command, as the guard sees it.
 struct Running {
     child: std::process::Child,
     token: i64,
     pid: i32,
-    /// The lease: stop when `CLOCK_MONOTONIC` passes it (0: none).
+    /// The lease: stop when `CLOCK_BOOTTIME` passes it (0: none).
     deadline: u64,
     grace_ns: u64,
-    /// Set once SIGTERM was sent: when SIGKILL is due, and why.
+    /// Set once the stop began: when SIGKILL is due, and why.
     stopping: Option<(u64, &'static str)>,
     killed: bool,
 }
@@ -215,6 +361,8 @@ struct Watch<'a> {
     reports: std::fs::File,
     running: Option<Running>,
     pending: Option<Pending>,
+    /// A `stop` came: report `idle` once nothing runs.
+    confirm_idle: bool,
 }
 
 impl Watch<'_> {
@@ -224,7 +372,7 @@ impl Watch<'_> {
 
     /// Enforces the lease and the grace, and notices the command's end.
     fn check(&mut self) {
-        let now = monotonic_ns();
+        let now = boottime_ns();
         let Some(run) = self.running.as_mut() else {
             return;
         };
@@ -263,14 +411,25 @@ impl Watch<'_> {
         self.report(line);
     }
 
-    /// Starts the pending command once nothing runs.
+    /// Starts the pending command once nothing runs, unless its lease has ended (a guard that
+    /// was stopped or starved past it): then `refused`. Answers a `stop` with `idle` once
+    /// nothing runs.
     fn start_pending(&mut self) {
         if self.running.is_some() {
+            return;
+        }
+        if self.confirm_idle && self.pending.is_none() {
+            self.confirm_idle = false;
+            self.report("idle".into());
             return;
         }
         let Some((token, deadline, grace_ns)) = self.pending.take() else {
             return;
         };
+        if deadline != 0 && boottime_ns() >= deadline {
+            self.report(format!("refused {token}"));
+            return;
+        }
         match spawn(self.command, token, self.name, self.group) {
             Ok(child) => {
                 let pid = child.id() as i32;
@@ -301,14 +460,14 @@ impl Watch<'_> {
             None if run.deadline != 0 => run.deadline,
             None => u64::MAX,
         };
-        let wait = next.saturating_sub(monotonic_ns()).div_ceil(1_000_000);
+        let wait = next.saturating_sub(boottime_ns()).div_ceil(1_000_000);
         wait.min(10) as i32
     }
 
     /// Follows one order of `zooid elect`.
     fn order(&mut self, line: &str) {
         let words: Vec<&str> = line.split_whitespace().collect();
-        let now = monotonic_ns();
+        let now = boottime_ns();
         match words.as_slice() {
             ["run", token, deadline, grace_ms] => {
                 let (Ok(token), Ok(deadline), Ok(grace_ms)) = (
@@ -318,7 +477,8 @@ impl Watch<'_> {
                 ) else {
                     return;
                 };
-                let grace_ns = grace_ms * 1_000_000;
+                let grace_ns = grace_ms.saturating_mul(1_000_000);
+                self.confirm_idle = false;
                 match self.running.as_mut() {
                     Some(run) if run.token == token && run.stopping.is_none() => {
                         run.deadline = deadline;
@@ -333,14 +493,25 @@ impl Watch<'_> {
                     None => self.pending = Some((token, deadline, grace_ns)),
                 }
             }
-            ["lease", deadline] => {
-                if let (Some(run), Ok(deadline)) = (self.running.as_mut(), deadline.parse()) {
-                    if run.stopping.is_none() {
+            ["lease", token, deadline] => {
+                let (Ok(token), Ok(deadline)) = (token.parse::<i64>(), deadline.parse::<u64>())
+                else {
+                    return;
+                };
+                // A stop once begun is never called off.
+                if let Some(run) = self.running.as_mut() {
+                    if run.token == token && run.stopping.is_none() {
                         run.deadline = deadline;
+                    }
+                }
+                if let Some(pending) = self.pending.as_mut() {
+                    if pending.0 == token {
+                        pending.1 = deadline;
                     }
                 }
             }
             ["stop"] => {
+                self.confirm_idle = true;
                 self.pending = None;
                 if let Some(run) = self.running.as_mut() {
                     if run.stopping.is_none() {
@@ -380,6 +551,7 @@ fn guard_main(orders: OwnedFd, reports: OwnedFd, command: &[String], name: &str,
         reports: std::fs::File::from(reports),
         running: None,
         pending: None,
+        confirm_idle: false,
     };
     let mut buf: Vec<u8> = Vec::new();
     loop {
@@ -412,9 +584,22 @@ fn guard_main(orders: OwnedFd, reports: OwnedFd, command: &[String], name: &str,
     }
 }
 
+/// Begins to stop the command: SIGKILL is due the grace after now or after the lease's end,
+/// whichever is earlier, so a guard that notices late (stopped, starved, the host suspended)
+/// does not add its delay to the command's life; when that has passed already, SIGKILL at once
+/// (no SIGTERM first).
 fn begin_stop(run: &mut Running, now: u64, why: &'static str) {
-    signal_group(run.pid, libc::SIGTERM);
-    run.stopping = Some((now + run.grace_ns, why));
+    let mut kill_at = now.saturating_add(run.grace_ns);
+    if run.deadline != 0 {
+        kill_at = kill_at.min(run.deadline.saturating_add(run.grace_ns));
+    }
+    if now >= kill_at {
+        signal_group(run.pid, libc::SIGKILL);
+        run.killed = true;
+    } else {
+        signal_group(run.pid, libc::SIGTERM);
+    }
+    run.stopping = Some((kill_at, why));
 }
 
 fn signal_group(pid: i32, sig: i32) {

@@ -71,9 +71,69 @@ impl Elect {
 
     /// The process state letter from /proc (`T` when stopped).
     fn proc_state(&self) -> Option<char> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).ok()?;
-        stat.rsplit(')').next()?.trim().chars().next()
+        proc_state(self.pid())
     }
+
+    /// The pid of its guard (the `joined ... guard=PID` log line).
+    fn guard_pid(&self) -> Option<i32> {
+        let log = std::fs::read_to_string(&self.log).ok()?;
+        log.lines()
+            .find_map(|l| l.split(" guard=").nth(1))
+            .and_then(|p| p.trim().parse().ok())
+    }
+
+    /// Its `--log` lines.
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+/// The state letter of `pid` from /proc (`T` when stopped); `None` when it is gone.
+fn proc_state(pid: i32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit(')').next()?.trim().chars().next()
+}
+
+/// Whether `pid` is gone or a zombie (it runs no more code).
+fn dead(pid: i32) -> bool {
+    matches!(proc_state(pid), None | Some('Z') | Some('X'))
+}
+
+fn kill(pid: i32, sig: i32) {
+    // SAFETY: kill(2) on a process this test started (or its child).
+    unsafe {
+        libc::kill(pid, sig);
+    }
+}
+
+/// The wall clock in unix ns, as the commands write it.
+fn now_ns() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+/// Polls `cond` every 5 ms until it holds or `timeout` passes.
+fn poll_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        if cond() {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A run that beat within the last `within` (a command that is running now).
+fn beating(out: &Path, within: Duration) -> Option<Run> {
+    let now = now_ns();
+    runs(out)
+        .into_iter()
+        .find(|r| now.saturating_sub(r.last) < within.as_nanos())
 }
 
 impl Drop for Elect {
@@ -378,4 +438,303 @@ fn zooid_leader_token(connect: &str, group: &str) -> Option<i64> {
         .lines()
         .find_map(|l| l.strip_prefix("token="))
         .and_then(|t| t.parse().ok())
+}
+
+/// Issue 29, finding 9: `zooid elect`, its guard and a command that ignores SIGTERM are stopped
+/// together (as by a freeze of the host) for longer than the session timeout; the successor
+/// leads meanwhile. The guard's SIGKILL is due at the lease's end plus the grace, long before
+/// the thaw, so the guard must kill the command as soon as it runs again, not send SIGTERM and
+/// wait a fresh grace: the thawed command must not beat once more (every beat after the freeze
+/// runs beside the successor's command).
+#[test]
+fn frozen_leader_command_is_killed_at_the_lease_not_a_grace_after_the_thaw() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("runs.csv");
+    let group = "/el/frozen";
+    let connect = zk.connect_string();
+    let a = Elect::start(dir.path(), &connect, group, "a", &out, true);
+    assert!(wait_runs(&out, 1, Duration::from_secs(20)), "a leads");
+    let b = Elect::start(dir.path(), &connect, group, "b", &out, true);
+    assert!(support::wait_until(Duration::from_secs(20), || b.joined()));
+    std::thread::sleep(Duration::from_millis(300));
+    let guard = a.guard_pid().expect("a's guard pid in its log");
+    let command = runs(&out)[0].pid as i32;
+    let frozen = [command, guard, a.pid()];
+    let frozen_at = now_ns();
+    for pid in frozen {
+        kill(pid, libc::SIGSTOP);
+    }
+    let all_stopped = poll_until(Duration::from_secs(2), || {
+        frozen.iter().all(|p| proc_state(*p) == Some('T'))
+    });
+    let b_leads = wait_runs(&out, 2, Duration::from_secs(20));
+    std::thread::sleep(Duration::from_millis(300));
+    // The guard is thawed first: it is the one that must act at once.
+    kill(guard, libc::SIGCONT);
+    std::thread::sleep(Duration::from_millis(50));
+    let thawed_at = now_ns();
+    kill(command, libc::SIGCONT);
+    kill(a.pid(), libc::SIGCONT);
+    let gone = poll_until(Duration::from_secs(3), || dead(command));
+    std::thread::sleep(Duration::from_millis(1500));
+    let all = runs(&out);
+    let old = all
+        .iter()
+        .find(|r| r.pid == command as u32)
+        .cloned()
+        .expect("a's run");
+    let after_thaw = old.last.saturating_sub(thawed_at) as f64 / 1e9;
+    eprintln!(
+        "FIGURES frozen leader: frozen {:.2} s (session 3 s); a's command beat {after_thaw:.3} s after its thaw, {} SIGTERM(s) seen; gaps {:?} s; runs {all:?}; guards: all stopped {all_stopped}, b led {b_leads}, command dead {gone}",
+        (thawed_at - frozen_at) as f64 / 1e9,
+        old.terms,
+        gaps(&all)
+    );
+    assert!(
+        all_stopped,
+        "zooid elect, its guard and its command were stopped"
+    );
+    assert!(b_leads, "b led while a was frozen: {all:?}");
+    assert!(
+        thawed_at - frozen_at > 3_000_000_000,
+        "the freeze outlasted the session timeout"
+    );
+    assert!(
+        old.last < frozen_at,
+        "a's command ran {after_thaw:.3} s after its thaw, beside b's (its lease had ended over a second before)"
+    );
+    let bad = overlaps(&all);
+    assert!(bad.is_empty(), "commands overlap: {bad:#?}");
+    drop(a);
+    drop(b);
+}
+
+/// Issue 29, finding 9: SIGTERM to a `zooid elect` whose guard is stopped (`kill -STOP` of the
+/// guard alone). `zooid elect` must not resign (and let the next candidate lead) before the
+/// command is known to be gone: the guard cannot confirm it, so `zooid elect` must see to it.
+/// A process of the test joins the guard's process group, so that the group is not orphaned
+/// when `zooid elect` exits (the kernel would then send it SIGHUP and SIGCONT, which lets the
+/// guard kill the command after all): the guard stays stopped, as a starved one stays behind.
+#[test]
+fn exiting_elect_does_not_resign_before_its_command_is_gone() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("runs.csv");
+    let group = "/el/exit-frozen-guard";
+    let connect = zk.connect_string();
+    let mut a = Elect::start(dir.path(), &connect, group, "a", &out, false);
+    assert!(wait_runs(&out, 1, Duration::from_secs(20)), "a leads");
+    let b = Elect::start(dir.path(), &connect, group, "b", &out, false);
+    assert!(support::wait_until(Duration::from_secs(20), || b.joined()));
+    std::thread::sleep(Duration::from_millis(300));
+    let guard = a.guard_pid().expect("a's guard pid in its log");
+    let command = runs(&out)[0].pid as i32;
+    let mut anchor_cmd = std::process::Command::new("sleep");
+    anchor_cmd.arg("60");
+    std::os::unix::process::CommandExt::process_group(&mut anchor_cmd, guard);
+    let mut anchor = support::spawn_with_parent_death_signal(anchor_cmd).unwrap();
+    kill(guard, libc::SIGSTOP);
+    let guard_stopped = poll_until(Duration::from_secs(2), || proc_state(guard) == Some('T'));
+    kill(a.pid(), libc::SIGTERM);
+    let mut exited = None;
+    support::wait_until(Duration::from_secs(15), || {
+        exited = a.child.try_wait().ok().flatten();
+        exited.is_some()
+    });
+    let b_leads = wait_runs(&out, 2, Duration::from_secs(10));
+    std::thread::sleep(Duration::from_millis(1000));
+    let all = runs(&out);
+    let command_alive = !dead(command);
+    eprintln!(
+        "FIGURES exit with a stopped guard: a exited {exited:?}; a's command still running {command_alive}; gaps {:?} s; runs {all:?}; guards: guard stopped {guard_stopped}, b led {b_leads}",
+        gaps(&all)
+    );
+    // The guard and the command are this test's processes to clean up.
+    kill(command, libc::SIGKILL);
+    kill(guard, libc::SIGKILL);
+    kill(guard, libc::SIGCONT);
+    let _ = anchor.kill();
+    let _ = anchor.wait();
+    assert!(guard_stopped, "a's guard was stopped");
+    assert!(exited.is_some(), "a exited after SIGTERM");
+    assert!(b_leads, "b led after a resigned: {all:?}");
+    let bad = overlaps(&all);
+    assert!(
+        bad.is_empty(),
+        "a resigned while its command still ran: {bad:#?}"
+    );
+    drop(b);
+}
+
+/// Issue 29, finding 11: the guard of the next leader `b` is stopped while `b` waits in line,
+/// and thawed after the deadline of the `run` order `b` sent it when it began to lead (later
+/// renewals of the lease wait in the pipe behind it). A leader must never sit with no command
+/// running: within a bound, `b`'s command runs or another candidate's does.
+#[test]
+fn guard_thawed_after_its_run_deadline_leaves_no_idle_leader() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("runs.csv");
+    let group = "/el/late-guard";
+    let connect = zk.connect_string();
+    let mut a = Elect::start(dir.path(), &connect, group, "a", &out, false);
+    assert!(wait_runs(&out, 1, Duration::from_secs(20)), "a leads");
+    let b = Elect::start(dir.path(), &connect, group, "b", &out, false);
+    assert!(support::wait_until(Duration::from_secs(20), || b.joined()));
+    let c = Elect::start(dir.path(), &connect, group, "c", &out, false);
+    assert!(support::wait_until(Duration::from_secs(20), || c.joined()));
+    std::thread::sleep(Duration::from_millis(300));
+    let guard = b.guard_pid().expect("b's guard pid in its log");
+    kill(guard, libc::SIGSTOP);
+    let guard_stopped = poll_until(Duration::from_secs(2), || proc_state(guard) == Some('T'));
+    // a resigns: b leads and orders its (stopped) guard to run the command.
+    kill(a.pid(), libc::SIGTERM);
+    let _ = a.child.wait();
+    let b_active = support::wait_until(Duration::from_secs(10), || {
+        b.log_text().contains("state active")
+    });
+    // Past the run order's deadline (the lease: at most half the 3 s session ahead).
+    std::thread::sleep(Duration::from_millis(2500));
+    let thawed_at = now_ns();
+    kill(guard, libc::SIGCONT);
+    let running = support::wait_until(Duration::from_secs(6), || {
+        beating(&out, Duration::from_millis(300)).is_some_and(|r| r.name != "a")
+    });
+    let waited = (now_ns() - thawed_at) as f64 / 1e9;
+    // And it keeps running (not started and stopped at once).
+    std::thread::sleep(Duration::from_millis(1000));
+    let still = beating(&out, Duration::from_millis(300)).is_some_and(|r| r.name != "a");
+    let all = runs(&out);
+    let leader = zooid_leader_name(&zk.connect_string(), group);
+    eprintln!(
+        "FIGURES late guard: a command other than a's running {running} ({waited:.2} s after the thaw), still 1 s later {still}; leader {leader:?}; runs {all:?}; guards: guard stopped {guard_stopped}, b active {b_active}\nb's log:\n{}",
+        b.log_text()
+    );
+    assert!(guard_stopped, "b's guard was stopped");
+    assert!(b_active, "b led while its guard was stopped");
+    assert!(
+        running && still,
+        "{leader:?} leads but no command has run for {waited:.2} s after b's guard was thawed (running {running}, a second later {still}): {all:?}"
+    );
+    let bad = overlaps(&all);
+    assert!(bad.is_empty(), "commands overlap: {bad:#?}");
+    drop(b);
+    drop(c);
+}
+
+/// Issue 29, finding 11: the leading `zooid elect` alone is stopped just as it sent a lease
+/// confirmation (the proxy in front of it stops it when its `sync` passes), so the answer
+/// reaches it while stopped; it is let go once its guard has stopped the command for the lapsed
+/// lease (about a sixth of the session later). Whatever it handles first on waking (the lapse
+/// or the renewal), within a bound its command must run again or another candidate's must: a
+/// leader never sits with nothing running. Six rounds, alternating leaders (the driver handles
+/// the late answer first in about one round in three).
+#[test]
+fn elect_stopped_as_its_confirmation_lands_does_not_lead_idle() {
+    use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+    use std::sync::Arc;
+    use support::{MatchFn, RequestMatch};
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("runs.csv");
+    let group = "/el/renewal";
+    // One proxy per candidate; an armed proxy stops its candidate as its next `sync` passes.
+    let mut candidates = Vec::new();
+    for name in ["a", "b"] {
+        let proxy = FaultProxy::start(zk.addr());
+        let armed = Arc::new(AtomicBool::new(false));
+        let pid = Arc::new(AtomicI32::new(0));
+        let (armed2, pid2) = (armed.clone(), pid.clone());
+        proxy.drop_reply(RequestMatch::Custom(MatchFn::new(move |opcode, _| {
+            // 9: sync.
+            if opcode == 9 && armed2.swap(false, Ordering::SeqCst) {
+                kill(pid2.load(Ordering::SeqCst), libc::SIGSTOP);
+            }
+            false
+        })));
+        let elect = Elect::start(
+            dir.path(),
+            &proxy.connect_string(),
+            group,
+            name,
+            &out,
+            false,
+        );
+        pid.store(elect.pid(), Ordering::SeqCst);
+        assert!(support::wait_until(Duration::from_secs(20), || elect.joined()));
+        candidates.push((elect, proxy, armed));
+    }
+    assert!(wait_runs(&out, 1, Duration::from_secs(20)), "a leads");
+    let mut rounds = Vec::new();
+    for round in 0..6 {
+        std::thread::sleep(Duration::from_millis(700));
+        let Some(run) = beating(&out, Duration::from_millis(300)) else {
+            panic!("round {round}: no command runs: {:?}", runs(&out));
+        };
+        let (elect, _, armed) = candidates
+            .iter()
+            .find(|(e, _, _)| e.joined() && e.log.ends_with(format!("{}.log", run.name)))
+            .expect("the leader's zooid elect");
+        let log_before = elect.log_text().len();
+        armed.store(true, Ordering::SeqCst);
+        let stopped = poll_until(Duration::from_secs(3), || elect.proc_state() == Some('T'));
+        let stopped_at = now_ns();
+        // The guard stops the command at the lapsed lease (the command exits on SIGTERM).
+        let lapsed = poll_until(Duration::from_secs(3), || {
+            runs(&out).iter().any(|r| r.pid == run.pid && r.terms > 0)
+        });
+        let resumed_at = now_ns();
+        kill(elect.pid(), libc::SIGCONT);
+        let recovered = support::wait_until(Duration::from_secs(6), || {
+            beating(&out, Duration::from_millis(300)).is_some_and(|r| r.pid != run.pid)
+        });
+        let waited = (now_ns() - resumed_at) as f64 / 1e9;
+        let after = elect.log_text()[log_before..].to_string();
+        // Which came first on waking: the lapse (the driver turns Paused) or the renewal (it
+        // stays Active; the term must then end in `zooid elect`).
+        let saw_pause = after.contains("state paused");
+        let rejoined = after.contains("resigned token=");
+        rounds.push(format!(
+            "round {round}: {} stopped {stopped} for {:.3} s, lapse seen {lapsed}, its driver saw the lapse {saw_pause}, zooid elect ended the term itself {rejoined}, a command ran again {recovered} after {waited:.2} s",
+            run.name,
+            (resumed_at - stopped_at) as f64 / 1e9
+        ));
+        assert!(stopped, "round {round}: {} was stopped", run.name);
+        assert!(
+            lapsed,
+            "round {round}: {}'s guard stopped its command at the lease",
+            run.name
+        );
+        if !recovered {
+            eprintln!("FIGURES renewal freeze: {rounds:#?}; runs {:?}", runs(&out));
+            panic!(
+                "round {round}: {:?} leads but no command has run for {waited:.2} s after {} resumed; its log since the stop:\n{after}",
+                zooid_leader_name(&zk.connect_string(), group),
+                run.name
+            );
+        }
+    }
+    let all = runs(&out);
+    eprintln!(
+        "FIGURES renewal freeze: {rounds:#?}; gaps {:?} s",
+        gaps(&all)
+    );
+    let bad = overlaps(&all);
+    assert!(bad.is_empty(), "commands overlap: {bad:#?}");
+}
+
+/// The name `zooid leader` prints, if any.
+fn zooid_leader_name(connect: &str, group: &str) -> Option<String> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zooid"))
+        .args(["--connect", connect, "leader", group])
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("name=").map(str::to_string))
 }
