@@ -278,6 +278,8 @@ impl<S: Store> IdGeneratorService<S> {
     ) -> Result<Restored> {
         let path = category.name();
         let (mut slot, mut budget) = self.hold(category).await?;
+        // Hole IDs given up, over every attempt.
+        let mut holes_removed = 0;
         loop {
             slot.cached = None;
             // The holes given up below are listed again by the next take.
@@ -289,10 +291,14 @@ impl<S: Store> IdGeneratorService<S> {
                     let pool = Pool::parse(path, &node.data)?;
                     match pool.blocks() {
                         Some(layout) if pool.ceiling().is_none_or(|c| c < ceiling) => {
+                            // Sealed first: no hole take planned before can apply any more
+                            // (each checks that its generation is open), so the listing the
+                            // holes are given up from is the last word on them.
                             generations::seal(session, path, &layout).await?;
                             if layout.hole_nodes {
-                                super::blocks::repair::give_up_holes(session, path, ceiling)
-                                    .await?;
+                                holes_removed +=
+                                    super::blocks::repair::give_up_holes(session, path, ceiling)
+                                        .await?;
                             }
                             let frontier = match generations::sealed_next_block(
                                 session, path, &layout,
@@ -362,7 +368,7 @@ impl<S: Store> IdGeneratorService<S> {
                             .await?;
                     }
                     Restored::Repaired {
-                        removed: count_of(&moved),
+                        removed: count_of(&moved) + holes_removed,
                     }
                 }
                 Step::Kept(_) if moved_on.get() => {

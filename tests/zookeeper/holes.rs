@@ -1140,3 +1140,109 @@ fn a_take_at_the_end_reports_the_ids_of_a_hole_claim_in_doubt() {
         );
     });
 }
+
+/// A take racing a repair: between the repair's listing of the holes and its give-up of one,
+/// another process takes part of that hole and creates its remainder under a new name. The
+/// repair must not leave that remainder (IDs at or below the record, free again after it).
+#[test]
+fn a_take_racing_a_repair_leaves_no_hole_at_or_below_the_record() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = support::FaultProxy::start(zk.addr());
+    runtime().block_on(async {
+        let a = open(&proxy.connect_string()).await;
+        let cat = IdCategory::new("/holes/repair-race").unwrap();
+        a.create_category_in_with_ceiling(
+            &cat,
+            1,
+            1_000_000,
+            Layout::HoleNodes { unit: 100 },
+            Some(950),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            a.take_ids(&cat, 1000).await.unwrap().ranges(),
+            vec![r(1, 950)]
+        );
+        a.push_ids(&mut IdSet::new(cat.clone(), vec![r(101, 600)]))
+            .await
+            .unwrap();
+
+        // When the repair's give-up of hole 101..=600 is on its way, another process takes from
+        // that hole first (on its own connection, straight to the server).
+        let connect = zk.connect_string();
+        let raced = Arc::new(std::sync::Mutex::new(None));
+        let slot = Arc::clone(&raced);
+        let cat_b = cat.clone();
+        let fired = Arc::new(AtomicUsize::new(0));
+        let once = Arc::clone(&fired);
+        proxy.drop_reply(support::RequestMatch::Custom(support::MatchFn(Arc::new(
+            move |opcode, frame: &[u8]| {
+                let hole = b"zooid-holes/h-0000000000000000101-0000000000000000600";
+                if opcode == support::op::MULTI
+                    && frame.windows(hole.len()).any(|w| w == hole)
+                    && once.fetch_add(1, Ordering::SeqCst) == 0
+                {
+                    let (connect, cat) = (connect.clone(), cat_b.clone());
+                    let took = std::thread::spawn(move || {
+                        runtime().block_on(async move {
+                            let options = ServiceOptions {
+                                retry: zooid::RetryPolicy {
+                                    deadline: Duration::from_secs(3),
+                                    ..zooid::RetryPolicy::default()
+                                },
+                                ..ServiceOptions::default()
+                            };
+                            let b = IdGeneratorService::connect(
+                                &connect,
+                                &session_options(6000),
+                                options,
+                            )
+                            .await
+                            .unwrap();
+                            b.take_ids(&cat, 100).await
+                        })
+                    })
+                    .join()
+                    .unwrap();
+                    *slot.lock().unwrap() = Some(took);
+                }
+                false
+            },
+        ))));
+        // The durable record says IDs up to 975 may be out there: the pool (ceiling 950) is
+        // behind it, so it is repaired.
+        let repaired = a.repair(&cat, 975, 2).await.unwrap();
+        proxy.clear_faults();
+        let took = raced.lock().unwrap().take();
+        assert_eq!(
+            fired.load(Ordering::SeqCst),
+            1,
+            "guard: the racing take ran"
+        );
+        let holes = a
+            .list_categories("/holes/repair-race/zooid-holes")
+            .await
+            .unwrap();
+        eprintln!("repair: {repaired:?}; the racing take: {took:?}; holes after: {holes:?}");
+        let below: Vec<&String> = holes
+            .iter()
+            .filter(|name| {
+                let start: i64 = name[2..21].parse().unwrap();
+                start <= 975
+            })
+            .collect();
+        assert!(
+            below.is_empty(),
+            "holes at or below the record survived the repair: {below:?}"
+        );
+        a.raise_ceiling(&cat, 5000).await.unwrap();
+        let next = a.take_ids(&cat, 500).await.unwrap();
+        assert!(
+            next.ranges().iter().all(|range| range.start() > 975),
+            "IDs at or below the record handed out after the repair: {:?}",
+            next.ranges()
+        );
+    });
+}

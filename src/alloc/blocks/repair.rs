@@ -151,8 +151,11 @@ pub(crate) async fn finish_move(
 /// Gives up the hole nodes of pool `path` (format 4) at or below `ceiling`: each is deleted, and
 /// the part of one above `ceiling` created again as a hole, in one `multi` per hole (a crash
 /// between two leaks, never duplicates). A hole a take deleted meanwhile is skipped. Returns the
-/// IDs given up. Run before a repair's pool write: takes planned on the pool before it may still
-/// take holes until their node is deleted, as they may take the free list before any repair.
+/// IDs given up. Run after the repair sealed the pool's generation and before its pool write:
+/// a take of holes checks that its generation is open, so none planned before the seal deletes
+/// a hole and creates its remainder after this listing (the remainder would survive the
+/// repair); takes after the seal go through a move to a new generation, a pool write that
+/// fails the repair's, which then lists again.
 pub(crate) async fn give_up_holes(session: &Session, path: &str, ceiling: i64) -> Result<u64> {
     let parent = crate::format::holes_parent(path);
     let mut removed = 0;

@@ -7,7 +7,9 @@ use zookeeper_client::CreateMode;
 use crate::alloc::blocks::refused;
 use crate::alloc::blocks::returns::ensure_node;
 use crate::error::{Result, ZooidError};
-use crate::format::{hole_name, holes_parent, returned_parent, OpToken, MARKER_PREFIX};
+use crate::format::{
+    hole_name, holes_parent, returned_parent, sequence_parent, OpToken, MARKER_PREFIX,
+};
 use crate::range::IdRange;
 use crate::retry::Budget;
 use crate::stats::{LostOutcome, Recorder};
@@ -47,13 +49,18 @@ enum Outcome {
 }
 
 /// Claims the holes `nodes` (names under `zooid-holes`) for a take on pool `path` planned at
-/// pool version `version`, creating `remainder` again as holes. A lost reply is resolved
-/// (see [`resolve`]); not within `budget`: `OutcomeUnknown` naming `handed`, which stay unused.
+/// pool version `version` in block generation `block_generation`, creating `remainder` again as
+/// holes. The claim checks that the generation is still open (its sequence parent at data
+/// version 0): a repair seals it before it gives up the holes at or below its record, so no
+/// take planned before can delete one of them and create its remainder under a name the
+/// repair did not list. A lost reply is resolved (see [`resolve`]); not within `budget`:
+/// `OutcomeUnknown` naming `handed`, which stay unused.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn claim(
     session: &Session,
     path: &str,
     version: i32,
+    block_generation: u64,
     nodes: &[String],
     remainder: &[IdRange],
     handed: &[IdRange],
@@ -73,6 +80,7 @@ pub(crate) async fn claim(
         let persistent = CreateMode::Persistent.with_acls(session.default_acls());
         let mut multi = Multi::new(&client);
         multi.check(path, version);
+        multi.check(&sequence_parent(path, block_generation), 0);
         for node in &deleted {
             multi.delete(node, None);
         }
@@ -89,9 +97,13 @@ pub(crate) async fn claim(
             Err(failed) => failed,
         };
         let verdict = failed.verdict();
-        let holes_end = 1 + deleted.len() + created.len();
+        let holes_end = 2 + deleted.len() + created.len();
         match (failed.index, verdict) {
-            (Some(0), Verdict::BadVersion) => return Ok(Claimed::Changed),
+            // The pool moved on, or its generation was sealed (a move or a repair under way)
+            // or is not numbered yet: plan again on the pool as it is.
+            (Some(0), Verdict::BadVersion) | (Some(1), Verdict::BadVersion | Verdict::NoNode) => {
+                return Ok(Claimed::Changed)
+            }
             (Some(0), Verdict::NoNode) => {
                 return Err(ZooidError::NotFound {
                     category: path.to_string(),

@@ -256,6 +256,9 @@ impl<S: Store> IdGeneratorService<S> {
         let (Some(choice), Some(state)) = (choice, slot.cached.as_ref()) else {
             return Ok(None);
         };
+        let Some(blocks) = state.pool.blocks() else {
+            return Ok(None);
+        };
         // Chosen on a listing whose check is still on its way: a hole gone means that listing
         // was out of date, not that takes contend.
         let ahead = slot.holes.as_ref().is_some_and(|l| l.ahead.is_some());
@@ -265,6 +268,7 @@ impl<S: Store> IdGeneratorService<S> {
             session,
             path,
             state.version,
+            blocks.generation,
             &choice.nodes,
             &choice.remainder,
             &choice.handed,
