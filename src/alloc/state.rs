@@ -343,8 +343,9 @@ impl Listing {
             self.holes.insert(at, (name, *range));
         }
         let changes = i32::try_from(deleted.len() + created.len()).unwrap_or(i32::MAX);
-        // ZooKeeper's child version wraps like any 32-bit counter.
-        self.cversion = self.cversion.wrapping_add(changes);
+        // ZooKeeper's child version never wraps: it stops at 2^31 - 1, where no listing is
+        // trusted on it any more (listing::CVERSION_TRUSTED_BELOW).
+        self.cversion = self.cversion.saturating_add(changes);
     }
 
     /// Whether every one of `nodes` is a hole this process's own writes created since the

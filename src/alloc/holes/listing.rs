@@ -278,6 +278,19 @@ async fn look(session: &Session, path: &str, listing: &mut Listing, trust: Trust
     Look::ChangedByOthers
 }
 
+/// The child versions at which the holes' parent still tells whether its children changed:
+/// ZooKeeper keeps a child version from moving past 2^31 - 1 (a create or delete that would wrap
+/// it leaves it where it is), so from this far below the limit on, a listing is never trusted
+/// on its child version: the holes are listed again at each look (correct, only slower, after
+/// some two billion pushes and takes of holes).
+pub(crate) const CVERSION_TRUSTED_BELOW: i32 = i32::MAX - (1 << 20);
+
+/// Whether a listing made at child version `listed` still shows the holes when their parent is
+/// at `now` (and was created at `created`, the listing's incarnation `listing_created`).
+pub(crate) fn shows_children_at(listed: i32, listing_created: i64, now: i32, created: i64) -> bool {
+    listed < CVERSION_TRUSTED_BELOW && now == listed && created == listing_created
+}
+
 /// Sends the check of [`unchanged_by_others`] now, before the caller's write, and answers it
 /// on a task: the write does not wait for it. Any failure answers "changed".
 fn check_ahead(session: &Session, path: &str, listing: &Listing) -> AheadCheck {
@@ -291,7 +304,7 @@ fn check_ahead(session: &Session, path: &str, listing: &Listing) -> AheadCheck {
         answer: tokio::spawn(async move {
             matches!(
                 tokio::time::timeout(limit, stat).await,
-                Ok(Ok(Some(stat))) if stat.cversion == cversion && stat.czxid == created
+                Ok(Ok(Some(stat))) if shows_children_at(cversion, created, stat.cversion, stat.czxid)
             )
         }),
     }
@@ -311,7 +324,7 @@ async fn unchanged_by_others(session: &Session, path: &str, listing: &Listing) -
     let (client, generation) = session.client();
     matches!(
         session.run(generation, client.check_stat(&parent)).await,
-        Ok(Some(stat)) if stat.cversion == listing.cversion && stat.czxid == listing.created
+        Ok(Some(stat)) if shows_children_at(listing.cversion, listing.created, stat.cversion, stat.czxid)
     )
 }
 
@@ -337,5 +350,35 @@ pub(crate) async fn sync(session: &Session, path: &str, budget: &mut Budget) -> 
                 budget.backoff().await;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// ZooKeeper's child version stops at 2^31 - 1 rather than wrap: near it, an equal child
+    /// version no longer means "no child changed", and no listing is trusted on it.
+    #[test]
+    fn a_child_version_near_its_limit_never_vouches_for_a_listing() {
+        assert!(shows_children_at(41, 7, 41, 7));
+        assert!(!shows_children_at(41, 7, 42, 7), "children changed");
+        assert!(!shows_children_at(41, 7, 41, 8), "another incarnation");
+        assert!(
+            !shows_children_at(i32::MAX, 7, i32::MAX, 7),
+            "stuck at the limit"
+        );
+        assert!(!shows_children_at(
+            CVERSION_TRUSTED_BELOW,
+            7,
+            CVERSION_TRUSTED_BELOW,
+            7
+        ));
+        assert!(shows_children_at(
+            CVERSION_TRUSTED_BELOW - 1,
+            7,
+            CVERSION_TRUSTED_BELOW - 1,
+            7
+        ));
     }
 }
