@@ -73,7 +73,11 @@ impl<S: Store> IdGeneratorService<S> {
         let budget = Budget::start(self.options.retry);
         let slot = self.categories.slot(category.name());
         match tokio::time::timeout(budget.remaining(), slot.lock_owned()).await {
-            Ok(held) => Ok((held, budget)),
+            Ok(mut held) => {
+                // Nothing remembered survives a write in doubt.
+                held.settle_doubt();
+                Ok((held, budget))
+            }
             Err(_) => Err(ZooidError::Timeout {
                 what: category.name().to_string(),
                 after: budget.elapsed(),

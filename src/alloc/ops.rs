@@ -7,11 +7,12 @@ use std::time::Duration;
 use super::engine::Step;
 use super::service::IdGeneratorService;
 use super::single;
-use super::state::Strategy;
+use super::state::{Slot, Strategy};
 use crate::error::{Result, ZooidError};
 use crate::format::OpKind;
 use crate::idset::IdCategory;
 use crate::range::IdRange;
+use crate::retry::Budget;
 use crate::store::Store;
 
 impl<S: Store> IdGeneratorService<S> {
@@ -46,10 +47,25 @@ impl<S: Store> IdGeneratorService<S> {
     /// One take, under one hold of the category's slot: the lowest free IDs, and for a pool in
     /// block allocation fresh blocks for what its holes did not cover.
     async fn take_once(&self, category: &IdCategory, n: u64) -> Result<Vec<IdRange>> {
-        let (mut slot, mut budget) = self.hold(category).await?;
+        let (mut slot, budget) = self.hold(category).await?;
+        // Left set if this future is dropped mid-write, or the take ends in doubt.
+        slot.in_doubt = true;
+        let taken = self.take_held(category, &mut slot, budget, n).await;
+        slot.in_doubt = matches!(taken, Err(ZooidError::OutcomeUnknown { .. }));
+        taken
+    }
+
+    /// [`take_once`](Self::take_once) under the held slot.
+    async fn take_held(
+        &self,
+        category: &IdCategory,
+        slot: &mut Slot,
+        mut budget: Budget,
+        n: u64,
+    ) -> Result<Vec<IdRange>> {
         let plan = single::take(category, n);
         let step = self
-            .update(category, &mut slot, &mut budget, OpKind::Take, true, plan)
+            .update(category, slot, &mut budget, OpKind::Take, true, plan)
             .await?;
         let hole_nodes =
             |strategy: &Strategy| matches!(strategy, Strategy::Blocks(b) if b.hole_nodes);
@@ -62,9 +78,9 @@ impl<S: Store> IdGeneratorService<S> {
             Step::Kept(state) => (Vec::new(), hole_nodes(&state.strategy)),
         };
         if holes {
-            self.take_hole_nodes(category, &mut slot, moved, n).await
+            self.take_hole_nodes(category, slot, moved, n).await
         } else {
-            self.take_blocks(category, &mut slot, moved, n).await
+            self.take_blocks(category, slot, moved, n).await
         }
     }
 

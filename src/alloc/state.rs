@@ -276,6 +276,21 @@ pub(crate) struct Slot {
     pub move_refused_at: Option<i32>,
     /// The free-list parts of a format-3 pool already read (src/alloc/blocks/parts.rs).
     pub chunks: ChunkCache,
+    /// Set while a take runs under this slot and left set when it ended in doubt (an unknown
+    /// outcome, or its future dropped mid-write): the next hold forgets what the slot
+    /// remembers (the pool, the holes' listing) and reads again.
+    pub in_doubt: bool,
+}
+
+impl Slot {
+    /// Forgets what was remembered if the last operation under this slot ended in doubt.
+    pub(crate) fn settle_doubt(&mut self) {
+        if std::mem::take(&mut self.in_doubt) {
+            self.cached = None;
+            self.holes = None;
+            self.chunks = ChunkCache::default();
+        }
+    }
 }
 
 /// How many writes after a refused move of a pool to a fresh node the move is tried again.
