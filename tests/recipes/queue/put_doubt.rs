@@ -210,3 +210,62 @@ fn a_put_after_a_dropped_put_is_in_the_queue() {
         );
     });
 }
+
+/// A complete whose multi applied (its reply lost) and whose session is then given up (no server
+/// reachable for longer than the session timeout) must not report `SessionLost`, whose promise
+/// is "nothing was done": the item is gone. Either it is resolved once the servers confirm the
+/// session's end (the item absent: done), or it reports the outcome unknown.
+#[test]
+fn a_complete_in_doubt_when_its_session_is_given_up_is_not_nothing_done() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = FaultProxy::start(zk.addr());
+    let rt = runtime();
+    rt.block_on(async {
+        let path = "/pd4/q";
+        let sc = session(&proxy.connect_string(), 2000).await;
+        let sp = session(&zk.connect_string(), 6000).await;
+        let consumer = WorkQueue::open(&sc, path, opts("consumer")).unwrap();
+        let producer = WorkQueue::open(&sp, path, opts("producer")).unwrap();
+        let item = producer.put(b"x").await.unwrap();
+        let claim = consumer
+            .claim(Some(Duration::ZERO))
+            .await
+            .unwrap()
+            .expect("the item");
+
+        // The complete's multi applies, its reply is lost, and no server can be reached for
+        // 3 s (the session timeout is 2 s): the session is given up with the complete in doubt.
+        let upstream = proxy.upstream();
+        proxy.set_upstream(dead_addr());
+        let dropped = proxy.dropped_replies();
+        let losses = sc.losses();
+        proxy.drop_reply_to(op::MULTI, "/pd4/q/locks/");
+        let (out, ()) = tokio::join!(claim.complete(), async {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            proxy.set_upstream(upstream);
+        });
+        assert_eq!(
+            proxy.dropped_replies(),
+            dropped + 1,
+            "guard: the complete's reply was lost"
+        );
+        assert!(sc.losses() > losses, "guard: the session was given up");
+        let items: Vec<String> = producer
+            .items()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|i| i.name)
+            .collect();
+        eprintln!("complete in doubt, session given up: {out:?}; items {items:?}");
+        assert!(
+            !items.contains(&item),
+            "guard: the complete applied on the server: {items:?}"
+        );
+        assert!(
+            !matches!(out, Err(zooid::ZooidError::SessionLost { .. })),
+            "complete reported SessionLost (nothing was done) but the item is completed: {out:?}"
+        );
+    });
+}
