@@ -57,7 +57,10 @@ impl Claim {
     /// Errors: [`ZooidError::SessionLost`] when the claim was lost with its session (the item
     /// is, or will be, handed out again; nothing was done); [`ZooidError::Timeout`] when no
     /// server answered for `op_timeout` (outcome unknown: the item is completed, or it will be
-    /// handed out again).
+    /// handed out again). A complete sent when the session was given up with its reply lost
+    /// waits for the servers' word that the session can no longer write, then reads the item:
+    /// gone, the complete is done (`Ok`); still there, `SessionLost`; no word before
+    /// `op_timeout`, `Timeout`.
     pub async fn complete(mut self) -> Result<()> {
         self.done = true;
         if self.is_lost() {
@@ -127,11 +130,10 @@ impl Held {
         let mut backoff = Duration::from_millis(50);
         loop {
             if self.is_gone() {
-                return Err(self.lost(if in_doubt {
-                    "the session ended while the outcome of a request was unknown"
-                } else {
-                    "the session that made it was lost"
-                }));
+                if in_doubt {
+                    return self.resolve_after_loss(how, deadline).await;
+                }
+                return Err(self.lost("the session that made it was lost"));
             }
             q.stats.request();
             let mut multi = Multi::new(&self.client);
@@ -147,28 +149,15 @@ impl Held {
             match failed.verdict().fate() {
                 // The commit told the session layer.
                 Fate::Expired => {
-                    return Err(self.lost(if in_doubt {
-                        "the session ended while the outcome of a request was unknown"
-                    } else {
-                        "the session expired"
-                    }));
+                    if in_doubt {
+                        return self.resolve_after_loss(how, deadline).await;
+                    }
+                    return Err(self.lost("the session expired"));
                 }
                 Fate::Unknown => {
                     in_doubt = true;
                     if deadline.is_some_and(|d| Instant::now() >= d) {
-                        return Err(ZooidError::Timeout {
-                            what: format!(
-                                "{} {}/items/{} (outcome unknown)",
-                                if how == Finish::Complete {
-                                    "complete"
-                                } else {
-                                    "release"
-                                },
-                                q.path,
-                                self.name
-                            ),
-                            after: q.options.op_timeout,
-                        });
+                        return Err(self.unknown(how));
                     }
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(Duration::from_millis(500));
@@ -192,6 +181,66 @@ impl Held {
                     return Err(self.lost(&format!("its lock is gone or not ours: {err}")));
                 }
             }
+        }
+    }
+
+    /// A complete or release with a request in doubt whose session was given up: `SessionLost`
+    /// would claim nothing was done, yet the request may have applied before the session
+    /// ended. Once the servers confirm the session can no longer write
+    /// ([`Session::confirm_gone`], until `deadline`), the item tells: a complete finding the
+    /// item gone is done (ours or a later claimer's, it is never delivered again), finding it
+    /// there it never applied (`SessionLost`, nothing was done); a release is done either way
+    /// (the lock went with the session, the item is handed out again). Without the
+    /// confirmation the outcome is unknown ([`ZooidError::Timeout`]).
+    async fn resolve_after_loss(&self, how: Finish, deadline: Option<Instant>) -> Result<()> {
+        let q = &self.queue;
+        let deadline = deadline.unwrap_or_else(|| Instant::now() + q.session.request_limit());
+        if let Err(why) = q.session.confirm_gone(self.generation, deadline).await {
+            tracing::warn!(queue = %q.path, item = %self.name, %why, "complete or release in doubt");
+            return Err(self.unknown(how));
+        }
+        if how == Finish::Release {
+            return Ok(());
+        }
+        let item = format!("{}/items/{}", q.path, self.name);
+        let mut backoff = Duration::from_millis(50);
+        loop {
+            let (client, generation) = q.session.client();
+            let read = async {
+                q.call(generation, client.sync(&item)).await?;
+                q.call(generation, client.check_stat(&item)).await
+            };
+            match tokio::time::timeout_at(deadline, read).await {
+                Ok(Ok(None)) => return Ok(()),
+                Ok(Ok(Some(_))) => {
+                    return Err(self.lost("the session ended before the complete applied"))
+                }
+                Ok(Err(e)) if fate(&e) == Fate::Refused => {
+                    return Err(q.zk_error("reading the item after a lost session", e))
+                }
+                Ok(Err(_)) => {}
+                Err(_) => return Err(self.unknown(how)),
+            }
+            if !sleep_or_deadline(&mut backoff, Some(deadline)).await {
+                return Err(self.unknown(how));
+            }
+        }
+    }
+
+    /// The outcome of a complete or release is unknown.
+    fn unknown(&self, how: Finish) -> ZooidError {
+        ZooidError::Timeout {
+            what: format!(
+                "{} {}/items/{} (outcome unknown)",
+                if how == Finish::Complete {
+                    "complete"
+                } else {
+                    "release"
+                },
+                self.queue.path,
+                self.name
+            ),
+            after: self.queue.options.op_timeout,
         }
     }
 

@@ -155,7 +155,8 @@ struct Inner {
     path: String,
     options: QueueOptions,
     identity: String,
-    /// Serializes this handle's puts; holds its guard.
+    /// Serializes this handle's puts; holds its guard between puts, with the version the
+    /// servers last confirmed. Empty while a put runs and after a put that ended in doubt.
     guard: tokio::sync::Mutex<Option<Guard>>,
     stats: Counters,
 }
@@ -165,41 +166,47 @@ impl Drop for Inner {
     /// would otherwise stay until the session ends (ephemerals piling up on a long session).
     /// No put can be in flight (it would hold the handle), and a guard is never reused.
     fn drop(&mut self) {
-        let Some(guard) = self.guard.get_mut().take() else {
-            return;
-        };
-        let (client, generation) = self.session.client();
-        if guard.generation != generation || self.session.is_gone_generation(generation) {
-            return; // it goes with its session
+        if let Some(guard) = self.guard.get_mut().take() {
+            delete_guard_in_background(&self.session, guard);
         }
-        let Ok(handle) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        // The task holds a client, never a `Session`: closing the session (the service freed
-        // right after the queue) must not wait for it, and the guard goes with the session.
-        let ended = self.session.ended();
-        let limit = self.session.request_limit();
-        handle.spawn(async move {
-            let delete = async {
-                let mut backoff = Duration::from_millis(50);
-                for _ in 0..20 {
-                    match tokio::time::timeout(limit, client.delete(&guard.path, None)).await {
-                        Ok(Ok(())) => return,
-                        // Gone, or not ours to delete.
-                        Ok(Err(e)) if fate(&e) != Fate::Unknown => return,
-                        _ => {
-                            tokio::time::sleep(backoff).await;
-                            backoff = (backoff * 2).min(Duration::from_secs(1));
-                        }
+    }
+}
+
+/// Deletes a put guard the handle no longer uses, in the background (best effort): a guard on a
+/// given-up session goes with it, and without a runtime nothing is done. Deleting also makes a
+/// copy of a put still in flight on the guard fail.
+fn delete_guard_in_background(session: &Session, guard: Guard) {
+    let (client, generation) = session.client();
+    if guard.generation != generation || session.is_gone_generation(generation) {
+        return; // it goes with its session
+    }
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    // The task holds a client, never a `Session`: closing the session (the service freed right
+    // after the queue) must not wait for it, and the guard goes with the session.
+    let ended = session.ended();
+    let limit = session.request_limit();
+    handle.spawn(async move {
+        let delete = async {
+            let mut backoff = Duration::from_millis(50);
+            for _ in 0..20 {
+                match tokio::time::timeout(limit, client.delete(&guard.path, None)).await {
+                    Ok(Ok(())) => return,
+                    // Gone, or not ours to delete.
+                    Ok(Err(e)) if fate(&e) != Fate::Unknown => return,
+                    _ => {
+                        tokio::time::sleep(backoff).await;
+                        backoff = (backoff * 2).min(Duration::from_secs(1));
                     }
                 }
-            };
-            tokio::select! {
-                () = delete => {}
-                () = ended => {}
             }
-        });
-    }
+        };
+        tokio::select! {
+            () = delete => {}
+            () = ended => {}
+        }
+    });
 }
 
 /// A handle on one work queue, over the process's shared [`Session`]. Cheap to clone; clones
@@ -389,7 +396,10 @@ impl WorkQueue {
     /// first multi still in flight on a dropped connection can no longer land once the guard
     /// moved. When the guard's session was given up, the put waits for the servers' word that
     /// the session can no longer write ([`Session::confirm_gone`]) before it looks for the
-    /// marker; the handle's next guard has a new name.
+    /// marker; the handle's next guard has a new name. Nothing the handle remembers survives a
+    /// put in doubt: a put that ends with its outcome unknown, or whose future is dropped,
+    /// leaves the handle without a guard (the next put creates a new one), so a later put never
+    /// expects a version an earlier one may have moved.
     ///
     /// Errors: [`ZooidError::TooLarge`] (over `max_item_bytes`), [`ZooidError::QueueFull`]
     /// (`max_items` reached); in both cases nothing changed. [`ZooidError::OutcomeUnknown`]

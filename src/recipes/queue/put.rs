@@ -2,12 +2,23 @@
 //! a lost reply is resolved by the guard's version (see [`WorkQueue::put`]).
 //!
 //! On the guard's own session the guard tells: still at V, no earlier attempt applied (resend:
-//! at most one copy can apply); moved, one did. Once that session is given up, the guard (an
+//! at most one copy can apply); at V + 1, one did. Once that session is given up, the guard (an
 //! ephemeral node) says nothing until the servers confirmed the session can no longer write: a
 //! copy still in the network applies while they hold it. So the put first asks
 //! [`crate::zk::Session::confirm_gone`], then looks for its marker among the items; without
 //! the confirmation before its deadline it fails with [`ZooidError::OutcomeUnknown`]
 //! ([`crate::WriteOp::Put`]), never guessing.
+//!
+//! Nothing the handle remembers survives a put in doubt. Every put passes through
+//! [`Inner::put`], which takes the guard (its path and the version V the next put expects) out
+//! of the handle before anything is sent ([`PutGuard`]) and puts it back only when the put ends
+//! with no attempt in doubt: the version is then one the servers confirmed (the reply to the
+//! multi, or a re-read on the guard's live session at V + 1, after which no copy expecting V can
+//! apply). A put that ends with an attempt in doubt (`OutcomeUnknown`, its deadline, an error
+//! after a lost reply), or whose future is dropped, leaves the handle without a guard: that
+//! guard node is deleted in the background (a copy still in flight then fails on it), and the
+//! next put creates a new one. So the guard's version moves only by the current put's own
+//! attempts, and a guard at V + 1 means that put's item was added.
 
 use super::*;
 
@@ -20,12 +31,36 @@ impl Inner {
                 limit: self.options.max_item_bytes,
             });
         }
+        let mut slot = self.guard.lock().await;
+        // Out of the handle for the whole put: dropped with the put's future, it is retired.
+        let mut held = PutGuard {
+            queue: self,
+            guard: slot.take(),
+        };
+        // An earlier attempt of this put that may still apply.
+        let mut in_doubt: Option<InDoubt> = None;
+        let outcome = self
+            .put_until_decided(data, &mut held.guard, &mut in_doubt)
+            .await;
+        if in_doubt.is_none() {
+            // No attempt in doubt: the guard's version is the one the servers confirmed.
+            *slot = held.guard.take();
+        }
+        outcome
+    }
+
+    /// Retries put attempts until the put is decided or its deadline passes. `guard` is the
+    /// guard the put writes through (taken out of the handle); `in_doubt` is `Some` while an
+    /// attempt's outcome is unknown.
+    async fn put_until_decided(
+        &self,
+        data: &[u8],
+        guard: &mut Option<Guard>,
+        in_doubt: &mut Option<InDoubt>,
+    ) -> Result<String> {
         let marker = random_marker();
         let item_prefix = format!("{}/items/i-{marker}-", self.path);
         let deadline = Instant::now() + self.options.op_timeout;
-        let mut guard_slot = self.guard.lock().await;
-        // An earlier attempt with this marker that may still apply.
-        let mut in_doubt: Option<InDoubt> = None;
         let mut backoff = Duration::from_millis(20);
         loop {
             if Instant::now() >= deadline {
@@ -38,18 +73,21 @@ impl Inner {
                 });
             }
             let (client, generation) = self.session.client();
-            let step = self
-                .put_attempt(
-                    &client,
-                    generation,
-                    data,
-                    &marker,
-                    &item_prefix,
-                    &mut guard_slot,
-                    &mut in_doubt,
-                    deadline,
-                )
-                .await;
+            // Bounded by the deadline: an attempt cut short leaves `in_doubt` set from before
+            // its multi was sent, so it is never taken for one that sent nothing.
+            let attempt = self.put_attempt(
+                &client,
+                generation,
+                data,
+                &marker,
+                &item_prefix,
+                guard,
+                in_doubt,
+                deadline,
+            );
+            let Ok(step) = tokio::time::timeout_at(deadline, attempt).await else {
+                continue;
+            };
             match step {
                 Ok(Some(name)) => return Ok(name),
                 Ok(None) => backoff = Duration::from_millis(20),
@@ -72,90 +110,114 @@ impl Inner {
         data: &[u8],
         marker: &str,
         item_prefix: &str,
-        guard_slot: &mut Option<Guard>,
+        guard: &mut Option<Guard>,
         in_doubt: &mut Option<InDoubt>,
         deadline: Instant,
     ) -> std::result::Result<Option<String>, PutStop> {
         let transient = |_e: ZkError| PutStop::Transient;
         // An earlier attempt may have applied and the guard moved (or vanished): look for
         // the marker before anything else.
-        if let Some(InDoubt {
-            generation: doubt,
-            items_cversion,
-        }) = *in_doubt
-        {
-            // Whether the guard moved past V on its live session: then an earlier attempt
-            // applied for certain (only this handle's puts move it, one at a time).
-            let mut applied = false;
-            let stale = match guard_slot.as_ref() {
-                None => true,
-                Some(g) => {
-                    if g.generation != generation {
-                        true
-                    } else {
-                        self.call(generation, client.sync(&g.path))
-                            .await
-                            .map_err(transient)?;
-                        match self.call(generation, client.check_stat(&g.path)).await {
-                            Ok(Some(stat)) => {
-                                applied = stat.version != g.version;
-                                applied
-                            }
-                            Ok(None) => true,
-                            Err(e) => return Err(transient(e)),
-                        }
+        if let Some(doubt) = *in_doubt {
+            // The version every attempt of this put expected.
+            let expected = guard.as_ref().map_or(-1, |g| g.version);
+            // The guard's version read on its live session; `None` when the guard is gone
+            // (its session given up, or the node deleted).
+            let seen = match guard.as_ref() {
+                Some(g) if g.generation == generation => {
+                    self.call(generation, client.sync(&g.path))
+                        .await
+                        .map_err(transient)?;
+                    match self.call(generation, client.check_stat(&g.path)).await {
+                        Ok(stat) => stat.map(|s| s.version),
+                        Err(e) => return Err(transient(e)),
                     }
                 }
+                _ => None,
             };
-            if stale {
-                // The guard moved on its live session: no earlier attempt can land any more.
-                // Its session given up: only once the servers confirm it can no longer write.
-                if self.session.is_gone_generation(doubt) {
-                    if let Err(why) = self.session.confirm_gone(doubt, deadline).await {
-                        tracing::warn!(queue = %self.path, %why, "put outcome in doubt");
-                        return Err(PutStop::Fail(self.put_in_doubt()));
+            let needle = format!("i-{marker}-");
+            match seen {
+                // Still at V: no attempt applied; resend.
+                Some(version) if version == expected => {}
+                // At V + 1 on its live session: an attempt of this put applied for certain
+                // (only this put's attempts write the guard, all expecting V), and no copy
+                // still in flight can apply any more.
+                Some(version) if Some(version) == expected.checked_add(1) => {
+                    let found = self.find_marker(client, generation, &needle).await?;
+                    let confirmed = match found {
+                        Some(name) => Some(name),
+                        None => {
+                            // Added and already completed by a consumer: then the items'
+                            // child version moved at least twice since just before the first
+                            // attempt (our create, the completion's delete). Anything less
+                            // contradicts the guard: in doubt, never guessed done.
+                            let moved = match self
+                                .call(generation, client.check_stat(&self.items_path()))
+                                .await
+                            {
+                                Ok(Some(stat)) => {
+                                    stat.cversion.wrapping_sub(doubt.items_cversion) >= 2
+                                }
+                                Ok(None) => false,
+                                Err(e) => return Err(transient(e)),
+                            };
+                            if !moved {
+                                tracing::warn!(queue = %self.path, item = %needle, "put outcome in doubt: its guard moved but the item is absent and the queue shows no completion");
+                                return Err(PutStop::Fail(self.put_in_doubt()));
+                            }
+                            // Its sequence number is unknown, so the name returned is the
+                            // marker's prefix.
+                            tracing::info!(queue = %self.path, item = %needle, "put applied; the item was already completed");
+                            Some(needle)
+                        }
+                    };
+                    if let Some(g) = guard.as_mut() {
+                        g.version = version;
                     }
+                    *in_doubt = None;
+                    return Ok(confirmed);
                 }
-                self.call(generation, client.sync(&self.items_path()))
-                    .await
-                    .map_err(transient)?;
-                let items = match self.list(client, generation, &self.items_path()).await {
-                    Ok(items) => items,
-                    Err(e) => return Err(transient(e)),
-                };
-                self.stats.puts_resolved.fetch_add(1, Ordering::Relaxed);
-                let needle = format!("i-{marker}-");
-                if let Some(found) = items.into_iter().find(|n| n.starts_with(&needle)) {
-                    return Ok(Some(found));
-                }
-                if applied {
-                    // It applied and a consumer already completed it: done. Its sequence
-                    // number is unknown, so the name returned is the marker's prefix.
-                    tracing::info!(queue = %self.path, item = %needle, "put applied; the item was already completed");
-                    return Ok(Some(needle));
-                }
-                // Stale without a move seen: the guard is gone (with its session, or deleted).
-                // An absent item was never added, or was added and already completed by a
-                // consumer. The items node's child version tells when it did not move since
-                // just before the attempt: then no item was created or deleted, so ours was
-                // never added, and the put starts afresh. Otherwise a second put could add it
-                // twice: in doubt.
-                let moved = match self
-                    .call(generation, client.check_stat(&self.items_path()))
-                    .await
-                {
-                    Ok(Some(stat)) => stat.cversion != items_cversion,
-                    Ok(None) => true,
-                    Err(e) => return Err(transient(e)),
-                };
-                if moved {
-                    tracing::warn!(queue = %self.path, item = %needle, "put outcome in doubt: the item is absent, its guard gone, and the queue changed meanwhile");
+                // Moved by something other than this put: nothing can be concluded.
+                Some(version) => {
+                    tracing::warn!(queue = %self.path, item = %needle, expected, version, "put outcome in doubt: its guard was written by someone else");
                     return Err(PutStop::Fail(self.put_in_doubt()));
                 }
-                *in_doubt = None;
-                *guard_slot = None;
+                None => {
+                    // Its session given up: only once the servers confirm it can no longer
+                    // write.
+                    if self.session.is_gone_generation(doubt.generation) {
+                        if let Err(why) =
+                            self.session.confirm_gone(doubt.generation, deadline).await
+                        {
+                            tracing::warn!(queue = %self.path, %why, "put outcome in doubt");
+                            return Err(PutStop::Fail(self.put_in_doubt()));
+                        }
+                    }
+                    // The guard says nothing any more: the next attempt takes a new one.
+                    self.retire_guard(guard.take());
+                    if let Some(found) = self.find_marker(client, generation, &needle).await? {
+                        *in_doubt = None;
+                        return Ok(Some(found));
+                    }
+                    // An absent item was never added, or was added and already completed by a
+                    // consumer. The items node's child version tells when it did not move since
+                    // just before the attempt: then no item was created or deleted, so ours was
+                    // never added, and the put starts afresh. Otherwise a second put could add
+                    // it twice: in doubt.
+                    let moved = match self
+                        .call(generation, client.check_stat(&self.items_path()))
+                        .await
+                    {
+                        Ok(Some(stat)) => stat.cversion != doubt.items_cversion,
+                        Ok(None) => true,
+                        Err(e) => return Err(transient(e)),
+                    };
+                    if moved {
+                        tracing::warn!(queue = %self.path, item = %needle, "put outcome in doubt: the item is absent, its guard gone, and the queue changed meanwhile");
+                        return Err(PutStop::Fail(self.put_in_doubt()));
+                    }
+                    *in_doubt = None;
+                }
             }
-            // Not stale: the guard is still at V, so no earlier attempt applied; resend.
         }
         // The bound, from the count read just before the put.
         let mut items_cversion = 0;
@@ -189,11 +251,12 @@ impl Inner {
             Some(_) => {}
         }
         // This handle's guard on this session.
-        let fresh_guard = match guard_slot.as_ref() {
+        let fresh_guard = match guard.as_ref() {
             Some(g) => g.generation != generation,
             None => true,
         };
         if fresh_guard {
+            self.retire_guard(guard.take());
             let path = format!(
                 "{}/guards/g-{:016x}-{}",
                 self.path,
@@ -201,12 +264,12 @@ impl Inner {
                 random_marker()
             );
             let options = CreateMode::Ephemeral.with_acls(self.session.default_acls());
-            match self
+            let version = match self
                 .call(generation, client.create(&path, b"", &options))
                 .await
                 .classified()
             {
-                Ok(_) => {}
+                Ok((stat, _)) => stat.version,
                 Err((Verdict::NoNode, _)) => {
                     self.create_nodes(client, generation)
                         .await
@@ -220,36 +283,55 @@ impl Inner {
                 }
                 // A lost reply: the name is unique, so whether it landed is found on the next try.
                 Err(_) => match self.call(generation, client.check_stat(&path)).await {
-                    Ok(Some(stat)) if stat.ephemeral_owner == client.session_id().0 => {}
+                    Ok(Some(stat)) if stat.ephemeral_owner == client.session_id().0 => stat.version,
                     _ => return Err(PutStop::Transient),
                 },
-            }
-            *guard_slot = Some(Guard {
+            };
+            *guard = Some(Guard {
                 path,
-                version: 0,
+                version,
                 generation,
             });
         }
-        let Some(guard) = guard_slot.as_mut() else {
+        let Some(g) = guard.as_mut() else {
             return Ok(None);
         };
-        if guard.version == i32::MAX {
+        if g.version == i32::MAX {
             // Never wrap the counter: take a new guard.
-            *guard_slot = None;
+            self.retire_guard(guard.take());
             return Ok(None);
         }
         let options = CreateMode::PersistentSequential.with_acls(self.session.default_acls());
         let mut multi = Multi::new(client);
         multi
-            .set(&guard.path, b"", Some(guard.version))
+            .set(&g.path, b"", Some(g.version))
             .create(item_prefix, data, &options);
+        // In doubt from before it is sent until its outcome is known: an attempt cut short
+        // (the deadline, a dropped future) is in doubt. An earlier attempt in doubt keeps its
+        // own record: this copy expects the same guard version, so at most one of them can
+        // apply.
+        let first = in_doubt.is_none();
+        if first {
+            *in_doubt = Some(InDoubt {
+                generation,
+                items_cversion,
+            });
+        }
+        // This copy was refused: with no earlier copy in doubt, nothing can apply.
+        let refused = |in_doubt: &mut Option<InDoubt>| {
+            if first {
+                *in_doubt = None;
+            }
+        };
         self.stats.request();
         match multi.commit(&self.session, generation).await {
             Ok(results) => {
+                // This copy applied: every other copy expected the same version, none can.
+                *in_doubt = None;
                 let mut name = None;
                 for result in results {
                     match result {
-                        MultiWriteResult::SetData { stat } => guard.version = stat.version,
+                        MultiWriteResult::SetData { stat } => g.version = stat.version,
                         MultiWriteResult::Create { path, .. } => {
                             name = path.rsplit('/').next().map(str::to_string)
                         }
@@ -266,38 +348,61 @@ impl Inner {
             }
             // A gone session was told to the session layer by the commit.
             Err(failed) => match (failed.index, failed.verdict()) {
-                (_, verdict) if verdict.fate() != Fate::Refused => {
-                    // An earlier attempt in doubt keeps its own record: this copy expected
-                    // the same guard version, so at most one of them can apply.
-                    if in_doubt.is_none() {
-                        *in_doubt = Some(InDoubt {
-                            generation,
-                            items_cversion,
-                        });
-                    }
-                    Err(PutStop::Transient)
-                }
-                // The guard moved (an earlier attempt of ours applied) or vanished.
+                // Lost: resolved by the guard on the next step.
+                (_, verdict) if verdict.fate() != Fate::Refused => Err(PutStop::Transient),
+                // The guard moved (an earlier attempt of ours applied) or vanished: the next
+                // step reads it.
                 (Some(0), Verdict::BadVersion | Verdict::NoNode) => {
-                    if in_doubt.is_none() {
-                        // Nobody else writes the guard: re-read it.
-                        *guard_slot = None;
+                    refused(in_doubt);
+                    if first {
+                        // No attempt of this put in doubt, yet the guard is not at the
+                        // version remembered: take a new one.
+                        self.retire_guard(guard.take());
                     }
                     Ok(None)
                 }
                 (Some(1), Verdict::NoNode) => {
+                    refused(in_doubt);
                     self.create_nodes(client, generation)
                         .await
                         .map_err(|_| PutStop::Transient)?;
                     Ok(None)
                 }
-                _ => Err(PutStop::Fail(self.zk_error("put", failed.error))),
+                _ => {
+                    refused(in_doubt);
+                    Err(PutStop::Fail(self.zk_error("put", failed.error)))
+                }
             },
         }
     }
-}
 
-impl Inner {
+    /// The name of the item carrying `needle` (`i-<marker>-`), read after a `sync`; counts a
+    /// resolved put.
+    async fn find_marker(
+        &self,
+        client: &Client,
+        generation: u64,
+        needle: &str,
+    ) -> std::result::Result<Option<String>, PutStop> {
+        self.call(generation, client.sync(&self.items_path()))
+            .await
+            .map_err(|_| PutStop::Transient)?;
+        let items = self
+            .list(client, generation, &self.items_path())
+            .await
+            .map_err(|_| PutStop::Transient)?;
+        self.stats.puts_resolved.fetch_add(1, Ordering::Relaxed);
+        Ok(items.into_iter().find(|n| n.starts_with(needle)))
+    }
+
+    /// Gives up a guard whose version is no longer known (or that the handle no longer uses):
+    /// its node is deleted in the background.
+    fn retire_guard(&self, guard: Option<Guard>) {
+        if let Some(guard) = guard {
+            delete_guard_in_background(&self.session, guard);
+        }
+    }
+
     /// The put's outcome is unknown: the item may or may not be in the queue.
     fn put_in_doubt(&self) -> ZooidError {
         ZooidError::OutcomeUnknown {
@@ -306,6 +411,19 @@ impl Inner {
             ids: Vec::new(),
             leaked_within: None,
         }
+    }
+}
+
+/// The guard a put has taken out of the handle. Whatever it still holds when it is dropped (the
+/// put ended in doubt, or its future was dropped) is retired, never put back.
+struct PutGuard<'a> {
+    queue: &'a Inner,
+    guard: Option<Guard>,
+}
+
+impl Drop for PutGuard<'_> {
+    fn drop(&mut self) {
+        self.queue.retire_guard(self.guard.take());
     }
 }
 

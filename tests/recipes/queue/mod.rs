@@ -11,6 +11,7 @@ use zooid_test_support as support;
 mod faults;
 mod load;
 mod put_consumed;
+mod put_doubt;
 
 use std::fs;
 use std::sync::atomic::{AtomicU64, Ordering};
