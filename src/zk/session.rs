@@ -653,7 +653,35 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
     }
 }
 
+/// A handle on a [`Session`] that does not keep it open: a background task that must stop
+/// when the application closes the session (its ephemeral nodes then go with it) holds this
+/// between its requests, and [`WeakSession::upgrade`]s it for each one.
+#[derive(Clone)]
+pub(crate) struct WeakSession {
+    inner: std::sync::Weak<Inner>,
+    alive: std::sync::Weak<watch::Sender<()>>,
+}
+
+impl WeakSession {
+    /// The session, while the application still holds a handle on it; `None` once the last
+    /// one was dropped.
+    pub(crate) fn upgrade(&self) -> Option<Session> {
+        Some(Session {
+            inner: self.inner.upgrade()?,
+            alive: self.alive.upgrade()?,
+        })
+    }
+}
+
 impl Session {
+    /// A handle that does not keep the session open (see [`WeakSession`]).
+    pub(crate) fn downgrade(&self) -> WeakSession {
+        WeakSession {
+            inner: Arc::downgrade(&self.inner),
+            alive: Arc::downgrade(&self.alive),
+        }
+    }
+
     /// Resolves once the last handle of this session is dropped. A background task that holds a
     /// ZooKeeper client of its own (a watch that may never fire) selects on it, so that it never
     /// keeps the session open on the servers after the application closed it.

@@ -7,6 +7,7 @@
 
 mod harness;
 mod issue20;
+mod leftover;
 mod muted;
 use zooid_test_support as support;
 
