@@ -521,6 +521,11 @@ impl Driver {
         let mut interrupted = false;
         // The watch on our own node, kept across session state changes.
         let mut own: Option<OwnWatch> = None;
+        // The read that arms it, in flight: awaited in the loop's `select!` with the lease's
+        // end, never inline, so Active never outlives the lease while it is pending.
+        let mut arming: Option<Arming> = None;
+        // When the next arming may start (after a failed one).
+        let mut arm_at = Instant::now();
         loop {
             if self.closed() {
                 return Exit::Closed;
@@ -538,22 +543,16 @@ impl Driver {
                     return Exit::Rejoin { delete: true };
                 }
                 publish(self, LeaderState::Active);
-                if own.is_none() {
+                if own.is_none() && arming.is_none() && now >= arm_at {
                     // Watch our own node, so a deletion by someone else ends the leadership.
-                    match self
-                        .req(generation, client.get_and_watch_data(&node.path))
-                        .await
-                        .classified()
-                    {
-                        Ok((_, _, watcher)) => {
-                            own = Some(Box::pin(watcher.changed()));
-                            continue;
-                        }
-                        Err((Verdict::NoNode, _)) => return Exit::Rejoin { delete: false },
-                        Err((Verdict::Expired | Verdict::Closed, _)) => return Exit::SessionGone,
-                        // Connection trouble: the session state will tell, or we retry below.
-                        Err(_) => {}
-                    }
+                    let (session, client, path) =
+                        (self.session.clone(), client.clone(), node.path.clone());
+                    arming = Some(Box::pin(async move {
+                        session
+                            .run(generation, client.get_and_watch_data(&path))
+                            .await
+                            .map(|(_, _, watcher)| watcher)
+                    }));
                 }
             } else if lease.is_some() || !connected {
                 // Led before (or suspended before the first confirmation): the leadership is
@@ -587,14 +586,19 @@ impl Driver {
                     None => std::future::pending().await,
                 }
             };
+            if own.is_none() && arming.is_none() && connected && confirmed {
+                // Not armed while Active: the last arming failed; try again at `arm_at`.
+                wake = Some(wake.map_or(arm_at, |w| w.min(arm_at)));
+            }
             let own_changed = async {
                 match own.as_mut() {
-                    Some(watch) => Some(watch.as_mut().await),
-                    // Not armed while Active: a request failed; try again shortly.
-                    None if connected && confirmed => {
-                        tokio::time::sleep(Duration::from_millis(500)).await;
-                        None
-                    }
+                    Some(watch) => watch.as_mut().await,
+                    None => std::future::pending().await,
+                }
+            };
+            let armed = async {
+                match arming.as_mut() {
+                    Some(pending) => pending.as_mut().await,
                     None => std::future::pending().await,
                 }
             };
@@ -623,12 +627,23 @@ impl Driver {
                     }
                 }
                 event = own_changed => {
-                    if let Some(event) = event {
-                        if event.event_type == EventType::NodeDeleted {
-                            return Exit::Rejoin { delete: false };
+                    if event.event_type == EventType::NodeDeleted {
+                        return Exit::Rejoin { delete: false };
+                    }
+                    // Data changed or a session event: re-arm / re-check.
+                    own = None;
+                }
+                armed = armed => {
+                    arming = None;
+                    match armed.classified() {
+                        Ok(watcher) => own = Some(Box::pin(watcher.changed())),
+                        Err((Verdict::NoNode, _)) => return Exit::Rejoin { delete: false },
+                        Err((Verdict::Expired | Verdict::Closed, _)) => return Exit::SessionGone,
+                        // Connection trouble: the session state will tell, or we retry shortly.
+                        Err((_, err)) => {
+                            tracing::debug!(group = %self.group, %err, "watching our own candidate node failed; retrying");
+                            arm_at = Instant::now() + Duration::from_millis(500);
                         }
-                        // Data changed or a session event: re-arm / re-check.
-                        own = None;
                     }
                 }
                 _ = sleep_until_opt(wake) => {}
@@ -768,6 +783,15 @@ async fn clean_left_node(
 /// A pending notification of the watch on our own node.
 type OwnWatch =
     std::pin::Pin<Box<dyn std::future::Future<Output = zookeeper_client::WatchedEvent> + Send>>;
+
+/// The read that arms the watch on our own node, in flight.
+type Arming = std::pin::Pin<
+    Box<
+        dyn std::future::Future<
+                Output = std::result::Result<zookeeper_client::OneshotWatcher, ZkError>,
+            > + Send,
+    >,
+>;
 
 /// The fate of the candidate multis that expected one group version.
 enum Resolved {

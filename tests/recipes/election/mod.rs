@@ -5,6 +5,7 @@
 //!
 //! Figures are printed with `FIGURES` prefixes (`cargo test --test election -- --nocapture`).
 
+mod active_lease;
 mod harness;
 mod issue20;
 mod leftover;
