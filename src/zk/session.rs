@@ -630,12 +630,17 @@ async fn monitor(inner: std::sync::Weak<Inner>, mut alive: watch::Receiver<()>) 
             }
         };
         let Some(why) = why else { continue };
-        let Some(strong) = inner.upgrade() else {
-            return;
-        };
-        if strong.replace(generation, why).await {
-            backoff = Duration::from_millis(100);
-        } else {
+        // Given up for good: never watch its client again (it may reconnect, but its
+        // generation must not be published as anything but Lost); open the next one until it
+        // opens.
+        loop {
+            let Some(strong) = inner.upgrade() else {
+                return;
+            };
+            if strong.replace(generation, why).await {
+                backoff = Duration::from_millis(100);
+                break;
+            }
             drop(strong);
             tokio::select! {
                 changed = alive.changed() => if changed.is_err() { return },
