@@ -15,7 +15,9 @@
 //! The session layer ([`crate::zk::session`]) is the only interpreter of the connection: a session
 //! it declares `Lost` (expired, or unreachable for its whole negotiated timeout) makes the
 //! candidate Inactive, and the candidate rejoins on the next session by itself unless it
-//! resigned or was dropped.
+//! resigned or was dropped. The leadership does not wait for [`SessionStatus::stop_acting`]:
+//! it is Paused from the first moment of a suspension, and Active ends at the lease (timed from
+//! the quorum's confirmation, not from when anything was noticed) whatever request is in flight.
 //!
 //! **Joining without a lost-reply race.** The candidate node is created by one `multi`:
 //! `[setData(group, its data unchanged, expected version V), create(candidate)]`. When the reply
