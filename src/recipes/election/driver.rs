@@ -671,6 +671,9 @@ impl Driver {
         mut deadline: Option<Instant>,
     ) -> bool {
         let mut close = self.close.clone();
+        // Between failed attempts: 50 ms, doubling to 500 ms (a refusal may last).
+        let mut pause = Duration::from_millis(50);
+        let mut failures: u64 = 0;
         loop {
             if deadline.is_none() && self.closed() {
                 deadline = Some(Instant::now() + self.delete_bound());
@@ -689,10 +692,17 @@ impl Driver {
                 Err((Verdict::Expired | Verdict::Closed, _)) => return true,
                 Err((_, err)) => err,
             };
-            tracing::debug!(%err, path, "deleting the candidate node; retrying");
+            failures += 1;
+            if failures >= 8 && failures.is_power_of_two() {
+                tracing::warn!(%err, path, failures, "deleting the candidate node keeps failing; still trying (nobody else leads while it is there)");
+            } else {
+                tracing::debug!(%err, path, "deleting the candidate node; retrying");
+            }
             // Wait until the session is usable again (a close of the candidacy sets the bound).
+            let nap = pause;
+            pause = (pause * 2).min(Duration::from_millis(500));
             let wait = async {
-                tokio::time::sleep(Duration::from_millis(50)).await;
+                tokio::time::sleep(nap).await;
                 self.wait_same_session(generation).await
             };
             tokio::select! {
@@ -743,7 +753,7 @@ async fn clean_left_node(
     let mut failures: u64 = 0;
     let how = loop {
         tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_secs(1));
+        pause = (pause * 2).min(Duration::from_millis(500));
         let Some(session) = session.upgrade() else {
             break "the application closed the session";
         };
