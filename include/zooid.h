@@ -935,11 +935,15 @@ zooid_status zooid_election_lease_remaining(const struct zooid_election *electio
 
 /**
  * Leaves the group: ends the candidacy, deletes the candidate node and waits for that
- * (bounded by the session timeout). The status ends Inactive and closed; a waiter in
- * `zooid_election_wait_change` wakes with it, `zooid_election_await_leadership` returns
- * `ZOOID_STATUS_CLOSED`. Repeating it is harmless. The handle must still be freed.
+ * (bounded by twice the session timeout). The status ends Inactive and closed (also on
+ * `ZOOID_STATUS_STORE`); a waiter in `zooid_election_wait_change` wakes with it,
+ * `zooid_election_await_leadership` returns `ZOOID_STATUS_CLOSED`. Repeating it is harmless.
+ * The handle must still be freed.
  *
- * Errors: `ZOOID_STATUS_RUNTIME_THREAD`.
+ * Errors: `ZOOID_STATUS_RUNTIME_THREAD`; `ZOOID_STATUS_STORE` when the candidate node could
+ * not be deleted in time (the message names it): it may still be there, heading the line, and
+ * is deleted in the background until it is gone or the session is; calling this again returns
+ * `ZOOID_STATUS_OK` once it is gone.
  *
  * # Safety
  * `election` must be NULL or a live candidacy.

@@ -630,12 +630,17 @@ async fn monitor(inner: std::sync::Weak<Inner>, mut alive: watch::Receiver<()>) 
             }
         };
         let Some(why) = why else { continue };
-        let Some(strong) = inner.upgrade() else {
-            return;
-        };
-        if strong.replace(generation, why).await {
-            backoff = Duration::from_millis(100);
-        } else {
+        // Given up for good: never watch its client again (it may reconnect, but its
+        // generation must not be published as anything but Lost); open the next one until it
+        // opens.
+        loop {
+            let Some(strong) = inner.upgrade() else {
+                return;
+            };
+            if strong.replace(generation, why).await {
+                backoff = Duration::from_millis(100);
+                break;
+            }
             drop(strong);
             tokio::select! {
                 changed = alive.changed() => if changed.is_err() { return },
@@ -653,7 +658,35 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
     }
 }
 
+/// A handle on a [`Session`] that does not keep it open: a background task that must stop
+/// when the application closes the session (its ephemeral nodes then go with it) holds this
+/// between its requests, and [`WeakSession::upgrade`]s it for each one.
+#[derive(Clone)]
+pub(crate) struct WeakSession {
+    inner: std::sync::Weak<Inner>,
+    alive: std::sync::Weak<watch::Sender<()>>,
+}
+
+impl WeakSession {
+    /// The session, while the application still holds a handle on it; `None` once the last
+    /// one was dropped.
+    pub(crate) fn upgrade(&self) -> Option<Session> {
+        Some(Session {
+            inner: self.inner.upgrade()?,
+            alive: self.alive.upgrade()?,
+        })
+    }
+}
+
 impl Session {
+    /// A handle that does not keep the session open (see [`WeakSession`]).
+    pub(crate) fn downgrade(&self) -> WeakSession {
+        WeakSession {
+            inner: Arc::downgrade(&self.inner),
+            alive: Arc::downgrade(&self.alive),
+        }
+    }
+
     /// Resolves once the last handle of this session is dropped. A background task that holds a
     /// ZooKeeper client of its own (a watch that may never fire) selects on it, so that it never
     /// keeps the session open on the servers after the application closed it.

@@ -303,3 +303,70 @@ fn stop_acting_is_published_half_way_through_a_suspension_before_the_loss() {
         assert!(!renewed.stop_acting, "the new generation acts: {renewed:?}");
     });
 }
+
+/// A given-up generation stays given up: when the new session cannot be opened yet (every
+/// server still cut off), the session layer must not go back to watching the old client and
+/// publish its generation as Suspended (with `stop_acting` reset) or Connected again; it keeps
+/// trying to open the next generation, which is the next thing published.
+#[test]
+fn a_given_up_generation_never_comes_back() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = FaultProxy::start(zk.addr());
+    runtime().block_on(async {
+        let session = Session::connect(&proxy.connect_string(), &session_options(1000))
+            .await
+            .unwrap();
+        let mut rx = session.subscribe();
+        proxy.blackhole();
+        let cut = Instant::now();
+        let mut seen = record_until(&mut rx, Duration::from_secs(10), |s| {
+            s.state == ConnectionState::Lost
+        })
+        .await;
+        assert_eq!(
+            seen.last().map(|s| (s.state, s.generation)),
+            Some((ConnectionState::Lost, 1)),
+            "generation 1 given up: {seen:?}"
+        );
+        let lost_after = cut.elapsed();
+        // Every server stays cut off while the session layer tries to open generation 2.
+        let until = tokio::time::Instant::now() + Duration::from_millis(2500);
+        while let Ok(Ok(())) = tokio::time::timeout_at(until, rx.changed()).await {
+            seen.push(*rx.borrow_and_update());
+        }
+        // Guard: the cut lasted throughout.
+        assert!(proxy.is_blackholed() && proxy.stats().blackholes == 1);
+        proxy.heal();
+        seen.extend(
+            record_until(&mut rx, Duration::from_secs(15), |s| {
+                s.state == ConnectionState::Connected && s.generation >= 2
+            })
+            .await
+            .into_iter()
+            .skip(1),
+        );
+        let brief: Vec<_> = seen
+            .iter()
+            .map(|s| (s.state, s.generation, s.stop_acting))
+            .collect();
+        eprintln!("statuses after the cut (lost {lost_after:?} after it): {brief:?}");
+        let lost = seen
+            .iter()
+            .position(|s| s.state == ConnectionState::Lost && s.generation == 1)
+            .expect("generation 1 lost");
+        let back: Vec<_> = seen[lost..]
+            .iter()
+            .filter(|s| s.generation == 1 && s.state != ConnectionState::Lost)
+            .collect();
+        assert!(
+            back.is_empty(),
+            "the given-up generation 1 came back after Lost: {back:?} (all: {brief:?})"
+        );
+        let last = seen.last().unwrap();
+        assert_eq!(
+            (last.state, last.generation),
+            (ConnectionState::Connected, 2)
+        );
+    });
+}

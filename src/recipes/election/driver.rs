@@ -4,6 +4,7 @@
 use super::lease::{sleep_until_opt, Confirming, LeaseTiming};
 use super::line::{candidates, group_epoch, parse_candidate, token, MARKER_PREFIX, SEQ_PREFIX};
 use super::*;
+use crate::zk::session::WeakSession;
 
 use tokio::time::Instant;
 
@@ -66,11 +67,23 @@ impl Driver {
                     self.step_down();
                     match exit {
                         Exit::Closed | Exit::Rejoin { delete: true } => {
-                            self.delete_node(&client, generation, &node.path).await;
+                            // A rejoin waits for the old node to go, however long that takes:
+                            // a new node would line up behind it, and nobody would lead.
+                            let deadline = matches!(exit, Exit::Closed)
+                                .then(|| Instant::now() + self.delete_bound());
+                            if self
+                                .delete_node(&client, generation, &node.path, deadline)
+                                .await
+                            {
+                                exit
+                            } else {
+                                // Only a closed candidacy gives up on it (resign's bound).
+                                self.leave_behind(generation, &node.path);
+                                Exit::Closed
+                            }
                         }
-                        _ => {}
+                        _ => exit,
                     }
-                    exit
                 }
                 Err(exit) => exit,
             };
@@ -508,6 +521,11 @@ impl Driver {
         let mut interrupted = false;
         // The watch on our own node, kept across session state changes.
         let mut own: Option<OwnWatch> = None;
+        // The read that arms it, in flight: awaited in the loop's `select!` with the lease's
+        // end, never inline, so Active never outlives the lease while it is pending.
+        let mut arming: Option<Arming> = None;
+        // When the next arming may start (after a failed one).
+        let mut arm_at = Instant::now();
         loop {
             if self.closed() {
                 return Exit::Closed;
@@ -525,22 +543,16 @@ impl Driver {
                     return Exit::Rejoin { delete: true };
                 }
                 publish(self, LeaderState::Active);
-                if own.is_none() {
+                if own.is_none() && arming.is_none() && now >= arm_at {
                     // Watch our own node, so a deletion by someone else ends the leadership.
-                    match self
-                        .req(generation, client.get_and_watch_data(&node.path))
-                        .await
-                        .classified()
-                    {
-                        Ok((_, _, watcher)) => {
-                            own = Some(Box::pin(watcher.changed()));
-                            continue;
-                        }
-                        Err((Verdict::NoNode, _)) => return Exit::Rejoin { delete: false },
-                        Err((Verdict::Expired | Verdict::Closed, _)) => return Exit::SessionGone,
-                        // Connection trouble: the session state will tell, or we retry below.
-                        Err(_) => {}
-                    }
+                    let (session, client, path) =
+                        (self.session.clone(), client.clone(), node.path.clone());
+                    arming = Some(Box::pin(async move {
+                        session
+                            .run(generation, client.get_and_watch_data(&path))
+                            .await
+                            .map(|(_, _, watcher)| watcher)
+                    }));
                 }
             } else if lease.is_some() || !connected {
                 // Led before (or suspended before the first confirmation): the leadership is
@@ -574,14 +586,19 @@ impl Driver {
                     None => std::future::pending().await,
                 }
             };
+            if own.is_none() && arming.is_none() && connected && confirmed {
+                // Not armed while Active: the last arming failed; try again at `arm_at`.
+                wake = Some(wake.map_or(arm_at, |w| w.min(arm_at)));
+            }
             let own_changed = async {
                 match own.as_mut() {
-                    Some(watch) => Some(watch.as_mut().await),
-                    // Not armed while Active: a request failed; try again shortly.
-                    None if connected && confirmed => {
-                        tokio::time::sleep(Duration::from_millis(500)).await;
-                        None
-                    }
+                    Some(watch) => watch.as_mut().await,
+                    None => std::future::pending().await,
+                }
+            };
+            let armed = async {
+                match arming.as_mut() {
+                    Some(pending) => pending.as_mut().await,
                     None => std::future::pending().await,
                 }
             };
@@ -610,12 +627,23 @@ impl Driver {
                     }
                 }
                 event = own_changed => {
-                    if let Some(event) = event {
-                        if event.event_type == EventType::NodeDeleted {
-                            return Exit::Rejoin { delete: false };
+                    if event.event_type == EventType::NodeDeleted {
+                        return Exit::Rejoin { delete: false };
+                    }
+                    // Data changed or a session event: re-arm / re-check.
+                    own = None;
+                }
+                armed = armed => {
+                    arming = None;
+                    match armed.classified() {
+                        Ok(watcher) => own = Some(Box::pin(watcher.changed())),
+                        Err((Verdict::NoNode, _)) => return Exit::Rejoin { delete: false },
+                        Err((Verdict::Expired | Verdict::Closed, _)) => return Exit::SessionGone,
+                        // Connection trouble: the session state will tell, or we retry shortly.
+                        Err((_, err)) => {
+                            tracing::debug!(group = %self.group, %err, "watching our own candidate node failed; retrying");
+                            arm_at = Instant::now() + Duration::from_millis(500);
                         }
-                        // Data changed or a session event: re-arm / re-check.
-                        own = None;
                     }
                 }
                 _ = sleep_until_opt(wake) => {}
@@ -625,37 +653,155 @@ impl Driver {
         }
     }
 
-    /// Deletes our node (idempotent: its name is unique and never reused), bounded in time.
-    async fn delete_node(&mut self, client: &Client, generation: u64, path: &str) {
-        let deadline = tokio::time::Instant::now() + 2 * self.session.request_limit();
-        while tokio::time::Instant::now() < deadline {
-            match self
-                .req(generation, client.delete(path, None))
-                .await
-                .classified()
-            {
-                Ok(()) | Err((Verdict::NoNode, _)) => return,
-                Err((Verdict::Expired | Verdict::Closed, _)) => return,
-                Err((_, err)) => {
-                    tracing::debug!(%err, path, "deleting the candidate node; retrying");
-                    let wait = self.recover(generation);
-                    match tokio::time::timeout_at(deadline, wait).await {
-                        Ok(true) => {}
-                        _ => return,
-                    }
+    /// How long a closed candidacy (resign, drop) tries to delete its node before it leaves it
+    /// to [`clean_left_node`]: twice the request limit.
+    fn delete_bound(&self) -> Duration {
+        2 * self.session.request_limit()
+    }
+
+    /// Deletes our node (idempotent: its name is unique and never reused). True once it is
+    /// gone: deleted, found absent, or gone with its session. Until `deadline` when there is
+    /// one; without one, for as long as the session lives (a rejoin), until the candidacy is
+    /// closed, which bounds it as a resign from then on. False: it may still be there.
+    async fn delete_node(
+        &mut self,
+        client: &Client,
+        generation: u64,
+        path: &str,
+        mut deadline: Option<Instant>,
+    ) -> bool {
+        let mut close = self.close.clone();
+        // Between failed attempts: 50 ms, doubling to 500 ms (a refusal may last).
+        let mut pause = Duration::from_millis(50);
+        let mut failures: u64 = 0;
+        loop {
+            if deadline.is_none() && self.closed() {
+                deadline = Some(Instant::now() + self.delete_bound());
+            }
+            let until = deadline.unwrap_or_else(far_future);
+            if Instant::now() >= until {
+                return false;
+            }
+            let attempt = self.req(generation, client.delete(path, None));
+            let Ok(outcome) = tokio::time::timeout_at(until, attempt).await else {
+                return false;
+            };
+            let err = match outcome.classified() {
+                Ok(()) | Err((Verdict::NoNode, _)) => return true,
+                // The node goes with its session.
+                Err((Verdict::Expired | Verdict::Closed, _)) => return true,
+                Err((_, err)) => err,
+            };
+            failures += 1;
+            if failures >= 8 && failures.is_power_of_two() {
+                tracing::warn!(%err, path, failures, "deleting the candidate node keeps failing; still trying (nobody else leads while it is there)");
+            } else {
+                tracing::debug!(%err, path, "deleting the candidate node; retrying");
+            }
+            // Wait until the session is usable again (a close of the candidacy sets the bound).
+            let nap = pause;
+            pause = (pause * 2).min(Duration::from_millis(500));
+            let wait = async {
+                tokio::time::sleep(nap).await;
+                self.wait_same_session(generation).await
+            };
+            tokio::select! {
+                alive = tokio::time::timeout_at(until, wait) => match alive {
+                    Ok(true) => {}
+                    Ok(false) => return true, // gone with its session
+                    Err(_) => return false,
+                },
+                _ = close.changed(), if deadline.is_none() => {}
+            }
+        }
+    }
+
+    /// Leaves our node to a background task that deletes it (a closed candidacy's delete gave
+    /// up): [`Election::resign`] reports it until it is gone.
+    fn leave_behind(&self, generation: u64, path: &str) {
+        tracing::warn!(
+            group = %self.group,
+            path,
+            "could not delete the candidate node in time; it may still be there, and while it is, nobody else leads: deleting it in the background until it is gone or its session ends"
+        );
+        lock(&self.shared).left = Some(path.to_string());
+        tokio::spawn(clean_left_node(
+            self.session.downgrade(),
+            generation,
+            path.to_string(),
+            self.shared.clone(),
+        ));
+    }
+}
+
+/// A deadline that never comes (about 30 years).
+fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(86400 * 365 * 30)
+}
+
+/// Deletes a candidate node left behind by a delete that gave up, for as long as it takes:
+/// until it is gone, or its session is (given up by the session layer, or closed because the
+/// application dropped its last handle: the node goes with it). It holds no session handle
+/// between attempts, so it never keeps the session, and the node, alive by itself.
+async fn clean_left_node(
+    session: WeakSession,
+    generation: u64,
+    path: String,
+    shared: Arc<Mutex<Shared>>,
+) {
+    let mut pause = Duration::from_millis(100);
+    let mut failures: u64 = 0;
+    let how = loop {
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(500));
+        let Some(session) = session.upgrade() else {
+            break "the application closed the session";
+        };
+        if session.is_gone_generation(generation) {
+            break "its session is gone";
+        }
+        let (client, current) = session.client();
+        if current != generation {
+            break "its session is gone";
+        }
+        if session.status().state != ConnectionState::Connected {
+            continue;
+        }
+        match session
+            .run(generation, client.delete(&path, None))
+            .await
+            .classified()
+        {
+            Ok(()) => break "deleted",
+            Err((Verdict::NoNode, _)) => break "found gone",
+            Err((Verdict::Expired | Verdict::Closed, _)) => break "its session is gone",
+            Err((_, err)) => {
+                failures += 1;
+                if failures.is_power_of_two() {
+                    tracing::warn!(%err, path, failures, "deleting a left-behind candidate node failed again; still trying");
                 }
             }
         }
-        tracing::warn!(
-            path,
-            "could not delete the candidate node in time; it goes with the session"
-        );
+    };
+    tracing::info!(path, how, "the left-behind candidate node is gone");
+    let mut shared = lock(&shared);
+    if shared.left.as_deref() == Some(path.as_str()) {
+        shared.left = None;
     }
 }
 
 /// A pending notification of the watch on our own node.
 type OwnWatch =
     std::pin::Pin<Box<dyn std::future::Future<Output = zookeeper_client::WatchedEvent> + Send>>;
+
+/// The read that arms the watch on our own node, in flight.
+type Arming = std::pin::Pin<
+    Box<
+        dyn std::future::Future<
+                Output = std::result::Result<zookeeper_client::OneshotWatcher, ZkError>,
+            > + Send,
+    >,
+>;
 
 /// The fate of the candidate multis that expected one group version.
 enum Resolved {

@@ -15,7 +15,9 @@
 //! The session layer ([`crate::zk::session`]) is the only interpreter of the connection: a session
 //! it declares `Lost` (expired, or unreachable for its whole negotiated timeout) makes the
 //! candidate Inactive, and the candidate rejoins on the next session by itself unless it
-//! resigned or was dropped.
+//! resigned or was dropped. The leadership does not wait for [`SessionStatus::stop_acting`]:
+//! it is Paused from the first moment of a suspension, and Active ends at the lease (timed from
+//! the quorum's confirmation, not from when anything was noticed) whatever request is in flight.
 //!
 //! **Joining without a lost-reply race.** The candidate node is created by one `multi`:
 //! `[setData(group, its data unchanged, expected version V), create(candidate)]`. When the reply
@@ -193,6 +195,9 @@ pub struct LeaderInfo {
 struct Shared {
     /// Our leadership, when we hold one: the node and its session generation.
     leading: Option<Leading>,
+    /// Our candidate node whose delete gave up when the candidacy closed: it may still be
+    /// there. A background task keeps deleting it and clears this once it is gone.
+    left: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -203,6 +208,12 @@ struct Leading {
 
 /// A candidacy in one group's election. Dropping it leaves the group (the candidate node is
 /// deleted in the background); [`Election::resign`] does so and waits.
+///
+/// Our candidate node is never left behind silently while the session lives: a delete that
+/// fails is retried, a rejoin (after [`PausePolicy::Stop`] ended a leadership) waits until the
+/// old node is gone rather than line up behind it, and a closed candidacy whose delete gave up
+/// leaves the node to a background task that deletes it until it is gone or the session ends
+/// ([`Election::resign`] reports it).
 pub struct Election {
     group: String,
     name: String,
@@ -393,15 +404,30 @@ impl Election {
     }
 
     /// Leaves the group: stops the candidacy, deletes our candidate node and waits for that
-    /// (bounded by the session timeout). The status ends Inactive with `closed`. Harmless when
-    /// repeated.
+    /// (bounded by twice the session timeout). The status ends Inactive with `closed`, also
+    /// when it fails. Harmless when repeated.
+    ///
+    /// Errors: `Store` (its `path` is the candidate node) when the node could not be deleted
+    /// within the bound: it may still be there, and while it is, it heads the line (nobody
+    /// else leads). A background task keeps deleting it until it is gone, or its session is
+    /// (the session layer gave it up, or the application dropped its last handle on the
+    /// session); calling `resign` again returns `Ok` once that happened.
     pub async fn resign(&self) -> Result<()> {
         let _ = self.close.send(true);
         let driver = lock(&self.driver).take();
         if let Some(driver) = driver {
             let _ = driver.await;
         }
-        Ok(())
+        // A concurrent call took the driver: the driver's last word is the closed status.
+        let mut status = self.status.clone();
+        let _ = status.wait_for(|s| s.closed).await;
+        match lock(&self.shared).left.clone() {
+            None => Ok(()),
+            Some(path) => Err(ZooidError::Store {
+                path,
+                reason: "resign could not delete the candidate node in time; it may still be there and still head the line; it is being deleted in the background until it is gone or its session is".into(),
+            }),
+        }
     }
 
     fn closed_error(&self) -> ZooidError {

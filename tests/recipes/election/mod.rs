@@ -5,8 +5,10 @@
 //!
 //! Figures are printed with `FIGURES` prefixes (`cargo test --test election -- --nocapture`).
 
+mod active_lease;
 mod harness;
 mod issue20;
+mod leftover;
 mod muted;
 use zooid_test_support as support;
 

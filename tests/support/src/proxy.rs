@@ -212,12 +212,17 @@ enum Fault {
     /// Close the client side at once, deliver the request upstream after the delay; ping the
     /// server on the held connection this often meanwhile, if set.
     Hold(RequestMatch, Duration, Option<Duration>),
+    /// Forward the request, then mute every server reply (as [`FaultProxy::mute_replies`]).
+    MuteFrom(RequestMatch),
 }
 
 impl Fault {
     fn request_match(&self) -> &RequestMatch {
         match self {
-            Fault::DropReply(m) | Fault::Reset(m, _) | Fault::Hold(m, _, _) => m,
+            Fault::DropReply(m)
+            | Fault::Reset(m, _)
+            | Fault::Hold(m, _, _)
+            | Fault::MuteFrom(m) => m,
         }
     }
 }
@@ -587,6 +592,20 @@ impl FaultProxy {
         self.shared.update(|st| st.muted = true);
     }
 
+    /// Arms: forward the next request matching `m`, then hold every server-to-client byte (its
+    /// reply included) as [`FaultProxy::mute_replies`] does, until [`FaultProxy::unmute`]: the
+    /// client waits on that request with its connection open and hears nothing more.
+    pub fn mute_replies_from(&self, m: RequestMatch) {
+        self.shared
+            .update(|st| st.faults.push_back(Fault::MuteFrom(m)));
+    }
+
+    /// Whether server-to-client bytes are held ([`FaultProxy::mute_replies`], or a fired
+    /// [`FaultProxy::mute_replies_from`]).
+    pub fn is_muted(&self) -> bool {
+        self.shared.state().muted
+    }
+
     /// Ends [`FaultProxy::mute_replies`]: held server bytes flow again.
     pub fn unmute(&self) {
         self.shared.update(|st| st.muted = false);
@@ -925,6 +944,10 @@ impl Conn {
             };
             match fault {
                 None => out.extend_from_slice(&frame),
+                Some((_, Fault::MuteFrom(_))) => {
+                    out.extend_from_slice(&frame);
+                    shared.update(|st| st.muted = true);
+                }
                 Some((xid, Fault::DropReply(_))) => {
                     out.extend_from_slice(&frame);
                     self.pending.push((xid, OnReply::DropAndClose));

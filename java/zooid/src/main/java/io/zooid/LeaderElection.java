@@ -229,9 +229,14 @@ public final class LeaderElection extends NativeResource implements AutoCloseabl
 
     /**
      * Leaves the group: ends the candidacy, deletes the candidate node and waits for that
-     * (bounded by the session timeout). The state ends {@link LeaderState#INACTIVE}; fenced writes
-     * and {@link #awaitLeadership} then throw {@link IllegalStateException}. Repeating it is
-     * harmless; {@link #close()} is still needed to free the object.
+     * (bounded by twice the session timeout). The state ends {@link LeaderState#INACTIVE}; fenced
+     * writes and {@link #awaitLeadership} then throw {@link IllegalStateException}. Repeating it
+     * is harmless; {@link #close()} is still needed to free the object.
+     *
+     * @throws IDGeneratorException with {@link ErrorCode#STORE} when the candidate node could not
+     *     be deleted in time: it may still be there (heading the line, so nobody else leads) and
+     *     is deleted in the background until it is gone or the session is; calling
+     *     {@code resign()} again returns normally once it is gone
      */
     public void resign() throws IDGeneratorException {
         withHandle(h -> {
@@ -254,8 +259,8 @@ public final class LeaderElection extends NativeResource implements AutoCloseabl
         try {
             ZooidNative.electionResign(handle);
         } catch (IDGeneratorException e) {
-            // Leaving fails only on a runtime thread, never on a Java one; the free
-            // leaves the group in the background anyway.
+            // The node could not be deleted in time (STORE): it is still being deleted in the
+            // background, after the free too, until it is gone or the session is.
         }
         if (listenerThread != null && listenerThread != Thread.currentThread()) {
             boolean interrupted = false;
