@@ -80,14 +80,31 @@ struct consumers {
     int completed[SHARED_ITEMS]; /* how often each item was completed */
 };
 
-/* Claims and completes until no item comes for a second; each item's data is its index. */
+/* Every item completed (at least once) so far. */
+static int all_completed(struct consumers *c) {
+    pthread_mutex_lock(&c->lock);
+    int all = 1;
+    for (int i = 0; i < SHARED_ITEMS; i++) {
+        all = all && c->completed[i] > 0;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return all;
+}
+
+/* Claims and completes until every item was completed and no item comes for a second (a slow,
+ * loaded machine under valgrind may take longer than that for one claim: up to a minute of
+ * empty seconds is waited for); each item's data is its index. */
 static void *consume(void *arg) {
     struct consumers *c = arg;
+    int empty = 0;
     for (;;) {
         zooid_claim *claim = NULL;
         zooid_status status = zooid_queue_claim(c->queue, 1000, &claim);
         if (status == ZOOID_STATUS_TIMEOUT) {
-            return NULL;
+            if (all_completed(c) || ++empty >= 60) {
+                return NULL;
+            }
+            continue;
         }
         CHECK_OK(status);
         const uint8_t *data = NULL;

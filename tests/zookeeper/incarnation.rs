@@ -6,6 +6,7 @@
 use zooid_test_support as support;
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -152,5 +153,106 @@ fn a_claim_in_doubt_across_a_wipe_and_restore_is_not_resent() {
         assert!(ids_of(&next)
             .iter()
             .all(|&id| id > 10_000 && !seen.contains(&id)));
+    });
+}
+
+/// A process that sealed its generation to move the blocks on and then paused, while others
+/// moved the pool three generations further (retiring the generation after its own), must not
+/// create that retired generation's sequence parent again when it resumes: a claim in the
+/// retired generation whose reply was lost would then find it empty and be judged not applied.
+#[test]
+fn a_paused_rotation_never_brings_back_a_retired_generation() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = FaultProxy::start(zk.addr());
+    runtime().block_on(async {
+        let a = IdGeneratorService::connect(
+            &proxy.connect_string(),
+            &session_options(30_000),
+            ServiceOptions::default(),
+        )
+        .await
+        .unwrap();
+        let cat = IdCategory::new("/incarnation/rotation").unwrap();
+        // Blocks of one ID: a take of 1,000 claims 1,000 blocks, and a generation moves on
+        // after 20,000.
+        a.create_category_in(&cat, 1, 100_000_000, Layout::HoleNodes { unit: 1 })
+            .await
+            .unwrap();
+        for _ in 0..20 {
+            a.take_ids(&cat, 1000).await.unwrap();
+        }
+        let parents = |list: Vec<String>| -> Vec<String> {
+            list.into_iter()
+                .filter(|c| c.starts_with("zooid-blocks-"))
+                .collect()
+        };
+        assert_eq!(
+            parents(a.list_categories(cat.name()).await.unwrap()),
+            vec!["zooid-blocks-0".to_string()]
+        );
+
+        // A's next take moves the blocks on: it seals generation 0, then writes the pool. Its
+        // pool write waits while another process moves the pool to generation 3 (generation 1
+        // retired) with takes of its own.
+        let connect = zk.connect_string();
+        let (cat_b, fired) = (cat.clone(), Arc::new(AtomicUsize::new(0)));
+        let once = Arc::clone(&fired);
+        let path = format!("{}\0", cat.name());
+        proxy.drop_reply(RequestMatch::Custom(support::MatchFn(Arc::new(
+            move |opcode, frame: &[u8]| {
+                let pool_write = opcode == support::op::SET_DATA
+                    && frame
+                        .windows(path.len() - 1)
+                        .any(|w| w == &path.as_bytes()[..path.len() - 1])
+                    && !frame.windows(13).any(|w| w == b"zooid-blocks-");
+                if pool_write && once.fetch_add(1, Ordering::SeqCst) == 0 {
+                    let (connect, cat) = (connect.clone(), cat_b.clone());
+                    std::thread::spawn(move || {
+                        runtime().block_on(async move {
+                            let b = IdGeneratorService::connect(
+                                &connect,
+                                &session_options(6000),
+                                ServiceOptions::default(),
+                            )
+                            .await
+                            .unwrap();
+                            for _ in 0..61 {
+                                b.take_ids(&cat, 1000).await.unwrap();
+                            }
+                            // Generation 1 retired (in the background) once the pool is at 3.
+                            let deadline = Instant::now() + Duration::from_secs(20);
+                            loop {
+                                let children = b.list_categories(cat.name()).await.unwrap();
+                                if !children.iter().any(|c| c == "zooid-blocks-1") {
+                                    eprintln!("while a paused: {children:?}");
+                                    break;
+                                }
+                                assert!(Instant::now() < deadline, "generation 1 not retired");
+                                tokio::time::sleep(Duration::from_millis(50)).await;
+                            }
+                        })
+                    })
+                    .join()
+                    .unwrap();
+                }
+                false
+            },
+        ))));
+        a.take_ids(&cat, 1000).await.unwrap();
+        proxy.clear_faults();
+        assert_eq!(
+            fired.load(Ordering::SeqCst),
+            1,
+            "guard: a's pool write waited"
+        );
+        // Retiring is in the background: give a recreated parent time to show.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = parents(a.list_categories(cat.name()).await.unwrap());
+        eprintln!("after a resumed: {now:?}");
+        assert!(
+            !now.contains(&"zooid-blocks-1".to_string()),
+            "a retired generation's sequence parent was created again: {now:?}"
+        );
     });
 }
