@@ -95,7 +95,7 @@ pub fn run(connect: &str, options: &ConnectOptions, command: QueueCommand) -> zo
                     ..QueueOptions::default()
                 };
                 let q = WorkQueue::open(&session, &queue, opts)?;
-                work(&q, max, Duration::from_secs(grace), &command).await
+                work(&q, &session, max, Duration::from_secs(grace), &command).await
             }
             QueueCommand::Show { queue } => {
                 show(&WorkQueue::open(&session, &queue, QueueOptions::default())?).await
@@ -147,6 +147,7 @@ fn io_error(what: &str, e: std::io::Error) -> ZooidError {
 
 async fn work(
     queue: &WorkQueue,
+    session: &Session,
     max: Option<u64>,
     grace: Duration,
     command: &[String],
@@ -162,7 +163,7 @@ async fn work(
         };
         let Some(claim) = claim else { continue };
         handled += 1;
-        let stop = run_one(claim, command, grace, &mut term, &mut int).await?;
+        let stop = run_one(claim, session, command, grace, &mut term, &mut int).await?;
         if stop {
             break;
         }
@@ -170,9 +171,41 @@ async fn work(
     Ok(())
 }
 
-/// Runs COMMAND on one claimed item; returns whether a stop signal arrived.
+/// Resolves when the claim may be lost while its command runs: its session was given up, or it
+/// has been out of touch with the servers for half its timeout (`stop_acting`), after which
+/// the servers may expire it and hand the item to another worker.
+async fn claim_at_risk(claim: &Claim, session: &Session) -> std::time::Duration {
+    let mut status = session.subscribe();
+    loop {
+        let now = *status.borrow_and_update();
+        if claim.is_lost() || now.stop_acting {
+            // What is left of the session's timeout at most: the servers count it from the
+            // last contact, half of it ago when `stop_acting` was published.
+            return now.timeout.saturating_sub(now.stop_acting_after());
+        }
+        if status.changed().await.is_err() {
+            return Duration::ZERO;
+        }
+    }
+}
+
+/// Kills COMMAND's process group.
+fn kill_group(child: &tokio::process::Child) {
+    if let Some(pid) = child.id() {
+        // SAFETY: kill(2) on the process group we created for the command.
+        unsafe {
+            libc::kill(-(pid as i32), libc::SIGKILL);
+        }
+    }
+}
+
+/// Runs COMMAND on one claimed item; returns whether a stop signal arrived. A command whose
+/// claim may be lost (see [`claim_at_risk`]) gets SIGTERM at once and SIGKILL within the grace
+/// period and at most half the session's timeout later, before the servers could hand the item
+/// to another worker; its item is then released (or already lost).
 async fn run_one(
     claim: Claim,
+    session: &Session,
     command: &[String],
     grace: Duration,
     term: &mut tokio::signal::unix::Signal,
@@ -203,27 +236,43 @@ async fn run_one(
         });
     }
     let mut stopping = false;
+    let mut at_risk = None;
     let status = tokio::select! {
         status = child.wait() => Some(status),
         _ = term.recv() => { stopping = true; None }
         _ = int.recv() => { stopping = true; None }
+        left = claim_at_risk(&claim, session) => { at_risk = Some(left); None }
     };
     let status = match status {
         Some(status) => Some(status),
         None => {
-            eprintln!(
-                "zooid: stopping: letting {} finish for up to {grace:?}",
-                claim.item()
-            );
-            match tokio::time::timeout(grace, child.wait()).await {
-                Ok(status) => Some(status),
-                Err(_) => {
+            let grace = match at_risk {
+                Some(left) => {
+                    eprintln!(
+                        "zooid: {}: the claim may be lost (no contact with ZooKeeper): stopping the command within {:?}",
+                        claim.item(),
+                        grace.min(left)
+                    );
                     if let Some(pid) = child.id() {
                         // SAFETY: kill(2) on the process group we created for the command.
                         unsafe {
-                            libc::kill(-(pid as i32), libc::SIGKILL);
+                            libc::kill(-(pid as i32), libc::SIGTERM);
                         }
                     }
+                    grace.min(left)
+                }
+                None => {
+                    eprintln!(
+                        "zooid: stopping: letting {} finish for up to {grace:?}",
+                        claim.item()
+                    );
+                    grace
+                }
+            };
+            match tokio::time::timeout(grace, child.wait()).await {
+                Ok(status) => Some(status),
+                Err(_) => {
+                    kill_group(&child);
                     let _ = child.kill().await;
                     None
                 }

@@ -270,3 +270,62 @@ fn concurrent_workers_started_first_process_every_item_once() {
     let show = ok(zooid(&c, &["queue", "show", q]));
     assert!(show.contains("items:   0 (0 claimed)"), "{show}");
 }
+
+/// A worker out of touch with ZooKeeper stops its command before the servers could expire its
+/// session and hand the item to another worker: `queue work` watches its claim while the
+/// command runs. The server is paused (SIGSTOP) under a running command that ignores SIGTERM;
+/// the command must be gone within the session timeout of the pause.
+#[test]
+fn a_worker_out_of_touch_stops_its_command_within_the_session_timeout() {
+    let zk = ZkServer::start();
+    let c = zk.connect_string();
+    let q = "/cli/out-of-touch";
+    let dir = tempfile::tempdir().unwrap();
+    ok(zooid(&c, &["queue", "put", q, "long"]));
+    let (started, beats) = (dir.path().join("started"), dir.path().join("beats"));
+    let script = format!(
+        "cat > /dev/null; trap '' TERM; touch {}; while true; do date +%s.%N >> {}; sleep 0.05; done",
+        started.display(),
+        beats.display()
+    );
+    let mut worker = Command::new(env!("CARGO_BIN_EXE_zooid"))
+        .args(["--connect", &c, "--session-timeout-ms", "4000"])
+        .args(["queue", "work", q, "--grace", "30", "--identity", "cli-out"])
+        .args(["--", "sh", "-c", &script])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(support::wait_until(Duration::from_secs(20), || started.exists()));
+    std::thread::sleep(Duration::from_millis(300));
+    let paused_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    zk.pause();
+    assert!(!zk.is_serving(), "guard: the server is paused");
+    std::thread::sleep(Duration::from_secs(9));
+    zk.resume();
+    let last_beat: f64 = std::fs::read_to_string(&beats)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .fold(0.0, f64::max);
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(worker.id() as i32, libc::SIGTERM) };
+    let stopped = support::wait_until(Duration::from_secs(20), || {
+        matches!(worker.try_wait(), Ok(Some(_)))
+    });
+    if !stopped {
+        let _ = worker.kill();
+    }
+    let out = worker.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let ran = last_beat - paused_at;
+    eprintln!("the command ran {ran:.2} s after the server was paused\n{stderr}");
+    assert!(
+        ran < 4.5,
+        "the command ran {ran:.2} s after the server was paused (session timeout 4 s): a \
+         worker out of touch kept its command running past the point where the item could be \
+         handed to another worker"
+    );
+}
