@@ -483,6 +483,13 @@ impl Analysis {
             self.covered_by_killed_takes,
             self.uncovered
         );
+        if !self.unexplained_ids.is_empty() {
+            let _ = writeln!(
+                s,
+                "  IDs named by nothing (to trace where they went): {:?}",
+                self.unexplained_ids.0.iter().take(10).collect::<Vec<_>>()
+            );
+        }
         if !self.uncovered_ids.is_empty() {
             let _ = writeln!(
                 s,
