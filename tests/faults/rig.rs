@@ -1,8 +1,8 @@
 //! One fault test's world: a real 3-server ZooKeeper ensemble, one [`FaultProxy`] in front of
 //! each server, a category, and worker processes (examples/faultload.rs) connected through the
 //! proxies, each thread writing its ledger into one directory. [`Rig::finish`] stops the
-//! workers, reads the final pool and runs the checker; [`Rig::assert_guarantees`] asserts what
-//! every fault test asserts.
+//! workers, reads the free IDs from ZooKeeper (tests/faults/pool.rs) and runs the checker;
+//! [`Rig::assert_guarantees`] asserts what every fault test asserts.
 //!
 //! Everything started here is owned by the rig and killed by PID when it drops, also when the
 //! test panics.
@@ -19,7 +19,7 @@ use tempfile::TempDir;
 use zooid::blocking::IdGeneratorService;
 use zooid::{ConnectOptions, IdCategory, IdRange, RetryPolicy, ServiceOptions};
 
-use crate::check::{analyse, Analysis};
+use crate::check::{analyse, Analysis, Inputs, Ivs};
 use zooid_test_support::zookeeper::wait_threads;
 use zooid_test_support::{FaultProxy, RequestMatch, ZkEnsemble};
 
@@ -184,8 +184,8 @@ pub struct Rig {
     pub killed_threads: u64,
     /// Faults injected other than through the proxies, for the report.
     faults: Vec<String>,
-    /// The durable record a `zooid restore` recreated the category from (a wipe row): the
-    /// unexplained IDs at or below it are counted as given up by the restore.
+    /// The durable record a `zooid restore` recreated the category from (a wipe row): the IDs
+    /// at or below it that no observation names are counted as given up by the restore.
     restored_from: Option<i64>,
 }
 
@@ -366,7 +366,7 @@ impl Rig {
     }
 
     /// Notes that `zooid restore` recreated the category from a durable record of `ceiling`:
-    /// [`finish`](Self::finish) counts the IDs at or below it that nothing else explains as
+    /// [`finish`](Self::finish) counts the IDs at or below it that no observation names as
     /// given up by that restore.
     pub fn restored_from(&mut self, ceiling: i64) {
         self.restored_from = Some(ceiling);
@@ -645,20 +645,52 @@ impl Rig {
             .filter(|w| matches!(w.state, WorkerState::Killed))
             .map(|w| w.name.clone())
             .collect();
-        // In block allocation the IDs no block claimed yet are free too.
-        let mut free = info.free.clone();
-        // (Format 4's pool_info lists them already.)
-        if info.blocks.is_some_and(|b| !b.hole_nodes) {
-            free.extend(IdRange::new(info.high_water + 1, info.bounds.end()));
-        }
-        let info = zooid::PoolInfo { free, ..info };
-        let mut a = analyse(self.dir(), info.bounds, &info.free, &killed);
+        // The free IDs as ZooKeeper holds them, read by FORMAT.md, not by zooid.
+        let seen = crate::pool::read_free(&self.zk.connect_string(), self.category.name())
+            .expect("read the free IDs from ZooKeeper");
+        let free: Vec<IdRange> = seen
+            .free
+            .iter()
+            .filter_map(|&(s, e)| IdRange::new(s, e))
+            .collect();
+        // A take removes at most its batch from the holes plus whole blocks for the rest.
+        let take_at_most = self.cfg.batch + self.cfg.blocks.map_or(0, |unit| unit - 1);
+        let mut a = analyse(
+            self.dir(),
+            &Inputs {
+                bounds: info.bounds,
+                free: &free,
+                killed: &killed,
+                take_at_most,
+                restored_from: self.restored_from,
+            },
+        );
+        a.problems.extend(seen.problems.iter().cloned());
         for f in failed {
             a.problems.push(f);
         }
+        // zooid's own reading of the free IDs (in format 3, the IDs no block claimed yet are free
+        // too; format 4's pool_info lists them already) must agree.
+        let mut theirs_free = info.free.clone();
+        if info.blocks.is_some_and(|b| !b.hole_nodes) {
+            theirs_free.extend(IdRange::new(info.high_water + 1, info.bounds.end()));
+        }
+        let (ours, zooids) = (Ivs::new(seen.free.iter().copied()), Ivs::of(&theirs_free));
+        if seen.bounds != (info.bounds.start(), info.bounds.end()) || ours != zooids {
+            a.problems.push(format!(
+                "the free IDs read from ZooKeeper ({} IDs in {:?}: {:?}) and pool_info's ({} IDs) \
+                 differ: only in ZooKeeper's {:?}, only in pool_info's {:?}",
+                ours.count(),
+                seen.bounds,
+                seen.sources,
+                zooids.count(),
+                ours.subtract(&zooids).first(),
+                zooids.subtract(&ours).first(),
+            ));
+        }
         // Cross-check with eventpublish's own checker on the same ledgers. It knows nothing of
         // killed workers or unknown pushes, so only its duplicate findings count here.
-        let theirs = crate::ledger::check(self.dir(), info.bounds, &info.free)
+        let theirs = crate::ledger::check(self.dir(), info.bounds, &free)
             .expect("eventpublish's ledger check");
         if theirs.duplicates != 0 || theirs.used != a.used {
             a.problems.push(format!(
@@ -670,9 +702,6 @@ impl Rig {
             if p.contains("twice") || p.contains("holds used IDs") || p.contains("unreadable") {
                 a.problems.push(format!("ledger::check: {p}"));
             }
-        }
-        if let Some(record) = self.restored_from {
-            a.restore_gave_up_through(record);
         }
         eprintln!(
             "[{}] after {:.1?}; faults: {}\n{}",
@@ -724,13 +753,23 @@ impl Rig {
         file.write_all(row.as_bytes()).unwrap();
     }
 
-    /// What every fault test asserts: no duplicates, exact conservation, and bounded leaks.
+    /// What every fault test asserts: no duplicates, every ID accounted for from what was
+    /// observed, and bounded leaks.
     pub fn assert_guarantees(&self, a: &Analysis, expect: Expect) {
         let batch = self.cfg.batch;
         let ctx = || format!("[{}]\n{}", self.name, a.describe());
         assert!(a.problems.is_empty(), "problems found\n{}", ctx());
         assert_eq!(a.duplicates(), 0, "duplicates\n{}", ctx());
-        assert_eq!(a.conservation_sum(), a.category, "conservation\n{}", ctx());
+        // Every ID is named by an observation (free in ZooKeeper, used, held, named leaked by a
+        // report), given up by a restore, or covered by a bounded report (an unknown block
+        // claim's `at_most=N within=A:B`, a take in flight in a killed worker): the checker's
+        // `account`, whose leftovers are problems too.
+        assert_eq!(
+            a.uncovered,
+            0,
+            "IDs that no observation explains and no report covers\n{}",
+            ctx()
+        );
         assert_eq!(a.held_by_live, 0, "IDs held by live workers\n{}", ctx());
         assert!(
             a.used > 0 && a.handed_out > 0,
@@ -767,19 +806,12 @@ impl Rig {
             );
             assert_eq!(a.leaked, 0, "{}", ctx());
         }
-        // A killed thread held at most one batch, or had at most one take in flight. A take
-        // whose fresh-block claim stayed unknown names the blocks of it that it found and
-        // reports where the rest may lie (`at_most=N within=A:B`, docs/DESIGN.md, block
-        // allocation, "Lost replies"): unexplained IDs inside those ranges, up to the IDs the
-        // reports allow, are theirs; every other one is charged to the killed threads.
-        let claimed = a.unexplained_in_claim_bounds.min(a.claim_bound_ids);
+        // A killed thread held at most one batch; the IDs a take in flight in it may have taken
+        // are bounded per take by the checker.
         assert!(
-            a.held_by_killed + a.unexplained - claimed <= batch * self.killed_threads,
-            "more IDs lost with killed workers than one batch per killed thread ({} threads), \
-             besides those inside the bounds unknown block claims reported ({} of at most {})\n{}",
+            a.held_by_killed <= batch * self.killed_threads,
+            "more IDs held by killed workers than one batch per killed thread ({} threads)\n{}",
             self.killed_threads,
-            claimed,
-            a.claim_bound_ids,
             ctx()
         );
         for kind in a.errors.keys() {
