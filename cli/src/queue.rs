@@ -179,9 +179,11 @@ async fn claim_at_risk(claim: &Claim, session: &Session) -> std::time::Duration 
     loop {
         let now = *status.borrow_and_update();
         if claim.is_lost() || now.stop_acting {
-            // What is left of the session's timeout at most: the servers count it from the
-            // last contact, half of it ago when `stop_acting` was published.
-            return now.timeout.saturating_sub(now.stop_acting_after());
+            // What may be left before the servers expire the session: they count its timeout
+            // from the last contact, which came before the client noticed the disconnection
+            // (up to a third of the timeout, the connection timeout, and a tick) and half the
+            // timeout before `stop_acting`: an eighth of it stays.
+            return now.timeout / 8;
         }
         if status.changed().await.is_err() {
             return Duration::ZERO;
@@ -201,7 +203,7 @@ fn kill_group(child: &tokio::process::Child) {
 
 /// Runs COMMAND on one claimed item; returns whether a stop signal arrived. A command whose
 /// claim may be lost (see [`claim_at_risk`]) gets SIGTERM at once and SIGKILL within the grace
-/// period and at most half the session's timeout later, before the servers could hand the item
+/// period and an eighth of the session's timeout later, before the servers could hand the item
 /// to another worker; its item is then released (or already lost).
 async fn run_one(
     claim: Claim,
