@@ -50,7 +50,8 @@ impl<S: Store> IdGeneratorService<S> {
         let (mut slot, budget) = self.hold(category).await?;
         // Left set if this future is dropped mid-write, or the take ends in doubt.
         slot.in_doubt = true;
-        let taken = self.take_held(category, &mut slot, budget, n).await;
+        // Boxed: the take's state machine is large, and a caller's stack need not hold it.
+        let taken = Box::pin(self.take_held(category, &mut slot, budget, n)).await;
         slot.in_doubt = matches!(taken, Err(ZooidError::OutcomeUnknown { .. }));
         taken
     }
