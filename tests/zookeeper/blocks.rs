@@ -500,13 +500,7 @@ fn a_give_back_in_doubt_is_reported_leaked() {
     let zk = ZkServer::start();
     let proxy = FaultProxy::start(zk.addr());
     runtime().block_on(async {
-        let options = ServiceOptions {
-            retry: zooid::RetryPolicy {
-                deadline: Duration::from_secs(8),
-                ..zooid::RetryPolicy::default()
-            },
-            ..ServiceOptions::default()
-        };
+        let options = support::service_options_with_deadline(Duration::from_secs(8));
         let svc =
             IdGeneratorService::connect(&proxy.connect_string(), &session_options(2000), options)
                 .await

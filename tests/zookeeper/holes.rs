@@ -1055,13 +1055,7 @@ fn a_take_at_the_end_reports_the_ids_of_a_hole_claim_in_doubt() {
     let zk = ZkServer::start();
     let proxy = support::FaultProxy::start(zk.addr());
     runtime().block_on(async {
-        let options = ServiceOptions {
-            retry: zooid::RetryPolicy {
-                deadline: Duration::from_secs(8),
-                ..zooid::RetryPolicy::default()
-            },
-            ..ServiceOptions::default()
-        };
+        let options = support::service_options_with_deadline(Duration::from_secs(8));
         let a =
             IdGeneratorService::connect(&proxy.connect_string(), &session_options(2000), options)
                 .await
@@ -1190,13 +1184,8 @@ fn a_take_racing_a_repair_leaves_no_hole_at_or_below_the_record() {
                     let (connect, cat) = (connect.clone(), cat_b.clone());
                     let took = std::thread::spawn(move || {
                         runtime().block_on(async move {
-                            let options = ServiceOptions {
-                                retry: zooid::RetryPolicy {
-                                    deadline: Duration::from_secs(3),
-                                    ..zooid::RetryPolicy::default()
-                                },
-                                ..ServiceOptions::default()
-                            };
+                            let options =
+                                support::service_options_with_deadline(Duration::from_secs(3));
                             let b = IdGeneratorService::connect(
                                 &connect,
                                 &session_options(6000),

@@ -47,13 +47,7 @@ fn a_claim_in_doubt_across_a_wipe_and_restore_is_not_resent() {
     let zk = ZkServer::start();
     let proxy = FaultProxy::start(zk.addr());
     runtime().block_on(async {
-        let options = ServiceOptions {
-            retry: zooid::RetryPolicy {
-                deadline: Duration::from_secs(40),
-                ..zooid::RetryPolicy::default()
-            },
-            ..ServiceOptions::default()
-        };
+        let options = support::service_options_with_deadline(Duration::from_secs(40));
         let a =
             IdGeneratorService::connect(&proxy.connect_string(), &session_options(15000), options)
                 .await

@@ -727,13 +727,7 @@ fn a_lost_push_across_a_wipe_is_not_pushed_again() {
     let zk = ZkServer::start();
     let proxy = support::FaultProxy::start(zk.addr());
     runtime().block_on(async {
-        let options = ServiceOptions {
-            retry: zooid::RetryPolicy {
-                deadline: Duration::from_secs(40),
-                ..zooid::RetryPolicy::default()
-            },
-            ..ServiceOptions::default()
-        };
+        let options = support::service_options_with_deadline(Duration::from_secs(40));
         let a =
             IdGeneratorService::connect(&proxy.connect_string(), &session_options(15000), options)
                 .await

@@ -283,8 +283,9 @@ fn a_worker_out_of_touch_stops_its_command_within_the_session_timeout() {
     let dir = tempfile::tempdir().unwrap();
     ok(zooid(&c, &["queue", "put", q, "long"]));
     let (started, beats) = (dir.path().join("started"), dir.path().join("beats"));
+    // The command runs in a process group of its own, led by this shell: its pid names it.
     let script = format!(
-        "cat > /dev/null; trap '' TERM; touch {}; while true; do date +%s.%N >> {}; sleep 0.05; done",
+        "cat > /dev/null; trap '' TERM; echo $$ > {}; while true; do date +%s.%N >> {}; sleep 0.05; done",
         started.display(),
         beats.display()
     );
@@ -295,7 +296,9 @@ fn a_worker_out_of_touch_stops_its_command_within_the_session_timeout() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    assert!(support::wait_until(Duration::from_secs(20), || started.exists()));
+    assert!(support::wait_until(Duration::from_secs(20), || {
+        std::fs::read_to_string(&started).is_ok_and(|s| s.ends_with('\n'))
+    }));
     std::thread::sleep(Duration::from_millis(300));
     let paused_at = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -310,6 +313,16 @@ fn a_worker_out_of_touch_stops_its_command_within_the_session_timeout() {
         .lines()
         .filter_map(|l| l.trim().parse().ok())
         .fold(0.0, f64::max);
+    // The command's group, whatever the worker did (a command left running keeps the
+    // worker's stderr open), then the worker.
+    if let Ok(pid) = std::fs::read_to_string(&started)
+        .unwrap()
+        .trim()
+        .parse::<i32>()
+    {
+        // SAFETY: kill(2) on the process group of the command this test started.
+        unsafe { libc::kill(-pid, libc::SIGKILL) };
+    }
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(worker.id() as i32, libc::SIGTERM) };
     let stopped = support::wait_until(Duration::from_secs(20), || {

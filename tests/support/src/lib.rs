@@ -153,6 +153,18 @@ pub fn session_options(session_ms: u64) -> zooid::ConnectOptions {
     }
 }
 
+/// Service options whose operations each retry for at most `deadline` (tests that outlast a
+/// session timeout with a fault in place).
+pub fn service_options_with_deadline(deadline: Duration) -> zooid::ServiceOptions {
+    zooid::ServiceOptions {
+        retry: zooid::RetryPolicy {
+            deadline,
+            ..zooid::RetryPolicy::default()
+        },
+        ..zooid::ServiceOptions::default()
+    }
+}
+
 /// Installs a `tracing` subscriber once per test binary, filtered by `RUST_LOG`
 /// (default `warn`), writing through the test harness's captured output.
 pub fn init_tracing() {
