@@ -154,10 +154,14 @@ pub fn link_args(cmd: &mut Command, link: Link) {
             let dir = lib_dir();
             // By name, not path: libzooid.so has no SONAME, so a path would be recorded as is.
             assert!(lib.starts_with(&dir));
+            // DT_RPATH (not RUNPATH): searched before LD_LIBRARY_PATH, which `cargo test` sets
+            // to target/<profile> ahead of its deps, where the last `cargo build` left a copy
+            // of libzooid.so that may be older than the sources under test.
             cmd.arg("-L")
                 .arg(&dir)
                 .arg("-lzooid")
                 .arg(format!("-Wl,-rpath,{}", dir.display()))
+                .arg("-Wl,--disable-new-dtags")
                 .args(["-lpthread", "-ldl", "-lm"]);
         }
         Link::Static => {

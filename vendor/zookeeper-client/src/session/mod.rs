@@ -494,11 +494,19 @@ impl Session {
         Ok(())
     }
 
+    /// zooid patch: the connect request is written alone, and the SASL token, the `auth`
+    /// packets and the watches follow only once its response has arrived, as the Java client
+    /// does (it writes nothing after the connect request until the response). A server answers
+    /// SASL and `auth` inline on its connection thread, while it answers the connect request
+    /// from the thread that created the session: sent together, the SASL reply can reach the
+    /// client first (seen on a loaded machine over TLS), the client read it as the connect
+    /// response ("unsupported server version 1") and dropped the connection, every attempt.
     async fn serve_connecting(
         &mut self,
         conn: &mut Connection,
         buf: &mut Vec<u8>,
         depot: &mut Depot,
+        #[allow(unused_variables)] host: &str,
     ) -> Result<(), Error> {
         let mut pinged = false;
         let (mut reader, mut writer) = conn.split();
@@ -520,6 +528,11 @@ impl Session {
                 },
             }
             if self.session_state.is_connected() && !pinged {
+                // zooid patch: what was written with the connect request before.
+                #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+                self.send_sasl(depot, host)?;
+                self.send_authes(depot);
+                self.watch_manager.resend_watches(self.last_zxid, depot);
                 // Send opcode other than `auth` and `sasl` to get possible AuthFailed if
                 // "zookeeper.enforce.auth.enabled".
                 pinged = true;
@@ -666,16 +679,14 @@ impl Session {
         };
         depot.reset();
         buf.clear();
+        // zooid patch: the connect request alone; the rest follows its response
+        // (`serve_connecting`).
         self.send_connect(depot);
-        #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
-        self.send_sasl(depot, endpoint.host)?;
-        self.send_authes(depot);
-        self.watch_manager.resend_watches(self.last_zxid, depot);
         self.last_send = Instant::now();
         self.last_recv = self.last_send;
         self.last_ping = None;
         self.change_state(SessionState::Disconnected);
-        match self.serve_connecting(&mut conn, buf, depot).await {
+        match self.serve_connecting(&mut conn, buf, depot, endpoint.host).await {
             Err(err) => {
                 warn!("fails to establish session to {} due to {}", endpoint, err);
                 Err(err)
