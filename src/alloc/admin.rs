@@ -291,27 +291,34 @@ impl<S: Store> IdGeneratorService<S> {
                     let pool = Pool::parse(path, &node.data)?;
                     match pool.blocks() {
                         Some(layout) if pool.ceiling().is_none_or(|c| c < ceiling) => {
-                            // Sealed first: no hole take planned before can apply any more
-                            // (each checks that its generation is open), so the listing the
-                            // holes are given up from is the last word on them.
-                            generations::seal(session, path, &layout).await?;
+                            // Sealed first (a missing sequence parent created at the version
+                            // read, then sealed): no claim and no hole take planned before can
+                            // apply any more (each checks that its generation is open), so the
+                            // frontier is final and the listing the holes are given up from is
+                            // the last word on them.
+                            let sealed = super::blocks::repair::sealed_frontier(
+                                session,
+                                path,
+                                &layout,
+                                node.version,
+                            )
+                            .await?;
+                            let Some(frontier) = sealed else {
+                                // The pool moved on: read it again.
+                                if !budget.try_attempt() {
+                                    return Err(self.budget_error(
+                                        category,
+                                        &budget,
+                                        LastFailure::Conflict,
+                                    ));
+                                }
+                                continue;
+                            };
                             if layout.hole_nodes {
                                 holes_removed +=
                                     super::blocks::repair::give_up_holes(session, path, ceiling)
                                         .await?;
                             }
-                            let frontier = match generations::sealed_next_block(
-                                session, path, &layout,
-                            )
-                            .await
-                            {
-                                Ok(next) => generations::block_start(&layout, next),
-                                // No sequence parent: no block of the generation was claimed.
-                                Err(ZooidError::NotFound { category }) if category != path => {
-                                    layout.base
-                                }
-                                Err(err) => return Err(err),
-                            };
                             Some((layout.generation, frontier))
                         }
                         _ => None,

@@ -131,8 +131,11 @@ pub(crate) async fn sealed_next_block(
     next_block(session, path, blocks).await
 }
 
-/// Seals the generation: creates in it fail from now on. Idempotent.
-pub(crate) async fn seal(session: &Session, path: &str, blocks: &Blocks) -> Result<()> {
+/// Seals the generation: creates in it (and takes of holes planned on it) fail from now on.
+/// Idempotent. `false`: its sequence parent does not exist, so nothing was sealed (a move to it
+/// stopped before creating it); a caller that needs it sealed creates it, at the pool version
+/// it planned on, and seals again.
+pub(crate) async fn seal(session: &Session, path: &str, blocks: &Blocks) -> Result<bool> {
     let parent = sequence_parent(path, blocks.generation);
     let (client, generation) = session.client();
     match session
@@ -140,7 +143,8 @@ pub(crate) async fn seal(session: &Session, path: &str, blocks: &Blocks) -> Resu
         .await
         .classified()
     {
-        Ok(_) | Err((Verdict::BadVersion | Verdict::NoNode, _)) => Ok(()),
+        Ok(_) | Err((Verdict::BadVersion, _)) => Ok(true),
+        Err((Verdict::NoNode, _)) => Ok(false),
         Err((_, err)) => Err(ZooidError::ConnectionLost {
             category: path.to_string(),
             reason: format!("sealing a block generation: {err}"),

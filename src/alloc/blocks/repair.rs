@@ -108,23 +108,26 @@ pub(crate) async fn seal_and_move(
 
 /// Seals `blocks`' generation and reads its final frontier. A missing sequence parent is
 /// created first (while the pool is still at `version`) and sealed, so that no process
-/// creates it and claims in it after the frontier was read. `None`: the pool moved on.
-async fn sealed_frontier(
+/// creates it and claims (or takes holes) in it after the frontier was read. `None`: the pool
+/// moved on.
+pub(crate) async fn sealed_frontier(
     session: &Session,
     path: &str,
     blocks: &Blocks,
     version: i32,
 ) -> Result<Option<i64>> {
     for _ in 0..2 {
-        generations::seal(session, path, blocks).await?;
+        if !generations::seal(session, path, blocks).await? {
+            // Missing: created (unless the pool moved on), then sealed on the next pass.
+            if !generations::ensure_parent_at(session, path, blocks.generation, version).await? {
+                return Ok(None);
+            }
+            continue;
+        }
         match generations::sealed_next_block(session, path, blocks).await {
             Ok(next) => return Ok(Some(generations::block_start(blocks, next))),
-            Err(ZooidError::NotFound { category }) if category != path => {
-                if !generations::ensure_parent_at(session, path, blocks.generation, version).await?
-                {
-                    return Ok(None);
-                }
-            }
+            // Sealed, then gone: the pool moved on and the generation was retired.
+            Err(ZooidError::NotFound { category }) if category != path => return Ok(None),
             Err(err) => return Err(err),
         }
     }

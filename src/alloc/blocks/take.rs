@@ -308,9 +308,16 @@ impl<S: Store> IdGeneratorService<S> {
     /// how many blocks it claimed, writes the next generation's base, creates its sequence
     /// parent and retires the generation before. Any process may finish a move another one
     /// started.
-    async fn rotate(&self, category: &IdCategory, slot: &mut Slot, layout: &Blocks) -> Result<()> {
+    pub(crate) async fn rotate(
+        &self,
+        category: &IdCategory,
+        slot: &mut Slot,
+        layout: &Blocks,
+    ) -> Result<()> {
         let path = category.name();
         let session = self.store.session().ok_or_else(needs_zookeeper)?;
+        // A missing sequence parent: the move that created the pool's current generation
+        // stopped before creating it; `sealed_next_block` finds nothing and the move is done.
         generations::seal(session, path, layout).await?;
         let next = match generations::sealed_next_block(session, path, layout).await {
             Ok(next) => next,
@@ -368,7 +375,7 @@ impl<S: Store> IdGeneratorService<S> {
     /// After a claim found no sequence parent: creates the one of the pool's current generation
     /// if it is missing (a process that moved the generation stopped before creating it). Reads
     /// the pool after a `sync`, so that a lagging server does not bring back a retired one.
-    async fn repair_sequence_parent(&self, path: &str) -> Result<()> {
+    pub(crate) async fn repair_sequence_parent(&self, path: &str) -> Result<()> {
         let session = self.store.session().ok_or_else(needs_zookeeper)?;
         let node = self
             .sync_and_read(path)

@@ -26,6 +26,12 @@ pub(crate) enum Claimed {
     /// The pool node moved on from the version planned on (a ceiling, a new generation):
     /// nothing changed.
     Changed,
+    /// The generation planned on is sealed (a move to the next one, or a repair, under way):
+    /// nothing changed; the take finishes the move, or waits for the repair, and plans again.
+    Sealed,
+    /// The generation planned on has no sequence parent (a move to it stopped before creating
+    /// it): nothing changed; the take creates it and plans again.
+    Unnumbered,
 }
 
 /// One of the two writes, as sent.
@@ -99,11 +105,10 @@ pub(crate) async fn claim(
         let verdict = failed.verdict();
         let holes_end = 2 + deleted.len() + created.len();
         match (failed.index, verdict) {
-            // The pool moved on, or its generation was sealed (a move or a repair under way)
-            // or is not numbered yet: plan again on the pool as it is.
-            (Some(0), Verdict::BadVersion) | (Some(1), Verdict::BadVersion | Verdict::NoNode) => {
-                return Ok(Claimed::Changed)
-            }
+            // The pool moved on: plan again on the pool as it is.
+            (Some(0), Verdict::BadVersion) => return Ok(Claimed::Changed),
+            (Some(1), Verdict::BadVersion) => return Ok(Claimed::Sealed),
+            (Some(1), Verdict::NoNode) => return Ok(Claimed::Unnumbered),
             (Some(0), Verdict::NoNode) => {
                 return Err(ZooidError::NotFound {
                     category: path.to_string(),

@@ -154,21 +154,23 @@ impl<S: Store> IdGeneratorService<S> {
         wanted: u64,
     ) -> Result<Option<Vec<IdRange>>> {
         let path = category.name();
-        if slot.cached.is_none() {
-            let mut budget = Budget::start(self.options.retry);
-            let plan = single::take(category, wanted);
-            let step = self
-                .update(category, slot, &mut budget, OpKind::Take, true, plan)
-                .await?;
-            if let Step::Done { moved, .. } = step {
-                if !moved.is_empty() {
-                    return Ok(Some(moved));
-                }
-            }
-        }
         // Each attempt lost to a race is another take served from these holes: try again, on
         // the holes listed again, from one of the lowest groups (contending takes choose apart).
         for _ in 0..END_ATTEMPTS {
+            // The pool as it is now, when a claim dropped it (it moved on, or its generation
+            // was sealed or unnumbered and the claim saw to it).
+            if slot.cached.is_none() {
+                let mut budget = Budget::start(self.options.retry);
+                let plan = single::take(category, wanted);
+                let step = self
+                    .update(category, slot, &mut budget, OpKind::Take, true, plan)
+                    .await?;
+                if let Step::Done { moved, .. } = step {
+                    if !moved.is_empty() {
+                        return Ok(Some(moved));
+                    }
+                }
+            }
             let Some(top) = top_of(slot) else {
                 return Ok(None);
             };
@@ -189,8 +191,7 @@ impl<S: Store> IdGeneratorService<S> {
             }
             match self.claim_holes(category, slot, choice).await? {
                 Some(handed) if !handed.is_empty() => return Ok(Some(handed)),
-                // Another take won a hole first. (When the pool node moved on instead, the slot
-                // no longer holds it and the take ends as exhausted above.)
+                // Another take won a hole first, or the pool moved on (read again above).
                 _ => continue,
             }
         }
@@ -306,6 +307,20 @@ impl<S: Store> IdGeneratorService<S> {
                         }
                     }
                     Claimed::Changed => slot.cached = None,
+                    // Finish what stands in the way, so that the next look finds a generation
+                    // open (a repair under way completes by itself); then plan again.
+                    Claimed::Sealed => {
+                        if let Err(err) = self.rotate(category, slot, &blocks).await {
+                            tracing::warn!(category = path, %err, "finishing a generation's move for a take of holes");
+                        }
+                        slot.cached = None;
+                    }
+                    Claimed::Unnumbered => {
+                        if let Err(err) = self.repair_sequence_parent(path).await {
+                            tracing::warn!(category = path, %err, "numbering the pool's generation for a take of holes");
+                        }
+                        slot.cached = None;
+                    }
                     Claimed::Taken { .. } => {}
                 }
                 Ok(None)
