@@ -18,7 +18,7 @@ use crate::idset::IdCategory;
 use crate::range::IdRange;
 use crate::retry::Budget;
 use crate::store::{Store, StoreError};
-use crate::zk::{Multi, MultiFailed, Verdict};
+use crate::zk::{ClientMulti, ClientMultiFailed, Verdict};
 
 impl<S: Store> IdGeneratorService<S> {
     /// Creates a single-node category (see
@@ -113,9 +113,9 @@ impl<S: Store> IdGeneratorService<S> {
             let created = async {
                 if let Some(dir) = crate::store::parent(path) {
                     let made = session.run(generation, client.mkdir(dir, &options)).await;
-                    made.map_err(|error| MultiFailed { index: None, error })?;
+                    made.map_err(|error| ClientMultiFailed { index: None, error })?;
                 }
-                let mut multi = Multi::new(&client);
+                let mut multi = ClientMulti::new(&client);
                 multi
                     .create(path, &bytes, &options)
                     .create(&parent, &[], &options)
@@ -443,9 +443,9 @@ async fn create_block_pool<S: Store>(
             let made = session
                 .run(session_generation, client.mkdir(dir, &options))
                 .await;
-            made.map_err(|error| MultiFailed { index: None, error })?;
+            made.map_err(|error| ClientMultiFailed { index: None, error })?;
         }
-        let mut multi = Multi::new(&client);
+        let mut multi = ClientMulti::new(&client);
         multi
             .create(path, bytes, &options)
             .create(&sequence_parent(path, generation), &[], &options)

@@ -38,7 +38,7 @@ use zookeeper_client::{Client, CreateMode, Error as ZkError};
 use crate::error::{Result, ZooidError};
 use crate::range::IdRange;
 use crate::retry::{Budget, RetryPolicy};
-use crate::zk::{Classified, Fate, Multi, Session, Verdict};
+use crate::zk::{Classified, ClientMulti, Fate, Session, Verdict};
 
 /// The prefix of the marker children a counter's writes create.
 pub const MARKER_PREFIX: &str = "_zc_";
@@ -459,7 +459,7 @@ impl Counter {
         write: &Write<'_>,
     ) -> std::result::Result<(), WriteError> {
         let options = CreateMode::Ephemeral.with_acls(self.session.default_acls());
-        let mut multi = Multi::new(client);
+        let mut multi = ClientMulti::new(client);
         multi
             .set(&self.path, &write.value, Some(write.version))
             .create(write.marker, write.marker_data.as_bytes(), &options);

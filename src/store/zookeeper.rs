@@ -10,7 +10,7 @@ use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError, MultiWriteRes
 
 use super::{Store, StoreError, Versioned};
 use crate::error::Result;
-use crate::zk::{classify, describe_error, is_gone, ConnectOptions, Multi, Session, Verdict};
+use crate::zk::{classify, describe_error, is_gone, ClientMulti, ConnectOptions, Session, Verdict};
 
 /// A ZooKeeper ensemble reached through the process's shared [`Session`].
 #[derive(Clone)]
@@ -175,7 +175,7 @@ impl Store for ZkStore {
             .await?;
         let (client, generation) = self.session.client();
         let options = CreateMode::Persistent.with_acls(Acls::new(&acl));
-        let mut multi = Multi::new(&client);
+        let mut multi = ClientMulti::new(&client);
         multi.delete(path, Some(expected));
         multi.create(path, data, &options);
         match multi.commit(&self.session, generation).await {

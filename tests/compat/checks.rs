@@ -132,27 +132,25 @@ pub async fn moves(connect: &str) {
 /// What format 4's kept listing rests on: a child create and a child delete each add one to the
 /// parent's child version, also inside a `multi` (`create`, not `create2`, on 3.4).
 pub async fn child_versions(connect: &str) {
-    let session = session(connect).await;
-    let (client, _) = session.client();
-    let options =
-        zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
-    client.mkdir("/compat/cv", &options).await.unwrap();
+    use zooid::zk::{Create, Multi, ZooKeeper, ZooKeeperExt};
+    let zk = session(connect).await;
+    let generation = zk.generation();
+    zk.create_all(generation, "/compat/cv", None).await.unwrap();
     let cversion = || async {
-        client
-            .check_stat("/compat/cv")
+        zk.exists(generation, "/compat/cv")
             .await
             .unwrap()
             .unwrap()
             .cversion
     };
     let start = cversion().await;
-    let mut multi = zooid::zk::Multi::new(&client);
-    multi.create("/compat/cv/a", b"", &options);
-    multi.create("/compat/cv/b", b"", &options);
-    multi.commit(&session, session.client().1).await.unwrap();
-    let mut multi = zooid::zk::Multi::new(&client);
+    let mut multi = Multi::new();
+    multi.create("/compat/cv/a", b"", &Create::persistent());
+    multi.create("/compat/cv/b", b"", &Create::persistent());
+    multi.commit(&zk, generation).await.unwrap();
+    let mut multi = Multi::new();
     multi.delete("/compat/cv/a", None);
-    multi.commit(&session, session.client().1).await.unwrap();
+    multi.commit(&zk, generation).await.unwrap();
     assert_eq!(cversion().await, start + 3, "two creates and a delete");
 }
 

@@ -11,7 +11,7 @@ use crate::error::{LeakBound, Result, ZooidError};
 use crate::format::{returned_parent, sequence_of, sequence_parent, Blocks, OpToken, Pool};
 use crate::range::{IdRange, RangeSet};
 use crate::retry::Budget;
-use crate::zk::{Classified, Fate, Multi, Session, Verdict};
+use crate::zk::{Classified, ClientMulti, Fate, Session, Verdict};
 
 /// What one attempt to claim blocks did.
 #[derive(Debug)]
@@ -120,7 +120,7 @@ pub(crate) async fn claim(
         return Ok(Claim::Changed);
     }
     let options = CreateMode::PersistentSequential.with_acls(session.default_acls());
-    let mut multi = Multi::new(&client);
+    let mut multi = ClientMulti::new(&client);
     // Op 0 checks the pool node, then (with pushes read) op 1 the pushes' node, then the
     // generation's node.
     multi.check(path, version);

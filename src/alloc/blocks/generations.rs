@@ -10,7 +10,7 @@ use zookeeper_client::CreateMode;
 use super::refused;
 use crate::error::{Result, ZooidError};
 use crate::format::{sequence_parent, Blocks};
-use crate::zk::{Classified, Multi, Session, Verdict};
+use crate::zk::{Classified, ClientMulti, Session, Verdict};
 
 /// Retiring a generation deletes its claims this many at a time...
 const RETIRE_BATCH: usize = 100;
@@ -91,7 +91,7 @@ pub(crate) async fn ensure_parent_at(
         Err((_, err)) => return Err(unreachable(&err)),
     };
     let options = CreateMode::Persistent.with_acls(zookeeper_client::Acls::new(&acl));
-    let mut multi = Multi::new(&client);
+    let mut multi = ClientMulti::new(&client);
     multi.check(path, version);
     multi.create(&parent, &[], &options);
     match multi.commit(session, gen).await {
@@ -175,7 +175,7 @@ pub(crate) async fn retire(session: &Session, path: &str, generation: u64) {
         if i > 0 {
             tokio::time::sleep(RETIRE_PAUSE).await;
         }
-        let mut multi = Multi::new(&client);
+        let mut multi = ClientMulti::new(&client);
         for child in chunk {
             multi.delete(&format!("{parent}/{child}"), None);
         }

@@ -81,7 +81,7 @@ pub(crate) fn needs_zookeeper() -> ZooidError {
 /// The error of a block-allocation request on pool `path` that ZooKeeper answered with `err`
 /// (read by [`crate::zk::classify`] as `verdict`) and the caller has no reading of its own for:
 /// a refusal by the node's ACL is `NotAuthorized`; any other is `ConnectionLost`, as block
-/// requests have always reported it (unlike [`crate::zk::to_zooid`], which says `Store`).
+/// requests have always reported it (unlike [`crate::zk::client_to_zooid`], which says `Store`).
 pub(crate) fn refused(
     session: &Session,
     path: &str,

@@ -9,8 +9,8 @@ use crate::format::parts::{parse_chunk, within};
 use crate::format::{chunk_key, chunk_path, is_chunk, ChunkOp, Pool};
 use crate::range::IdRange;
 use crate::store::StoreError;
-use crate::zk::multi::set_version;
-use crate::zk::{Classified, Multi, Session, Verdict};
+use crate::zk::legacy::client_set_version;
+use crate::zk::{Classified, ClientMulti, Session, Verdict};
 
 pub(crate) use crate::alloc::state::ChunkCache;
 
@@ -108,7 +108,7 @@ pub(crate) async fn commit(
 ) -> std::result::Result<i32, StoreError> {
     let (client, generation) = session.client();
     let options = CreateMode::Persistent.with_acls(session.default_acls());
-    let mut multi = Multi::new(&client);
+    let mut multi = ClientMulti::new(&client);
     multi.set(path, data, Some(expected));
     for op in ops {
         match op {
@@ -123,7 +123,7 @@ pub(crate) async fn commit(
         };
     }
     let failed = match multi.commit(session, generation).await {
-        Ok(results) => return Ok(set_version(&results).unwrap_or(expected + 1)),
+        Ok(results) => return Ok(client_set_version(&results).unwrap_or(expected + 1)),
         Err(failed) => failed,
     };
     match (failed.index, failed.verdict()) {
@@ -169,7 +169,7 @@ pub(crate) async fn sweep(session: &Session, path: &str) {
     if orphans.is_empty() {
         return;
     }
-    let mut multi = Multi::new(&client);
+    let mut multi = ClientMulti::new(&client);
     multi.check(path, stat.version);
     for orphan in &orphans {
         multi.delete(orphan, None);

@@ -168,7 +168,7 @@ pub(crate) async fn give_up_holes(session: &Session, path: &str, ceiling: i64) -
         }
         let (client, generation) = session.client();
         let options = zookeeper_client::CreateMode::Persistent.with_acls(session.default_acls());
-        let mut multi = crate::zk::Multi::new(&client);
+        let mut multi = crate::zk::ClientMulti::new(&client);
         multi.delete(
             &format!("{parent}/{}", crate::format::hole_name(&hole)),
             None,

@@ -11,8 +11,8 @@ use crate::format::{
 };
 use crate::range::IdRange;
 use crate::retry::Budget;
-use crate::zk::multi::set_version;
-use crate::zk::{Classified, Multi, Session, Verdict};
+use crate::zk::legacy::client_set_version;
+use crate::zk::{Classified, ClientMulti, Session, Verdict};
 
 /// Reads the pushes waiting under pool `path` (creating their parent if missing): the parent's
 /// data version and each push's node name and ranges.
@@ -125,7 +125,7 @@ pub(crate) async fn push_return(
         let (client, generation) = session.client();
         let persistent = CreateMode::Persistent.with_acls(session.default_acls());
         let ephemeral = CreateMode::Ephemeral.with_acls(session.default_acls());
-        let mut multi = Multi::new(&client);
+        let mut multi = ClientMulti::new(&client);
         multi
             .create(&node, &data, &persistent)
             .set(&parent, &[], None)
@@ -138,7 +138,7 @@ pub(crate) async fn push_return(
                 return Ok(Returned {
                     node: name,
                     marker: marker_name,
-                    announced: set_version(&results),
+                    announced: client_set_version(&results),
                 });
             }
             Err(failed) => failed,

@@ -13,7 +13,7 @@ use crate::format::{
 use crate::range::IdRange;
 use crate::retry::Budget;
 use crate::stats::{LostOutcome, Recorder};
-use crate::zk::{Multi, Session, Verdict};
+use crate::zk::{ClientMulti, Session, Verdict};
 
 /// What a take's claim of holes came to.
 #[derive(Debug)]
@@ -84,7 +84,7 @@ pub(crate) async fn claim(
     loop {
         let (client, generation) = session.client();
         let persistent = CreateMode::Persistent.with_acls(session.default_acls());
-        let mut multi = Multi::new(&client);
+        let mut multi = ClientMulti::new(&client);
         multi.check(path, version);
         multi.check(&sequence_parent(path, block_generation), 0);
         for node in &deleted {
@@ -178,7 +178,7 @@ pub(crate) async fn push(
     loop {
         let (client, generation) = session.client();
         let persistent = CreateMode::Persistent.with_acls(session.default_acls());
-        let mut multi = Multi::new(&client);
+        let mut multi = ClientMulti::new(&client);
         for node in &created {
             multi.create(node, &[], &persistent);
         }
@@ -253,7 +253,7 @@ impl<'a> Write<'a> {
 
     /// Adds the receipt to `multi`: creates the marker, deletes the previous one. Returns the
     /// index of the marker's create.
-    fn add_receipt(&self, session: &Session, multi: &mut Multi<'_>) -> usize {
+    fn add_receipt(&self, session: &Session, multi: &mut ClientMulti<'_>) -> usize {
         let parent = returned_parent(self.path);
         let index = multi.len();
         let ephemeral = CreateMode::Ephemeral.with_acls(session.default_acls());

@@ -243,7 +243,7 @@ impl Driver {
                 )));
             }
             loop {
-                let mut multi = Multi::new(client);
+                let mut multi = ClientMulti::new(client);
                 multi.set(&self.group, &data, Some(expected)).create(
                     &prefix,
                     &self.payload,

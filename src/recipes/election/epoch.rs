@@ -32,7 +32,7 @@ pub async fn bump_epoch(session: &Session, group: &str) -> Result<i64> {
         };
         let (data, stat) = read
             .await
-            .map_err(|err| crate::zk::to_zooid(&err, group, session.options()))?;
+            .map_err(|err| crate::zk::client_to_zooid(&err, group, session.options()))?;
         let current = group_epoch(&data, stat.ctime);
         let wanted = *target.get_or_insert_with(|| now.max(current + 1).min(MAX_EPOCH));
         if current >= wanted {
@@ -57,7 +57,9 @@ pub async fn bump_epoch(session: &Session, group: &str) -> Result<i64> {
                 tracing::debug!(%err, group, "bumping the epoch; reading again");
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            Err((_, err)) => return Err(crate::zk::to_zooid(&err, group, session.options())),
+            Err((_, err)) => {
+                return Err(crate::zk::client_to_zooid(&err, group, session.options()))
+            }
         }
     }
     Err(ZooidError::Store {

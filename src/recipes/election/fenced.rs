@@ -76,7 +76,7 @@ impl Election {
             return Err(not_leader("the session of the leadership was lost"));
         }
         let create = CreateMode::Persistent.with_acls(self.session.default_acls());
-        let mut multi = Multi::new(&client);
+        let mut multi = ClientMulti::new(&client);
         multi.check(&leading.node, 0);
         for op in ops {
             match op {
@@ -101,7 +101,7 @@ impl Election {
     }
 
     /// The error of a fenced write that failed (see [`Election::fenced`]).
-    fn fenced_error(&self, ops: &[FencedOp], failed: MultiFailed) -> ZooidError {
+    fn fenced_error(&self, ops: &[FencedOp], failed: ClientMultiFailed) -> ZooidError {
         let not_leader = |reason: String| ZooidError::NotLeader {
             group: self.group.clone(),
             reason,

@@ -45,7 +45,9 @@ use tokio::task::JoinHandle;
 use zookeeper_client::{Client, CreateMode, Error as ZkError, EventType, MultiWriteResult, Stat};
 
 use crate::error::{Result, ZooidError};
-use crate::zk::{Classified, ConnectionState, Multi, MultiFailed, Session, SessionStatus, Verdict};
+use crate::zk::{
+    Classified, ClientMulti, ClientMultiFailed, ConnectionState, Session, SessionStatus, Verdict,
+};
 
 /// Whether this candidate leads, from its own point of view.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -523,7 +525,9 @@ async fn ensure_group(session: &Session, group: &str) -> Result<()> {
                 tracing::debug!(%err, group, "ensuring the group node; retrying");
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            Err((_, err)) => return Err(crate::zk::to_zooid(&err, group, session.options())),
+            Err((_, err)) => {
+                return Err(crate::zk::client_to_zooid(&err, group, session.options()))
+            }
         }
     }
 }

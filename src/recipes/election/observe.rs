@@ -23,7 +23,9 @@ pub async fn leader(session: &Session, group: &str) -> Result<Option<LeaderInfo>
         let (epoch, children) = match listed.await.classified() {
             Ok(listed) => listed,
             Err((Verdict::NoNode, _)) => return Ok(None),
-            Err((_, err)) => return Err(crate::zk::to_zooid(&err, group, session.options())),
+            Err((_, err)) => {
+                return Err(crate::zk::client_to_zooid(&err, group, session.options()))
+            }
         };
         let Some(lowest) = candidates(&children).into_iter().next() else {
             return Ok(None);
@@ -45,7 +47,9 @@ pub async fn leader(session: &Session, group: &str) -> Result<Option<LeaderInfo>
             }
             // It left between the two reads: look again.
             Err((Verdict::NoNode, _)) => continue,
-            Err((_, err)) => return Err(crate::zk::to_zooid(&err, group, session.options())),
+            Err((_, err)) => {
+                return Err(crate::zk::client_to_zooid(&err, group, session.options()))
+            }
         }
     }
     Err(ZooidError::Store {

@@ -136,7 +136,7 @@ impl Held {
                 return Err(self.lost("the session that made it was lost"));
             }
             q.stats.request();
-            let mut multi = Multi::new(&self.client);
+            let mut multi = ClientMulti::new(&self.client);
             multi.check(&item, self.item_version).delete(&lock, Some(0));
             match how {
                 Finish::Complete => multi.delete(&item, Some(self.item_version)),

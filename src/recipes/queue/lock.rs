@@ -180,7 +180,7 @@ impl Inner {
                     }
                 }
             }
-            let mut multi = Multi::new(client);
+            let mut multi = ClientMulti::new(client);
             multi.check(&item, -1).create(&lock, &data, &options);
             self.stats.request();
             let Some(committed) = within(deadline, multi.commit(&self.session, generation)).await

@@ -267,7 +267,7 @@ impl std::fmt::Debug for Claim {
     }
 }
 
-use crate::zk::{classify, fate, Classified, Fate, Multi, Verdict};
+use crate::zk::{classify, fate, Classified, ClientMulti, Fate, Verdict};
 
 fn random_marker() -> String {
     format!("{:016x}", rand::random::<u64>())

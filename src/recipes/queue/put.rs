@@ -302,7 +302,7 @@ impl Inner {
             return Ok(None);
         }
         let options = CreateMode::PersistentSequential.with_acls(self.session.default_acls());
-        let mut multi = Multi::new(client);
+        let mut multi = ClientMulti::new(client);
         multi
             .set(&g.path, b"", Some(g.version))
             .create(item_prefix, data, &options);
