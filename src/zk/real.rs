@@ -67,6 +67,11 @@ fn zk_acl(session: &Session, acl: Option<&[Acl]>) -> Vec<zookeeper_client::Acl> 
 }
 
 impl Session {
+    /// This session as the handle every part of zooid holds.
+    pub fn into_zk(self) -> super::interface::Zk {
+        Arc::new(self)
+    }
+
     /// The client of `generation`, if it is still the current one; a request of a given-up
     /// generation is not sent.
     fn client_of(&self, generation: u64) -> std::result::Result<Client, Failure> {
