@@ -256,7 +256,8 @@ typedef uint32_t zooid_pause_policy;
 
 /**
  * The layout of a category's pool (docs/DESIGN.md), for `zooid_service_create_category_in`
- * and `zooid_service_migrate_category`. The numbers are stable.
+ * and `zooid_service_migrate_category`. The numbers are stable (2 was block allocation in the
+ * retired pool format 3, and is refused).
  */
 enum zooid_layout
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
@@ -274,14 +275,9 @@ enum zooid_layout
    */
   ZOOID_LAYOUT_SINGLE_NODE = 1,
   /**
-   * Block allocation (pool format 3, ZooKeeper only): fresh IDs are claimed in blocks by
-   * creates that never conflict; pushed IDs are merged into the pool node's free list.
-   */
-  ZOOID_LAYOUT_BLOCKS = 2,
-  /**
-   * Hole nodes (pool format 4, ZooKeeper only): block allocation whose pushed ranges stay
-   * nodes of their own, claimed by deleting them, so tasks that take a batch and push back
-   * their leftovers do not conflict.
+   * Hole nodes (pool format 4, ZooKeeper only): block allocation (fresh IDs claimed in blocks
+   * by creates that never conflict) whose pushed ranges stay nodes of their own, claimed by
+   * deleting them, so tasks that take a batch and push back their leftovers do not conflict.
    */
   ZOOID_LAYOUT_HOLE_NODES = 3,
 };
@@ -522,11 +518,11 @@ typedef struct zooid_migrated {
    */
   bool moved;
   /**
-   * The pool format before (1 for a seed-style node; 1 to 4).
+   * The pool format before (1 for a seed-style node; 1, 2 or 4).
    */
   uint32_t from_format;
   /**
-   * The pool format now (3 or 4; equal to `from_format` when nothing moved).
+   * The pool format now (4).
    */
   uint32_t to_format;
   /**
@@ -1513,11 +1509,12 @@ zooid_status zooid_service_create_category(const struct zooid_service *service,
                                            int64_t last);
 
 /**
- * Creates a category like `zooid_service_create_category` in block allocation (pool format 3,
- * ZooKeeper only): fresh IDs are claimed in blocks of `block_size` IDs by creates that never
- * conflict, for categories that thousands of processes take from at once (docs/DESIGN.md).
- * Takes and pushes are the same calls as on any category; use the batch size the workers take
- * as `block_size`.
+ * Creates a category like `zooid_service_create_category` in block allocation with hole nodes
+ * (pool format 4, `ZOOID_LAYOUT_HOLE_NODES`, ZooKeeper only): fresh IDs are claimed in blocks
+ * of `block_size` IDs by creates that never conflict, pushed ranges stay nodes of their own,
+ * for categories that thousands of processes take from at once (docs/DESIGN.md). Takes and
+ * pushes are the same calls as on any category; use the batch size the workers take as
+ * `block_size`.
  *
  * Errors: as `zooid_service_create_category`, and `ZOOID_STATUS_INVALID_ARGUMENT` for a
  * `block_size` of 0 or above 2147483647, or on the embedded stores.
@@ -1537,13 +1534,13 @@ zooid_status zooid_service_create_category_blocks(const struct zooid_service *se
  * `zooid_layout` number): `ZOOID_LAYOUT_DEFAULT` is the layout `zooid_service_create_category`
  * makes on the service's store (hole nodes on ZooKeeper, a single node on the embedded
  * stores); `ZOOID_LAYOUT_SINGLE_NODE` is the layout of formats 1 and 2, where every take and
- * push is a compare-and-set on the pool node; `ZOOID_LAYOUT_BLOCKS` and
- * `ZOOID_LAYOUT_HOLE_NODES` (ZooKeeper only) claim fresh IDs in blocks of `unit` IDs (0: 1000,
- * the default block size). `unit` is ignored for the default and the single-node layout.
+ * push is a compare-and-set on the pool node; `ZOOID_LAYOUT_HOLE_NODES` (ZooKeeper only) claims
+ * fresh IDs in blocks of `unit` IDs (0: 1000, the default block size). `unit` is ignored for
+ * the default and the single-node layout.
  *
  * Errors: as `zooid_service_create_category`, and `ZOOID_STATUS_INVALID_ARGUMENT` for a number
- * that is not a `zooid_layout` (the message names it), a `unit` above 2147483647, or a block
- * layout on the embedded stores.
+ * that is not a `zooid_layout` (the message names it; 2, the retired format 3's, included), a
+ * `unit` above 2147483647, or a block layout on the embedded stores.
  *
  * # Safety
  * `service` must be NULL or a live service reference; `category` NULL or a NUL-terminated
@@ -1593,16 +1590,16 @@ void zooid_service_free(const struct zooid_service *service);
 /**
  * Moves the existing category `category` to the block layout `layout` in place, while other
  * processes keep taking and pushing (what `zooid migrate` does): a single-node pool (formats 1
- * and 2, or a seed-style node) to `ZOOID_LAYOUT_HOLE_NODES` (format 4) or `ZOOID_LAYOUT_BLOCKS`
- * (format 3), or a format-3 pool to format 4, in blocks of `unit` IDs (0: 1000).
- * `ZOOID_LAYOUT_DEFAULT` is `ZOOID_LAYOUT_HOLE_NODES`. No ID is handed out twice and none is
- * lost. When `out_migrated` is not NULL, what was done is written to it (a pool in the
- * layout asked for already is left alone: `moved` false).
+ * and 2, or a seed-style node) to `ZOOID_LAYOUT_HOLE_NODES` (format 4), its free ranges
+ * becoming hole nodes, in blocks of `unit` IDs (0: 1000). `ZOOID_LAYOUT_DEFAULT` is
+ * `ZOOID_LAYOUT_HOLE_NODES`. No ID is handed out twice and none is lost. When `out_migrated`
+ * is not NULL, what was done is written to it (a pool in the layout asked for already is left
+ * alone: `moved` false).
  *
  * Errors: `ZOOID_STATUS_INVALID_ARGUMENT` for a number that is not a `zooid_layout`,
- * `ZOOID_LAYOUT_SINGLE_NODE` (there is no way back), a move from format 4 to format 3, a
- * `unit` above 2147483647, or an embedded store; `ZOOID_STATUS_NOT_FOUND`,
- * `ZOOID_STATUS_CORRUPT_POOL` and the store errors.
+ * `ZOOID_LAYOUT_SINGLE_NODE` (there is no way back), a `unit` above 2147483647, or an
+ * embedded store; `ZOOID_STATUS_NOT_FOUND`, `ZOOID_STATUS_CORRUPT_POOL` (also for a pool in
+ * the retired format 3, left as it is) and the store errors.
  *
  * # Safety
  * `service` must be NULL or a live service reference; `category` NULL or a NUL-terminated

@@ -1,5 +1,5 @@
-//! The operator's operations on a pool: create it (single node or block allocation), restore
-//! it from its durable record, repair it against one, raise its ceiling.
+//! The operator's operations on a pool: create it (single node or block allocation with hole
+//! nodes), restore it from its durable record, repair it against one, raise its ceiling.
 
 use std::cell::Cell;
 
@@ -9,7 +9,7 @@ use super::blocks::{generations, needs_zookeeper};
 use super::engine::{LastFailure, Plan, Step};
 use super::options::{Layout, Restored};
 use super::service::{count_of, IdGeneratorService};
-use super::state::{Cached, Strategy, Waiting};
+use super::state::{Cached, Strategy};
 use crate::error::{Result, ZooidError};
 use crate::format::{
     holes_parent, returned_parent, sequence_parent, OpKind, OpRecord, OpToken, Pool, MAX_TAKE,
@@ -75,9 +75,10 @@ impl<S: Store> IdGeneratorService<S> {
         Err(self.budget_error(category, &budget, failure))
     }
 
-    /// Creates a category in block allocation (see
+    /// Creates a category in block allocation with hole nodes (format 4, see
     /// [`create_category_blocks`](Self::create_category_blocks)): the pool node, its first
-    /// generation's sequence parent and the node pushes are announced on, in one `multi`.
+    /// generation's sequence parent, the parent of the receipts and that of the holes, in one
+    /// `multi`.
     pub(super) async fn create_blocks(
         &self,
         category: &IdCategory,
@@ -85,7 +86,6 @@ impl<S: Store> IdGeneratorService<S> {
         last: i64,
         unit: u64,
         ceiling: Option<i64>,
-        hole_nodes: bool,
     ) -> Result<()> {
         if unit == 0 || unit > MAX_TAKE {
             return Err(ZooidError::InvalidArgument(format!(
@@ -96,11 +96,7 @@ impl<S: Store> IdGeneratorService<S> {
         let bounds = category_bounds(first, last)?;
         let session = self.store.session().ok_or_else(needs_zookeeper)?;
         let path = category.name();
-        let mut pool = if hole_nodes {
-            Pool::with_hole_nodes(bounds, unit)
-        } else {
-            Pool::with_blocks(bounds, unit)
-        };
+        let mut pool = Pool::with_hole_nodes(bounds, unit);
         pool.set_ceiling(ceiling);
         let (token, bytes) = self.first_version(&mut pool, bounds.len());
         let parent = sequence_parent(path, 0);
@@ -119,16 +115,14 @@ impl<S: Store> IdGeneratorService<S> {
                 multi
                     .create(path, &bytes, &options)
                     .create(&parent, &[], &options)
-                    .create(&returned_parent(path), &[], &options);
-                if hole_nodes {
-                    multi.create(&holes_parent(path), &[], &options);
-                }
+                    .create(&returned_parent(path), &[], &options)
+                    .create(&holes_parent(path), &[], &options);
                 multi.commit(session, generation).await.map(drop)
             };
             let err = match created.await {
                 Ok(()) => {
                     self.remember_created(category, pool).await;
-                    tracing::info!(category = path, %bounds, unit, hole_nodes, "category created (block allocation)");
+                    tracing::info!(category = path, %bounds, unit, "category created (block allocation)");
                     return Ok(());
                 }
                 Err(failed) => failed.error,
@@ -142,7 +136,7 @@ impl<S: Store> IdGeneratorService<S> {
                         });
                     }
                     self.remember_created(category, pool).await;
-                    tracing::info!(category = path, %bounds, unit, hole_nodes, "category created (block allocation)");
+                    tracing::info!(category = path, %bounds, unit, "category created (block allocation)");
                     return Ok(());
                 }
                 Verdict::NotAuthorized => {
@@ -189,14 +183,7 @@ impl<S: Store> IdGeneratorService<S> {
                 return;
             }
         };
-        slot.lock().await.cached = Some(Cached::new(
-            0,
-            Some(created),
-            session,
-            pool,
-            false,
-            Waiting::default(),
-        ));
+        slot.lock().await.cached = Some(Cached::new(0, Some(created), session, pool, false));
     }
 
     /// Whether pool `path` was created by the write with `token`.
@@ -208,8 +195,8 @@ impl<S: Store> IdGeneratorService<S> {
 
     /// See [`restore_category`](Self::restore_category); `unit`: the block size of a category
     /// in block allocation, which comes back in block allocation, its fresh blocks above
-    /// `ceiling` (the pool node, its generation's sequence parent and the node pushes are
-    /// announced on, created in one `multi`).
+    /// `ceiling` (the pool node, its generation's sequence parent, the parents of the receipts
+    /// and of the holes, created in one `multi`).
     pub(super) async fn restore(
         &self,
         category: &IdCategory,
@@ -221,7 +208,6 @@ impl<S: Store> IdGeneratorService<S> {
         let path = category.name();
         let mut pool = match layout {
             Layout::SingleNode => Pool::new(bounds),
-            Layout::Blocks { unit } => Pool::with_blocks(bounds, unit),
             Layout::HoleNodes { unit } => Pool::with_hole_nodes(bounds, unit),
         };
         pool.clear_through(ceiling, bounds.start(), epoch);
@@ -314,11 +300,9 @@ impl<S: Store> IdGeneratorService<S> {
                                 }
                                 continue;
                             };
-                            if layout.hole_nodes {
-                                holes_removed +=
-                                    super::blocks::repair::give_up_holes(session, path, ceiling)
-                                        .await?;
-                            }
+                            holes_removed +=
+                                super::blocks::repair::give_up_holes(session, path, ceiling)
+                                    .await?;
                             Some((layout.generation, frontier))
                         }
                         _ => None,
@@ -425,8 +409,8 @@ impl<S: Store> IdGeneratorService<S> {
 }
 
 /// Creates a pool in block allocation as `restore` does: the pool node with `bytes`, the
-/// sequence parent of `generation` and the node pushes are announced on, in one `multi`. Its
-/// errors read as a plain create's.
+/// sequence parent of `generation`, the parents of the receipts and of the holes, in one
+/// `multi`. Its errors read as a plain create's.
 async fn create_block_pool<S: Store>(
     store: &S,
     path: &str,

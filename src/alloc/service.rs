@@ -184,12 +184,8 @@ impl<S: Store> IdGeneratorService<S> {
                     self.create_single(category, first, last, None, ceiling)
                         .await
                 }
-                Layout::Blocks { unit } => {
-                    self.create_blocks(category, first, last, unit, ceiling, false)
-                        .await
-                }
                 Layout::HoleNodes { unit } => {
-                    self.create_blocks(category, first, last, unit, ceiling, true)
+                    self.create_blocks(category, first, last, unit, ceiling)
                         .await
                 }
             }
@@ -266,14 +262,14 @@ impl<S: Store> IdGeneratorService<S> {
             .await
     }
 
-    /// Creates a category in block allocation (pool format 3; needs ZooKeeper): takes of fresh
-    /// IDs claim blocks of `unit` IDs by creating sequential nodes, which never conflict, so
-    /// contending processes are served in arrival order with one transaction per take; pushed
-    /// IDs go to the node's free list and are handed out first (src/alloc/blocks/,
-    /// docs/DESIGN.md).
+    /// Creates a category in block allocation with hole nodes (pool format 4, the layout
+    /// `Layout::HoleNodes { unit }`; needs ZooKeeper): takes of fresh IDs claim blocks of `unit`
+    /// IDs by creating sequential nodes, which never conflict, so contending processes are
+    /// served in arrival order with one transaction per take; pushed ranges become nodes of
+    /// their own, taken by deleting them (src/alloc/blocks/, src/alloc/holes/, docs/DESIGN.md).
     ///
-    /// A take of `n` IDs claims `ceil(n / unit)` blocks and returns what it does not hand out to
-    /// the free list: choose `unit` as the batch size the workers take (or a divisor of it).
+    /// A take of `n` IDs claims `ceil(n / unit)` blocks and pushes back what it does not hand
+    /// out as holes: choose `unit` as the batch size the workers take (or a divisor of it).
     pub async fn create_category_blocks(
         &self,
         category: &IdCategory,
@@ -297,7 +293,7 @@ impl<S: Store> IdGeneratorService<S> {
         unit: u64,
         ceiling: Option<i64>,
     ) -> Result<()> {
-        let create = self.create_blocks(category, first, last, unit, ceiling, false);
+        let create = self.create_blocks(category, first, last, unit, ceiling);
         self.observed(category.name(), "create", |_| 0, create)
             .await
     }
@@ -417,12 +413,13 @@ impl<S: Store> IdGeneratorService<S> {
             .await
     }
 
-    /// Moves an existing category to `layout` (a block layout; needs ZooKeeper) in place, while
-    /// processes keep taking and pushing: no ID is handed out twice and none is lost
-    /// (src/alloc/migrate.rs). A single-node pool's free range that ends at its last ID becomes
-    /// the fresh-block region; its other free ranges stay in the node and are taken first. A
-    /// format-3 pool gets hole nodes. `Migrated::Already` when it is in `layout` already;
-    /// `InvalidArgument` for a way back (format 4 to 3, any to the single node).
+    /// Moves an existing single-node category (formats 1 and 2, or a seed-style node) to
+    /// `layout` (`Layout::HoleNodes`, format 4; needs ZooKeeper) in place, while processes keep
+    /// taking and pushing: no ID is handed out twice and none is lost (src/alloc/migrate.rs).
+    /// The free range that ends at the last ID becomes the fresh-block region; every other free
+    /// range becomes a hole node. `Migrated::Already` when it is in `layout` already;
+    /// `InvalidArgument` for the single-node layout (no way back); `RetiredFormat` for a pool
+    /// in format 3, left as it is.
     pub async fn migrate_category(
         &self,
         category: &IdCategory,

@@ -129,11 +129,12 @@ pub unsafe extern "C" fn zooid_service_create_category(
     })
 }
 
-/// Creates a category like `zooid_service_create_category` in block allocation (pool format 3,
-/// ZooKeeper only): fresh IDs are claimed in blocks of `block_size` IDs by creates that never
-/// conflict, for categories that thousands of processes take from at once (docs/DESIGN.md).
-/// Takes and pushes are the same calls as on any category; use the batch size the workers take
-/// as `block_size`.
+/// Creates a category like `zooid_service_create_category` in block allocation with hole nodes
+/// (pool format 4, `ZOOID_LAYOUT_HOLE_NODES`, ZooKeeper only): fresh IDs are claimed in blocks
+/// of `block_size` IDs by creates that never conflict, pushed ranges stay nodes of their own,
+/// for categories that thousands of processes take from at once (docs/DESIGN.md). Takes and
+/// pushes are the same calls as on any category; use the batch size the workers take as
+/// `block_size`.
 ///
 /// Errors: as `zooid_service_create_category`, and `ZOOID_STATUS_INVALID_ARGUMENT` for a
 /// `block_size` of 0 or above 2147483647, or on the embedded stores.
@@ -165,13 +166,13 @@ pub unsafe extern "C" fn zooid_service_create_category_blocks(
 /// `zooid_layout` number): `ZOOID_LAYOUT_DEFAULT` is the layout `zooid_service_create_category`
 /// makes on the service's store (hole nodes on ZooKeeper, a single node on the embedded
 /// stores); `ZOOID_LAYOUT_SINGLE_NODE` is the layout of formats 1 and 2, where every take and
-/// push is a compare-and-set on the pool node; `ZOOID_LAYOUT_BLOCKS` and
-/// `ZOOID_LAYOUT_HOLE_NODES` (ZooKeeper only) claim fresh IDs in blocks of `unit` IDs (0: 1000,
-/// the default block size). `unit` is ignored for the default and the single-node layout.
+/// push is a compare-and-set on the pool node; `ZOOID_LAYOUT_HOLE_NODES` (ZooKeeper only) claims
+/// fresh IDs in blocks of `unit` IDs (0: 1000, the default block size). `unit` is ignored for
+/// the default and the single-node layout.
 ///
 /// Errors: as `zooid_service_create_category`, and `ZOOID_STATUS_INVALID_ARGUMENT` for a number
-/// that is not a `zooid_layout` (the message names it), a `unit` above 2147483647, or a block
-/// layout on the embedded stores.
+/// that is not a `zooid_layout` (the message names it; 2, the retired format 3's, included), a
+/// `unit` above 2147483647, or a block layout on the embedded stores.
 ///
 /// # Safety
 /// `service` must be NULL or a live service reference; `category` NULL or a NUL-terminated
@@ -202,16 +203,16 @@ pub unsafe extern "C" fn zooid_service_create_category_in(
 
 /// Moves the existing category `category` to the block layout `layout` in place, while other
 /// processes keep taking and pushing (what `zooid migrate` does): a single-node pool (formats 1
-/// and 2, or a seed-style node) to `ZOOID_LAYOUT_HOLE_NODES` (format 4) or `ZOOID_LAYOUT_BLOCKS`
-/// (format 3), or a format-3 pool to format 4, in blocks of `unit` IDs (0: 1000).
-/// `ZOOID_LAYOUT_DEFAULT` is `ZOOID_LAYOUT_HOLE_NODES`. No ID is handed out twice and none is
-/// lost. When `out_migrated` is not NULL, what was done is written to it (a pool in the
-/// layout asked for already is left alone: `moved` false).
+/// and 2, or a seed-style node) to `ZOOID_LAYOUT_HOLE_NODES` (format 4), its free ranges
+/// becoming hole nodes, in blocks of `unit` IDs (0: 1000). `ZOOID_LAYOUT_DEFAULT` is
+/// `ZOOID_LAYOUT_HOLE_NODES`. No ID is handed out twice and none is lost. When `out_migrated`
+/// is not NULL, what was done is written to it (a pool in the layout asked for already is left
+/// alone: `moved` false).
 ///
 /// Errors: `ZOOID_STATUS_INVALID_ARGUMENT` for a number that is not a `zooid_layout`,
-/// `ZOOID_LAYOUT_SINGLE_NODE` (there is no way back), a move from format 4 to format 3, a
-/// `unit` above 2147483647, or an embedded store; `ZOOID_STATUS_NOT_FOUND`,
-/// `ZOOID_STATUS_CORRUPT_POOL` and the store errors.
+/// `ZOOID_LAYOUT_SINGLE_NODE` (there is no way back), a `unit` above 2147483647, or an
+/// embedded store; `ZOOID_STATUS_NOT_FOUND`, `ZOOID_STATUS_CORRUPT_POOL` (also for a pool in
+/// the retired format 3, left as it is) and the store errors.
 ///
 /// # Safety
 /// `service` must be NULL or a live service reference; `category` NULL or a NUL-terminated

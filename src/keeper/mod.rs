@@ -366,8 +366,8 @@ impl Active<'_> {
             }
             match self.session.bounded(client.list_children(&path)).await {
                 Ok(children) => {
-                    // Block claims, free-list parts, pushes and holes of format-3 and
-                    // format-4 pools are not categories.
+                    // Block claims, receipts and holes of format-4 pools (and the free-list
+                    // parts a retired format-3 pool left) are not categories.
                     for child in children
                         .into_iter()
                         .filter(|c| !crate::format::is_pool_child(c))

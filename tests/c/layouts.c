@@ -4,14 +4,15 @@
  *
  *   layouts CONNECT PREFIX
  *
- * Below PREFIX, each with IDs 1..1000000: single (ZOOID_LAYOUT_SINGLE_NODE), blocks
- * (ZOOID_LAYOUT_BLOCKS in blocks of 100), holes (ZOOID_LAYOUT_HOLE_NODES, unit 0: the default
- * block size), default-in (ZOOID_LAYOUT_DEFAULT) and default (zooid_service_create_category).
+ * Below PREFIX, each with IDs 1..1000000: single (ZOOID_LAYOUT_SINGLE_NODE), holes
+ * (ZOOID_LAYOUT_HOLE_NODES, unit 0: the default block size), default-in (ZOOID_LAYOUT_DEFAULT)
+ * and default (zooid_service_create_category).
  * On each: a take of 10 gets 1-10, the set's last 5 (6-10) are pushed back, and a take of 10
  * gets 6-15, the pushed IDs first. Then moved: a single node, a take of 10, a move to hole nodes
  * (from format 1 to 4, fresh blocks from 11), the same move again (nothing moved), a take of 10
- * that gets 11-20. Layout numbers that are not a zooid_layout, a block size above 2^31 - 1 and
- * a move back to a single node are refused with ZOOID_STATUS_INVALID_ARGUMENT, creating nothing.
+ * that gets 11-20. Layout numbers that are not a zooid_layout (2, the retired pool format 3's,
+ * included), a block size above 2^31 - 1 and a move back to a single node are refused with
+ * ZOOID_STATUS_INVALID_ARGUMENT, creating nothing.
  * The test (tests/c/layouts.rs) reads each pool node's format line.
  *
  *   layouts mem: PREFIX
@@ -75,6 +76,9 @@ int main(int argc, char **argv) {
                   zooid_service_create_category_in(service, path, 1, 100, 4, 0));
     CHECK_LAST_ERROR_CONTAINS("layout 4");
     EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT,
+                  zooid_service_create_category_in(service, path, 1, 100, 2, 100));
+    CHECK_LAST_ERROR_CONTAINS("retired");
+    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT,
                   zooid_service_create_category_in(service, path, 1, 100, 0xFFFFFFFFu, 0));
     CHECK_LAST_ERROR_CONTAINS("layout 4294967295");
     EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT,
@@ -91,10 +95,7 @@ int main(int argc, char **argv) {
     take_push_take(service, join_path(path, sizeof path, prefix, "/single"), 1,
                    ZOOID_LAYOUT_SINGLE_NODE, 0);
     if (strncmp(argv[1], "mem:", 4) == 0) {
-        join_path(path, sizeof path, prefix, "/blocks");
-        EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT,
-                      zooid_service_create_category_in(service, path, 1, 100,
-                                                       ZOOID_LAYOUT_BLOCKS, 100));
+        join_path(path, sizeof path, prefix, "/holes");
         EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT,
                       zooid_service_create_category_in(service, path, 1, 100,
                                                        ZOOID_LAYOUT_HOLE_NODES, 0));
@@ -106,8 +107,6 @@ int main(int argc, char **argv) {
         printf("layouts on mem: OK\n");
         return 0;
     }
-    take_push_take(service, join_path(path, sizeof path, prefix, "/blocks"), 1,
-                   ZOOID_LAYOUT_BLOCKS, 100);
     take_push_take(service, join_path(path, sizeof path, prefix, "/holes"), 1,
                    ZOOID_LAYOUT_HOLE_NODES, 0);
     take_push_take(service, join_path(path, sizeof path, prefix, "/default-in"), 1,

@@ -8,7 +8,7 @@ use zookeeper_client::{CreateMode, MultiWriteResult, Stat};
 
 use super::refused;
 use crate::error::{LeakBound, Result, ZooidError};
-use crate::format::{returned_parent, sequence_of, sequence_parent, Blocks, OpToken, Pool};
+use crate::format::{sequence_of, sequence_parent, Blocks, OpToken, Pool};
 use crate::range::{IdRange, RangeSet};
 use crate::retry::Budget;
 use crate::zk::{Classified, ClientMulti, Fate, Session, Verdict};
@@ -105,7 +105,6 @@ pub(crate) async fn claim(
     session: &Session,
     path: &str,
     version: i32,
-    returned: Option<i32>,
     blocks: &Blocks,
     count: u32,
     planned: u64,
@@ -121,12 +120,8 @@ pub(crate) async fn claim(
     }
     let options = CreateMode::PersistentSequential.with_acls(session.default_acls());
     let mut multi = ClientMulti::new(&client);
-    // Op 0 checks the pool node, then (with pushes read) op 1 the pushes' node, then the
-    // generation's node.
+    // Op 0 checks the pool node, op 1 the generation's node.
     multi.check(path, version);
-    if let Some(returned) = returned {
-        multi.check(&returned_parent(path), returned);
-    }
     let gate = multi.len();
     multi.check(&parent, 0);
     for _ in 0..count {
@@ -423,7 +418,6 @@ mod tests {
         unit: 100,
         generation: 3,
         base: 1001,
-        hole_nodes: false,
     };
 
     fn range(start: i64, end: i64) -> IdRange {

@@ -1,12 +1,11 @@
-//! Block allocation: fresh IDs handed out by operations that cannot conflict.
+//! Block allocation (pool format 4): fresh IDs handed out by operations that cannot conflict.
 //!
-//! A category created for scale (`create_category_blocks`, pool format 3) splits its IDs in two:
-//! the *holes*, IDs that were handed out and pushed back, stay in the pool node's free list and
-//! are taken with compare-and-set as in every category; the IDs above them are cut into blocks of
-//! `unit` IDs, and a take claims fresh blocks by creating sequential nodes:
+//! A category in block allocation splits its IDs in two: the *holes*, IDs that were handed out
+//! and pushed back, are nodes of their own (src/alloc/holes/); the IDs above them are cut into
+//! blocks of `unit` IDs, and a take claims fresh blocks by creating sequential nodes:
 //!
 //! ```text
-//! multi[ check(P, version V),                 the pool as planned on: no holes to take first
+//! multi[ check(P, version V),                 the pool as planned on (ceiling, generation)
 //!        check(P/zooid-blocks-G, version 0),  the generation is not sealed
 //!        create(P/zooid-blocks-G/<token>-, PERSISTENT_SEQUENTIAL) x m ]
 //! ```
@@ -14,11 +13,10 @@
 //! ZooKeeper numbers the children of `zooid-blocks-G` from its child version, and a `multi`
 //! applies as one transaction, so the `m` creates get `m` consecutive numbers that no other
 //! create ever gets: block `s` is `base + s * unit ..= base + (s + 1) * unit - 1`. Claims do not
-//! conflict with each other (only a write of the pool node itself, a push or a generation move,
-//! fails the claims planned on the version before), so contending processes do not retry, the
-//! server serves them in arrival order, and each take is one transaction whatever the contention
-//! (docs/DESIGN.md). The check of `P` keeps "lowest first" exact: a take claims a fresh block
-//! only when the pool has no free ID for it at that moment.
+//! conflict with each other (only a write of the pool node itself, a generation move or a
+//! ceiling, fails the claims planned on the version before), so contending processes do not
+//! retry, the server serves them in arrival order, and each take is one transaction whatever
+//! the contention (docs/DESIGN.md).
 //!
 //! - **Lost reply.** The created names start with the take's random token: after a `sync`, the
 //!   token among the children says whether the take applied and which numbers it got. The nodes
@@ -35,35 +33,25 @@
 //!   `base + c * unit` in one compare-and-set that also creates `zooid-blocks-(G+1)`. Any process
 //!   that finds a sealed generation finishes the move, so a crash mid-way stops nothing. The
 //!   children of generation `G - 1` are deleted then, a whole generation after its last take.
-//! - **Pushes** do not write the pool node either: a push creates `P/zooid-returned/r-<token>`
-//!   holding its ranges, bumps the data version of `P/zooid-returned` (which every take checks,
-//!   as it checks the pool node), and creates an ephemeral marker `m-<token>` that tells its
-//!   author after a lost reply whether it applied (the marker is deleted by the author's next
-//!   push, or with its session). The next take merges the waiting pushes into the free list in its
-//!   own write, which deletes their nodes. So neither takes of fresh blocks nor pushes conflict
-//!   with each other.
 //! - **Ceiling.** A block above the pool's ceiling is not handed out: its IDs above the ceiling
-//!   go to the holes (free IDs above a ceiling wait for it to be raised, as in every pool).
-
+//!   go back as holes (free IDs above a ceiling wait for it to be raised, as in every pool).
 //!
-//! The modules: [`take`] (holes then claims, under one hold of the category's slot, and the
-//! move to a new generation), [`push`] (pushes left in their own nodes), and the ZooKeeper
-//! requests beneath them: [`claims`], [`returns`], [`generations`], [`parts`] (the free list
-//! split over several nodes).
+//! The modules: [`take`] (fresh blocks under one hold of the category's slot, and the move to a
+//! new generation), [`push`] (a push checked against the pool, then left as hole nodes), and the
+//! ZooKeeper requests beneath them: [`claims`], [`generations`], [`repair`].
 
 pub(crate) mod claims;
 pub(crate) mod generations;
-pub(crate) mod parts;
 pub(crate) mod push;
 pub(crate) mod repair;
-pub(crate) mod returns;
 pub(crate) mod take;
 
-pub use super::state::KEEP_PENDING;
+use zookeeper_client::CreateMode;
+
 use crate::error::{Result, ZooidError};
 use crate::format::Pool;
 use crate::range::IdRange;
-use crate::zk::{not_authorized, Session, Verdict};
+use crate::zk::{not_authorized, Classified, Session, Verdict};
 
 /// A take that gets this block number or above moves the category to a new generation.
 pub const ROTATE_AT: i64 = 20_000;
@@ -74,7 +62,7 @@ pub const MAX_BLOCKS_PER_TAKE: u64 = 1_000;
 /// The error for block allocation on an embedded store.
 pub(crate) fn needs_zookeeper() -> ZooidError {
     ZooidError::InvalidArgument(
-        "block allocation (pool format 3) needs a ZooKeeper store, not mem: or file:".into(),
+        "block allocation (pool format 4) needs a ZooKeeper store, not mem: or file:".into(),
     )
 }
 
@@ -97,6 +85,27 @@ pub(crate) fn refused(
     }
 }
 
+/// Creates `node` (a persistent, empty child of pool `path`) unless it exists.
+pub(crate) async fn ensure_node(session: &Session, path: &str, node: &str) -> Result<()> {
+    let (client, generation) = session.client();
+    let options = CreateMode::Persistent.with_acls(session.default_acls());
+    match session
+        .run(generation, client.create(node, &[], &options))
+        .await
+        .classified()
+    {
+        Ok(_) | Err((Verdict::NodeExists, _)) => Ok(()),
+        Err((Verdict::NoNode, _)) => Err(ZooidError::NotFound {
+            category: path.to_string(),
+        }),
+        Err((verdict @ Verdict::NotAuthorized, err)) => Err(refused(session, path, verdict, &err)),
+        Err((_, err)) => Err(ZooidError::ConnectionLost {
+            category: path.to_string(),
+            reason: format!("creating {node}: {err}"),
+        }),
+    }
+}
+
 /// What a pool holds, counting the blocks claimed since the node was written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Usage {
@@ -109,15 +118,8 @@ pub struct Usage {
 }
 
 /// The usage of `pool` (node `path`): for a pool in block allocation, reads how many blocks
-/// its generation has claimed (needs the ZooKeeper session). `loaded`: the pool's free-list
-/// parts are loaded into its free list (else they are counted by their index, a part that
-/// straddles the ceiling whole).
-pub async fn usage(
-    session: Option<&Session>,
-    path: &str,
-    pool: &Pool,
-    loaded: bool,
-) -> Result<Usage> {
+/// its generation has claimed and lists its holes (needs the ZooKeeper session).
+pub async fn usage(session: Option<&Session>, path: &str, pool: &Pool) -> Result<Usage> {
     let Some(blocks) = pool.blocks() else {
         return Ok(Usage {
             free: pool.free().count(),
@@ -140,19 +142,10 @@ pub async fn usage(
             0
         }
     };
-    let holes_available = if loaded {
-        pool.free().count_at_most(top)
-    } else {
-        pool.indexed_free_count_at_most(top)
-    };
-    let (in_nodes, in_nodes_available) = if blocks.hole_nodes {
-        hole_nodes_usage(session, path, top).await?
-    } else {
-        (0, 0)
-    };
+    let (in_nodes, in_nodes_available) = hole_nodes_usage(session, path, top).await?;
     Ok(Usage {
-        free: pool.free_count() + in_nodes + unclaimed(last),
-        available: holes_available + in_nodes_available + unclaimed(top),
+        free: in_nodes + unclaimed(last),
+        available: in_nodes_available + unclaimed(top),
         high_water: (frontier - 1).max(pool.bounds().start() - 1),
     })
 }

@@ -3,39 +3,30 @@
 //! `restore`). The current generation is sealed first, so that no claim lands between reading
 //! its frontier and the pool write: the next generation starts above every block claimed (and
 //! above the record when repairing), and a first ceiling covers every ID handed out before it.
-//! A repair gives up every free ID at or below the record, in the free list's parts, in the
-//! pushes waiting in their own nodes and in the hole nodes of format 4 too.
+//! A repair gives up every free ID at or below the record: the hole nodes there.
 
 use super::generations;
-use super::parts::{self, ChunkCache, Loaded};
-use super::returns;
-use crate::alloc::state::Waiting;
 use crate::error::{Result, ZooidError};
-use crate::format::{returned_parent, Blocks, ChunkOp, Pool};
+use crate::format::{Blocks, Pool};
 use crate::range::IdRange;
 use crate::zk::Session;
 
 /// A pool in block allocation, laid out in its next generation.
 #[derive(Debug)]
 pub(crate) struct Moved {
-    /// The pool as its nodes will hold it: the next generation, its free list whole (parts
-    /// loaded, the waiting pushes merged), without the IDs a repair gives up.
+    /// The pool node as it will be: the next generation.
     pub next: Pool,
     /// The first ID the sealed generation's blocks did not claim.
     pub frontier: i64,
-    /// Free IDs given up (at or below the record).
+    /// Free IDs given up (the holes at or below the record).
     pub removed: u64,
-    /// The part writes and the deletes of the merged pushes, for the pool write's `multi`.
-    pub ops: Vec<ChunkOp>,
-    /// The data version of `zooid-returned` the pushes were read at: the write checks it, so a
-    /// push that arrives meanwhile fails it (read again) rather than outlive a repair.
-    pub announced: i32,
 }
 
 /// Seals the generation of `pool` (the node as read at `version`) and lays out its move to the
 /// next one, starting above its frontier; with `cleared` (a recorded ceiling and the epoch the
 /// repair starts), a repair: in the epoch's first new generation, above the ceiling too, and
-/// without the free IDs at or below it. `None`: the pool moved on meanwhile (read again).
+/// without the hole nodes at or below it (given up before the pool write). `None`: the pool
+/// moved on meanwhile (read again).
 pub(crate) async fn seal_and_move(
     session: &Session,
     path: &str,
@@ -49,34 +40,14 @@ pub(crate) async fn seal_and_move(
     let Some(frontier) = sealed_frontier(session, path, &blocks, version).await? else {
         return Ok(None);
     };
-    // The pool as its nodes hold it: the parts loaded.
-    let mut before = pool.clone();
-    if let Loaded::Stale = parts::load(session, path, &mut before, &mut ChunkCache::new()).await? {
-        return Ok(None);
-    }
-    let (announced, pushes) = returns::read_returns(session, path).await?;
-    let parent = returned_parent(path);
-    let deletes: Vec<ChunkOp> = pushes
-        .iter()
-        .map(|(name, _)| ChunkOp::DeleteNode {
-            node: format!("{parent}/{name}"),
-        })
-        .collect();
-    let mut next = before.clone();
-    let doubled = Waiting::default().merge(next.free_mut(), announced, pushes);
-    if doubled > 0 {
-        tracing::error!(
-            category = path,
-            ids = doubled,
-            "IDs pushed twice (or pushed while free); counted once"
-        );
-    }
+    let mut next = pool.clone();
     let removed = match cleared {
-        Some((ceiling, epoch)) => next
-            .clear_through(ceiling, frontier, epoch)
-            .iter()
-            .map(|r| r.len())
-            .sum(),
+        Some((ceiling, epoch)) => {
+            next.clear_through(ceiling, frontier, epoch);
+            // A ZooKeeper restored from a snapshot brings back holes taken since: given up
+            // before the pool write.
+            give_up_holes(session, path, ceiling).await?
+        }
         None => {
             next.set_blocks(Blocks {
                 generation: blocks.next_generation(pool.epoch()),
@@ -89,20 +60,10 @@ pub(crate) async fn seal_and_move(
             0
         }
     };
-    // Format 4: a repair gives up the hole nodes at or below the record too (a ZooKeeper
-    // restored from a snapshot brings back holes taken since), before its pool write.
-    let mut removed = removed;
-    if let (Some((ceiling, _)), true) = (cleared, blocks.hole_nodes) {
-        removed += give_up_holes(session, path, ceiling).await?;
-    }
-    let mut ops = crate::format::parts::plan(&before, &mut next);
-    ops.extend(deletes);
     Ok(Some(Moved {
         next,
         frontier,
         removed,
-        ops,
-        announced,
     }))
 }
 

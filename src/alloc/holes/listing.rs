@@ -68,7 +68,7 @@ pub(crate) async fn list(
         let (children, stat, watcher) = match listed.classified() {
             Ok(got) => got,
             Err((Verdict::NoNode, _)) => {
-                crate::alloc::blocks::returns::ensure_node(session, path, &parent).await?;
+                crate::alloc::blocks::ensure_node(session, path, &parent).await?;
                 continue;
             }
             Err((verdict @ Verdict::NotAuthorized, err)) => {

@@ -4,8 +4,8 @@
 
 use zookeeper_client::CreateMode;
 
+use crate::alloc::blocks::ensure_node;
 use crate::alloc::blocks::refused;
-use crate::alloc::blocks::returns::ensure_node;
 use crate::error::{Result, ZooidError};
 use crate::format::{
     hole_name, holes_parent, returned_parent, sequence_parent, OpToken, MARKER_PREFIX,

@@ -19,9 +19,8 @@ use crate::store::Store;
 use std::time::Instant;
 
 impl<S: Store> IdGeneratorService<S> {
-    /// Completes a take of `n` IDs that took `taken` from the pool node's own free list (a pool
-    /// migrated with holes in it; usually none): holes first, as many as leave whole blocks to
-    /// claim ([`choice::hole_amount`]), then fresh blocks.
+    /// Completes a take of `n` IDs that has `taken` already (none when it starts): holes first,
+    /// as many as leave whole blocks to claim ([`choice::hole_amount`]), then fresh blocks.
     pub(crate) async fn take_hole_nodes(
         &self,
         category: &IdCategory,

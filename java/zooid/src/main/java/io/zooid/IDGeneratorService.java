@@ -168,11 +168,12 @@ public final class IDGeneratorService extends NativeResource implements AutoClos
 
     /**
      * Creates a category like {@link #createCategory(IDCategory, long, long)} in block allocation
-     * (ZooKeeper only): fresh IDs are claimed in blocks of {@code blockSize} IDs by creates that
-     * never conflict, so thousands of tasks taking at once are served in arrival order, one
-     * transaction per take; pushed IDs are handed out first, lowest first. Takes and pushes are the
-     * same calls as on any category. Use the batch size the tasks take as {@code blockSize}: a take
-     * that is not a multiple of it returns the rest of its last block to the pool.
+     * with hole nodes ({@link Layout#HOLE_NODES}, pool format 4, ZooKeeper only): fresh IDs are
+     * claimed in blocks of {@code blockSize} IDs by creates that never conflict, so thousands of
+     * tasks taking at once are served in arrival order, one transaction per take; pushed ranges
+     * stay nodes of their own. Takes and pushes are the same calls as on any category. Use the
+     * batch size the tasks take as {@code blockSize}: a take that is not a multiple of it returns
+     * the rest of its last block to the pool.
      *
      * @throws IllegalArgumentException unless {@code 1 <= firstID <= lastID} and {@code 1 <=
      *     blockSize <= 2147483647}
@@ -198,8 +199,8 @@ public final class IDGeneratorService extends NativeResource implements AutoClos
     /**
      * Creates a category like {@link #createCategory(IDCategory, long, long)} in the pool layout
      * {@code layout}: {@link Layout#SINGLE_NODE} (every take and push is a compare-and-set on
-     * one node), {@link Layout#BLOCKS} or {@link Layout#HOLE_NODES} (ZooKeeper only; fresh IDs
-     * claimed in blocks of {@code unit} IDs). {@link #createCategory(IDCategory, long, long)}
+     * one node) or {@link Layout#HOLE_NODES} (ZooKeeper only; fresh IDs claimed in blocks of
+     * {@code unit} IDs). {@link #createCategory(IDCategory, long, long)}
      * makes {@link Layout#HOLE_NODES} in blocks of 1000 on ZooKeeper.
      *
      * @param unit IDs per block for the block layouts, 0 for the default (1000); use the batch
@@ -227,16 +228,16 @@ public final class IDGeneratorService extends NativeResource implements AutoClos
     /**
      * Moves the existing category {@code category} to the block layout {@code layout} in place,
      * while other processes keep taking and pushing: a single-node pool (formats 1 and 2, or a
-     * seed-style node) to {@link Layout#HOLE_NODES} (format 4) or {@link Layout#BLOCKS} (format
-     * 3), or a format-3 pool to format 4, in blocks of {@code unit} IDs. No ID is handed out
-     * twice and none is lost; a pool in the layout asked for already is left alone.
+     * seed-style node) to {@link Layout#HOLE_NODES} (format 4), its free ranges becoming hole
+     * nodes, in blocks of {@code unit} IDs. No ID is handed out twice and none is lost; a pool in
+     * the layout asked for already is left alone. A pool in the retired format 3 is refused with
+     * {@link ErrorCode#CORRUPT_POOL} and left as it is.
      *
      * @param unit IDs per block, 0 for the default (1000)
      * @return what was done
      * @throws NullPointerException if {@code category} or {@code layout} is null
      * @throws IllegalArgumentException if {@code unit} is not in {@code 0..2147483647}, for {@link
-     *     Layout#SINGLE_NODE} (there is no way back), a move from format 4 to format 3, or an
-     *     embedded store
+     *     Layout#SINGLE_NODE} (there is no way back), or an embedded store
      * @throws CategoryNotFoundException if the category does not exist
      */
     public Migration migrateCategory(IDCategory category, Layout layout, long unit) throws IDGeneratorException {

@@ -134,12 +134,12 @@ class ServiceTest {
      */
     @Test
     void closeClosesTheSessionOnTheServer() throws Exception {
-        for (Layout layout : new Layout[] {null, Layout.SINGLE_NODE, Layout.BLOCKS}) {
+        for (Layout layout : new Layout[] {null, Layout.SINGLE_NODE, Layout.HOLE_NODES}) {
             long before = zk.sessionCount();
             IDCategory cat = freshCategory();
             IDGeneratorService service = IDGeneratorService.open(
                     zk.connectString(), new IDGeneratorOptions().sessionTimeout(Duration.ofSeconds(10)));
-            if (layout == Layout.BLOCKS) {
+            if (layout == Layout.HOLE_NODES) {
                 service.createCategoryWithBlocks(cat, 1, 1_000_000, 1_000);
             } else if (layout != null) {
                 service.createCategory(cat, 1, 1_000_000, layout, 0);
