@@ -171,6 +171,8 @@ pub enum OpResult {
     Create {
         /// The created node's path.
         path: String,
+        /// Its metadata, where the servers say it (3.5 and later; some releases do not).
+        stat: Option<Stat>,
     },
     /// A node's data was replaced; its new metadata.
     Set {

@@ -359,7 +359,8 @@ impl ZooKeeper for Session {
                     MultiWriteResult::Check => OpResult::Check,
                     MultiWriteResult::Delete => OpResult::Delete,
                     MultiWriteResult::SetData { stat } => OpResult::Set { stat },
-                    MultiWriteResult::Create { path, .. } => OpResult::Create {
+                    MultiWriteResult::Create { path, stat } => OpResult::Create {
+                        stat: (!stat.is_invalid()).then_some(stat),
                         path: match op {
                             Op::Create {
                                 create,
@@ -374,7 +375,10 @@ impl ZooKeeper for Session {
                     _ => match op {
                         Op::Check { .. } => OpResult::Check,
                         Op::Delete { .. } => OpResult::Delete,
-                        Op::Create { path, .. } => OpResult::Create { path: path.clone() },
+                        Op::Create { path, .. } => OpResult::Create {
+                            path: path.clone(),
+                            stat: None,
+                        },
                         Op::Set { .. } => OpResult::Set {
                             stat: unknown_stat(),
                         },
