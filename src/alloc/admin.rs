@@ -3,8 +3,6 @@
 
 use std::cell::Cell;
 
-use zookeeper_client::CreateMode;
-
 use super::blocks::{generations, needs_zookeeper};
 use super::engine::{LastFailure, Plan, Step};
 use super::options::{Layout, Restored};
@@ -18,7 +16,7 @@ use crate::idset::IdCategory;
 use crate::range::IdRange;
 use crate::retry::Budget;
 use crate::store::{Store, StoreError};
-use crate::zk::{ClientMulti, ClientMultiFailed, Verdict};
+use crate::zk::{Create, Multi, MultiFailed, Verdict, Zk, ZooKeeperExt};
 
 impl<S: Store> IdGeneratorService<S> {
     /// Creates a single-node category (see
@@ -94,7 +92,7 @@ impl<S: Store> IdGeneratorService<S> {
         }
         check_ceiling(ceiling, last)?;
         let bounds = category_bounds(first, last)?;
-        let session = self.store.session().ok_or_else(needs_zookeeper)?;
+        let zk = self.zk.as_ref().ok_or_else(needs_zookeeper)?;
         let path = category.name();
         let mut pool = Pool::with_hole_nodes(bounds, unit);
         pool.set_ceiling(ceiling);
@@ -104,20 +102,23 @@ impl<S: Store> IdGeneratorService<S> {
         let mut failure = LastFailure::None;
         while budget.try_attempt() {
             tracing::Span::current().record("attempt", budget.attempts());
-            let (client, generation) = session.client();
-            let options = CreateMode::Persistent.with_acls(session.default_acls());
+            let generation = zk.generation();
+            let options = Create::persistent();
             let created = async {
                 if let Some(dir) = crate::store::parent(path) {
-                    let made = session.run(generation, client.mkdir(dir, &options)).await;
-                    made.map_err(|error| ClientMultiFailed { index: None, error })?;
+                    let made = zk.create_all(generation, dir, None).await;
+                    made.map_err(|failure| MultiFailed {
+                        index: None,
+                        failure,
+                    })?;
                 }
-                let mut multi = ClientMulti::new(&client);
+                let mut multi = Multi::new();
                 multi
                     .create(path, &bytes, &options)
                     .create(&parent, &[], &options)
                     .create(&returned_parent(path), &[], &options)
                     .create(&holes_parent(path), &[], &options);
-                multi.commit(session, generation).await.map(drop)
+                multi.commit(&**zk, generation).await.map(drop)
             };
             let err = match created.await {
                 Ok(()) => {
@@ -125,9 +126,9 @@ impl<S: Store> IdGeneratorService<S> {
                     tracing::info!(category = path, %bounds, unit, "category created (block allocation)");
                     return Ok(());
                 }
-                Err(failed) => failed.error,
+                Err(failed) => failed.failure,
             };
-            match crate::zk::classify(&err) {
+            match err.verdict {
                 Verdict::NodeExists => {
                     // Ours, if an earlier attempt applied before its reply was lost.
                     if !self.created_by(path, token, &mut budget).await? {
@@ -140,7 +141,7 @@ impl<S: Store> IdGeneratorService<S> {
                     return Ok(());
                 }
                 Verdict::NotAuthorized => {
-                    return Err(crate::zk::not_authorized(path, session.options()))
+                    return Err(crate::zk::not_authorized(path, zk.options()))
                 }
                 Verdict::BadVersion | Verdict::NoNode | Verdict::Refused => {
                     return Err(ZooidError::Store {
@@ -220,7 +221,7 @@ impl<S: Store> IdGeneratorService<S> {
             let created = match pool.blocks() {
                 None => self.store.create(path, &bytes).await,
                 Some(layout) => {
-                    create_block_pool(&self.store, path, &bytes, layout.generation).await
+                    create_block_pool(self.zk.as_ref(), path, &bytes, layout.generation).await
                 }
             };
             match created {
@@ -271,7 +272,7 @@ impl<S: Store> IdGeneratorService<S> {
             // The holes given up below are listed again by the next take.
             slot.holes = None;
             // The generation sealed for this attempt and its final frontier (block pools).
-            let sealed = match self.store.session() {
+            let sealed = match self.zk.as_ref() {
                 Some(session) => {
                     let node = self.read(path, &mut budget).await?;
                     let pool = Pool::parse(path, &node.data)?;
@@ -351,7 +352,7 @@ impl<S: Store> IdGeneratorService<S> {
                 Step::Done { moved, strategy } => {
                     let written = slot.cached.as_ref().map(|state| state.version);
                     if let (Strategy::Blocks(layout), Some(session), Some(version)) =
-                        (strategy, self.store.session(), written)
+                        (strategy, self.zk.as_ref(), written)
                     {
                         // The new generation's sequence parent while the pool is as written (a
                         // take creates it too).
@@ -411,44 +412,43 @@ impl<S: Store> IdGeneratorService<S> {
 /// Creates a pool in block allocation as `restore` does: the pool node with `bytes`, the
 /// sequence parent of `generation`, the parents of the receipts and of the holes, in one
 /// `multi`. Its errors read as a plain create's.
-async fn create_block_pool<S: Store>(
-    store: &S,
+async fn create_block_pool(
+    zk: Option<&Zk>,
     path: &str,
     bytes: &[u8],
     generation: u64,
 ) -> std::result::Result<(), StoreError> {
-    let session = store
-        .session()
-        .ok_or_else(|| StoreError::Refused(needs_zookeeper().to_string()))?;
-    let (client, session_generation) = session.client();
-    let options = CreateMode::Persistent.with_acls(session.default_acls());
+    let zk = zk.ok_or_else(|| StoreError::Refused(needs_zookeeper().to_string()))?;
+    let session_generation = zk.generation();
+    let options = Create::persistent();
     let created = async {
         if let Some(dir) = crate::store::parent(path) {
-            let made = session
-                .run(session_generation, client.mkdir(dir, &options))
-                .await;
-            made.map_err(|error| ClientMultiFailed { index: None, error })?;
+            let made = zk.create_all(session_generation, dir, None).await;
+            made.map_err(|failure| MultiFailed {
+                index: None,
+                failure,
+            })?;
         }
-        let mut multi = ClientMulti::new(&client);
+        let mut multi = Multi::new();
         multi
             .create(path, bytes, &options)
             .create(&sequence_parent(path, generation), &[], &options)
             .create(&returned_parent(path), &[], &options)
             .create(&holes_parent(path), &[], &options);
-        multi.commit(session, session_generation).await.map(drop)
+        multi.commit(&**zk, session_generation).await.map(drop)
     };
     let Err(failed) = created.await else {
         return Ok(());
     };
-    Err(match crate::zk::classify(&failed.error) {
+    Err(match failed.verdict() {
         Verdict::NodeExists => StoreError::NodeExists,
         Verdict::NotAuthorized => StoreError::NotAuthorized {
-            identity: session.options().identity(),
+            identity: zk.options().identity(),
         },
         Verdict::Expired | Verdict::Closed | Verdict::Unknown => {
-            StoreError::Unknown(failed.error.to_string())
+            StoreError::Unknown(failed.failure.to_string())
         }
-        _ => StoreError::Refused(failed.error.to_string()),
+        _ => StoreError::Refused(failed.failure.to_string()),
     })
 }
 

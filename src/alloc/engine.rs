@@ -254,7 +254,7 @@ impl<S: Store> IdGeneratorService<S> {
         let limit = self.options.max_pool_bytes;
         self.stats
             .pool_seen(figures(path, &pool, node.data.len(), node.version, limit));
-        let session = self.store.session();
+        let session = self.zk.as_ref();
         slot.known.store(node.version, Ordering::Release);
         if let (Some(_), Some(session)) = (pool.blocks(), session) {
             let (known, armed, changed) = (&slot.known, &slot.armed, &slot.changed);
@@ -470,9 +470,7 @@ impl<S: Store> IdGeneratorService<S> {
 
     /// The generation of the store's session (0 for the stores without one).
     pub(crate) fn session_generation(&self) -> u64 {
-        self.store
-            .session()
-            .map_or(0, |session| session.status().generation)
+        self.zk.as_ref().map_or(0, |zk| zk.status().generation)
     }
 
     /// Reads a node after catching its server up (`sync`).

@@ -20,10 +20,10 @@ impl<S: Store> IdGeneratorService<S> {
         let path = category.name();
         let node = self.read(path, &mut budget).await?;
         let pool = Pool::parse(path, &node.data)?;
-        let usage = usage(self.store.session(), path, &pool).await?;
+        let usage = usage(self.zk.as_ref(), path, &pool).await?;
         let limit = self.options.max_pool_bytes;
         // What is free: for format 4 also the holes in their nodes and the IDs no block claimed.
-        let shown = match (pool.blocks(), self.store.session()) {
+        let shown = match (pool.blocks(), self.zk.as_ref()) {
             (Some(_), Some(session)) => {
                 let mut shown = pool.clone();
                 let unclaimed =

@@ -29,8 +29,6 @@
 
 use std::collections::BTreeSet;
 
-use zookeeper_client::{Acls, CreateMode};
-
 use super::blocks::{needs_zookeeper, refused};
 use super::engine::LastFailure;
 use super::options::Layout;
@@ -44,7 +42,7 @@ use crate::idset::IdCategory;
 use crate::range::IdRange;
 use crate::retry::Budget;
 use crate::store::{Store, StoreError};
-use crate::zk::{Classified, ClientMulti, Session, Verdict};
+use crate::zk::{Create, Failure, Multi, Verdict, Zk, ZooKeeperExt};
 
 /// The most hole creates and deletes one `multi` of a migration sends (about 75 bytes each,
 /// well within ZooKeeper's request limit of 1 MB).
@@ -155,7 +153,7 @@ impl<S: Store> IdGeneratorService<S> {
     /// See [`migrate_category`](Self::migrate_category).
     pub(super) async fn migrate(&self, category: &IdCategory, layout: Layout) -> Result<Migrated> {
         let unit = target_unit(layout)?;
-        let session = self.store.session().ok_or_else(needs_zookeeper)?;
+        let session = self.zk.as_ref().ok_or_else(needs_zookeeper)?;
         let path = category.name();
         let mut budget = Budget::start(self.options.retry);
         let node = self.read(path, &mut budget).await?;
@@ -196,7 +194,7 @@ impl<S: Store> IdGeneratorService<S> {
     /// documentation). `sent`: the tokens of the switches sent so far.
     async fn migration_round(
         &self,
-        session: &Session,
+        zk: &Zk,
         path: &str,
         unit: u64,
         from: u32,
@@ -239,7 +237,7 @@ impl<S: Store> IdGeneratorService<S> {
         }
         let planned = plan(&pool, unit);
         // Listed after the pool was read (the same server, so no older than that read).
-        let listed = match list_holes(session, path).await? {
+        let listed = match list_holes(zk, path).await? {
             Some(listed) => listed,
             None => return Ok(Round::Again(LastFailure::Conflict)),
         };
@@ -260,9 +258,9 @@ impl<S: Store> IdGeneratorService<S> {
             .chain(delete.iter().map(|name| (false, name)))
             .collect();
         for batch in ops.chunks(OPS_PER_WRITE) {
-            let (client, generation) = session.client();
-            let options = CreateMode::Persistent.with_acls(session.default_acls());
-            let mut multi = ClientMulti::new(&client);
+            let generation = zk.generation();
+            let options = Create::persistent();
+            let mut multi = Multi::new();
             multi.check(path, version);
             for (creates, name) in batch {
                 let node = format!("{parent}/{name}");
@@ -272,21 +270,21 @@ impl<S: Store> IdGeneratorService<S> {
                     multi.delete(&node, None);
                 }
             }
-            if let Err(failed) = multi.commit(session, generation).await {
+            if let Err(failed) = multi.commit(&**zk, generation).await {
                 return match failed.verdict() {
                     // The pool moved on, or another migration made or removed a hole first.
                     Verdict::BadVersion | Verdict::NodeExists | Verdict::NoNode => {
                         Ok(Round::Again(LastFailure::Conflict))
                     }
                     Verdict::Expired | Verdict::Closed | Verdict::Unknown => Ok(Round::Again(
-                        LastFailure::Unreachable(failed.error.to_string()),
+                        LastFailure::Unreachable(failed.failure.to_string()),
                     )),
                     verdict @ Verdict::NotAuthorized => {
-                        Err(refused(session, path, verdict, &failed.error))
+                        Err(refused(zk, path, verdict, &failed.failure))
                     }
                     Verdict::Refused => Err(ZooidError::Store {
                         path: path.to_string(),
-                        reason: failed.error.to_string(),
+                        reason: failed.failure.to_string(),
                     }),
                 };
             }
@@ -344,19 +342,25 @@ impl<S: Store> IdGeneratorService<S> {
 
 /// The names of the hole nodes under pool `path`; `None` when the session's request did not
 /// get through (read again). A child that is not a hole is refused: it is not zooid's.
-async fn list_holes(session: &Session, path: &str) -> Result<Option<BTreeSet<String>>> {
+async fn list_holes(zk: &Zk, path: &str) -> Result<Option<BTreeSet<String>>> {
     let parent = holes_parent(path);
-    let (client, generation) = session.client();
-    let listed = session.run(generation, client.list_children(&parent)).await;
-    let children = match listed.classified() {
-        Ok(children) => children,
-        Err((Verdict::Expired | Verdict::Closed | Verdict::Unknown, _)) => return Ok(None),
-        Err((Verdict::NoNode, _)) => {
+    let generation = zk.generation();
+    let listed = zk.children(generation, &parent).await;
+    let children = match listed {
+        Ok((children, _)) => children,
+        Err(Failure {
+            verdict: Verdict::Expired | Verdict::Closed | Verdict::Unknown,
+            ..
+        }) => return Ok(None),
+        Err(Failure {
+            verdict: Verdict::NoNode,
+            ..
+        }) => {
             return Err(ZooidError::NotFound {
                 category: path.to_string(),
             })
         }
-        Err((verdict, err)) => return Err(refused(session, path, verdict, &err)),
+        Err(err @ Failure { verdict, .. }) => return Err(refused(zk, path, verdict, &err)),
     };
     if let Some(other) = children
         .iter()
@@ -370,42 +374,47 @@ async fn list_holes(session: &Session, path: &str) -> Result<Option<BTreeSet<Str
 }
 
 /// Creates `children` of pool `path` with the pool node's ACL; existing ones are left alone.
-async fn create_children(session: &Session, path: &str, children: &[String]) -> Result<()> {
-    let (client, generation) = session.client();
+async fn create_children(zk: &Zk, path: &str, children: &[String]) -> Result<()> {
+    let generation = zk.generation();
     let unreachable = |node: &str, err: &dyn std::fmt::Display| ZooidError::ConnectionLost {
         category: path.to_string(),
         reason: format!("creating {node}: {err}"),
     };
-    let (acl, _) = match session
-        .run(generation, client.get_acl(path))
-        .await
-        .classified()
-    {
+    let acl = match zk.get_acl(generation, path).await {
         Ok(got) => got,
-        Err((Verdict::NoNode, _)) => {
+        Err(Failure {
+            verdict: Verdict::NoNode,
+            ..
+        }) => {
             return Err(ZooidError::NotFound {
                 category: path.to_string(),
             })
         }
-        Err((_, err)) => return Err(unreachable(path, &err)),
+        Err(err) => return Err(unreachable(path, &err)),
     };
-    let options = CreateMode::Persistent.with_acls(Acls::new(&acl));
+    let options = Create::persistent().with_acl(acl);
     for node in children {
-        match session
-            .run(generation, client.create(node, &[], &options))
-            .await
-            .classified()
-        {
-            Ok(_) | Err((Verdict::NodeExists, _)) => {}
-            Err((Verdict::NoNode, _)) => {
+        match zk.create(generation, node, &[], &options).await {
+            Ok(_)
+            | Err(Failure {
+                verdict: Verdict::NodeExists,
+                ..
+            }) => {}
+            Err(Failure {
+                verdict: Verdict::NoNode,
+                ..
+            }) => {
                 return Err(ZooidError::NotFound {
                     category: path.to_string(),
                 })
             }
-            Err((verdict @ Verdict::NotAuthorized, err)) => {
-                return Err(refused(session, path, verdict, &err))
-            }
-            Err((_, err)) => return Err(unreachable(node, &err)),
+            Err(
+                err @ Failure {
+                    verdict: verdict @ Verdict::NotAuthorized,
+                    ..
+                },
+            ) => return Err(refused(zk, path, verdict, &err)),
+            Err(err) => return Err(unreachable(node, &err)),
         }
     }
     Ok(())

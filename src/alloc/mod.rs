@@ -15,7 +15,7 @@
 //!   place; `info`: what a pool holds, for operators.
 //!
 //! The requests the allocator sends itself read their errors with [`crate::zk::classify`] and
-//! send their transactions as [`crate::zk::ClientMulti`].
+//! send their transactions as [`crate::zk::Multi`].
 
 mod admin;
 pub mod blocks;

@@ -13,6 +13,7 @@ use crate::idset::{IdCategory, IdSet};
 use crate::range::IdRange;
 use crate::stats::{outcome_of, LostOutcome, Recorder, ServiceStats};
 use crate::store::{AnyStore, ConnectOptions, Store};
+use crate::zk::Zk;
 
 /// Hands out unique IDs from categories kept in a [`Store`].
 ///
@@ -21,6 +22,9 @@ use crate::store::{AnyStore, ConnectOptions, Store};
 /// parallel, all over one store session.
 pub struct IdGeneratorService<S: Store = AnyStore> {
     pub(super) store: S,
+    /// The ZooKeeper session, on a ZooKeeper store: the block layout's requests go through it
+    /// (`None` on the embedded stores, which hold single nodes only).
+    pub(super) zk: Option<Zk>,
     pub(super) options: ServiceOptions,
     /// What this process knows of each category (src/alloc/state.rs).
     pub(super) categories: Categories,
@@ -46,33 +50,32 @@ impl IdGeneratorService<AnyStore> {
         connect_options: &ConnectOptions,
         options: ServiceOptions,
     ) -> Result<Self> {
-        Ok(Self::with_store(
-            AnyStore::open(connect, connect_options).await?,
-            options,
-        ))
+        let store = AnyStore::open(connect, connect_options).await?;
+        Ok(match store.zookeeper().cloned() {
+            Some(zk) => Self::on_zookeeper(zk, options),
+            None => Self::with_store(store, options),
+        })
     }
 
-    /// A service on an already open ZooKeeper session, shared with the recipes.
-    pub fn on_session(session: crate::zk::Session, options: ServiceOptions) -> Self {
-        Self::with_store(
-            AnyStore::ZooKeeper(crate::store::ZkStore::on(session)),
+    /// A service on an already open ZooKeeper session (a real one, or the simulation's), shared
+    /// with the recipes.
+    pub fn on_zookeeper(zk: Zk, options: ServiceOptions) -> Self {
+        let mut service = Self::with_store(
+            AnyStore::ZooKeeper(crate::store::ZkStore::on(zk.clone())),
             options,
-        )
-    }
-
-    /// The ZooKeeper session the service uses; `None` on the embedded stores.
-    pub fn session(&self) -> Option<&crate::zk::Session> {
-        self.store.session()
+        );
+        service.zk = Some(zk);
+        service
     }
 
     /// Closes the service: when no recipe shares its ZooKeeper session, the session is closed on
     /// the servers and this resolves once they answered (dropping the service closes it too,
     /// without waiting).
     pub async fn close(self) {
-        let session = self.session().cloned();
-        drop(self);
-        if let Some(session) = session {
-            session.close().await;
+        let Self { store, zk, .. } = self;
+        drop(store);
+        if let Some(zk) = zk {
+            zk.close().await;
         }
     }
 
@@ -84,10 +87,12 @@ impl IdGeneratorService<AnyStore> {
 }
 
 impl<S: Store> IdGeneratorService<S> {
-    /// A service over an already opened store.
+    /// A service over an already opened store, holding single-node categories (a service on
+    /// ZooKeeper is opened with [`IdGeneratorService::on_zookeeper`]).
     pub fn with_store(store: S, options: ServiceOptions) -> Self {
         Self {
             store,
+            zk: None,
             options,
             categories: Categories::default(),
             stats: Recorder::default(),
@@ -98,11 +103,16 @@ impl<S: Store> IdGeneratorService<S> {
     /// (see [`ServiceStats`]; the same figures go to the `metrics` facade).
     pub fn stats(&self) -> ServiceStats {
         let mut stats = self.stats.snapshot();
-        if let Some(session) = self.store.session() {
-            stats.session_losses = session.losses();
-            stats.session_generation = session.status().generation;
+        if let Some(zk) = &self.zk {
+            stats.session_losses = zk.losses();
+            stats.session_generation = zk.status().generation;
         }
         stats
+    }
+
+    /// The ZooKeeper session the service uses; `None` on the embedded stores.
+    pub fn zookeeper(&self) -> Option<&Zk> {
+        self.zk.as_ref()
     }
 
     /// The store the service uses.
@@ -199,7 +209,7 @@ impl<S: Store> IdGeneratorService<S> {
     /// [`DEFAULT_BLOCK_SIZE`](super::DEFAULT_BLOCK_SIZE)), on the embedded stores
     /// [`Layout::SingleNode`].
     pub fn default_layout(&self) -> Layout {
-        if self.store.session().is_some() {
+        if self.zk.as_ref().is_some() {
             Layout::for_scale()
         } else {
             Layout::SingleNode

@@ -55,14 +55,14 @@ impl Drop for IdGeneratorService {
         // SAFETY: taken exactly once, here, and never used again.
         let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
         let closing = Arc::into_inner(inner).and_then(|service| {
-            let session = service.session().cloned();
+            let zk = service.zookeeper().cloned();
             drop_in_runtime(service);
-            session
+            zk
         });
-        let Some(session) = closing else { return };
+        let Some(zk) = closing else { return };
         let closed = runtime::runtime().map(|rt| {
             let _guard = rt.enter();
-            session.close()
+            zk.close()
         });
         if let Ok(closed) = closed {
             // From inside an async runtime (`RuntimeThread`) the close goes on without waiting.
@@ -257,12 +257,12 @@ impl IdGeneratorService {
     /// The service's ZooKeeper session, which the recipes share; `InvalidArgument` on the
     /// embedded stores (`mem:`, `file:`), which have no session.
     pub fn session(&self) -> Result<Session> {
-        self.live_session().cloned()
+        self.live_session()
     }
 
-    /// The session the service holds (borrowed: no handle is made or dropped by the caller).
-    fn live_session(&self) -> Result<&Session> {
-        self.inner.session().ok_or_else(|| {
+    /// The session the service holds.
+    fn live_session(&self) -> Result<Session> {
+        self.inner.zookeeper().and_then(|zk| zk.real_session()).ok_or_else(|| {
             crate::ZooidError::InvalidArgument(
                 "this needs a ZooKeeper connect string; the embedded stores (mem:, file:) have no session".into(),
             )
@@ -286,17 +286,17 @@ impl IdGeneratorService {
 
     /// The work queue at `path` on the service's session (see [`WorkQueue::open`]).
     pub fn open_queue(&self, path: &str, options: QueueOptions) -> Result<WorkQueue> {
-        WorkQueue::open(self.live_session()?, path, options)
+        WorkQueue::open(&self.live_session()?, path, options)
     }
 
     /// Joins the election of `group` on the service's session (see [`Election::join`]).
     pub fn join_election(&self, group: &str, options: ElectionOptions) -> Result<Election> {
-        Election::join(self.live_session()?, group, options)
+        Election::join(&self.live_session()?, group, options)
     }
 
     /// Who leads `group`, without joining it (see [`leader`]).
     pub fn leader(&self, group: &str) -> Result<Option<LeaderInfo>> {
-        leader(self.live_session()?, group)
+        leader(&self.live_session()?, group)
     }
 
     /// A prefetching source over `category`, taking its first batch now (see

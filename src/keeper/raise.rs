@@ -13,6 +13,7 @@ use crate::election::FencedOp;
 use crate::error::{Result, ZooidError};
 use crate::format::DEFAULT_OP_LOG_LEN;
 use crate::format::{OpKind, OpRecord, OpToken, Pool};
+use crate::zk::{Failure, Verdict, ZooKeeperExt};
 
 /// How many times one evaluation re-reads after a version conflict.
 const MAX_CONFLICTS: usize = 8;
@@ -45,10 +46,12 @@ impl Active<'_> {
     }
 
     async fn evaluate_once(&mut self, path: &str) -> Result<Wrote> {
-        let (client, _) = self.session.client();
-        let (data, stat) = match self.session.bounded(client.get_data(path)).await {
+        let (data, stat) = match self.zk.get(self.zk.generation(), path).await {
             Ok(got) => got,
-            Err(zookeeper_client::Error::NoNode) => {
+            Err(Failure {
+                verdict: Verdict::NoNode,
+                ..
+            }) => {
                 return Err(ZooidError::NotFound {
                     category: path.to_string(),
                 })
@@ -64,17 +67,12 @@ impl Active<'_> {
         if let Some(blocks) = pool.blocks() {
             // A generation whose sequence parent is missing (a move stopped before creating it)
             // is not a deleted category: create it, then evaluate on what is there.
-            if generations::frontier_if_numbered(self.session, path, &blocks)
+            if generations::frontier_if_numbered(self.zk, path, &blocks)
                 .await?
                 .is_none()
             {
-                if generations::ensure_parent_at(
-                    self.session,
-                    path,
-                    blocks.generation,
-                    stat.version,
-                )
-                .await?
+                if generations::ensure_parent_at(self.zk, path, blocks.generation, stat.version)
+                    .await?
                 {
                     (self.options.report)(&format!(
                         "category {path}: created the missing sequence parent of block generation {}",
@@ -85,7 +83,7 @@ impl Active<'_> {
             }
         }
         // In block allocation the node alone does not tell what was claimed since.
-        let usage = crate::alloc::blocks::usage(Some(self.session), path, &pool).await?;
+        let usage = crate::alloc::blocks::usage(Some(self.zk), path, &pool).await?;
         let sizing = self.options.sizing;
         let now = Instant::now();
         let used = pool.bounds().len() - usage.free;
@@ -231,11 +229,7 @@ impl Active<'_> {
             Change::Ready(write) => write,
             Change::Move { cleared } => {
                 let moved = crate::alloc::blocks::repair::seal_and_move(
-                    self.session,
-                    path,
-                    pool,
-                    version,
-                    cleared,
+                    self.zk, path, pool, version, cleared,
                 )
                 .await?;
                 let Some(moved) = moved else {
@@ -299,13 +293,9 @@ impl Active<'_> {
             t.pending = None;
         }
         if let Some(generation) = moved_to {
-            if let Err(err) = crate::alloc::blocks::repair::finish_move(
-                self.session,
-                path,
-                generation,
-                next_version,
-            )
-            .await
+            if let Err(err) =
+                crate::alloc::blocks::repair::finish_move(self.zk, path, generation, next_version)
+                    .await
             {
                 // A take or the next evaluation creates the sequence parent.
                 (self.options.report)(&format!(
@@ -363,7 +353,7 @@ impl Active<'_> {
         let generation = record.fence.generation.max(pool.epoch()) + 1;
         let (change, high_water) = if pool.blocks().is_some() {
             // The move (sealed generation, holes given up) is laid out after the durable write.
-            let high_water = crate::alloc::blocks::usage(Some(self.session), path, pool)
+            let high_water = crate::alloc::blocks::usage(Some(self.zk), path, pool)
                 .await?
                 .high_water;
             let change = Change::Move {

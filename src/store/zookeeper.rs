@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::{Store, StoreError, Versioned};
 use crate::error::Result;
 use crate::zk::{
-    ConnectOptions, Create, Failure, Multi, OpResult, Session, Verdict, ZooKeeperExt, Zk,
+    ConnectOptions, Create, Failure, Multi, OpResult, Session, Verdict, Zk, ZooKeeperExt,
 };
 
 /// A ZooKeeper ensemble reached through the process's shared session.
@@ -28,7 +28,9 @@ impl ZkStore {
     /// Opens a session on the ensemble named by a ZooKeeper connect string
     /// (`host:port,...[/chroot]`) and a store over it.
     pub async fn connect(connect: &str, options: &ConnectOptions) -> Result<Self> {
-        Ok(Self::on(Session::connect(connect, options).await?.into_zk()))
+        Ok(Self::on(
+            Session::connect(connect, options).await?.into_zk(),
+        ))
     }
 
     /// A store over an already open session (shared with the recipes).
@@ -70,7 +72,10 @@ impl ZkStore {
                 .await?;
         }
         self.call(true, async {
-            self.zk.create(self.gen(), path, data, &create).await.map(|_| ())
+            self.zk
+                .create(self.gen(), path, data, &create)
+                .await
+                .map(|_| ())
         })
         .await
     }
@@ -136,8 +141,8 @@ impl Store for ZkStore {
             )));
         }
         self.call(true, self.zk.set(self.gen(), path, data, Some(expected)))
-        .await
-        .map(|stat| stat.version)
+            .await
+            .map(|stat| stat.version)
     }
 
     async fn replace(
@@ -155,9 +160,7 @@ impl Store for ZkStore {
         // session's default), read after a `sync` so that a recent `setACL` is not undone. (The
         // `multi` cannot check the ACL's version: a `setACL` between this read and the move is.)
         self.sync(path).await?;
-        let acl = self
-            .call(false, self.zk.get_acl(self.gen(), path))
-            .await?;
+        let acl = self.call(false, self.zk.get_acl(self.gen(), path)).await?;
         let generation = self.zk.generation();
         let mut multi = Multi::new();
         multi.delete(path, Some(expected));
@@ -185,14 +188,11 @@ impl Store for ZkStore {
     }
 
     async fn sync(&self, path: &str) -> Result<(), StoreError> {
-        self.call(false, self.zk.sync(self.gen(), path))
-            .await
+        self.call(false, self.zk.sync(self.gen(), path)).await
     }
 
     async fn children(&self, path: &str) -> Result<Vec<String>, StoreError> {
-        let (mut names, _) = self
-            .call(false, self.zk.children(self.gen(), path))
-            .await?;
+        let (mut names, _) = self.call(false, self.zk.children(self.gen(), path)).await?;
         names.sort();
         Ok(names)
     }
@@ -204,7 +204,7 @@ impl Store for ZkStore {
             )));
         }
         self.call(true, self.zk.delete(self.gen(), path, Some(expected)))
-        .await
+            .await
     }
 
     async fn wait_change(&self, path: &str, seen: i32, limit: Duration) -> Result<(), StoreError> {

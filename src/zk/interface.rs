@@ -347,6 +347,12 @@ pub trait ZooKeeper: Send + Sync + 'static {
     /// servers answered the close (its ephemeral nodes are gone).
     fn close(self: Arc<Self>) -> BoxFuture<'static, ()>;
 
+    /// The real session behind this handle, for the modules still on the raw client road
+    /// (`zk::legacy`); retires with it. `None` for a simulated one.
+    fn real_session(&self) -> Option<super::Session> {
+        None
+    }
+
     /// Whether `generation` is given up: replaced, lost or closed.
     fn is_gone_generation(&self, generation: u64) -> bool {
         let status = self.status();
@@ -364,6 +370,11 @@ pub trait ZooKeeper: Send + Sync + 'static {
 
     /// A node's metadata, `None` if it does not exist.
     fn exists<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, Option<Stat>>;
+
+    /// [`ZooKeeper::exists`] sent when called, before the returned future is first polled (which
+    /// owns what it needs): a check sent ahead of a write is answered before the write's reply
+    /// (a session's requests are answered in order), while the caller awaits it elsewhere.
+    fn exists_now(&self, generation: u64, path: &str) -> Reply<'static, Option<Stat>>;
 
     /// A node's children's names (unsorted) and its metadata (with its child version).
     fn children<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, (Vec<String>, Stat)>;

@@ -108,6 +108,10 @@ impl ZooKeeper for Session {
         Session::status(self)
     }
 
+    fn real_session(&self) -> Option<Session> {
+        Some(self.clone())
+    }
+
     fn subscribe(&self) -> watch::Receiver<SessionStatus> {
         Session::subscribe(self)
     }
@@ -183,6 +187,19 @@ impl ZooKeeper for Session {
     fn exists<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, Option<Stat>> {
         self.request(generation, move |c| async move { c.check_stat(path).await })
             .boxed()
+    }
+
+    fn exists_now(&self, generation: u64, path: &str) -> Reply<'static, Option<Stat>> {
+        // The client sends a request when its method is called, not when the future is polled.
+        let sent = self.client_of(generation).map(|c| c.check_stat(path));
+        let session = self.clone();
+        async move {
+            match sent {
+                Ok(request) => session.run(generation, request).await.map_err(failure),
+                Err(failure) => Err(failure),
+            }
+        }
+        .boxed()
     }
 
     fn children<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, (Vec<String>, Stat)> {

@@ -46,12 +46,10 @@ pub(crate) mod push;
 pub(crate) mod repair;
 pub(crate) mod take;
 
-use zookeeper_client::CreateMode;
-
 use crate::error::{Result, ZooidError};
 use crate::format::Pool;
 use crate::range::IdRange;
-use crate::zk::{not_authorized, Classified, Session, Verdict};
+use crate::zk::{not_authorized, Create, Failure, Verdict, Zk, ZooKeeperExt};
 
 /// A take that gets this block number or above moves the category to a new generation.
 pub const ROTATE_AT: i64 = 20_000;
@@ -69,15 +67,15 @@ pub(crate) fn needs_zookeeper() -> ZooidError {
 /// The error of a block-allocation request on pool `path` that ZooKeeper answered with `err`
 /// (read by [`crate::zk::classify`] as `verdict`) and the caller has no reading of its own for:
 /// a refusal by the node's ACL is `NotAuthorized`; any other is `ConnectionLost`, as block
-/// requests have always reported it (unlike [`crate::zk::client_to_zooid`], which says `Store`).
+/// requests have always reported it (unlike [`crate::zk::to_zooid`], which says `Store`).
 pub(crate) fn refused(
-    session: &Session,
+    zk: &Zk,
     path: &str,
     verdict: Verdict,
     err: &dyn std::fmt::Display,
 ) -> ZooidError {
     match verdict {
-        Verdict::NotAuthorized => not_authorized(path, session.options()),
+        Verdict::NotAuthorized => not_authorized(path, zk.options()),
         _ => ZooidError::ConnectionLost {
             category: path.to_string(),
             reason: format!("block claim refused: {err}"),
@@ -86,20 +84,28 @@ pub(crate) fn refused(
 }
 
 /// Creates `node` (a persistent, empty child of pool `path`) unless it exists.
-pub(crate) async fn ensure_node(session: &Session, path: &str, node: &str) -> Result<()> {
-    let (client, generation) = session.client();
-    let options = CreateMode::Persistent.with_acls(session.default_acls());
-    match session
-        .run(generation, client.create(node, &[], &options))
-        .await
-        .classified()
-    {
-        Ok(_) | Err((Verdict::NodeExists, _)) => Ok(()),
-        Err((Verdict::NoNode, _)) => Err(ZooidError::NotFound {
+pub(crate) async fn ensure_node(zk: &Zk, path: &str, node: &str) -> Result<()> {
+    let generation = zk.generation();
+    let options = Create::persistent();
+    match zk.create(generation, node, &[], &options).await {
+        Ok(_)
+        | Err(Failure {
+            verdict: Verdict::NodeExists,
+            ..
+        }) => Ok(()),
+        Err(Failure {
+            verdict: Verdict::NoNode,
+            ..
+        }) => Err(ZooidError::NotFound {
             category: path.to_string(),
         }),
-        Err((verdict @ Verdict::NotAuthorized, err)) => Err(refused(session, path, verdict, &err)),
-        Err((_, err)) => Err(ZooidError::ConnectionLost {
+        Err(
+            err @ Failure {
+                verdict: verdict @ Verdict::NotAuthorized,
+                ..
+            },
+        ) => Err(refused(zk, path, verdict, &err)),
+        Err(err) => Err(ZooidError::ConnectionLost {
             category: path.to_string(),
             reason: format!("creating {node}: {err}"),
         }),
@@ -119,7 +125,7 @@ pub struct Usage {
 
 /// The usage of `pool` (node `path`): for a pool in block allocation, reads how many blocks
 /// its generation has claimed and lists its holes (needs the ZooKeeper session).
-pub async fn usage(session: Option<&Session>, path: &str, pool: &Pool) -> Result<Usage> {
+pub async fn usage(zk: Option<&Zk>, path: &str, pool: &Pool) -> Result<Usage> {
     let Some(blocks) = pool.blocks() else {
         return Ok(Usage {
             free: pool.free().count(),
@@ -127,7 +133,7 @@ pub async fn usage(session: Option<&Session>, path: &str, pool: &Pool) -> Result
             high_water: pool.high_water(),
         });
     };
-    let session = session.ok_or_else(needs_zookeeper)?;
+    let session = zk.ok_or_else(needs_zookeeper)?;
     // No sequence parent: a move to this generation stopped before creating it, so no block of
     // it was claimed yet (a take or the keeper creates it).
     let frontier = generations::frontier_if_numbered(session, path, &blocks)
@@ -152,8 +158,8 @@ pub async fn usage(session: Option<&Session>, path: &str, pool: &Pool) -> Result
 
 /// The free IDs a pool in format 4 keeps as hole nodes (src/alloc/holes/): all of them, and
 /// those at or below `top` (overlapping holes counted once each; they are rare).
-async fn hole_nodes_usage(session: &Session, path: &str, top: i64) -> Result<(u64, u64)> {
-    let holes = hole_ranges(session, path).await?;
+async fn hole_nodes_usage(zk: &Zk, path: &str, top: i64) -> Result<(u64, u64)> {
+    let holes = hole_ranges(zk, path).await?;
     Ok(holes.iter().fold((0, 0), |(all, below), hole| {
         let below_top = IdRange::new(hole.start(), hole.end().min(top)).map_or(0, |r| r.len());
         (all + hole.len(), below + below_top)
@@ -161,14 +167,17 @@ async fn hole_nodes_usage(session: &Session, path: &str, top: i64) -> Result<(u6
 }
 
 /// The ranges the hole nodes of pool `path` (format 4) hold, as listed now.
-pub(crate) async fn hole_ranges(session: &Session, path: &str) -> Result<Vec<IdRange>> {
+pub(crate) async fn hole_ranges(zk: &Zk, path: &str) -> Result<Vec<IdRange>> {
     let parent = crate::format::holes_parent(path);
-    let (client, generation) = session.client();
-    let listed = session.run(generation, client.list_children(&parent)).await;
-    let children = match crate::zk::Classified::classified(listed) {
-        Ok(children) => children,
-        Err((Verdict::NoNode, _)) => Vec::new(),
-        Err((verdict, err)) => return Err(refused(session, path, verdict, &err)),
+    let generation = zk.generation();
+    let listed = zk.children(generation, &parent).await;
+    let children = match listed {
+        Ok((children, _)) => children,
+        Err(Failure {
+            verdict: Verdict::NoNode,
+            ..
+        }) => Vec::new(),
+        Err(err @ Failure { verdict, .. }) => return Err(refused(zk, path, verdict, &err)),
     };
     Ok(children
         .iter()

@@ -28,7 +28,7 @@ impl<S: Store> IdGeneratorService<S> {
         state: &Cached,
         ranges: &[IdRange],
     ) -> Result<Checked> {
-        self.store.session().ok_or_else(needs_zookeeper)?;
+        self.zk.as_ref().ok_or_else(needs_zookeeper)?;
         let pool = &state.pool;
         if let Some(range) = ranges.iter().find(|r| !pool.bounds().covers(r)) {
             return Err(ZooidError::OutOfBounds {
@@ -52,7 +52,7 @@ impl<S: Store> IdGeneratorService<S> {
         checked: Checked,
     ) -> Result<()> {
         let path = category.name();
-        let session = self.store.session().ok_or_else(needs_zookeeper)?;
+        let session = self.zk.as_ref().ok_or_else(needs_zookeeper)?;
         let fresh_part = match checked.reaches {
             Some(layout) => {
                 // Blocks this process saw claimed are below the frontier: no read for them.

@@ -9,7 +9,7 @@ use super::generations;
 use crate::error::{Result, ZooidError};
 use crate::format::{Blocks, Pool};
 use crate::range::IdRange;
-use crate::zk::Session;
+use crate::zk::{Zk, ZooKeeperExt};
 
 /// A pool in block allocation, laid out in its next generation.
 #[derive(Debug)]
@@ -28,7 +28,7 @@ pub(crate) struct Moved {
 /// without the hole nodes at or below it (given up before the pool write). `None`: the pool
 /// moved on meanwhile (read again).
 pub(crate) async fn seal_and_move(
-    session: &Session,
+    zk: &Zk,
     path: &str,
     pool: &Pool,
     version: i32,
@@ -37,7 +37,7 @@ pub(crate) async fn seal_and_move(
     let Some(blocks) = pool.blocks() else {
         return Ok(None);
     };
-    let Some(frontier) = sealed_frontier(session, path, &blocks, version).await? else {
+    let Some(frontier) = sealed_frontier(zk, path, &blocks, version).await? else {
         return Ok(None);
     };
     let mut next = pool.clone();
@@ -46,7 +46,7 @@ pub(crate) async fn seal_and_move(
             next.clear_through(ceiling, frontier, epoch);
             // A ZooKeeper restored from a snapshot brings back holes taken since: given up
             // before the pool write.
-            give_up_holes(session, path, ceiling).await?
+            give_up_holes(zk, path, ceiling).await?
         }
         None => {
             next.set_blocks(Blocks {
@@ -72,20 +72,20 @@ pub(crate) async fn seal_and_move(
 /// creates it and claims (or takes holes) in it after the frontier was read. `None`: the pool
 /// moved on.
 pub(crate) async fn sealed_frontier(
-    session: &Session,
+    zk: &Zk,
     path: &str,
     blocks: &Blocks,
     version: i32,
 ) -> Result<Option<i64>> {
     for _ in 0..2 {
-        if !generations::seal(session, path, blocks).await? {
+        if !generations::seal(zk, path, blocks).await? {
             // Missing: created (unless the pool moved on), then sealed on the next pass.
-            if !generations::ensure_parent_at(session, path, blocks.generation, version).await? {
+            if !generations::ensure_parent_at(zk, path, blocks.generation, version).await? {
                 return Ok(None);
             }
             continue;
         }
-        match generations::sealed_next_block(session, path, blocks).await {
+        match generations::sealed_next_block(zk, path, blocks).await {
             Ok(next) => return Ok(Some(generations::block_start(blocks, next))),
             // Sealed, then gone: the pool moved on and the generation was retired.
             Err(ZooidError::NotFound { category }) if category != path => return Ok(None),
@@ -98,15 +98,10 @@ pub(crate) async fn sealed_frontier(
 /// After the pool write of a [`Moved`] applied (leaving the pool at `version`): creates the new
 /// generation's sequence parent while the pool is still at that version, and retires the one
 /// before the sealed generation (in the background).
-pub(crate) async fn finish_move(
-    session: &Session,
-    path: &str,
-    moved_to: u64,
-    version: i32,
-) -> Result<()> {
-    generations::ensure_parent_at(session, path, moved_to, version).await?;
+pub(crate) async fn finish_move(zk: &Zk, path: &str, moved_to: u64, version: i32) -> Result<()> {
+    generations::ensure_parent_at(zk, path, moved_to, version).await?;
     if moved_to >= 2 {
-        let (session, path) = (session.clone(), path.to_string());
+        let (session, path) = (zk.clone(), path.to_string());
         tokio::spawn(async move { generations::retire(&session, &path, moved_to - 2).await });
     }
     Ok(())
@@ -120,16 +115,16 @@ pub(crate) async fn finish_move(
 /// a hole and creates its remainder after this listing (the remainder would survive the
 /// repair); takes after the seal go through a move to a new generation, a pool write that
 /// fails the repair's, which then lists again.
-pub(crate) async fn give_up_holes(session: &Session, path: &str, ceiling: i64) -> Result<u64> {
+pub(crate) async fn give_up_holes(zk: &Zk, path: &str, ceiling: i64) -> Result<u64> {
     let parent = crate::format::holes_parent(path);
     let mut removed = 0;
-    for hole in super::hole_ranges(session, path).await? {
+    for hole in super::hole_ranges(zk, path).await? {
         if hole.start() > ceiling {
             continue;
         }
-        let (client, generation) = session.client();
-        let options = zookeeper_client::CreateMode::Persistent.with_acls(session.default_acls());
-        let mut multi = crate::zk::ClientMulti::new(&client);
+        let generation = zk.generation();
+        let options = crate::zk::Create::persistent();
+        let mut multi = crate::zk::Multi::new();
         multi.delete(
             &format!("{parent}/{}", crate::format::hole_name(&hole)),
             None,
@@ -142,7 +137,7 @@ pub(crate) async fn give_up_holes(session: &Session, path: &str, ceiling: i64) -
                 &options,
             );
         }
-        match multi.commit(session, generation).await {
+        match multi.commit(&**zk, generation).await {
             Ok(_) => {
                 removed +=
                     IdRange::new(hole.start(), hole.end().min(ceiling)).map_or(0, |r| r.len());
@@ -152,7 +147,7 @@ pub(crate) async fn give_up_holes(session: &Session, path: &str, ceiling: i64) -
             Err(failed) => {
                 return Err(ZooidError::ConnectionLost {
                     category: path.to_string(),
-                    reason: format!("giving up hole {hole}: {}", failed.error),
+                    reason: format!("giving up hole {hole}: {}", failed.failure),
                 })
             }
         }

@@ -126,7 +126,7 @@ impl<S: Store> IdGeneratorService<S> {
     /// IDs of the claimed blocks beyond `n`, or above the ceiling, go back to the free list.
     async fn claim_fresh(&self, category: &IdCategory, slot: &mut Slot, n: u64) -> Result<Claimed> {
         let path = category.name();
-        let session = self.store.session().ok_or_else(needs_zookeeper)?;
+        let session = self.zk.as_ref().ok_or_else(needs_zookeeper)?;
         // No state: a lost reply was resolved without one; read the pool again.
         let Some(state) = slot.cached.as_ref() else {
             return Ok(Claimed::Replan);
@@ -216,7 +216,7 @@ impl<S: Store> IdGeneratorService<S> {
         match layout.block(known, last) {
             None => {
                 // Past the end as far as this process knows: ask the store before saying so.
-                let session = self.store.session().ok_or_else(needs_zookeeper)?;
+                let session = self.zk.as_ref().ok_or_else(needs_zookeeper)?;
                 let next = generations::next_block(session, path, layout).await?;
                 self.categories.note_next_block(path, layout, next);
                 if layout.block(next, last).is_none() {
@@ -263,7 +263,7 @@ impl<S: Store> IdGeneratorService<S> {
                 }
             }
         };
-        let returned = match (self.store.session(), blocks) {
+        let returned = match (self.zk.as_ref(), blocks) {
             (_, Err(err)) => Err(err),
             (Some(session), Ok(true)) => {
                 self.push_holes_held(category.name(), session, slot, &ranges)
@@ -301,7 +301,7 @@ impl<S: Store> IdGeneratorService<S> {
         layout: &Blocks,
     ) -> Result<()> {
         let path = category.name();
-        let session = self.store.session().ok_or_else(needs_zookeeper)?;
+        let session = self.zk.as_ref().ok_or_else(needs_zookeeper)?;
         // A missing sequence parent: the move that created the pool's current generation
         // stopped before creating it; `sealed_next_block` finds nothing and the move is done.
         generations::seal(session, path, layout).await?;
@@ -362,7 +362,7 @@ impl<S: Store> IdGeneratorService<S> {
     /// if it is missing (a process that moved the generation stopped before creating it). Reads
     /// the pool after a `sync`, so that a lagging server does not bring back a retired one.
     pub(crate) async fn repair_sequence_parent(&self, path: &str) -> Result<()> {
-        let session = self.store.session().ok_or_else(needs_zookeeper)?;
+        let session = self.zk.as_ref().ok_or_else(needs_zookeeper)?;
         let node = self
             .sync_and_read(path)
             .await

@@ -229,7 +229,7 @@ impl<S: Store> IdGeneratorService<S> {
     /// Makes the slot's listing show the holes of pool `path` as they are
     /// ([`listing::refresh`]).
     async fn refresh_holes(&self, path: &str, slot: &mut Slot, trust: Trust) -> Result<Seen> {
-        let session = self.store.session().ok_or_else(needs_zookeeper)?;
+        let session = self.zk.as_ref().ok_or_else(needs_zookeeper)?;
         let mut budget = Budget::start(self.options.retry);
         listing::refresh(
             session,
@@ -252,7 +252,7 @@ impl<S: Store> IdGeneratorService<S> {
         choice: Option<choice::Choice>,
     ) -> Result<Option<Vec<IdRange>>> {
         let path = category.name();
-        let session = self.store.session().ok_or_else(needs_zookeeper)?;
+        let session = self.zk.as_ref().ok_or_else(needs_zookeeper)?;
         let (Some(choice), Some(state)) = (choice, slot.cached.as_ref()) else {
             return Ok(None);
         };
