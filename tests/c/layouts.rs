@@ -40,13 +40,7 @@ fn every_layout_from_c_writes_its_format() {
         let nodes = rt.block_on(async {
             let client = zookeeper_client::Client::connect(&connect).await.unwrap();
             let mut nodes = Vec::new();
-            for name in [
-                "single",
-                "holes",
-                "default-in",
-                "default",
-                "moved",
-            ] {
+            for name in ["single", "holes", "default-in", "default", "moved"] {
                 let path = format!("{prefix}/{name}");
                 let (data, stat) = client.get_data(&path).await.unwrap();
                 nodes.push((
