@@ -5,8 +5,8 @@
 //!   `create_category` gives on ZooKeeper (`Layout::HoleNodes`, format 4; examples/contender.rs);
 //! - `zooid-single`: the same on a category in `Layout::SingleNode` (formats 1/2, the old
 //!   default: one compare-and-set node);
-//! - `zooid-blocks`: the same on a category in block allocation (`Layout::Blocks`, format 3),
-//!   blocks of one batch (`create_category_blocks`, src/alloc/blocks);
+//! - `zooid-blocks`: the same on a category made by `create_category_blocks` with blocks of one
+//!   batch (format 4 since format 3 was retired: the default layout with that block size);
 //! - `zooid-fair`: `zooid` with `ServiceOptions::fair_pacing` (src/pace.rs);
 //! - `naive`: the seed-000 loop on a legacy counter: get, add, set with the read version, retry at
 //!   once on `BADVERSION` (examples/contender.rs);

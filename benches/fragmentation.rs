@@ -137,7 +137,6 @@ fn main() {
         for (layout, tag) in [
             ("default (format 4)", "default"),
             ("single node (formats 1/2)", "single"),
-            ("block allocation (format 3)", "blocks"),
         ] {
             let (small, mut small_held) =
                 fragmented(&svc, &format!("/frag/{tag}/small"), tag, 10).await;

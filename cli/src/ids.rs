@@ -21,9 +21,9 @@ pub struct InitSpec {
     pub acl: Option<Vec<zooid::Acl>>,
     /// A durable-reservation ceiling.
     pub ceiling: Option<i64>,
-    /// Block allocation with blocks of this many IDs.
+    /// Block allocation (hole nodes) with blocks of this many IDs.
     pub block_size: Option<u64>,
-    /// The layout asked for (`None`: the store's default, or format 3 with only a block size).
+    /// The layout asked for (`None`: the store's default, or hole nodes with a block size).
     pub layout: Option<InitLayout>,
 }
 
@@ -32,9 +32,7 @@ pub struct InitSpec {
 pub enum InitLayout {
     /// One node (formats 1 and 2).
     Single,
-    /// Block allocation (format 3).
-    Blocks,
-    /// Hole nodes (format 4).
+    /// Hole nodes (format 4): block allocation whose pushed ranges are nodes of their own.
     Holes,
 }
 
@@ -67,12 +65,11 @@ pub fn init(
     let chosen = match (layout, block_size) {
         (Some(InitLayout::Single), Some(_)) => {
             return Err(ZooidError::InvalidArgument(
-                "--block-size needs a block layout (--layout blocks or holes)".into(),
+                "--block-size needs the block layout (--layout holes)".into(),
             ))
         }
         (Some(InitLayout::Single), None) => Some(zooid::Layout::SingleNode),
-        (Some(InitLayout::Blocks), _) | (None, Some(_)) => Some(zooid::Layout::Blocks { unit }),
-        (Some(InitLayout::Holes), _) => Some(zooid::Layout::HoleNodes { unit }),
+        (Some(InitLayout::Holes), _) | (None, Some(_)) => Some(zooid::Layout::HoleNodes { unit }),
         (None, None) => None,
     };
     match chosen {
@@ -89,18 +86,13 @@ pub fn init(
         }
     }
     let block_size = match chosen {
-        Some(zooid::Layout::Blocks { unit } | zooid::Layout::HoleNodes { unit }) => Some(unit),
+        Some(zooid::Layout::HoleNodes { unit }) => Some(unit),
         _ => None,
     };
     let mut notes = Vec::new();
     if let Some(unit) = block_size {
-        let format = if matches!(chosen, Some(zooid::Layout::HoleNodes { .. })) {
-            4
-        } else {
-            3
-        };
         notes.push(format!(
-            "block allocation in blocks of {unit} (pool format {format})"
+            "block allocation in blocks of {unit} (pool format 4)"
         ));
     }
     if let Some(c) = ceiling {

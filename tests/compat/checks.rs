@@ -191,8 +191,9 @@ pub async fn holes(connect: &str) {
     all_ids(&sets.iter().collect::<Vec<_>>());
 }
 
-/// Block allocation (pool format 3): two services take whole blocks (sequential creates in a
-/// `multi` with a check), a push goes to the free list and is handed out before fresh blocks.
+/// Block allocation (`create_category_blocks`, pool format 4): two services take whole blocks
+/// (sequential creates in a `multi` with a check), a push becomes hole nodes, handed out before
+/// fresh blocks to a take they cover.
 pub async fn blocks(connect: &str) {
     let a = service(connect).await;
     let b = service(connect).await;
