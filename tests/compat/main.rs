@@ -184,8 +184,8 @@ fn assuming_3_4_works_on_a_newer_server() {
         let session = zooid::Session::connect(&connect, &options).await.unwrap();
         assert_eq!(session.server_version(), ServerVersion::V3_4);
         assert!(!session.persistent_watches().await.unwrap());
-        let svc = zooid::IdGeneratorService::on_session(
-            session.clone(),
+        let svc = zooid::IdGeneratorService::on_zookeeper(
+            session.clone().into_zk(),
             zooid::ServiceOptions::default(),
         );
         let cat = zooid::IdCategory::new("/assumed/did").unwrap();

@@ -746,7 +746,7 @@ fn f_a_held_take_delivered_after_the_give_up_hands_out_no_id_twice() {
     let zk = ZkEnsemble::start_with(3, &[("minSessionTimeout", "4000")]);
     runtime().block_on(async {
         let rig = GaveUp::start(zk).await;
-        let service = zooid::IdGeneratorService::on_session(rig.session.clone(), Default::default());
+        let service = zooid::IdGeneratorService::on_zookeeper(rig.session.clone().into_zk(), Default::default());
         let category = zooid::IdCategory::new("/fate-f-take").expect("category");
         service.create_category_in(&category, 1, 300, zooid::Layout::SingleNode).await.expect("create");
         let mut ids: Vec<i64> = Vec::new();
@@ -780,7 +780,7 @@ fn f_a_held_push_delivered_after_the_give_up_hands_out_no_id_twice() {
     let zk = ZkEnsemble::start_with(3, &[("minSessionTimeout", "4000")]);
     runtime().block_on(async {
         let rig = GaveUp::start(zk).await;
-        let service = zooid::IdGeneratorService::on_session(rig.session.clone(), Default::default());
+        let service = zooid::IdGeneratorService::on_zookeeper(rig.session.clone().into_zk(), Default::default());
         let category = zooid::IdCategory::new("/fate-f-push").expect("category");
         service
             .create_category_blocks(&category, 1, 300, 10)
@@ -822,7 +822,7 @@ fn f_a_held_block_claim_delivered_after_the_give_up_hands_out_no_id_twice() {
     let zk = ZkEnsemble::start_with(3, &[("minSessionTimeout", "4000")]);
     runtime().block_on(async {
         let rig = GaveUp::start(zk).await;
-        let service = zooid::IdGeneratorService::on_session(rig.session.clone(), Default::default());
+        let service = zooid::IdGeneratorService::on_zookeeper(rig.session.clone().into_zk(), Default::default());
         let category = zooid::IdCategory::new("/fate-f-claim").expect("category");
         service
             .create_category_blocks(&category, 1, 300, 10)
@@ -864,7 +864,7 @@ fn f_a_held_hole_claim_delivered_after_the_give_up_hands_out_no_id_twice() {
     let zk = ZkEnsemble::start_with(3, &[("minSessionTimeout", "4000")]);
     runtime().block_on(async {
         let rig = GaveUp::start(zk).await;
-        let service = zooid::IdGeneratorService::on_session(rig.session.clone(), Default::default());
+        let service = zooid::IdGeneratorService::on_zookeeper(rig.session.clone().into_zk(), Default::default());
         let category = zooid::IdCategory::new("/fate-f-hole").expect("category");
         service
             .create_category_in(&category, 1, 300, zooid::Layout::HoleNodes { unit: 10 })
@@ -913,7 +913,7 @@ fn f_a_held_hole_push_delivered_after_the_give_up_hands_out_no_id_twice() {
     let zk = ZkEnsemble::start_with(3, &[("minSessionTimeout", "4000")]);
     runtime().block_on(async {
         let rig = GaveUp::start(zk).await;
-        let service = zooid::IdGeneratorService::on_session(rig.session.clone(), Default::default());
+        let service = zooid::IdGeneratorService::on_zookeeper(rig.session.clone().into_zk(), Default::default());
         let category = zooid::IdCategory::new("/fate-f-hpush").expect("category");
         service
             .create_category_in(&category, 1, 300, zooid::Layout::HoleNodes { unit: 10 })

@@ -222,7 +222,7 @@ fn held_write(timing: Timing, what: Write) -> HeldPut {
         let queue =
             zooid::WorkQueue::open(&session, "/fate-g-q", Default::default()).expect("queue");
         let service =
-            zooid::IdGeneratorService::on_session(session.clone(), Default::default());
+            zooid::IdGeneratorService::on_zookeeper(session.clone().into_zk(), Default::default());
         let category = zooid::IdCategory::new("/fate-g-claim").expect("category");
         let matcher = match what {
             Write::Put => {
