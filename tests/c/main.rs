@@ -10,4 +10,5 @@ mod layouts;
 mod prefetch;
 mod queue;
 mod security;
+mod static_link;
 mod stats;
