@@ -62,17 +62,12 @@ fn examples() -> Vec<Pool> {
         unit: 1_000,
         generation: 2,
         base: 20_001,
-        hole_nodes: false,
+        hole_nodes: true,
     });
     three.set_ceiling(Some(60_000));
     three.record(op(9, OpKind::Push, 0x127c51b24da4fc9c, 250), 64);
     three.record(op(10, OpKind::Blocks, 0x3f0e9a1c77d2b460, 10_011_000), 64);
     three.free_mut().insert_all(&[r(2_751, 3_000)]).unwrap();
-    three.set_chunks(vec![ChunkRef {
-        key: 4_001,
-        version: 3,
-        ids: 1_280,
-    }]);
     // A pool moved to a fresh node (at data version 2,147,418,112), now at data version 1 of
     // the new node: its log goes on from the old node's.
     let mut moved = Pool::new(r(1, 123_456_789));
