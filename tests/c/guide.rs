@@ -21,7 +21,8 @@ fn c_blocks(doc: &str) -> Vec<(usize, bool, String)> {
         match (fence, open.take()) {
             (Some(info), None) => {
                 let mut words = info.split_whitespace();
-                let c = (words.next() == Some("c")).then(|| (!words.any(|w| w == "no_run"), String::new()));
+                let c = (words.next() == Some("c"))
+                    .then(|| (!words.any(|w| w == "no_run"), String::new()));
                 open = Some((n + 1, c));
             }
             (Some(_), Some((at, c))) => blocks.extend(c.map(|(runs, text)| (at, runs, text))),
@@ -42,7 +43,10 @@ fn c_blocks(doc: &str) -> Vec<(usize, bool, String)> {
 fn generated_include_dir() -> PathBuf {
     let header = Path::new(env!("ZOOID_GENERATED_HEADER"));
     assert_eq!(header.file_name().and_then(|n| n.to_str()), Some("zooid.h"));
-    header.parent().expect("the header's directory").to_path_buf()
+    header
+        .parent()
+        .expect("the header's directory")
+        .to_path_buf()
 }
 
 #[test]
@@ -86,7 +90,8 @@ fn build_and_run(include: &Path, doc_name: &str, line: usize, runs: bool, source
 
 #[test]
 fn blocks_are_found() {
-    let doc = "```sh\ncc x.c\n```\n```c\nint main(void) { return 0; }\n```\n```c no_run\nint x;\n```\n";
+    let doc =
+        "```sh\ncc x.c\n```\n```c\nint main(void) { return 0; }\n```\n```c no_run\nint x;\n```\n";
     let found = c_blocks(doc);
     assert_eq!(found.len(), 2);
     assert_eq!((found[0].0, found[0].1), (4, true));

@@ -55,7 +55,9 @@ fn words(line: &str) -> impl Iterator<Item = (usize, &str)> {
 fn hash_like(line: &str, start: usize, word: &str) -> bool {
     let hex = word.len() >= 7
         && word.len() <= 40
-        && word.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
         && word.bytes().any(|b| b.is_ascii_digit())
         && word.bytes().any(|b| (b'a'..=b'f').contains(&b));
     let after_0x = start >= 2 && line[..start].ends_with("0x");
@@ -76,7 +78,9 @@ fn numbered_reference(line: &str) -> Option<String> {
             let rest = rest.strip_prefix('#').unwrap_or(rest);
             if before_ok && rest.starts_with(|c: char| c.is_ascii_digit()) {
                 let end = line.len() - rest.len()
-                    + rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+                    + rest
+                        .find(|c: char| !c.is_ascii_digit())
+                        .unwrap_or(rest.len());
                 return Some(line[at..end].to_string());
             }
         }
@@ -89,7 +93,10 @@ fn hash_number(line: &str) -> Option<String> {
     let bytes = line.as_bytes();
     (0..bytes.len()).find_map(|i| {
         let starts_word = i == 0 || matches!(bytes[i - 1], b' ' | b'\t' | b'(' | b'[');
-        let digits = bytes[i + 1..].iter().take_while(|b| b.is_ascii_digit()).count();
+        let digits = bytes[i + 1..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
         (bytes[i] == b'#' && starts_word && digits > 0).then(|| line[i..i + 1 + digits].to_string())
     })
 }
@@ -140,7 +147,11 @@ fn reference_docs_carry_no_history() {
     for path in reference_docs(&root) {
         let text = std::fs::read_to_string(&path)
             .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-        let name = path.strip_prefix(&root).unwrap_or(&path).display().to_string();
+        let name = path
+            .strip_prefix(&root)
+            .unwrap_or(&path)
+            .display()
+            .to_string();
         for (line, what, token) in problems(&text) {
             report.push(format!("{name}:{line}: {what} `{token}`"));
         }
@@ -154,7 +165,8 @@ fn reference_docs_carry_no_history() {
 
 #[test]
 fn the_check_finds_what_it_should() {
-    let bad = "at d2baca8 (abc23a0)\nsee issue 22 and finding 1\nfixed in #33\n## 2026-11-26, later\n";
+    let bad =
+        "at d2baca8 (abc23a0)\nsee issue 22 and finding 1\nfixed in #33\n## 2026-11-26, later\n";
     let found: Vec<_> = problems(bad).into_iter().map(|(l, w, _)| (l, w)).collect();
     assert_eq!(
         found,
@@ -170,4 +182,124 @@ fn the_check_finds_what_it_should() {
                 written 1795322592123 2026-11-22T04:43:12.123Z\n#zooid 4\n\
                 version 2147418112, ID 1234567, the word defaced\n[link](#lost-replies)\n";
     assert_eq!(problems(fine), []);
+}
+
+/// GitHub's anchor for a heading: lowercase, punctuation dropped, blanks to `-`.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | ' '))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The lines of `text` outside fenced code blocks, with their numbers.
+fn prose(text: &str) -> Vec<(usize, &str)> {
+    let mut fenced = false;
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced {
+            out.push((n + 1, line));
+        }
+    }
+    out
+}
+
+/// The anchors of a Markdown file: its headings' and its `<a id="...">` tags'.
+fn anchors(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for (_, line) in prose(text) {
+        let hashes = line.chars().take_while(|&c| c == '#').count();
+        if hashes > 0 && line[hashes..].starts_with(' ') {
+            found.push(slug(&line[hashes..]));
+        }
+        let mut rest = line;
+        while let Some(at) = rest.find("<a id=\"") {
+            rest = &rest[at + 7..];
+            if let Some(end) = rest.find('"') {
+                found.push(rest[..end].to_string());
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn links_between_the_docs_resolve() {
+    let root = repo();
+    let mut broken = Vec::new();
+    for path in reference_docs(&root) {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let name = path
+            .strip_prefix(&root)
+            .unwrap_or(&path)
+            .display()
+            .to_string();
+        for (n, line) in prose(&text) {
+            let mut rest = line;
+            while let Some(at) = rest.find("](") {
+                rest = &rest[at + 2..];
+                let Some(end) = rest.find(')') else { break };
+                let link = &rest[..end];
+                rest = &rest[end..];
+                if link.contains("://") || link.starts_with("mailto:") || link.contains(' ') {
+                    continue;
+                }
+                let (file, anchor) = link.split_once('#').unwrap_or((link, ""));
+                let target = if file.is_empty() {
+                    path.clone()
+                } else {
+                    path.parent().unwrap_or(&root).join(file)
+                };
+                if !target.exists() {
+                    broken.push(format!("{name}:{n}: {link}: no such file"));
+                } else if !anchor.is_empty() && target.extension().is_some_and(|e| e == "md") {
+                    let target_text = std::fs::read_to_string(&target).unwrap_or_default();
+                    if !anchors(&target_text).iter().any(|a| a == anchor) {
+                        broken.push(format!("{name}:{n}: {link}: no such heading"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+#[test]
+fn readme_names_every_test_group() {
+    let root = repo();
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).expect("read Cargo.toml");
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("read README.md");
+    let mut lines = manifest.lines();
+    let mut missing = Vec::new();
+    while let Some(line) = lines.next() {
+        if line.trim() != "[[test]]" {
+            continue;
+        }
+        let Some(name) = lines.next().and_then(|l| l.trim().strip_prefix("name = ")) else {
+            continue;
+        };
+        let name = name.trim_matches('"');
+        if !readme.contains(&format!("`{name}`")) && !readme.contains(&format!("`tests/{name}`")) {
+            missing.push(name.to_string());
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "README.md's list of test groups leaves out {missing:?} (Cargo.toml's [[test]] targets)"
+    );
+}
+
+#[test]
+fn slugs_are_githubs() {
+    assert_eq!(slug("Hole nodes (format 4)"), "hole-nodes-format-4");
+    assert_eq!(
+        slug("Bounds (ZooKeeper's limits, Curator Tech Note 4)"),
+        "bounds-zookeepers-limits-curator-tech-note-4"
+    );
+    assert_eq!(slug("The `zooid` command"), "the-zooid-command");
 }
