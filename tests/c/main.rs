@@ -5,6 +5,7 @@ mod abi;
 mod close;
 mod counter;
 mod election;
+mod guide;
 mod in_doubt;
 mod layouts;
 mod prefetch;
