@@ -291,12 +291,12 @@ impl IdGeneratorService {
 
     /// Joins the election of `group` on the service's session (see [`Election::join`]).
     pub fn join_election(&self, group: &str, options: ElectionOptions) -> Result<Election> {
-        Election::join(self.live_session()?, group, options)
+        Election::join(&self.live_session()?.clone().into_zk(), group, options)
     }
 
     /// Who leads `group`, without joining it (see [`leader`]).
     pub fn leader(&self, group: &str) -> Result<Option<LeaderInfo>> {
-        leader(self.live_session()?, group)
+        leader(&self.live_session()?.clone().into_zk(), group)
     }
 
     /// A prefetching source over `category`, taking its first batch now (see
