@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::signal::unix::{signal, SignalKind};
+use zooid::zk::Zk;
 use zooid::{
     ConnectOptions, Election, ElectionOptions, LeaderState, PausePolicy, Session, ZooidError,
 };
@@ -165,17 +166,17 @@ async fn run_elect(
     let mut int = signal(SignalKind::interrupt()).map_err(io)?;
     crate::metrics::serve(args.metrics_addr)?;
     let mut clock = guard::BootClock::new();
-    let session = Session::connect(connect, options).await?;
+    let zk = Session::connect(connect, options).await?.into_zk();
     let mut election_options = ElectionOptions::new(name.clone());
     election_options.on_pause = args.on_pause;
     election_options.data = format!("pid={}", std::process::id()).into_bytes();
-    let mut election = Election::join(&session, &args.group, election_options.clone()).await?;
+    let mut election = Election::join(&zk, &args.group, election_options.clone()).await?;
     log.line(&format!(
         "joined {} as {name} guard={}",
         args.group, guard.pid
     ));
     let stop_policy = args.on_pause == PausePolicy::Stop;
-    let grace = |session: &Session| args.grace.min(grace_bound(session.status().timeout));
+    let grace = |zk: &Zk| args.grace.min(grace_bound(zk.status().timeout));
     let mut rx = election.subscribe();
     let mut lease_rx = election.subscribe_lease();
     // What the guard was told to run.
@@ -191,7 +192,7 @@ async fn run_elect(
             // A leader must not stay leader with nothing running: resign (once the guard
             // confirms that nothing runs) and join again, behind whoever waits, for a new term
             // with a new token (as the stop policy does after a lapse the driver sees).
-            let within = grace(&session) + CONFIRM_MARGIN;
+            let within = grace(&zk) + CONFIRM_MARGIN;
             if !confirm_stopped(&mut guard, &log, within, running).await {
                 eprintln!("zooid elect: the command's guard did not confirm the stop; it and the command were killed");
                 break 1;
@@ -203,7 +204,7 @@ async fn run_elect(
                 "resigned token={token}: its command's lease ended; joining again"
             ));
             match join_again(
-                &session,
+                &zk,
                 &args.group,
                 &election_options,
                 &log,
@@ -259,7 +260,7 @@ async fn run_elect(
         // it has none.
         let deadline_ns = match (stop_policy, lease) {
             (false, _) => 0,
-            (true, Some(lease)) => clock.boottime_of(lease, session.status().timeout),
+            (true, Some(lease)) => clock.boottime_of(lease, zk.status().timeout),
             (true, None) => 1,
         };
         match (run_token, ordered) {
@@ -277,7 +278,7 @@ async fn run_elect(
                 }
             }
             (Some(token), _) => {
-                guard.run(token, deadline_ns, grace(&session));
+                guard.run(token, deadline_ns, grace(&zk));
                 ordered = Some(Order { token, deadline_ns });
             }
             (None, Some(_)) => {
@@ -331,13 +332,13 @@ async fn run_elect(
     };
     // Nobody may lead after us while the command may still run: resign only once the guard has
     // confirmed that nothing runs, or after the command and the guard were killed.
-    if !confirm_stopped(&mut guard, &log, grace(&session) + CONFIRM_MARGIN, running).await {
+    if !confirm_stopped(&mut guard, &log, grace(&zk) + CONFIRM_MARGIN, running).await {
         eprintln!("zooid elect: the command's guard did not confirm the stop; it and the command were killed");
     }
     election.resign().await?;
     log.line("resigned");
     drop(election);
-    drop(session);
+    drop(zk);
     drop(guard);
     drop(log);
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
@@ -406,7 +407,7 @@ async fn confirm_stopped(
 /// be reached. `None` when SIGTERM or SIGINT came first; an error when the session is closed or
 /// the join can never succeed.
 async fn join_again(
-    session: &Session,
+    zk: &Zk,
     group: &str,
     options: &ElectionOptions,
     log: &Log,
@@ -414,7 +415,7 @@ async fn join_again(
     int: &mut tokio::signal::unix::Signal,
 ) -> zooid::Result<Option<Election>> {
     loop {
-        match Election::join(session, group, options.clone()).await {
+        match Election::join(zk, group, options.clone()).await {
             Ok(election) => return Ok(Some(election)),
             Err(err @ (ZooidError::Closed { .. } | ZooidError::InvalidArgument(_))) => {
                 return Err(err)
@@ -434,8 +435,8 @@ pub fn leader(connect: &str, options: &ConnectOptions, group: &str) -> zooid::Re
     zookeeper_only(connect)?;
     let rt = runtime()?;
     let info = rt.block_on(async {
-        let session = Session::connect(connect, options).await?;
-        zooid::election::leader(&session, group).await
+        let zk = Session::connect(connect, options).await?.into_zk();
+        zooid::election::leader(&zk, group).await
     });
     match info? {
         Some(info) => {
@@ -458,8 +459,8 @@ pub fn bump_epoch(connect: &str, options: &ConnectOptions, group: &str) -> zooid
     zookeeper_only(connect)?;
     let rt = runtime()?;
     let epoch = rt.block_on(async {
-        let session = Session::connect(connect, options).await?;
-        zooid::election::bump_epoch(&session, group).await
+        let zk = Session::connect(connect, options).await?.into_zk();
+        zooid::election::bump_epoch(&zk, group).await
     })?;
     println!("group={group} epoch={epoch}");
     Ok(ExitCode::SUCCESS)

@@ -260,6 +260,16 @@ impl IdGeneratorService {
         self.live_session()
     }
 
+    /// The service's ZooKeeper session, for the recipes; `InvalidArgument` on the embedded
+    /// stores.
+    fn live_zk(&self) -> Result<crate::zk::Zk> {
+        self.inner.zookeeper().cloned().ok_or_else(|| {
+            crate::ZooidError::InvalidArgument(
+                "this needs a ZooKeeper connect string; the embedded stores (mem:, file:) have no session".into(),
+            )
+        })
+    }
+
     /// The session the service holds.
     fn live_session(&self) -> Result<Session> {
         self.inner.zookeeper().and_then(|zk| zk.real_session()).ok_or_else(|| {
@@ -291,12 +301,12 @@ impl IdGeneratorService {
 
     /// Joins the election of `group` on the service's session (see [`Election::join`]).
     pub fn join_election(&self, group: &str, options: ElectionOptions) -> Result<Election> {
-        Election::join(&self.live_session()?, group, options)
+        Election::join(&self.live_zk()?, group, options)
     }
 
     /// Who leads `group`, without joining it (see [`leader`]).
     pub fn leader(&self, group: &str) -> Result<Option<LeaderInfo>> {
-        leader(&self.live_session()?, group)
+        leader(&self.live_zk()?, group)
     }
 
     /// A prefetching source over `category`, taking its first batch now (see

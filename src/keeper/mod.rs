@@ -123,8 +123,8 @@ pub async fn run(
 ) -> Result<()> {
     let mut election_options = ElectionOptions::new(options.name.clone());
     election_options.on_pause = PausePolicy::Stop;
-    let election = Election::join(&session, &options.group, election_options).await?;
     let zk = session.into_zk();
+    let election = Election::join(&zk, &options.group, election_options).await?;
     let durable = Arc::new(durable);
     let report = options.report.clone();
     report(&format!("keeper {} joined {}", options.name, options.group));

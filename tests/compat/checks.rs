@@ -232,13 +232,21 @@ pub async fn counter(connect: &str) {
 /// other leads with a higher token while the old token's writes are refused.
 pub async fn election(connect: &str) {
     let group = "/compat/election";
-    let a = Election::join(&session(connect).await, group, ElectionOptions::new("a"))
-        .await
-        .unwrap();
+    let a = Election::join(
+        &session(connect).await.into_zk(),
+        group,
+        ElectionOptions::new("a"),
+    )
+    .await
+    .unwrap();
     let token_a = a.await_leadership(Duration::from_secs(20)).await.unwrap();
-    let b = Election::join(&session(connect).await, group, ElectionOptions::new("b"))
-        .await
-        .unwrap();
+    let b = Election::join(
+        &session(connect).await.into_zk(),
+        group,
+        ElectionOptions::new("b"),
+    )
+    .await
+    .unwrap();
     a.fenced(&[FencedOp::Create {
         path: "/compat/election-out".into(),
         data: b"a".to_vec(),

@@ -16,15 +16,36 @@ use std::time::{Duration, Instant};
 
 use harness::{active_terms, now_us, overlaps, tokens_grow, Candidate, Kind};
 use support::{op, runtime, session_options, FaultProxy, ZkEnsemble, ZkServer};
+use zooid::zk::{Create, Stat, Zk, ZooKeeperExt};
 use zooid::{
     Election, ElectionOptions, ElectionStatus, FencedOp, FencedResult, LeaderState, PausePolicy,
     Session, ZooidError,
 };
 
-async fn session(connect: &str, session_ms: u64) -> Session {
+async fn session(connect: &str, session_ms: u64) -> Zk {
     Session::connect(connect, &session_options(session_ms))
         .await
         .unwrap()
+        .into_zk()
+}
+
+// What an outside actor (an operator, an observer) does to the group, on a session of its own.
+
+/// The children of `path`.
+async fn children(zk: &Zk, path: &str) -> Vec<String> {
+    zk.children(zk.generation(), path).await.unwrap().0
+}
+
+/// The data and metadata of `path`.
+async fn read(zk: &Zk, path: &str) -> (Vec<u8>, Stat) {
+    zk.get(zk.generation(), path).await.unwrap()
+}
+
+/// Creates `path` (its parent must exist), empty.
+async fn create(zk: &Zk, path: &str) {
+    zk.create(zk.generation(), path, b"", &Create::persistent())
+        .await
+        .unwrap();
 }
 
 fn opts(name: &str, policy: PausePolicy) -> ElectionOptions {
@@ -91,12 +112,11 @@ fn states(seen: &std::sync::Mutex<Vec<ElectionStatus>>) -> Vec<(LeaderState, Opt
 }
 
 /// Candidate nodes of a group owned by a session.
-async fn nodes_of(observer: &Session, group: &str, owner: i64) -> Vec<String> {
-    let (client, _) = observer.client();
+async fn nodes_of(observer: &Zk, group: &str, owner: i64) -> Vec<String> {
     let mut mine = Vec::new();
-    for child in client.list_children(group).await.unwrap() {
+    for child in children(observer, group).await {
         let path = format!("{group}/{child}");
-        if let Ok((_, stat)) = client.get_data(&path).await {
+        if let Ok((_, stat)) = observer.get(observer.generation(), &path).await {
             if stat.ephemeral_owner == owner {
                 mine.push(path);
             }
@@ -113,7 +133,7 @@ fn join_lead_fence_resign_and_drop() {
     let rt = runtime();
     rt.block_on(async {
         let group = "/el/basic";
-        let s: Vec<Session> = futures_sessions(&zk.connect_string(), 3).await;
+        let s: Vec<Zk> = futures_sessions(&zk.connect_string(), 3).await;
         let c0 = Election::join(&s[0], group, opts("c0", PausePolicy::Keep))
             .await
             .unwrap();
@@ -147,16 +167,7 @@ fn join_lead_fence_resign_and_drop() {
         );
 
         // Fenced writes: the leader's apply, a follower's are refused.
-        s[0].client()
-            .0
-            .create(
-                "/el/resource",
-                b"",
-                &zookeeper_client::CreateMode::Persistent
-                    .with_acls(zookeeper_client::Acls::anyone_all()),
-            )
-            .await
-            .unwrap();
+        create(&s[0], "/el/resource").await;
         let set = |who: &str| FencedOp::SetData {
             path: "/el/resource".into(),
             data: who.as_bytes().to_vec(),
@@ -182,10 +193,7 @@ fn join_lead_fence_resign_and_drop() {
             .await
             .unwrap_err();
         assert!(matches!(err, ZooidError::Store { .. }), "{err:?}");
-        assert_eq!(
-            s[2].client().0.get_data("/el/resource").await.unwrap().0,
-            b"c0"
-        );
+        assert_eq!(read(&s[2], "/el/resource").await.0, b"c0");
 
         // Resign: the next in line leads with a higher token, woken by one notification.
         let last = c1.status();
@@ -224,17 +232,16 @@ fn join_lead_fence_resign_and_drop() {
         assert!(t2 > t1);
         assert_eq!(c2.status().watch_notifications, 1);
         assert_eq!(c2.status().terms, 1);
-        let (client, _) = s[0].client();
-        assert_eq!(client.list_children(group).await.unwrap().len(), 1);
+        assert_eq!(children(&s[0], group).await.len(), 1);
         eprintln!(
             "FIGURES basic: tokens {t0:#x} -> {t1:#x} -> {t2:#x}; one notification per change"
         );
         c2.resign().await.unwrap();
-        assert_eq!(client.list_children(group).await.unwrap().len(), 0);
+        assert_eq!(children(&s[0], group).await.len(), 0);
     });
 }
 
-async fn futures_sessions(connect: &str, n: usize) -> Vec<Session> {
+async fn futures_sessions(connect: &str, n: usize) -> Vec<Zk> {
     let mut out = Vec::new();
     for _ in 0..n {
         out.push(session(connect, 4000).await);
@@ -296,16 +303,7 @@ fn lost_reply_to_the_candidate_create() {
             .await_leadership(Duration::from_secs(10))
             .await
             .unwrap();
-        assert_eq!(
-            observer
-                .client()
-                .0
-                .list_children(group)
-                .await
-                .unwrap()
-                .len(),
-            1
-        );
+        assert_eq!(children(&observer, group).await.len(), 1);
         eprintln!("FIGURES lost-reply: dropped multi replies 1, candidate nodes of the process 1");
     });
 }
@@ -340,7 +338,7 @@ fn lost_requests_and_replies_while_joining() {
         let mine = nodes_of(&observer, group, owner).await;
         assert_eq!(mine.len(), 1, "exactly one candidate node: {mine:?}");
         // The group node was written exactly once: by the one multi that applied.
-        let (_, stat) = observer.client().0.get_data(group).await.unwrap();
+        let (_, stat) = read(&observer, group).await;
         assert_eq!(stat.version, 1);
         let info = zooid::election::leader(&observer, group).await.unwrap().unwrap();
         assert_eq!(info.token, token);
@@ -451,16 +449,7 @@ fn short_blackhole_keep_and_stop() {
                         .unwrap()
                         .unwrap();
                     assert_eq!(info.name, "follower");
-                    assert_eq!(
-                        observer
-                            .client()
-                            .0
-                            .list_children(&group)
-                            .await
-                            .unwrap()
-                            .len(),
-                        2
-                    );
+                    assert_eq!(children(&observer, &group).await.len(), 2);
                 }
             }
             eprintln!(
@@ -480,13 +469,17 @@ fn short_blackhole_keep_and_stop() {
 }
 
 /// The line of a group, by candidate name, lowest first (read by an observer).
-async fn line_order(observer: &Session, group: &str) -> Vec<String> {
-    let (client, _) = observer.client();
-    let mut children = client.list_children(group).await.unwrap_or_default();
+async fn line_order(observer: &Zk, group: &str) -> Vec<String> {
+    let generation = observer.generation();
+    let mut children = observer
+        .children(generation, group)
+        .await
+        .map(|(names, _)| names)
+        .unwrap_or_default();
     children.sort_by_key(|c| c.rsplit("-n_").next().and_then(|s| s.parse::<i64>().ok()));
     let mut names = Vec::new();
     for child in children {
-        if let Ok((data, _)) = client.get_data(&format!("{group}/{child}")).await {
+        if let Ok((data, _)) = observer.get(generation, &format!("{group}/{child}")).await {
             let text = String::from_utf8_lossy(&data);
             names.push(text.split('\n').next().unwrap_or("").to_string());
         }
@@ -669,11 +662,11 @@ fn sigstopped_leader_is_fenced() {
     let session_ms = 2000u64;
     let observer = rt.block_on(session(&zk.connect_string(), 4000));
     rt.block_on(async {
-        let (client, _) = observer.client();
-        let opts = zookeeper_client::CreateMode::Persistent
-            .with_acls(zookeeper_client::Acls::anyone_all());
-        client.mkdir("/el", &opts).await.unwrap();
-        client.create(resource, b"", &opts).await.unwrap();
+        observer
+            .create_all(observer.generation(), "/el", None)
+            .await
+            .unwrap();
+        create(&observer, resource).await;
     });
     let a = Candidate::start(
         dir.path(),
@@ -786,7 +779,7 @@ fn sigstopped_leader_is_fenced() {
     );
     assert!(cont.iter().all(|c| !c.starts_with("ok")), "{cont:?}");
     // The resource holds b's write, never a's after b took over.
-    let data = rt.block_on(async { observer.client().0.get_data(resource).await.unwrap().0 });
+    let data = rt.block_on(async { read(&observer, resource).await.0 });
     assert!(
         String::from_utf8_lossy(&data).starts_with("b "),
         "{}",
@@ -1005,17 +998,18 @@ fn blocking_facade() {
     let opts4 = session_options(4000);
     let s0 = zooid::blocking::open_session(&zk.connect_string(), &opts4).unwrap();
     let s1 = zooid::blocking::open_session(&zk.connect_string(), &opts4).unwrap();
+    let (z0, z1) = (s0.clone().into_zk(), s1.clone().into_zk());
     let a =
-        zooid::blocking::Election::join(&s0, "/el/blocking", opts("a", PausePolicy::Keep)).unwrap();
+        zooid::blocking::Election::join(&z0, "/el/blocking", opts("a", PausePolicy::Keep)).unwrap();
     let token = a.await_leadership(Duration::from_secs(10)).unwrap();
     let b =
-        zooid::blocking::Election::join(&s1, "/el/blocking", opts("b", PausePolicy::Stop)).unwrap();
+        zooid::blocking::Election::join(&z1, "/el/blocking", opts("b", PausePolicy::Stop)).unwrap();
     let seen = b.status();
     assert!(matches!(
         b.wait_change(&seen, Duration::from_millis(200)),
         Err(ZooidError::Timeout { .. })
     ));
-    let info = zooid::blocking::leader(&s1, "/el/blocking")
+    let info = zooid::blocking::leader(&z1, "/el/blocking")
         .unwrap()
         .unwrap();
     assert_eq!((info.name.as_str(), info.token), ("a", token));
@@ -1052,6 +1046,7 @@ fn blocking_facade() {
     });
     drop(b);
     let _guard = rt.enter();
+    drop((z0, z1));
     drop(s0);
     drop(s1);
 }
@@ -1078,7 +1073,7 @@ fn leader_node_deleted_by_an_operator() {
         // Let a's own-node watch be armed (a read after Active).
         tokio::time::sleep(Duration::from_millis(200)).await;
         let node = a.status().node.unwrap();
-        s1.client().0.delete(&node, None).await.unwrap();
+        s1.delete(s1.generation(), &node, None).await.unwrap();
         let tb = b.await_leadership(Duration::from_secs(10)).await.unwrap();
         assert!(tb > token);
         let st = wait_status(&a, Duration::from_secs(10), |s| {
