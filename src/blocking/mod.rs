@@ -286,7 +286,8 @@ impl IdGeneratorService {
 
     /// The work queue at `path` on the service's session (see [`WorkQueue::open`]).
     pub fn open_queue(&self, path: &str, options: QueueOptions) -> Result<WorkQueue> {
-        WorkQueue::open(self.live_session()?, path, options)
+        // The clone is never the session's last handle: the service holds one for this call.
+        WorkQueue::open(self.live_session()?.clone().into_zk(), path, options)
     }
 
     /// Joins the election of `group` on the service's session (see [`Election::join`]).
