@@ -7,6 +7,7 @@ use clap::Subcommand;
 use tokio::io::AsyncWriteExt;
 use tokio::signal::unix::{signal, SignalKind};
 use zooid::queue::{Claim, QueueOptions, WorkQueue};
+use zooid::zk::Zk;
 use zooid::{ConnectOptions, Session, ZooidError};
 
 /// `zooid queue ...`
@@ -67,7 +68,7 @@ pub fn run(connect: &str, options: &ConnectOptions, command: QueueCommand) -> zo
         if let QueueCommand::Work { metrics_addr, .. } = &command {
             crate::metrics::serve(*metrics_addr)?;
         }
-        let session = Session::connect(connect, options).await?;
+        let zk = Session::connect(connect, options).await?.into_zk();
         let out = match command {
             QueueCommand::Put {
                 queue,
@@ -80,7 +81,7 @@ pub fn run(connect: &str, options: &ConnectOptions, command: QueueCommand) -> zo
                     max_item_bytes,
                     ..QueueOptions::default()
                 };
-                put(&WorkQueue::open(&session, &queue, opts)?, &data).await
+                put(&WorkQueue::open(zk.clone(), &queue, opts)?, &data).await
             }
             QueueCommand::Work {
                 queue,
@@ -94,14 +95,19 @@ pub fn run(connect: &str, options: &ConnectOptions, command: QueueCommand) -> zo
                     identity,
                     ..QueueOptions::default()
                 };
-                let q = WorkQueue::open(&session, &queue, opts)?;
-                work(&q, &session, max, Duration::from_secs(grace), &command).await
+                let q = WorkQueue::open(zk.clone(), &queue, opts)?;
+                work(&q, &zk, max, Duration::from_secs(grace), &command).await
             }
             QueueCommand::Show { queue } => {
-                show(&WorkQueue::open(&session, &queue, QueueOptions::default())?).await
+                show(&WorkQueue::open(
+                    zk.clone(),
+                    &queue,
+                    QueueOptions::default(),
+                )?)
+                .await
             }
         };
-        drop(session);
+        drop(zk);
         out
     })
 }
@@ -147,7 +153,7 @@ fn io_error(what: &str, e: std::io::Error) -> ZooidError {
 
 async fn work(
     queue: &WorkQueue,
-    session: &Session,
+    zk: &Zk,
     max: Option<u64>,
     grace: Duration,
     command: &[String],
@@ -163,7 +169,7 @@ async fn work(
         };
         let Some(claim) = claim else { continue };
         handled += 1;
-        let stop = run_one(claim, session, command, grace, &mut term, &mut int).await?;
+        let stop = run_one(claim, zk, command, grace, &mut term, &mut int).await?;
         if stop {
             break;
         }
@@ -174,8 +180,8 @@ async fn work(
 /// Resolves when the claim may be lost while its command runs: its session was given up, or it
 /// has been out of touch with the servers for half its timeout (`stop_acting`), after which
 /// the servers may expire it and hand the item to another worker.
-async fn claim_at_risk(claim: &Claim, session: &Session) -> std::time::Duration {
-    let mut status = session.subscribe();
+async fn claim_at_risk(claim: &Claim, zk: &Zk) -> std::time::Duration {
+    let mut status = zk.subscribe();
     loop {
         let now = *status.borrow_and_update();
         if claim.is_lost() || now.stop_acting {
@@ -207,7 +213,7 @@ fn kill_group(child: &tokio::process::Child) {
 /// to another worker; its item is then released (or already lost).
 async fn run_one(
     claim: Claim,
-    session: &Session,
+    zk: &Zk,
     command: &[String],
     grace: Duration,
     term: &mut tokio::signal::unix::Signal,
@@ -243,7 +249,7 @@ async fn run_one(
         status = child.wait() => Some(status),
         _ = term.recv() => { stopping = true; None }
         _ = int.recv() => { stopping = true; None }
-        left = claim_at_risk(&claim, session) => { at_risk = Some(left); None }
+        left = claim_at_risk(&claim, zk) => { at_risk = Some(left); None }
     };
     let status = match status {
         Some(status) => Some(status),

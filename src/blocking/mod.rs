@@ -296,7 +296,7 @@ impl IdGeneratorService {
 
     /// The work queue at `path` on the service's session (see [`WorkQueue::open`]).
     pub fn open_queue(&self, path: &str, options: QueueOptions) -> Result<WorkQueue> {
-        WorkQueue::open(&self.live_session()?, path, options)
+        WorkQueue::open(self.live_zk()?, path, options)
     }
 
     /// Joins the election of `group` on the service's session (see [`Election::join`]).

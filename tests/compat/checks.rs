@@ -279,13 +279,13 @@ pub async fn election(connect: &str) {
 /// completed items are gone.
 pub async fn queue(connect: &str) {
     let producer = WorkQueue::open(
-        &session(connect).await,
+        session(connect).await.into_zk(),
         "/compat/queue",
         QueueOptions::default(),
     )
     .unwrap();
     let consumer = WorkQueue::open(
-        &session(connect).await,
+        session(connect).await.into_zk(),
         "/compat/queue",
         QueueOptions::default(),
     )

@@ -193,9 +193,12 @@ fn assuming_3_4_works_on_a_newer_server() {
         let mut taken = svc.take_ids(&cat, 25).await.unwrap();
         assert_eq!(taken.count_ids(), 25);
         svc.push_ids(&mut taken).await.unwrap();
-        let queue =
-            zooid::WorkQueue::open(&session, "/assumed/queue", zooid::QueueOptions::default())
-                .unwrap();
+        let queue = zooid::WorkQueue::open(
+            session.clone().into_zk(),
+            "/assumed/queue",
+            zooid::QueueOptions::default(),
+        )
+        .unwrap();
         queue.put(b"x").await.unwrap();
         let claim = queue
             .claim(Some(std::time::Duration::from_secs(5)))

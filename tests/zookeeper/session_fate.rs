@@ -674,7 +674,7 @@ fn f_a_held_queue_put_delivered_after_the_give_up_is_not_applied_twice() {
     let zk = ZkEnsemble::start_with(3, &[("minSessionTimeout", "4000")]);
     runtime().block_on(async {
         let rig = GaveUp::start(zk).await;
-        let queue = zooid::WorkQueue::open(&rig.session, "/fate-f-q", Default::default())
+        let queue = zooid::WorkQueue::open(rig.session.clone().into_zk(), "/fate-f-q", Default::default())
             .expect("queue");
         queue.put(b"before").await.expect("first put");
         let (put, done, delivery, stats) = rig

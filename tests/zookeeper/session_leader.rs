@@ -220,7 +220,7 @@ fn held_write(timing: Timing, what: Write) -> HeldPut {
             .await
             .expect("ephemeral of generation 1");
         let queue =
-            zooid::WorkQueue::open(&session, "/fate-g-q", Default::default()).expect("queue");
+            zooid::WorkQueue::open(session.clone().into_zk(), "/fate-g-q", Default::default()).expect("queue");
         let service =
             zooid::IdGeneratorService::on_zookeeper(session.clone().into_zk(), Default::default());
         let category = zooid::IdCategory::new("/fate-g-claim").expect("category");
