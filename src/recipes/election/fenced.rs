@@ -160,7 +160,7 @@ fn fenced_results(mut results: Vec<OpResult>) -> Vec<FencedResult> {
     results
         .into_iter()
         .map(|r| match r {
-            OpResult::Create { path } => FencedResult::Created { path },
+            OpResult::Create { path, .. } => FencedResult::Created { path },
             OpResult::Set { stat } => FencedResult::Set {
                 version: stat.version,
             },

@@ -333,7 +333,7 @@ impl Inner {
                 for result in results {
                     match result {
                         OpResult::Set { stat } => g.version = stat.version,
-                        OpResult::Create { path } => name = Some(node_name(&path).to_string()),
+                        OpResult::Create { path, .. } => name = Some(node_name(&path).to_string()),
                         _ => {}
                     }
                 }

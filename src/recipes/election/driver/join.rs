@@ -68,7 +68,7 @@ impl Driver {
                 let failed = match multi.commit(&*self.zk, generation).await {
                     Ok(results) => {
                         let path = results.into_iter().find_map(|r| match r {
-                            OpResult::Create { path } => Some(path),
+                            OpResult::Create { path, .. } => Some(path),
                             _ => None,
                         });
                         return match path {
