@@ -288,7 +288,7 @@ impl IdGeneratorService {
     pub fn open_counter(&self, path: &str) -> Result<Counter> {
         // The clone is never the session's last handle: the service holds one for this call.
         Counter::with_policy(
-            self.live_session()?.clone(),
+            self.live_session()?.clone().into_zk(),
             path,
             self.inner.options().retry,
         )

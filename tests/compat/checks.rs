@@ -219,8 +219,8 @@ pub async fn blocks(connect: &str) {
 
 /// The counter: consecutive ranges from two sessions.
 pub async fn counter(connect: &str) {
-    let a = Counter::new(session(connect).await, "/compat/counter").unwrap();
-    let b = Counter::new(session(connect).await, "/compat/counter").unwrap();
+    let a = Counter::new(session(connect).await.into_zk(), "/compat/counter").unwrap();
+    let b = Counter::new(session(connect).await.into_zk(), "/compat/counter").unwrap();
     a.init(100).await.unwrap();
     let first = a.next(10).await.unwrap();
     let second = b.next(5).await.unwrap();
