@@ -256,23 +256,14 @@ impl IdGeneratorService {
 
     /// The service's ZooKeeper session, which the recipes share; `InvalidArgument` on the
     /// embedded stores (`mem:`, `file:`), which have no session.
-    pub fn session(&self) -> Result<Session> {
-        self.live_session()
+    pub fn zookeeper(&self) -> Result<crate::zk::Zk> {
+        self.live_zk()
     }
 
     /// The service's ZooKeeper session, for the recipes; `InvalidArgument` on the embedded
     /// stores.
     fn live_zk(&self) -> Result<crate::zk::Zk> {
         self.inner.zookeeper().cloned().ok_or_else(|| {
-            crate::ZooidError::InvalidArgument(
-                "this needs a ZooKeeper connect string; the embedded stores (mem:, file:) have no session".into(),
-            )
-        })
-    }
-
-    /// The session the service holds.
-    fn live_session(&self) -> Result<Session> {
-        self.inner.zookeeper().and_then(|zk| zk.real_session()).ok_or_else(|| {
             crate::ZooidError::InvalidArgument(
                 "this needs a ZooKeeper connect string; the embedded stores (mem:, file:) have no session".into(),
             )
@@ -288,7 +279,7 @@ impl IdGeneratorService {
     pub fn open_counter(&self, path: &str) -> Result<Counter> {
         // The clone is never the session's last handle: the service holds one for this call.
         Counter::with_policy(
-            self.live_session()?.clone().into_zk(),
+            self.live_zk()?,
             path,
             self.inner.options().retry,
         )

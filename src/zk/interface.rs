@@ -347,12 +347,6 @@ pub trait ZooKeeper: Send + Sync + 'static {
     /// servers answered the close (its ephemeral nodes are gone).
     fn close(self: Arc<Self>) -> BoxFuture<'static, ()>;
 
-    /// The real session behind this handle, for the modules still on the raw client road
-    /// (`zk::legacy`); retires with it. `None` for a simulated one.
-    fn real_session(&self) -> Option<super::Session> {
-        None
-    }
-
     /// Whether `generation` is given up: replaced, lost or closed.
     fn is_gone_generation(&self, generation: u64) -> bool {
         let status = self.status();

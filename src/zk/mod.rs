@@ -17,7 +17,6 @@ pub mod fate;
 pub mod interface;
 #[cfg(feature = "kerberos")]
 mod kerberos;
-pub mod legacy;
 pub mod multi;
 pub mod options;
 pub mod path;
@@ -35,7 +34,6 @@ pub use interface::{
     Create, Event, EventKind, Failure, Mode, MultiFailed, Op, OpResult, Reply, Stat, TreeWatch,
     Watch, WeakZk, Zk, ZooKeeper, ZooKeeperExt,
 };
-pub use legacy::{client_set_version, client_to_zooid, Classified, ClientMulti, ClientMultiFailed};
 pub use multi::{set_version, Multi};
 pub use options::{ConnectOptions, Sasl, ServerVersion, TlsFiles};
 pub use path::validate_path;

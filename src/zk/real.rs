@@ -108,10 +108,6 @@ impl ZooKeeper for Session {
         Session::status(self)
     }
 
-    fn real_session(&self) -> Option<Session> {
-        Some(self.clone())
-    }
-
     fn subscribe(&self) -> watch::Receiver<SessionStatus> {
         Session::subscribe(self)
     }

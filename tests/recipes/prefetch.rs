@@ -255,7 +255,7 @@ fn lost_refill_reply_and_session_expiry_lose_no_id() {
     service
         .create_category_in(&category, 1, LAST, zooid::Layout::SingleNode)
         .unwrap();
-    let session = service.session().unwrap();
+    let session = service.zookeeper().unwrap();
     let first_generation = session.status().generation;
     let options = SourceOptions {
         initial_batch: 100,
