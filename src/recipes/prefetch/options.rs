@@ -8,7 +8,7 @@ use crate::error::{Result, ZooidError};
 /// How many refill sizes [`SourceStats::batches`] keeps (the most recent ones).
 pub(super) const BATCH_HISTORY: usize = 256;
 
-/// Tuning of an [`IdSource`].
+/// Tuning of an [`IdSource`](super::IdSource).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SourceOptions {
     /// Size of the first batch, taken when the source opens.
