@@ -1,6 +1,6 @@
 //! What happens to a ZooKeeper request whose caller gave up, established against real servers
 //! with the raw `zookeeper_client` crate (0.11), the groundwork of issue 18
-//! (docs/SESSION-FATE.md):
+//! (docs/DESIGN.md, "When a write's fate is decided"):
 //!
 //! - a request made while the client is disconnected waits in the crate's queue; once its
 //!   caller dropped the future it is never sent (the vendored crate's `zooid patch`; unpatched,
@@ -168,7 +168,7 @@ fn queued_create_after_heal(drop_client: bool, path: &str) -> bool {
 /// A create made while disconnected, whose caller timed out (dropped the future), is never
 /// sent: the vendored crate drops a request whose caller gave up when it takes it from its
 /// queue (vendor/zookeeper-client, `zooid patch`; before it, the create applied after the
-/// heal, docs/SESSION-FATE.md fact A).
+/// heal, docs/DESIGN.md, "When a write's fate is decided" fact A).
 #[test]
 fn a_request_queued_while_disconnected_is_not_sent_after_the_caller_gave_up() {
     let _serial = serial();

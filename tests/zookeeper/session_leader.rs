@@ -1,7 +1,7 @@
 //! A ZooKeeper leader change while zooid resolves a write whose reply was lost (issue 18): the
 //! new leader restarts every session's expiry, so the servers hold the given-up session longer
 //! than any client-side timer would assume. zooid's resolution waits for the servers' word
-//! (`Session::confirm_gone`), never for a time (docs/RELIABILITY.md, "When a write's fate is
+//! (`Session::confirm_gone`), never for a time (docs/GUARANTEES.md, "When a write's fate is
 //! decided"). Shares the helpers and the one-test-at-a-time lock of `session_fate`.
 
 use std::sync::Arc;
