@@ -214,7 +214,7 @@ fn spawn(shared: &Arc<Shared>, p: usize, client: usize) -> Proc {
 pub async fn run(seed: u64, config: &Config) -> Outcome {
     let single = match config.layouts.as_str() {
         "format4" => false,
-        "both" => seed % 2 == 0,
+        "both" => seed.is_multiple_of(2),
         _ => true,
     };
     let layout_name = if single { "single-node" } else { "format-4" };
@@ -339,7 +339,7 @@ pub async fn run(seed: u64, config: &Config) -> Outcome {
     // The quiet phase: no new fault; paused processes resume; every process ends its operation.
     world.lock().faults = Faults::all().none();
     shared.stop.store(true, Ordering::SeqCst);
-    world.lock().log("quiet".to_string());
+    world.lock().log("quiet");
     for proc in &procs {
         let mut state = world.lock();
         state.thaw(proc.client);

@@ -108,6 +108,7 @@ impl Tree {
     }
 
     /// Creates a node under transaction `zxid`; returns the created path.
+    #[allow(clippy::too_many_arguments)] // One argument per field of ZooKeeper's create.
     pub fn create(
         &mut self,
         zxid: i64,
@@ -194,7 +195,7 @@ impl Tree {
             path: path.to_string(),
             kind: EventKind::DataChanged,
         });
-        Ok(node.stat.clone())
+        Ok(node.stat)
     }
 
     pub fn delete(
@@ -270,7 +271,7 @@ impl Tree {
                         &mut staged,
                     )
                     .map(|created| {
-                        let stat = work.nodes.get(&created).map(|n| n.stat.clone());
+                        let stat = work.nodes.get(&created).map(|n| n.stat);
                         OpResult::Create {
                             path: created,
                             stat,

@@ -20,9 +20,12 @@ pub enum Kind {
     Child,
 }
 
+/// The one-shot watches set on a node, by session.
+type Waiting = Vec<(i64, oneshot::Sender<Event>)>;
+
 #[derive(Default)]
 pub struct Watches {
-    one_shot: BTreeMap<(String, Kind), Vec<(i64, oneshot::Sender<Event>)>>,
+    one_shot: BTreeMap<(String, Kind), Waiting>,
     tree: Vec<(i64, String, mpsc::UnboundedSender<Event>)>,
 }
 
