@@ -384,6 +384,9 @@ impl<S: Store> IdGeneratorService<S> {
                 slot.cached = Some(current);
                 Ok(Sent::Unreachable(why))
             }
+            // A mutant the simulator must find (tests/sim): a lost reply taken as not applied.
+            #[cfg(zooid_mutant = "lost_reply_not_applied")]
+            Err(StoreError::Unknown(_)) => Ok(Sent::NotApplied),
             Err(StoreError::Unknown(why)) => {
                 tracing::warn!(category = path, %why, op = kind.as_str(), "reply lost; resolving the outcome");
                 self.after_lost_reply(path, slot, &current, write, kind)
