@@ -36,6 +36,7 @@ pub mod jni;
 pub mod keeper;
 mod marshal;
 mod pace;
+pub mod random;
 pub mod range;
 pub mod recipes;
 pub mod retry;

@@ -1,6 +1,7 @@
 //! The retry budget: jittered exponential backoff bounded by attempts and a deadline.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 /// How long and how often an operation retries version conflicts and disconnects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,7 +80,7 @@ impl Budget {
     pub(crate) async fn sleep_up_to(&self, ceiling: Duration) {
         let nanos = u64::try_from(ceiling.min(self.remaining()).as_nanos()).unwrap_or(u64::MAX);
         if nanos > 0 {
-            tokio::time::sleep(Duration::from_nanos(rand::random_range(0..=nanos))).await;
+            tokio::time::sleep(Duration::from_nanos(crate::random::random_range(0..=nanos))).await;
         }
     }
 
@@ -95,7 +96,7 @@ impl Budget {
         let left = self.policy.deadline.saturating_sub(self.started.elapsed());
         let nanos = u64::try_from(ceiling.min(left).as_nanos()).unwrap_or(u64::MAX);
         if nanos > 0 {
-            tokio::time::sleep(Duration::from_nanos(rand::random_range(0..=nanos))).await;
+            tokio::time::sleep(Duration::from_nanos(crate::random::random_range(0..=nanos))).await;
         }
     }
 }

@@ -260,7 +260,7 @@ async fn run_elect(
         // it has none.
         let deadline_ns = match (stop_policy, lease) {
             (false, _) => 0,
-            (true, Some(lease)) => clock.boottime_of(lease, zk.status().timeout),
+            (true, Some(lease)) => clock.boottime_of(lease.into_std(), zk.status().timeout),
             (true, None) => 1,
         };
         match (run_token, ordered) {

@@ -335,7 +335,7 @@ impl<S: Store> IdGeneratorService<S> {
         refuse_older: bool,
     ) -> Result<Sent> {
         let version = if write.moves { 0 } else { current.version + 1 };
-        let sent = std::time::Instant::now();
+        let sent = tokio::time::Instant::now();
         // Before sending: the watch must not take this process's own write for another's.
         slot.known.store(version, Ordering::Release);
         let reply = if write.moves {

@@ -1,7 +1,7 @@
 //! The facade: [`IdGeneratorService`], its constructors and its public operations, each run in
 //! its span and counted. The work is done by the allocator's other modules (src/alloc/mod.rs).
 
-use std::time::Instant;
+use tokio::time::Instant;
 
 use tracing::Instrument;
 

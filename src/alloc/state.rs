@@ -49,7 +49,7 @@ pub(crate) struct Cached {
     /// How the pool hands out fresh IDs.
     pub strategy: Strategy,
     /// When it was read or written: a state older than [`Cached::REMEMBER_FOR`] is read again.
-    pub at: std::time::Instant,
+    pub at: tokio::time::Instant,
 }
 
 impl Cached {
@@ -77,7 +77,7 @@ impl Cached {
             strategy: Strategy::of(&pool),
             pool,
             fresh,
-            at: std::time::Instant::now(),
+            at: tokio::time::Instant::now(),
         }
     }
 }
@@ -141,7 +141,7 @@ pub(crate) struct Listing {
     pub created: i64,
     /// Until when the listing may be used while its check is still on its way: set when a look
     /// found that nobody else changed the holes (`refresh` in src/alloc/holes/listing.rs).
-    pub trusted_until: Option<std::time::Instant>,
+    pub trusted_until: Option<tokio::time::Instant>,
     /// A check of the holes' parent sent ahead of this process's next write; it is answered by
     /// the time the write is (a session's requests are answered in order).
     pub ahead: Option<AheadCheck>,
@@ -152,7 +152,7 @@ pub(crate) struct Listing {
     /// known as of those writes, later than the listing.
     pub own_since: std::collections::HashSet<String>,
     /// When this process last found the listing current, or made it.
-    pub looked_at: std::time::Instant,
+    pub looked_at: tokio::time::Instant,
     /// The holes it shows that another process pushed moments ago: left to their pusher for a
     /// while by takes of whole blocks (src/alloc/holes/young.rs).
     pub young: crate::alloc::holes::young::YoungHoles,
@@ -161,7 +161,7 @@ pub(crate) struct Listing {
 /// A check of the holes' parent sent ahead of a write (src/alloc/holes/listing.rs).
 pub(crate) struct AheadCheck {
     /// When it was sent: an answer of `true` means the listing was exact then.
-    pub sent: std::time::Instant,
+    pub sent: tokio::time::Instant,
     /// Whether the parent was at the child version and incarnation the listing expected.
     pub answer: tokio::task::JoinHandle<bool>,
 }
@@ -239,7 +239,7 @@ pub(crate) struct HoleRaces {
     /// Takes left that leave the holes to others (claim fresh blocks).
     leave_for: u32,
     /// When the last race was lost.
-    lost_at: Option<std::time::Instant>,
+    lost_at: Option<tokio::time::Instant>,
     /// Whether [`HoleRaces::start`] ran.
     started: bool,
 }
@@ -255,7 +255,7 @@ impl HoleRaces {
 
     /// Another take won a hole this process tried to claim, at `now`; `random` draws how many
     /// of its next takes leave the holes to others.
-    pub(crate) fn lost(&mut self, random: u32, now: std::time::Instant) {
+    pub(crate) fn lost(&mut self, random: u32, now: tokio::time::Instant) {
         self.lapse(now);
         self.random_for = Self::RANDOM_FOR;
         self.lost_in_a_row = (self.lost_in_a_row + 1).min(Self::MAX_DOUBLINGS);
@@ -270,7 +270,7 @@ impl HoleRaces {
     }
 
     /// Whether a take at `now` leaves the holes to others (counted down).
-    pub(crate) fn leaves_holes(&mut self, now: std::time::Instant) -> bool {
+    pub(crate) fn leaves_holes(&mut self, now: tokio::time::Instant) -> bool {
         self.lapse(now);
         let leaves = self.leave_for > 0;
         self.leave_for = self.leave_for.saturating_sub(1);
@@ -278,13 +278,13 @@ impl HoleRaces {
     }
 
     /// Whether a take at `now` chooses its holes at random (from one of the lowest groups).
-    pub(crate) fn chooses_at_random(&mut self, now: std::time::Instant) -> bool {
+    pub(crate) fn chooses_at_random(&mut self, now: tokio::time::Instant) -> bool {
         self.lapse(now);
         self.random_for > 0
     }
 
     /// Forgets the races once [`HoleRaces::LAPSES_AFTER`] passed since the last one lost.
-    fn lapse(&mut self, now: std::time::Instant) {
+    fn lapse(&mut self, now: tokio::time::Instant) {
         if self
             .lost_at
             .is_some_and(|at| now.saturating_duration_since(at) >= Self::LAPSES_AFTER)
@@ -487,7 +487,7 @@ mod tests {
     /// claim starts the doubling over, and all of it lapses `LAPSES_AFTER` the last race lost.
     #[test]
     fn lost_races_leave_the_holes_for_a_doubling_random_number_of_takes() {
-        let now = std::time::Instant::now();
+        let now = tokio::time::Instant::now();
         let leaves = |races: &mut HoleRaces| {
             let mut n = 0;
             while races.leaves_holes(now) {

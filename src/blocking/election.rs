@@ -63,7 +63,7 @@ impl Election {
 
     /// See [`AsyncElection::lease`]: until when (monotonic clock) the quorum confirmed this
     /// leadership.
-    pub fn lease(&self) -> Option<std::time::Instant> {
+    pub fn lease(&self) -> Option<tokio::time::Instant> {
         self.inner.lease()
     }
 

@@ -278,11 +278,7 @@ impl IdGeneratorService {
     /// [`Counter`]). The node need not exist yet.
     pub fn open_counter(&self, path: &str) -> Result<Counter> {
         // The clone is never the session's last handle: the service holds one for this call.
-        Counter::with_policy(
-            self.live_zk()?,
-            path,
-            self.inner.options().retry,
-        )
+        Counter::with_policy(self.live_zk()?, path, self.inner.options().retry)
     }
 
     /// The work queue at `path` on the service's session (see [`WorkQueue::open`]).

@@ -87,7 +87,7 @@ impl DirRecords {
         let temp = self.dir.join(format!(
             ".{}.{:016x}.tmp",
             file_name(&record.category),
-            rand::random::<u64>()
+            crate::random::random::<u64>()
         ));
         let written = (|| {
             let mut file = File::create(&temp)?;

@@ -11,7 +11,7 @@ pub struct OpToken(pub u64);
 impl OpToken {
     /// A fresh random token.
     pub fn random() -> Self {
-        Self(rand::random())
+        Self(crate::random::random())
     }
 }
 

@@ -21,7 +21,11 @@ fn run_seed(seed: u64, config: &run::Config) -> run::Outcome {
         .start_paused(true)
         .build()
         .expect("a current-thread runtime");
-    runtime.block_on(run::run(seed, config))
+    // The library's own draws (tokens, jitter, the choice of holes) come from the seed too.
+    zooid::random::seed_thread(seed ^ 0x5eed_2007_1d00_0000);
+    let outcome = runtime.block_on(run::run(seed, config));
+    zooid::random::unseed_thread();
+    outcome
 }
 
 fn main() {

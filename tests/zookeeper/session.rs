@@ -156,7 +156,8 @@ fn service_and_recipes_share_one_session_across_replacement() {
         let session = Session::connect(&proxy.connect_string(), &session_options(3000))
             .await
             .unwrap();
-        let service = IdGeneratorService::on_zookeeper(session.clone().into_zk(), ServiceOptions::default());
+        let service =
+            IdGeneratorService::on_zookeeper(session.clone().into_zk(), ServiceOptions::default());
         assert_eq!(
             service.zookeeper().unwrap().status().session_id,
             session.status().session_id

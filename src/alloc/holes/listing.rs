@@ -22,7 +22,8 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use super::choice::Hole;
 pub(crate) use crate::alloc::state::{AheadCheck, Listing};

@@ -16,7 +16,7 @@ use crate::idset::IdCategory;
 use crate::range::{IdRange, RangeSet};
 use crate::retry::Budget;
 use crate::store::Store;
-use std::time::Instant;
+use tokio::time::Instant;
 
 impl<S: Store> IdGeneratorService<S> {
     /// Completes a take of `n` IDs that has `taken` already (none when it starts): holes first,
@@ -181,7 +181,7 @@ impl<S: Store> IdGeneratorService<S> {
                 // At most what one `multi` of deletes can claim; the next take gets the rest.
                 let left = choice::available_in_one_take(holes, top).min(wanted);
                 let start = random
-                    .then(|| choice::group_start(holes, left, top, rand::random::<u32>()))
+                    .then(|| choice::group_start(holes, left, top, crate::random::random::<u32>()))
                     .flatten();
                 choice::choose(holes, left, top, start)
             };
@@ -221,7 +221,7 @@ impl<S: Store> IdGeneratorService<S> {
         };
         let amount = choice::hole_amount(choice::available_at_most(holes, top), wanted, unit);
         let start = random
-            .then(|| choice::group_start(holes, amount, top, rand::random::<u32>()))
+            .then(|| choice::group_start(holes, amount, top, crate::random::random::<u32>()))
             .flatten();
         choice::choose(holes, amount, top, start)
     }
@@ -297,7 +297,8 @@ impl<S: Store> IdGeneratorService<S> {
                 match other? {
                     Claimed::Raced => {
                         if !ahead {
-                            slot.hole_races.lost(rand::random::<u32>(), Instant::now());
+                            slot.hole_races
+                                .lost(crate::random::random::<u32>(), Instant::now());
                         }
                         // The listing is out of date: listed again at the next look (a
                         // push goes on with it: it holds this process's own pushes).

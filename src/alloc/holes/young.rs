@@ -15,7 +15,8 @@
 //! long they have been there: every hole it lists is old to it.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use super::choice::Hole;
 use crate::range::IdRange;

@@ -94,7 +94,7 @@ impl Counter {
             let marker = format!(
                 "{}/{MARKER_PREFIX}{:032x}",
                 self.path,
-                rand::random::<u128>()
+                crate::random::random::<u128>()
             );
             let write = Write {
                 value: encode(range.end()),

@@ -41,7 +41,7 @@ pub(super) struct Driver {
     pub(super) policy: PausePolicy,
     pub(super) shared: Arc<Mutex<Shared>>,
     pub(super) status: watch::Sender<ElectionStatus>,
-    pub(super) lease: watch::Sender<Option<std::time::Instant>>,
+    pub(super) lease: watch::Sender<Option<tokio::time::Instant>>,
     pub(super) close: watch::Receiver<bool>,
 }
 

@@ -222,7 +222,7 @@ pub struct Election {
     zk: Zk,
     shared: Arc<Mutex<Shared>>,
     status: watch::Receiver<ElectionStatus>,
-    lease: watch::Receiver<Option<std::time::Instant>>,
+    lease: watch::Receiver<Option<tokio::time::Instant>>,
     close: watch::Sender<bool>,
     driver: Mutex<Option<JoinHandle<()>>>,
 }
@@ -322,7 +322,7 @@ impl Election {
     /// expire the session before that send time plus a whole session timeout, so a process
     /// that stops acting by the lease plus less than half a session stops before anyone else
     /// can lead; docs/RECIPES.md gives the exact window and its assumptions.
-    pub fn lease(&self) -> Option<std::time::Instant> {
+    pub fn lease(&self) -> Option<tokio::time::Instant> {
         *self.lease.borrow()
     }
 
@@ -331,13 +331,13 @@ impl Election {
     /// quorum's latest confirmation counts.
     pub fn lease_remaining(&self) -> Option<Duration> {
         self.lease()
-            .map(|until| until.saturating_duration_since(std::time::Instant::now()))
+            .map(|until| until.saturating_duration_since(tokio::time::Instant::now()))
             .filter(|left| !left.is_zero())
     }
 
     /// A receiver of every change of [`Election::lease`] (renewed about six times per session
     /// timeout while leading).
-    pub fn subscribe_lease(&self) -> watch::Receiver<Option<std::time::Instant>> {
+    pub fn subscribe_lease(&self) -> watch::Receiver<Option<tokio::time::Instant>> {
         self.lease.clone()
     }
 

@@ -20,7 +20,7 @@
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use tokio::time::Instant;
 
 use tokio::runtime::Handle;
 use tokio::sync::Notify;

@@ -4,7 +4,7 @@
 
 use std::pin::pin;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use tokio::time::Instant;
 
 use tokio::runtime::Handle;
 use tokio::sync::Notify;

@@ -94,7 +94,7 @@ impl Inner {
             at += 1;
             if order.len() - at > 1 {
                 let window = (order.len() - at).min(COLLISION_SPREAD);
-                let skip = rand::random_range(0..window);
+                let skip = crate::random::random_range(0..window);
                 order[at..].rotate_left(skip);
             }
         }

@@ -274,7 +274,7 @@ impl std::fmt::Debug for Claim {
 use crate::zk::{Fate, Verdict};
 
 fn random_marker() -> String {
-    format!("{:016x}", rand::random::<u64>())
+    format!("{:016x}", crate::random::random::<u64>())
 }
 
 /// The sequence number ZooKeeper appended to a sequential node's name, as an order key.

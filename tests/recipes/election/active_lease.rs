@@ -42,7 +42,7 @@ fn active_ends_at_the_lease_while_the_own_node_watch_is_rearmed() {
         let mut worst = Duration::ZERO;
         let mut left_active = None;
         while started.elapsed() < Duration::from_secs(5) {
-            let lease = a.lease();
+            let lease = a.lease().map(tokio::time::Instant::into_std);
             let state = a.state();
             let now = Instant::now();
             if state == LeaderState::Active {

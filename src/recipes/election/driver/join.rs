@@ -21,7 +21,7 @@ impl Driver {
     /// docs): `multi[setData(group, unchanged, V), create(marker node)]`, and after an unknown
     /// outcome, the group node's version and the marker decide.
     pub(super) async fn candidacy(&mut self, generation: u64) -> Result<Node, Exit> {
-        let marker = format!("{:032x}", rand::random::<u128>());
+        let marker = format!("{:032x}", crate::random::random::<u128>());
         let prefix = format!("{}/{MARKER_PREFIX}{marker}{SEQ_PREFIX}", self.group);
         let create = Create::new(Mode::EphemeralSequential);
         'fresh: loop {

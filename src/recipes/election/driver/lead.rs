@@ -136,7 +136,7 @@ impl Driver {
                             if let Some(previous) = last_sent.replace(sent) {
                                 let until = previous + timing.lease;
                                 lease = Some(until);
-                                self.lease.send_replace(Some(until.into_std()));
+                                self.lease.send_replace(Some(until));
                             }
                             next_confirm = sent + timing.renew;
                         }
