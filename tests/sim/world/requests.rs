@@ -225,7 +225,16 @@ impl State {
             .sessions
             .get(&sid)
             .is_some_and(|s| s.state == Life::Alive);
-        let outcome = if alive {
+        let moved = self
+            .sessions
+            .get(&sid)
+            .is_some_and(|s| s.attached_conn > conn);
+        let outcome = if moved {
+            Err(Fail::whole(
+                Verdict::Unknown,
+                "arrived on a connection the session has since left: refused",
+            ))
+        } else if alive {
             let now = self.now_nanos();
             if let Some(session) = self.sessions.get_mut(&sid) {
                 session.last_contact = now;

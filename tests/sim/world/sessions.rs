@@ -22,6 +22,10 @@ pub struct ServerSession {
     pub last_contact: u64,
     /// A client connection is attached (heartbeats keep it alive).
     pub attached: bool,
+    /// The client connection the session was last attached on: ZooKeeper refuses a request
+    /// that arrives on an earlier one (the session moved: `SessionMoved`, or the server closed
+    /// the stale connection), as tests/zookeeper/session_fate.rs establishes on real servers.
+    pub attached_conn: u64,
     pub client: usize,
 }
 
@@ -68,6 +72,7 @@ impl State {
                 state: Life::Alive,
                 last_contact: now,
                 attached: true,
+                attached_conn: 1,
                 client,
             },
         );
@@ -229,6 +234,7 @@ impl State {
             let now = self.now_nanos();
             if let Some(session) = self.sessions.get_mut(&sid) {
                 session.attached = true;
+                session.attached_conn = conn;
                 session.last_contact = now;
             }
             let client = self.clients.get_mut(&c).expect("seen");
