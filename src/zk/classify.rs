@@ -7,7 +7,6 @@
 
 use zookeeper_client::Error as ZkError;
 
-use super::interface::Failure;
 use super::options::ConnectOptions;
 use crate::error::ZooidError;
 
@@ -32,6 +31,34 @@ pub enum Verdict {
     /// No answer (connection loss, no reply in time, I/O): it may or may not have applied.
     Unknown,
 }
+
+/// A failed request: what the error says happened ([`Verdict`]) and the servers' or the
+/// client's words, for messages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    /// What the error says about the request (applied or not, and why).
+    pub verdict: Verdict,
+    /// The error as text (for messages and logs only; never matched on).
+    pub message: String,
+}
+
+impl Failure {
+    /// A failure with `verdict` described by `message`.
+    pub fn new(verdict: Verdict, message: impl Into<String>) -> Self {
+        Self {
+            verdict,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Failure {}
 
 /// What a failed request's error says about whether it applied.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

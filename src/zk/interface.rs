@@ -24,10 +24,11 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::acl::Acl;
+pub use super::classify::Failure;
 use super::classify::Verdict;
 use super::fate::{Confirmed, InDoubt};
 use super::options::{ConnectOptions, ServerVersion};
-use super::session::SessionStatus;
+use super::status::SessionStatus;
 use crate::error::Result;
 
 /// A node's metadata, as the servers report it (zxids, versions, owner, sizes).
@@ -38,34 +39,6 @@ pub type Zk = Arc<dyn ZooKeeper>;
 
 /// What a request returns: its result, or why it failed.
 pub type Reply<'a, T> = BoxFuture<'a, std::result::Result<T, Failure>>;
-
-/// A failed request: what the error says happened ([`Verdict`]) and the servers' or the
-/// client's words, for messages.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Failure {
-    /// What the error says about the request (applied or not, and why).
-    pub verdict: Verdict,
-    /// The error as text (for messages and logs only; never matched on).
-    pub message: String,
-}
-
-impl Failure {
-    /// A failure with `verdict` described by `message`.
-    pub fn new(verdict: Verdict, message: impl Into<String>) -> Self {
-        Self {
-            verdict,
-            message: message.into(),
-        }
-    }
-}
-
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for Failure {}
 
 /// How a node is created.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

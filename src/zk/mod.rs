@@ -22,6 +22,7 @@ pub mod options;
 pub mod path;
 mod real;
 pub mod session;
+mod status;
 mod tls_probe;
 mod version;
 

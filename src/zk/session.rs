@@ -52,63 +52,7 @@ use crate::error::{Result, ZooidError};
 
 mod monitor;
 
-/// The state of the process's ZooKeeper session, as every part of zooid interprets it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ConnectionState {
-    /// Connected to a server; the session is alive.
-    Connected,
-    /// Disconnected; the session may or may not still be alive on the servers.
-    Suspended,
-    /// The session is gone (expired, refused, or unreachable for its whole timeout); a new one
-    /// is being opened.
-    Lost,
-    /// The application closed the session.
-    Closed,
-}
-
-impl ConnectionState {
-    /// A lowercase name for logs and bindings.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ConnectionState::Connected => "connected",
-            ConnectionState::Suspended => "suspended",
-            ConnectionState::Lost => "lost",
-            ConnectionState::Closed => "closed",
-        }
-    }
-}
-
-/// A snapshot of the session: its state and which session it is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SessionStatus {
-    /// What the session layer concluded.
-    pub state: ConnectionState,
-    /// 1 for the first session, +1 each time a lost session was replaced by a new one.
-    pub generation: u64,
-    /// ZooKeeper's id of the session of this generation.
-    pub session_id: i64,
-    /// The session timeout the servers negotiated (every timer of the session layer uses it).
-    pub timeout: Duration,
-    /// The session timeout zooid asked for ([`ConnectOptions::session_timeout`]); the servers
-    /// clamp it to their `minSessionTimeout..=maxSessionTimeout` (by default 2 to 20 ticks).
-    pub requested: Duration,
-    /// *Stop acting*: the local, early notion. `true` once the session has been `Suspended`
-    /// (no server) for [`SessionStatus::stop_acting_after`] (half the negotiated timeout),
-    /// and whenever it is `Lost` or `Closed`; `false` while `Connected` and early in a
-    /// suspension. Work done on the session's behalf (a leader's command, a worker starting
-    /// items) stops on it, well before the servers can have expired the session. It decides
-    /// no write's fate: that is [`Session::confirm_gone`], the servers' word.
-    pub stop_acting: bool,
-}
-
-impl SessionStatus {
-    /// How long a suspension lasts before [`SessionStatus::stop_acting`]: half the negotiated
-    /// timeout, counted from the moment the client noticed the disconnection (`Suspended`),
-    /// as the give-up of the generation is after the whole timeout from that moment.
-    pub fn stop_acting_after(&self) -> Duration {
-        self.timeout / 2
-    }
-}
+pub use super::status::{ConnectionState, SessionStatus};
 
 /// The client of one generation.
 #[derive(Clone)]

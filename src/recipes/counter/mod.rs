@@ -47,6 +47,7 @@ mod next;
 mod resolve;
 #[cfg(test)]
 mod tests;
+mod write;
 
 pub use format::{decode, encode};
 

@@ -3,34 +3,12 @@
 
 use super::format::plan;
 use super::resolve::Resolution;
+use super::write::{Write, WriteError};
 use super::{decode, encode, retryable, Counter, CounterStats, MARKER_PREFIX};
 use crate::error::{Result, ZooidError};
 use crate::range::IdRange;
 use crate::retry::Budget;
-use crate::zk::{Create, Failure, Fate, Multi, Verdict, ZooKeeperExt};
-
-/// One write `multi`'s content, kept to send it again unchanged.
-pub(super) struct Write<'a> {
-    pub(super) value: [u8; 8],
-    pub(super) version: i32,
-    pub(super) marker: &'a str,
-    pub(super) previous: Option<&'a str>,
-    pub(super) marker_data: String,
-}
-
-/// Why one attempt's write failed.
-pub(super) enum WriteError {
-    /// The counter's version moved (`BADVERSION` on the `setData`).
-    Conflict,
-    /// The counter node is gone.
-    NoNode,
-    /// The previous marker was not there (deleted by hand); forget it and try again.
-    StaleMarker,
-    /// The reply was lost: the write may or may not have applied.
-    Lost(String),
-    /// Refused for a reason that proves nothing was written.
-    Refused(Failure),
-}
+use crate::zk::{Failure, Verdict, ZooKeeperExt};
 
 impl Counter {
     /// Reserves the `n` values after the counter's current value and returns them
@@ -155,39 +133,6 @@ impl Counter {
             })
         } else {
             Err(self.unreachable(&budget, &last_failure))
-        }
-    }
-
-    /// Sends one write `multi` on the session of `generation` (a given-up generation's is not
-    /// sent: it fails as a lost write, which [`Counter::resolve`] settles on the next session).
-    pub(super) async fn send(
-        &self,
-        generation: u64,
-        write: &Write<'_>,
-    ) -> std::result::Result<(), WriteError> {
-        let mut multi = Multi::new();
-        multi
-            .set(&self.path, &write.value, Some(write.version))
-            .create(
-                write.marker,
-                write.marker_data.as_bytes(),
-                &Create::ephemeral(),
-            );
-        if let Some(previous) = write.previous {
-            multi.delete(previous, Some(0));
-        }
-        let failed = match multi.commit(&*self.zk, generation).await {
-            Ok(_) => return Ok(()),
-            Err(failed) => failed,
-        };
-        match (failed.index, failed.verdict()) {
-            (Some(0), Verdict::BadVersion) => Err(WriteError::Conflict),
-            (Some(0), Verdict::NoNode) => Err(WriteError::NoNode),
-            (Some(2), Verdict::NoNode | Verdict::BadVersion) => Err(WriteError::StaleMarker),
-            (_, verdict) if verdict.fate() == Fate::Refused => {
-                Err(WriteError::Refused(failed.failure))
-            }
-            _ => Err(WriteError::Lost(failed.failure.message)),
         }
     }
 }

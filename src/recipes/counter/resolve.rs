@@ -2,7 +2,7 @@
 //! lives, else settled by the servers' word that the session can no longer write (see the
 //! module documentation of [`super`]).
 
-use super::next::{Write, WriteError};
+use super::write::{Write, WriteError};
 use super::{retryable, Counter, CounterStats};
 use crate::retry::Budget;
 use crate::zk::{Failure, Fate, Verdict, ZooKeeperExt};
