@@ -4,9 +4,9 @@
 use std::cell::Cell;
 
 use super::blocks::{generations, needs_zookeeper};
+use super::core::{count_of, Core};
 use super::engine::{LastFailure, Plan, Step};
 use super::options::{Layout, Restored};
-use super::service::{count_of, IdGeneratorService};
 use super::state::{Cached, Strategy};
 use crate::error::{Result, ZooidError};
 use crate::format::{
@@ -18,7 +18,7 @@ use crate::retry::Budget;
 use crate::store::{Store, StoreError};
 use crate::zk::{Create, Multi, MultiFailed, Verdict, Zk, ZooKeeperExt};
 
-impl<S: Store> IdGeneratorService<S> {
+impl<S: Store> Core<S> {
     /// Creates a single-node category (see
     /// [`create_category_full`](Self::create_category_full)).
     pub(super) async fn create_single(

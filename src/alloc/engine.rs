@@ -6,9 +6,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::blocks::generations;
+use super::core::Core;
 use super::lost::{LostWrite, Resolution};
 use super::options::DEFAULT_MOVE_AT_VERSION;
-use super::service::IdGeneratorService;
 use super::state::{figures, Cached, Held, Slot, Strategy, MOVE_RETRY_AFTER};
 use crate::error::{Result, ZooidError};
 use crate::format::{OpKind, OpRecord, OpToken, Pool, MAX_OP_LINE_BYTES};
@@ -59,7 +59,7 @@ struct Prepared {
     moves: bool,
 }
 
-impl<S: Store> IdGeneratorService<S> {
+impl<S: Store> Core<S> {
     /// Holds `category`'s slot for one operation; the budget returned counts from the call,
     /// including the wait behind this process's other operations on the category.
     pub(crate) async fn hold(&self, category: &IdCategory) -> Result<(Held, Budget)> {

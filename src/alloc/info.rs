@@ -2,8 +2,8 @@
 //! nodes and the blocks claimed since its node was written; and the categories below a node.
 
 use super::blocks::{hole_ranges, usage};
+use super::core::Core;
 use super::options::PoolInfo;
-use super::service::IdGeneratorService;
 use super::state::figures;
 use crate::error::{Result, ZooidError};
 use crate::format::Pool;
@@ -12,7 +12,7 @@ use crate::range::IdRange;
 use crate::retry::Budget;
 use crate::store::{Store, StoreError};
 
-impl<S: Store> IdGeneratorService<S> {
+impl<S: Store> Core<S> {
     /// Reads the pool afresh (see [`pool_info`](Self::pool_info)).
     pub(super) async fn read_info(&self, category: &IdCategory) -> Result<PoolInfo> {
         let mut budget = Budget::start(self.options.retry);

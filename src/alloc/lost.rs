@@ -7,7 +7,7 @@
 //! that same version. While the node is at it, the identical write is sent again (at most one
 //! copy applies); once it moved, the copy can never apply and the log says whose write moved it.
 
-use super::service::IdGeneratorService;
+use super::core::Core;
 use super::state::Cached;
 use crate::error::Result;
 use crate::format::{OpKind, OpToken, Pool};
@@ -84,7 +84,7 @@ impl LostWrite<'_> {
     }
 }
 
-impl<S: Store> IdGeneratorService<S> {
+impl<S: Store> Core<S> {
     /// Finds out whether `write` applied; `planned` is the state it leaves if it did.
     ///
     /// The node records the token of the write that produced each recent version, so once the

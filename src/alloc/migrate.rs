@@ -30,9 +30,9 @@
 use std::collections::BTreeSet;
 
 use super::blocks::{needs_zookeeper, refused};
+use super::core::Core;
 use super::engine::LastFailure;
 use super::options::Layout;
-use super::service::IdGeneratorService;
 use crate::error::{Result, ZooidError};
 use crate::format::{
     hole_name, holes_parent, returned_parent, sequence_parent, Blocks, OpKind, OpRecord, OpToken,
@@ -149,7 +149,7 @@ enum Round {
     Again(LastFailure),
 }
 
-impl<S: Store> IdGeneratorService<S> {
+impl<S: Store> Core<S> {
     /// See [`migrate_category`](Self::migrate_category).
     pub(super) async fn migrate(&self, category: &IdCategory, layout: Layout) -> Result<Migrated> {
         let unit = target_unit(layout)?;

@@ -19,6 +19,7 @@
 
 mod admin;
 pub mod blocks;
+mod core;
 mod engine;
 mod holes;
 mod info;
@@ -29,7 +30,6 @@ mod options;
 mod service;
 mod single;
 mod state;
-mod undelivered;
 
 pub use crate::format::MAX_TAKE;
 pub use holes::listing::LISTING_TRUSTED_FOR;
@@ -39,5 +39,5 @@ pub use options::{
     Layout, PoolInfo, Restored, ServiceOptions, DEFAULT_BLOCK_SIZE, DEFAULT_CEILING_WAIT,
     DEFAULT_MAX_POOL_BYTES,
 };
+pub(crate) use service::GivenBack;
 pub use service::IdGeneratorService;
-pub(crate) use undelivered::GivenBack;

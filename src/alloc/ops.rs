@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
+use super::core::Core;
 use super::engine::Step;
-use super::service::IdGeneratorService;
 use super::single;
 use super::state::{Slot, Strategy};
 use crate::error::{Result, ZooidError};
@@ -16,7 +16,7 @@ use crate::range::IdRange;
 use crate::retry::Budget;
 use crate::store::Store;
 
-impl<S: Store> IdGeneratorService<S> {
+impl<S: Store> Core<S> {
     /// A take of up to `n` IDs that, at the category's ceiling, waits for the keeper to raise it
     /// (up to [`ceiling_wait`](super::ServiceOptions::ceiling_wait)).
     pub(super) async fn take_waiting(&self, category: &IdCategory, n: u64) -> Result<Vec<IdRange>> {

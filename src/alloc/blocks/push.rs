@@ -4,7 +4,7 @@
 
 use super::generations;
 use crate::alloc::blocks::needs_zookeeper;
-use crate::alloc::service::IdGeneratorService;
+use crate::alloc::core::Core;
 use crate::alloc::state::Cached;
 use crate::error::{Result, ZooidError};
 use crate::format::Blocks;
@@ -19,7 +19,7 @@ pub(crate) struct Checked {
     reaches: Option<Blocks>,
 }
 
-impl<S: Store> IdGeneratorService<S> {
+impl<S: Store> Core<S> {
     /// Checks a push of `ranges` against `state`, the pool as this process last read or wrote
     /// it: the bounds now, the rest in [`push_blocks`](Self::push_blocks).
     pub(crate) fn check_push(

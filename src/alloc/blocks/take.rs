@@ -9,8 +9,8 @@ use super::claims::{self, Claim};
 use super::generations;
 use super::{MAX_BLOCKS_PER_TAKE, ROTATE_AT};
 use crate::alloc::blocks::needs_zookeeper;
+use crate::alloc::core::{count_of, Core};
 use crate::alloc::engine::{Plan, Step};
-use crate::alloc::service::{count_of, IdGeneratorService};
 use crate::alloc::single;
 use crate::alloc::state::{Slot, Strategy};
 use crate::error::{Result, ZooidError};
@@ -34,7 +34,7 @@ enum Claimed {
     Replan,
 }
 
-impl<S: Store> IdGeneratorService<S> {
+impl<S: Store> Core<S> {
     /// Completes a take of `n` IDs that took `holes`: fresh blocks for the rest. While the pool
     /// changes under the claims, the take reads it again and claims on that. Holes taken are
     /// handed out even when no block can be claimed any more (at the ceiling or the end); on

@@ -1,7 +1,7 @@
 //! A push to a pool in format 4: its ranges become hole nodes (one `multi`, see
 //! src/alloc/holes/requests.rs), refused when a hole this process listed holds any of them.
 
-use crate::alloc::service::IdGeneratorService;
+use crate::alloc::core::Core;
 use crate::alloc::state::Slot;
 use crate::error::{Result, ZooidError};
 use crate::range::IdRange;
@@ -12,7 +12,7 @@ use crate::zk::Zk;
 /// The most ranges one push writes in one `multi` (a create each, about 75 bytes).
 pub(crate) const MAX_RANGES_PER_WRITE: usize = 1_000;
 
-impl<S: Store> IdGeneratorService<S> {
+impl<S: Store> Core<S> {
     /// Leaves `ranges` under pool `path` as hole nodes. Refused as `AlreadyFree` when one of
     /// them overlaps a hole this process knows ([`super::listing::known`]) that is still there
     /// when listed again after a `sync`, or is a hole already (the create fails). A push reads

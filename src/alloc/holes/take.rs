@@ -6,8 +6,8 @@ use super::choice;
 use super::listing::{self, Seen, Trust};
 use super::requests::{self, Claimed};
 use crate::alloc::blocks::needs_zookeeper;
+use crate::alloc::core::{count_of, Core};
 use crate::alloc::engine::Step;
-use crate::alloc::service::{count_of, IdGeneratorService};
 use crate::alloc::single;
 use crate::alloc::state::Slot;
 use crate::error::{Result, ZooidError};
@@ -18,7 +18,7 @@ use crate::retry::Budget;
 use crate::store::Store;
 use tokio::time::Instant;
 
-impl<S: Store> IdGeneratorService<S> {
+impl<S: Store> Core<S> {
     /// Completes a take of `n` IDs that has `taken` already (none when it starts): holes first,
     /// as many as leave whole blocks to claim ([`choice::hole_amount`]), then fresh blocks.
     pub(crate) async fn take_hole_nodes(

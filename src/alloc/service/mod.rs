@@ -5,13 +5,17 @@ use tokio::time::Instant;
 
 use tracing::Instrument;
 
+mod undelivered;
+
+pub(crate) use undelivered::GivenBack;
+
+use super::core::{count_of, Core};
 use super::options::{Layout, PoolInfo, Restored, ServiceOptions};
-use super::state::Categories;
 use crate::error::{Result, ZooidError};
 use crate::format::MAX_TAKE;
 use crate::idset::{IdCategory, IdSet};
 use crate::range::IdRange;
-use crate::stats::{outcome_of, LostOutcome, Recorder, ServiceStats};
+use crate::stats::{outcome_of, LostOutcome, ServiceStats};
 use crate::store::{AnyStore, ConnectOptions, Store};
 use crate::zk::Zk;
 
@@ -21,14 +25,8 @@ use crate::zk::Zk;
 /// process (they would conflict on the node anyway), operations on different categories run in
 /// parallel, all over one store session.
 pub struct IdGeneratorService<S: Store = AnyStore> {
-    pub(super) store: S,
-    /// The ZooKeeper session, on a ZooKeeper store: the block layout's requests go through it
-    /// (`None` on the embedded stores, which hold single nodes only).
-    pub(super) zk: Option<Zk>,
-    pub(super) options: ServiceOptions,
-    /// What this process knows of each category (src/alloc/state.rs).
-    pub(super) categories: Categories,
-    pub(super) stats: Recorder,
+    /// The allocator the facade asks (src/alloc/core.rs).
+    core: Core<S>,
 }
 
 /// The span every service operation runs in: `category`, `op`, and, filled in as it goes, the
@@ -64,7 +62,7 @@ impl IdGeneratorService<AnyStore> {
             AnyStore::ZooKeeper(crate::store::ZkStore::on(zk.clone())),
             options,
         );
-        service.zk = Some(zk);
+        service.core.zk = Some(zk);
         service
     }
 
@@ -72,7 +70,7 @@ impl IdGeneratorService<AnyStore> {
     /// the servers and this resolves once they answered (dropping the service closes it too,
     /// without waiting).
     pub async fn close(self) {
-        let Self { store, zk, .. } = self;
+        let Core { store, zk, .. } = self.core;
         drop(store);
         if let Some(zk) = zk {
             zk.close().await;
@@ -82,7 +80,7 @@ impl IdGeneratorService<AnyStore> {
     /// The options the service was opened with (the recipes opened from it follow its retry
     /// policy).
     pub fn options(&self) -> &ServiceOptions {
-        &self.options
+        &self.core.options
     }
 }
 
@@ -91,19 +89,15 @@ impl<S: Store> IdGeneratorService<S> {
     /// ZooKeeper is opened with [`IdGeneratorService::on_zookeeper`]).
     pub fn with_store(store: S, options: ServiceOptions) -> Self {
         Self {
-            store,
-            zk: None,
-            options,
-            categories: Categories::default(),
-            stats: Recorder::default(),
+            core: Core::new(store, None, options),
         }
     }
 
     /// What the service did since it was opened, and each category's pool as last seen
     /// (see [`ServiceStats`]; the same figures go to the `metrics` facade).
     pub fn stats(&self) -> ServiceStats {
-        let mut stats = self.stats.snapshot();
-        if let Some(zk) = &self.zk {
+        let mut stats = self.core.stats.snapshot();
+        if let Some(zk) = &self.core.zk {
             stats.session_losses = zk.losses();
             stats.session_generation = zk.status().generation;
         }
@@ -112,12 +106,12 @@ impl<S: Store> IdGeneratorService<S> {
 
     /// The ZooKeeper session the service uses; `None` on the embedded stores.
     pub fn zookeeper(&self) -> Option<&Zk> {
-        self.zk.as_ref()
+        self.core.zk.as_ref()
     }
 
     /// The store the service uses.
     pub fn store(&self) -> &S {
-        &self.store
+        &self.core.store
     }
 
     /// Runs one operation in its span, and counts it when it ends.
@@ -138,13 +132,15 @@ impl<S: Store> IdGeneratorService<S> {
         }) = &result
         {
             let leaked = count_of(ids) + leaked_within.as_ref().map_or(0, |b| b.at_most);
-            self.stats
+            self.core
+                .stats
                 .lost_reply(category, LostOutcome::Unknown, leaked);
         }
         let outcome = outcome_of(result.as_ref().err());
         span.record("outcome", outcome);
         let ids = result.as_ref().map(moved).unwrap_or(0);
-        self.stats
+        self.core
+            .stats
             .op_done(category, op, outcome, ids, started.elapsed());
         result
     }
@@ -191,11 +187,13 @@ impl<S: Store> IdGeneratorService<S> {
         let create = async {
             match layout {
                 Layout::SingleNode => {
-                    self.create_single(category, first, last, None, ceiling)
+                    self.core
+                        .create_single(category, first, last, None, ceiling)
                         .await
                 }
                 Layout::HoleNodes { unit } => {
-                    self.create_blocks(category, first, last, unit, ceiling)
+                    self.core
+                        .create_blocks(category, first, last, unit, ceiling)
                         .await
                 }
             }
@@ -209,7 +207,7 @@ impl<S: Store> IdGeneratorService<S> {
     /// [`DEFAULT_BLOCK_SIZE`](super::DEFAULT_BLOCK_SIZE)), on the embedded stores
     /// [`Layout::SingleNode`].
     pub fn default_layout(&self) -> Layout {
-        if self.zk.as_ref().is_some() {
+        if self.core.zk.as_ref().is_some() {
             Layout::for_scale()
         } else {
             Layout::SingleNode
@@ -267,7 +265,7 @@ impl<S: Store> IdGeneratorService<S> {
                 .create_category_with_ceiling(category, first, last, ceiling)
                 .await;
         }
-        let create = self.create_single(category, first, last, acl, ceiling);
+        let create = self.core.create_single(category, first, last, acl, ceiling);
         self.observed(category.name(), "create", |_| 0, create)
             .await
     }
@@ -303,7 +301,9 @@ impl<S: Store> IdGeneratorService<S> {
         unit: u64,
         ceiling: Option<i64>,
     ) -> Result<()> {
-        let create = self.create_blocks(category, first, last, unit, ceiling);
+        let create = self
+            .core
+            .create_blocks(category, first, last, unit, ceiling);
         self.observed(category.name(), "create", |_| 0, create)
             .await
     }
@@ -318,7 +318,7 @@ impl<S: Store> IdGeneratorService<S> {
                 "take of {n} IDs: ask for 1..={MAX_TAKE}"
             )));
         }
-        let take = self.take_waiting(category, n);
+        let take = self.core.take_waiting(category, n);
         let ranges = self
             .observed(category.name(), "take", |r| count_of(r), take)
             .await?;
@@ -336,7 +336,7 @@ impl<S: Store> IdGeneratorService<S> {
             return Ok(());
         }
         let category = ids.category().clone();
-        let push = self.push_once(&category, &ranges);
+        let push = self.core.push_once(&category, &ranges);
         let result = self
             .observed(category.name(), "push", |r| count_of(r), push)
             .await;
@@ -353,7 +353,7 @@ impl<S: Store> IdGeneratorService<S> {
     ///
     /// This is the operator's and the tests' way; the keeper raises ceilings with fenced writes.
     pub async fn raise_ceiling(&self, category: &IdCategory, ceiling: i64) -> Result<i64> {
-        let raise = self.raise(category, ceiling);
+        let raise = self.core.raise(category, ceiling);
         self.observed(category.name(), "raise", |_| 0, raise)
             .await?;
         Ok(self.pool_info(category).await?.ceiling.unwrap_or(ceiling))
@@ -371,7 +371,8 @@ impl<S: Store> IdGeneratorService<S> {
         ceiling: i64,
         epoch: u64,
     ) -> Result<Restored> {
-        self.restore(category, bounds, ceiling, epoch, Layout::SingleNode)
+        self.core
+            .restore(category, bounds, ceiling, epoch, Layout::SingleNode)
             .await
     }
 
@@ -386,7 +387,7 @@ impl<S: Store> IdGeneratorService<S> {
         epoch: u64,
         layout: Layout,
     ) -> Result<Restored> {
-        let restore = self.restore(category, bounds, ceiling, epoch, layout);
+        let restore = self.core.restore(category, bounds, ceiling, epoch, layout);
         self.observed(category.name(), "restore", |_| 0, restore)
             .await
     }
@@ -400,26 +401,26 @@ impl<S: Store> IdGeneratorService<S> {
         ceiling: i64,
         epoch: u64,
     ) -> Result<Restored> {
-        let repair = self.repair_pool(category, ceiling, epoch);
+        let repair = self.core.repair_pool(category, ceiling, epoch);
         self.observed(category.name(), "repair", |_| 0, repair)
             .await
     }
 
     /// Reads the category's pool afresh.
     pub async fn pool_info(&self, category: &IdCategory) -> Result<PoolInfo> {
-        let read = self.read_info(category);
+        let read = self.core.read_info(category);
         self.observed(category.name(), "show", |_| 0, read).await
     }
 
     /// The raw content of any node (for migration tools, such as reading a legacy counter).
     pub async fn read_node(&self, path: &str) -> Result<Vec<u8>> {
-        let mut budget = crate::retry::Budget::start(self.options.retry);
-        Ok(self.read(path, &mut budget).await?.data)
+        let mut budget = crate::retry::Budget::start(self.core.options.retry);
+        Ok(self.core.read(path, &mut budget).await?.data)
     }
 
     /// The categories directly below `parent` (by path), for discovery.
     pub async fn list_categories(&self, parent: &str) -> Result<Vec<String>> {
-        self.observed(parent, "list", |_| 0, self.list_children(parent))
+        self.observed(parent, "list", |_| 0, self.core.list_children(parent))
             .await
     }
 
@@ -435,13 +436,8 @@ impl<S: Store> IdGeneratorService<S> {
         category: &IdCategory,
         layout: Layout,
     ) -> Result<super::Migrated> {
-        let migrate = self.migrate(category, layout);
+        let migrate = self.core.migrate(category, layout);
         self.observed(category.name(), "migrate", |_| 0, migrate)
             .await
     }
-}
-
-/// How many IDs `ranges` hold.
-pub(super) fn count_of(ranges: &[IdRange]) -> u64 {
-    ranges.iter().map(IdRange::len).sum()
 }

@@ -1,7 +1,8 @@
 //! IDs a take handed out that never reached the caller (a binding could not pass them on, such
 //! as a failed JNI `long[]`): pushed back, or reported leaked, never lost silently.
 
-use super::service::{count_of, IdGeneratorService};
+use super::IdGeneratorService;
+use crate::alloc::core::count_of;
 use crate::error::ZooidError;
 use crate::idset::{IdCategory, IdSet};
 use crate::range::IdRange;
@@ -42,7 +43,7 @@ impl<S: Store> IdGeneratorService<S> {
         ranges: &[IdRange],
         err: ZooidError,
     ) -> GivenBack {
-        self.stats.leaked(category.name(), count_of(ranges));
+        self.core.stats.leaked(category.name(), count_of(ranges));
         log_leaked(category, ranges, &err);
         GivenBack::Leaked(err)
     }
