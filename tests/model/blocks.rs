@@ -1,7 +1,7 @@
-//! Block allocation (src/alloc/blocks/, docs/FORMAT.md "Block allocation"): the generation's
-//! sequence parent numbering claims, the pushes waiting in `zooid-returned` with their
-//! ephemeral markers, and generation moves. Blocks are one ID each (unit 1): a take of one ID
-//! claims one block.
+//! Block allocation (pool format 4: src/alloc/blocks/, src/alloc/holes/, docs/FORMAT.md "Hole
+//! nodes"): the generation's sequence parent numbering claims, the pushed IDs kept as hole nodes
+//! and taken by deleting them, the writers' ephemeral receipts, and generation moves. Blocks are
+//! one ID each (unit 1): a take of one ID claims one block.
 
 use crate::ids::{self, Ids};
 use crate::pool::{Token, Zk};
@@ -13,13 +13,11 @@ pub struct Blocks {
     pub generation: u8,
     /// ...and the first ID of its block 0.
     pub base: u8,
-    /// The IDs of the pushes waiting in `zooid-returned/r-TOKEN` nodes.
-    pub returned: Ids,
-    /// `zooid-returned`'s data version (every push bumps it; a claim checks it).
-    pub returned_version: u8,
-    /// Per process: its push markers `m-TOKEN`, one bit per token (ephemeral: gone with its
-    /// session). Each push has its own marker, so a late push of an older operation does not
-    /// hide a newer one's.
+    /// The IDs of the hole nodes `zooid-holes/h-START-END`.
+    pub holes: Ids,
+    /// Per process: its receipts `m-TOKEN` (of pushes and takes of holes), one bit per token
+    /// (ephemeral: gone with its session). Each write has its own receipt, so a late write of
+    /// an older operation does not hide a newer one's.
     pub markers: Vec<u32>,
     /// The sequence parents `zooid-blocks-G`, by generation.
     pub generations: Vec<Generation>,
@@ -42,8 +40,7 @@ impl Blocks {
         Blocks {
             generation: 0,
             base: 1,
-            returned: 0,
-            returned_version: 0,
+            holes: 0,
             markers: vec![0; usize::from(processes)],
             generations: vec![Generation {
                 base: 1,
@@ -78,14 +75,12 @@ impl Blocks {
     }
 }
 
-/// The claim `multi` of one block: `check(P, version)`, `check(P/zooid-returned,
-/// returned_version)`, `check(P/zooid-blocks-G, 0)`, `create(P/zooid-blocks-G/TOKEN-,
-/// PERSISTENT_SEQUENTIAL)`.
+/// The claim `multi` of one block: `check(P, version)`, `check(P/zooid-blocks-G, 0)`,
+/// `create(P/zooid-blocks-G/TOKEN-, PERSISTENT_SEQUENTIAL)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Claim {
     pub incarnation: u8,
     pub version: u8,
-    pub returned_version: u8,
     pub generation: u8,
     pub token: Token,
     /// The highest ID the take may hand out (the ceiling as planned on).
@@ -97,7 +92,7 @@ pub struct Claim {
 pub enum Claimed {
     /// Block (ID) `id`; `rotate`: its number reached the generation's limit.
     Granted { id: u8, rotate: bool },
-    /// The pool node or the pushes changed: plan again.
+    /// The pool node changed: plan again.
     Changed,
     /// The generation is sealed: finish the move, then plan again.
     Sealed,
@@ -114,9 +109,6 @@ impl Claim {
         let Some(b) = zk.blocks.as_mut() else {
             return Claimed::Missing;
         };
-        if b.returned_version != self.returned_version {
-            return Claimed::Changed;
-        }
         let Some(g) = b.generations.get_mut(usize::from(self.generation)) else {
             return Claimed::Missing;
         };
@@ -151,9 +143,9 @@ impl Claim {
     }
 }
 
-/// A push of a pool in block allocation: `create(P/zooid-returned/r-TOKEN)`, `setData(
-/// P/zooid-returned, -1)`, `create(P/zooid-returned/m-TOKEN, EPHEMERAL)` (and the delete of
-/// the author's previous marker). It never conflicts.
+/// A push of a pool in block allocation: `create(P/zooid-holes/h-ID-ID)` for its IDs,
+/// `create(P/zooid-returned/m-TOKEN, EPHEMERAL)` (and the delete of the author's previous
+/// receipt). It never conflicts (its IDs are held, so no hole has them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Push {
     pub incarnation: u8,
@@ -173,27 +165,94 @@ impl Push {
         else {
             return false;
         };
-        b.returned |= self.ids;
-        b.returned_version += 1;
+        b.holes |= self.ids;
         b.markers[usize::from(self.process)] |= 1 << self.token;
         true
     }
 
-    /// After a lost reply: the marker tells while the session lives; once it expired, the
-    /// marker is gone and the outcome cannot be told (`None`).
+    /// After a lost reply: the receipt tells while the session lives; once it expired (and the
+    /// servers confirmed it writes no more), a push whose holes are all there applied; else the
+    /// outcome cannot be told (`None`: another take may have taken them).
     pub fn resolve(&self, zk: Option<&Zk>, expired: bool) -> Option<bool> {
         let zk = zk.filter(|zk| zk.incarnation == self.incarnation)?;
         let b = zk.blocks.as_ref()?;
         if b.markers[usize::from(self.process)] & (1 << self.token) != 0 {
             return Some(true);
         }
-        (!expired).then_some(false)
+        if !expired {
+            return Some(false);
+        }
+        (b.holes & self.ids == self.ids).then_some(true)
     }
 }
 
-/// The holes a take may hand out now: the free list and the waiting pushes, at or below the
-/// ceiling.
+/// A take of holes: `check(P, version)`, `check(P/zooid-blocks-G, 0)` (its generation still
+/// open), `delete(P/zooid-holes/h-...)` for each, `create(P/zooid-returned/m-TOKEN,
+/// EPHEMERAL)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct HoleTake {
+    pub incarnation: u8,
+    pub version: u8,
+    pub generation: u8,
+    pub token: Token,
+    pub process: u8,
+    pub ids: Ids,
+}
+
+/// What a take of holes came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Taken {
+    Applied,
+    /// The pool node changed, or another take deleted a hole first: plan again.
+    Changed,
+    /// The generation is sealed: finish the move, then plan again.
+    Sealed,
+    /// No such node (the category is gone).
+    Missing,
+}
+
+impl HoleTake {
+    /// Applies the `multi` (all or nothing).
+    pub fn apply(&self, zk: &mut Zk) -> Taken {
+        if zk.incarnation != self.incarnation {
+            return Taken::Missing;
+        }
+        if zk.version != self.version {
+            return Taken::Changed;
+        }
+        let Some(b) = zk.blocks.as_mut() else {
+            return Taken::Missing;
+        };
+        match b.generations.get(usize::from(self.generation)) {
+            None => return Taken::Missing,
+            Some(g) if g.sealed => return Taken::Sealed,
+            Some(_) => {}
+        }
+        if b.holes & self.ids != self.ids {
+            return Taken::Changed;
+        }
+        b.holes &= !self.ids;
+        b.markers[usize::from(self.process)] |= 1 << self.token;
+        Taken::Applied
+    }
+
+    /// After a lost reply: the receipt tells while the session lives; once it expired, a take
+    /// whose holes are all still there did not apply; else the outcome cannot be told (`None`).
+    pub fn resolve(&self, zk: Option<&Zk>, expired: bool) -> Option<bool> {
+        let zk = zk.filter(|zk| zk.incarnation == self.incarnation)?;
+        let b = zk.blocks.as_ref()?;
+        if b.markers[usize::from(self.process)] & (1 << self.token) != 0 {
+            return Some(true);
+        }
+        if !expired {
+            return Some(false);
+        }
+        (b.holes & self.ids == self.ids).then_some(false)
+    }
+}
+
+/// The holes a take may hand out now: the hole nodes at or below the ceiling.
 pub fn holes(zk: &Zk, last: u8) -> Ids {
-    let waiting = zk.blocks.as_ref().map_or(0, |b| b.returned);
-    (zk.free | waiting) & ids::span(1, zk.top(last))
+    let holes = zk.blocks.as_ref().map_or(0, |b| b.holes);
+    holes & ids::span(1, zk.top(last))
 }

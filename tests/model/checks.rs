@@ -201,8 +201,8 @@ pub fn summary(st: &State) -> String {
             if let Some(b) = &zk.blocks {
                 let _ = write!(
                     s,
-                    " waiting {} gen {} base {} frontier {}{}",
-                    ids::show(b.returned),
+                    " holes {} gen {} base {} frontier {}{}",
+                    ids::show(b.holes),
                     b.generation,
                     b.base,
                     b.frontier(),

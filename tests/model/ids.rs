@@ -1,5 +1,5 @@
 //! Sets of IDs as bit sets: ID `i` (1..=15) is bit `i`. The model's categories are tiny, so
-//! every set of IDs the protocol keeps (free list, waiting pushes, what a process holds) is one
+//! every set of IDs the protocol keeps (free list, hole nodes, what a process holds) is one
 //! `u16`, which keeps the states small and cheap to hash.
 
 /// A set of IDs; bit `i` is ID `i` (bit 0 is unused: IDs start at 1).

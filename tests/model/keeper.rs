@@ -246,6 +246,11 @@ impl ZooidModel {
             st.ghost.leaked |= removed;
             zk.epoch = generation;
             if let Some(b) = zk.blocks.as_mut() {
+                // The hole nodes at or below the record are given up too (a rollback may have
+                // brought back holes taken since).
+                let given_up = b.holes & ids::span(1, recorded);
+                b.holes &= !given_up;
+                st.ghost.leaked |= given_up;
                 let floor = b.base.max(recorded + 1);
                 let base = match cfg.bug {
                     // Finding 1 as built (`Pool::clear_through`): the frontier is ignored.

@@ -4,7 +4,7 @@
 
 use stateright::{Model, Property};
 
-use crate::blocks::{self, Claim, Claimed, Push};
+use crate::blocks::{self, Claim, Claimed, HoleTake, Push, Taken};
 use crate::ids::{self, Ids};
 use crate::keeper::{Keeper, Phase, Record};
 use crate::pool::{Cas, Token, Zk};
@@ -35,7 +35,7 @@ pub enum Bug {
 #[derive(Clone, Debug)]
 pub struct Config {
     pub name: &'static str,
-    /// Block allocation (format 3) or a single-node pool.
+    /// Block allocation (format 4, hole nodes) or a single-node pool.
     pub blocks: bool,
     /// IDs `1..=last`.
     pub last: u8,
@@ -154,6 +154,7 @@ pub enum Request {
     Cas(Cas),
     Claim(Claim),
     Push(Push),
+    HoleTake(HoleTake),
 }
 
 /// How a request fares on the network.
@@ -224,29 +225,35 @@ impl ZooidModel {
 
     /// The request a take of process `p` would send now; `None`: it waits (nothing at or
     /// below the ceiling).
-    fn plan_take(&self, st: &State, token: Token) -> Option<Planned> {
+    fn plan_take(&self, st: &State, p: usize, token: Token) -> Option<Planned> {
         let last = self.cfg.last;
         let Some(zk) = st.zk.as_ref() else {
             return Some(Planned::Fail);
         };
-        let cas = |id: u8, merged: Ids| {
+        let cas = |id: u8| {
             Planned::Send(Request::Cas(Cas {
                 incarnation: zk.incarnation,
                 version: zk.version,
                 token,
                 push: false,
                 ids: ids::one(id),
-                merged,
             }))
         };
         let Some(b) = zk.blocks.as_ref() else {
-            return ids::lowest(zk.free & ids::span(1, zk.top(last))).map(|id| cas(id, 0));
+            return ids::lowest(zk.free & ids::span(1, zk.top(last))).map(cas);
         };
-        if let Some(id) = ids::lowest(blocks::holes(zk, last)) {
-            return Some(cas(id, b.returned));
-        }
         if b.current().sealed {
             return Some(Planned::Move(b.generation));
+        }
+        if let Some(id) = ids::lowest(blocks::holes(zk, last)) {
+            return Some(Planned::Send(Request::HoleTake(HoleTake {
+                incarnation: zk.incarnation,
+                version: zk.version,
+                generation: b.generation,
+                token,
+                process: p as u8,
+                ids: ids::one(id),
+            })));
         }
         if b.frontier() > last {
             return Some(Planned::Fail);
@@ -256,7 +263,6 @@ impl ZooidModel {
         Some(Planned::Send(Request::Claim(Claim {
             incarnation: zk.incarnation,
             version: zk.version,
-            returned_version: b.returned_version,
             generation: b.generation,
             token,
             top: zk.top(last),
@@ -273,8 +279,8 @@ impl ZooidModel {
     ) -> Option<Request> {
         let zk = st.zk.as_ref()?;
         Some(match zk.blocks {
-            // A give-back is always a push node (`return_ids`): on a pool restored as a single
-            // node there is no `zooid-returned`, and it fails.
+            // A give-back goes where the pool node says (`give_back`): never into a pool
+            // restored as a single node; its IDs are reported leaked.
             None if give_back => return None,
             None => Request::Cas(Cas {
                 incarnation: zk.incarnation,
@@ -282,7 +288,6 @@ impl ZooidModel {
                 token,
                 push: true,
                 ids,
-                merged: 0,
             }),
             Some(_) => Request::Push(Push {
                 incarnation: zk.incarnation,
@@ -299,7 +304,7 @@ impl ZooidModel {
         let starting = proc.op == Op::Idle;
         let ops = proc.ops - u8::from(starting);
         let token = self.token(p, ops);
-        let Some(planned) = self.plan_take(st, token) else {
+        let Some(planned) = self.plan_take(st, p, token) else {
             return false;
         };
         let proc = &mut st.procs[p];
@@ -392,6 +397,15 @@ impl ZooidModel {
                 true => Outcome::Applied(None),
                 false => Outcome::Gone,
             },
+            Request::HoleTake(take) => match st.zk.as_mut().map(|zk| take.apply(zk)) {
+                None | Some(Taken::Missing) => Outcome::Gone,
+                Some(Taken::Changed) => Outcome::Again,
+                Some(Taken::Sealed) => Outcome::Sealed,
+                Some(Taken::Applied) => {
+                    moved = take.ids;
+                    Outcome::Applied(None)
+                }
+            },
         };
         if abandoned {
             st.ghost.leaked |= moved;
@@ -409,6 +423,7 @@ impl ZooidModel {
             let named = match request {
                 Request::Cas(c) => c.ids,
                 Request::Push(push) => push.ids,
+                Request::HoleTake(take) => take.ids,
                 Request::Claim(_) => 0,
             };
             st.ghost.leaked |= proc.busy | named;
@@ -427,6 +442,22 @@ impl ZooidModel {
                         Op::Idle
                     }
                     Outcome::Again => Op::Take,
+                    _ => Op::Idle,
+                };
+                st.procs[p].op = next;
+            }
+            Request::HoleTake(take) => {
+                let next = match outcome {
+                    Outcome::Applied(_) => {
+                        st.procs[p].busy &= !take.ids;
+                        self.hand_out(st, p, take.ids);
+                        Op::Idle
+                    }
+                    Outcome::Again => Op::Take,
+                    Outcome::Sealed => Op::Move {
+                        generation: take.generation,
+                        retake: true,
+                    },
                     _ => Op::Idle,
                 };
                 st.procs[p].op = next;
@@ -509,6 +540,11 @@ impl ZooidModel {
                 None => Outcome::Unknown,
             },
             Request::Push(push) => match push.resolve(zk, st.procs[p].expired) {
+                Some(true) => Outcome::Applied(None),
+                Some(false) => Outcome::Again,
+                None => Outcome::Unknown,
+            },
+            Request::HoleTake(take) => match take.resolve(zk, st.procs[p].expired) {
                 Some(true) => Outcome::Applied(None),
                 Some(false) => Outcome::Again,
                 None => Outcome::Unknown,
@@ -614,7 +650,7 @@ impl Model for ZooidModel {
             let i = p as u8;
             match proc.op {
                 Op::Idle if proc.ops > 0 => {
-                    if self.plan_take(st, 0).is_some() {
+                    if self.plan_take(st, p, 0).is_some() {
                         actions.extend(self.nets(st, p).iter().map(|&n| Action::Take(i, n)));
                     }
                     if proc.held != 0 {
@@ -623,7 +659,7 @@ impl Model for ZooidModel {
                 }
                 Op::Idle => {}
                 Op::Take => {
-                    if self.plan_take(st, 0).is_some() {
+                    if self.plan_take(st, p, 0).is_some() {
                         actions.extend(self.nets(st, p).iter().map(|&n| Action::Take(i, n)));
                     }
                 }
@@ -635,7 +671,7 @@ impl Model for ZooidModel {
                 Op::Lost(request) => match proc.net {
                     None => {
                         actions.push(Action::Resolve(i));
-                        if let Request::Push(_) = request {
+                        if let Request::Push(_) | Request::HoleTake(_) = request {
                             if !proc.expired {
                                 actions.push(Action::Expire(i));
                             }

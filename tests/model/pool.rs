@@ -27,11 +27,11 @@ pub struct Zk {
     pub epoch: u8,
     /// `#ceiling`.
     pub ceiling: Option<u8>,
-    /// The free list in the pool node (in block allocation: the holes).
+    /// The free list in the pool node (none in block allocation: its holes are nodes).
     pub free: Ids,
     /// `#op` lines: (version, token), oldest first, at most the configured length.
     pub log: Vec<(u8, Token)>,
-    /// Block allocation (format 3), with the nodes below the pool.
+    /// Block allocation (format 4), with the nodes below the pool.
     pub blocks: Option<Blocks>,
 }
 
@@ -50,12 +50,12 @@ impl Zk {
         }
     }
 
-    /// Every free ID: the free list, and in block allocation the pushes waiting in their nodes
-    /// and the IDs from the generation's frontier up.
+    /// Every free ID: the free list, or in block allocation the hole nodes and the IDs from
+    /// the generation's frontier up.
     pub fn free_ids(&self, last: u8) -> Ids {
         match &self.blocks {
             None => self.free,
-            Some(b) => self.free | b.returned | ids::span(b.frontier(), last),
+            Some(b) => self.free | b.holes | ids::span(b.frontier(), last),
         }
     }
 
@@ -69,20 +69,20 @@ impl Zk {
         }
     }
 
-    /// Free IDs a take may hand out now (the keeper's headroom; holes in parts or waiting
-    /// pushes not counted, as `alloc::blocks::usage` does).
+    /// Free IDs a take may hand out now (the keeper's headroom, as `alloc::blocks::usage`
+    /// counts it: in block allocation the holes and the unclaimed IDs at or below the ceiling).
     pub fn available(&self, last: u8) -> u8 {
         let top = self.top(last);
-        let unclaimed = match &self.blocks {
-            Some(b) => ids::span(b.frontier(), top),
+        let in_blocks = match &self.blocks {
+            Some(b) => ids::span(b.frontier(), top) | (b.holes & ids::span(1, top)),
             None => 0,
         };
-        ids::count((self.free & ids::span(1, top)) | unclaimed)
+        ids::count((self.free & ids::span(1, top)) | in_blocks)
     }
 }
 
-/// A compare-and-set write of the pool node by a process: a take (from the free list, or the
-/// holes of a pool in block allocation) or a push of a single-node pool.
+/// A compare-and-set write of the pool node by a process: a take from or a push to a
+/// single-node pool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Cas {
     pub incarnation: u8,
@@ -92,9 +92,6 @@ pub struct Cas {
     pub push: bool,
     /// The IDs taken or pushed.
     pub ids: Ids,
-    /// Waiting pushes (block allocation) this take merges into the free list, deleting their
-    /// nodes.
-    pub merged: Ids,
 }
 
 impl Cas {
@@ -106,10 +103,7 @@ impl Cas {
         if self.push {
             zk.free |= self.ids;
         } else {
-            zk.free = (zk.free | self.merged) & !self.ids;
-            if let Some(b) = zk.blocks.as_mut() {
-                b.returned &= !self.merged;
-            }
+            zk.free &= !self.ids;
         }
         zk.write(self.token, log_len);
         true

@@ -453,3 +453,43 @@ async fn snapshot(
     }
     nodes
 }
+
+/// A single node with more free ranges than one `multi` of hole creates carries (2,500): the
+/// holes are made in several writes, each checked against the pool version read, and the pool
+/// moves only once they all match; every free ID stays free once, none is added.
+#[test]
+fn a_fragmented_single_node_moves_in_several_writes() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let svc = open(&zk.connect_string()).await;
+        let cat = IdCategory::new("/migrate/fragmented").unwrap();
+        svc.create_category_in(&cat, 1, 1_000_000, Layout::SingleNode)
+            .await
+            .unwrap();
+        let held = svc.take_ids(&cat, 50_000).await.unwrap();
+        assert_eq!(held.ranges(), vec![r(1, 50_000)]);
+        let holes: Vec<IdRange> = (0..2500).map(|i| r(i * 20 + 1, i * 20 + 10)).collect();
+        svc.push_ids(&mut IdSet::new(cat.clone(), holes.clone()))
+            .await
+            .unwrap();
+        let before = svc.pool_info(&cat).await.unwrap().free;
+        assert_eq!(before.len(), 2501);
+        let moved = svc.migrate_category(&cat, HOLES).await.unwrap();
+        assert_eq!(
+            moved,
+            Migrated::Moved {
+                from: 1,
+                to: 4,
+                base: 50_001
+            }
+        );
+        let listed = svc
+            .list_categories("/migrate/fragmented/zooid-holes")
+            .await
+            .unwrap();
+        assert_eq!(listed.len(), 2500);
+        let other = open(&zk.connect_string()).await;
+        assert_eq!(other.pool_info(&cat).await.unwrap().free, before);
+    });
+}

@@ -1,5 +1,5 @@
-//! A category in block allocation (pool format 3) created and used from the CLI. (Moved from
-//! tests/blocks.rs; the block allocation tests are in tests/zookeeper/blocks.rs.)
+//! A category in block allocation (hole nodes, pool format 4) created with a block size and used
+//! from the CLI. (The block allocation tests are in tests/zookeeper/blocks.rs and holes.rs.)
 
 use support::ZkServer;
 use zooid_test_support as support;
@@ -37,10 +37,8 @@ fn cli_creates_and_uses_a_category_in_block_allocation() {
     );
     assert_eq!(run(&["take", "/cli/blocks", "250"]).trim(), "1:250");
     assert_eq!(run(&["take", "/cli/blocks", "100"]).trim(), "251:350");
-    assert_eq!(
-        run(&["take", "/cli/blocks", "200"]).trim(),
-        "351:500\n501:550"
-    );
+    // The hole 351..=500 does not cover 200 and leaves no whole block: a fresh block.
+    assert_eq!(run(&["take", "/cli/blocks", "200"]).trim(), "501:700");
     let shown = run(&["show", "/cli/blocks", "--json"]);
     assert!(shown.contains("\"free_ids\":999450"), "{shown}");
     assert!(

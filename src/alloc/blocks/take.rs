@@ -408,7 +408,6 @@ fn next_generation(pool: &Pool, strategy: Strategy, generation: u64, next: i64) 
         unit: current.unit,
         generation: current.next_generation(pool.epoch()),
         base,
-        ..current
     });
     Ok(Plan::Write {
         next: moved,
