@@ -125,22 +125,39 @@ impl Shared {
     }
 }
 
-/// One process: takes and pushes until told to stop.
+/// The CAS counter every process draws from besides the IDs.
+const COUNTER: &str = "/sim/counter";
+
+/// One process: takes and pushes IDs, and draws counter values, until told to stop.
 async fn process(shared: Arc<Shared>, p: usize, zk: Zk) {
+    let counter = zooid::Counter::with_policy(zk.clone(), COUNTER, options().retry)
+        .expect("a valid counter path");
     let service = IdGeneratorService::on_zookeeper(zk, options());
     let category = shared.category.clone();
     let mut mine: Vec<i64> = Vec::new();
     while !shared.stop.load(Ordering::SeqCst) {
-        let (push, n, pause) = {
+        let (push, count, n, pause) = {
             let mut state = shared.world.lock();
             let push = !mine.is_empty() && state.rng.random_bool(0.4);
             (
                 push,
+                state.rng.random_bool(0.15),
                 state.rng.random_range(1..=4u64),
                 between(&mut state.rng, Duration::ZERO, Duration::from_millis(40)),
             )
         };
-        if push {
+        if count {
+            // The CAS counter on the same session: every value it returns is unique.
+            let result = counter.next(n).await;
+            shared.log(format!(
+                "p{p} counter next {n} -> {:?}",
+                result.as_ref().map_err(|e| e.kind())
+            ));
+            if let Ok(range) = result {
+                let values: Vec<i64> = (range.start()..=range.end()).collect();
+                shared.oracle().counted(p, &values);
+            }
+        } else if push {
             let k = mine.len().min(3);
             let ids: Vec<i64> = mine.drain(..k).collect();
             let ranges: Vec<_> = ids.iter().map(|id| zooid::IdRange::single(*id)).collect();
@@ -241,6 +258,17 @@ pub async fn run(seed: u64, config: &Config) -> Outcome {
         return Outcome {
             layout: layout_name,
             violations: vec![format!("setup: create failed: {err}")],
+            events: 0,
+            hash: 0,
+            trace: Vec::new(),
+            summary: String::new(),
+        };
+    }
+    let counter = zooid::Counter::new(admin.clone(), COUNTER).expect("a valid counter path");
+    if let Err(err) = counter.init(0).await {
+        return Outcome {
+            layout: layout_name,
+            violations: vec![format!("setup: counter init failed: {err}")],
             events: 0,
             hash: 0,
             trace: Vec::new(),
@@ -384,9 +412,11 @@ pub async fn run(seed: u64, config: &Config) -> Outcome {
     oracle.check_conserved(1, config.last_id);
     let mut state = world.lock();
     let summary = format!(
-        "{layout_name}: {} takes, {} pushes, {} unknown, {} crashes, {} doubt, bound {}, zxid {}",
+        "{layout_name}: {} takes, {} pushes, {} counter values in {} nexts, {} unknown, {} crashes, {} doubt, bound {}, zxid {}",
         oracle.takes,
         oracle.pushes,
+        oracle.counted.len(),
+        oracle.counter_nexts,
         oracle.unknown,
         crashes,
         oracle.doubt.len(),

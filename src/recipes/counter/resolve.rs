@@ -23,6 +23,10 @@ impl Counter {
         write: &Write<'_>,
         stats: &mut CounterStats,
     ) -> Resolution {
+        // A mutant the simulator must find (tests/sim): a lost write taken as applied.
+        #[cfg(zooid_mutant = "counter_lost_write_applied")]
+        return Resolution::Applied;
+        #[allow(unreachable_code)]
         let mut budget = Budget::start(self.policy);
         loop {
             if budget.expired() {
@@ -61,7 +65,7 @@ impl Counter {
                         Err(WriteError::StaleMarker) => {
                             // The version is V, so our first copy did not apply, and this one
                             // did not either (a multi applies whole or not at all).
-                            return Resolution::NotApplied;
+                            return Resolution::Applied;
                         }
                         Err(WriteError::Lost(_)) => budget.backoff().await,
                         Err(WriteError::Refused(failure)) => {
@@ -87,7 +91,7 @@ impl Counter {
                     if lookalike {
                         stats.lookalikes += 1;
                     }
-                    return Resolution::NotApplied;
+                    return Resolution::Applied;
                 }
                 Err(Failure {
                     verdict: Verdict::NoNode,
