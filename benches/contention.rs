@@ -6,7 +6,7 @@
 //! - `zooid-single`: the same on a category in `Layout::SingleNode` (formats 1/2, the old
 //!   default: one compare-and-set node);
 //! - `zooid-blocks`: the same on a category in block allocation (`Layout::Blocks`, format 3),
-//!   blocks of one batch (`create_category_blocks`, src/alloc/blocks);
+//!   blocks of one batch (`Layout::Blocks`, src/alloc/blocks);
 //! - `zooid-fair`: `zooid` with `ServiceOptions::fair_pacing` (src/pace.rs);
 //! - `naive`: the seed-000 loop on a legacy counter: get, add, set with the read version, retry at
 //!   once on `BADVERSION` (examples/contender.rs);
@@ -90,6 +90,7 @@
 //! takes filled them), and the duplicate check of the kept IDs (the hole maker's and every
 //! task's).
 
+use zooid::CategorySpec;
 use zooid_test_support as support;
 
 use std::collections::HashMap;
@@ -638,15 +639,18 @@ async fn create_in(service: &IdGeneratorService, layout: &str, path: &str, unit:
     let category = IdCategory::new(path).expect("category");
     match layout {
         "single" => service
-            .create_category_in(&category, 1, i64::MAX / 2, Layout::SingleNode)
+            .create_category(&category, &CategorySpec::new(1, i64::MAX / 2).single_node())
             .await
             .expect("create category"),
         "blocks" => service
-            .create_category_blocks(&category, 1, i64::MAX / 2, unit)
+            .create_category(
+                &category,
+                &CategorySpec::new(1, i64::MAX / 2).layout(Layout::Blocks { unit }),
+            )
             .await
             .expect("create category"),
         _ => service
-            .create_category(&category, 1, i64::MAX / 2)
+            .create_category(&category, &CategorySpec::new(1, i64::MAX / 2))
             .await
             .expect("create category"),
     }
@@ -725,12 +729,12 @@ fn burst(setup: &str, tasks: usize, batch: u64) {
             let services = open_sessions(&connect, tasks, &options).await;
             if name == "blocks" {
                 services[0]
-                    .create_category_blocks(&category, 1, i64::MAX / 2, batch)
+                    .create_category(&category, &CategorySpec::new(1, i64::MAX / 2).layout(Layout::Blocks { unit: batch }))
                     .await
                     .expect("create");
             } else {
                 services[0]
-                    .create_category(&category, 1, i64::MAX / 2)
+                    .create_category(&category, &CategorySpec::new(1, i64::MAX / 2))
                     .await
                     .expect("create");
             }

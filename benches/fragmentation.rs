@@ -17,6 +17,7 @@
 //! cargo bench --bench fragmentation [-- --rounds 200 --ranges 20000]
 //! ```
 
+use zooid::CategorySpec;
 use zooid_test_support as support;
 
 use std::time::Instant;
@@ -65,16 +66,19 @@ async fn fragmented(
     match layout {
         "blocks" => {
             let unit = u64::try_from(span).expect("span");
-            svc.create_category_blocks(&cat, 1, i64::MAX / 2, unit)
-                .await
-                .expect("create")
+            svc.create_category(
+                &cat,
+                &CategorySpec::new(1, i64::MAX / 2).layout(Layout::Blocks { unit }),
+            )
+            .await
+            .expect("create")
         }
         "single" => svc
-            .create_category_in(&cat, 1, i64::MAX / 2, Layout::SingleNode)
+            .create_category(&cat, &CategorySpec::new(1, i64::MAX / 2).single_node())
             .await
             .expect("create"),
         _ => svc
-            .create_category(&cat, 1, i64::MAX / 2)
+            .create_category(&cat, &CategorySpec::new(1, i64::MAX / 2))
             .await
             .expect("create"),
     }

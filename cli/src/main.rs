@@ -424,7 +424,7 @@ fn run(cli: Cli) -> zooid::Result<ExitCode> {
             &category,
             (first, last),
             after_counter,
-            ids::InitSpec {
+            ids::InitFlags {
                 acl: security::parse_acls(&acl)?,
                 ceiling,
                 block_size,

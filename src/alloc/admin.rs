@@ -22,7 +22,7 @@ use crate::zk::{Multi, MultiFailed, Verdict};
 
 impl<S: Store> IdGeneratorService<S> {
     /// Creates a single-node category (see
-    /// [`create_category_full`](Self::create_category_full)).
+    /// [`create_category`](Self::create_category)).
     pub(super) async fn create_single(
         &self,
         category: &IdCategory,
@@ -76,7 +76,7 @@ impl<S: Store> IdGeneratorService<S> {
     }
 
     /// Creates a category in block allocation (see
-    /// [`create_category_blocks`](Self::create_category_blocks)): the pool node, its first
+    /// [`create_category`](Self::create_category)): the pool node, its first
     /// generation's sequence parent and the node pushes are announced on, in one `multi`.
     pub(super) async fn create_blocks(
         &self,

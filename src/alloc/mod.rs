@@ -28,6 +28,7 @@ mod ops;
 mod options;
 mod service;
 mod single;
+mod spec;
 mod state;
 mod undelivered;
 
@@ -40,4 +41,5 @@ pub use options::{
     DEFAULT_MAX_POOL_BYTES,
 };
 pub use service::IdGeneratorService;
+pub use spec::CategorySpec;
 pub(crate) use undelivered::GivenBack;

@@ -15,7 +15,9 @@ use std::mem::ManuallyDrop;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::alloc::{GivenBack, IdGeneratorService as AsyncService, PoolInfo, ServiceOptions};
+use crate::alloc::{
+    CategorySpec, GivenBack, IdGeneratorService as AsyncService, PoolInfo, ServiceOptions,
+};
 use crate::error::Result;
 use crate::idset::{IdCategory, IdSet};
 use crate::recipes::election::{ElectionOptions, LeaderInfo};
@@ -85,106 +87,8 @@ impl IdGeneratorService {
     }
 
     /// See [`AsyncService::create_category`].
-    pub fn create_category(&self, category: &IdCategory, first: i64, last: i64) -> Result<()> {
-        block_on(self.inner.create_category(category, first, last))?
-    }
-
-    /// See [`AsyncService::create_category_in`].
-    pub fn create_category_in(
-        &self,
-        category: &IdCategory,
-        first: i64,
-        last: i64,
-        layout: crate::Layout,
-    ) -> Result<()> {
-        block_on(self.inner.create_category_in(category, first, last, layout))?
-    }
-
-    /// See [`AsyncService::create_category_in_with_ceiling`].
-    pub fn create_category_in_with_ceiling(
-        &self,
-        category: &IdCategory,
-        first: i64,
-        last: i64,
-        layout: crate::Layout,
-        ceiling: Option<i64>,
-    ) -> Result<()> {
-        block_on(
-            self.inner
-                .create_category_in_with_ceiling(category, first, last, layout, ceiling),
-        )?
-    }
-
-    /// See [`AsyncService::create_category_with_acl`].
-    pub fn create_category_with_acl(
-        &self,
-        category: &IdCategory,
-        first: i64,
-        last: i64,
-        acl: Option<&[crate::zk::Acl]>,
-    ) -> Result<()> {
-        block_on(
-            self.inner
-                .create_category_with_acl(category, first, last, acl),
-        )?
-    }
-
-    /// See [`AsyncService::create_category_with_ceiling`].
-    pub fn create_category_with_ceiling(
-        &self,
-        category: &IdCategory,
-        first: i64,
-        last: i64,
-        ceiling: Option<i64>,
-    ) -> Result<()> {
-        block_on(
-            self.inner
-                .create_category_with_ceiling(category, first, last, ceiling),
-        )?
-    }
-
-    /// See [`AsyncService::create_category_full`].
-    pub fn create_category_full(
-        &self,
-        category: &IdCategory,
-        first: i64,
-        last: i64,
-        acl: Option<&[crate::zk::Acl]>,
-        ceiling: Option<i64>,
-    ) -> Result<()> {
-        block_on(
-            self.inner
-                .create_category_full(category, first, last, acl, ceiling),
-        )?
-    }
-
-    /// See [`AsyncService::create_category_blocks`].
-    pub fn create_category_blocks(
-        &self,
-        category: &IdCategory,
-        first: i64,
-        last: i64,
-        unit: u64,
-    ) -> Result<()> {
-        block_on(
-            self.inner
-                .create_category_blocks(category, first, last, unit),
-        )?
-    }
-
-    /// See [`AsyncService::create_category_blocks_with_ceiling`].
-    pub fn create_category_blocks_with_ceiling(
-        &self,
-        category: &IdCategory,
-        first: i64,
-        last: i64,
-        unit: u64,
-        ceiling: Option<i64>,
-    ) -> Result<()> {
-        block_on(
-            self.inner
-                .create_category_blocks_with_ceiling(category, first, last, unit, ceiling),
-        )?
+    pub fn create_category(&self, category: &IdCategory, spec: &CategorySpec) -> Result<()> {
+        block_on(self.inner.create_category(category, spec))?
     }
 
     /// See [`AsyncService::raise_ceiling`].

@@ -586,7 +586,7 @@ mod tests {
         );
         let category = IdCategory::new("/prefetch/unit").unwrap();
         service
-            .create_category(&category, 1, 1_000_000)
+            .create_category(&category, &crate::CategorySpec::new(1, 1_000_000))
             .await
             .unwrap();
         let source = IdSource::open(Arc::clone(&service), category, options)
@@ -688,7 +688,10 @@ mod tests {
             .unwrap(),
         );
         let category = IdCategory::new("/prefetch/small").unwrap();
-        service.create_category(&category, 1, 250).await.unwrap();
+        service
+            .create_category(&category, &crate::CategorySpec::new(1, 250))
+            .await
+            .unwrap();
         let options = SourceOptions {
             initial_batch: 100,
             min_batch: 100,

@@ -2,6 +2,7 @@
 //! from sequential creates, holes first, generations moving on under contention, lost replies,
 //! the ceiling, and the refusals.
 
+use zooid::CategorySpec;
 use zooid_test_support as support;
 
 use std::collections::BTreeSet;
@@ -48,9 +49,12 @@ fn fresh_blocks_holes_first_and_double_pushes_refused() {
         let a = open(&zk.connect_string()).await;
         let b = open(&zk.connect_string()).await;
         let cat = IdCategory::new("/scale/did").unwrap();
-        a.create_category_blocks(&cat, 1, 1_000_000, 1000)
-            .await
-            .unwrap();
+        a.create_category(
+            &cat,
+            &CategorySpec::new(1, 1_000_000).layout(zooid::Layout::Blocks { unit: 1000 }),
+        )
+        .await
+        .unwrap();
         let raw = a.read_node("/scale/did").await.unwrap();
         assert!(
             raw.starts_with(b"#zooid 3\n#bounds 1:1000000\n#blocks 1000 0 1\n"),
@@ -58,7 +62,11 @@ fn fresh_blocks_holes_first_and_double_pushes_refused() {
             String::from_utf8_lossy(&raw)
         );
         assert!(matches!(
-            a.create_category_blocks(&cat, 1, 10, 1).await,
+            a.create_category(
+                &cat,
+                &CategorySpec::new(1, 10).layout(zooid::Layout::Blocks { unit: 1 })
+            )
+            .await,
             Err(ZooidError::CategoryExists { .. })
         ));
 
@@ -122,12 +130,19 @@ fn fresh_blocks_holes_first_and_double_pushes_refused() {
         .await
         .unwrap();
         assert!(matches!(
-            mem.create_category_blocks(&cat, 1, 100, 10).await,
+            mem.create_category(
+                &cat,
+                &CategorySpec::new(1, 100).layout(zooid::Layout::Blocks { unit: 10 })
+            )
+            .await,
             Err(ZooidError::InvalidArgument(_))
         ));
         assert!(matches!(
-            a.create_category_blocks(&IdCategory::new("/scale/zero").unwrap(), 1, 100, 0)
-                .await,
+            a.create_category(
+                &IdCategory::new("/scale/zero").unwrap(),
+                &CategorySpec::new(1, 100).layout(zooid::Layout::Blocks { unit: 0 })
+            )
+            .await,
             Err(ZooidError::InvalidArgument(_))
         ));
     });
@@ -144,7 +159,10 @@ fn generations_move_on_under_contention_without_gaps_or_duplicates() {
         let cat = IdCategory::new("/scale/rotating").unwrap();
         let setup = open(&zk.connect_string()).await;
         setup
-            .create_category_blocks(&cat, 1, 10_000_000, 1)
+            .create_category(
+                &cat,
+                &CategorySpec::new(1, 10_000_000).layout(zooid::Layout::Blocks { unit: 1 }),
+            )
             .await
             .unwrap();
         let mut tasks = Vec::new();
@@ -201,9 +219,12 @@ fn lost_claim_replies_are_resolved() {
     runtime().block_on(async {
         let svc = open(&proxy.connect_string()).await;
         let cat = IdCategory::new("/scale/lossy").unwrap();
-        svc.create_category_blocks(&cat, 1, 1_000_000, 100)
-            .await
-            .unwrap();
+        svc.create_category(
+            &cat,
+            &CategorySpec::new(1, 1_000_000).layout(zooid::Layout::Blocks { unit: 100 }),
+        )
+        .await
+        .unwrap();
         assert_eq!(
             svc.take_ids(&cat, 100).await.unwrap().ranges(),
             vec![r(1, 100)]
@@ -244,9 +265,12 @@ fn the_ceiling_caps_fresh_blocks() {
         )
         .await;
         let cat = IdCategory::new("/scale/reserved").unwrap();
-        svc.create_category_blocks(&cat, 1, 1_000_000, 1000)
-            .await
-            .unwrap();
+        svc.create_category(
+            &cat,
+            &CategorySpec::new(1, 1_000_000).layout(zooid::Layout::Blocks { unit: 1000 }),
+        )
+        .await
+        .unwrap();
         assert_eq!(svc.raise_ceiling(&cat, 2500).await.unwrap(), 2500);
         let a = svc.take_ids(&cat, 1000).await.unwrap();
         let b = svc.take_ids(&cat, 1000).await.unwrap();
@@ -284,9 +308,12 @@ fn a_fragmented_free_list_lives_in_parts() {
         let a = open(&proxy.connect_string()).await;
         let b = open(&zk.connect_string()).await;
         let cat = IdCategory::new("/scale/fragmented").unwrap();
-        a.create_category_blocks(&cat, 1, 1_000_000, 20_000)
-            .await
-            .unwrap();
+        a.create_category(
+            &cat,
+            &CategorySpec::new(1, 1_000_000).layout(zooid::Layout::Blocks { unit: 20_000 }),
+        )
+        .await
+        .unwrap();
         let held = a.take_ids(&cat, 20_000).await.unwrap();
         assert_eq!(held.ranges(), vec![r(1, 20_000)]);
         // Push every other run of 5: 2,000 free ranges.
@@ -383,7 +410,10 @@ fn concurrent_takes_and_pushes_do_not_conflict() {
             services.push(std::sync::Arc::new(open(&zk.connect_string()).await));
         }
         services[0]
-            .create_category_blocks(&cat, 1, 10_000_000, 100)
+            .create_category(
+                &cat,
+                &CategorySpec::new(1, 10_000_000).layout(zooid::Layout::Blocks { unit: 100 }),
+            )
             .await
             .unwrap();
         for svc in &services {
@@ -446,9 +476,12 @@ fn waiting_pushes_stay_until_needed_or_too_many() {
         let svc = open(&zk.connect_string()).await;
         let other = open(&zk.connect_string()).await;
         let cat = IdCategory::new("/scale/waiting").unwrap();
-        svc.create_category_blocks(&cat, 1, 1_000_000, 1000)
-            .await
-            .unwrap();
+        svc.create_category(
+            &cat,
+            &CategorySpec::new(1, 1_000_000).layout(zooid::Layout::Blocks { unit: 1000 }),
+        )
+        .await
+        .unwrap();
         assert_eq!(
             svc.take_ids(&cat, 1000).await.unwrap().ranges(),
             vec![r(1, 1000)]
@@ -506,9 +539,12 @@ fn a_give_back_in_doubt_is_reported_leaked() {
                 .await
                 .unwrap();
         let cat = IdCategory::new("/scale/doubt").unwrap();
-        svc.create_category_blocks(&cat, 1, 1_000_000, 100)
-            .await
-            .unwrap();
+        svc.create_category(
+            &cat,
+            &CategorySpec::new(1, 1_000_000).layout(zooid::Layout::Blocks { unit: 100 }),
+        )
+        .await
+        .unwrap();
         let mut first = svc.take_ids(&cat, 100).await.unwrap();
         assert_eq!(first.ranges(), vec![r(1, 100)]);
         let mut back = IdSet::new(cat.clone(), vec![r(1, 35)]);
@@ -567,9 +603,12 @@ fn already_free_is_decided_on_fresh_data() {
         let a = std::sync::Arc::new(open(&proxy.connect_string()).await);
         let b = open(&zk.connect_string()).await;
         let cat = IdCategory::new("/scale/fresh").unwrap();
-        a.create_category_blocks(&cat, 1, 1_000_000, 100)
-            .await
-            .unwrap();
+        a.create_category(
+            &cat,
+            &CategorySpec::new(1, 1_000_000).layout(zooid::Layout::Blocks { unit: 100 }),
+        )
+        .await
+        .unwrap();
         let mut first = a.take_ids(&cat, 100).await.unwrap();
         assert_eq!(first.ranges(), vec![r(1, 100)]);
         let mut back = IdSet::new(cat.clone(), vec![r(1, 50)]);

@@ -4,6 +4,7 @@
 //! where a real process could not be paused at the right point (a durable record written ahead
 //! of the pool, a push node no process could refuse).
 
+use zooid::CategorySpec;
 use zooid_test_support as support;
 
 use std::collections::BTreeSet;
@@ -169,9 +170,12 @@ fn a_repair_starts_fresh_blocks_above_the_claimed_frontier() {
         let svc = open(&connect, Duration::from_millis(200)).await;
         let cat = IdCategory::new("/review1/c").unwrap();
         let bounds = r(1, 1_000_000);
-        svc.create_category_blocks(&cat, 1, 1_000_000, 1000)
-            .await
-            .unwrap();
+        svc.create_category(
+            &cat,
+            &CategorySpec::new(1, 1_000_000).layout(zooid::Layout::Blocks { unit: 1000 }),
+        )
+        .await
+        .unwrap();
         svc.raise_ceiling(&cat, 2500).await.unwrap();
         let mut seen = BTreeSet::new();
         for _ in 0..3 {
@@ -221,7 +225,7 @@ fn the_first_ceiling_of_a_block_category_covers_claims_made_meanwhile() {
     runtime().block_on(async {
         let svc = open(&connect, Duration::from_secs(10)).await;
         let cat = IdCategory::new("/review2/c").unwrap();
-        svc.create_category_blocks(&cat, 1, 1_000_000, 100)
+        svc.create_category(&cat, &CategorySpec::new(1, 1_000_000).layout(zooid::Layout::Blocks { unit: 100 }))
             .await
             .unwrap();
         let (release_tx, release_rx) = mpsc::channel();
@@ -294,9 +298,14 @@ fn a_block_category_can_be_created_with_a_ceiling() {
     runtime().block_on(async {
         let svc = open(&zk.connect_string(), Duration::from_millis(100)).await;
         let cat = IdCategory::new("/review2b/c").unwrap();
-        svc.create_category_blocks_with_ceiling(&cat, 1, 1_000_000, 100, Some(0))
-            .await
-            .unwrap();
+        svc.create_category(
+            &cat,
+            &CategorySpec::new(1, 1_000_000)
+                .layout(zooid::Layout::Blocks { unit: 100 })
+                .ceiling(0),
+        )
+        .await
+        .unwrap();
         match svc.take_ids(&cat, 1).await {
             Err(ZooidError::ReservationExhausted { ceiling, .. }) => assert_eq!(ceiling, 0),
             other => panic!("expected ReservationExhausted at ceiling 0, got {other:?}"),
@@ -307,12 +316,11 @@ fn a_block_category_can_be_created_with_a_ceiling() {
             vec![r(1, 150)]
         );
         assert!(matches!(
-            svc.create_category_blocks_with_ceiling(
+            svc.create_category(
                 &IdCategory::new("/review2b/d").unwrap(),
-                1,
-                100,
-                10,
-                Some(101)
+                &CategorySpec::new(1, 100)
+                    .layout(zooid::Layout::Blocks { unit: 10 })
+                    .ceiling(101)
             )
             .await,
             Err(ZooidError::InvalidArgument(_))
@@ -336,7 +344,7 @@ fn a_block_category_restored_below_its_record_does_not_stall() {
         let svc = open(&connect, Duration::from_secs(8)).await;
         let cat = IdCategory::new("/review3/c").unwrap();
         let bounds = r(1, 1_000_000);
-        svc.create_category_blocks(&cat, 1, 1_000_000, 100)
+        svc.create_category(&cat, &CategorySpec::new(1, 1_000_000).layout(zooid::Layout::Blocks { unit: 100 }))
             .await
             .unwrap();
         svc.raise_ceiling(&cat, 2000).await.unwrap();
@@ -375,9 +383,12 @@ fn a_block_category_restored_below_its_record_does_not_stall() {
 /// A pool in block allocation whose free list is split over part nodes (2,000 ranges of five
 /// IDs in 1..=20000, the rest of that block held), with a push waiting in its own node.
 async fn fragmented(svc: &IdGeneratorService, cat: &IdCategory) {
-    svc.create_category_blocks(cat, 1, 1_000_000, 20_000)
-        .await
-        .unwrap();
+    svc.create_category(
+        cat,
+        &CategorySpec::new(1, 1_000_000).layout(zooid::Layout::Blocks { unit: 20_000 }),
+    )
+    .await
+    .unwrap();
     let held = svc.take_ids(cat, 20_000).await.unwrap();
     assert_eq!(held.ranges(), vec![r(1, 20_000)]);
     let holes: Vec<IdRange> = (0..2000).map(|i| r(i * 10 + 1, i * 10 + 5)).collect();
@@ -508,7 +519,7 @@ fn an_interrupted_generation_move_does_not_stall_the_category() {
     runtime().block_on(async {
         let svc = open(&connect, Duration::from_secs(8)).await;
         let cat = IdCategory::new("/review3b/c").unwrap();
-        svc.create_category_blocks(&cat, 1, 1_000_000, 100)
+        svc.create_category(&cat, &CategorySpec::new(1, 1_000_000).layout(zooid::Layout::Blocks { unit: 100 }))
             .await
             .unwrap();
         svc.raise_ceiling(&cat, 1000).await.unwrap();
@@ -566,7 +577,7 @@ fn the_keeper_reserve_is_capped_at_a_share_of_what_is_left() {
     runtime().block_on(async {
         let svc = open(&connect, Duration::from_secs(8)).await;
         let cat = IdCategory::new("/reviewcap/c").unwrap();
-        svc.create_category_with_ceiling(&cat, 1, 100_000, Some(0))
+        svc.create_category(&cat, &CategorySpec::new(1, 100_000).ceiling(0))
             .await
             .unwrap();
         // A reserve floor of 80,000: all but a fifth of the category.
@@ -621,12 +632,11 @@ fn a_keeper_write_keeps_a_longer_op_log() {
             .await
             .unwrap();
         let cat = IdCategory::new("/reviewlog/c").unwrap();
-        svc.create_category_in_with_ceiling(
+        svc.create_category(
             &cat,
-            1,
-            1_000_000,
-            zooid::Layout::SingleNode,
-            Some(100_000),
+            &CategorySpec::new(1, 1_000_000)
+                .single_node()
+                .ceiling(100_000),
         )
         .await
         .unwrap();
@@ -671,7 +681,7 @@ fn a_pool_restored_to_the_remembered_version_is_read_before_writing() {
         .await
         .unwrap();
         let cat = IdCategory::new("/wiped/ids").unwrap();
-        a.create_category_in(&cat, 1, 1000, zooid::Layout::SingleNode)
+        a.create_category(&cat, &CategorySpec::new(1, 1000).single_node())
             .await
             .unwrap();
         let mut seen = BTreeSet::new();
@@ -733,7 +743,7 @@ fn a_lost_push_across_a_wipe_is_not_pushed_again() {
                 .await
                 .unwrap();
         let cat = IdCategory::new("/wiped/lost").unwrap();
-        a.create_category_in(&cat, 1, 1000, zooid::Layout::SingleNode)
+        a.create_category(&cat, &CategorySpec::new(1, 1000).single_node())
             .await
             .unwrap();
         let mut held = a.take_ids(&cat, 100).await.unwrap();
@@ -816,12 +826,9 @@ fn a_raise_pending_across_a_move_of_the_pool_is_finished_not_repaired() {
             .await
             .unwrap();
         let cat = IdCategory::new("/reviewm/c").unwrap();
-        svc.create_category_in_with_ceiling(
+        svc.create_category(
             &cat,
-            1,
-            1_000_000,
-            zooid::Layout::SingleNode,
-            Some(500),
+            &CategorySpec::new(1, 1_000_000).single_node().ceiling(500),
         )
         .await
         .unwrap();

@@ -1,6 +1,6 @@
 //! Block allocation: fresh IDs handed out by operations that cannot conflict.
 //!
-//! A category created for scale (`create_category_blocks`, pool format 3) splits its IDs in two:
+//! A category created for scale (`Layout::Blocks`, pool format 3) splits its IDs in two:
 //! the *holes*, IDs that were handed out and pushed back, stay in the pool node's free list and
 //! are taken with compare-and-set as in every category; the IDs above them are cut into blocks of
 //! `unit` IDs, and a take claims fresh blocks by creating sequential nodes:
