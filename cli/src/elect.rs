@@ -7,10 +7,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use tokio::signal::unix::{signal, SignalKind};
 use zooid::{
     ConnectOptions, Election, ElectionOptions, LeaderState, PausePolicy, Session, ZooidError,
 };
+
+use crate::stop::{io_error, Stop};
 
 mod guard;
 
@@ -131,14 +132,35 @@ pub fn elect(connect: &str, options: &ConnectOptions, args: ElectArgs) -> zooid:
         Guard::fork(args.command.clone(), name.clone(), args.group.clone()).map_err(|e| {
             ZooidError::InvalidArgument(format!("cannot start the command's guard: {e}"))
         })?;
-    runtime()?.block_on(run_elect(connect, options, args, name, guard))
+    // zooid's runtime (and its threads) starts only now, after the fork.
+    let (log, stop) = zooid::blocking::block_on(async {
+        let log = Log::open(args.log.as_ref()).map_err(|e| io_error("--log", e))?;
+        let stop = Stop::new()?;
+        crate::metrics::serve(args.metrics_addr)?;
+        Ok::<_, ZooidError>((log, stop))
+    })??;
+    let clock = guard::BootClock::new();
+    // The session is the blocking facade's, held by a service for the whole run (closed when it
+    // ends); the loop runs on the facade's runtime.
+    let service = crate::ids::open(connect, options)?;
+    let session = service.session()?;
+    let run = Run {
+        args,
+        name,
+        log,
+        stop,
+        clock,
+    };
+    zooid::blocking::block_on(run_elect(session, run, guard))?
 }
 
-fn runtime() -> zooid::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| ZooidError::InvalidArgument(format!("cannot start a runtime: {e}")))
+/// What `run_elect` works with, set up before it.
+struct Run {
+    args: ElectArgs,
+    name: String,
+    log: Log,
+    stop: Stop,
+    clock: guard::BootClock,
 }
 
 /// What the guard was told to run.
@@ -152,20 +174,14 @@ struct Order {
 /// the command and the guard itself (a guard that is stopped or starved).
 const CONFIRM_MARGIN: Duration = Duration::from_secs(1);
 
-async fn run_elect(
-    connect: &str,
-    options: &ConnectOptions,
-    args: ElectArgs,
-    name: String,
-    mut guard: Guard,
-) -> zooid::Result<ExitCode> {
-    let io = |e: std::io::Error| ZooidError::InvalidArgument(e.to_string());
-    let log = Log::open(args.log.as_ref()).map_err(io)?;
-    let mut term = signal(SignalKind::terminate()).map_err(io)?;
-    let mut int = signal(SignalKind::interrupt()).map_err(io)?;
-    crate::metrics::serve(args.metrics_addr)?;
-    let mut clock = guard::BootClock::new();
-    let session = Session::connect(connect, options).await?;
+async fn run_elect(session: Session, run: Run, mut guard: Guard) -> zooid::Result<ExitCode> {
+    let Run {
+        args,
+        name,
+        log,
+        mut stop,
+        mut clock,
+    } = run;
     let mut election_options = ElectionOptions::new(name.clone());
     election_options.on_pause = args.on_pause;
     election_options.data = format!("pid={}", std::process::id()).into_bytes();
@@ -202,16 +218,7 @@ async fn run_elect(
             log.line(&format!(
                 "resigned token={token}: its command's lease ended; joining again"
             ));
-            match join_again(
-                &session,
-                &args.group,
-                &election_options,
-                &log,
-                &mut term,
-                &mut int,
-            )
-            .await?
-            {
+            match join_again(&session, &args.group, &election_options, &log, &mut stop).await? {
                 Some(joined) => election = joined,
                 None => break 0,
             }
@@ -289,8 +296,7 @@ async fn run_elect(
         tokio::select! {
             changed = rx.changed() => if changed.is_err() { break 1 },
             _ = lease_rx.changed() => {}
-            _ = term.recv() => break 0,
-            _ = int.recv() => break 0,
+            _ = stop.recv() => break 0,
             report = guard.reports.recv() => match report {
                 Some(Report::Started { token, pid }) => {
                     log.line(&format!("command started pid={pid} token={token}"));
@@ -410,8 +416,7 @@ async fn join_again(
     group: &str,
     options: &ElectionOptions,
     log: &Log,
-    term: &mut tokio::signal::unix::Signal,
-    int: &mut tokio::signal::unix::Signal,
+    stop: &mut Stop,
 ) -> zooid::Result<Option<Election>> {
     loop {
         match Election::join(session, group, options.clone()).await {
@@ -423,8 +428,7 @@ async fn join_again(
         }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(500)) => {}
-            _ = term.recv() => return Ok(None),
-            _ = int.recv() => return Ok(None),
+            _ = stop.recv() => return Ok(None),
         }
     }
 }
@@ -432,11 +436,7 @@ async fn join_again(
 /// `zooid leader`: prints the leader's name, token and data; `NO_LEADER` when there is none.
 pub fn leader(connect: &str, options: &ConnectOptions, group: &str) -> zooid::Result<ExitCode> {
     zookeeper_only(connect)?;
-    let rt = runtime()?;
-    let info = rt.block_on(async {
-        let session = Session::connect(connect, options).await?;
-        zooid::election::leader(&session, group).await
-    });
+    let info = crate::ids::open(connect, options)?.leader(group);
     match info? {
         Some(info) => {
             println!("name={}", info.name);
@@ -456,11 +456,7 @@ pub fn leader(connect: &str, options: &ConnectOptions, group: &str) -> zooid::Re
 /// and prints `group=GROUP epoch=N`.
 pub fn bump_epoch(connect: &str, options: &ConnectOptions, group: &str) -> zooid::Result<ExitCode> {
     zookeeper_only(connect)?;
-    let rt = runtime()?;
-    let epoch = rt.block_on(async {
-        let session = Session::connect(connect, options).await?;
-        zooid::election::bump_epoch(&session, group).await
-    })?;
+    let epoch = crate::ids::open(connect, options)?.bump_epoch(group)?;
     println!("group={group} epoch={epoch}");
     Ok(ExitCode::SUCCESS)
 }

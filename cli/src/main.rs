@@ -11,6 +11,7 @@ mod migrate;
 mod prefetch;
 mod queue;
 mod security;
+mod stop;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -111,3 +111,8 @@ impl Election {
 pub fn leader(session: &Session, group: &str) -> Result<Option<LeaderInfo>> {
     block_on(election::leader(session, group))?
 }
+
+/// See [`election::bump_epoch`].
+pub fn bump_epoch(session: &Session, group: &str) -> Result<i64> {
+    block_on(election::bump_epoch(session, group))?
+}

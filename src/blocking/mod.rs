@@ -7,7 +7,7 @@ mod prefetch;
 mod queue;
 
 pub use counter::Counter;
-pub use election::{leader, Election};
+pub use election::{bump_epoch, leader, Election};
 pub use prefetch::IdSource;
 pub use queue::{Claim, WorkQueue};
 
@@ -23,9 +23,18 @@ use crate::idset::{IdCategory, IdSet};
 use crate::recipes::election::{ElectionOptions, LeaderInfo};
 use crate::recipes::prefetch::SourceOptions;
 use crate::recipes::queue::QueueOptions;
-use crate::runtime::{self, block_on, drop_in_runtime, runtime};
+use crate::runtime::{self, drop_in_runtime, runtime};
 use crate::store::{AnyStore, ConnectOptions};
 use crate::zk::Session;
+
+/// Runs `future` to completion on zooid's own runtime (the one every blocking call uses), for a
+/// program that mixes async code of its own (signals, child processes, the `as_async`
+/// handles) with the blocking facade, without a second runtime. Fails with
+/// [`crate::ZooidError::RuntimeThread`] when called from inside an async runtime, and with
+/// `Store` when the runtime cannot start.
+pub fn block_on<F: std::future::Future>(future: F) -> Result<F::Output> {
+    runtime::block_on(future)
+}
 
 /// Opens a ZooKeeper session on zooid's own runtime, to share between the ID service and the
 /// recipes (see [`crate::zk::session`]).
@@ -196,6 +205,11 @@ impl IdGeneratorService {
     /// Joins the election of `group` on the service's session (see [`Election::join`]).
     pub fn join_election(&self, group: &str, options: ElectionOptions) -> Result<Election> {
         Election::join(self.live_session()?, group, options)
+    }
+
+    /// Raises the epoch of `group` on the service's session (see [`bump_epoch`]).
+    pub fn bump_epoch(&self, group: &str) -> Result<i64> {
+        bump_epoch(self.live_session()?, group)
     }
 
     /// Who leads `group`, without joining it (see [`leader`]).
