@@ -5,8 +5,8 @@
 //!   `create_category` gives on ZooKeeper (`Layout::HoleNodes`, format 4; examples/contender.rs);
 //! - `zooid-single`: the same on a category in `Layout::SingleNode` (formats 1/2, the old
 //!   default: one compare-and-set node);
-//! - `zooid-blocks`: the same on a category in block allocation (`Layout::Blocks`, format 3),
-//!   blocks of one batch (`Layout::Blocks`, src/alloc/blocks);
+//! - `zooid-blocks`: the same on a category made with `CategorySpec::blocks` of one
+//!   batch (format 4 since format 3 was retired: the default layout with that block size);
 //! - `zooid-fair`: `zooid` with `ServiceOptions::fair_pacing` (src/pace.rs);
 //! - `naive`: the seed-000 loop on a legacy counter: get, add, set with the read version, retry at
 //!   once on `BADVERSION` (examples/contender.rs);
@@ -104,8 +104,8 @@ use std::time::{Duration, Instant};
 
 use support::{four_letter_word, ZkEnsemble, ZkServer};
 use zooid::{
-    ConnectOptions, ErrorKind, IdCategory, IdGeneratorService, IdRange, IdSet, Layout,
-    ServiceOptions, ZooidError,
+    ConnectOptions, ErrorKind, IdCategory, IdGeneratorService, IdRange, IdSet, ServiceOptions,
+    ZooidError,
 };
 
 /// How long processes may take to connect and warm up.
@@ -643,10 +643,7 @@ async fn create_in(service: &IdGeneratorService, layout: &str, path: &str, unit:
             .await
             .expect("create category"),
         "blocks" => service
-            .create_category(
-                &category,
-                &CategorySpec::new(1, i64::MAX / 2).layout(Layout::Blocks { unit }),
-            )
+            .create_category(&category, &CategorySpec::new(1, i64::MAX / 2).blocks(unit))
             .await
             .expect("create category"),
         _ => service
@@ -729,7 +726,7 @@ fn burst(setup: &str, tasks: usize, batch: u64) {
             let services = open_sessions(&connect, tasks, &options).await;
             if name == "blocks" {
                 services[0]
-                    .create_category(&category, &CategorySpec::new(1, i64::MAX / 2).layout(Layout::Blocks { unit: batch }))
+                    .create_category(&category, &CategorySpec::new(1, i64::MAX / 2).blocks(batch))
                     .await
                     .expect("create");
             } else {

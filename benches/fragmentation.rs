@@ -22,9 +22,7 @@ use zooid_test_support as support;
 
 use std::time::Instant;
 
-use zooid::{
-    ConnectOptions, IdCategory, IdGeneratorService, IdRange, IdSet, Layout, ServiceOptions,
-};
+use zooid::{ConnectOptions, IdCategory, IdGeneratorService, IdRange, IdSet, ServiceOptions};
 
 /// Runs of this many IDs alternate between free and held.
 const RUN: i64 = 5;
@@ -66,12 +64,9 @@ async fn fragmented(
     match layout {
         "blocks" => {
             let unit = u64::try_from(span).expect("span");
-            svc.create_category(
-                &cat,
-                &CategorySpec::new(1, i64::MAX / 2).layout(Layout::Blocks { unit }),
-            )
-            .await
-            .expect("create")
+            svc.create_category(&cat, &CategorySpec::new(1, i64::MAX / 2).blocks(unit))
+                .await
+                .expect("create")
         }
         "single" => svc
             .create_category(&cat, &CategorySpec::new(1, i64::MAX / 2).single_node())
@@ -141,7 +136,6 @@ fn main() {
         for (layout, tag) in [
             ("default (format 4)", "default"),
             ("single node (formats 1/2)", "single"),
-            ("block allocation (format 3)", "blocks"),
         ] {
             let (small, mut small_held) =
                 fragmented(&svc, &format!("/frag/{tag}/small"), tag, 10).await;

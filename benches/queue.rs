@@ -52,7 +52,8 @@ async fn zooid_row(connect: &str, consumers: usize, run: usize) -> Row {
     let mut sessions = Vec::new();
     for _ in 0..PRODUCERS {
         let s = Session::connect(connect, &options()).await.unwrap();
-        producers.push(WorkQueue::open(&s, &path, QueueOptions::default()).unwrap());
+        producers
+            .push(WorkQueue::open(s.clone().into_zk(), &path, QueueOptions::default()).unwrap());
         sessions.push(s);
     }
     // Create the queue first, so the timing does not include it.
@@ -79,7 +80,7 @@ async fn zooid_row(connect: &str, consumers: usize, run: usize) -> Row {
     let mut tasks = Vec::new();
     for _ in 0..consumers {
         let s = Session::connect(connect, &options()).await.unwrap();
-        let q = WorkQueue::open(&s, &path, QueueOptions::default()).unwrap();
+        let q = WorkQueue::open(s.clone().into_zk(), &path, QueueOptions::default()).unwrap();
         handles.push(q.clone());
         let done = done.clone();
         sessions.push(s);

@@ -143,9 +143,9 @@ fn round_trips(
             async move { store.set("/bench/raw", &data, v).await.expect("raw set") }
         };
         // On ZooKeeper, the server's cost of a fresh claim's operations apart from zooid's.
-        let claims = match svc.session() {
-            Some(session) if layout == zooid::Layout::HoleNodes { unit: 1000 } => {
-                Some(RawClaim::prepare(session).await)
+        let claims = match svc.zookeeper() {
+            Some(zk) if layout == zooid::Layout::HoleNodes { unit: 1000 } => {
+                Some(RawClaim::prepare(zk).await)
             }
             _ => None,
         };
@@ -226,7 +226,7 @@ fn round_trips(
             info.bytes,
             info.free.len()
         );
-        if svc.session().is_some() && layout == zooid::Layout::SingleNode {
+        if svc.zookeeper().is_some() && layout == zooid::Layout::SingleNode {
             block_takes(&svc, store).await;
         }
     })
@@ -235,26 +235,26 @@ fn round_trips(
 /// A format-4 take's fresh claim as raw operations on nodes of its own:
 /// `multi[check(pool), check(generation), create(generation/<token>-, sequential)]`.
 struct RawClaim {
-    client: zookeeper_client::Client,
+    zk: zooid::zk::Zk,
     pool: String,
     generation: String,
     name: String,
 }
 
 impl RawClaim {
-    async fn prepare(session: &zooid::zk::Session) -> RawClaim {
-        let (client, _) = session.client();
-        let options = zookeeper_client::CreateMode::Persistent
-            .with_acls(zookeeper_client::Acls::anyone_all());
+    async fn prepare(zk: &zooid::zk::Zk) -> RawClaim {
+        use zooid::zk::ZooKeeperExt;
         let pool = "/bench/raw-pool".to_string();
         let generation = format!("{pool}/zooid-blocks-1");
         for path in [&pool, &generation] {
-            client.create(path, &[], &options).await.expect("create");
+            zk.create(zk.generation(), path, &[], &zooid::zk::Create::persistent())
+                .await
+                .expect("create");
         }
         // A token of the length of the claim's (16 hex digits).
         let name = format!("{generation}/0123456789abcdef-");
         RawClaim {
-            client,
+            zk: zk.clone(),
             pool,
             generation,
             name,
@@ -262,13 +262,15 @@ impl RawClaim {
     }
 
     async fn claim(&self) {
-        let options = zookeeper_client::CreateMode::PersistentSequential
-            .with_acls(zookeeper_client::Acls::anyone_all());
-        let mut multi = self.client.new_multi_writer();
-        multi.add_check_version(&self.pool, 0).expect("check");
-        multi.add_check_version(&self.generation, 0).expect("check");
-        multi.add_create(&self.name, &[], &options).expect("create");
-        multi.commit().await.expect("raw claim");
+        use zooid::zk::{Create, Mode, Multi, ZooKeeperExt};
+        let mut multi = Multi::new();
+        multi.check(&self.pool, 0);
+        multi.check(&self.generation, 0);
+        multi.create(&self.name, &[], &Create::new(Mode::PersistentSequential));
+        multi
+            .commit(&*self.zk, self.zk.generation())
+            .await
+            .expect("raw claim");
     }
 }
 
@@ -276,12 +278,9 @@ impl RawClaim {
 /// a sequential create) against a raw compare-and-set write of the same request size.
 async fn block_takes(svc: &IdGeneratorService, store: &zooid::AnyStore) {
     let cat = IdCategory::new("/bench/blocks").expect("category");
-    svc.create_category(
-        &cat,
-        &CategorySpec::new(1, i64::MAX / 2).layout(zooid::Layout::Blocks { unit: 1000 }),
-    )
-    .await
-    .expect("create");
+    svc.create_category(&cat, &CategorySpec::new(1, i64::MAX / 2).blocks(1000))
+        .await
+        .expect("create");
     // The claim's request: paths of the pool, its pushes' node, its generation and the create.
     let size = 3 * cat.name().len() + 100;
     let data = vec![b'x'; size];

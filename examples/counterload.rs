@@ -87,7 +87,7 @@ fn main() -> ExitCode {
             let cli = &cli;
             let print = &print;
             scope.spawn(move || {
-                let counter = match Counter::with_policy(session, &cli.path, policy) {
+                let counter = match Counter::with_policy(session.into_zk(), &cli.path, policy) {
                     Ok(counter) => counter,
                     Err(err) => return print(format!("err {err}")),
                 };

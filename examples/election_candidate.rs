@@ -81,11 +81,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         digest_auth: None,
         ..ConnectOptions::default()
     };
-    let session = Session::connect(&cli.connect, &options).await?;
+    let zk = Session::connect(&cli.connect, &options).await?.into_zk();
     let mut options = ElectionOptions::new(cli.name.clone());
     options.on_pause = policy;
     options.data = format!("pid={pid}").into_bytes();
-    let election = Election::join(&session, &cli.group, options).await?;
+    let election = Election::join(&zk, &cli.group, options).await?;
     line("joined".to_string());
     let mut rx = election.subscribe();
     let mut fence_tick = tokio::time::interval(Duration::from_millis(100));

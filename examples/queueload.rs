@@ -93,7 +93,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let queue = match WorkQueue::open(&session, &cli.queue, QueueOptions::default()) {
+    let queue = match WorkQueue::open(
+        session.clone().into_zk(),
+        &cli.queue,
+        QueueOptions::default(),
+    ) {
         Ok(q) => q,
         Err(e) => {
             eprintln!("queue: {e}");

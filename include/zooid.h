@@ -256,7 +256,8 @@ typedef uint32_t zooid_pause_policy;
 
 /**
  * The layout of a category's pool (docs/DESIGN.md), for `zooid_category_spec_set_layout`
- * and `zooid_service_migrate_category`. The numbers are stable.
+ * and `zooid_service_migrate_category`. The numbers are stable (2 was block allocation in the
+ * retired pool format 3, and is refused).
  */
 enum zooid_layout
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
@@ -274,14 +275,9 @@ enum zooid_layout
    */
   ZOOID_LAYOUT_SINGLE_NODE = 1,
   /**
-   * Block allocation (pool format 3, ZooKeeper only): fresh IDs are claimed in blocks by
-   * creates that never conflict; pushed IDs are merged into the pool node's free list.
-   */
-  ZOOID_LAYOUT_BLOCKS = 2,
-  /**
-   * Hole nodes (pool format 4, ZooKeeper only): block allocation whose pushed ranges stay
-   * nodes of their own, claimed by deleting them, so tasks that take a batch and push back
-   * their leftovers do not conflict.
+   * Hole nodes (pool format 4, ZooKeeper only): block allocation (fresh IDs claimed in blocks
+   * by creates that never conflict) whose pushed ranges stay nodes of their own, claimed by
+   * deleting them, so tasks that take a batch and push back their leftovers do not conflict.
    */
   ZOOID_LAYOUT_HOLE_NODES = 3,
 };
@@ -535,11 +531,11 @@ typedef struct zooid_migrated {
    */
   bool moved;
   /**
-   * The pool format before (1 for a seed-style node; 1 to 4).
+   * The pool format before (1 for a seed-style node; 1, 2 or 4).
    */
   uint32_t from_format;
   /**
-   * The pool format now (3 or 4; equal to `from_format` when nothing moved).
+   * The pool format now (4).
    */
   uint32_t to_format;
   /**
@@ -716,12 +712,13 @@ zooid_status zooid_category_spec_set_ceiling(struct zooid_category_spec *spec, i
 /**
  * Sets the layout by its `zooid_layout` number, in blocks of `unit` IDs (0: 1000; ignored for
  * the default and the single-node layout): `ZOOID_LAYOUT_DEFAULT` (the store's default, as
- * after `zooid_category_spec_new`), `ZOOID_LAYOUT_SINGLE_NODE`, `ZOOID_LAYOUT_BLOCKS` (pool
- * format 3: fresh IDs in blocks, pushed IDs merged into the pool node's free list) or
- * `ZOOID_LAYOUT_HOLE_NODES` (format 4, as `zooid_category_spec_set_blocks`).
+ * after `zooid_category_spec_new`), `ZOOID_LAYOUT_SINGLE_NODE` (as
+ * `zooid_category_spec_set_single_node`) or `ZOOID_LAYOUT_HOLE_NODES` (format 4, as
+ * `zooid_category_spec_set_blocks`).
  *
- * Errors: `ZOOID_STATUS_INVALID_ARGUMENT` for a number that is not a `zooid_layout`, a `unit`
- * above 2147483647, or a block layout when the spec has an ACL.
+ * Errors: `ZOOID_STATUS_INVALID_ARGUMENT` for a number that is not a `zooid_layout` (the
+ * message names it; 2, the retired pool format 3's, included), a `unit` above 2147483647, or a
+ * block layout when the spec has an ACL.
  *
  * # Safety
  * `spec` must be NULL or a live spec not used by another thread during the call.
@@ -1638,16 +1635,16 @@ void zooid_service_free(const struct zooid_service *service);
 /**
  * Moves the existing category `category` to the block layout `layout` in place, while other
  * processes keep taking and pushing (what `zooid migrate` does): a single-node pool (formats 1
- * and 2, or a seed-style node) to `ZOOID_LAYOUT_HOLE_NODES` (format 4) or `ZOOID_LAYOUT_BLOCKS`
- * (format 3), or a format-3 pool to format 4, in blocks of `unit` IDs (0: 1000).
- * `ZOOID_LAYOUT_DEFAULT` is `ZOOID_LAYOUT_HOLE_NODES`. No ID is handed out twice and none is
- * lost. When `out_migrated` is not NULL, what was done is written to it (a pool in the
- * layout asked for already is left alone: `moved` false).
+ * and 2, or a seed-style node) to `ZOOID_LAYOUT_HOLE_NODES` (format 4), its free ranges
+ * becoming hole nodes, in blocks of `unit` IDs (0: 1000). `ZOOID_LAYOUT_DEFAULT` is
+ * `ZOOID_LAYOUT_HOLE_NODES`. No ID is handed out twice and none is lost. When `out_migrated`
+ * is not NULL, what was done is written to it (a pool in the layout asked for already is left
+ * alone: `moved` false).
  *
  * Errors: `ZOOID_STATUS_INVALID_ARGUMENT` for a number that is not a `zooid_layout`,
- * `ZOOID_LAYOUT_SINGLE_NODE` (there is no way back), a move from format 4 to format 3, a
- * `unit` above 2147483647, or an embedded store; `ZOOID_STATUS_NOT_FOUND`,
- * `ZOOID_STATUS_CORRUPT_POOL` and the store errors.
+ * `ZOOID_LAYOUT_SINGLE_NODE` (there is no way back), a `unit` above 2147483647, or an
+ * embedded store; `ZOOID_STATUS_NOT_FOUND`, `ZOOID_STATUS_CORRUPT_POOL` (also for a pool in
+ * the retired format 3, left as it is) and the store errors.
  *
  * # Safety
  * `service` must be NULL or a live service reference; `category` NULL or a NUL-terminated

@@ -81,9 +81,10 @@ for arch in "${arches[@]}"; do
     (cd "$dest" && "$objcopy" --add-gnu-debuglink=libzooid.so.debug libzooid.so.stripped libzooid.so)
     rm "$dest/libzooid.so.stripped"
     # The static library as one relocatable object: a C program's link then takes all of zooid,
-    # never only the archive members it references. Registrations no code calls (the tokio
-    # spawner that zookeeper-client finds through a linkme distributed slice) would otherwise be
-    # left out, and every connection would fail with the panic "no spawner".
+    # never only the archive members it references, so a link-time registration no code names
+    # cannot be left out. zooid relies on none (it names the tokio spawner and the SASL
+    # mechanisms; tests/c/static_link.rs links against an archive without them); this keeps a
+    # future dependency's registration from depending on the link.
     work="$(mktemp -d)"
     "$ld" -r --whole-archive "$built/libzooid.a" -o "$work/zooid.o"
     "$objcopy" --strip-debug "$work/zooid.o"

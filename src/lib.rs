@@ -19,6 +19,12 @@
 //! # Ok(()) }
 //! ```
 
+/// The examples of README.md and of the Rust guide (docs/guides/rust.md), run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+#[doc = include_str!("../docs/guides/rust.md")]
+pub struct DocExamples;
+
 pub mod alloc;
 pub mod blocking;
 pub mod durable;

@@ -24,18 +24,23 @@ pub(crate) fn positive_millis(ms: u64, what: &str) -> Result<Duration> {
 }
 
 /// A pool layout given as a number, as C's `zooid_layout` and Java's `io.zooid.Layout` number
-/// them: 0 the store's default (`None`), 1 a single node, 2 blocks, 3 hole nodes; in blocks of
-/// `unit` IDs, 0 meaning [`DEFAULT_BLOCK_SIZE`] (ignored for 0 and 1).
+/// them: 0 the store's default (`None`), 1 a single node, 3 hole nodes (2 was block allocation
+/// in the retired pool format 3, and is refused); in blocks of `unit` IDs, 0 meaning
+/// [`DEFAULT_BLOCK_SIZE`] (ignored for 0 and 1).
 pub(crate) fn layout(number: u32, unit: u64) -> Result<Option<Layout>> {
     let unit = if unit == 0 { DEFAULT_BLOCK_SIZE } else { unit };
     match number {
         0 => Ok(None),
         1 => Ok(Some(Layout::SingleNode)),
-        2 => Ok(Some(Layout::Blocks { unit })),
+        2 => Err(ZooidError::InvalidArgument(
+            "layout 2 (block allocation in pool format 3) was retired: use 3 (hole nodes, \
+             block allocation in format 4)"
+                .into(),
+        )),
         3 => Ok(Some(Layout::HoleNodes { unit })),
         other => Err(ZooidError::InvalidArgument(format!(
             "layout {other} is not a layout: expected 0 (the store's default), 1 (a single \
-             node), 2 (blocks) or 3 (hole nodes)"
+             node) or 3 (hole nodes)"
         ))),
     }
 }
@@ -49,11 +54,13 @@ mod tests {
         assert_eq!(layout(0, 7).unwrap(), None);
         assert_eq!(layout(1, 7).unwrap(), Some(Layout::SingleNode));
         assert_eq!(
-            layout(2, 0).unwrap(),
-            Some(Layout::Blocks {
+            layout(3, 0).unwrap(),
+            Some(Layout::HoleNodes {
                 unit: DEFAULT_BLOCK_SIZE
             })
         );
+        let err = layout(2, 0).unwrap_err();
+        assert!(err.to_string().contains("was retired"), "{err}");
         assert_eq!(
             layout(3, 250).unwrap(),
             Some(Layout::HoleNodes { unit: 250 })

@@ -9,7 +9,7 @@ fn open(connect: &str, options: &ConnectOptions, path: &str) -> zooid::Result<Co
             "counters live in ZooKeeper; {connect:?} is an embedded store (pass --connect host:port)"
         )));
     }
-    Counter::new(open_session(connect, options)?, path)
+    Counter::new(open_session(connect, options)?.into_zk(), path)
 }
 
 /// A value as the seed printed it (`Long.toHexString`: lowercase, two's complement for

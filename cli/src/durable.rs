@@ -151,7 +151,7 @@ pub fn keeper(connect: &str, options: &ConnectOptions, args: KeeperArgs) -> zooi
     })??;
     // The session is the blocking facade's, held by a service until the keeper stopped.
     let service = crate::ids::open(connect, options)?;
-    let session = service.session()?;
+    let zk = service.zookeeper()?;
     block_on(async {
         let durable = DurableStore::open(&args.durable)?;
         let name = args.name.unwrap_or_else(|| {
@@ -175,7 +175,7 @@ pub fn keeper(connect: &str, options: &ConnectOptions, args: KeeperArgs) -> zooi
         });
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let keeper = tokio::spawn(zooid::keeper::run(
-            session.clone(),
+            zk.clone(),
             durable,
             keeper_options,
             stop_rx,
@@ -186,7 +186,7 @@ pub fn keeper(connect: &str, options: &ConnectOptions, args: KeeperArgs) -> zooi
             path: "keeper".into(),
             reason: e.to_string(),
         })?;
-        drop(session);
+        drop(zk);
         result
     })?
 }

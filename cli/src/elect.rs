@@ -7,9 +7,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use zooid::{
-    ConnectOptions, Election, ElectionOptions, LeaderState, PausePolicy, Session, ZooidError,
-};
+use zooid::zk::Zk;
+use zooid::{ConnectOptions, Election, ElectionOptions, LeaderState, PausePolicy, ZooidError};
 
 use crate::stop::{io_error, Stop};
 
@@ -143,7 +142,7 @@ pub fn elect(connect: &str, options: &ConnectOptions, args: ElectArgs) -> zooid:
     // The session is the blocking facade's, held by a service for the whole run (closed when it
     // ends); the loop runs on the facade's runtime.
     let service = crate::ids::open(connect, options)?;
-    let session = service.session()?;
+    let zk = service.zookeeper()?;
     let run = Run {
         args,
         name,
@@ -151,7 +150,7 @@ pub fn elect(connect: &str, options: &ConnectOptions, args: ElectArgs) -> zooid:
         stop,
         clock,
     };
-    zooid::blocking::block_on(run_elect(session, run, guard))?
+    zooid::blocking::block_on(run_elect(zk, run, guard))?
 }
 
 /// What `run_elect` works with, set up before it.
@@ -174,7 +173,7 @@ struct Order {
 /// the command and the guard itself (a guard that is stopped or starved).
 const CONFIRM_MARGIN: Duration = Duration::from_secs(1);
 
-async fn run_elect(session: Session, run: Run, mut guard: Guard) -> zooid::Result<ExitCode> {
+async fn run_elect(zk: Zk, run: Run, mut guard: Guard) -> zooid::Result<ExitCode> {
     let Run {
         args,
         name,
@@ -185,13 +184,13 @@ async fn run_elect(session: Session, run: Run, mut guard: Guard) -> zooid::Resul
     let mut election_options = ElectionOptions::new(name.clone());
     election_options.on_pause = args.on_pause;
     election_options.data = format!("pid={}", std::process::id()).into_bytes();
-    let mut election = Election::join(&session, &args.group, election_options.clone()).await?;
+    let mut election = Election::join(&zk, &args.group, election_options.clone()).await?;
     log.line(&format!(
         "joined {} as {name} guard={}",
         args.group, guard.pid
     ));
     let stop_policy = args.on_pause == PausePolicy::Stop;
-    let grace = |session: &Session| args.grace.min(grace_bound(session.status().timeout));
+    let grace = |zk: &Zk| args.grace.min(grace_bound(zk.status().timeout));
     let mut rx = election.subscribe();
     let mut lease_rx = election.subscribe_lease();
     // What the guard was told to run.
@@ -207,7 +206,7 @@ async fn run_elect(session: Session, run: Run, mut guard: Guard) -> zooid::Resul
             // A leader must not stay leader with nothing running: resign (once the guard
             // confirms that nothing runs) and join again, behind whoever waits, for a new term
             // with a new token (as the stop policy does after a lapse the driver sees).
-            let within = grace(&session) + CONFIRM_MARGIN;
+            let within = grace(&zk) + CONFIRM_MARGIN;
             if !confirm_stopped(&mut guard, &log, within, running).await {
                 eprintln!("zooid elect: the command's guard did not confirm the stop; it and the command were killed");
                 break 1;
@@ -218,7 +217,7 @@ async fn run_elect(session: Session, run: Run, mut guard: Guard) -> zooid::Resul
             log.line(&format!(
                 "resigned token={token}: its command's lease ended; joining again"
             ));
-            match join_again(&session, &args.group, &election_options, &log, &mut stop).await? {
+            match join_again(&zk, &args.group, &election_options, &log, &mut stop).await? {
                 Some(joined) => election = joined,
                 None => break 0,
             }
@@ -266,7 +265,7 @@ async fn run_elect(session: Session, run: Run, mut guard: Guard) -> zooid::Resul
         // it has none.
         let deadline_ns = match (stop_policy, lease) {
             (false, _) => 0,
-            (true, Some(lease)) => clock.boottime_of(lease, session.status().timeout),
+            (true, Some(lease)) => clock.boottime_of(lease, zk.status().timeout),
             (true, None) => 1,
         };
         match (run_token, ordered) {
@@ -284,7 +283,7 @@ async fn run_elect(session: Session, run: Run, mut guard: Guard) -> zooid::Resul
                 }
             }
             (Some(token), _) => {
-                guard.run(token, deadline_ns, grace(&session));
+                guard.run(token, deadline_ns, grace(&zk));
                 ordered = Some(Order { token, deadline_ns });
             }
             (None, Some(_)) => {
@@ -337,13 +336,13 @@ async fn run_elect(session: Session, run: Run, mut guard: Guard) -> zooid::Resul
     };
     // Nobody may lead after us while the command may still run: resign only once the guard has
     // confirmed that nothing runs, or after the command and the guard were killed.
-    if !confirm_stopped(&mut guard, &log, grace(&session) + CONFIRM_MARGIN, running).await {
+    if !confirm_stopped(&mut guard, &log, grace(&zk) + CONFIRM_MARGIN, running).await {
         eprintln!("zooid elect: the command's guard did not confirm the stop; it and the command were killed");
     }
     election.resign().await?;
     log.line("resigned");
     drop(election);
-    drop(session);
+    drop(zk);
     drop(guard);
     drop(log);
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
@@ -412,14 +411,14 @@ async fn confirm_stopped(
 /// be reached. `None` when SIGTERM or SIGINT came first; an error when the session is closed or
 /// the join can never succeed.
 async fn join_again(
-    session: &Session,
+    zk: &Zk,
     group: &str,
     options: &ElectionOptions,
     log: &Log,
     stop: &mut Stop,
 ) -> zooid::Result<Option<Election>> {
     loop {
-        match Election::join(session, group, options.clone()).await {
+        match Election::join(zk, group, options.clone()).await {
             Ok(election) => return Ok(Some(election)),
             Err(err @ (ZooidError::Closed { .. } | ZooidError::InvalidArgument(_))) => {
                 return Err(err)

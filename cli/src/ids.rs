@@ -24,9 +24,9 @@ pub struct InitFlags {
     pub acl: Option<Vec<zooid::Acl>>,
     /// A durable-reservation ceiling.
     pub ceiling: Option<i64>,
-    /// Block allocation with blocks of this many IDs.
+    /// Block allocation (hole nodes) with blocks of this many IDs.
     pub block_size: Option<u64>,
-    /// The layout asked for (`None`: the store's default, or format 3 with only a block size).
+    /// The layout asked for (`None`: the store's default, or hole nodes with a block size).
     pub layout: Option<InitLayout>,
 }
 
@@ -35,26 +35,23 @@ pub struct InitFlags {
 pub enum InitLayout {
     /// One node (formats 1 and 2).
     Single,
-    /// Block allocation (format 3).
-    Blocks,
-    /// Hole nodes (format 4).
+    /// Hole nodes (format 4): block allocation whose pushed ranges are nodes of their own.
     Holes,
 }
 
 impl InitFlags {
     /// The category `first..=last` these flags describe: `--layout` (with `--block-size`, 1000
-    /// by default; `--block-size` alone is format 3), `--ceiling`, `--acl` (single node only).
+    /// by default; `--block-size` alone is hole nodes), `--ceiling`, `--acl` (single node only).
     pub fn spec(&self, first: i64, last: i64) -> zooid::Result<CategorySpec> {
         let unit = self.block_size.unwrap_or(zooid::DEFAULT_BLOCK_SIZE);
         let layout = match (self.layout, self.block_size) {
             (Some(InitLayout::Single), Some(_)) => {
                 return Err(ZooidError::InvalidArgument(
-                    "--block-size needs a block layout (--layout blocks or holes)".into(),
+                    "--block-size needs the block layout (--layout holes)".into(),
                 ))
             }
             (Some(InitLayout::Single), None) => Some(Layout::SingleNode),
-            (Some(InitLayout::Blocks), _) | (None, Some(_)) => Some(Layout::Blocks { unit }),
-            (Some(InitLayout::Holes), _) => Some(Layout::HoleNodes { unit }),
+            (Some(InitLayout::Holes), _) | (None, Some(_)) => Some(Layout::HoleNodes { unit }),
             (None, None) => None,
         };
         let mut spec = CategorySpec::new(first, last).ceiling(self.ceiling);
@@ -95,14 +92,9 @@ pub fn init(
     let spec = flags.spec(first, last)?;
     service.create_category(&category, &spec)?;
     let mut notes = Vec::new();
-    if let Some(Layout::Blocks { unit } | Layout::HoleNodes { unit }) = spec.layout_asked() {
-        let format = if matches!(spec.layout_asked(), Some(Layout::HoleNodes { .. })) {
-            4
-        } else {
-            3
-        };
+    if let Some(Layout::HoleNodes { unit }) = spec.layout_asked() {
         notes.push(format!(
-            "block allocation in blocks of {unit} (pool format {format})"
+            "block allocation in blocks of {unit} (pool format 4)"
         ));
     }
     if let Some(c) = spec.ceiling_asked() {

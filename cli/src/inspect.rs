@@ -112,7 +112,11 @@ pub fn ls(
         };
         match service.pool_info(&category) {
             Ok(info) => found.push((path, info)),
-            Err(ZooidError::CorruptPool { .. } | ZooidError::NotFound { .. }) => {}
+            Err(
+                ZooidError::CorruptPool { .. }
+                | ZooidError::RetiredFormat { .. }
+                | ZooidError::NotFound { .. },
+            ) => {}
             Err(err) => return Err(err),
         }
     }

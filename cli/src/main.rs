@@ -71,7 +71,7 @@ enum Command {
   zooid init /eventpublish/idgen/did --last 123456789
   zooid init /ids/order --first 1000000
   zooid init /ids/agent --after-counter /legacy/agent-counter   # continue a legacy counter
-  zooid init /ids/task --block-size 1000   # for thousands of contending tasks (pool format 3)")]
+  zooid init /ids/task --block-size 1000   # for thousands of contending tasks (pool format 4)")]
     Init {
         category: String,
         #[arg(long, default_value_t = 1)]
@@ -91,23 +91,23 @@ enum Command {
         #[arg(long)]
         ceiling: Option<i64>,
         /// Block allocation for categories many processes take from at once: fresh IDs are
-        /// claimed in blocks of this many IDs with creates that never conflict (pool format 3,
-        /// docs/DESIGN.md). Use the batch size the workers take.
+        /// claimed in blocks of this many IDs with creates that never conflict, pushed ranges
+        /// kept as hole nodes (pool format 4, docs/DESIGN.md). Use the batch size the workers
+        /// take.
         #[arg(long, value_name = "IDS", conflicts_with = "acl")]
         block_size: Option<u64>,
-        /// The pool's layout: `single` (one node, formats 1 and 2, strictly lowest first),
-        /// `blocks` (format 3) or `holes` (format 4). Default: `holes` on ZooKeeper (in blocks of
-        /// --block-size, else 1000), `single` on the embedded stores; `blocks` when only
-        /// --block-size is given.
+        /// The pool's layout: `single` (one node, formats 1 and 2, strictly lowest first) or
+        /// `holes` (format 4). Default: `holes` on ZooKeeper (in blocks of --block-size, else
+        /// 1000), `single` on the embedded stores; `holes` when --block-size is given.
         #[arg(long, value_enum)]
         layout: Option<ids::InitLayout>,
     },
-    /// Move an existing category to a block layout in place, while processes keep taking and
-    /// pushing (needs ZooKeeper): the free range that ends at its last ID becomes fresh blocks,
-    /// its other free ranges are handed out first. No way back.
+    /// Move an existing single-node category to hole nodes (pool format 4) in place, while
+    /// processes keep taking and pushing (needs ZooKeeper): the free range that ends at its last
+    /// ID becomes fresh blocks, its other free ranges become hole nodes. No way back.
     #[command(after_help = "Examples:
-  zooid migrate /eventpublish/idgen/did                      # hole nodes (pool format 4), blocks of 1000
-  zooid migrate /ids/task --layout blocks --block-size 250   # block allocation (pool format 3)")]
+  zooid migrate /eventpublish/idgen/did                 # hole nodes (pool format 4), blocks of 1000
+  zooid migrate /ids/task --block-size 250              # in blocks of 250")]
     Migrate {
         category: String,
         /// IDs per fresh block: use the batch size the workers take.

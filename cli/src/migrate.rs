@@ -1,5 +1,6 @@
-//! `zooid migrate`: moves a category to a block layout in place, while processes keep taking
-//! and pushing (docs/OPERATIONS.md, "Moving a category to the scalable layout").
+//! `zooid migrate`: moves a single-node category to hole nodes (pool format 4) in place, while
+//! processes keep taking and pushing (docs/OPERATIONS.md, "Moving a category to the scalable
+//! layout").
 
 use clap::ValueEnum;
 use zooid::{ConnectOptions, IdCategory, Layout, Migrated};
@@ -9,8 +10,6 @@ use zooid::{ConnectOptions, IdCategory, Layout, Migrated};
 pub enum Target {
     /// Hole nodes (pool format 4): the layout for thousands of tasks that push back leftovers.
     Holes,
-    /// Block allocation (pool format 3).
-    Blocks,
 }
 
 /// `zooid migrate`: prints what moved, or that the category is there already.
@@ -23,7 +22,6 @@ pub fn migrate(
 ) -> zooid::Result<()> {
     let layout = match target {
         Target::Holes => Layout::HoleNodes { unit: block_size },
-        Target::Blocks => Layout::Blocks { unit: block_size },
     };
     let category = IdCategory::new(category)?;
     let service = crate::ids::open(connect, options)?;

@@ -7,7 +7,8 @@ use clap::Subcommand;
 use tokio::io::AsyncWriteExt;
 use zooid::blocking;
 use zooid::queue::{Claim, QueueOptions, WorkQueue};
-use zooid::{ConnectOptions, Session, ZooidError};
+use zooid::zk::Zk;
+use zooid::{ConnectOptions, ZooidError};
 
 use crate::stop::{io_error, Stop};
 
@@ -89,9 +90,9 @@ pub fn run(connect: &str, options: &ConnectOptions, command: QueueCommand) -> zo
                 ..QueueOptions::default()
             };
             let q = service.open_queue(&queue, opts)?;
-            let session = service.session()?;
+            let zk = service.zookeeper()?;
             let grace = Duration::from_secs(grace);
-            blocking::block_on(work(q.as_async(), &session, max, grace, &command))?
+            blocking::block_on(work(q.as_async(), &zk, max, grace, &command))?
         }
         QueueCommand::Show { queue } => show(&service.open_queue(&queue, QueueOptions::default())?),
     }
@@ -133,7 +134,7 @@ fn show(queue: &blocking::WorkQueue) -> zooid::Result<()> {
 
 async fn work(
     queue: &WorkQueue,
-    session: &Session,
+    zk: &Zk,
     max: Option<u64>,
     grace: Duration,
     command: &[String],
@@ -147,7 +148,7 @@ async fn work(
         };
         let Some(claim) = claim else { continue };
         handled += 1;
-        let stopping = run_one(claim, session, command, grace, &mut stop).await?;
+        let stopping = run_one(claim, zk, command, grace, &mut stop).await?;
         if stopping {
             break;
         }
@@ -158,8 +159,8 @@ async fn work(
 /// Resolves when the claim may be lost while its command runs: its session was given up, or it
 /// has been out of touch with the servers for half its timeout (`stop_acting`), after which
 /// the servers may expire it and hand the item to another worker.
-async fn claim_at_risk(claim: &Claim, session: &Session) -> std::time::Duration {
-    let mut status = session.subscribe();
+async fn claim_at_risk(claim: &Claim, zk: &Zk) -> std::time::Duration {
+    let mut status = zk.subscribe();
     loop {
         let now = *status.borrow_and_update();
         if claim.is_lost() || now.stop_acting {
@@ -191,7 +192,7 @@ fn kill_group(child: &tokio::process::Child) {
 /// to another worker; its item is then released (or already lost).
 async fn run_one(
     claim: Claim,
-    session: &Session,
+    zk: &Zk,
     command: &[String],
     grace: Duration,
     stop: &mut Stop,
@@ -225,7 +226,7 @@ async fn run_one(
     let status = tokio::select! {
         status = child.wait() => Some(status),
         _ = stop.recv() => { stopping = true; None }
-        left = claim_at_risk(&claim, session) => { at_risk = Some(left); None }
+        left = claim_at_risk(&claim, zk) => { at_risk = Some(left); None }
     };
     let status = match status {
         Some(status) => Some(status),

@@ -1,15 +1,13 @@
-//! The operator's operations on a pool: create it (single node or block allocation), restore
-//! it from its durable record, repair it against one, raise its ceiling.
+//! The operator's operations on a pool: create it (single node or block allocation with hole
+//! nodes), restore it from its durable record, repair it against one, raise its ceiling.
 
 use std::cell::Cell;
-
-use zookeeper_client::CreateMode;
 
 use super::blocks::{generations, needs_zookeeper};
 use super::engine::{LastFailure, Plan, Step};
 use super::options::{Layout, Restored};
 use super::service::{count_of, IdGeneratorService};
-use super::state::{Cached, Strategy, Waiting};
+use super::state::{Cached, Strategy};
 use crate::error::{Result, ZooidError};
 use crate::format::{
     holes_parent, returned_parent, sequence_parent, OpKind, OpRecord, OpToken, Pool, MAX_TAKE,
@@ -18,7 +16,7 @@ use crate::idset::IdCategory;
 use crate::range::IdRange;
 use crate::retry::Budget;
 use crate::store::{Store, StoreError};
-use crate::zk::{Multi, MultiFailed, Verdict};
+use crate::zk::{Create, Multi, MultiFailed, Verdict, Zk, ZooKeeperExt};
 
 impl<S: Store> IdGeneratorService<S> {
     /// Creates a single-node category (see
@@ -75,9 +73,10 @@ impl<S: Store> IdGeneratorService<S> {
         Err(self.budget_error(category, &budget, failure))
     }
 
-    /// Creates a category in block allocation (see
+    /// Creates a category in block allocation with hole nodes (format 4, see
     /// [`create_category`](Self::create_category)): the pool node, its first
-    /// generation's sequence parent and the node pushes are announced on, in one `multi`.
+    /// generation's sequence parent, the parent of the receipts and that of the holes, in one
+    /// `multi`.
     pub(super) async fn create_blocks(
         &self,
         category: &IdCategory,
@@ -85,7 +84,6 @@ impl<S: Store> IdGeneratorService<S> {
         last: i64,
         unit: u64,
         ceiling: Option<i64>,
-        hole_nodes: bool,
     ) -> Result<()> {
         if unit == 0 || unit > MAX_TAKE {
             return Err(ZooidError::InvalidArgument(format!(
@@ -94,13 +92,9 @@ impl<S: Store> IdGeneratorService<S> {
         }
         check_ceiling(ceiling, last)?;
         let bounds = category_bounds(first, last)?;
-        let session = self.store.session().ok_or_else(needs_zookeeper)?;
+        let zk = self.zk.as_ref().ok_or_else(needs_zookeeper)?;
         let path = category.name();
-        let mut pool = if hole_nodes {
-            Pool::with_hole_nodes(bounds, unit)
-        } else {
-            Pool::with_blocks(bounds, unit)
-        };
+        let mut pool = Pool::with_hole_nodes(bounds, unit);
         pool.set_ceiling(ceiling);
         let (token, bytes) = self.first_version(&mut pool, bounds.len());
         let parent = sequence_parent(path, 0);
@@ -108,32 +102,33 @@ impl<S: Store> IdGeneratorService<S> {
         let mut failure = LastFailure::None;
         while budget.try_attempt() {
             tracing::Span::current().record("attempt", budget.attempts());
-            let (client, generation) = session.client();
-            let options = CreateMode::Persistent.with_acls(session.default_acls());
+            let generation = zk.generation();
+            let options = Create::persistent();
             let created = async {
                 if let Some(dir) = crate::store::parent(path) {
-                    let made = session.run(generation, client.mkdir(dir, &options)).await;
-                    made.map_err(|error| MultiFailed { index: None, error })?;
+                    let made = zk.create_all(generation, dir, None).await;
+                    made.map_err(|failure| MultiFailed {
+                        index: None,
+                        failure,
+                    })?;
                 }
-                let mut multi = Multi::new(&client);
+                let mut multi = Multi::new();
                 multi
                     .create(path, &bytes, &options)
                     .create(&parent, &[], &options)
-                    .create(&returned_parent(path), &[], &options);
-                if hole_nodes {
-                    multi.create(&holes_parent(path), &[], &options);
-                }
-                multi.commit(session, generation).await.map(drop)
+                    .create(&returned_parent(path), &[], &options)
+                    .create(&holes_parent(path), &[], &options);
+                multi.commit(&**zk, generation).await.map(drop)
             };
             let err = match created.await {
                 Ok(()) => {
                     self.remember_created(category, pool).await;
-                    tracing::info!(category = path, %bounds, unit, hole_nodes, "category created (block allocation)");
+                    tracing::info!(category = path, %bounds, unit, "category created (block allocation)");
                     return Ok(());
                 }
-                Err(failed) => failed.error,
+                Err(failed) => failed.failure,
             };
-            match crate::zk::classify(&err) {
+            match err.verdict {
                 Verdict::NodeExists => {
                     // Ours, if an earlier attempt applied before its reply was lost.
                     if !self.created_by(path, token, &mut budget).await? {
@@ -142,11 +137,11 @@ impl<S: Store> IdGeneratorService<S> {
                         });
                     }
                     self.remember_created(category, pool).await;
-                    tracing::info!(category = path, %bounds, unit, hole_nodes, "category created (block allocation)");
+                    tracing::info!(category = path, %bounds, unit, "category created (block allocation)");
                     return Ok(());
                 }
                 Verdict::NotAuthorized => {
-                    return Err(crate::zk::not_authorized(path, session.options()))
+                    return Err(crate::zk::not_authorized(path, zk.options()))
                 }
                 Verdict::BadVersion | Verdict::NoNode | Verdict::Refused => {
                     return Err(ZooidError::Store {
@@ -189,14 +184,7 @@ impl<S: Store> IdGeneratorService<S> {
                 return;
             }
         };
-        slot.lock().await.cached = Some(Cached::new(
-            0,
-            Some(created),
-            session,
-            pool,
-            false,
-            Waiting::default(),
-        ));
+        slot.lock().await.cached = Some(Cached::new(0, Some(created), session, pool, false));
     }
 
     /// Whether pool `path` was created by the write with `token`.
@@ -208,8 +196,8 @@ impl<S: Store> IdGeneratorService<S> {
 
     /// See [`restore_category`](Self::restore_category); `unit`: the block size of a category
     /// in block allocation, which comes back in block allocation, its fresh blocks above
-    /// `ceiling` (the pool node, its generation's sequence parent and the node pushes are
-    /// announced on, created in one `multi`).
+    /// `ceiling` (the pool node, its generation's sequence parent, the parents of the receipts
+    /// and of the holes, created in one `multi`).
     pub(super) async fn restore(
         &self,
         category: &IdCategory,
@@ -221,7 +209,6 @@ impl<S: Store> IdGeneratorService<S> {
         let path = category.name();
         let mut pool = match layout {
             Layout::SingleNode => Pool::new(bounds),
-            Layout::Blocks { unit } => Pool::with_blocks(bounds, unit),
             Layout::HoleNodes { unit } => Pool::with_hole_nodes(bounds, unit),
         };
         pool.clear_through(ceiling, bounds.start(), epoch);
@@ -234,7 +221,7 @@ impl<S: Store> IdGeneratorService<S> {
             let created = match pool.blocks() {
                 None => self.store.create(path, &bytes).await,
                 Some(layout) => {
-                    create_block_pool(&self.store, path, &bytes, layout.generation).await
+                    create_block_pool(self.zk.as_ref(), path, &bytes, layout.generation).await
                 }
             };
             match created {
@@ -285,7 +272,7 @@ impl<S: Store> IdGeneratorService<S> {
             // The holes given up below are listed again by the next take.
             slot.holes = None;
             // The generation sealed for this attempt and its final frontier (block pools).
-            let sealed = match self.store.session() {
+            let sealed = match self.zk.as_ref() {
                 Some(session) => {
                     let node = self.read(path, &mut budget).await?;
                     let pool = Pool::parse(path, &node.data)?;
@@ -314,11 +301,9 @@ impl<S: Store> IdGeneratorService<S> {
                                 }
                                 continue;
                             };
-                            if layout.hole_nodes {
-                                holes_removed +=
-                                    super::blocks::repair::give_up_holes(session, path, ceiling)
-                                        .await?;
-                            }
+                            holes_removed +=
+                                super::blocks::repair::give_up_holes(session, path, ceiling)
+                                    .await?;
                             Some((layout.generation, frontier))
                         }
                         _ => None,
@@ -367,7 +352,7 @@ impl<S: Store> IdGeneratorService<S> {
                 Step::Done { moved, strategy } => {
                     let written = slot.cached.as_ref().map(|state| state.version);
                     if let (Strategy::Blocks(layout), Some(session), Some(version)) =
-                        (strategy, self.store.session(), written)
+                        (strategy, self.zk.as_ref(), written)
                     {
                         // The new generation's sequence parent while the pool is as written (a
                         // take creates it too).
@@ -425,46 +410,45 @@ impl<S: Store> IdGeneratorService<S> {
 }
 
 /// Creates a pool in block allocation as `restore` does: the pool node with `bytes`, the
-/// sequence parent of `generation` and the node pushes are announced on, in one `multi`. Its
-/// errors read as a plain create's.
-async fn create_block_pool<S: Store>(
-    store: &S,
+/// sequence parent of `generation`, the parents of the receipts and of the holes, in one
+/// `multi`. Its errors read as a plain create's.
+async fn create_block_pool(
+    zk: Option<&Zk>,
     path: &str,
     bytes: &[u8],
     generation: u64,
 ) -> std::result::Result<(), StoreError> {
-    let session = store
-        .session()
-        .ok_or_else(|| StoreError::Refused(needs_zookeeper().to_string()))?;
-    let (client, session_generation) = session.client();
-    let options = CreateMode::Persistent.with_acls(session.default_acls());
+    let zk = zk.ok_or_else(|| StoreError::Refused(needs_zookeeper().to_string()))?;
+    let session_generation = zk.generation();
+    let options = Create::persistent();
     let created = async {
         if let Some(dir) = crate::store::parent(path) {
-            let made = session
-                .run(session_generation, client.mkdir(dir, &options))
-                .await;
-            made.map_err(|error| MultiFailed { index: None, error })?;
+            let made = zk.create_all(session_generation, dir, None).await;
+            made.map_err(|failure| MultiFailed {
+                index: None,
+                failure,
+            })?;
         }
-        let mut multi = Multi::new(&client);
+        let mut multi = Multi::new();
         multi
             .create(path, bytes, &options)
             .create(&sequence_parent(path, generation), &[], &options)
             .create(&returned_parent(path), &[], &options)
             .create(&holes_parent(path), &[], &options);
-        multi.commit(session, session_generation).await.map(drop)
+        multi.commit(&**zk, session_generation).await.map(drop)
     };
     let Err(failed) = created.await else {
         return Ok(());
     };
-    Err(match crate::zk::classify(&failed.error) {
+    Err(match failed.verdict() {
         Verdict::NodeExists => StoreError::NodeExists,
         Verdict::NotAuthorized => StoreError::NotAuthorized {
-            identity: session.options().identity(),
+            identity: zk.options().identity(),
         },
         Verdict::Expired | Verdict::Closed | Verdict::Unknown => {
-            StoreError::Unknown(failed.error.to_string())
+            StoreError::Unknown(failed.failure.to_string())
         }
-        _ => StoreError::Refused(failed.error.to_string()),
+        _ => StoreError::Refused(failed.failure.to_string()),
     })
 }
 

@@ -5,14 +5,13 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::blocks::needs_zookeeper;
-use super::blocks::{generations, parts, returns};
+use super::blocks::generations;
 use super::lost::{LostWrite, Resolution};
 use super::options::DEFAULT_MOVE_AT_VERSION;
 use super::service::IdGeneratorService;
-use super::state::{figures, Cached, Held, Slot, Strategy, Waiting, MOVE_RETRY_AFTER};
+use super::state::{figures, Cached, Held, Slot, Strategy, MOVE_RETRY_AFTER};
 use crate::error::{Result, ZooidError};
-use crate::format::{ChunkOp, OpKind, OpRecord, OpToken, Pool, MAX_OP_LINE_BYTES};
+use crate::format::{OpKind, OpRecord, OpToken, Pool, MAX_OP_LINE_BYTES};
 use crate::idset::IdCategory;
 use crate::range::IdRange;
 use crate::retry::Budget;
@@ -51,14 +50,8 @@ pub(crate) enum LastFailure {
 
 /// A write as planned: the pool it leaves, and what is sent.
 struct Prepared {
-    /// The pool as planned (the waiting pushes it keeps still merged in its free list).
+    /// The pool as planned.
     next: Pool,
-    /// The pushes still waiting after it.
-    waiting: Waiting,
-    /// The pool as its nodes hold it, when pushes wait (else `next` is).
-    stored: Option<Pool>,
-    /// The part writes and push deletes that go with it in one `multi`.
-    part_ops: Vec<ChunkOp>,
     token: OpToken,
     bytes: Vec<u8>,
     moved: Vec<IdRange>,
@@ -150,17 +143,10 @@ impl<S: Store> IdGeneratorService<S> {
             }
             let current = match slot.cached.take() {
                 Some(state) => state,
-                None => match self
-                    .read_state(path, slot, budget, refuse_older, mine.take())
-                    .await?
-                {
-                    Some(state) => state,
-                    None => {
-                        // A part moved on: the pool node was read before a later write.
-                        budget.backoff().await;
-                        continue;
-                    }
-                },
+                None => {
+                    self.read_state(path, slot, budget, refuse_older, mine.take())
+                        .await?
+                }
             };
             let prepared = match plan(&current.pool, current.strategy) {
                 Ok(Plan::Write { next, moved, count }) => {
@@ -231,10 +217,8 @@ impl<S: Store> IdGeneratorService<S> {
         }
     }
 
-    /// Reads the pool whole: the node (caught up with a `sync` when it looks older than seen
-    /// before), its free-list parts, and for block allocation the pushes waiting in their own
-    /// nodes; arms the watch of a pool in block allocation. `None` when a part had moved on (the
-    /// node was read before a later write): read again.
+    /// Reads the pool node (caught up with a `sync` when it looks older than seen before); arms
+    /// the watch of a pool in block allocation.
     async fn read_state(
         &self,
         path: &str,
@@ -242,7 +226,7 @@ impl<S: Store> IdGeneratorService<S> {
         budget: &mut Budget,
         refuse_older: bool,
         mine: Option<i32>,
-    ) -> Result<Option<Cached>> {
+    ) -> Result<Cached> {
         // Before the read: a session replaced meanwhile makes the state read stale at once.
         let generation = self.session_generation();
         let mut node = self.read(path, budget).await?;
@@ -270,28 +254,7 @@ impl<S: Store> IdGeneratorService<S> {
         let limit = self.options.max_pool_bytes;
         self.stats
             .pool_seen(figures(path, &pool, node.data.len(), node.version, limit));
-        if !pool.chunks().is_empty() {
-            let session = self.store.session().ok_or_else(needs_zookeeper)?;
-            if let parts::Loaded::Stale =
-                parts::load(session, path, &mut pool, &mut slot.chunks).await?
-            {
-                return Ok(None);
-            }
-        }
-        let mut waiting = Waiting::default();
-        let session = self.store.session();
-        if let (Some(_), Some(session)) = (pool.blocks(), session) {
-            // Pushes waiting in their own nodes are free IDs too.
-            let (version, pushes) = returns::read_returns(session, path).await?;
-            let doubled = waiting.merge(pool.free_mut(), version, pushes);
-            if doubled > 0 {
-                tracing::error!(
-                    category = path,
-                    ids = doubled,
-                    "IDs pushed twice (or pushed while free); counted once"
-                );
-            }
-        }
+        let session = self.zk.as_ref();
         slot.known.store(node.version, Ordering::Release);
         if let (Some(_), Some(session)) = (pool.blocks(), session) {
             let (known, armed, changed) = (&slot.known, &slot.armed, &slot.changed);
@@ -304,20 +267,13 @@ impl<S: Store> IdGeneratorService<S> {
             );
         }
         let (created, session) = (Some(node.created), generation);
-        Ok(Some(Cached::new(
-            node.version,
-            created,
-            session,
-            pool,
-            true,
-            waiting,
-        )))
+        Ok(Cached::new(node.version, created, session, pool, true))
     }
 
-    /// Lays out the write of `next` over `current`: a format-3 pool writes only the parts of its
-    /// free list that changed, and merges the waiting pushes it does not leave waiting (their
-    /// nodes are deleted in the same `multi`); logs the operation. A single-node pool at
-    /// `move_at_version` or above moves to a fresh node with this write, when `may_move`.
+    /// Lays out the write of `next` over `current` and logs the operation. A single-node pool at
+    /// `move_at_version` or above moves to a fresh node with this write, when `may_move`. A pool
+    /// in block allocation (format 4) is never written with a free list of its own: its free
+    /// IDs are hole nodes.
     #[allow(clippy::too_many_arguments)]
     fn prepare(
         &self,
@@ -329,24 +285,16 @@ impl<S: Store> IdGeneratorService<S> {
         kind: OpKind,
         may_move: bool,
     ) -> Result<Prepared> {
-        let (waiting, merged) = current.waiting.after_write(path, next.free());
-        // `stored`: the pool as its nodes will hold it, when pushes wait.
-        let (mut part_ops, mut stored) = if current.waiting.is_empty() && waiting.is_empty() {
-            (crate::format::parts::plan(&current.pool, &mut next), None)
-        } else {
-            let mut stored = waiting.stored(&next);
-            let before = current.waiting.stored(&current.pool);
-            let ops = crate::format::parts::plan(&before, &mut stored);
-            next.set_chunks(stored.chunks().to_vec());
-            (ops, Some(stored))
-        };
-        part_ops.extend(merged);
+        if next.blocks().is_some() && !next.free().is_empty() {
+            // No plan does this; refuse it rather than write a node no reader accepts.
+            return Err(ZooidError::InvalidArgument(format!(
+                "{path}: a write would leave free ranges in a format-4 pool node; nothing written"
+            )));
+        }
         // A single-node pool near the end of ZooKeeper's 32-bit data version moves to a fresh
         // node with this write; its pool version (the operation log's) goes on from here.
-        let moves = may_move
-            && current.version >= self.options.move_at_version
-            && next.blocks().is_none()
-            && part_ops.is_empty();
+        let moves =
+            may_move && current.version >= self.options.move_at_version && next.blocks().is_none();
         if !moves && current.version == i32::MAX {
             return Err(ZooidError::VersionWrap {
                 path: path.to_string(),
@@ -365,15 +313,9 @@ impl<S: Store> IdGeneratorService<S> {
             count,
         };
         next.record(op, self.options.op_log_len);
-        if let Some(stored) = stored.as_mut() {
-            stored.record(op, self.options.op_log_len);
-        }
-        let bytes = stored.as_ref().unwrap_or(&next).render().into_bytes();
+        let bytes = next.render().into_bytes();
         Ok(Prepared {
             next,
-            waiting,
-            stored,
-            part_ops,
             token,
             bytes,
             moved,
@@ -407,17 +349,14 @@ impl<S: Store> IdGeneratorService<S> {
                 .await
                 .map(|created| (0, created))
         } else {
-            self.write(path, &write.bytes, current.version, &write.part_ops)
+            self.store
+                .set(path, &write.bytes, current.version)
                 .await
                 .map(|written| (written, current.created))
         };
         match reply {
             Ok((written, created)) => {
                 slot.known.store(written, Ordering::Release);
-                parts::remember(
-                    write.stored.as_ref().unwrap_or(&write.next),
-                    &mut slot.chunks,
-                );
                 if !refuse_older {
                     self.categories.forget_seen(path);
                 }
@@ -432,14 +371,7 @@ impl<S: Store> IdGeneratorService<S> {
                 self.stats
                     .pool_seen(figures(path, &write.next, bytes, written, limit));
                 slot.pace.on_success(sent.elapsed());
-                let state = Cached::new(
-                    written,
-                    created,
-                    current.session,
-                    write.next,
-                    false,
-                    write.waiting,
-                );
+                let state = Cached::new(written, created, current.session, write.next, false);
                 let strategy = state.strategy;
                 slot.cached = Some(state);
                 Ok(Sent::Done(write.moved, strategy))
@@ -452,6 +384,9 @@ impl<S: Store> IdGeneratorService<S> {
                 slot.cached = Some(current);
                 Ok(Sent::Unreachable(why))
             }
+            // A mutant the simulator must find (tests/sim): a lost reply taken as not applied.
+            #[cfg(zooid_mutant = "lost_reply_not_applied")]
+            Err(StoreError::Unknown(_)) => Ok(Sent::NotApplied),
             Err(StoreError::Unknown(why)) => {
                 tracing::warn!(category = path, %why, op = kind.as_str(), "reply lost; resolving the outcome");
                 self.after_lost_reply(path, slot, &current, write, kind)
@@ -483,7 +418,7 @@ impl<S: Store> IdGeneratorService<S> {
     }
 
     /// Resolves a write whose reply was lost; the state found is kept only for a single-node
-    /// pool read whole (one with parts or waiting pushes is read again).
+    /// pool (one in block allocation is read again, arming its watch).
     async fn after_lost_reply(
         &self,
         path: &str,
@@ -500,7 +435,6 @@ impl<S: Store> IdGeneratorService<S> {
             offset: current.pool.offset(),
             moves: write.moves,
             bytes: &write.bytes,
-            parts: &write.part_ops,
             kind,
             moved: &write.moved,
             epoch: current.pool.epoch(),
@@ -510,15 +444,8 @@ impl<S: Store> IdGeneratorService<S> {
             true => (0, None),
             false => (expected + 1, current.created),
         };
-        let planned = Cached::new(
-            version,
-            created,
-            current.session,
-            write.next,
-            false,
-            write.waiting,
-        );
-        let plannable = |s: &Cached| s.pool.chunks().is_empty() && s.strategy == Strategy::Single;
+        let planned = Cached::new(version, created, current.session, write.next, false);
+        let plannable = |s: &Cached| s.strategy == Strategy::Single;
         match self.resolve(path, lost, planned).await? {
             Resolution::Applied(state) => {
                 self.stats.lost_reply(path, LostOutcome::Applied, 0);
@@ -544,29 +471,9 @@ impl<S: Store> IdGeneratorService<S> {
         }
     }
 
-    /// Writes the pool node at `expected`, with the free-list part writes `parts` in the same
-    /// `multi` when there are any.
-    pub(crate) async fn write(
-        &self,
-        path: &str,
-        bytes: &[u8],
-        expected: i32,
-        part_ops: &[ChunkOp],
-    ) -> Result<i32, StoreError> {
-        match (part_ops.is_empty(), self.store.session()) {
-            (true, _) => self.store.set(path, bytes, expected).await,
-            (false, Some(session)) => parts::commit(session, path, bytes, expected, part_ops).await,
-            (false, None) => Err(StoreError::Refused(
-                "free-list parts need a ZooKeeper store".into(),
-            )),
-        }
-    }
-
     /// The generation of the store's session (0 for the stores without one).
     pub(crate) fn session_generation(&self) -> u64 {
-        self.store
-            .session()
-            .map_or(0, |session| session.status().generation)
+        self.zk.as_ref().map_or(0, |zk| zk.status().generation)
     }
 
     /// Reads a node after catching its server up (`sync`).

@@ -1,17 +1,16 @@
-//! What a pool holds, for operators: read whole (parts loaded, waiting pushes merged), with the
-//! blocks claimed since its node was written; and the categories below a node.
+//! What a pool holds, for operators: the pool node, and for a pool in block allocation its hole
+//! nodes and the blocks claimed since its node was written; and the categories below a node.
 
-use super::blocks::needs_zookeeper;
-use super::blocks::{hole_ranges, parts, returns, usage};
+use super::blocks::{hole_ranges, usage};
 use super::options::PoolInfo;
 use super::service::IdGeneratorService;
-use super::state::{figures, Waiting};
+use super::state::figures;
 use crate::error::{Result, ZooidError};
 use crate::format::Pool;
 use crate::idset::IdCategory;
 use crate::range::IdRange;
 use crate::retry::Budget;
-use crate::store::{Store, StoreError, Versioned};
+use crate::store::{Store, StoreError};
 
 impl<S: Store> IdGeneratorService<S> {
     /// Reads the pool afresh (see [`pool_info`](Self::pool_info)).
@@ -19,12 +18,13 @@ impl<S: Store> IdGeneratorService<S> {
         let mut budget = Budget::start(self.options.retry);
         tracing::Span::current().record("attempt", 1);
         let path = category.name();
-        let (node, pool) = self.read_complete(path, &mut budget).await?;
-        let usage = usage(self.store.session(), path, &pool, true).await?;
+        let node = self.read(path, &mut budget).await?;
+        let pool = Pool::parse(path, &node.data)?;
+        let usage = usage(self.zk.as_ref(), path, &pool).await?;
         let limit = self.options.max_pool_bytes;
         // What is free: for format 4 also the holes in their nodes and the IDs no block claimed.
-        let shown = match (pool.blocks(), self.store.session()) {
-            (Some(layout), Some(session)) if layout.hole_nodes => {
+        let shown = match (pool.blocks(), self.zk.as_ref()) {
+            (Some(_), Some(session)) => {
                 let mut shown = pool.clone();
                 let unclaimed =
                     IdRange::new(usage.high_water.saturating_add(1), pool.bounds().end());
@@ -59,35 +59,6 @@ impl<S: Store> IdGeneratorService<S> {
             high_water: usage.high_water,
             blocks: pool.blocks(),
         })
-    }
-
-    /// Reads the pool with all its free IDs: its parts loaded and, in block allocation, the
-    /// pushes waiting in their own nodes merged.
-    async fn read_complete(&self, path: &str, budget: &mut Budget) -> Result<(Versioned, Pool)> {
-        loop {
-            let node = self.read(path, budget).await?;
-            let mut pool = Pool::parse(path, &node.data)?;
-            if !pool.chunks().is_empty() {
-                let session = self.store.session().ok_or_else(needs_zookeeper)?;
-                let mut cache = parts::ChunkCache::new();
-                if let parts::Loaded::Stale =
-                    parts::load(session, path, &mut pool, &mut cache).await?
-                {
-                    if budget.try_attempt() {
-                        continue;
-                    }
-                    return Err(ZooidError::Timeout {
-                        what: path.to_string(),
-                        after: budget.elapsed(),
-                    });
-                }
-            }
-            if let (Some(_), Some(session)) = (pool.blocks(), self.store.session()) {
-                let (version, pushes) = returns::read_returns(session, path).await?;
-                Waiting::default().merge(pool.free_mut(), version, pushes);
-            }
-            return Ok((node, pool));
-        }
     }
 
     /// The children of `parent` (see [`list_categories`](Self::list_categories)).

@@ -10,7 +10,7 @@
 use super::service::IdGeneratorService;
 use super::state::Cached;
 use crate::error::Result;
-use crate::format::{ChunkOp, OpKind, OpToken, Pool};
+use crate::format::{OpKind, OpToken, Pool};
 use crate::range::IdRange;
 use crate::retry::Budget;
 use crate::store::{Store, StoreError};
@@ -39,8 +39,6 @@ pub(crate) struct LostWrite<'a> {
     /// The write moves the pool to a fresh node (deletes and creates it again).
     pub moves: bool,
     pub bytes: &'a [u8],
-    /// The free-list part writes that went with it (src/alloc/blocks/parts.rs).
-    pub parts: &'a [ChunkOp],
     pub kind: OpKind,
     /// The IDs the write took or pushed.
     pub moved: &'a [IdRange],
@@ -158,7 +156,8 @@ impl<S: Store> IdGeneratorService<S> {
                         .await
                         .map(|created| (0, created)),
                     false => self
-                        .write(path, write.bytes, expected, write.parts)
+                        .store
+                        .set(path, write.bytes, expected)
                         .await
                         .map(|written| (written, planned.created)),
                 };
@@ -183,14 +182,7 @@ impl<S: Store> IdGeneratorService<S> {
                 )));
             }
             let (created, session) = (Some(node.created), self.session_generation());
-            let state = Cached::new(
-                node.version,
-                created,
-                session,
-                pool,
-                true,
-                Default::default(),
-            );
+            let state = Cached::new(node.version, created, session, pool, true);
             return Ok(write.told_by(state));
         }
     }

@@ -1,37 +1,52 @@
-//! Moving a category to a block layout in place (`zooid migrate`), while processes keep taking
-//! and pushing: a single-node pool (formats 1 and 2, or a seed-style node) to hole nodes
-//! (format 4) or block allocation (format 3), or a format-3 pool to format 4.
+//! Moving a single-node category (formats 1 and 2, or a seed-style node) to hole nodes
+//! (format 4) in place (`zooid migrate`), while processes keep taking and pushing.
 //!
 //! The free range that ends at the pool's last ID becomes the fresh-block region (block 0 of
-//! generation 0 starts at its first ID); every other free range stays in the pool node's free
-//! list, which block takes take first with compare-and-set, as for any pool in block
-//! allocation. With no free range ending at the last ID, every fresh block is handed out
-//! already (the base is one past the last ID). The ceiling and the epoch are kept.
+//! generation 0 starts at its first ID); every other free range becomes a hole node
+//! (`zooid-holes/h-START-END`). With no free range ending at the last ID, every fresh block is
+//! handed out already (the base is one past the last ID). The ceiling, the epoch and the
+//! offset are kept; the format-4 pool node holds no free list.
 //!
 //! The children of the new layout are created first (with the pool node's ACL): a reader of
-//! the single-node layout ignores them. Then the pool node is written once, through the engine
-//! (compare-and-set, lost replies resolved by the operation log, logged as a `blocks` write).
-//! A take or push planned on the old layout conflicts with that write and plans again on the
-//! new one, so no ID is handed out twice and none is lost.
+//! the single-node layout ignores them. Then, on the pool node as read at data version `V`:
+//!
+//! 1. The hole nodes are made to match the free ranges at `V` exactly: creates of the missing
+//!    ones, deletes of any other (left by an earlier attempt planned on an older version), in
+//!    `multi`s of at most [`OPS_PER_WRITE`] ops that each `check(P, V)` first. Every such op
+//!    moves the holes towards the ranges at `V`, and none applies once the pool moved on, so
+//!    a `multi` that applied whole leaves them exact, whoever else migrates meanwhile.
+//! 2. The pool node is written at `V` (`setData(P, V)`, logged as a `blocks` write) as format
+//!    4. It applies only while the pool is still at `V`, where nothing but migrations at `V`
+//!    (which only move the holes towards the ranges at `V`) touched them since they were made
+//!    exact: the holes are then exactly the free ranges the single node held.
+//!
+//! A take or push on the single node moves the pool from `V`: the migration reads it again and
+//! starts over (the holes it made are fixed by the next round, never handed out meanwhile: no
+//! reader of the single node reads them). A migration stopped anywhere leaves the pool a
+//! single node, maybe with holes no one reads; running it again finishes it. So no ID is
+//! handed out twice and none is lost. A lost reply is resolved by reading the pool again: the
+//! switch's token in the operation log says it applied.
 
-use std::cell::Cell;
-
-use zookeeper_client::{Acls, CreateMode};
+use std::collections::BTreeSet;
 
 use super::blocks::{needs_zookeeper, refused};
-use super::engine::{Plan, Step};
+use super::engine::LastFailure;
 use super::options::Layout;
 use super::service::IdGeneratorService;
 use crate::error::{Result, ZooidError};
 use crate::format::{
-    holes_parent, returned_parent, sequence_parent, Blocks, OpKind, Pool, FORMAT_VERSION,
-    FORMAT_VERSION_BLOCKS, FORMAT_VERSION_HOLES, FORMAT_VERSION_RESERVED, MAX_TAKE,
+    hole_name, holes_parent, returned_parent, sequence_parent, Blocks, OpKind, OpRecord, OpToken,
+    Pool, FORMAT_VERSION, FORMAT_VERSION_HOLES, FORMAT_VERSION_RESERVED, MAX_TAKE,
 };
 use crate::idset::IdCategory;
 use crate::range::IdRange;
 use crate::retry::Budget;
-use crate::store::Store;
-use crate::zk::{Classified, Session, Verdict};
+use crate::store::{Store, StoreError};
+use crate::zk::{Create, Failure, Multi, Verdict, Zk, ZooKeeperExt};
+
+/// The most hole creates and deletes one `multi` of a migration sends (about 75 bytes each,
+/// well within ZooKeeper's request limit of 1 MB).
+pub(crate) const OPS_PER_WRITE: usize = 1_000;
 
 /// What [`IdGeneratorService::migrate_category`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,238 +60,361 @@ pub enum Migrated {
     Moved {
         /// The format version before.
         from: u32,
-        /// The format version now (3 or 4).
+        /// The format version now (4).
         to: u32,
         /// The first ID of the fresh-block region (one past the last ID when none is left).
         base: i64,
     },
 }
 
-/// Where a migration goes: block size and whether pushed ranges are hole nodes.
-#[derive(Clone, Copy)]
-struct Target {
-    unit: u64,
-    hole_nodes: bool,
+/// The block size a migration to `layout` uses; the single-node layout is no target (no way
+/// back).
+fn target_unit(layout: Layout) -> Result<u64> {
+    let unit = match layout {
+        Layout::HoleNodes { unit } => unit,
+        Layout::SingleNode => {
+            return Err(ZooidError::InvalidArgument(
+                "migrate: only to hole nodes (pool format 4), not back to a single node".into(),
+            ))
+        }
+    };
+    if unit == 0 || unit > MAX_TAKE {
+        return Err(ZooidError::InvalidArgument(format!(
+            "block size {unit}: need 1..={MAX_TAKE}"
+        )));
+    }
+    Ok(unit)
 }
 
-impl Target {
-    /// The target of `layout`; the single-node layout is not one (no way back).
-    fn of(layout: Layout) -> Result<Self> {
-        let (unit, hole_nodes) = match layout {
-            Layout::Blocks { unit } => (unit, false),
-            Layout::HoleNodes { unit } => (unit, true),
-            Layout::SingleNode => return Err(ZooidError::InvalidArgument(
-                "migrate: only to a block layout (blocks or hole nodes), not back to a single node"
-                    .into(),
-            )),
-        };
-        if unit == 0 || unit > MAX_TAKE {
-            return Err(ZooidError::InvalidArgument(format!(
-                "block size {unit}: need 1..={MAX_TAKE}"
-            )));
-        }
-        Ok(Self { unit, hole_nodes })
-    }
-
-    fn format(self) -> u32 {
-        if self.hole_nodes {
-            FORMAT_VERSION_HOLES
-        } else {
-            FORMAT_VERSION_BLOCKS
-        }
-    }
-}
-
-/// The format version a pool is written in (1 for a seed-style node).
+/// The format version a single-node pool is written in (1 for a seed-style node).
 fn format_of(pool: &Pool) -> u32 {
     match pool.blocks() {
-        Some(b) if b.hole_nodes => FORMAT_VERSION_HOLES,
-        Some(_) => FORMAT_VERSION_BLOCKS,
-        None if pool.ceiling().is_some() => FORMAT_VERSION_RESERVED,
+        Some(_) => FORMAT_VERSION_HOLES,
+        None if pool.ceiling().is_some() || pool.offset() > 0 => FORMAT_VERSION_RESERVED,
         None => FORMAT_VERSION,
     }
 }
 
-/// What a migration of `pool` to `target` writes: `None` when it is there already.
-fn plan(pool: &Pool, target: Target) -> Result<Option<(Pool, u64, i64)>> {
+/// A migration of a single-node pool as planned: the pool node it writes (no free list), the
+/// holes, and what the log counts.
+#[derive(Debug)]
+struct Planned {
+    next: Pool,
+    /// The free ranges that become hole nodes.
+    holes: Vec<IdRange>,
+    /// The free IDs that became the fresh-block region.
+    count: u64,
+    base: i64,
+}
+
+/// What a migration of single-node `pool` to blocks of `unit` writes.
+fn plan(pool: &Pool, unit: u64) -> Planned {
+    let last = pool.bounds().end();
+    let mut holes = pool.free().ranges().to_vec();
+    let (base, count) = match holes.last().copied().filter(|r| r.end() == last) {
+        Some(top) => {
+            holes.pop();
+            (top.start(), top.len())
+        }
+        None => (last.saturating_add(1), 0),
+    };
     let mut next = pool.clone();
-    match pool.blocks() {
-        Some(b) if b.hole_nodes == target.hole_nodes => Ok(None),
-        Some(b) if b.hole_nodes => Err(ZooidError::InvalidArgument(
-            "migrate: a pool with hole nodes (format 4) does not go back to format 3".into(),
-        )),
-        Some(b) => {
-            next.set_blocks(Blocks {
-                hole_nodes: true,
-                ..b
-            });
-            Ok(Some((next, 0, b.base)))
-        }
-        None => {
-            let last = pool.bounds().end();
-            let top = pool
-                .free()
-                .ranges()
-                .last()
-                .copied()
-                .filter(|r| r.end() == last);
-            let (base, count) = match top {
-                Some(range) => {
-                    next.free_mut().remove(&range);
-                    (range.start(), range.len())
-                }
-                None => (last.saturating_add(1), 0),
-            };
-            next.set_blocks(Blocks {
-                unit: target.unit,
-                generation: 0,
-                base,
-                hole_nodes: target.hole_nodes,
-            });
-            Ok(Some((next, count, base)))
-        }
+    next.free_mut().remove_at_most(last);
+    next.set_blocks(Blocks {
+        unit,
+        generation: 0,
+        base,
+    });
+    Planned {
+        next,
+        holes,
+        count,
+        base,
     }
+}
+
+/// The hole creates and deletes that make `listed` (hole node names) the nodes of `holes`.
+fn differences(listed: &BTreeSet<String>, holes: &[IdRange]) -> (Vec<String>, Vec<String>) {
+    let wanted: BTreeSet<String> = holes.iter().map(hole_name).collect();
+    let create = wanted.difference(listed).cloned().collect();
+    let delete = listed.difference(&wanted).cloned().collect();
+    (create, delete)
+}
+
+/// What one round of a migration came to.
+enum Round {
+    /// The pool is in format 4: moved by this migration's switch (or another's).
+    Done(Migrated),
+    /// The pool moved on, or a request's outcome is unknown: read it again.
+    Again(LastFailure),
 }
 
 impl<S: Store> IdGeneratorService<S> {
     /// See [`migrate_category`](Self::migrate_category).
     pub(super) async fn migrate(&self, category: &IdCategory, layout: Layout) -> Result<Migrated> {
-        let target = Target::of(layout)?;
-        let session = self.store.session().ok_or_else(needs_zookeeper)?;
+        let unit = target_unit(layout)?;
+        let session = self.zk.as_ref().ok_or_else(needs_zookeeper)?;
         let path = category.name();
         let mut budget = Budget::start(self.options.retry);
         let node = self.read(path, &mut budget).await?;
+        // A pool in format 3 is refused here (`RetiredFormat`), before anything is created.
         let pool = Pool::parse(path, &node.data)?;
-        if plan(&pool, target)?.is_none() {
+        if pool.blocks().is_some() {
             return Ok(Migrated::Already {
-                format: format_of(&pool),
+                format: FORMAT_VERSION_HOLES,
             });
         }
-        let single = pool.blocks().is_none();
-        let mut children = vec![returned_parent(path)];
-        if single {
-            children.push(sequence_parent(path, 0));
-        }
-        if target.hole_nodes {
-            children.push(holes_parent(path));
-        }
+        let children = [
+            returned_parent(path),
+            sequence_parent(path, 0),
+            holes_parent(path),
+        ];
         create_children(session, path, &children).await?;
-        if single {
-            // Nothing may wait there yet: such nodes would read as free IDs once the pool moves.
-            for parent in [returned_parent(path), holes_parent(path)] {
-                let left = match self.store.children(&parent).await {
-                    Ok(left) => left,
-                    Err(crate::store::StoreError::NoNode) => Vec::new(),
-                    Err(other) => return Err(other.into_zooid(&parent)),
-                };
-                if !left.is_empty() {
-                    return Err(ZooidError::InvalidArgument(format!(
-                        "migrate: {parent} holds {} nodes left from elsewhere; remove them first",
-                        left.len()
-                    )));
+        // The tokens of this call's switches: one found in the log applied.
+        let mut sent: Vec<OpToken> = Vec::new();
+        let from = format_of(&pool);
+        let mut failure = LastFailure::None;
+        while budget.try_attempt() {
+            match self
+                .migration_round(session, path, unit, from, &mut sent)
+                .await?
+            {
+                Round::Done(migrated) => return Ok(migrated),
+                Round::Again(why) => {
+                    failure = why;
+                    budget.backoff().await;
                 }
             }
         }
-        self.write_migration(category, target, format_of(&pool))
-            .await
+        Err(self.budget_error(category, &budget, failure))
     }
 
-    /// The pool node's write of a migration, through the engine; `from`: the format read
-    /// before. A write whose outcome stayed unknown is planned again on what the node holds.
-    async fn write_migration(
+    /// One round of a migration of pool `path` (in format `from` when the migration started):
+    /// read it, make its holes match its free ranges, switch it to format 4 (see the module's
+    /// documentation). `sent`: the tokens of the switches sent so far.
+    async fn migration_round(
         &self,
-        category: &IdCategory,
-        target: Target,
+        zk: &Zk,
+        path: &str,
+        unit: u64,
         from: u32,
-    ) -> Result<Migrated> {
-        let (mut slot, mut budget) = self.hold(category).await?;
-        let mut unknown = false;
-        loop {
-            let planned = Cell::new(None);
-            let step = self
-                .update(
-                    category,
-                    &mut slot,
-                    &mut budget,
-                    OpKind::Blocks,
-                    true,
-                    |pool: &Pool, _| {
-                        Ok(match plan(pool, target)? {
-                            None => Plan::Keep,
-                            Some((next, count, base)) => {
-                                planned.set(Some((format_of(pool), base)));
-                                Plan::Write {
-                                    next,
-                                    moved: Vec::<IdRange>::new(),
-                                    count,
-                                }
-                            }
-                        })
-                    },
-                )
-                .await;
-            let to = target.format();
-            return match step {
-                Ok(Step::Done { .. }) => {
-                    let (from, base) = planned.get().unwrap_or((from, 0));
-                    tracing::warn!(category = category.name(), from, to, base, "pool migrated");
-                    Ok(Migrated::Moved { from, to, base })
-                }
-                Ok(Step::Kept(state)) if unknown => Ok(Migrated::Moved {
-                    from,
-                    to,
-                    base: state.pool.blocks().map_or(0, |b| b.base),
-                }),
-                Ok(Step::Kept(_)) => Ok(Migrated::Already { format: to }),
-                Err(ZooidError::OutcomeUnknown { .. }) if !unknown && budget.try_attempt() => {
-                    // Moving no IDs, the write is safe to plan again: it applied or it did not.
-                    unknown = true;
-                    slot.cached = None;
-                    continue;
-                }
-                Err(err) => Err(err),
-            };
-        }
-    }
-}
-
-/// Creates `children` of pool `path` with the pool node's ACL; existing ones are left alone.
-async fn create_children(session: &Session, path: &str, children: &[String]) -> Result<()> {
-    let (client, generation) = session.client();
-    let unreachable = |node: &str, err: &dyn std::fmt::Display| ZooidError::ConnectionLost {
-        category: path.to_string(),
-        reason: format!("creating {node}: {err}"),
-    };
-    let (acl, _) = match session
-        .run(generation, client.get_acl(path))
-        .await
-        .classified()
-    {
-        Ok(got) => got,
-        Err((Verdict::NoNode, _)) => {
-            return Err(ZooidError::NotFound {
-                category: path.to_string(),
-            })
-        }
-        Err((_, err)) => return Err(unreachable(path, &err)),
-    };
-    let options = CreateMode::Persistent.with_acls(Acls::new(&acl));
-    for node in children {
-        match session
-            .run(generation, client.create(node, &[], &options))
-            .await
-            .classified()
-        {
-            Ok(_) | Err((Verdict::NodeExists, _)) => {}
-            Err((Verdict::NoNode, _)) => {
+        sent: &mut Vec<OpToken>,
+    ) -> Result<Round> {
+        let node = match self.store.get(path).await {
+            Ok(node) => node,
+            Err(StoreError::Unknown(why) | StoreError::Unavailable(why)) => {
+                return Ok(Round::Again(LastFailure::Unreachable(why)))
+            }
+            Err(StoreError::NoNode) => {
                 return Err(ZooidError::NotFound {
                     category: path.to_string(),
                 })
             }
-            Err((verdict @ Verdict::NotAuthorized, err)) => {
-                return Err(refused(session, path, verdict, &err))
+            Err(other) => return Err(other.into_zooid(path)),
+        };
+        let pool = Pool::parse(path, &node.data)?;
+        self.categories
+            .observe(path, pool.epoch(), pool.version_at(node.version))?;
+        if let Some(blocks) = pool.blocks() {
+            let ours = pool.log().any(|op| sent.contains(&op.token));
+            return Ok(Round::Done(match ours {
+                true => Migrated::Moved {
+                    from,
+                    to: FORMAT_VERSION_HOLES,
+                    base: blocks.base,
+                },
+                false => Migrated::Already {
+                    format: FORMAT_VERSION_HOLES,
+                },
+            }));
+        }
+        let version = node.version;
+        if version == i32::MAX {
+            return Err(ZooidError::VersionWrap {
+                path: path.to_string(),
+                version,
+            });
+        }
+        let planned = plan(&pool, unit);
+        // Listed after the pool was read (the same server, so no older than that read).
+        let listed = match list_holes(zk, path).await? {
+            Some(listed) => listed,
+            None => return Ok(Round::Again(LastFailure::Conflict)),
+        };
+        let (create, delete) = differences(&listed, &planned.holes);
+        if !create.is_empty() || !delete.is_empty() {
+            tracing::info!(
+                category = path,
+                version,
+                create = create.len(),
+                delete = delete.len(),
+                "migration: making the hole nodes match the free list"
+            );
+        }
+        let parent = holes_parent(path);
+        let ops: Vec<(bool, &String)> = create
+            .iter()
+            .map(|name| (true, name))
+            .chain(delete.iter().map(|name| (false, name)))
+            .collect();
+        for batch in ops.chunks(OPS_PER_WRITE) {
+            let generation = zk.generation();
+            let options = Create::persistent();
+            let mut multi = Multi::new();
+            multi.check(path, version);
+            for (creates, name) in batch {
+                let node = format!("{parent}/{name}");
+                if *creates {
+                    multi.create(&node, &[], &options);
+                } else {
+                    multi.delete(&node, None);
+                }
             }
-            Err((_, err)) => return Err(unreachable(node, &err)),
+            if let Err(failed) = multi.commit(&**zk, generation).await {
+                return match failed.verdict() {
+                    // The pool moved on, or another migration made or removed a hole first.
+                    Verdict::BadVersion | Verdict::NodeExists | Verdict::NoNode => {
+                        Ok(Round::Again(LastFailure::Conflict))
+                    }
+                    Verdict::Expired | Verdict::Closed | Verdict::Unknown => Ok(Round::Again(
+                        LastFailure::Unreachable(failed.failure.to_string()),
+                    )),
+                    verdict @ Verdict::NotAuthorized => {
+                        Err(refused(zk, path, verdict, &failed.failure))
+                    }
+                    Verdict::Refused => Err(ZooidError::Store {
+                        path: path.to_string(),
+                        reason: failed.failure.to_string(),
+                    }),
+                };
+            }
+        }
+        // The holes are the free ranges at `version`: switch, while the pool is still there.
+        let mut next = planned.next;
+        let token = OpToken::random();
+        next.record(
+            OpRecord {
+                version: pool.version_at(version) + 1,
+                token,
+                kind: OpKind::Blocks,
+                count: planned.count,
+            },
+            self.options.op_log_len,
+        );
+        sent.push(token);
+        let from = format_of(&pool);
+        match self
+            .store
+            .set(path, next.render().as_bytes(), version)
+            .await
+        {
+            Ok(written) => {
+                self.categories
+                    .note_written(path, next.epoch(), next.version_at(written));
+                // This process's remembered state of the single node is of no use any more.
+                self.categories.slot(path).lock().await.cached = None;
+                tracing::warn!(
+                    category = path,
+                    from,
+                    to = FORMAT_VERSION_HOLES,
+                    base = planned.base,
+                    holes = planned.holes.len(),
+                    "pool migrated"
+                );
+                Ok(Round::Done(Migrated::Moved {
+                    from,
+                    to: FORMAT_VERSION_HOLES,
+                    base: planned.base,
+                }))
+            }
+            Err(StoreError::BadVersion) => Ok(Round::Again(LastFailure::Conflict)),
+            // Applied or not: the next round's read tells (the token in the log).
+            Err(StoreError::Unknown(why) | StoreError::Unavailable(why)) => {
+                Ok(Round::Again(LastFailure::Unreachable(why)))
+            }
+            Err(StoreError::NoNode) => Err(ZooidError::NotFound {
+                category: path.to_string(),
+            }),
+            Err(other) => Err(other.into_zooid(path)),
+        }
+    }
+}
+
+/// The names of the hole nodes under pool `path`; `None` when the session's request did not
+/// get through (read again). A child that is not a hole is refused: it is not zooid's.
+async fn list_holes(zk: &Zk, path: &str) -> Result<Option<BTreeSet<String>>> {
+    let parent = holes_parent(path);
+    let generation = zk.generation();
+    let listed = zk.children(generation, &parent).await;
+    let children = match listed {
+        Ok((children, _)) => children,
+        Err(Failure {
+            verdict: Verdict::Expired | Verdict::Closed | Verdict::Unknown,
+            ..
+        }) => return Ok(None),
+        Err(Failure {
+            verdict: Verdict::NoNode,
+            ..
+        }) => {
+            return Err(ZooidError::NotFound {
+                category: path.to_string(),
+            })
+        }
+        Err(err @ Failure { verdict, .. }) => return Err(refused(zk, path, verdict, &err)),
+    };
+    if let Some(other) = children
+        .iter()
+        .find(|name| crate::format::hole_of(name).is_none())
+    {
+        return Err(ZooidError::InvalidArgument(format!(
+            "migrate: {parent} holds {other}, which is not a hole node; remove it first"
+        )));
+    }
+    Ok(Some(children.into_iter().collect()))
+}
+
+/// Creates `children` of pool `path` with the pool node's ACL; existing ones are left alone.
+async fn create_children(zk: &Zk, path: &str, children: &[String]) -> Result<()> {
+    let generation = zk.generation();
+    let unreachable = |node: &str, err: &dyn std::fmt::Display| ZooidError::ConnectionLost {
+        category: path.to_string(),
+        reason: format!("creating {node}: {err}"),
+    };
+    let acl = match zk.get_acl(generation, path).await {
+        Ok(got) => got,
+        Err(Failure {
+            verdict: Verdict::NoNode,
+            ..
+        }) => {
+            return Err(ZooidError::NotFound {
+                category: path.to_string(),
+            })
+        }
+        Err(err) => return Err(unreachable(path, &err)),
+    };
+    let options = Create::persistent().with_acl(acl);
+    for node in children {
+        match zk.create(generation, node, &[], &options).await {
+            Ok(_)
+            | Err(Failure {
+                verdict: Verdict::NodeExists,
+                ..
+            }) => {}
+            Err(Failure {
+                verdict: Verdict::NoNode,
+                ..
+            }) => {
+                return Err(ZooidError::NotFound {
+                    category: path.to_string(),
+                })
+            }
+            Err(
+                err @ Failure {
+                    verdict: verdict @ Verdict::NotAuthorized,
+                    ..
+                },
+            ) => return Err(refused(zk, path, verdict, &err)),
+            Err(err) => return Err(unreachable(node, &err)),
         }
     }
     Ok(())
@@ -290,28 +428,32 @@ mod tests {
         IdRange::new(start, end).unwrap()
     }
 
-    const HOLES: Target = Target {
-        unit: 1000,
-        hole_nodes: true,
-    };
-
     #[test]
-    fn the_range_that_ends_at_the_last_id_becomes_the_block_region() {
+    fn the_range_that_ends_at_the_last_id_becomes_the_block_region_and_the_rest_holes() {
         let mut pool = Pool::new(r(1, 123456789));
         pool.free_mut().take_lowest(30000);
         pool.free_mut()
             .insert_all(&[r(9001, 10000), r(19001, 20000), r(29001, 30000)])
             .unwrap();
         pool.set_ceiling(Some(60000));
-        let (next, count, base) = plan(&pool, HOLES).unwrap().unwrap();
-        assert_eq!((count, base), (123456789 - 29001 + 1, 29001));
-        assert_eq!(next.free().ranges(), &[r(9001, 10000), r(19001, 20000)]);
-        assert_eq!(next.ceiling(), Some(60000));
-        assert!(next
-            .render()
-            .starts_with("#zooid 4\n#bounds 1:123456789\n#blocks 1000 0 29001\n#ceiling 60000\n"));
+        let planned = plan(&pool, 1000);
+        assert_eq!(
+            (planned.count, planned.base),
+            (123456789 - 29001 + 1, 29001)
+        );
+        assert_eq!(planned.holes, vec![r(9001, 10000), r(19001, 20000)]);
+        assert!(
+            planned.next.free().is_empty(),
+            "format 4 holds no free list"
+        );
+        assert_eq!(planned.next.ceiling(), Some(60000));
+        assert_eq!(
+            planned.next.render(),
+            "#zooid 4\n#bounds 1:123456789\n#blocks 1000 0 29001\n#ceiling 60000\n"
+        );
         assert_eq!(format_of(&pool), 2);
-        assert!(plan(&next, HOLES).unwrap().is_none(), "there already");
+        let round = Pool::parse("/p", planned.next.render().as_bytes()).unwrap();
+        assert_eq!(format_of(&round), 4);
     }
 
     #[test]
@@ -319,33 +461,31 @@ mod tests {
         let mut pool = Pool::new(r(1, 100));
         pool.free_mut().take_lowest(100);
         pool.free_mut().insert_all(&[r(5, 9)]).unwrap();
-        let (next, count, base) = plan(&pool, HOLES).unwrap().unwrap();
-        assert_eq!((count, base), (0, 101));
-        assert_eq!(next.free().ranges(), &[r(5, 9)]);
-        let round = Pool::parse("/p", next.render().as_bytes()).unwrap();
+        let planned = plan(&pool, 10);
+        assert_eq!((planned.count, planned.base), (0, 101));
+        assert_eq!(planned.holes, vec![r(5, 9)]);
+        let round = Pool::parse("/p", planned.next.render().as_bytes()).unwrap();
         assert_eq!(round.blocks().map(|b| b.base), Some(101));
+        assert!(matches!(
+            target_unit(Layout::SingleNode),
+            Err(ZooidError::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            target_unit(Layout::HoleNodes { unit: 0 }),
+            Err(ZooidError::InvalidArgument(_))
+        ));
     }
 
     #[test]
-    fn format_3_gets_hole_nodes_and_format_4_stays() {
-        let mut three = Pool::with_blocks(r(1, 1000), 10);
-        three.free_mut().insert_all(&[r(3, 4)]).unwrap();
-        let (next, count, _) = plan(&three, HOLES).unwrap().unwrap();
-        assert_eq!(count, 0);
-        assert_eq!(next.free().ranges(), &[r(3, 4)]);
-        assert!(next.blocks().is_some_and(|b| b.hole_nodes && b.unit == 10));
-        let blocks = Target {
-            unit: 10,
-            hole_nodes: false,
-        };
-        assert!(plan(&three, blocks).unwrap().is_none());
-        assert!(matches!(
-            plan(&next, blocks),
-            Err(ZooidError::InvalidArgument(_))
-        ));
-        assert!(matches!(
-            Target::of(Layout::SingleNode),
-            Err(ZooidError::InvalidArgument(_))
-        ));
+    fn the_holes_are_made_to_match_the_free_ranges() {
+        let holes = [r(5, 9), r(20, 30)];
+        let listed: BTreeSet<String> = [hole_name(&r(5, 9)), hole_name(&r(40, 41))]
+            .into_iter()
+            .collect();
+        let (create, delete) = differences(&listed, &holes);
+        assert_eq!(create, vec![hole_name(&r(20, 30))]);
+        assert_eq!(delete, vec![hole_name(&r(40, 41))]);
+        let exact: BTreeSet<String> = holes.iter().map(hole_name).collect();
+        assert_eq!(differences(&exact, &holes), (Vec::new(), Vec::new()));
     }
 }

@@ -4,13 +4,13 @@
 //!
 //! - [`service`]: the [`IdGeneratorService`] facade, its constructors and public operations.
 //! - `ops`: take and push, each following the strategy its read found: `single` (the free list
-//!   in the pool node), [`blocks`] (block allocation: claims, returns, generations, parts), or
-//!   `holes` (format 4, the default on ZooKeeper: block allocation whose pushed ranges are nodes
-//!   of their own, taken by deleting them).
+//!   in the pool node, formats 1 and 2) or block allocation (format 4, the default on
+//!   ZooKeeper): fresh blocks claimed by sequential creates ([`blocks`]: claims, generations,
+//!   repair) and pushed ranges kept as nodes of their own, taken by deleting them (`holes`).
 //! - `engine`: the compare-and-set loop every write of the pool node goes through; `lost`: the
 //!   resolution of a lost reply.
-//! - `state`: what this process knows of each category (the pool as last seen, the pushes
-//!   waiting, the newest version seen, the next block, its push marker).
+//! - `state`: what this process knows of each category (the pool as last seen, the holes
+//!   listed, the newest version seen, the next block, its receipt).
 //! - `admin`: create, restore, repair, raise; `migrate`: a pool moved to a block layout in
 //!   place; `info`: what a pool holds, for operators.
 //!

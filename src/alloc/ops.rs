@@ -1,6 +1,7 @@
 //! Take and push: each holds its category's slot, plans on the pool once read (or as
 //! remembered), and follows the strategy that read found: the single-node one
-//! (src/alloc/single.rs) or block allocation (src/alloc/blocks/).
+//! (src/alloc/single.rs) or block allocation with hole nodes (format 4: src/alloc/holes/,
+//! src/alloc/blocks/).
 
 use std::time::Duration;
 
@@ -44,8 +45,8 @@ impl<S: Store> IdGeneratorService<S> {
         }
     }
 
-    /// One take, under one hold of the category's slot: the lowest free IDs, and for a pool in
-    /// block allocation fresh blocks for what its holes did not cover.
+    /// One take, under one hold of the category's slot: the lowest free IDs of a single-node
+    /// pool, or for a pool in block allocation holes and fresh blocks.
     async fn take_once(&self, category: &IdCategory, n: u64) -> Result<Vec<IdRange>> {
         let (mut slot, budget) = self.hold(category).await?;
         // Left set if this future is dropped mid-write, or the take ends in doubt.
@@ -68,45 +69,32 @@ impl<S: Store> IdGeneratorService<S> {
         let step = self
             .update(category, slot, &mut budget, OpKind::Take, true, plan)
             .await?;
-        let hole_nodes =
-            |strategy: &Strategy| matches!(strategy, Strategy::Blocks(b) if b.hole_nodes);
-        let (moved, holes) = match step {
+        match step {
             Step::Done {
                 moved,
                 strategy: Strategy::Single,
-            } => return Ok(moved),
-            Step::Done { moved, strategy } => (moved, hole_nodes(&strategy)),
-            Step::Kept(state) => (Vec::new(), hole_nodes(&state.strategy)),
-        };
-        if holes {
-            self.take_hole_nodes(category, slot, moved, n).await
-        } else {
-            self.take_blocks(category, slot, moved, n).await
+            } => Ok(moved),
+            // A pool in block allocation holds no free list: the plan took nothing from it.
+            Step::Done { moved, .. } => self.take_hole_nodes(category, slot, moved, n).await,
+            Step::Kept(_) => self.take_hole_nodes(category, slot, Vec::new(), n).await,
         }
     }
 
-    /// One push: into the free list with compare-and-set, or for a pool in block allocation
-    /// into a node of its own (checked against the pool as read).
+    /// One push: into the free list with compare-and-set, or for a pool in block allocation as
+    /// hole nodes (checked against the pool as read).
     pub(super) async fn push_once(
         &self,
         category: &IdCategory,
         ranges: &[IdRange],
     ) -> Result<Vec<IdRange>> {
         let (mut slot, mut budget) = self.hold(category).await?;
-        let checked = loop {
-            let plan = single::push(category, ranges);
-            let step = self
-                .update(category, &mut slot, &mut budget, OpKind::Push, true, plan)
-                .await?;
-            let checked = match step {
-                Step::Done { moved, .. } => return Ok(moved),
-                Step::Kept(state) => self.check_push(category, state, ranges)?,
-            };
-            match checked {
-                Some(checked) => break checked,
-                // Free as remembered: read the pool again and decide on that.
-                None => slot.cached = None,
-            }
+        let plan = single::push(category, ranges);
+        let step = self
+            .update(category, &mut slot, &mut budget, OpKind::Push, true, plan)
+            .await?;
+        let checked = match step {
+            Step::Done { moved, .. } => return Ok(moved),
+            Step::Kept(state) => self.check_push(category, state, ranges)?,
         };
         // The push's own write does not need the slot: others take meanwhile.
         drop(slot);

@@ -125,17 +125,10 @@ pub enum Layout {
     /// and push is a compare-and-set on it; takes are exactly lowest first. The only layout of
     /// the embedded stores (`mem:`, `file:`).
     SingleNode,
-    /// Block allocation (format 3): fresh IDs claimed in blocks of `unit` by sequential creates;
-    /// pushes wait in nodes of their own until a take merges them into the free list with
-    /// compare-and-set.
-    Blocks {
-        /// IDs per block.
-        unit: u64,
-    },
-    /// Block allocation whose pushed ranges stay nodes of their own, taken by deleting them
-    /// (format 4): neither takes nor pushes compare-and-set the pool node, so thousands of
-    /// tasks that take a batch and push back their leftovers do not conflict. The default on
-    /// ZooKeeper; needs it.
+    /// Block allocation (format 4): fresh IDs claimed in blocks of `unit` by sequential
+    /// creates; pushed ranges stay nodes of their own, taken by deleting them. Neither takes
+    /// nor pushes compare-and-set the pool node, so thousands of tasks that take a batch and
+    /// push back their leftovers do not conflict. The default on ZooKeeper; needs it.
     HoleNodes {
         /// IDs per block.
         unit: u64,

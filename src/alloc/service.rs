@@ -14,6 +14,7 @@ use crate::idset::{IdCategory, IdSet};
 use crate::range::IdRange;
 use crate::stats::{outcome_of, LostOutcome, Recorder, ServiceStats};
 use crate::store::{AnyStore, ConnectOptions, Store};
+use crate::zk::Zk;
 
 /// Hands out unique IDs from categories kept in a [`Store`].
 ///
@@ -22,6 +23,9 @@ use crate::store::{AnyStore, ConnectOptions, Store};
 /// parallel, all over one store session.
 pub struct IdGeneratorService<S: Store = AnyStore> {
     pub(super) store: S,
+    /// The ZooKeeper session, on a ZooKeeper store: the block layout's requests go through it
+    /// (`None` on the embedded stores, which hold single nodes only).
+    pub(super) zk: Option<Zk>,
     pub(super) options: ServiceOptions,
     /// What this process knows of each category (src/alloc/state.rs).
     pub(super) categories: Categories,
@@ -47,33 +51,32 @@ impl IdGeneratorService<AnyStore> {
         connect_options: &ConnectOptions,
         options: ServiceOptions,
     ) -> Result<Self> {
-        Ok(Self::with_store(
-            AnyStore::open(connect, connect_options).await?,
-            options,
-        ))
+        let store = AnyStore::open(connect, connect_options).await?;
+        Ok(match store.zookeeper().cloned() {
+            Some(zk) => Self::on_zookeeper(zk, options),
+            None => Self::with_store(store, options),
+        })
     }
 
-    /// A service on an already open ZooKeeper session, shared with the recipes.
-    pub fn on_session(session: crate::zk::Session, options: ServiceOptions) -> Self {
-        Self::with_store(
-            AnyStore::ZooKeeper(crate::store::ZkStore::on(session)),
+    /// A service on an already open ZooKeeper session (a real one, or the simulation's), shared
+    /// with the recipes.
+    pub fn on_zookeeper(zk: Zk, options: ServiceOptions) -> Self {
+        let mut service = Self::with_store(
+            AnyStore::ZooKeeper(crate::store::ZkStore::on(zk.clone())),
             options,
-        )
-    }
-
-    /// The ZooKeeper session the service uses; `None` on the embedded stores.
-    pub fn session(&self) -> Option<&crate::zk::Session> {
-        self.store.session()
+        );
+        service.zk = Some(zk);
+        service
     }
 
     /// Closes the service: when no recipe shares its ZooKeeper session, the session is closed on
     /// the servers and this resolves once they answered (dropping the service closes it too,
     /// without waiting).
     pub async fn close(self) {
-        let session = self.session().cloned();
-        drop(self);
-        if let Some(session) = session {
-            session.close().await;
+        let Self { store, zk, .. } = self;
+        drop(store);
+        if let Some(zk) = zk {
+            zk.close().await;
         }
     }
 
@@ -85,10 +88,12 @@ impl IdGeneratorService<AnyStore> {
 }
 
 impl<S: Store> IdGeneratorService<S> {
-    /// A service over an already opened store.
+    /// A service over an already opened store, holding single-node categories (a service on
+    /// ZooKeeper is opened with [`IdGeneratorService::on_zookeeper`]).
     pub fn with_store(store: S, options: ServiceOptions) -> Self {
         Self {
             store,
+            zk: None,
             options,
             categories: Categories::default(),
             stats: Recorder::default(),
@@ -99,11 +104,16 @@ impl<S: Store> IdGeneratorService<S> {
     /// (see [`ServiceStats`]; the same figures go to the `metrics` facade).
     pub fn stats(&self) -> ServiceStats {
         let mut stats = self.stats.snapshot();
-        if let Some(session) = self.store.session() {
-            stats.session_losses = session.losses();
-            stats.session_generation = session.status().generation;
+        if let Some(zk) = &self.zk {
+            stats.session_losses = zk.losses();
+            stats.session_generation = zk.status().generation;
         }
         stats
+    }
+
+    /// The ZooKeeper session the service uses; `None` on the embedded stores.
+    pub fn zookeeper(&self) -> Option<&Zk> {
+        self.zk.as_ref()
     }
 
     /// The store the service uses.
@@ -165,12 +175,8 @@ impl<S: Store> IdGeneratorService<S> {
                     self.create_single(category, first, last, acl, ceiling)
                         .await
                 }
-                Layout::Blocks { unit } => {
-                    self.create_blocks(category, first, last, unit, ceiling, false)
-                        .await
-                }
                 Layout::HoleNodes { unit } => {
-                    self.create_blocks(category, first, last, unit, ceiling, true)
+                    self.create_blocks(category, first, last, unit, ceiling)
                         .await
                 }
             }
@@ -184,7 +190,7 @@ impl<S: Store> IdGeneratorService<S> {
     /// nodes in blocks of [`DEFAULT_BLOCK_SIZE`](super::DEFAULT_BLOCK_SIZE)), on the embedded
     /// stores [`Layout::SingleNode`].
     pub fn default_layout(&self) -> Layout {
-        if self.store.session().is_some() {
+        if self.zk.as_ref().is_some() {
             Layout::for_scale()
         } else {
             Layout::SingleNode
@@ -306,12 +312,13 @@ impl<S: Store> IdGeneratorService<S> {
             .await
     }
 
-    /// Moves an existing category to `layout` (a block layout; needs ZooKeeper) in place, while
-    /// processes keep taking and pushing: no ID is handed out twice and none is lost
-    /// (src/alloc/migrate.rs). A single-node pool's free range that ends at its last ID becomes
-    /// the fresh-block region; its other free ranges stay in the node and are taken first. A
-    /// format-3 pool gets hole nodes. `Migrated::Already` when it is in `layout` already;
-    /// `InvalidArgument` for a way back (format 4 to 3, any to the single node).
+    /// Moves an existing single-node category (formats 1 and 2, or a seed-style node) to
+    /// `layout` (`Layout::HoleNodes`, format 4; needs ZooKeeper) in place, while processes keep
+    /// taking and pushing: no ID is handed out twice and none is lost (src/alloc/migrate.rs).
+    /// The free range that ends at the last ID becomes the fresh-block region; every other free
+    /// range becomes a hole node. `Migrated::Already` when it is in `layout` already;
+    /// `InvalidArgument` for the single-node layout (no way back); `RetiredFormat` for a pool
+    /// in format 3, left as it is.
     pub async fn migrate_category(
         &self,
         category: &IdCategory,

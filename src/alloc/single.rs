@@ -1,6 +1,7 @@
 //! The single-node strategy: the free list in the pool node is all there is, taken from and
-//! pushed to with compare-and-set (src/alloc/engine.rs). Block allocation takes its holes with
-//! the same take plan; only what an empty free list means differs.
+//! pushed to with compare-and-set (src/alloc/engine.rs). On a pool in block allocation (whose
+//! node holds no free list) the plans write nothing, and the take or push goes on to the holes
+//! and blocks.
 
 use std::time::Duration;
 
@@ -48,8 +49,7 @@ fn exhausted(category: &IdCategory, pool: &Pool) -> ZooidError {
 }
 
 /// Inserts `ranges` into the free list, refusing IDs outside the bounds or already free. A pool
-/// in block allocation writes nothing: its pushes wait in their own nodes
-/// (src/alloc/blocks/returns.rs).
+/// in block allocation writes nothing: its pushes become hole nodes (src/alloc/holes/push.rs).
 pub(crate) fn push<'a>(
     category: &'a IdCategory,
     ranges: &'a [IdRange],

@@ -62,8 +62,7 @@ impl CategorySpec {
         self.layout(Layout::SingleNode)
     }
 
-    /// Any [`Layout`], including block allocation with the free list in the pool node (format 3,
-    /// [`Layout::Blocks`]). Without this (or [`blocks`](Self::blocks) /
+    /// Any [`Layout`]. Without this (or [`blocks`](Self::blocks) /
     /// [`single_node`](Self::single_node)), the store's default layout is used:
     /// [`default_layout`](super::IdGeneratorService::default_layout), or the single node when
     /// the spec has an ACL.
@@ -126,7 +125,7 @@ impl CategorySpec {
     /// (Whether the store supports the layout or the ACL is known only when creating.)
     pub fn validate(&self) -> Result<()> {
         self.bounds()?;
-        if let Some(Layout::Blocks { unit } | Layout::HoleNodes { unit }) = self.layout {
+        if let Some(Layout::HoleNodes { unit }) = self.layout {
             if unit == 0 || unit > MAX_TAKE {
                 return Err(invalid(format!("block size {unit}: need 1..={MAX_TAKE}")));
             }
@@ -141,13 +140,10 @@ impl CategorySpec {
         }
         if let Some(acl) = &self.acl {
             crate::zk::acl::check_acl_list(acl)?;
-            if matches!(
-                self.layout,
-                Some(Layout::Blocks { .. } | Layout::HoleNodes { .. })
-            ) {
+            if matches!(self.layout, Some(Layout::HoleNodes { .. })) {
                 return Err(invalid(
                     "acl: a category with its own ACL needs the single-node layout (the nodes of \
-                     the block layouts get the session's default ACL)"
+                     the block layout get the session's default ACL)"
                         .into(),
                 ));
             }
@@ -197,9 +193,9 @@ mod tests {
         );
         assert_eq!(
             spec.clone()
-                .layout(Layout::Blocks { unit: 3 })
+                .layout(Layout::HoleNodes { unit: 3 })
                 .layout_asked(),
-            Some(Layout::Blocks { unit: 3 })
+            Some(Layout::HoleNodes { unit: 3 })
         );
         assert_eq!(spec.clone().ceiling(9).ceiling_asked(), Some(9));
         assert_eq!(spec.clone().ceiling(9).ceiling(None).ceiling_asked(), None);
@@ -213,7 +209,7 @@ mod tests {
         assert!(message(CategorySpec::new(10, 9)).contains("need 1 <= first <= last"));
         assert!(message(CategorySpec::new(1, 10).blocks(0)).contains("block size 0"));
         assert!(
-            message(CategorySpec::new(1, 10).layout(Layout::Blocks { unit: MAX_TAKE + 1 }))
+            message(CategorySpec::new(1, 10).layout(Layout::HoleNodes { unit: MAX_TAKE + 1 }))
                 .contains("block size")
         );
         assert!(message(CategorySpec::new(1, 10).ceiling(11)).contains("ceiling 11"));

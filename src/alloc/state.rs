@@ -1,24 +1,15 @@
-//! What this process knows of each category: the pool as last read or written (with the pushes
-//! waiting in their own nodes it merged), how contended the category looks, the newest state
-//! seen (to refuse one from the past), the next block, and its last push marker.
+//! What this process knows of each category: the pool as last read or written, the holes of a
+//! pool in format 4 as last listed, how contended the category looks, the newest state seen (to
+//! refuse one from the past), the next block, and its last receipt.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI32};
 use std::sync::{Arc, Mutex};
 
 use crate::error::{Result, ZooidError};
-use crate::format::{returned_parent, Blocks, ChunkOp, Pool};
+use crate::format::{Blocks, Pool};
 use crate::pace::Pace;
-use crate::range::{IdRange, RangeSet};
 use crate::stats::CategoryStats;
-
-/// Up to this many pushes stay waiting in their own nodes when a write does not take their IDs
-/// (so that a take does not rewrite the parts of the free list they land in); beyond it, a write
-/// merges them all.
-pub const KEEP_PENDING: usize = 64;
-
-/// The free-list parts of a format-3 pool already read, by key: (version, ranges).
-pub(crate) type ChunkCache = HashMap<i64, (i32, Vec<IdRange>)>;
 
 /// How a category hands out fresh IDs, as its pool node says: decided once per read, and every
 /// operation follows it.
@@ -26,8 +17,8 @@ pub(crate) type ChunkCache = HashMap<i64, (i32, Vec<IdRange>)>;
 pub(crate) enum Strategy {
     /// One node: the free list is all there is (formats 1 and 2; src/alloc/single.rs).
     Single,
-    /// Block allocation (format 3; src/alloc/blocks/): the free list holds the holes, fresh IDs
-    /// come in blocks claimed by sequential creates.
+    /// Block allocation (format 4; src/alloc/blocks/, src/alloc/holes/): fresh IDs come in
+    /// blocks claimed by sequential creates, free IDs are hole nodes.
     Blocks(Blocks),
 }
 
@@ -41,163 +32,6 @@ impl Strategy {
     }
 }
 
-/// Pushes waiting in their own nodes (block allocation), as read with the pool: their IDs are
-/// in the cached pool's free list too, and the write that takes or merges them deletes their
-/// nodes.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Waiting {
-    /// (node name, ranges) of each push.
-    pub pushes: Vec<(String, Vec<IdRange>)>,
-    /// The data version of the node they are announced on (`zooid-returned`), when read.
-    pub announced: Option<i32>,
-    /// IDs of these pushes that the free list as stored held already (pushed twice): they are
-    /// in a node of the free list as well as in a push node.
-    pub overlap: Vec<IdRange>,
-}
-
-impl Waiting {
-    /// Merges `pushes`, read at announcement version `version`, into `free`. IDs already free
-    /// (a double push) are counted once; returns how many such IDs there were.
-    pub(crate) fn merge(
-        &mut self,
-        free: &mut RangeSet,
-        version: i32,
-        pushes: Vec<(String, Vec<IdRange>)>,
-    ) -> u64 {
-        self.announced = Some(version);
-        // Usually the pushes are disjoint from the free list: insert them (each insert is all or
-        // nothing; after a refused one, the union below takes the rest).
-        let mut inserted = 0;
-        for (_, ranges) in &pushes {
-            if free.insert_all(ranges).is_err() {
-                break;
-            }
-            inserted += 1;
-        }
-        if inserted == pushes.len() {
-            self.pushes.extend(pushes);
-            return 0;
-        }
-        let rest = || {
-            pushes[inserted..]
-                .iter()
-                .flat_map(|(_, r)| r.iter().copied())
-        };
-        // The IDs of the rest the stored free list holds too: those `free` holds, but for the
-        // pushes merged before (disjoint from it and from each other).
-        let inserted_ids: Vec<IdRange> = self
-            .pushes
-            .iter()
-            .chain(&pushes[..inserted])
-            .flat_map(|(_, r)| r.iter().copied())
-            .collect();
-        let stored = free.without(&inserted_ids);
-        for range in rest() {
-            let mut at = range.start();
-            while let Some(hit) =
-                IdRange::new(at, range.end()).and_then(|r| stored.first_overlap(&r))
-            {
-                let start = hit.start().max(at);
-                let end = hit.end().min(range.end());
-                if let Some(both) = IdRange::new(start, end) {
-                    self.overlap.push(both);
-                }
-                match end.checked_add(1) {
-                    Some(next) => at = next,
-                    None => break,
-                }
-            }
-        }
-        let mut all: Vec<IdRange> = free.ranges().to_vec();
-        let before = free.count() + rest().map(|r| r.len()).sum::<u64>();
-        all.extend(rest());
-        all.sort_unstable_by_key(|r| r.start());
-        let mut merged: Vec<IdRange> = Vec::with_capacity(all.len());
-        for r in all {
-            match merged.last_mut() {
-                Some(last) if r.start() <= last.end().saturating_add(1) => {
-                    if let Some(joined) = IdRange::new(last.start(), last.end().max(r.end())) {
-                        *last = joined;
-                    }
-                }
-                _ => merged.push(r),
-            }
-        }
-        let mut union = RangeSet::new();
-        // Sorted, disjoint and not adjacent: cannot fail.
-        let _ = union.insert_all(&merged);
-        let doubled = before - union.count();
-        *free = union;
-        self.pushes.extend(pushes);
-        doubled
-    }
-
-    /// Whether no push waits.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.pushes.is_empty()
-    }
-
-    /// `pool` as its nodes hold it: without the IDs of these pushes (which its free list holds),
-    /// but for those the free list's nodes held as well (pushed twice).
-    pub(crate) fn stored(&self, pool: &Pool) -> Pool {
-        let waiting: Vec<IdRange> = self
-            .pushes
-            .iter()
-            .flat_map(|(_, ranges)| ranges.iter().copied())
-            .collect();
-        let mut free = pool.free().without(&waiting);
-        if !self.overlap.is_empty() {
-            // Still free, and in the free list's nodes: back in (disjoint from what is left).
-            let gone = pool.free().without(&self.overlap);
-            let both = pool.free().without(gone.ranges());
-            let _ = free.insert_all(both.ranges());
-        }
-        pool.with_free(free)
-    }
-
-    /// After a write that leaves the free list `free` on pool `path`: the pushes that stay
-    /// waiting (those whose IDs it does not take, up to [`KEEP_PENDING`]) and the deletes of the
-    /// others' nodes, which go in the write's `multi`. (Not checked: that no push arrived since
-    /// they were read; one that did is merged by a later write, so pushes never starve takes.)
-    pub(crate) fn after_write(&self, path: &str, free: &RangeSet) -> (Waiting, Vec<ChunkOp>) {
-        // A push that doubles IDs of the stored free list is merged (its node deleted), so that
-        // the pushes left waiting never hold an ID the free list's nodes hold.
-        let doubles = |ranges: &[IdRange]| {
-            ranges.iter().any(|r| {
-                self.overlap
-                    .iter()
-                    .any(|o| o.start() <= r.end() && r.start() <= o.end())
-            })
-        };
-        let untouched: Vec<(String, Vec<IdRange>)> = self
-            .pushes
-            .iter()
-            .filter(|(_, ranges)| ranges.iter().all(|r| free.covers(r)) && !doubles(ranges))
-            .cloned()
-            .collect();
-        let kept = if untouched.len() <= KEEP_PENDING {
-            untouched
-        } else {
-            Vec::new()
-        };
-        let parent = returned_parent(path);
-        let merged = self
-            .pushes
-            .iter()
-            .filter(|(name, _)| !kept.iter().any(|(k, _)| k == name))
-            .map(|(name, _)| ChunkOp::DeleteNode {
-                node: format!("{parent}/{name}"),
-            })
-            .collect();
-        let waiting = Waiting {
-            pushes: kept,
-            announced: self.announced,
-            overlap: Vec::new(),
-        };
-        (waiting, merged)
-    }
-}
-
 /// The last pool state this process read or wrote for a category.
 pub(crate) struct Cached {
     /// The pool node's data version.
@@ -208,14 +42,12 @@ pub(crate) struct Cached {
     /// The session generation this state was read or written on: a state from an earlier
     /// session (which may have ended with a wipe of ZooKeeper) is never planned on.
     pub session: u64,
-    /// The pool, its parts loaded and the waiting pushes merged into its free list.
+    /// The pool.
     pub pool: Pool,
     /// Read from the store just now, rather than remembered from an earlier operation.
     pub fresh: bool,
     /// How the pool hands out fresh IDs.
     pub strategy: Strategy,
-    /// The pushes waiting in their own nodes, merged into `pool`'s free list.
-    pub waiting: Waiting,
     /// When it was read or written: a state older than [`Cached::REMEMBER_FOR`] is read again.
     pub at: std::time::Instant,
 }
@@ -237,7 +69,6 @@ impl Cached {
         session: u64,
         pool: Pool,
         fresh: bool,
-        waiting: Waiting,
     ) -> Self {
         Self {
             version,
@@ -246,7 +77,6 @@ impl Cached {
             strategy: Strategy::of(&pool),
             pool,
             fresh,
-            waiting,
             at: std::time::Instant::now(),
         }
     }
@@ -274,8 +104,6 @@ pub(crate) struct Slot {
     /// (a child under it, or no delete and create on its parent): until
     /// [`MOVE_RETRY_AFTER`] writes later, or the last data version, it is written in place.
     pub move_refused_at: Option<i32>,
-    /// The free-list parts of a format-3 pool already read (src/alloc/blocks/parts.rs).
-    pub chunks: ChunkCache,
     /// Set while a take runs under this slot and left set when it ended in doubt (an unknown
     /// outcome, or its future dropped mid-write): the next hold forgets what the slot
     /// remembers (the pool, the holes' listing) and reads again.
@@ -288,7 +116,6 @@ impl Slot {
         if std::mem::take(&mut self.in_doubt) {
             self.cached = None;
             self.holes = None;
-            self.chunks = ChunkCache::default();
         }
     }
 }
@@ -493,8 +320,8 @@ pub(crate) struct Categories {
     /// For pools in block allocation: (generation, a block number not claimed yet as far as this
     /// process knows), to see the ceiling coming without reading.
     next_block: Mutex<HashMap<String, (u64, i64, i64)>>,
-    /// For pools in block allocation: this process's last push marker per category, deleted by
-    /// its next push (src/alloc/blocks/returns.rs).
+    /// For pools in block allocation: this process's last receipt per category, deleted by its
+    /// next write (src/alloc/holes/requests.rs).
     markers: Mutex<HashMap<String, String>>,
 }
 
@@ -583,12 +410,12 @@ impl Categories {
         }
     }
 
-    /// This process's last push marker under pool `path`, forgotten here.
+    /// This process's last receipt under pool `path`, forgotten here.
     pub(crate) fn take_marker(&self, path: &str) -> Option<String> {
         locked(&self.markers).remove(path)
     }
 
-    /// Records this process's last push marker under pool `path`.
+    /// Records this process's last receipt under pool `path`.
     pub(crate) fn put_marker(&self, path: &str, marker: String) {
         locked(&self.markers).insert(path.to_string(), marker);
     }
@@ -617,71 +444,10 @@ pub(crate) fn figures(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::range::IdRange;
 
     fn r(start: i64, end: i64) -> IdRange {
         IdRange::new(start, end).unwrap()
-    }
-
-    #[test]
-    fn waiting_pushes_merge_once() {
-        let mut pool = Pool::with_blocks(r(1, 1000), 10);
-        pool.free_mut().insert_all(&[r(5, 9)]).unwrap();
-        let mut waiting = Waiting::default();
-        // Disjoint: inserted as they are.
-        assert_eq!(
-            waiting.merge(pool.free_mut(), 3, vec![("r-a".into(), vec![r(20, 25)])]),
-            0
-        );
-        assert_eq!(pool.free().ranges(), &[r(5, 9), r(20, 25)]);
-        // A push overlapping free IDs (a double push): counted once, reported.
-        let doubled = waiting.merge(
-            pool.free_mut(),
-            4,
-            vec![("r-b".into(), vec![r(8, 12), r(25, 25)])],
-        );
-        assert_eq!(doubled, 3);
-        assert_eq!(pool.free().ranges(), &[r(5, 12), r(20, 25)]);
-        assert_eq!(waiting.pushes.len(), 2);
-        assert_eq!(waiting.announced, Some(4));
-        // Not part of the node's text.
-        assert!(!pool.render().contains("r-a"));
-        // As the nodes hold it: without the waiting IDs, but for those the node held too.
-        assert_eq!(waiting.overlap, vec![r(8, 9)]);
-        assert_eq!(waiting.stored(&pool).free().ranges(), &[r(5, 9)]);
-        // A write merges the push that doubled (its node goes), and keeps the other.
-        let (kept, deletes) = waiting.after_write("/p", pool.free());
-        assert_eq!(kept.pushes, vec![("r-a".to_string(), vec![r(20, 25)])]);
-        assert!(kept.overlap.is_empty());
-        assert_eq!(
-            deletes,
-            vec![ChunkOp::DeleteNode {
-                node: "/p/zooid-returned/r-b".into()
-            }]
-        );
-        assert_eq!(kept.stored(&pool).free().ranges(), &[r(5, 12)]);
-    }
-
-    #[test]
-    fn a_write_keeps_the_pushes_it_does_not_take_and_deletes_the_others() {
-        let mut free = RangeSet::new();
-        free.insert_all(&[r(1, 10)]).unwrap();
-        let waiting = Waiting {
-            pushes: vec![
-                ("r-a".into(), vec![r(2, 3)]),
-                ("r-b".into(), vec![r(20, 21)]),
-            ],
-            announced: Some(7),
-            overlap: Vec::new(),
-        };
-        let (kept, deletes) = waiting.after_write("/p", &free);
-        assert_eq!(kept.pushes, vec![("r-a".to_string(), vec![r(2, 3)])]);
-        assert_eq!(kept.announced, Some(7));
-        assert_eq!(
-            deletes,
-            vec![ChunkOp::DeleteNode {
-                node: "/p/zooid-returned/r-b".into()
-            }]
-        );
     }
 
     #[test]

@@ -5,7 +5,7 @@ use crate::range::IdRange;
 use crate::recipes::counter::{Counter as AsyncCounter, CounterStats};
 use crate::retry::RetryPolicy;
 use crate::runtime::{block_on, DropInRuntime};
-use crate::zk::Session;
+use crate::zk::Zk;
 
 /// A blocking CAS counter (see [`crate::recipes::counter`]). `Send + Sync`; calls through one handle are
 /// serialized.
@@ -17,16 +17,16 @@ pub struct Counter {
 }
 
 impl Counter {
-    /// A counter at `path` on `session` (see [`crate::blocking::open_session`] and
-    /// [`crate::blocking::IdGeneratorService::session`]).
-    pub fn new(session: Session, path: &str) -> Result<Self> {
-        Self::with_policy(session, path, RetryPolicy::default())
+    /// A counter at `path` on the ZooKeeper session `zk` (`session.into_zk()` of a session from
+    /// [`crate::blocking::open_session`] or [`crate::blocking::IdGeneratorService::session`]).
+    pub fn new(zk: Zk, path: &str) -> Result<Self> {
+        Self::with_policy(zk, path, RetryPolicy::default())
     }
 
     /// A counter at `path` whose compare-and-set retries follow `policy`.
-    pub fn with_policy(session: Session, path: &str, policy: RetryPolicy) -> Result<Self> {
+    pub fn with_policy(zk: Zk, path: &str, policy: RetryPolicy) -> Result<Self> {
         Ok(Self {
-            inner: DropInRuntime::new(AsyncCounter::with_policy(session, path, policy)?),
+            inner: DropInRuntime::new(AsyncCounter::with_policy(zk, path, policy)?),
         })
     }
 

@@ -10,7 +10,7 @@ use crate::recipes::election::{
     LeaderInfo, LeaderState,
 };
 use crate::runtime::{block_on, DropInRuntime};
-use crate::zk::Session;
+use crate::zk::Zk;
 
 /// A blocking candidacy in one group's election (see [`AsyncElection`]). `Send + Sync`.
 /// Dropping it leaves the group in the background; [`Election::resign`] leaves and waits.
@@ -27,10 +27,10 @@ impl std::fmt::Debug for Election {
 }
 
 impl Election {
-    /// See [`AsyncElection::join`]. `session` is typically from [`super::open_session`] or
-    /// [`super::IdGeneratorService::session`].
-    pub fn join(session: &Session, group: &str, options: ElectionOptions) -> Result<Election> {
-        let inner = block_on(AsyncElection::join(session, group, options))??;
+    /// See [`AsyncElection::join`]. `zk` is typically a session from [`super::open_session`]
+    /// or [`super::IdGeneratorService::session`], as `session.into_zk()`.
+    pub fn join(zk: &Zk, group: &str, options: ElectionOptions) -> Result<Election> {
+        let inner = block_on(AsyncElection::join(zk, group, options))??;
         Ok(Election {
             inner: DropInRuntime::new(inner),
         })
@@ -108,11 +108,11 @@ impl Election {
 }
 
 /// See [`election::leader`].
-pub fn leader(session: &Session, group: &str) -> Result<Option<LeaderInfo>> {
-    block_on(election::leader(session, group))?
+pub fn leader(zk: &Zk, group: &str) -> Result<Option<LeaderInfo>> {
+    block_on(election::leader(zk, group))?
 }
 
 /// See [`election::bump_epoch`].
-pub fn bump_epoch(session: &Session, group: &str) -> Result<i64> {
-    block_on(election::bump_epoch(session, group))?
+pub fn bump_epoch(zk: &Zk, group: &str) -> Result<i64> {
+    block_on(election::bump_epoch(zk, group))?
 }

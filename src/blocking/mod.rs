@@ -66,14 +66,14 @@ impl Drop for IdGeneratorService {
         // SAFETY: taken exactly once, here, and never used again.
         let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
         let closing = Arc::into_inner(inner).and_then(|service| {
-            let session = service.session().cloned();
+            let zk = service.zookeeper().cloned();
             drop_in_runtime(service);
-            session
+            zk
         });
-        let Some(session) = closing else { return };
+        let Some(zk) = closing else { return };
         let closed = runtime::runtime().map(|rt| {
             let _guard = rt.enter();
-            session.close()
+            zk.close()
         });
         if let Ok(closed) = closed {
             // From inside an async runtime (`RuntimeThread`) the close goes on without waiting.
@@ -169,13 +169,14 @@ impl IdGeneratorService {
 
     /// The service's ZooKeeper session, which the recipes share; `InvalidArgument` on the
     /// embedded stores (`mem:`, `file:`), which have no session.
-    pub fn session(&self) -> Result<Session> {
-        self.live_session().cloned()
+    pub fn zookeeper(&self) -> Result<crate::zk::Zk> {
+        self.live_zk()
     }
 
-    /// The session the service holds (borrowed: no handle is made or dropped by the caller).
-    fn live_session(&self) -> Result<&Session> {
-        self.inner.session().ok_or_else(|| {
+    /// The service's ZooKeeper session, for the recipes; `InvalidArgument` on the embedded
+    /// stores.
+    fn live_zk(&self) -> Result<crate::zk::Zk> {
+        self.inner.zookeeper().cloned().ok_or_else(|| {
             crate::ZooidError::InvalidArgument(
                 "this needs a ZooKeeper connect string; the embedded stores (mem:, file:) have no session".into(),
             )
@@ -190,31 +191,27 @@ impl IdGeneratorService {
     /// [`Counter`]). The node need not exist yet.
     pub fn open_counter(&self, path: &str) -> Result<Counter> {
         // The clone is never the session's last handle: the service holds one for this call.
-        Counter::with_policy(
-            self.live_session()?.clone(),
-            path,
-            self.inner.options().retry,
-        )
+        Counter::with_policy(self.live_zk()?, path, self.inner.options().retry)
     }
 
     /// The work queue at `path` on the service's session (see [`WorkQueue::open`]).
     pub fn open_queue(&self, path: &str, options: QueueOptions) -> Result<WorkQueue> {
-        WorkQueue::open(self.live_session()?, path, options)
+        WorkQueue::open(self.live_zk()?, path, options)
     }
 
     /// Joins the election of `group` on the service's session (see [`Election::join`]).
     pub fn join_election(&self, group: &str, options: ElectionOptions) -> Result<Election> {
-        Election::join(self.live_session()?, group, options)
+        Election::join(&self.live_zk()?, group, options)
     }
 
     /// Raises the epoch of `group` on the service's session (see [`bump_epoch`]).
     pub fn bump_epoch(&self, group: &str) -> Result<i64> {
-        bump_epoch(self.live_session()?, group)
+        bump_epoch(&self.live_zk()?, group)
     }
 
     /// Who leads `group`, without joining it (see [`leader`]).
     pub fn leader(&self, group: &str) -> Result<Option<LeaderInfo>> {
-        leader(self.live_session()?, group)
+        leader(&self.live_zk()?, group)
     }
 
     /// A prefetching source over `category`, taking its first batch now (see

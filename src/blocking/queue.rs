@@ -8,7 +8,7 @@ use crate::recipes::queue::{
     Claim as AsyncClaim, ItemInfo, QueueOptions, QueueStats, WorkQueue as AsyncQueue,
 };
 use crate::runtime::{block_on, DropInRuntime};
-use crate::zk::Session;
+use crate::zk::Zk;
 
 /// A blocking handle on a work queue (see [`crate::recipes::queue::WorkQueue`]). `Send + Sync`.
 ///
@@ -20,11 +20,12 @@ pub struct WorkQueue {
 }
 
 impl WorkQueue {
-    /// See [`AsyncQueue::open`]; `session` comes from [`crate::blocking::open_session`] or
-    /// [`crate::blocking::IdGeneratorService::session`].
-    pub fn open(session: &Session, path: &str, options: QueueOptions) -> Result<Self> {
+    /// See [`AsyncQueue::open`]; `zk` is a session from [`crate::blocking::open_session`] or
+    /// [`crate::blocking::IdGeneratorService::session`], as [`crate::zk::Session::into_zk`]
+    /// makes it.
+    pub fn open(zk: Zk, path: &str, options: QueueOptions) -> Result<Self> {
         Ok(Self {
-            inner: DropInRuntime::new(AsyncQueue::open(session, path, options)?),
+            inner: DropInRuntime::new(AsyncQueue::open(zk, path, options)?),
         })
     }
 

@@ -53,8 +53,8 @@ pub struct Record {
     /// The block size of a category in block allocation (`None`: a single-node pool), so that a
     /// restore recreates it in the same layout.
     pub block_size: Option<u64>,
-    /// A category in block allocation keeps its pushed ranges as hole nodes (format 4; the
-    /// `blocks UNIT holes` line).
+    /// The record says `blocks UNIT holes` (format 4); `false` with a block size: a record of
+    /// the retired format 3 (`blocks UNIT`), whose category a restore recreates in format 4.
     pub hole_nodes: bool,
     /// Every ID ever handed out is at or below this.
     pub ceiling: i64,
@@ -90,7 +90,6 @@ impl Record {
     pub fn with_layout(self, layout: crate::Layout) -> Self {
         let (block_size, hole_nodes) = match layout {
             crate::Layout::SingleNode => (None, false),
-            crate::Layout::Blocks { unit } => (Some(unit), false),
             crate::Layout::HoleNodes { unit } => (Some(unit), true),
         };
         Self {
@@ -100,12 +99,12 @@ impl Record {
         }
     }
 
-    /// The layout the category had, for a restore to recreate it.
+    /// The layout the category had, for a restore to recreate it: block allocation comes back
+    /// in format 4 (a record of the retired format 3 too).
     pub fn layout(&self) -> crate::Layout {
         match self.block_size {
             None => crate::Layout::SingleNode,
-            Some(unit) if self.hole_nodes => crate::Layout::HoleNodes { unit },
-            Some(unit) => crate::Layout::Blocks { unit },
+            Some(unit) => crate::Layout::HoleNodes { unit },
         }
     }
 

@@ -108,6 +108,12 @@ pub enum ZooidError {
         reason: String,
     },
 
+    /// The pool node is in a format this release no longer reads (format 3, block allocation
+    /// whose pushes waited in `zooid-returned`, never released); it is left untouched. Its kind
+    /// is [`ErrorKind::CorruptPool`].
+    #[error("pool node {path} is in format {format}, which this release no longer reads (block allocation with pushes waiting in zooid-returned, retired before any release); it was left as it is: move it to format 4 with the zooid that wrote it (`zooid migrate`), or delete and recreate the category")]
+    RetiredFormat { path: String, format: u32 },
+
     /// Recording the push would make the pool node larger than its limit; nothing was changed.
     #[error("cannot push to {category}: the pool would grow to {bytes} bytes, over its limit of {limit} (too fragmented); the IDs were not recycled")]
     PoolFull {
@@ -247,7 +253,9 @@ impl ZooidError {
             ZooidError::InvalidArgument(_) => ErrorKind::InvalidArgument,
             ZooidError::OutOfBounds { .. } => ErrorKind::OutOfBounds,
             ZooidError::AlreadyFree { .. } => ErrorKind::AlreadyFree,
-            ZooidError::CorruptPool { .. } => ErrorKind::CorruptPool,
+            ZooidError::CorruptPool { .. } | ZooidError::RetiredFormat { .. } => {
+                ErrorKind::CorruptPool
+            }
             ZooidError::PoolFull { .. } => ErrorKind::PoolFull,
             ZooidError::Contention { .. } => ErrorKind::Contention,
             ZooidError::OutcomeUnknown { .. } => ErrorKind::OutcomeUnknown,
@@ -283,6 +291,7 @@ impl ZooidError {
             | ZooidError::ConnectionLost { category, .. }
             | ZooidError::ReservationExhausted { category, .. } => category,
             ZooidError::CorruptPool { path, .. }
+            | ZooidError::RetiredFormat { path, .. }
             | ZooidError::VersionWrap { path, .. }
             | ZooidError::Store { path, .. }
             | ZooidError::NotAuthorized { path, .. } => path,

@@ -1,17 +1,23 @@
 //! Leader election from C: a candidacy handle over [`crate::blocking::Election`], joined through
-//! a service's ZooKeeper session, with blocking waits (no callbacks) and fenced writes; and the
-//! observer query `zooid_election_leader`.
+//! a service's ZooKeeper session, with blocking waits (no callbacks); its fenced writes
+//! ([`fenced`]) and the observer query `zooid_election_leader` ([`leader`]).
 
-use std::ffi::{c_char, CString};
+use std::ffi::c_char;
 use std::time::Duration;
 
 use super::service::zooid_service;
 use super::{arg_ref, arg_str, guard, guard_void, zooid_status, Failure, Out};
 use crate::blocking::Election;
-use crate::recipes::election::{
-    ElectionOptions, ElectionStatus, FencedOp, FencedResult, LeaderInfo,
-};
+use crate::recipes::election::{ElectionOptions, ElectionStatus};
 use crate::{LeaderState, PausePolicy};
+
+mod fenced;
+mod leader;
+
+pub use fenced::{
+    zooid_election_fenced_create, zooid_election_fenced_delete, zooid_election_fenced_set_data,
+};
+pub use leader::{zooid_election_leader, zooid_leader_info, zooid_leader_info_free};
 
 /// A candidate's state. The numbers are stable.
 #[repr(u32)]
@@ -94,66 +100,6 @@ pub struct zooid_election {
     inner: Election,
 }
 
-/// Who leads a group, from `zooid_election_leader`. Ownership: the caller owns it and frees it
-/// with `zooid_leader_info_free`; every pointer in it is valid until then. Immutable.
-#[repr(C)]
-pub struct zooid_leader_info {
-    /// The leader's candidate name (NUL-terminated UTF-8).
-    pub name: *const c_char,
-    /// The leader's candidate data, `data_len` bytes (NULL when `data_len` is 0).
-    pub data: *const u8,
-    /// The length of `data` in bytes.
-    pub data_len: usize,
-    /// The leader's fencing token.
-    pub token: i64,
-    /// The leader's candidate node path (NUL-terminated).
-    pub node: *const c_char,
-}
-
-/// The owner of a [`zooid_leader_info`]'s memory; the public struct is its first field, so a
-/// pointer to it is a pointer to the whole.
-#[repr(C)]
-struct LeaderInfoBox {
-    public: zooid_leader_info,
-    name: CString,
-    data: Vec<u8>,
-    node: CString,
-}
-
-// The raw pointers point into the box's own immutable strings.
-// SAFETY: nothing mutates the pointed-to memory before `zooid_leader_info_free`.
-unsafe impl Send for zooid_leader_info {}
-// SAFETY: as above; reads only.
-unsafe impl Sync for zooid_leader_info {}
-
-fn text(value: String, what: &str) -> Result<CString, Failure> {
-    CString::new(value).map_err(|_| Failure::Invalid(format!("{what} contains a NUL byte")))
-}
-
-impl LeaderInfoBox {
-    fn new(info: LeaderInfo) -> Result<Box<Self>, Failure> {
-        let mut boxed = Box::new(LeaderInfoBox {
-            public: zooid_leader_info {
-                name: std::ptr::null(),
-                data: std::ptr::null(),
-                data_len: 0,
-                token: info.token,
-                node: std::ptr::null(),
-            },
-            name: text(info.name, "the leader's name")?,
-            data: info.data,
-            node: text(info.node, "the leader's node path")?,
-        });
-        boxed.public.name = boxed.name.as_ptr();
-        boxed.public.node = boxed.node.as_ptr();
-        boxed.public.data_len = boxed.data.len();
-        if !boxed.data.is_empty() {
-            boxed.public.data = boxed.data.as_ptr();
-        }
-        Ok(boxed)
-    }
-}
-
 /// `len` bytes at `ptr`, which may be NULL only when `len` is 0.
 ///
 /// # Safety
@@ -171,23 +117,6 @@ unsafe fn bytes_arg<'a>(
     }
     // SAFETY: non-NULL and readable for `len` bytes by the caller's contract.
     Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
-}
-
-/// The expected version of a fenced write: `version` (>= 0) unless `any_version`.
-fn expected_version(version: i64, any_version: bool) -> Result<Option<i32>, Failure> {
-    if any_version {
-        return Ok(None);
-    }
-    i32::try_from(version)
-        .ok()
-        .filter(|v| *v >= 0)
-        .map(Some)
-        .ok_or_else(|| {
-            Failure::Invalid(format!(
-                "expected version {version}: give a data version from 0 to 2^31 - 1, or set \
-                 any_version (-1 is not \"any\" here)"
-            ))
-        })
 }
 
 /// The pause policy of a `zooid_pause_policy` number from C.
@@ -437,135 +366,6 @@ pub unsafe extern "C" fn zooid_election_await_leadership(
     })
 }
 
-/// Runs one fenced op and returns its result.
-fn fenced_one(election: &zooid_election, op: FencedOp) -> Result<FencedResult, Failure> {
-    let mut results = election.inner.fenced(std::slice::from_ref(&op))?;
-    results
-        .pop()
-        .ok_or_else(|| Failure::Invalid("ZooKeeper returned no result for the fenced op".into()))
-}
-
-/// A fenced `setData`: sets `path`'s data to `data_len` bytes of `data` only while this
-/// candidate still leads (one ZooKeeper `multi` whose first op checks the leader's own
-/// candidate node), and writes the node's new data version to `*out_version` (may be NULL).
-///
-/// `version` is the node's expected data version (0 to 2^31 - 1). There is no "-1 means any
-/// version" here: pass `any_version = true` (and any `version`) to write whatever the version
-/// is; a negative `version` without it is `ZOOID_STATUS_INVALID_ARGUMENT`.
-///
-/// Errors: `ZOOID_STATUS_NOT_LEADER` (this candidate does not lead, by its own view or
-/// ZooKeeper's: nothing was written), `ZOOID_STATUS_STORE` (the node is missing or at another
-/// version, nothing was written; or the reply was lost and the message says the outcome is
-/// unknown), `ZOOID_STATUS_CLOSED` (after resign), `ZOOID_STATUS_INVALID_ARGUMENT`.
-///
-/// # Safety
-/// `election` must be NULL or a live candidacy; `path` NULL or a NUL-terminated string; `data`
-/// NULL or valid for `data_len` bytes; `out_version` NULL or valid for a write.
-#[no_mangle]
-pub unsafe extern "C" fn zooid_election_fenced_set_data(
-    election: *const zooid_election,
-    path: *const c_char,
-    data: *const u8,
-    data_len: usize,
-    version: i64,
-    any_version: bool,
-    out_version: *mut i32,
-) -> zooid_status {
-    guard(|| {
-        // SAFETY: forwarded from this function's contract.
-        let election = unsafe { arg_ref(election, "election") }?;
-        // SAFETY: forwarded from this function's contract.
-        let path = unsafe { arg_str(path, "path") }?;
-        // SAFETY: forwarded from this function's contract.
-        let data = unsafe { bytes_arg(data, data_len, "data") }?;
-        let version = expected_version(version, any_version)?;
-        let op = FencedOp::SetData {
-            path: path.to_string(),
-            data: data.to_vec(),
-            version,
-        };
-        let new_version = match fenced_one(election, op)? {
-            FencedResult::Set { version } => version,
-            other => {
-                return Err(Failure::Invalid(format!(
-                    "unexpected result of a fenced setData: {other:?}"
-                )))
-            }
-        };
-        if !out_version.is_null() {
-            // SAFETY: non-NULL and writable by this function's contract.
-            unsafe { out_version.write(new_version) };
-        }
-        Ok(())
-    })
-}
-
-/// A fenced `create`: creates the persistent node `path` (its parent must exist) holding
-/// `data_len` bytes of `data`, only while this candidate still leads.
-///
-/// Errors: as `zooid_election_fenced_set_data` (`ZOOID_STATUS_STORE` when the node exists or
-/// its parent does not).
-///
-/// # Safety
-/// `election` must be NULL or a live candidacy; `path` NULL or a NUL-terminated string; `data`
-/// NULL or valid for `data_len` bytes.
-#[no_mangle]
-pub unsafe extern "C" fn zooid_election_fenced_create(
-    election: *const zooid_election,
-    path: *const c_char,
-    data: *const u8,
-    data_len: usize,
-) -> zooid_status {
-    guard(|| {
-        // SAFETY: forwarded from this function's contract.
-        let election = unsafe { arg_ref(election, "election") }?;
-        // SAFETY: forwarded from this function's contract.
-        let path = unsafe { arg_str(path, "path") }?;
-        // SAFETY: forwarded from this function's contract.
-        let data = unsafe { bytes_arg(data, data_len, "data") }?;
-        fenced_one(
-            election,
-            FencedOp::Create {
-                path: path.to_string(),
-                data: data.to_vec(),
-            },
-        )?;
-        Ok(())
-    })
-}
-
-/// A fenced `delete` of `path` at data version `version` (0 to 2^31 - 1), or at any version
-/// with `any_version = true`, only while this candidate still leads.
-///
-/// Errors: as `zooid_election_fenced_set_data` (`ZOOID_STATUS_STORE` when the node is missing,
-/// at another version or has children).
-///
-/// # Safety
-/// `election` must be NULL or a live candidacy; `path` NULL or a NUL-terminated string.
-#[no_mangle]
-pub unsafe extern "C" fn zooid_election_fenced_delete(
-    election: *const zooid_election,
-    path: *const c_char,
-    version: i64,
-    any_version: bool,
-) -> zooid_status {
-    guard(|| {
-        // SAFETY: forwarded from this function's contract.
-        let election = unsafe { arg_ref(election, "election") }?;
-        // SAFETY: forwarded from this function's contract.
-        let path = unsafe { arg_str(path, "path") }?;
-        let version = expected_version(version, any_version)?;
-        fenced_one(
-            election,
-            FencedOp::Delete {
-                path: path.to_string(),
-                version,
-            },
-        )?;
-        Ok(())
-    })
-}
-
 /// Leaves the group: ends the candidacy, deletes the candidate node and waits for that
 /// (bounded by twice the session timeout). The status ends Inactive and closed (also on
 /// `ZOOID_STATUS_STORE`); a waiter in `zooid_election_wait_change` wakes with it,
@@ -606,55 +406,6 @@ pub unsafe extern "C" fn zooid_election_free(election: *mut zooid_election) {
     })
 }
 
-/// Asks who leads `group` without joining it, on `service`'s ZooKeeper session, and writes the
-/// answer to `*out_info`: a new `zooid_leader_info` the caller owns and frees with
-/// `zooid_leader_info_free`, or NULL (with `ZOOID_STATUS_OK`) when the group has no candidate
-/// or does not exist.
-///
-/// Errors: `ZOOID_STATUS_INVALID_ARGUMENT` (bad group path, or an embedded store),
-/// `ZOOID_STATUS_CONNECTION_LOST`, `ZOOID_STATUS_TIMEOUT`, `ZOOID_STATUS_STORE`.
-///
-/// # Safety
-/// `service` must be NULL or a live service reference; `group` NULL or a NUL-terminated string;
-/// `out_info` NULL or valid for a write.
-#[no_mangle]
-pub unsafe extern "C" fn zooid_election_leader(
-    service: *const zooid_service,
-    group: *const c_char,
-    out_info: *mut *mut zooid_leader_info,
-) -> zooid_status {
-    guard(|| {
-        // SAFETY: forwarded from this function's contract.
-        let service = unsafe { arg_ref(service, "service") }?;
-        // SAFETY: forwarded from this function's contract.
-        let group = unsafe { arg_str(group, "group") }?;
-        let out = Out::new(out_info, "out_info")?;
-        let info = match service.inner.leader(group)? {
-            Some(info) => Box::into_raw(LeaderInfoBox::new(info)?).cast::<zooid_leader_info>(),
-            None => std::ptr::null_mut(),
-        };
-        // SAFETY: forwarded from this function's contract.
-        unsafe { out.write(info) };
-        Ok(())
-    })
-}
-
-/// Frees leader info from `zooid_election_leader`; NULL is accepted and ignored.
-///
-/// # Safety
-/// `info` must be NULL or leader info from `zooid_election_leader` not yet freed; it (and the
-/// pointers in it) must not be used afterwards.
-#[no_mangle]
-pub unsafe extern "C" fn zooid_leader_info_free(info: *mut zooid_leader_info) {
-    guard_void(|| {
-        if !info.is_null() {
-            // SAFETY: `info` is the first field of a `LeaderInfoBox` from `Box::into_raw`
-            // (`#[repr(C)]`, so the addresses are equal), freed once.
-            drop(unsafe { Box::from_raw(info.cast::<LeaderInfoBox>()) });
-        }
-    })
-}
-
 /// The name of a leader state (`"inactive"`, `"active"`, `"paused"`), a static string; `"?"`
 /// for a value that is not a state.
 #[no_mangle]
@@ -674,46 +425,3 @@ const _: () = {
     shared::<zooid_election>();
     shared::<zooid_leader_info>();
 };
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn expected_versions_have_no_minus_one_shortcut() {
-        assert_eq!(expected_version(0, false).unwrap(), Some(0));
-        assert_eq!(expected_version(7, false).unwrap(), Some(7));
-        assert_eq!(expected_version(-1, true).unwrap(), None);
-        assert!(matches!(
-            expected_version(-1, false),
-            Err(Failure::Invalid(_))
-        ));
-        assert!(matches!(
-            expected_version(i64::from(i32::MAX) + 1, false),
-            Err(Failure::Invalid(_))
-        ));
-    }
-
-    #[test]
-    fn leader_info_points_into_its_own_box() {
-        let info = LeaderInfoBox::new(LeaderInfo {
-            name: "a".into(),
-            data: vec![1, 2],
-            token: 9,
-            node: "/g/_c_x-n_0000000001".into(),
-        })
-        .unwrap();
-        let raw = Box::into_raw(info).cast::<zooid_leader_info>();
-        // SAFETY: just created; freed below.
-        let public = unsafe { &*raw };
-        assert_eq!(public.data_len, 2);
-        assert_eq!(public.token, 9);
-        // SAFETY: NUL-terminated, owned by the box.
-        let name = unsafe { std::ffi::CStr::from_ptr(public.name) };
-        assert_eq!(name.to_str().unwrap(), "a");
-        // SAFETY: from `zooid_election_leader`'s allocation path.
-        unsafe { zooid_leader_info_free(raw) };
-        // SAFETY: NULL is accepted.
-        unsafe { zooid_leader_info_free(std::ptr::null_mut()) };
-    }
-}

@@ -4,7 +4,8 @@
 use crate::Migrated;
 
 /// The layout of a category's pool (docs/DESIGN.md), for `zooid_category_spec_set_layout`
-/// and `zooid_service_migrate_category`. The numbers are stable.
+/// and `zooid_service_migrate_category`. The numbers are stable (2 was block allocation in the
+/// retired pool format 3, and is refused).
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum zooid_layout {
@@ -14,12 +15,9 @@ pub enum zooid_layout {
     /// One node holds the free list (pool formats 1 and 2, readable by the seed's tools):
     /// every take and push is a compare-and-set on it; takes are exactly lowest first.
     ZOOID_LAYOUT_SINGLE_NODE = 1,
-    /// Block allocation (pool format 3, ZooKeeper only): fresh IDs are claimed in blocks by
-    /// creates that never conflict; pushed IDs are merged into the pool node's free list.
-    ZOOID_LAYOUT_BLOCKS = 2,
-    /// Hole nodes (pool format 4, ZooKeeper only): block allocation whose pushed ranges stay
-    /// nodes of their own, claimed by deleting them, so tasks that take a batch and push back
-    /// their leftovers do not conflict.
+    /// Hole nodes (pool format 4, ZooKeeper only): block allocation (fresh IDs claimed in blocks
+    /// by creates that never conflict) whose pushed ranges stay nodes of their own, claimed by
+    /// deleting them, so tasks that take a batch and push back their leftovers do not conflict.
     ZOOID_LAYOUT_HOLE_NODES = 3,
 }
 
@@ -30,9 +28,9 @@ pub struct zooid_migrated {
     /// True when the pool moved; false when it was in the layout asked for already (nothing
     /// written).
     pub moved: bool,
-    /// The pool format before (1 for a seed-style node; 1 to 4).
+    /// The pool format before (1 for a seed-style node; 1, 2 or 4).
     pub from_format: u32,
-    /// The pool format now (3 or 4; equal to `from_format` when nothing moved).
+    /// The pool format now (4).
     pub to_format: u32,
     /// When moved: the first ID of the fresh-block region (one past the last ID when none is
     /// left); 0 when nothing moved.
@@ -71,10 +69,7 @@ mod tests {
             layout(ZOOID_LAYOUT_SINGLE_NODE as u32, 5).unwrap(),
             Some(Layout::SingleNode)
         );
-        assert_eq!(
-            layout(ZOOID_LAYOUT_BLOCKS as u32, 5).unwrap(),
-            Some(Layout::Blocks { unit: 5 })
-        );
+        assert!(layout(2, 5).is_err(), "the retired format 3's layout");
         assert_eq!(
             layout(ZOOID_LAYOUT_HOLE_NODES as u32, 5).unwrap(),
             Some(Layout::HoleNodes { unit: 5 })

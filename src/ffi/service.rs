@@ -135,16 +135,16 @@ pub unsafe extern "C" fn zooid_service_create_category(
 
 /// Moves the existing category `category` to the block layout `layout` in place, while other
 /// processes keep taking and pushing (what `zooid migrate` does): a single-node pool (formats 1
-/// and 2, or a seed-style node) to `ZOOID_LAYOUT_HOLE_NODES` (format 4) or `ZOOID_LAYOUT_BLOCKS`
-/// (format 3), or a format-3 pool to format 4, in blocks of `unit` IDs (0: 1000).
-/// `ZOOID_LAYOUT_DEFAULT` is `ZOOID_LAYOUT_HOLE_NODES`. No ID is handed out twice and none is
-/// lost. When `out_migrated` is not NULL, what was done is written to it (a pool in the
-/// layout asked for already is left alone: `moved` false).
+/// and 2, or a seed-style node) to `ZOOID_LAYOUT_HOLE_NODES` (format 4), its free ranges
+/// becoming hole nodes, in blocks of `unit` IDs (0: 1000). `ZOOID_LAYOUT_DEFAULT` is
+/// `ZOOID_LAYOUT_HOLE_NODES`. No ID is handed out twice and none is lost. When `out_migrated`
+/// is not NULL, what was done is written to it (a pool in the layout asked for already is left
+/// alone: `moved` false).
 ///
 /// Errors: `ZOOID_STATUS_INVALID_ARGUMENT` for a number that is not a `zooid_layout`,
-/// `ZOOID_LAYOUT_SINGLE_NODE` (there is no way back), a move from format 4 to format 3, a
-/// `unit` above 2147483647, or an embedded store; `ZOOID_STATUS_NOT_FOUND`,
-/// `ZOOID_STATUS_CORRUPT_POOL` and the store errors.
+/// `ZOOID_LAYOUT_SINGLE_NODE` (there is no way back), a `unit` above 2147483647, or an
+/// embedded store; `ZOOID_STATUS_NOT_FOUND`, `ZOOID_STATUS_CORRUPT_POOL` (also for a pool in
+/// the retired format 3, left as it is) and the store errors.
 ///
 /// # Safety
 /// `service` must be NULL or a live service reference; `category` NULL or a NUL-terminated

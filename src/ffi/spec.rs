@@ -96,12 +96,13 @@ pub unsafe extern "C" fn zooid_category_spec_set_single_node(
 
 /// Sets the layout by its `zooid_layout` number, in blocks of `unit` IDs (0: 1000; ignored for
 /// the default and the single-node layout): `ZOOID_LAYOUT_DEFAULT` (the store's default, as
-/// after `zooid_category_spec_new`), `ZOOID_LAYOUT_SINGLE_NODE`, `ZOOID_LAYOUT_BLOCKS` (pool
-/// format 3: fresh IDs in blocks, pushed IDs merged into the pool node's free list) or
-/// `ZOOID_LAYOUT_HOLE_NODES` (format 4, as `zooid_category_spec_set_blocks`).
+/// after `zooid_category_spec_new`), `ZOOID_LAYOUT_SINGLE_NODE` (as
+/// `zooid_category_spec_set_single_node`) or `ZOOID_LAYOUT_HOLE_NODES` (format 4, as
+/// `zooid_category_spec_set_blocks`).
 ///
-/// Errors: `ZOOID_STATUS_INVALID_ARGUMENT` for a number that is not a `zooid_layout`, a `unit`
-/// above 2147483647, or a block layout when the spec has an ACL.
+/// Errors: `ZOOID_STATUS_INVALID_ARGUMENT` for a number that is not a `zooid_layout` (the
+/// message names it; 2, the retired pool format 3's, included), a `unit` above 2147483647, or a
+/// block layout when the spec has an ACL.
 ///
 /// # Safety
 /// `spec` must be NULL or a live spec not used by another thread during the call.
@@ -221,10 +222,15 @@ mod tests {
             );
             assert!(last_message().unwrap().contains("acl:"));
             assert_eq!((*spec).spec, CategorySpec::new(1, 10).blocks(5));
-            assert_eq!(zooid_category_spec_set_layout(spec, 2, 0), ZOOID_STATUS_OK);
+            assert_eq!(
+                zooid_category_spec_set_layout(spec, 2, 0),
+                ZOOID_STATUS_INVALID_ARGUMENT
+            );
+            assert_eq!((*spec).spec, CategorySpec::new(1, 10).blocks(5));
+            assert_eq!(zooid_category_spec_set_layout(spec, 3, 0), ZOOID_STATUS_OK);
             assert_eq!(
                 (*spec).spec.layout_asked(),
-                Some(Layout::Blocks { unit: 1000 })
+                Some(Layout::HoleNodes { unit: 1000 })
             );
             assert_eq!(zooid_category_spec_set_layout(spec, 0, 0), ZOOID_STATUS_OK);
             assert_eq!(

@@ -57,22 +57,15 @@ fn examples() -> Vec<Pool> {
     two.record(op(7, OpKind::Take, 0x4aeb2050d53832e7, 10_000), 64);
     two.record(op(8, OpKind::Ceiling, 0x9d3c0e5f2a7b8c11, 20_000), 64);
 
-    let mut three = Pool::with_blocks(r(1, 4_611_686_018_427_387_903), 1_000);
-    three.set_blocks(Blocks {
+    let mut four = Pool::with_hole_nodes(r(1, 4_611_686_018_427_387_903), 1_000);
+    four.set_blocks(Blocks {
         unit: 1_000,
         generation: 2,
         base: 20_001,
-        hole_nodes: false,
     });
-    three.set_ceiling(Some(60_000));
-    three.record(op(9, OpKind::Push, 0x127c51b24da4fc9c, 250), 64);
-    three.record(op(10, OpKind::Blocks, 0x3f0e9a1c77d2b460, 10_011_000), 64);
-    three.free_mut().insert_all(&[r(2_751, 3_000)]).unwrap();
-    three.set_chunks(vec![ChunkRef {
-        key: 4_001,
-        version: 3,
-        ids: 1_280,
-    }]);
+    four.set_ceiling(Some(60_000));
+    four.record(op(9, OpKind::Ceiling, 0x9d3c0e5f2a7b8c11, 20_000), 64);
+    four.record(op(10, OpKind::Blocks, 0x3f0e9a1c77d2b460, 10_011_000), 64);
     // A pool moved to a fresh node (at data version 2,147,418,112), now at data version 1 of
     // the new node: its log goes on from the old node's.
     let mut moved = Pool::new(r(1, 123_456_789));
@@ -86,7 +79,7 @@ fn examples() -> Vec<Pool> {
     ] {
         moved.record(o, DEFAULT_OP_LOG_LEN);
     }
-    vec![one, two, three, moved]
+    vec![one, two, four, moved]
 }
 
 #[test]
@@ -107,20 +100,42 @@ fn every_documented_pool_node_renders_byte_for_byte() {
     }
 }
 
-/// The part and push nodes the document describes in words: a header line, then the ranges.
+/// A node in the retired format 3, as zooid wrote it before (pushes waiting in
+/// `zooid-returned`, a free list in the node and its `#chunk` parts): refused with the error
+/// that names the format, whatever it holds.
+pub(crate) const FORMAT_3_NODE: &str = "#zooid 3\n#bounds 1:4611686018427387903\n#blocks 1000 2 20001\n#ceiling 60000\n#op 9 push 127c51b24da4fc9c 250\n#op 10 blocks 3f0e9a1c77d2b460 10011000\n#chunk 4001 3 1280\n2751:3000\n";
+
 #[test]
-fn part_and_push_nodes_render_as_documented() {
-    let ranges = [r(4_001, 4_100), r(4_201, 5_380)];
-    let part = parts::render_chunk(4_001, &ranges);
-    assert_eq!(part, b"#zooid-chunk 4001\n4001:4100\n4201:5380\n");
-    assert_eq!(
-        parts::parse_chunk("/p", 4_001, i64::MAX, &part).unwrap(),
-        ranges
-    );
-    let push = render_return(&ranges);
-    assert_eq!(push, b"#zooid-returned\n4001:4100\n4201:5380\n");
-    assert_eq!(
-        parse_return("/p/zooid-returned/r-1", &push).unwrap(),
-        ranges
-    );
+fn a_format_3_node_is_refused_naming_its_format() {
+    for text in [
+        FORMAT_3_NODE,
+        "#zooid 3\n",
+        "#zooid 3\n#bounds 1:10\n#blocks 5 0 1\n",
+    ] {
+        match Pool::parse("/x", text.as_bytes()) {
+            Err(err @ crate::ZooidError::RetiredFormat { .. }) => {
+                assert_eq!(err.kind(), crate::ErrorKind::CorruptPool);
+                let message = err.to_string();
+                assert!(
+                    message.starts_with(
+                        "pool node /x is in format 3, which this release no longer reads"
+                    ),
+                    "{message}"
+                );
+            }
+            other => panic!("expected RetiredFormat for {text:?}, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_format_4_node_holds_no_free_list() {
+    let text = "#zooid 4\n#bounds 1:100\n#blocks 10 0 51\n5:9\n";
+    match Pool::parse("/p", text.as_bytes()) {
+        Err(crate::ZooidError::CorruptPool { line, reason, .. }) => {
+            assert_eq!(line, 4);
+            assert!(reason.contains("hole nodes"), "{reason}");
+        }
+        other => panic!("expected CorruptPool, got {other:?}"),
+    }
 }

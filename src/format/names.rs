@@ -1,20 +1,4 @@
-//! The names of the nodes below a pool node (format 3, docs/FORMAT.md).
-
-/// The node of free-list part `key` of pool `path`.
-pub fn chunk_path(path: &str, key: i64) -> String {
-    format!("{path}/zooid-free-{key}")
-}
-
-/// Whether `name` (a child of a pool node) is one of zooid's free-list parts.
-pub fn is_chunk(name: &str) -> bool {
-    is_numbered(name, "zooid-free-")
-}
-
-/// The key a free-list part's node name carries.
-pub fn chunk_key(name: &str) -> Option<i64> {
-    name.strip_prefix("zooid-free-")
-        .and_then(|k| k.parse().ok())
-}
+//! The names of the nodes below a pool node (format 4, docs/FORMAT.md).
 
 /// The node whose children number generation `generation`'s blocks.
 pub fn sequence_parent(path: &str, generation: u64) -> String {
@@ -32,18 +16,12 @@ pub fn sequence_of(path: &str) -> Option<i64> {
     digits.parse().ok()
 }
 
-/// The node pushes to pool `path` are announced on; its children are the pushes.
+/// The node under which the writers of pool `path` keep their receipts.
 pub fn returned_parent(path: &str) -> String {
     format!("{path}/zooid-returned")
 }
 
-/// The first line of a waiting push's node.
-pub const RETURNED_HEADER: &str = "#zooid-returned";
-
-/// The name prefix of a waiting push's node under [`returned_parent`] (`r-TOKEN`).
-pub const PUSH_PREFIX: &str = "r-";
-
-/// The name prefix of a push author's ephemeral marker under [`returned_parent`] (`m-TOKEN`).
+/// The name prefix of a write's ephemeral receipt under [`returned_parent`] (`m-TOKEN`).
 pub const MARKER_PREFIX: &str = "m-";
 
 /// The node under which a pool in format 4 keeps its free ranges, one node each.
@@ -68,9 +46,13 @@ pub fn hole_of(name: &str) -> Option<crate::range::IdRange> {
 }
 
 /// Whether `name` (a child of a pool node) is one of the nodes zooid keeps below a pool (block
-/// claims, free-list parts, pushes and receipts, holes), never a category.
+/// claims, receipts, holes, and the free-list parts `zooid-free-KEY` a pool in the retired
+/// format 3 left), never a category.
 pub fn is_pool_child(name: &str) -> bool {
-    is_sequence_parent(name) || is_chunk(name) || name == "zooid-holes" || name == "zooid-returned"
+    is_sequence_parent(name)
+        || is_numbered(name, "zooid-free-")
+        || name == "zooid-holes"
+        || name == "zooid-returned"
 }
 
 /// Whether `name` is `prefix` followed by decimal digits.
@@ -91,9 +73,7 @@ mod tests {
         assert!(!is_sequence_parent("zooid-blocks-"));
         assert!(!is_sequence_parent("zooid-blocks-1a"));
         assert_eq!(sequence_parent("/a/b", 7), "/a/b/zooid-blocks-7");
-        assert!(is_chunk("zooid-free-17"));
-        assert_eq!(chunk_key("zooid-free-17"), Some(17));
-        assert_eq!(chunk_path("/p", 17), "/p/zooid-free-17");
+        assert!(is_pool_child("zooid-free-17"));
         assert_eq!(returned_parent("/p"), "/p/zooid-returned");
         assert!(is_pool_child("zooid-holes") && is_pool_child("zooid-blocks-3"));
         assert!(!is_pool_child("did"));

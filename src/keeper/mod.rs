@@ -8,8 +8,9 @@
 //!   never needs re-arming, so no change can slip between a trigger and a re-registration, the
 //!   seed's missed-watch gap), a full re-scan after every reconnect and new session (events that
 //!   happened while disconnected are not replayed), and a periodic re-scan as a backstop. On
-//!   servers without persistent watches (ZooKeeper 3.4 and 3.5; [`Session::persistent_watches`]
-//!   asks once) it polls instead: a full re-scan every [`KeeperOptions::poll`];
+//!   servers without persistent watches (ZooKeeper 3.4 and 3.5;
+//!   [`Session::persistent_watches`](crate::zk::Session::persistent_watches) asks once) it
+//!   polls instead: a full re-scan every [`KeeperOptions::poll`];
 //! - evaluates a category on every change of its node and on every tick: headroom (free IDs at
 //!   or below the ceiling), take rate, reserve;
 //! - raises a ceiling when the headroom falls under the low-water mark: (1) the durable record
@@ -26,12 +27,11 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::time::Instant;
-use zookeeper_client::{AddWatchMode, EventType, PersistentWatcher};
 
 use crate::durable::DurableStore;
 use crate::election::{Election, ElectionOptions, LeaderState, PausePolicy};
 use crate::error::{Result, ZooidError};
-use crate::zk::{ConnectionState, Session};
+use crate::zk::{ConnectionState, EventKind, Failure, TreeWatch, Verdict, Zk, ZooKeeperExt};
 pub use sizing::{Sizing, TakeRate};
 
 /// Where a keeper may be told to crash (tests): `ZOOID_KEEPER_CRASH_AT` names one, and the
@@ -112,17 +112,17 @@ pub(crate) struct Tracked {
     pub pending: Option<(i64, i64)>,
 }
 
-/// Runs a keeper until `shutdown` turns true: joins the election, and while active keeps the
-/// ceilings of the categories under the root ahead of demand.
+/// Runs a keeper on `zk` until `shutdown` turns true: joins the election, and while active keeps
+/// the ceilings of the categories under the root ahead of demand.
 pub async fn run(
-    session: Session,
+    zk: Zk,
     durable: DurableStore,
     options: KeeperOptions,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<()> {
     let mut election_options = ElectionOptions::new(options.name.clone());
     election_options.on_pause = PausePolicy::Stop;
-    let election = Election::join(&session, &options.group, election_options).await?;
+    let election = Election::join(&zk, &options.group, election_options).await?;
     let durable = Arc::new(durable);
     let report = options.report.clone();
     report(&format!("keeper {} joined {}", options.name, options.group));
@@ -140,7 +140,7 @@ pub async fn run(
         };
         report(&format!("keeper {} active, token {token}", options.name));
         let mut active = Active {
-            session: &session,
+            zk: &zk,
             election: &election,
             token,
             durable: &durable,
@@ -167,7 +167,7 @@ enum Discovery {
 
 /// The active keeper's term.
 pub(crate) struct Active<'a> {
-    pub session: &'a Session,
+    pub zk: &'a Zk,
     pub election: &'a Election,
     pub token: i64,
     pub durable: &'a DurableStore,
@@ -184,11 +184,11 @@ impl Active<'_> {
 
     /// Leads until the leadership ends (Ok) or a keeper error makes it step back (Err).
     async fn lead(&mut self, shutdown: &mut watch::Receiver<bool>) -> Result<()> {
-        let mut session_rx = self.session.subscribe();
+        let mut session_rx = self.zk.subscribe();
         let mut election_rx = self.election.subscribe();
-        let mut watcher: Option<(u64, PersistentWatcher)> = None;
+        let mut watcher: Option<(u64, TreeWatch)> = None;
         // Servers before 3.6 have no persistent watches (asked once per session).
-        let mut discovery = match self.session.persistent_watches().await {
+        let mut discovery = match self.zk.persistent_watches().await {
             Ok(true) => Discovery::Watch,
             Ok(false) => {
                 self.report_polling();
@@ -208,24 +208,22 @@ impl Active<'_> {
             if *shutdown.borrow() || !self.still_leading() {
                 return Ok(());
             }
-            let status = self.session.status();
+            let status = self.zk.status();
             if status.state == ConnectionState::Connected {
                 if discovery == Discovery::Watch
                     && watcher.as_ref().map(|(g, _)| *g) != Some(status.generation)
                 {
-                    let (client, generation) = self.session.client();
-                    match self
-                        .session
-                        .bounded(
-                            client.watch(&self.options.root, AddWatchMode::PersistentRecursive),
-                        )
-                        .await
-                    {
+                    let generation = status.generation;
+                    match self.zk.watch_tree(generation, &self.options.root).await {
                         Ok(w) => {
                             watcher = Some((generation, w));
                             need_scan = true;
                         }
-                        Err(zookeeper_client::Error::Unimplemented) => {
+                        // Servers that turn the request down have no persistent watches.
+                        Err(Failure {
+                            verdict: Verdict::Refused,
+                            ..
+                        }) => {
                             discovery = Discovery::Poll;
                             watcher = None;
                             self.report_polling();
@@ -291,8 +289,8 @@ impl Active<'_> {
                     }
                 } => {
                     let Some(event) = event else { continue };
-                    match event.event_type {
-                        EventType::NodeDataChanged => {
+                    match event.kind {
+                        EventKind::DataChanged => {
                             if self.tracked.contains_key(&event.path) {
                                 dirty.insert(event.path);
                             } else {
@@ -300,12 +298,12 @@ impl Active<'_> {
                                 need_scan = true;
                             }
                         }
-                        EventType::NodeCreated | EventType::NodeDeleted => {
+                        EventKind::Created | EventKind::Deleted => {
                             if !event.path.starts_with(self.options.group.as_str()) {
                                 need_scan = true;
                             }
                         }
-                        EventType::Session | EventType::NodeChildrenChanged => need_scan = true,
+                        EventKind::Session | EventKind::ChildrenChanged => need_scan = true,
                     }
                 }
                 changed = session_rx.changed() => {
@@ -336,7 +334,7 @@ impl Active<'_> {
     /// Lists every pool node under the root (recursively), skipping ZooKeeper's own nodes and
     /// the keepers' election group.
     async fn scan(&self) -> Result<BTreeSet<String>> {
-        let (client, _) = self.session.client();
+        let generation = self.zk.generation();
         let root = self.options.root.trim_end_matches('/');
         let mut todo = vec![if root.is_empty() {
             "/".to_string()
@@ -344,7 +342,7 @@ impl Active<'_> {
             root.to_string()
         }];
         let mut found = BTreeSet::new();
-        let unavailable = |e: zookeeper_client::Error| ZooidError::ConnectionLost {
+        let unavailable = |e: Failure| ZooidError::ConnectionLost {
             category: self.options.root.clone(),
             reason: format!("keeper scan: {e}"),
         };
@@ -355,19 +353,22 @@ impl Active<'_> {
             {
                 continue;
             }
-            match self.session.bounded(client.get_data(&path)).await {
+            match self.zk.get(generation, &path).await {
                 Ok((data, _)) => {
                     if data.starts_with(b"#zooid ") {
                         found.insert(path.clone());
                     }
                 }
-                Err(zookeeper_client::Error::NoNode) => continue,
+                Err(Failure {
+                    verdict: Verdict::NoNode,
+                    ..
+                }) => continue,
                 Err(e) => return Err(unavailable(e)),
             }
-            match self.session.bounded(client.list_children(&path)).await {
-                Ok(children) => {
-                    // Block claims, free-list parts, pushes and holes of format-3 and
-                    // format-4 pools are not categories.
+            match self.zk.children(generation, &path).await {
+                Ok((children, _)) => {
+                    // Block claims, receipts and holes of format-4 pools (and the free-list
+                    // parts a retired format-3 pool left) are not categories.
                     for child in children
                         .into_iter()
                         .filter(|c| !crate::format::is_pool_child(c))
@@ -379,7 +380,10 @@ impl Active<'_> {
                         });
                     }
                 }
-                Err(zookeeper_client::Error::NoNode) => {}
+                Err(Failure {
+                    verdict: Verdict::NoNode,
+                    ..
+                }) => {}
                 Err(e) => return Err(unavailable(e)),
             }
         }

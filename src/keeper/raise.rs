@@ -12,7 +12,8 @@ use crate::durable::{Fence, Record};
 use crate::election::FencedOp;
 use crate::error::{Result, ZooidError};
 use crate::format::DEFAULT_OP_LOG_LEN;
-use crate::format::{chunk_path, returned_parent, ChunkOp, OpKind, OpRecord, OpToken, Pool};
+use crate::format::{OpKind, OpRecord, OpToken, Pool};
+use crate::zk::{Failure, Verdict, ZooKeeperExt};
 
 /// How many times one evaluation re-reads after a version conflict.
 const MAX_CONFLICTS: usize = 8;
@@ -45,10 +46,12 @@ impl Active<'_> {
     }
 
     async fn evaluate_once(&mut self, path: &str) -> Result<Wrote> {
-        let (client, _) = self.session.client();
-        let (data, stat) = match self.session.bounded(client.get_data(path)).await {
+        let (data, stat) = match self.zk.get(self.zk.generation(), path).await {
             Ok(got) => got,
-            Err(zookeeper_client::Error::NoNode) => {
+            Err(Failure {
+                verdict: Verdict::NoNode,
+                ..
+            }) => {
                 return Err(ZooidError::NotFound {
                     category: path.to_string(),
                 })
@@ -64,17 +67,12 @@ impl Active<'_> {
         if let Some(blocks) = pool.blocks() {
             // A generation whose sequence parent is missing (a move stopped before creating it)
             // is not a deleted category: create it, then evaluate on what is there.
-            if generations::frontier_if_numbered(self.session, path, &blocks)
+            if generations::frontier_if_numbered(self.zk, path, &blocks)
                 .await?
                 .is_none()
             {
-                if generations::ensure_parent_at(
-                    self.session,
-                    path,
-                    blocks.generation,
-                    stat.version,
-                )
-                .await?
+                if generations::ensure_parent_at(self.zk, path, blocks.generation, stat.version)
+                    .await?
                 {
                     (self.options.report)(&format!(
                         "category {path}: created the missing sequence parent of block generation {}",
@@ -85,7 +83,7 @@ impl Active<'_> {
             }
         }
         // In block allocation the node alone does not tell what was claimed since.
-        let usage = crate::alloc::blocks::usage(Some(self.session), path, &pool, false).await?;
+        let usage = crate::alloc::blocks::usage(Some(self.zk), path, &pool).await?;
         let sizing = self.options.sizing;
         let now = Instant::now();
         let used = pool.bounds().len() - usage.free;
@@ -213,8 +211,7 @@ impl Active<'_> {
             let new =
                 Record::new(path, pool.bounds(), ceiling, fence).with_layout(match pool.blocks() {
                     None => crate::Layout::SingleNode,
-                    Some(b) if b.hole_nodes => crate::Layout::HoleNodes { unit: b.unit },
-                    Some(b) => crate::Layout::Blocks { unit: b.unit },
+                    Some(b) => crate::Layout::HoleNodes { unit: b.unit },
                 });
             self.durable.write(&new).await?;
             if let Some(t) = self.tracked.get_mut(path) {
@@ -232,11 +229,7 @@ impl Active<'_> {
             Change::Ready(write) => write,
             Change::Move { cleared } => {
                 let moved = crate::alloc::blocks::repair::seal_and_move(
-                    self.session,
-                    path,
-                    pool,
-                    version,
-                    cleared,
+                    self.zk, path, pool, version, cleared,
                 )
                 .await?;
                 let Some(moved) = moved else {
@@ -251,7 +244,7 @@ impl Active<'_> {
                     ));
                     return Ok(Wrote::Conflict);
                 }
-                PoolWrite::moved(path, moved)
+                PoolWrite::moved(moved)
             }
         };
         let Some(next_version) = version.checked_add(1) else {
@@ -262,7 +255,6 @@ impl Active<'_> {
         };
         let PoolWrite {
             mut next,
-            others,
             removed,
             moved_to,
         } = write;
@@ -282,12 +274,11 @@ impl Active<'_> {
             },
             keep,
         );
-        let mut ops = vec![FencedOp::SetData {
+        let ops = [FencedOp::SetData {
             path: path.to_string(),
             data: next.render().into_bytes(),
             version: Some(version),
         }];
-        ops.extend(others);
         match self.election.fenced(&ops).await {
             Ok(_) => {}
             Err(ZooidError::Store { reason, .. }) => {
@@ -302,13 +293,9 @@ impl Active<'_> {
             t.pending = None;
         }
         if let Some(generation) = moved_to {
-            if let Err(err) = crate::alloc::blocks::repair::finish_move(
-                self.session,
-                path,
-                generation,
-                next_version,
-            )
-            .await
+            if let Err(err) =
+                crate::alloc::blocks::repair::finish_move(self.zk, path, generation, next_version)
+                    .await
             {
                 // A take or the next evaluation creates the sequence parent.
                 (self.options.report)(&format!(
@@ -365,8 +352,8 @@ impl Active<'_> {
         }
         let generation = record.fence.generation.max(pool.epoch()) + 1;
         let (change, high_water) = if pool.blocks().is_some() {
-            // The move (sealed generation, free list whole) is laid out after the durable write.
-            let high_water = crate::alloc::blocks::usage(Some(self.session), path, pool, false)
+            // The move (sealed generation, holes given up) is laid out after the durable write.
+            let high_water = crate::alloc::blocks::usage(Some(self.zk), path, pool)
                 .await?
                 .high_water;
             let change = Change::Move {
@@ -378,7 +365,6 @@ impl Active<'_> {
             let removed = next.clear_through(record.ceiling, i64::MIN, generation);
             let write = PoolWrite {
                 next,
-                others: Vec::new(),
                 removed: removed.iter().map(|r| r.len()).sum(),
                 moved_to: None,
             };
@@ -423,8 +409,6 @@ enum Change {
 struct PoolWrite {
     /// The pool as it will be.
     next: Pool,
-    /// Writes of other nodes in the same `multi`: free-list parts, merged pushes, checks.
-    others: Vec<FencedOp>,
     /// Free IDs a repair gave up.
     removed: u64,
     /// The block generation the pool moves to.
@@ -436,47 +420,17 @@ impl PoolWrite {
     fn plain(pool: &Pool) -> Self {
         Self {
             next: pool.clone(),
-            others: Vec::new(),
             removed: 0,
             moved_to: None,
         }
     }
 
     /// A pool in block allocation moved to its next generation (see
-    /// [`crate::alloc::blocks::repair`]): its part writes and merged pushes go in the same
-    /// `multi`, which checks that no push arrived since they were read.
-    fn moved(path: &str, moved: Moved) -> Self {
-        let mut others: Vec<FencedOp> = moved
-            .ops
-            .into_iter()
-            .map(|op| match op {
-                ChunkOp::Set { key, data, version } => FencedOp::SetData {
-                    path: chunk_path(path, key),
-                    data,
-                    version: Some(version),
-                },
-                ChunkOp::Create { key, data } => FencedOp::Create {
-                    path: chunk_path(path, key),
-                    data,
-                },
-                ChunkOp::Delete { key, version } => FencedOp::Delete {
-                    path: chunk_path(path, key),
-                    version: Some(version),
-                },
-                ChunkOp::DeleteNode { node } => FencedOp::Delete {
-                    path: node,
-                    version: None,
-                },
-            })
-            .collect();
-        others.push(FencedOp::Check {
-            path: returned_parent(path),
-            version: moved.announced,
-        });
+    /// [`crate::alloc::blocks::repair`]).
+    fn moved(moved: Moved) -> Self {
         Self {
             moved_to: moved.next.blocks().map(|b| b.generation),
             next: moved.next,
-            others,
             removed: moved.removed,
         }
     }

@@ -145,11 +145,6 @@ pub trait Store: Send + Sync + 'static {
         expected: i32,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
-    /// The ZooKeeper session underneath, if the store has one (for statistics and recipes).
-    fn session(&self) -> Option<&crate::zk::Session> {
-        None
-    }
-
     /// Returns once the node is no longer at version `seen` (changed, deleted or recreated), or
     /// after `limit`, whichever is first. The default polls with backoff (for the embedded
     /// stores); ZooKeeper watches the node.
@@ -207,10 +202,11 @@ impl AnyStore {
         }
     }
 
-    /// The ZooKeeper session underneath, for the recipes; `None` for the embedded stores.
-    pub fn session(&self) -> Option<&crate::zk::Session> {
+    /// The ZooKeeper session of a ZooKeeper store (the allocator's block layouts and the
+    /// recipes run on it); `None` for the embedded stores.
+    pub fn zookeeper(&self) -> Option<&crate::zk::Zk> {
         match self {
-            AnyStore::ZooKeeper(zk) => Some(zk.session()),
+            AnyStore::ZooKeeper(zk) => Some(zk.zookeeper()),
             AnyStore::Memory(_) | AnyStore::File(_) => None,
         }
     }
@@ -261,10 +257,6 @@ impl Store for AnyStore {
     async fn delete(&self, path: &str, expected: i32) -> Result<(), StoreError> {
         dispatch!(self, s => s.delete(path, expected))
     }
-    fn session(&self) -> Option<&crate::zk::Session> {
-        AnyStore::session(self)
-    }
-
     async fn wait_change(&self, path: &str, seen: i32, limit: Duration) -> Result<(), StoreError> {
         dispatch!(self, s => s.wait_change(path, seen, limit))
     }

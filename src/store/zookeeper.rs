@@ -1,27 +1,25 @@
-//! The Apache ZooKeeper store, over the async `zookeeper-client` crate.
-//!
-//! The store runs every request on the process's shared [`Session`]; disconnects are ridden out
+//! The Apache ZooKeeper store: the single-node pool operations of [`Store`] over the one
+//! ZooKeeper interface ([`Zk`]), on the process's shared session; disconnects are ridden out
 //! within the session, and a lost session is replaced by the session layer.
 
-use std::future::Future;
 use std::time::Duration;
-
-use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError, MultiWriteResult};
 
 use super::{Store, StoreError, Versioned};
 use crate::error::Result;
-use crate::zk::{classify, describe_error, is_gone, ConnectOptions, Multi, Session, Verdict};
+use crate::zk::{
+    ConnectOptions, Create, Failure, Multi, OpResult, Session, Verdict, Zk, ZooKeeperExt,
+};
 
-/// A ZooKeeper ensemble reached through the process's shared [`Session`].
+/// A ZooKeeper ensemble reached through the process's shared session.
 #[derive(Clone)]
 pub struct ZkStore {
-    session: Session,
+    zk: Zk,
 }
 
 impl std::fmt::Debug for ZkStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ZkStore")
-            .field("connect", &self.session.connect_string())
+            .field("connect", &self.zk.connect_string())
             .finish_non_exhaustive()
     }
 }
@@ -30,95 +28,89 @@ impl ZkStore {
     /// Opens a session on the ensemble named by a ZooKeeper connect string
     /// (`host:port,...[/chroot]`) and a store over it.
     pub async fn connect(connect: &str, options: &ConnectOptions) -> Result<Self> {
-        Ok(Self::on(Session::connect(connect, options).await?))
+        Ok(Self::on(
+            Session::connect(connect, options).await?.into_zk(),
+        ))
     }
 
     /// A store over an already open session (shared with the recipes).
-    pub fn on(session: Session) -> Self {
-        Self { session }
+    pub fn on(zk: Zk) -> Self {
+        Self { zk }
     }
 
     /// The session the store uses.
-    pub fn session(&self) -> &Session {
-        &self.session
+    pub fn zookeeper(&self) -> &Zk {
+        &self.zk
     }
 
     /// The ZooKeeper session currently in use.
     pub async fn session_id(&self) -> i64 {
-        self.session.client().0.session_id().0
+        self.zk.status().session_id
     }
 
-    fn acls(&self) -> Acls<'static> {
-        self.session.default_acls()
+    /// Runs one request on the current session generation (bounded by the request limit; a
+    /// session found gone is replaced, so the caller's retry runs on a fresh one) and reads its
+    /// failure as the store's.
+    async fn call<T>(
+        &self,
+        write: bool,
+        request: impl std::future::Future<Output = std::result::Result<T, Failure>>,
+    ) -> Result<T, StoreError> {
+        request
+            .await
+            .map_err(|failure| StoreError::from_failure(&failure, write, self.zk.options()))
     }
 
-    /// Runs one request on the current session, bounded by the session timeout; when the
-    /// session turns out to be gone, has the session layer replace it so the caller's retry runs
-    /// on a fresh one.
-    async fn call<T, F, Fut>(&self, write: bool, request: F) -> Result<T, StoreError>
-    where
-        F: FnOnce(Client) -> Fut,
-        Fut: Future<Output = std::result::Result<T, ZkError>>,
-    {
-        let (client, generation) = self.session.client();
-        match self.session.run(generation, request(client)).await {
-            Ok(value) => Ok(value),
-            Err(ZkError::Timeout) => {
-                let why = format!("no reply within {:?}", self.session.request_limit());
-                Err(if write {
-                    StoreError::Unknown(why)
-                } else {
-                    StoreError::Unavailable(why)
-                })
-            }
-            Err(err) => Err(StoreError::from_zk(&err, write, self.session.options())),
-        }
+    /// The current session generation, which each request names.
+    fn gen(&self) -> u64 {
+        self.zk.generation()
     }
 
-    async fn create_node(&self, path: &str, data: &[u8], acl: Acls<'_>) -> Result<(), StoreError> {
+    async fn create_node(&self, path: &str, data: &[u8], create: Create) -> Result<(), StoreError> {
         if let Some(parent) = super::parent(path) {
-            let options = CreateMode::Persistent.with_acls(self.acls());
-            self.call(true, |c| async move { c.mkdir(parent, &options).await })
+            self.call(true, self.zk.create_all(self.gen(), parent, None))
                 .await?;
         }
-        let options = CreateMode::Persistent.with_acls(acl);
-        self.call(true, |c| async move {
-            c.create(path, data, &options).await.map(|_| ())
+        self.call(true, async {
+            self.zk
+                .create(self.gen(), path, data, &create)
+                .await
+                .map(|_| ())
         })
         .await
     }
 }
 
 impl StoreError {
-    /// The store's reading of a failed ZooKeeper request (see [`classify`]): an answer of the
-    /// servers is what it says; anything else is [`StoreError::Unknown`] for a write (it may
-    /// have applied) and [`StoreError::Unavailable`] for a read.
-    pub(crate) fn from_zk(err: &ZkError, write: bool, options: &ConnectOptions) -> StoreError {
-        match classify(err) {
+    /// The store's reading of a failed ZooKeeper request: an answer of the servers is what it
+    /// says; anything else is [`StoreError::Unknown`] for a write (it may have applied) and
+    /// [`StoreError::Unavailable`] for a read.
+    pub(crate) fn from_failure(
+        failure: &Failure,
+        write: bool,
+        options: &ConnectOptions,
+    ) -> StoreError {
+        match failure.verdict {
             Verdict::NoNode => StoreError::NoNode,
             Verdict::NodeExists => StoreError::NodeExists,
             Verdict::BadVersion => StoreError::BadVersion,
             Verdict::NotAuthorized => StoreError::NotAuthorized {
                 identity: options.identity(),
             },
-            Verdict::Refused => StoreError::Refused(describe_error(err)),
+            Verdict::Refused => StoreError::Refused(failure.message.clone()),
             Verdict::Expired | Verdict::Closed | Verdict::Unknown if write => {
-                StoreError::Unknown(err.to_string())
+                StoreError::Unknown(failure.message.clone())
             }
             Verdict::Expired | Verdict::Closed | Verdict::Unknown => {
-                StoreError::Unavailable(err.to_string())
+                StoreError::Unavailable(failure.message.clone())
             }
         }
     }
 }
 
 impl Store for ZkStore {
-    fn session(&self) -> Option<&Session> {
-        Some(&self.session)
-    }
-
     async fn get(&self, path: &str) -> Result<Versioned, StoreError> {
-        self.call(false, |c| async move { c.get_data(path).await })
+        self.call(false, self.zk.get(self.gen(), path))
             .await
             .map(|(data, stat)| Versioned {
                 data,
@@ -128,7 +120,7 @@ impl Store for ZkStore {
     }
 
     async fn create(&self, path: &str, data: &[u8]) -> Result<(), StoreError> {
-        self.create_node(path, data, self.acls()).await
+        self.create_node(path, data, Create::persistent()).await
     }
 
     async fn create_with_acl(
@@ -137,8 +129,8 @@ impl Store for ZkStore {
         data: &[u8],
         acl: &[crate::zk::Acl],
     ) -> Result<(), StoreError> {
-        let acl: Vec<zookeeper_client::Acl> = acl.iter().map(crate::zk::Acl::to_zk).collect();
-        self.create_node(path, data, Acls::new(&acl)).await
+        self.create_node(path, data, Create::persistent().with_acl(acl.to_vec()))
+            .await
     }
 
     async fn set(&self, path: &str, data: &[u8], expected: i32) -> Result<i32, StoreError> {
@@ -148,11 +140,9 @@ impl Store for ZkStore {
                 "refusing to write with expected version {expected}"
             )));
         }
-        self.call(true, |c| async move {
-            c.set_data(path, data, Some(expected)).await
-        })
-        .await
-        .map(|stat| stat.version)
+        self.call(true, self.zk.set(self.gen(), path, data, Some(expected)))
+            .await
+            .map(|stat| stat.version)
     }
 
     async fn replace(
@@ -170,40 +160,39 @@ impl Store for ZkStore {
         // session's default), read after a `sync` so that a recent `setACL` is not undone. (The
         // `multi` cannot check the ACL's version: a `setACL` between this read and the move is.)
         self.sync(path).await?;
-        let (acl, _) = self
-            .call(false, |c| async move { c.get_acl(path).await })
-            .await?;
-        let (client, generation) = self.session.client();
-        let options = CreateMode::Persistent.with_acls(Acls::new(&acl));
-        let mut multi = Multi::new(&client);
+        let acl = self.call(false, self.zk.get_acl(self.gen(), path)).await?;
+        let generation = self.zk.generation();
+        let mut multi = Multi::new();
         multi.delete(path, Some(expected));
-        multi.create(path, data, &options);
-        match multi.commit(&self.session, generation).await {
+        multi.create(path, data, &Create::persistent().with_acl(acl));
+        match multi.commit(&*self.zk, generation).await {
             // Servers before 3.5 (and some later ones) return no stat for a create in a multi.
             Ok(results) => Ok(results.iter().find_map(|r| match r {
-                MultiWriteResult::Create { stat, .. } if !stat.is_invalid() => Some(stat.czxid),
+                OpResult::Create {
+                    stat: Some(stat), ..
+                } => Some(stat.czxid),
                 _ => None,
             })),
-            Err(failed) if matches!(failed.error, ZkError::NotEmpty) => Err(StoreError::Refused(
-                format!("{path} has children, so it cannot be moved to a fresh node"),
-            )),
-            Err(failed) => Err(StoreError::from_zk(
-                &failed.error,
+            Err(failed) if failed.verdict() == Verdict::Refused && failed.index == Some(0) => {
+                Err(StoreError::Refused(format!(
+                    "{path} has children, so it cannot be moved to a fresh node ({})",
+                    failed.failure
+                )))
+            }
+            Err(failed) => Err(StoreError::from_failure(
+                &failed.failure,
                 true,
-                self.session.options(),
+                self.zk.options(),
             )),
         }
     }
 
     async fn sync(&self, path: &str) -> Result<(), StoreError> {
-        self.call(false, |c| async move { c.sync(path).await })
-            .await
+        self.call(false, self.zk.sync(self.gen(), path)).await
     }
 
     async fn children(&self, path: &str) -> Result<Vec<String>, StoreError> {
-        let mut names = self
-            .call(false, |c| async move { c.list_children(path).await })
-            .await?;
+        let (mut names, _) = self.call(false, self.zk.children(self.gen(), path)).await?;
         names.sort();
         Ok(names)
     }
@@ -214,32 +203,19 @@ impl Store for ZkStore {
                 "refusing to delete with expected version {expected}"
             )));
         }
-        self.call(
-            true,
-            |c| async move { c.delete(path, Some(expected)).await },
-        )
-        .await
+        self.call(true, self.zk.delete(self.gen(), path, Some(expected)))
+            .await
     }
 
     async fn wait_change(&self, path: &str, seen: i32, limit: Duration) -> Result<(), StoreError> {
-        let (client, generation) = self.session.client();
-        let watched = async {
-            let (stat, watcher) = client.check_and_watch_stat(path).await?;
+        let watched = self.call(false, async {
+            let (stat, watch) = self.zk.exists_watched(self.gen(), path).await?;
             if stat.is_some_and(|stat| stat.version == seen) {
                 // Fires on a data change, deletion, or the end of the session.
-                watcher.changed().await;
+                watch.changed().await;
             }
-            Ok::<(), ZkError>(())
-        };
-        match tokio::time::timeout(limit, watched).await {
-            Err(_) => Ok(()),
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(err)) => {
-                if is_gone(&err) {
-                    self.session.report_lost(generation, &err.to_string()).await;
-                }
-                Err(StoreError::from_zk(&err, false, self.session.options()))
-            }
-        }
+            Ok(())
+        });
+        tokio::time::timeout(limit, watched).await.unwrap_or(Ok(()))
     }
 }

@@ -146,6 +146,23 @@ impl Acl {
         self.to_string()
     }
 
+    /// The entry of the client's form `acl`.
+    pub(crate) fn from_zk(acl: &zookeeper_client::Acl) -> Self {
+        let mut perms = Perms(0);
+        for (ours, theirs) in [
+            (Perms::READ, zookeeper_client::Permission::READ),
+            (Perms::WRITE, zookeeper_client::Permission::WRITE),
+            (Perms::CREATE, zookeeper_client::Permission::CREATE),
+            (Perms::DELETE, zookeeper_client::Permission::DELETE),
+            (Perms::ADMIN, zookeeper_client::Permission::ADMIN),
+        ] {
+            if acl.permission().has(theirs) {
+                perms = perms.and(ours);
+            }
+        }
+        Self::new(acl.scheme(), acl.id(), perms)
+    }
+
     pub(crate) fn to_zk(&self) -> zookeeper_client::Acl {
         let mut perm = zookeeper_client::Permission::NONE;
         for (ours, theirs) in [

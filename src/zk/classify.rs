@@ -7,6 +7,7 @@
 
 use zookeeper_client::Error as ZkError;
 
+use super::interface::Failure;
 use super::options::ConnectOptions;
 use crate::error::ZooidError;
 
@@ -91,19 +92,6 @@ pub fn is_gone(err: &ZkError) -> bool {
     fate(err) == Fate::Expired
 }
 
-/// A request's result with a failure's error paired with its [`Verdict`], so that callers match
-/// on what the error says instead of on `zookeeper_client::Error` variants.
-pub trait Classified<T> {
-    /// `Err(error)` becomes `Err((classify(&error), error))`.
-    fn classified(self) -> Result<T, (Verdict, ZkError)>;
-}
-
-impl<T> Classified<T> for Result<T, ZkError> {
-    fn classified(self) -> Result<T, (Verdict, ZkError)> {
-        self.map_err(|err| (classify(&err), err))
-    }
-}
-
 /// The error's text for a message; a marshalling error and an unimplemented request name the
 /// likely cause.
 pub fn describe(err: &ZkError) -> String {
@@ -122,12 +110,12 @@ pub fn describe(err: &ZkError) -> String {
 /// specific reading: a refusal by the node's ACL is [`ZooidError::NotAuthorized`] naming the
 /// session's identity; no answer or a lost session is [`ZooidError::ConnectionLost`]; a closed
 /// client [`ZooidError::Closed`]; any other answer [`ZooidError::Store`].
-pub fn to_zooid(err: &ZkError, path: &str, options: &ConnectOptions) -> ZooidError {
-    match classify(err) {
+pub fn to_zooid(failure: &Failure, path: &str, options: &ConnectOptions) -> ZooidError {
+    match failure.verdict {
         Verdict::NotAuthorized => not_authorized(path, options),
         Verdict::Unknown | Verdict::Expired => ZooidError::ConnectionLost {
             category: path.to_string(),
-            reason: describe(err),
+            reason: failure.message.clone(),
         },
         Verdict::Closed => ZooidError::Closed {
             what: "ZooKeeper session".into(),
@@ -135,7 +123,7 @@ pub fn to_zooid(err: &ZkError, path: &str, options: &ConnectOptions) -> ZooidErr
         Verdict::NoNode | Verdict::NodeExists | Verdict::BadVersion | Verdict::Refused => {
             ZooidError::Store {
                 path: path.to_string(),
-                reason: describe(err),
+                reason: failure.message.clone(),
             }
         }
     }
@@ -189,19 +177,19 @@ mod tests {
             digest_auth: Some(("alice".into(), "s3cret-pw".into())),
             ..ConnectOptions::default()
         };
-        let kind = |err: ZkError| to_zooid(&err, "/g", &options).kind();
+        let kind = |err: ZkError| to_zooid(&Failure::from(&err), "/g", &options).kind();
         assert_eq!(kind(ZkError::NoAuth), ErrorKind::NotAuthorized);
         assert_eq!(kind(ZkError::ConnectionLoss), ErrorKind::ConnectionLost);
         assert_eq!(kind(ZkError::SessionExpired), ErrorKind::ConnectionLost);
         assert_eq!(kind(ZkError::ClientClosed), ErrorKind::Closed);
         assert_eq!(kind(ZkError::NotEmpty), ErrorKind::Store);
-        let text = to_zooid(&ZkError::NoAuth, "/g", &options).to_string();
+        let text = to_zooid(&Failure::from(&ZkError::NoAuth), "/g", &options).to_string();
         assert!(
             text.contains("/g") && text.contains("digest:alice"),
             "{text}"
         );
         assert!(!text.contains("s3cret"), "{text}");
-        let big = to_zooid(&ZkError::MarshallingError, "/g", &options).to_string();
+        let big = to_zooid(&Failure::from(&ZkError::MarshallingError), "/g", &options).to_string();
         assert!(big.contains("jute.maxbuffer"), "{big}");
     }
 }

@@ -74,8 +74,9 @@ pub(super) async fn open_for(
 }
 
 /// The connector of every session zooid opens for servers of release `version`: the requested
-/// session timeout, a connection timeout of a third of it, `digest` auth, TLS and SASL. Also
-/// used to reattach a given-up session and close it (src/zk/fate.rs).
+/// session timeout, a connection timeout of a third of it, `digest` auth, TLS and SASL, and the
+/// tokio runtime it is called on for the client's tasks (an error outside one). Also used to
+/// reattach a given-up session and close it (src/zk/fate.rs).
 pub(super) fn connector_for(
     options: &ConnectOptions,
     version: ServerVersion,
@@ -87,7 +88,15 @@ pub(super) fn connector_for(
                 .into(),
         ));
     }
+    // The client's tasks (its session above all) go to the runtime this is called on, named
+    // here: the crate's own way of finding tokio is a link-time registration, which a C
+    // program's link against libzooid.a may leave out (vendor/README.md).
+    let runtime = tokio::runtime::Handle::try_current().map_err(|err| ZooidError::Store {
+        path: String::new(),
+        reason: format!("a ZooKeeper session needs a tokio runtime: {err}"),
+    })?;
     let mut connector = Client::connector()
+        .with_runtime(runtime)
         .with_session_timeout(options.session_timeout)
         .with_connection_timeout((options.session_timeout / 3).max(Duration::from_millis(200)));
     if version == ServerVersion::V3_4 {

@@ -1,5 +1,5 @@
 //! Confirmed death of a ZooKeeper session: the servers' word that no request of that session can
-//! apply any more (docs/SESSION-FATE.md).
+//! apply any more (docs/DESIGN.md, "When a write's fate is decided").
 //!
 //! A client's own view ("disconnected for longer than the session timeout", or
 //! `zookeeper_client`'s `SessionState::Expired`, which it also reports after a local timer) is a

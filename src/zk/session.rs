@@ -29,7 +29,7 @@
 //! with the servers, in the background ([`super::fate`]: reattach with its id and password and
 //! close it, or be refused because it expired). [`Session::confirm_gone`] waits for that word;
 //! every resolution of a write whose reply was lost on a given-up generation asks it before it
-//! reads (docs/RELIABILITY.md, "When a write's fate is decided").
+//! reads (docs/DESIGN.md, "When a write's fate is decided").
 //!
 //! Timeouts are the one the servers negotiated ([`SessionStatus::timeout`]), never the one
 //! requested.

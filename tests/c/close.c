@@ -23,7 +23,7 @@ int main(int argc, char **argv) {
     CHECK_OK(zooid_service_open(argv[1], options, &service));
     zooid_options_free(options);
     if (strcmp(argv[3], "blocks") == 0) {
-        CHECK_OK(create_in(service, category, 1, 1000000, ZOOID_LAYOUT_BLOCKS, 1000));
+        CHECK_OK(create_in(service, category, 1, 1000000, ZOOID_LAYOUT_HOLE_NODES, 1000));
     } else {
         CHECK_OK(create_default(service, category, 1, 1000000));
     }

@@ -1,5 +1,5 @@
 //! A write whose outcome cannot be told surfaces in C as `ZOOID_STATUS_OUTCOME_UNKNOWN`, the one
-//! in-doubt status (docs/RELIABILITY.md, "When a write's fate is decided"): a queue put whose
+//! in-doubt status (docs/DESIGN.md, "When a write's fate is decided"): a queue put whose
 //! reply is lost while the session cannot reach any server (`tests/c/queue_in_doubt.c`).
 
 use zooid_test_support as support;

@@ -4,22 +4,22 @@
  *
  *   layouts CONNECT PREFIX
  *
- * Below PREFIX, each with IDs 1..1000000: single (zooid_category_spec_set_single_node), blocks
- * (ZOOID_LAYOUT_BLOCKS in blocks of 100), holes (zooid_category_spec_set_blocks, 1000),
- * holes-in (ZOOID_LAYOUT_HOLE_NODES, unit 0: the default block size), default-in
- * (ZOOID_LAYOUT_DEFAULT) and default (a spec with no layout set).
+ * Below PREFIX, each with IDs 1..1000000: single (zooid_category_spec_set_single_node), holes
+ * (zooid_category_spec_set_blocks, 1000), holes-in (ZOOID_LAYOUT_HOLE_NODES, unit 0: the default
+ * block size), default-in (ZOOID_LAYOUT_DEFAULT) and default (a spec with no layout set).
  * On each: a take of 10 gets 1-10, the set's last 5 (6-10) are pushed back, and a take of 10
  * gets 6-15, the pushed IDs first. Then moved: a single node, a take of 10, a move to hole nodes
  * (from format 1 to 4, fresh blocks from 11), the same move again (nothing moved), a take of 10
- * that gets 11-20. Bounds out of order, layout numbers that are not a zooid_layout, block sizes of 0
- * and above 2^31 - 1, a ceiling above the last ID, an ACL with a block layout, NULL arguments and a
- * move back to a single node are refused with ZOOID_STATUS_INVALID_ARGUMENT, creating nothing.
+ * that gets 11-20. Bounds out of order, layout numbers that are not a zooid_layout (2, the retired
+ * pool format 3's, included), block sizes of 0 and above 2^31 - 1, a ceiling above the last ID,
+ * an ACL with a block layout, NULL arguments and a move back to a single node are refused with
+ * ZOOID_STATUS_INVALID_ARGUMENT, creating nothing.
  * The test (tests/c/layouts.rs) reads each pool node's format line.
  *
  *   layouts mem: PREFIX
  *
  * On the embedded store: single, default-in and default as above (a single node each), the
- * block layouts refused by zooid_service_create_category with ZOOID_STATUS_INVALID_ARGUMENT.
+ * hole nodes refused by zooid_service_create_category with ZOOID_STATUS_INVALID_ARGUMENT.
  */
 #include "check.h"
 
@@ -97,6 +97,9 @@ int main(int argc, char **argv) {
     EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_category_spec_set_layout(spec, 4, 0));
     CHECK_LAST_ERROR_CONTAINS("layout 4");
     EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT,
+                  zooid_category_spec_set_layout(spec, 2, 100));
+    CHECK_LAST_ERROR_CONTAINS("retired");
+    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT,
                   zooid_category_spec_set_layout(spec, 0xFFFFFFFFu, 0));
     CHECK_LAST_ERROR_CONTAINS("layout 4294967295");
     EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT,
@@ -125,9 +128,7 @@ int main(int argc, char **argv) {
     take_push_take(service, join_path(path, sizeof path, prefix, "/single"), SET_SINGLE_NODE, 0,
                    0);
     if (strncmp(argv[1], "mem:", 4) == 0) {
-        join_path(path, sizeof path, prefix, "/blocks");
-        EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT,
-                      create_in(service, path, 1, 100, ZOOID_LAYOUT_BLOCKS, 100));
+        join_path(path, sizeof path, prefix, "/holes");
         EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT,
                       create_in(service, path, 1, 100, ZOOID_LAYOUT_HOLE_NODES, 0));
         EXPECT_STATUS(ZOOID_STATUS_NOT_FOUND, zooid_service_pool_info(service, path, &info));
@@ -139,8 +140,6 @@ int main(int argc, char **argv) {
         printf("layouts on mem: OK\n");
         return 0;
     }
-    take_push_take(service, join_path(path, sizeof path, prefix, "/blocks"), SET_LAYOUT,
-                   ZOOID_LAYOUT_BLOCKS, 100);
     take_push_take(service, join_path(path, sizeof path, prefix, "/holes"), SET_BLOCKS, 0, 1000);
     take_push_take(service, join_path(path, sizeof path, prefix, "/holes-in"), SET_LAYOUT,
                    ZOOID_LAYOUT_HOLE_NODES, 0);

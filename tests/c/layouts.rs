@@ -42,7 +42,6 @@ fn every_layout_from_c_writes_its_format() {
             let mut nodes = Vec::new();
             for name in [
                 "single",
-                "blocks",
                 "holes",
                 "holes-in",
                 "default-in",
@@ -67,7 +66,6 @@ fn every_layout_from_c_writes_its_format() {
         for (name, text, version) in nodes {
             let want = match name {
                 "single" => "#zooid 1\n",
-                "blocks" => "#zooid 3\n",
                 _ => "#zooid 4\n",
             };
             assert!(text.starts_with(want), "{name}: {text}");

@@ -155,8 +155,12 @@ fn a_claim_lost_with_its_session_from_c() {
     let session =
         zooid::blocking::open_session(&zk.connect_string(), &zooid::ConnectOptions::default())
             .expect("a session");
-    let queue = zooid::blocking::WorkQueue::open(&session, path, zooid::QueueOptions::default())
-        .expect("open the queue");
+    let queue = zooid::blocking::WorkQueue::open(
+        session.clone().into_zk(),
+        path,
+        zooid::QueueOptions::default(),
+    )
+    .expect("open the queue");
     let started = Instant::now();
     let claim = queue
         .claim(Some(Duration::from_secs(30)))

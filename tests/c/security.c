@@ -20,7 +20,7 @@ static const zooid_service *open_as(const char *connect, const char *ca, const c
     CHECK_OK(zooid_options_set_tls(options, ca, cert, key));
     CHECK_OK(zooid_options_set_sasl_digest(options, user, password));
     /* Up to three opens, each failure printed; the third fails the test. A TLS and SASL open
-     * on a loaded machine once failed every attempt (RELIABILITY.md, "A TLS and SASL session
+     * on a loaded machine once failed every attempt (GUARANTEES.md, "A TLS and SASL session
      * open under load"); security.rs runs this program under CPU load. */
     const zooid_service *service = NULL;
     for (int attempt = 1;; attempt++) {

@@ -81,7 +81,7 @@ impl Drop for CpuHog {
 /// server has answered a SASL token written together with the connect request before the
 /// connect response itself; the client read that answer as the connect response, closed the
 /// connection and tried again, until its deadline when the race won every time
-/// (RELIABILITY.md). Each open must succeed, and every TLS connection the server accepted must
+/// (GUARANTEES.md). Each open must succeed, and every TLS connection the server accepted must
 /// have completed SASL: a connection dropped in between is such a failed attempt, even when a
 /// later one succeeded.
 #[test]

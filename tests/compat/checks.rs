@@ -133,27 +133,25 @@ pub async fn moves(connect: &str) {
 /// What format 4's kept listing rests on: a child create and a child delete each add one to the
 /// parent's child version, also inside a `multi` (`create`, not `create2`, on 3.4).
 pub async fn child_versions(connect: &str) {
-    let session = session(connect).await;
-    let (client, _) = session.client();
-    let options =
-        zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
-    client.mkdir("/compat/cv", &options).await.unwrap();
+    use zooid::zk::{Create, Multi, ZooKeeper, ZooKeeperExt};
+    let zk = session(connect).await;
+    let generation = zk.generation();
+    zk.create_all(generation, "/compat/cv", None).await.unwrap();
     let cversion = || async {
-        client
-            .check_stat("/compat/cv")
+        zk.exists(generation, "/compat/cv")
             .await
             .unwrap()
             .unwrap()
             .cversion
     };
     let start = cversion().await;
-    let mut multi = zooid::zk::Multi::new(&client);
-    multi.create("/compat/cv/a", b"", &options);
-    multi.create("/compat/cv/b", b"", &options);
-    multi.commit(&session, session.client().1).await.unwrap();
-    let mut multi = zooid::zk::Multi::new(&client);
+    let mut multi = Multi::new();
+    multi.create("/compat/cv/a", b"", &Create::persistent());
+    multi.create("/compat/cv/b", b"", &Create::persistent());
+    multi.commit(&zk, generation).await.unwrap();
+    let mut multi = Multi::new();
     multi.delete("/compat/cv/a", None);
-    multi.commit(&session, session.client().1).await.unwrap();
+    multi.commit(&zk, generation).await.unwrap();
     assert_eq!(cversion().await, start + 3, "two creates and a delete");
 }
 
@@ -196,18 +194,16 @@ pub async fn holes(connect: &str) {
     all_ids(&sets.iter().collect::<Vec<_>>());
 }
 
-/// Block allocation (pool format 3): two services take whole blocks (sequential creates in a
-/// `multi` with a check), a push goes to the free list and is handed out before fresh blocks.
+/// Block allocation (`CategorySpec::blocks`, pool format 4): two services take whole blocks
+/// (sequential creates in a `multi` with a check), a push becomes hole nodes, handed out before
+/// fresh blocks to a take they cover.
 pub async fn blocks(connect: &str) {
     let a = service(connect).await;
     let b = service(connect).await;
     let cat = IdCategory::new("/compat/blocks/did").unwrap();
-    a.create_category(
-        &cat,
-        &CategorySpec::new(1, 1_000_000).layout(zooid::Layout::Blocks { unit: 100 }),
-    )
-    .await
-    .unwrap();
+    a.create_category(&cat, &CategorySpec::new(1, 1_000_000).blocks(100))
+        .await
+        .unwrap();
     let mut one = a.take_ids(&cat, 150).await.unwrap();
     let two = b.take_ids(&cat, 250).await.unwrap();
     let three = a.take_ids(&cat, 50).await.unwrap();
@@ -226,8 +222,8 @@ pub async fn blocks(connect: &str) {
 
 /// The counter: consecutive ranges from two sessions.
 pub async fn counter(connect: &str) {
-    let a = Counter::new(session(connect).await, "/compat/counter").unwrap();
-    let b = Counter::new(session(connect).await, "/compat/counter").unwrap();
+    let a = Counter::new(session(connect).await.into_zk(), "/compat/counter").unwrap();
+    let b = Counter::new(session(connect).await.into_zk(), "/compat/counter").unwrap();
     a.init(100).await.unwrap();
     let first = a.next(10).await.unwrap();
     let second = b.next(5).await.unwrap();
@@ -239,13 +235,21 @@ pub async fn counter(connect: &str) {
 /// other leads with a higher token while the old token's writes are refused.
 pub async fn election(connect: &str) {
     let group = "/compat/election";
-    let a = Election::join(&session(connect).await, group, ElectionOptions::new("a"))
-        .await
-        .unwrap();
+    let a = Election::join(
+        &session(connect).await.into_zk(),
+        group,
+        ElectionOptions::new("a"),
+    )
+    .await
+    .unwrap();
     let token_a = a.await_leadership(Duration::from_secs(20)).await.unwrap();
-    let b = Election::join(&session(connect).await, group, ElectionOptions::new("b"))
-        .await
-        .unwrap();
+    let b = Election::join(
+        &session(connect).await.into_zk(),
+        group,
+        ElectionOptions::new("b"),
+    )
+    .await
+    .unwrap();
     a.fenced(&[FencedOp::Create {
         path: "/compat/election-out".into(),
         data: b"a".to_vec(),
@@ -278,13 +282,13 @@ pub async fn election(connect: &str) {
 /// completed items are gone.
 pub async fn queue(connect: &str) {
     let producer = WorkQueue::open(
-        &session(connect).await,
+        session(connect).await.into_zk(),
         "/compat/queue",
         QueueOptions::default(),
     )
     .unwrap();
     let consumer = WorkQueue::open(
-        &session(connect).await,
+        session(connect).await.into_zk(),
         "/compat/queue",
         QueueOptions::default(),
     )
@@ -375,7 +379,7 @@ pub async fn keeper(connect: &str) -> (Discovery, Duration) {
     let (stop, shutdown) = tokio::sync::watch::channel(false);
     let keeper_session = session(connect).await;
     let running = tokio::spawn(zooid::keeper::run(
-        keeper_session,
+        keeper_session.into_zk(),
         durable,
         options,
         shutdown,

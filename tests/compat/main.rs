@@ -185,23 +185,23 @@ fn assuming_3_4_works_on_a_newer_server() {
         let session = zooid::Session::connect(&connect, &options).await.unwrap();
         assert_eq!(session.server_version(), ServerVersion::V3_4);
         assert!(!session.persistent_watches().await.unwrap());
-        let svc = zooid::IdGeneratorService::on_session(
-            session.clone(),
+        let svc = zooid::IdGeneratorService::on_zookeeper(
+            session.clone().into_zk(),
             zooid::ServiceOptions::default(),
         );
         let cat = zooid::IdCategory::new("/assumed/did").unwrap();
-        svc.create_category(
-            &cat,
-            &CategorySpec::new(1, 1000).layout(zooid::Layout::Blocks { unit: 10 }),
-        )
-        .await
-        .unwrap();
+        svc.create_category(&cat, &CategorySpec::new(1, 1000).blocks(10))
+            .await
+            .unwrap();
         let mut taken = svc.take_ids(&cat, 25).await.unwrap();
         assert_eq!(taken.count_ids(), 25);
         svc.push_ids(&mut taken).await.unwrap();
-        let queue =
-            zooid::WorkQueue::open(&session, "/assumed/queue", zooid::QueueOptions::default())
-                .unwrap();
+        let queue = zooid::WorkQueue::open(
+            session.clone().into_zk(),
+            "/assumed/queue",
+            zooid::QueueOptions::default(),
+        )
+        .unwrap();
         queue.put(b"x").await.unwrap();
         let claim = queue
             .claim(Some(std::time::Duration::from_secs(5)))

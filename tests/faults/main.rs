@@ -1,4 +1,4 @@
-//! The fault suite (docs/RELIABILITY.md): "never the same ID twice" against a real 3-server
+//! The fault suite (docs/GUARANTEES.md): "never the same ID twice" against a real 3-server
 //! ZooKeeper ensemble, one fault per test.
 //!
 //! Each test starts an ensemble with one fault-injecting proxy per server, creates a category,
@@ -201,18 +201,17 @@ fn blackhole_within_session(name: &str, cfg: Config) {
 /// and resolve the writes they had in flight.
 #[test]
 fn f3b_blackhole_longer_than_session_timeout() {
-    sessions_expire("3b blackhole longer than the session timeout", None, false);
+    sessions_expire("3b blackhole longer than the session timeout", None);
 }
 
 /// Blackholes every proxy for 2.5 session timeouts: every session expires, the workers open new
 /// ones and resolve the writes they had in flight.
-fn sessions_expire(name: &str, blocks: Option<u64>, hole_nodes: bool) {
+fn sessions_expire(name: &str, blocks: Option<u64>) {
     let _serial = serial();
     let cfg = Config {
         // Long enough for a write in flight to be resolved after the blackhole.
         op_deadline: Duration::from_secs(15),
         blocks,
-        hole_nodes,
         ..Config::default()
     };
     let hold = cfg.session_timeout * 5 / 2;
@@ -411,17 +410,16 @@ fn leader_paused(name: &str, cfg: Config) {
 /// and the workload carries on once the quorum is back.
 #[test]
 fn f6_quorum_lost() {
-    quorum_lost("6 quorum lost (2 of 3 servers down)", None, false);
+    quorum_lost("6 quorum lost (2 of 3 servers down)", None);
 }
 
 /// Kills two of three servers: operations fail within their deadline; the workload carries on
 /// once the quorum is back.
-fn quorum_lost(name: &str, blocks: Option<u64>, hole_nodes: bool) {
+fn quorum_lost(name: &str, blocks: Option<u64>) {
     let _serial = serial();
     let cfg = Config {
         op_deadline: Duration::from_secs(3),
         blocks,
-        hole_nodes,
         ..Config::default()
     };
     let deadline = cfg.op_deadline;
@@ -518,13 +516,6 @@ fn all_servers_killed(name: &str, cfg: Config) {
     rig.assert_guarantees(&a, AMBIGUOUS);
 }
 
-/// Block allocation (src/blocks.rs): replies lost after the server applied a block claim, a push
-/// or a take from the free list (all `multi` requests): each is resolved, none leaks.
-#[test]
-fn f8a_blocks_replies_lost() {
-    replies_lost_in_blocks("8a block allocation: replies lost", blocks());
-}
-
 /// Replies dropped after the server applied a `multi` below the pool (a claim, a push, a take
 /// of holes), until `scaled_count(8)` were: each is resolved.
 fn replies_lost_in_blocks(name: &str, cfg: Config) {
@@ -547,89 +538,18 @@ fn replies_lost_in_blocks(name: &str, cfg: Config) {
     rig.assert_guarantees(&a, DECIDABLE);
 }
 
-/// Block allocation: the ensemble's leader is SIGKILLed under load.
+/// Format 4: the leader SIGSTOPped.
 #[test]
-fn f8b_blocks_leader_killed() {
-    let cfg = Config {
-        blocks: Some(100),
-        ..Config::default()
-    };
-    leader_killed("8b block allocation: leader SIGKILLed", cfg);
+fn f9h_holes_leader_paused() {
+    leader_paused("9h hole nodes: leader SIGSTOPped", holes());
 }
 
-/// Block allocation: a blackhole of 2.5 session timeouts; every session expires with claims and
-/// pushes in flight.
+/// Format 4: every server SIGKILLed and restarted.
 #[test]
-fn f8c_blocks_sessions_expire() {
-    sessions_expire("8c block allocation: sessions expire", Some(100), false);
-}
-
-/// A category in block allocation (blocks of 100 IDs), for the faults below.
-fn blocks() -> Config {
-    Config {
-        blocks: Some(100),
-        ..Config::default()
-    }
-}
-
-/// Block allocation: connections reset before, torn in and after claims, pushes and takes.
-#[test]
-fn f8d_blocks_connection_reset_mid_request() {
-    connection_reset(
-        "8d block allocation: connection reset mid-request",
-        blocks(),
-    );
-}
-
-/// Block allocation: a blackhole shorter than the session timeout.
-#[test]
-fn f8e_blocks_blackhole_shorter_than_session_timeout() {
-    blackhole_within_session(
-        "8e block allocation: blackhole shorter than the session timeout",
-        blocks(),
-    );
-}
-
-/// Block allocation: client processes SIGKILLed mid-operation.
-#[test]
-fn f8f_blocks_client_killed_mid_operation() {
-    clients_killed(
-        "8f block allocation: client SIGKILLed mid-operation",
-        blocks(),
-    );
-}
-
-/// Block allocation: a client SIGSTOPped past its session timeout.
-#[test]
-fn f8g_blocks_client_paused_past_session_timeout() {
-    client_paused(
-        "8g block allocation: client SIGSTOPped past its session timeout",
-        blocks(),
-    );
-}
-
-/// Block allocation: the leader SIGSTOPped.
-#[test]
-fn f8h_blocks_leader_paused() {
-    leader_paused("8h block allocation: leader SIGSTOPped", blocks());
-}
-
-/// Block allocation: two of three servers down.
-#[test]
-fn f8i_blocks_quorum_lost() {
-    quorum_lost(
-        "8i block allocation: quorum lost (2 of 3 servers down)",
-        Some(100),
-        false,
-    );
-}
-
-/// Block allocation: every server SIGKILLed and restarted.
-#[test]
-fn f8j_blocks_all_servers_killed_and_restarted() {
+fn f9j_holes_all_servers_killed_and_restarted() {
     all_servers_killed(
-        "8j block allocation: all servers SIGKILLed and restarted",
-        blocks(),
+        "9j hole nodes: all servers SIGKILLed and restarted",
+        holes(),
     );
 }
 
@@ -638,7 +558,6 @@ fn f8j_blocks_all_servers_killed_and_restarted() {
 fn holes() -> Config {
     Config {
         blocks: Some(100),
-        hole_nodes: true,
         ..Config::default()
     }
 }
@@ -658,7 +577,7 @@ fn f9b_holes_leader_killed() {
 /// Format 4: every session expires with takes and pushes in flight.
 #[test]
 fn f9c_holes_sessions_expire() {
-    sessions_expire("9c hole nodes: sessions expire", Some(100), true);
+    sessions_expire("9c hole nodes: sessions expire", Some(100));
 }
 
 /// Format 4: connections reset before, torn in and after takes and pushes.
@@ -688,7 +607,6 @@ fn f9i_holes_quorum_lost() {
     quorum_lost(
         "9i hole nodes: quorum lost (2 of 3 servers down)",
         Some(100),
-        true,
     );
 }
 
@@ -708,16 +626,6 @@ fn f10a_wipe_mid_burst_with_keepers() {
     wipe::wipe_mid_burst(
         "10a wipe mid-burst with keepers running",
         Config::default(),
-        false,
-    );
-}
-
-/// Wipe mid-burst, block allocation (format 3).
-#[test]
-fn f10b_blocks_wipe_mid_burst_with_keepers() {
-    wipe::wipe_mid_burst(
-        "10b block allocation: wipe mid-burst with keepers running",
-        blocks(),
         false,
     );
 }
@@ -749,16 +657,6 @@ fn f10e_wipe_mid_burst_active_keeper_killed() {
     wipe::wipe_mid_burst(
         "10e active keeper SIGKILLed, then a wipe mid-burst",
         Config::default(),
-        true,
-    );
-}
-
-/// Wipe mid-burst in block allocation (format 3) with the active keeper SIGKILLed just before.
-#[test]
-fn f10f_blocks_wipe_mid_burst_active_keeper_killed() {
-    wipe::wipe_mid_burst(
-        "10f block allocation: active keeper SIGKILLed, then a wipe mid-burst",
-        blocks(),
         true,
     );
 }

@@ -2,9 +2,8 @@
 //! not through zooid's own reading (`pool_info`), which is part of what is tested (it merges
 //! overlapping holes, for one, where the checker wants to see them).
 //!
-//! Free IDs are the pool node's free list and its parts (`#chunk` lines, format 3), the pushes
-//! waiting in `zooid-returned/r-TOKEN` (format 3), the hole nodes `zooid-holes/h-START-END`
-//! (format 4), and in block allocation the fresh IDs from the frontier up:
+//! Free IDs are the pool node's free list (formats 1 and 2), or in block allocation (format 4)
+//! the hole nodes `zooid-holes/h-START-END` and the fresh IDs from the frontier up:
 //! `BASE + cversion(zooid-blocks-GENERATION) * UNIT ..= LAST`.
 
 use zookeeper_client::{Client, Error as ZkError};
@@ -26,8 +25,6 @@ struct PoolText {
     bounds: (i64, i64),
     /// `#blocks UNIT GENERATION BASE`.
     blocks: Option<(i64, u64, i64)>,
-    /// `#chunk KEY VERSION IDS`: (key, version).
-    chunks: Vec<(i64, i32)>,
     ranges: Vec<(i64, i64)>,
 }
 
@@ -51,7 +48,6 @@ fn parse_pool(path: &str, text: &str) -> Result<PoolText, String> {
         format: 0,
         bounds: (0, -1),
         blocks: None,
-        chunks: Vec::new(),
         ranges: ranges_of(path, text)?,
     };
     let bad = |l: &str| format!("{path}: unreadable header {l:?}");
@@ -67,10 +63,6 @@ fn parse_pool(path: &str, text: &str) -> Result<PoolText, String> {
                     base.parse().map_err(|_| bad(line))?,
                 ))
             }
-            ["#chunk", key, version, _ids] => pool.chunks.push((
-                key.parse().map_err(|_| bad(line))?,
-                version.parse().map_err(|_| bad(line))?,
-            )),
             _ => {}
         }
     }
@@ -114,61 +106,38 @@ async fn read_once(client: &Client, path: &str) -> Result<Option<FreeSeen>, Stri
         pool.format,
         pool.ranges.len()
     ));
-    for &(key, version) in &pool.chunks {
-        let node = format!("{path}/zooid-free-{key}");
-        let (data, st) = match client.get_data(&node).await {
-            Ok(got) => got,
-            // Merged away since the pool node was read: read again.
-            Err(ZkError::NoNode) => return Ok(None),
-            Err(e) => return Err(format!("{node}: {e}")),
-        };
-        if st.version != version {
-            return Ok(None);
-        }
-        let ranges = ranges_of(&node, &String::from_utf8_lossy(&data))?;
-        seen.sources
-            .push(format!("part {key}: {} ranges", ranges.len()));
-        seen.free.extend(ranges);
-    }
     if let Some((unit, generation, base)) = pool.blocks {
+        if pool.format != 4 {
+            seen.problems.push(format!(
+                "{path}: '#blocks' in format {} (FORMAT.md: block allocation is format 4)",
+                pool.format
+            ));
+        }
+        if !pool.ranges.is_empty() {
+            seen.problems.push(format!(
+                "{path}: {} free ranges in a format-4 pool node (FORMAT.md: it holds none)",
+                pool.ranges.len()
+            ));
+        }
         let returned = format!("{path}/zooid-returned");
-        let mut waiting = 0;
         for name in children(client, &returned).await? {
-            if !name.starts_with("r-") {
-                continue;
-            }
-            let node = format!("{returned}/{name}");
-            let data = match client.get_data(&node).await {
-                Ok((data, _)) => data,
-                Err(ZkError::NoNode) => return Ok(None),
-                Err(e) => return Err(format!("{node}: {e}")),
-            };
-            if pool.format == 4 {
+            if !name.starts_with("m-") {
                 seen.problems.push(format!(
-                    "{node}: a format-3 push waiting in a format-4 pool (FORMAT.md: format 4 \
-                     keeps pushes in hole nodes)"
+                    "{returned}/{name}: not a receipt (FORMAT.md: only m-TOKEN)"
                 ));
             }
-            seen.free
-                .extend(ranges_of(&node, &String::from_utf8_lossy(&data))?);
-            waiting += 1;
         }
-        if waiting > 0 {
-            seen.sources.push(format!("{waiting} waiting pushes"));
-        }
-        if pool.format == 4 {
-            let holes = format!("{path}/zooid-holes");
-            let names = children(client, &holes).await?;
-            for name in &names {
-                match hole(name) {
-                    Some(range) => seen.free.push(range),
-                    None => seen
-                        .problems
-                        .push(format!("{holes}/{name}: not a hole node's name")),
-                }
+        let holes = format!("{path}/zooid-holes");
+        let names = children(client, &holes).await?;
+        for name in &names {
+            match hole(name) {
+                Some(range) => seen.free.push(range),
+                None => seen
+                    .problems
+                    .push(format!("{holes}/{name}: not a hole node's name")),
             }
-            seen.sources.push(format!("{} hole nodes", names.len()));
         }
+        seen.sources.push(format!("{} hole nodes", names.len()));
         let parent = format!("{path}/zooid-blocks-{generation}");
         let claimed = match client.get_children(&parent).await {
             Ok((_, st)) => i64::from(st.cversion),

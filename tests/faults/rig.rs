@@ -75,11 +75,9 @@ pub struct Config {
     pub session_timeout: Duration,
     /// The workers' per-operation deadline (`RetryPolicy::deadline`).
     pub op_deadline: Duration,
-    /// Create the category in block allocation with blocks of this many IDs (src/blocks.rs).
+    /// Create the category in block allocation (format 4, hole nodes, the default layout on
+    /// ZooKeeper) with blocks of this many IDs (src/alloc/blocks/, src/alloc/holes/).
     pub blocks: Option<u64>,
-    /// With `blocks`: format 4, pushed ranges kept as hole nodes (src/alloc/holes/), the
-    /// default layout on ZooKeeper; else format 3.
-    pub hole_nodes: bool,
     /// Kept by `zooid keeper` processes (tests/faults/wipe.rs): the category is created with a
     /// ceiling of 0 for them to raise, and the workers ride out a wipe of ZooKeeper (the
     /// category missing until `zooid restore`, the ceiling not raised in time).
@@ -96,7 +94,6 @@ impl Default for Config {
             session_timeout: Duration::from_secs(3),
             op_deadline: Duration::from_secs(5),
             blocks: None,
-            hole_nodes: false,
             kept: false,
         }
     }
@@ -219,10 +216,9 @@ impl Rig {
         .expect("admin connects to the ensemble");
         let category = IdCategory::new("/faults/ids").unwrap();
         let bounds = IdRange::new(1, 1_000_000_000).unwrap();
-        let layout = match (cfg.blocks, cfg.hole_nodes) {
-            (Some(unit), true) => zooid::Layout::HoleNodes { unit },
-            (Some(unit), false) => zooid::Layout::Blocks { unit },
-            (None, _) => zooid::Layout::SingleNode,
+        let layout = match cfg.blocks {
+            Some(unit) => zooid::Layout::HoleNodes { unit },
+            None => zooid::Layout::SingleNode,
         };
         let ceiling = cfg.kept.then_some(0);
         admin
@@ -672,12 +668,9 @@ impl Rig {
         for f in failed {
             a.problems.push(f);
         }
-        // zooid's own reading of the free IDs (in format 3, the IDs no block claimed yet are free
-        // too; format 4's pool_info lists them already) must agree.
-        let mut theirs_free = info.free.clone();
-        if info.blocks.is_some_and(|b| !b.hole_nodes) {
-            theirs_free.extend(IdRange::new(info.high_water + 1, info.bounds.end()));
-        }
+        // zooid's own reading of the free IDs (pool_info lists the holes and the IDs no block
+        // claimed yet) must agree.
+        let theirs_free = info.free.clone();
         let (ours, zooids) = (Ivs::new(seen.free.iter().copied()), Ivs::of(&theirs_free));
         if seen.bounds != (info.bounds.start(), info.bounds.end()) || ours != zooids {
             a.problems.push(format!(

@@ -210,7 +210,7 @@ fn concurrent_next_through_lost_replies_on_a_standalone_server() {
         let session = Session::connect(&zk.connect_string(), &session_options(4000))
             .await
             .unwrap();
-        Counter::new(session, path)
+        Counter::new(session.into_zk(), path)
             .unwrap()
             .init(initial)
             .await
@@ -254,7 +254,7 @@ fn concurrent_next_through_lost_replies_on_an_ensemble() {
         let session = Session::connect(&ensemble.connect_string(), &session_options(4000))
             .await
             .unwrap();
-        Counter::new(session, path)
+        Counter::new(session.into_zk(), path)
             .unwrap()
             .init(initial)
             .await
@@ -301,7 +301,7 @@ fn a_lost_reply_and_a_lost_session_skip_the_values() {
             deadline: Duration::from_secs(20),
             ..RetryPolicy::default()
         };
-        let counter = Counter::with_policy(session.clone(), path, policy).unwrap();
+        let counter = Counter::with_policy(session.clone().into_zk(), path, policy).unwrap();
         counter.init(0).await.unwrap();
         assert_eq!(counter.next(1).await.unwrap(), IdRange::single(1));
         let generation = session.status().generation;
@@ -352,7 +352,7 @@ fn lost_replies_are_resolved_on_the_same_session() {
         let session = Session::connect(&proxy.connect_string(), &session_options(4000))
             .await
             .unwrap();
-        let counter = Counter::new(session.clone(), path).unwrap();
+        let counter = Counter::new(session.clone().into_zk(), path).unwrap();
         counter.init(41).await.unwrap();
         for i in 0..5_i64 {
             proxy.drop_reply_to(op::MULTI, path);
@@ -388,7 +388,7 @@ fn bad_input_is_refused_and_nothing_is_written() {
         let client = raw(&zk.connect_string()).await;
 
         // Missing node.
-        let missing = Counter::new(session.clone(), "/counter/bad/missing").unwrap();
+        let missing = Counter::new(session.clone().into_zk(), "/counter/bad/missing").unwrap();
         assert!(matches!(
             missing.next(1).await,
             Err(ZooidError::NotFound { .. })
@@ -416,7 +416,7 @@ fn bad_input_is_refused_and_nothing_is_written() {
             )
             .await
             .unwrap();
-        let text = Counter::new(session.clone(), "/counter/bad/text").unwrap();
+        let text = Counter::new(session.clone().into_zk(), "/counter/bad/text").unwrap();
         match text.next(1).await {
             Err(ZooidError::CorruptPool { path, .. }) => assert_eq!(path, "/counter/bad/text"),
             other => panic!("expected CorruptPool, got {other:?}"),
@@ -437,7 +437,7 @@ fn bad_input_is_refused_and_nothing_is_written() {
         assert_eq!(data, b"1:100\n");
 
         // n = 0 and overflow.
-        let c = Counter::new(session.clone(), "/counter/bad/c").unwrap();
+        let c = Counter::new(session.clone().into_zk(), "/counter/bad/c").unwrap();
         c.init(i64::MAX - 3).await.unwrap();
         assert!(matches!(
             c.next(0).await,
@@ -463,7 +463,7 @@ fn bad_input_is_refused_and_nothing_is_written() {
         // Bad paths.
         for bad in ["", "/", "relative", "/trailing/"] {
             assert!(matches!(
-                Counter::new(session.clone(), bad),
+                Counter::new(session.clone().into_zk(), bad),
                 Err(ZooidError::InvalidArgument(_))
             ));
         }
@@ -499,7 +499,7 @@ fn the_seeds_format_is_read_and_written() {
         let session = Session::connect(&zk.connect_string(), &session_options(4000))
             .await
             .unwrap();
-        let c = Counter::new(session, "/counter/seed/c").unwrap();
+        let c = Counter::new(session.into_zk(), "/counter/seed/c").unwrap();
         assert_eq!(c.get().await.unwrap(), 0x1235);
         assert_eq!(c.next(1).await.unwrap(), IdRange::single(0x1236));
         assert_eq!(
@@ -507,7 +507,7 @@ fn the_seeds_format_is_read_and_written() {
             0x1236
         );
 
-        let neg = Counter::new(c.session().clone(), "/counter/seed/neg").unwrap();
+        let neg = Counter::new(c.zk().clone(), "/counter/seed/neg").unwrap();
         neg.init(-3).await.unwrap();
         assert_eq!(neg.next(2).await.unwrap(), IdRange::new(-2, -1).unwrap());
         let (data, _) = client.get_data("/counter/seed/neg").await.unwrap();
@@ -550,13 +550,17 @@ fn two_clients(
     std::sync::Arc<zooid::blocking::Counter>,
 ) {
     let a = zooid::blocking::Counter::with_policy(
-        zooid::blocking::open_session(&proxy.connect_string(), &session_options(4000)).unwrap(),
+        zooid::blocking::open_session(&proxy.connect_string(), &session_options(4000))
+            .unwrap()
+            .into_zk(),
         path,
         policy,
     )
     .unwrap();
     let b = zooid::blocking::Counter::new(
-        zooid::blocking::open_session(&zk.connect_string(), &session_options(4000)).unwrap(),
+        zooid::blocking::open_session(&zk.connect_string(), &session_options(4000))
+            .unwrap()
+            .into_zk(),
         path,
     )
     .unwrap();

@@ -262,7 +262,7 @@ fn lost_refill_reply_and_session_expiry_lose_no_id() {
     service
         .create_category(&category, &CategorySpec::new(1, LAST).single_node())
         .unwrap();
-    let session = service.session().unwrap();
+    let session = service.zookeeper().unwrap();
     let first_generation = session.status().generation;
     let options = SourceOptions {
         initial_batch: 100,

@@ -265,14 +265,6 @@ fn a_lost_claim_whose_nodes_were_retired_is_reported(name: &str, layout: Layout)
 }
 
 #[test]
-fn a_lost_claim_whose_nodes_were_retired_is_reported_format_3() {
-    a_lost_claim_whose_nodes_were_retired_is_reported(
-        "/claims/retired3",
-        Layout::Blocks { unit: UNIT },
-    );
-}
-
-#[test]
 fn a_lost_claim_whose_nodes_were_retired_is_reported_format_4() {
     a_lost_claim_whose_nodes_were_retired_is_reported(
         "/claims/retired4",
@@ -287,7 +279,7 @@ fn a_lost_claim_whose_nodes_were_retired_is_reported_format_4() {
 fn a_lost_claim_partly_retired_names_the_blocks_found() {
     let outcome = lose_a_claim_to_a_retire(
         "/claims/partly",
-        Layout::Blocks { unit: UNIT },
+        Layout::HoleNodes { unit: UNIT },
         Retired::AllButOne,
     );
     let (named, bound) = assert_accounted(&outcome);

@@ -85,10 +85,7 @@ fn dropping_a_service_closes_its_session_on_the_server_at_once() {
             .expect("create")
     });
     sessions_close_with_the_services(&zk, "/close/blocks", |s, c| {
-        s.create_category(
-            c,
-            &CategorySpec::new(1, 1_000_000).layout(zooid::Layout::Blocks { unit: 1_000 }),
-        )
-        .expect("create blocks")
+        s.create_category(c, &CategorySpec::new(1, 1_000_000).blocks(1_000))
+            .expect("create blocks")
     });
 }

@@ -102,7 +102,7 @@ fn stats_count_conflicts_lost_replies_and_session_losses() {
         // A partition longer than the session: the session is lost and replaced.
         // Waits for the new session before the next take, so that no write is in flight
         // during the partition (its reply would be one more lost reply).
-        let mut status = svc.session().unwrap().subscribe();
+        let mut status = svc.zookeeper().unwrap().subscribe();
         proxy.blackhole_then_close(Duration::from_millis(5000));
         tokio::time::timeout(
             Duration::from_secs(30),

@@ -1,7 +1,7 @@
 //! `migrate_category` against a real server: single-node pools (formats 1 and 2, seed-style
-//! nodes) and format-3 pools moved to format 4 in place, the seed's worked example to the ID
-//! across the move, and takes and pushes from other sessions during it without an ID handed out
-//! twice or lost.
+//! nodes) moved to format 4 in place, their free ranges becoming hole nodes, the seed's worked
+//! example to the ID across the move, and takes and pushes from other sessions during it without
+//! an ID handed out twice or lost; a pool in the retired format 3 refused and left as it is.
 
 use zooid::CategorySpec;
 use zooid_test_support as support;
@@ -83,7 +83,18 @@ fn the_seed_worked_example_survives_a_migration_to_the_id() {
             text.starts_with("#zooid 4\n#bounds 1:123456789\n#blocks 1000 0 29001\n"),
             "{text}"
         );
-        assert!(text.ends_with("9001:10000\n19001:20000\n"), "{text}");
+        assert!(
+            text.lines().all(|l| l.starts_with('#')),
+            "no free list in a format-4 pool node: {text}"
+        );
+        assert_eq!(
+            svc.list_categories("/migrate/did/zooid-holes")
+                .await
+                .unwrap()
+                .len(),
+            2,
+            "the free ranges below the block region became hole nodes"
+        );
         assert_eq!(
             svc.pool_info(&cat).await.unwrap().free,
             vec![r(9001, 10000), r(19001, 20000), r(29001, 123456789)],
@@ -195,7 +206,15 @@ fn takes_and_pushes_during_a_migration_get_no_id_twice() {
             }
         }
         let info = admin.pool_info(&cat).await.unwrap();
-        assert!(info.blocks.is_some_and(|b| b.hole_nodes));
+        assert!(info.blocks.is_some());
+        let raw = admin.read_node(cat.name()).await.unwrap();
+        assert!(
+            !String::from_utf8_lossy(&raw)
+                .lines()
+                .any(|l| !l.starts_with('#')),
+            "a format-4 pool node holds no free list: {}",
+            String::from_utf8_lossy(&raw)
+        );
         let free: u64 = info.free.iter().map(IdRange::len).sum();
         assert_eq!(free + seen.len() as u64, LAST as u64, "nothing lost");
         for range in &info.free {
@@ -213,9 +232,8 @@ fn takes_and_pushes_during_a_migration_get_no_id_twice() {
     });
 }
 
-/// A second migration finds the pool there already; a format-3 pool moves to format 4 with its
-/// holes (in the node and waiting in their own nodes); a seed-style node and a format-2 pool
-/// keep their ceiling; no way back; the embedded stores refuse.
+/// A second migration finds the pool there already; a seed-style node's free ranges become hole
+/// nodes; a format-2 pool keeps its ceiling; no way back; the embedded stores refuse.
 #[test]
 fn migrations_are_idempotent_and_keep_holes_and_ceilings() {
     support::init_tracing();
@@ -239,68 +257,10 @@ fn migrations_are_idempotent_and_keep_holes_and_ceilings() {
             svc.migrate_category(&cat, HOLES).await.unwrap(),
             Migrated::Already { format: 4 }
         );
-        for back in [Layout::Blocks { unit: 1000 }, Layout::SingleNode] {
-            assert!(matches!(
-                svc.migrate_category(&cat, back).await,
-                Err(ZooidError::InvalidArgument(_))
-            ));
-        }
-
-        // Format 3 with holes in the node and a push waiting in its own node.
-        let three = IdCategory::new("/migrate/three").unwrap();
-        svc.create_category(
-            &three,
-            &CategorySpec::new(1, 100_000).layout(Layout::Blocks { unit: 100 }),
-        )
-        .await
-        .unwrap();
-        let mut taken = svc.take_ids(&three, 250).await.unwrap();
-        assert_eq!(taken.ranges(), vec![r(1, 250)]);
-        for _ in 0..100 {
-            taken.take_id().unwrap();
-        }
-        let mut back = IdSet::new(three.clone(), vec![r(101, 150)]);
-        svc.push_ids(&mut back).await.unwrap();
-        let waiting = svc
-            .list_categories("/migrate/three/zooid-returned")
-            .await
-            .unwrap();
-        assert!(!waiting.is_empty(), "the push waits in its own node");
-        // Format 3 lists its holes only; format 4 the IDs no block claimed yet too.
-        let before = svc.pool_info(&three).await.unwrap().free;
-        assert_eq!(before, vec![r(101, 150), r(251, 300)]);
-        let moved = svc.migrate_category(&three, HOLES).await.unwrap();
-        assert_eq!(
-            moved,
-            Migrated::Moved {
-                from: 3,
-                to: 4,
-                base: 1
-            }
-        );
-        let raw = svc.read_node(three.name()).await.unwrap();
-        assert!(
-            raw.starts_with(b"#zooid 4\n#bounds 1:100000\n#blocks 100 0 1\n"),
-            "{}",
-            String::from_utf8_lossy(&raw)
-        );
-        let other = open(&zk.connect_string()).await;
-        assert_eq!(
-            other.pool_info(&three).await.unwrap().free,
-            vec![r(101, 150), r(251, 100_000)]
-        );
-        assert_eq!(
-            other.take_ids(&three, 50).await.unwrap().ranges(),
-            vec![r(101, 150)]
-        );
-        assert_eq!(
-            other.take_ids(&three, 50).await.unwrap().ranges(),
-            vec![r(251, 300)]
-        );
-        assert_eq!(
-            other.take_ids(&three, 100).await.unwrap().ranges(),
-            vec![r(301, 400)]
-        );
+        assert!(matches!(
+            svc.migrate_category(&cat, Layout::SingleNode).await,
+            Err(ZooidError::InvalidArgument(_))
+        ));
 
         // A seed-style node: its bounds end at its highest free ID.
         let seed = IdCategory::new("/migrate/seed").unwrap();
@@ -323,6 +283,29 @@ fn migrations_are_idempotent_and_keep_holes_and_ceilings() {
             info.free,
             vec![r(9001, 10000), r(19001, 20000), r(29001, 123456789)]
         );
+        let mut holes = svc
+            .list_categories("/migrate/seed/zooid-holes")
+            .await
+            .unwrap();
+        holes.sort();
+        assert_eq!(
+            holes,
+            vec![
+                "h-0000000000000009001-0000000000000010000".to_string(),
+                "h-0000000000000019001-0000000000000020000".to_string(),
+            ],
+            "the free ranges below the block region are hole nodes"
+        );
+        let raw = svc.read_node(seed.name()).await.unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&raw)
+                .lines()
+                .filter(|l| !l.starts_with('#'))
+                .count(),
+            0,
+            "no free list left in the pool node: {}",
+            String::from_utf8_lossy(&raw)
+        );
 
         // A format-2 pool keeps its ceiling: no take passes it.
         let capped = IdCategory::new("/migrate/capped").unwrap();
@@ -333,15 +316,12 @@ fn migrations_are_idempotent_and_keep_holes_and_ceilings() {
         .await
         .unwrap();
         svc.take_ids(&capped, 10).await.unwrap();
-        let moved = svc
-            .migrate_category(&capped, Layout::Blocks { unit: 1000 })
-            .await
-            .unwrap();
+        let moved = svc.migrate_category(&capped, HOLES).await.unwrap();
         assert_eq!(
             moved,
             Migrated::Moved {
                 from: 2,
-                to: 3,
+                to: 4,
                 base: 11
             }
         );
@@ -390,4 +370,92 @@ fn runs(ids: &[i64]) -> Vec<IdRange> {
         }
     }
     out
+}
+
+/// A pool node in the retired format 3, as zooid wrote it before (golden bytes, with its
+/// children: a free-list part and a push waiting in `zooid-returned`), is refused by take,
+/// push, pool_info and migrate with the error that names the format, and left byte for byte
+/// as it was, children included.
+#[test]
+fn a_format_3_pool_is_refused_by_every_operation_and_left_as_it_is() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let svc = open(&zk.connect_string()).await;
+        let path = "/migrate/retired";
+        let node: &[u8] = b"#zooid 3\n#bounds 1:4611686018427387903\n#blocks 1000 2 20001\n#ceiling 60000\n#op 9 push 127c51b24da4fc9c 250\n#op 10 blocks 3f0e9a1c77d2b460 10011000\n#chunk 4001 3 1280\n2751:3000\n";
+        let children: [(&str, &[u8]); 5] = [
+            ("/zooid-blocks-2", b""),
+            ("/zooid-free-4001", b"#zooid-chunk 4001\n4001:5280\n"),
+            ("/zooid-returned", b""),
+            ("/zooid-returned/r-00000000deadbeef", b"#zooid-returned\n2001:2100\n"),
+            ("/zooid-holes", b""),
+        ];
+        svc.store().create(path, node).await.unwrap();
+        for (child, data) in children {
+            svc.store()
+                .create(&format!("{path}{child}"), data)
+                .await
+                .unwrap();
+        }
+        let before = snapshot(&svc, path, &children).await;
+        let cat = IdCategory::new(path).unwrap();
+        let refused = |what: &str, result: Result<(), ZooidError>| match result {
+            Err(err @ ZooidError::RetiredFormat { format: 3, .. }) => {
+                assert_eq!(err.kind(), zooid::ErrorKind::CorruptPool);
+                let message = err.to_string();
+                assert!(
+                    message.starts_with(
+                        "pool node /migrate/retired is in format 3, which this release no longer reads"
+                    ),
+                    "{what}: {message}"
+                );
+            }
+            other => panic!("{what}: expected RetiredFormat, got {other:?}"),
+        };
+        refused("take", svc.take_ids(&cat, 10).await.map(drop));
+        let mut pushed = IdSet::new(cat.clone(), vec![r(2201, 2300)]);
+        refused("push", svc.push_ids(&mut pushed).await.map(drop));
+        refused("pool_info", svc.pool_info(&cat).await.map(drop));
+        refused("migrate", svc.migrate_category(&cat, HOLES).await.map(drop));
+        // Another process, with nothing remembered.
+        let other = open(&zk.connect_string()).await;
+        refused("take", other.take_ids(&cat, 1000).await.map(drop));
+        refused(
+            "migrate",
+            other.migrate_category(&cat, Layout::for_scale()).await.map(drop),
+        );
+        assert_eq!(
+            snapshot(&svc, path, &children).await,
+            before,
+            "the format-3 pool was changed"
+        );
+    });
+}
+
+/// Every node of the format-3 pool `path` and its `children`: data, version, children names.
+async fn snapshot(
+    svc: &IdGeneratorService,
+    path: &str,
+    children: &[(&str, &[u8])],
+) -> Vec<(String, Vec<u8>, i32)> {
+    let mut nodes = Vec::new();
+    for name in std::iter::once("").chain(children.iter().map(|(c, _)| *c)) {
+        let node = svc.store().get(&format!("{path}{name}")).await.unwrap();
+        nodes.push((name.to_string(), node.data, node.version));
+    }
+    for parent in ["", "/zooid-blocks-2", "/zooid-returned", "/zooid-holes"] {
+        let mut kids = svc
+            .store()
+            .children(&format!("{path}{parent}"))
+            .await
+            .unwrap();
+        kids.sort();
+        nodes.push((
+            format!("children of {parent}"),
+            kids.join(",").into_bytes(),
+            0,
+        ));
+    }
+    nodes
 }

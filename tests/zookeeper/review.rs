@@ -96,7 +96,7 @@ impl InProcessKeeper {
             let session = zooid::Session::connect(&connect, &session_options(6000))
                 .await
                 .unwrap();
-            let _ = zooid::keeper::run(session, durable, options, stop_rx).await;
+            let _ = zooid::keeper::run(session.into_zk(), durable, options, stop_rx).await;
         });
         Self {
             lines,
@@ -170,12 +170,9 @@ fn a_repair_starts_fresh_blocks_above_the_claimed_frontier() {
         let svc = open(&connect, Duration::from_millis(200)).await;
         let cat = IdCategory::new("/review1/c").unwrap();
         let bounds = r(1, 1_000_000);
-        svc.create_category(
-            &cat,
-            &CategorySpec::new(1, 1_000_000).layout(zooid::Layout::Blocks { unit: 1000 }),
-        )
-        .await
-        .unwrap();
+        svc.create_category(&cat, &CategorySpec::new(1, 1_000_000).blocks(1000))
+            .await
+            .unwrap();
         svc.raise_ceiling(&cat, 2500).await.unwrap();
         let mut seen = BTreeSet::new();
         for _ in 0..3 {
@@ -225,7 +222,7 @@ fn the_first_ceiling_of_a_block_category_covers_claims_made_meanwhile() {
     runtime().block_on(async {
         let svc = open(&connect, Duration::from_secs(10)).await;
         let cat = IdCategory::new("/review2/c").unwrap();
-        svc.create_category(&cat, &CategorySpec::new(1, 1_000_000).layout(zooid::Layout::Blocks { unit: 100 }))
+        svc.create_category(&cat, &CategorySpec::new(1, 1_000_000).blocks(100))
             .await
             .unwrap();
         let (release_tx, release_rx) = mpsc::channel();
@@ -300,9 +297,7 @@ fn a_block_category_can_be_created_with_a_ceiling() {
         let cat = IdCategory::new("/review2b/c").unwrap();
         svc.create_category(
             &cat,
-            &CategorySpec::new(1, 1_000_000)
-                .layout(zooid::Layout::Blocks { unit: 100 })
-                .ceiling(0),
+            &CategorySpec::new(1, 1_000_000).blocks(100).ceiling(0),
         )
         .await
         .unwrap();
@@ -318,9 +313,7 @@ fn a_block_category_can_be_created_with_a_ceiling() {
         assert!(matches!(
             svc.create_category(
                 &IdCategory::new("/review2b/d").unwrap(),
-                &CategorySpec::new(1, 100)
-                    .layout(zooid::Layout::Blocks { unit: 10 })
-                    .ceiling(101)
+                &CategorySpec::new(1, 100).blocks(10).ceiling(101)
             )
             .await,
             Err(ZooidError::InvalidArgument(_))
@@ -344,7 +337,7 @@ fn a_block_category_restored_below_its_record_does_not_stall() {
         let svc = open(&connect, Duration::from_secs(8)).await;
         let cat = IdCategory::new("/review3/c").unwrap();
         let bounds = r(1, 1_000_000);
-        svc.create_category(&cat, &CategorySpec::new(1, 1_000_000).layout(zooid::Layout::Blocks { unit: 100 }))
+        svc.create_category(&cat, &CategorySpec::new(1, 1_000_000).blocks(100))
             .await
             .unwrap();
         svc.raise_ceiling(&cat, 2000).await.unwrap();
@@ -380,130 +373,6 @@ fn a_block_category_restored_below_its_record_does_not_stall() {
     });
 }
 
-/// A pool in block allocation whose free list is split over part nodes (2,000 ranges of five
-/// IDs in 1..=20000, the rest of that block held), with a push waiting in its own node.
-async fn fragmented(svc: &IdGeneratorService, cat: &IdCategory) {
-    svc.create_category(
-        cat,
-        &CategorySpec::new(1, 1_000_000).layout(zooid::Layout::Blocks { unit: 20_000 }),
-    )
-    .await
-    .unwrap();
-    let held = svc.take_ids(cat, 20_000).await.unwrap();
-    assert_eq!(held.ranges(), vec![r(1, 20_000)]);
-    let holes: Vec<IdRange> = (0..2000).map(|i| r(i * 10 + 1, i * 10 + 5)).collect();
-    svc.push_ids(&mut IdSet::new(cat.clone(), holes))
-        .await
-        .unwrap();
-    // A take merges the push into the parts.
-    assert_eq!(svc.take_ids(cat, 5).await.unwrap().ranges(), vec![r(1, 5)]);
-    let children = svc.list_categories(cat.name()).await.unwrap();
-    assert!(
-        children.iter().any(|c| c.starts_with("zooid-free-")),
-        "{children:?}"
-    );
-    // And one push waits in its own node.
-    svc.push_ids(&mut IdSet::new(cat.clone(), vec![r(16, 20)]))
-        .await
-        .unwrap();
-}
-
-/// Finding 4. A repair of a rolled-back block pool gives up its free IDs at or below the
-/// record; those kept in free-list parts and in pushes waiting in their own nodes must go too.
-#[test]
-fn a_repair_gives_up_free_ids_in_parts_and_waiting_pushes() {
-    support::init_tracing();
-    let zk = ZkServer::start();
-    let dir = tempfile::tempdir().unwrap();
-    let records = dir.path().join("records");
-    let connect = zk.connect_string();
-    runtime().block_on(async {
-        let svc = open(&connect, Duration::from_secs(10)).await;
-        let cat = IdCategory::new("/review4/c").unwrap();
-        fragmented(&svc, &cat).await;
-        let before = svc.pool_info(&cat).await.unwrap();
-        assert!(before.free.contains(&r(11, 25)), "{:?}", &before.free[..3]);
-        // A keeper made 20,000 durable and never wrote the pool.
-        record_ahead(&records, &cat, r(1, 1_000_000), 20_000).await;
-        let keeper = InProcessKeeper::start(&connect, &records, "/review4", 1000, None);
-        let repair = keeper.wait("REPAIR category=/review4/c", Duration::from_secs(20)).await;
-        eprintln!("{repair}");
-        let fresh = open(&connect, Duration::from_secs(10)).await;
-        let mut seen = BTreeSet::new();
-        for i in 0..4 {
-            let svc = if i % 2 == 0 { &fresh } else { &svc };
-            let set = svc.take_ids(&cat, 100).await.unwrap();
-            no_duplicate(&mut seen, &set, "after the repair");
-            let low = ids_of(&set).into_iter().filter(|&id| id <= 20_000).collect::<Vec<_>>();
-            assert!(
-                low.is_empty(),
-                "free IDs at or below the record handed out after the repair: {} of them, from {:?}",
-                low.len(),
-                set.ranges()
-            );
-        }
-        let info = fresh.pool_info(&cat).await.unwrap();
-        assert!(info.free.iter().all(|r| r.start() > 20_000), "{:?}", info.free);
-        eprintln!("after the repair: took {} IDs from {}", seen.len(), seen.iter().min().unwrap());
-    });
-}
-
-/// Finding 7. A push no process could refuse (here: written straight into `zooid-returned`, as
-/// a process with an old view of the free list writes it) of IDs already free in a part of a
-/// split free list: counted once, and the pool stays readable for every process.
-#[test]
-fn a_double_push_into_a_part_is_counted_once() {
-    support::init_tracing();
-    let zk = ZkServer::start();
-    let connect = zk.connect_string();
-    runtime().block_on(async {
-        let a = open(&connect, Duration::from_secs(10)).await;
-        let cat = IdCategory::new("/review7/c").unwrap();
-        fragmented(&a, &cat).await;
-        let before = a.pool_info(&cat).await.unwrap();
-        assert!(before.free.contains(&r(15_001, 15_005)));
-        // The double push: its own node, announced by a version bump of zooid-returned.
-        let returned = format!("{}/zooid-returned", cat.name());
-        a.store()
-            .create(
-                &format!("{returned}/r-00000000deadbeef"),
-                &zooid::format::render_return(&[r(15_001, 15_002)]),
-            )
-            .await
-            .unwrap();
-        let node = a.store().get(&returned).await.unwrap();
-        a.store()
-            .set(&returned, &node.data, node.version)
-            .await
-            .unwrap();
-        // Another process takes (merging the pushes it read); then a third reads.
-        let b = open(&connect, Duration::from_secs(10)).await;
-        let mut seen = BTreeSet::new();
-        let set = b.take_ids(&cat, 3).await.unwrap();
-        no_duplicate(&mut seen, &set, "the take that met the double push");
-        let c = open(&connect, Duration::from_secs(10)).await;
-        let info = match c.pool_info(&cat).await {
-            Ok(info) => info,
-            Err(err) => panic!("the pool became unreadable after a double push: {err}"),
-        };
-        let count = |free: &[IdRange]| free.iter().map(|r| r.len()).sum::<u64>();
-        assert_eq!(count(&info.free), count(&before.free) - 3, "counted once");
-        // Every free ID below the frontier is handed out once.
-        let mut left = count(&info.free);
-        while left > 0 {
-            let n = left.min(2000);
-            let set = c.take_ids(&cat, n).await.unwrap();
-            no_duplicate(&mut seen, &set, "draining the free list");
-            left -= n;
-        }
-        assert!(seen.iter().all(|&id| id <= 20_000));
-        eprintln!(
-            "double push into a part: counted once; {} free IDs handed out once",
-            seen.len()
-        );
-    });
-}
-
 /// Finding 3, second path: a move to a new generation interrupted between its pool write and
 /// the creation of the new sequence parent (written here as the interrupted process left it),
 /// with the ceiling below the new generation's base: clients refuse at the ceiling before
@@ -519,7 +388,7 @@ fn an_interrupted_generation_move_does_not_stall_the_category() {
     runtime().block_on(async {
         let svc = open(&connect, Duration::from_secs(8)).await;
         let cat = IdCategory::new("/review3b/c").unwrap();
-        svc.create_category(&cat, &CategorySpec::new(1, 1_000_000).layout(zooid::Layout::Blocks { unit: 100 }))
+        svc.create_category(&cat, &CategorySpec::new(1, 1_000_000).blocks(100))
             .await
             .unwrap();
         svc.raise_ceiling(&cat, 1000).await.unwrap();

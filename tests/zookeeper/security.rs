@@ -276,7 +276,8 @@ fn a_counter_with_an_acl_refuses_other_identities() {
         let app = zooid::Session::connect(&zk.connect_string(), &as_user("app", "app-pw-8"))
             .await
             .unwrap();
-        let counter = zooid::Counter::new(app.clone(), "/recipes/secure/counter").unwrap();
+        let counter =
+            zooid::Counter::new(app.clone().into_zk(), "/recipes/secure/counter").unwrap();
         let acl = [
             Acl::digest("app", "app-pw-8", Perms::ALL),
             Acl::world_read(),
@@ -287,7 +288,7 @@ fn a_counter_with_an_acl_refuses_other_identities() {
         let other = zooid::Session::connect(&zk.connect_string(), &as_user("eve", "eve-pw-9"))
             .await
             .unwrap();
-        let theirs = zooid::Counter::new(other, "/recipes/secure/counter").unwrap();
+        let theirs = zooid::Counter::new(other.into_zk(), "/recipes/secure/counter").unwrap();
         let err = theirs.next(5).await.unwrap_err();
         eprintln!("eve's next: {err}");
         assert_eq!(

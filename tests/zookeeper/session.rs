@@ -157,9 +157,10 @@ fn service_and_recipes_share_one_session_across_replacement() {
         let session = Session::connect(&proxy.connect_string(), &session_options(3000))
             .await
             .unwrap();
-        let service = IdGeneratorService::on_session(session.clone(), ServiceOptions::default());
+        let service =
+            IdGeneratorService::on_zookeeper(session.clone().into_zk(), ServiceOptions::default());
         assert_eq!(
-            service.session().unwrap().status().session_id,
+            service.zookeeper().unwrap().status().session_id,
             session.status().session_id
         );
         let category = IdCategory::new("/shared/ids").unwrap();
@@ -190,7 +191,7 @@ fn service_and_recipes_share_one_session_across_replacement() {
         let ids = service.take_ids(&category, 10).await.unwrap();
         assert_eq!(ids.ranges()[0].start(), 11, "no ID twice across sessions");
         assert_eq!(
-            service.session().unwrap().status().generation,
+            service.zookeeper().unwrap().status().generation,
             2,
             "the service follows the shared session"
         );

@@ -1,6 +1,6 @@
 //! What happens to a ZooKeeper request whose caller gave up, established against real servers
 //! with the raw `zookeeper_client` crate (0.11), the groundwork of issue 18
-//! (docs/SESSION-FATE.md):
+//! (docs/DESIGN.md, "When a write's fate is decided"):
 //!
 //! - a request made while the client is disconnected waits in the crate's queue; once its
 //!   caller dropped the future it is never sent (the vendored crate's `zooid patch`; unpatched,
@@ -169,7 +169,7 @@ fn queued_create_after_heal(drop_client: bool, path: &str) -> bool {
 /// A create made while disconnected, whose caller timed out (dropped the future), is never
 /// sent: the vendored crate drops a request whose caller gave up when it takes it from its
 /// queue (vendor/zookeeper-client, `zooid patch`; before it, the create applied after the
-/// heal, docs/SESSION-FATE.md fact A).
+/// heal, docs/DESIGN.md, "When a write's fate is decided" fact A).
 #[test]
 fn a_request_queued_while_disconnected_is_not_sent_after_the_caller_gave_up() {
     let _serial = serial();
@@ -675,7 +675,7 @@ fn f_a_held_queue_put_delivered_after_the_give_up_is_not_applied_twice() {
     let zk = ZkEnsemble::start_with(3, &[("minSessionTimeout", "4000")]);
     runtime().block_on(async {
         let rig = GaveUp::start(zk).await;
-        let queue = zooid::WorkQueue::open(&rig.session, "/fate-f-q", Default::default())
+        let queue = zooid::WorkQueue::open(rig.session.clone().into_zk(), "/fate-f-q", Default::default())
             .expect("queue");
         queue.put(b"before").await.expect("first put");
         let (put, done, delivery, stats) = rig
@@ -747,7 +747,7 @@ fn f_a_held_take_delivered_after_the_give_up_hands_out_no_id_twice() {
     let zk = ZkEnsemble::start_with(3, &[("minSessionTimeout", "4000")]);
     runtime().block_on(async {
         let rig = GaveUp::start(zk).await;
-        let service = zooid::IdGeneratorService::on_session(rig.session.clone(), Default::default());
+        let service = zooid::IdGeneratorService::on_zookeeper(rig.session.clone().into_zk(), Default::default());
         let category = zooid::IdCategory::new("/fate-f-take").expect("category");
         service.create_category(&category, &CategorySpec::new(1, 300).single_node()).await.expect("create");
         let mut ids: Vec<i64> = Vec::new();
@@ -781,10 +781,10 @@ fn f_a_held_push_delivered_after_the_give_up_hands_out_no_id_twice() {
     let zk = ZkEnsemble::start_with(3, &[("minSessionTimeout", "4000")]);
     runtime().block_on(async {
         let rig = GaveUp::start(zk).await;
-        let service = zooid::IdGeneratorService::on_session(rig.session.clone(), Default::default());
+        let service = zooid::IdGeneratorService::on_zookeeper(rig.session.clone().into_zk(), Default::default());
         let category = zooid::IdCategory::new("/fate-f-push").expect("category");
         service
-            .create_category(&category, &CategorySpec::new(1, 300).layout(zooid::Layout::Blocks { unit: 10 }))
+            .create_category(&category, &CategorySpec::new(1, 300).blocks(10))
             .await
             .expect("create");
         let mut taken = service.take_ids(&category, 10).await.expect("take");
@@ -823,10 +823,10 @@ fn f_a_held_block_claim_delivered_after_the_give_up_hands_out_no_id_twice() {
     let zk = ZkEnsemble::start_with(3, &[("minSessionTimeout", "4000")]);
     runtime().block_on(async {
         let rig = GaveUp::start(zk).await;
-        let service = zooid::IdGeneratorService::on_session(rig.session.clone(), Default::default());
+        let service = zooid::IdGeneratorService::on_zookeeper(rig.session.clone().into_zk(), Default::default());
         let category = zooid::IdCategory::new("/fate-f-claim").expect("category");
         service
-            .create_category(&category, &CategorySpec::new(1, 300).layout(zooid::Layout::Blocks { unit: 10 }))
+            .create_category(&category, &CategorySpec::new(1, 300).blocks(10))
             .await
             .expect("create");
         let (take, done, delivery, stats) = rig
@@ -865,7 +865,7 @@ fn f_a_held_hole_claim_delivered_after_the_give_up_hands_out_no_id_twice() {
     let zk = ZkEnsemble::start_with(3, &[("minSessionTimeout", "4000")]);
     runtime().block_on(async {
         let rig = GaveUp::start(zk).await;
-        let service = zooid::IdGeneratorService::on_session(rig.session.clone(), Default::default());
+        let service = zooid::IdGeneratorService::on_zookeeper(rig.session.clone().into_zk(), Default::default());
         let category = zooid::IdCategory::new("/fate-f-hole").expect("category");
         service
             .create_category(&category, &CategorySpec::new(1, 300).blocks(10))
@@ -914,7 +914,7 @@ fn f_a_held_hole_push_delivered_after_the_give_up_hands_out_no_id_twice() {
     let zk = ZkEnsemble::start_with(3, &[("minSessionTimeout", "4000")]);
     runtime().block_on(async {
         let rig = GaveUp::start(zk).await;
-        let service = zooid::IdGeneratorService::on_session(rig.session.clone(), Default::default());
+        let service = zooid::IdGeneratorService::on_zookeeper(rig.session.clone().into_zk(), Default::default());
         let category = zooid::IdCategory::new("/fate-f-hpush").expect("category");
         service
             .create_category(&category, &CategorySpec::new(1, 300).blocks(10))

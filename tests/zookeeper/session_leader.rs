@@ -1,7 +1,7 @@
 //! A ZooKeeper leader change while zooid resolves a write whose reply was lost (issue 18): the
 //! new leader restarts every session's expiry, so the servers hold the given-up session longer
 //! than any client-side timer would assume. zooid's resolution waits for the servers' word
-//! (`Session::confirm_gone`), never for a time (docs/RELIABILITY.md, "When a write's fate is
+//! (`Session::confirm_gone`), never for a time (docs/GUARANTEES.md, "When a write's fate is
 //! decided"). Shares the helpers and the one-test-at-a-time lock of `session_fate`.
 
 use std::sync::Arc;
@@ -221,9 +221,9 @@ fn held_write(timing: Timing, what: Write) -> HeldPut {
             .await
             .expect("ephemeral of generation 1");
         let queue =
-            zooid::WorkQueue::open(&session, "/fate-g-q", Default::default()).expect("queue");
+            zooid::WorkQueue::open(session.clone().into_zk(), "/fate-g-q", Default::default()).expect("queue");
         let service =
-            zooid::IdGeneratorService::on_session(session.clone(), Default::default());
+            zooid::IdGeneratorService::on_zookeeper(session.clone().into_zk(), Default::default());
         let category = zooid::IdCategory::new("/fate-g-claim").expect("category");
         let matcher = match what {
             Write::Put => {
@@ -232,7 +232,7 @@ fn held_write(timing: Timing, what: Write) -> HeldPut {
             }
             Write::BlockClaim => {
                 service
-                    .create_category(&category, &CategorySpec::new(1, 300).layout(zooid::Layout::Blocks { unit: 10 }))
+                    .create_category(&category, &CategorySpec::new(1, 300).blocks(10))
                     .await
                     .expect("create");
                 write_naming("/fate-g-claim/zooid-blocks-")

@@ -179,10 +179,13 @@ fn a_moved_category_keeps_its_acl() {
         svc.create_category(&cat, &CategorySpec::new(1, 100).acl(acl.clone()))
             .await
             .unwrap();
-        let session = svc.store().session().unwrap().clone();
+        let session = svc.zookeeper().unwrap().clone();
         let acl_of = || async {
-            let (client, _) = session.client();
-            client.get_acl(cat.name()).await.unwrap().0
+            use zooid::zk::ZooKeeperExt;
+            session
+                .get_acl(session.generation(), cat.name())
+                .await
+                .unwrap()
         };
         let before = acl_of().await;
         let (_, created, _) = node(&svc, &cat).await;

@@ -376,14 +376,8 @@ fn wipe_of_the_ensemble_and_restore_with_zero_duplicates() {
     wipe_and_restore("/w", zooid::Layout::SingleNode);
 }
 
-/// The same with a category in block allocation (blocks of 50 IDs): the clients' claims run
-/// against the keepers' raises until the wipe.
-#[test]
-fn wipe_of_the_ensemble_and_restore_with_zero_duplicates_in_block_allocation() {
-    wipe_and_restore("/wb", zooid::Layout::Blocks { unit: 50 });
-}
-
-/// The same with a category in hole nodes (format 4, the default on ZooKeeper; blocks of 50).
+/// The same with a category in hole nodes (format 4, the default on ZooKeeper; blocks of 50):
+/// the clients' claims run against the keepers' raises until the wipe.
 #[test]
 fn wipe_of_the_ensemble_and_restore_with_zero_duplicates_in_hole_nodes() {
     wipe_and_restore("/wh", zooid::Layout::HoleNodes { unit: 50 });
@@ -448,8 +442,7 @@ fn wipe_and_restore(root: &str, layout: zooid::Layout) {
     eprintln!("wipe: restored layout {restored:?} (created as {layout:?})");
     let restored = match restored {
         None => zooid::Layout::SingleNode,
-        Some(b) if b.hole_nodes => zooid::Layout::HoleNodes { unit: b.unit },
-        Some(b) => zooid::Layout::Blocks { unit: b.unit },
+        Some(b) => zooid::Layout::HoleNodes { unit: b.unit },
     };
     assert_eq!(
         restored, layout,
@@ -732,16 +725,10 @@ fn a_server_restored_from_an_old_data_directory_reissues_nothing() {
     rt.block_on(async move { drop(svc) });
 }
 
-/// A category in block allocation (pool format 3) under a keeper: its first ceiling covers the
-/// blocks claimed before the keeper saw it (the keeper counts claimed blocks, which the pool node
-/// alone does not show), and while three clients take and push back, every ID handed out is at
-/// or below the durable record, none twice.
-#[test]
-fn a_keeper_keeps_a_category_in_block_allocation_under_its_record() {
-    keeps_a_block_category_under_its_record("/scale/b", zooid::Layout::Blocks { unit: 100 });
-}
-
-/// The same with a category in hole nodes (format 4, the default on ZooKeeper).
+/// A category in block allocation (hole nodes, format 4, the default on ZooKeeper) under a
+/// keeper: its first ceiling covers the blocks claimed before the keeper saw it (the keeper
+/// counts claimed blocks, which the pool node alone does not show), and while three clients
+/// take and push back, every ID handed out is at or below the durable record, none twice.
 #[test]
 fn a_keeper_keeps_a_category_in_hole_nodes_under_its_record() {
     keeps_a_block_category_under_its_record("/scale/h", zooid::Layout::HoleNodes { unit: 100 });
@@ -894,4 +881,53 @@ fn a_block_category_created_with_ceiling_zero_waits_for_the_keeper() {
         );
         k.kill();
     });
+}
+
+/// A pool node in the retired format 3 (golden bytes, written raw) under a keeper's root: the
+/// keeper reports it with the error that names the format and writes nothing, neither the pool
+/// node nor a durable record; a category beside it is kept as usual.
+#[test]
+fn a_keeper_refuses_a_format_3_pool_and_leaves_it_as_it_is() {
+    let zk = ZkServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records");
+    let connect = zk.connect_string();
+    let node: &[u8] = b"#zooid 3\n#bounds 1:4611686018427387903\n#blocks 1000 2 20001\n#ceiling 60000\n#op 9 push 127c51b24da4fc9c 250\n#op 10 blocks 3f0e9a1c77d2b460 10011000\n#chunk 4001 3 1280\n2751:3000\n";
+    let old = IdCategory::new("/r3/old").unwrap();
+    let beside = IdCategory::new("/r3/new").unwrap();
+    let rt = runtime();
+    let svc = rt.block_on(async {
+        let svc = service(&connect, Duration::from_secs(15)).await;
+        svc.store().create(old.name(), node).await.unwrap();
+        svc.create_category(
+            &beside,
+            &zooid::CategorySpec::new(1, 1_000_000)
+                .layout(zooid::Layout::SingleNode)
+                .ceiling(Some(0)),
+        )
+        .await
+        .unwrap();
+        svc
+    });
+    let mut k = keeper("k", dir.path(), &connect, &records, "/r3", 100, &[]);
+    k.wait_log(
+        "category /r3/old: pool node /r3/old is in format 3, which this release no longer reads",
+        Duration::from_secs(20),
+    );
+    rt.block_on(async {
+        wait_ceiling(&svc, &beside, 1, Duration::from_secs(10)).await;
+        let after = svc.store().get(old.name()).await.unwrap();
+        assert_eq!(
+            (after.data.as_slice(), after.version),
+            (node, 0),
+            "the format-3 pool was written"
+        );
+        let durable = DurableStore::open(records.to_str().unwrap()).unwrap();
+        assert!(
+            durable.read(old.name()).await.unwrap().is_none(),
+            "a durable record was written for the format-3 pool"
+        );
+    });
+    k.stop();
+    rt.block_on(async move { drop(svc) });
 }

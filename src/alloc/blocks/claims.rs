@@ -4,14 +4,12 @@
 //! told says where its blocks may lie ([`Doubt`]): the ones found by its token exactly, the rest
 //! within its generation.
 
-use zookeeper_client::{CreateMode, MultiWriteResult, Stat};
-
 use super::refused;
 use crate::error::{LeakBound, Result, ZooidError};
-use crate::format::{returned_parent, sequence_of, sequence_parent, Blocks, OpToken, Pool};
+use crate::format::{sequence_of, sequence_parent, Blocks, OpToken, Pool};
 use crate::range::{IdRange, RangeSet};
 use crate::retry::Budget;
-use crate::zk::{Classified, Fate, Multi, Session, Verdict};
+use crate::zk::{Create, Failure, Fate, Mode, Multi, OpResult, Stat, Verdict, Zk, ZooKeeperExt};
 
 /// What one attempt to claim blocks did.
 #[derive(Debug)]
@@ -102,10 +100,9 @@ impl Doubt {
 /// restored after ZooKeeper lost its data may sit at the same version with another base).
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn claim(
-    session: &Session,
+    zk: &Zk,
     path: &str,
     version: i32,
-    returned: Option<i32>,
     blocks: &Blocks,
     count: u32,
     planned: u64,
@@ -115,24 +112,20 @@ pub(crate) async fn claim(
     let token = OpToken::random();
     let prefix = format!("{token}-");
     let name = format!("{parent}/{prefix}");
-    let (client, generation) = session.client();
+    let generation = zk.generation();
     if generation != planned {
         return Ok(Claim::Changed);
     }
-    let options = CreateMode::PersistentSequential.with_acls(session.default_acls());
-    let mut multi = Multi::new(&client);
-    // Op 0 checks the pool node, then (with pushes read) op 1 the pushes' node, then the
-    // generation's node.
+    let options = Create::new(Mode::PersistentSequential);
+    let mut multi = Multi::new();
+    // Op 0 checks the pool node, op 1 the generation's node.
     multi.check(path, version);
-    if let Some(returned) = returned {
-        multi.check(&returned_parent(path), returned);
-    }
     let gate = multi.len();
     multi.check(&parent, 0);
     for _ in 0..count {
         multi.create(&name, &[], &options);
     }
-    let failed = match multi.commit(session, generation).await {
+    let failed = match multi.commit(&**zk, generation).await {
         Ok(results) => return granted(path, &results, count).map(|first| Claim::Granted { first }),
         Err(failed) => failed,
     };
@@ -149,7 +142,7 @@ pub(crate) async fn claim(
         // layer): plan again on the new one.
         (_, Verdict::Expired | Verdict::Closed) => Ok(Claim::Changed),
         (_, Verdict::Unknown) => {
-            let err = &failed.error;
+            let err = &failed.failure;
             tracing::warn!(category = path, %err, op = "take", "reply lost; resolving the outcome");
             let lookup = Lookup {
                 path,
@@ -158,13 +151,13 @@ pub(crate) async fn claim(
                 generation: blocks.generation,
                 count,
             };
-            match resolve(session, generation, &lookup, budget).await {
+            match resolve(zk, generation, &lookup, budget).await {
                 Resolved::Applied(first) => Ok(Claim::Granted { first }),
                 Resolved::NotApplied => Ok(Claim::Changed),
                 Resolved::Unknown(doubt) => Ok(Claim::Unknown(doubt)),
             }
         }
-        _ => Err(refused(session, path, verdict, &failed.error)),
+        _ => Err(refused(zk, path, verdict, &failed.failure)),
     }
 }
 
@@ -195,12 +188,7 @@ struct Lookup<'a> {
 /// deleted (its child version equals its number of children): a generation being retired
 /// loses its children before its node, and the claim's fate cannot be told then. Not confirmed
 /// within the budget: unknown (the blocks, if claimed, stay unused).
-async fn resolve(
-    session: &Session,
-    generation: u64,
-    lookup: &Lookup<'_>,
-    budget: &mut Budget,
-) -> Resolved {
+async fn resolve(zk: &Zk, generation: u64, lookup: &Lookup<'_>, budget: &mut Budget) -> Resolved {
     let mut confirmed = false;
     loop {
         if budget.expired() {
@@ -208,42 +196,45 @@ async fn resolve(
             return Resolved::Unknown(Doubt::in_doubt(why, lookup.count));
         }
         budget.try_attempt();
-        let replaced = session.is_gone_generation(generation);
+        let replaced = zk.is_gone_generation(generation);
         if replaced && !confirmed {
             let deadline = tokio::time::Instant::now() + budget.remaining();
-            if let Err(in_doubt) = session.confirm_gone(generation, deadline).await {
+            if let Err(in_doubt) = zk.confirm_gone(generation, deadline).await {
                 return Resolved::Unknown(Doubt::in_doubt(in_doubt.to_string(), lookup.count));
             }
             confirmed = true;
         }
-        let (client, current) = session.client();
+        let current = zk.generation();
         let parent = lookup.parent;
         let listing = async {
             // Requests of one session apply in order, and none applies after the session
             // expired: after the sync, the claim has applied or never will.
-            client.sync(parent).await?;
-            client.get_children(parent).await
+            zk.sync(current, parent).await?;
+            zk.children(current, parent).await
         };
-        match session.run(current, listing).await.classified() {
+        match listing.await {
             Ok((children, stat)) => {
-                let given_up = !replaced && session.is_gone_generation(generation);
+                let given_up = !replaced && zk.is_gone_generation(generation);
                 match judge(lookup, &children, &stat, given_up) {
                     Judged::Done(resolved) => return resolved,
                     // Given up meanwhile: confirm its end, then look again.
                     Judged::LookAgain => continue,
                     Judged::Retired(mut doubt) => {
-                        doubt.below = later_base(session, lookup).await;
+                        doubt.below = later_base(zk, lookup).await;
                         return Resolved::Unknown(doubt);
                     }
                 }
             }
-            Err((Verdict::NoNode, _)) => {
+            Err(Failure {
+                verdict: Verdict::NoNode,
+                ..
+            }) => {
                 let why = "the generation's sequence node is gone (retired)".to_string();
                 let mut doubt = Doubt::in_doubt(why, lookup.count);
-                doubt.below = later_base(session, lookup).await;
+                doubt.below = later_base(zk, lookup).await;
                 return Resolved::Unknown(doubt);
             }
-            Err((verdict, err)) if verdict.fate() == Fate::Refused => {
+            Err(err @ Failure { verdict, .. }) if verdict.fate() == Fate::Refused => {
                 return Resolved::Unknown(Doubt::in_doubt(err.to_string(), lookup.count))
             }
             Err(_) => budget.backoff().await,
@@ -346,13 +337,9 @@ fn judge(lookup: &Lookup<'_>, children: &[String], stat: &Stat, given_up: bool) 
 
 /// The base of the pool's generation when it is later than the claim's: every block of the
 /// claim's generation lies below it. `None` when it cannot be read or is not later.
-async fn later_base(session: &Session, lookup: &Lookup<'_>) -> Option<i64> {
-    let (client, current) = session.client();
-    let (data, _) = session
-        .run(current, client.get_data(lookup.path))
-        .await
-        .classified()
-        .ok()?;
+async fn later_base(zk: &Zk, lookup: &Lookup<'_>) -> Option<i64> {
+    let current = zk.generation();
+    let (data, _) = zk.get(current, lookup.path).await.ok()?;
     let blocks = Pool::parse(lookup.path, &data).ok()?.blocks()?;
     (blocks.generation > lookup.generation).then_some(blocks.base)
 }
@@ -365,11 +352,11 @@ fn consecutive(seqs: &[i64], count: u32) -> Option<i64> {
 }
 
 /// The block numbers a successful claim got.
-fn granted(path: &str, results: &[MultiWriteResult], count: u32) -> Result<i64> {
+fn granted(path: &str, results: &[OpResult], count: u32) -> Result<i64> {
     let mut seqs: Vec<i64> = results
         .iter()
         .filter_map(|r| match r {
-            MultiWriteResult::Create { path, .. } => sequence_of(path),
+            OpResult::Create { path, .. } => sequence_of(path),
             _ => None,
         })
         .collect();
@@ -423,7 +410,6 @@ mod tests {
         unit: 100,
         generation: 3,
         base: 1001,
-        hole_nodes: false,
     };
 
     fn range(start: i64, end: i64) -> IdRange {

@@ -5,12 +5,10 @@
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
 
-use zookeeper_client::CreateMode;
-
 use super::refused;
 use crate::error::{Result, ZooidError};
 use crate::format::{sequence_parent, Blocks};
-use crate::zk::{Classified, Multi, Session, Verdict};
+use crate::zk::{Create, Failure, Multi, Verdict, Zk, ZooKeeperExt};
 
 /// Retiring a generation deletes its claims this many at a time...
 const RETIRE_BATCH: usize = 100;
@@ -20,17 +18,17 @@ const RETIRE_PAUSE: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// The next block number of the pool's generation: the sequence parent's child version (every
 /// child create advances it, and children are not deleted while the generation is in use).
-pub(crate) async fn next_block(session: &Session, path: &str, blocks: &Blocks) -> Result<i64> {
+pub(crate) async fn next_block(zk: &Zk, path: &str, blocks: &Blocks) -> Result<i64> {
     let parent = sequence_parent(path, blocks.generation);
-    let (client, generation) = session.client();
-    match session
-        .run(generation, client.check_stat(&parent))
-        .await
-        .classified()
-    {
+    let generation = zk.generation();
+    match zk.exists(generation, &parent).await {
         Ok(Some(stat)) => Ok(i64::from(stat.cversion)),
-        Ok(None) | Err((Verdict::NoNode, _)) => Err(ZooidError::NotFound { category: parent }),
-        Err((_, err)) => Err(ZooidError::ConnectionLost {
+        Ok(None)
+        | Err(Failure {
+            verdict: Verdict::NoNode,
+            ..
+        }) => Err(ZooidError::NotFound { category: parent }),
+        Err(err) => Err(ZooidError::ConnectionLost {
             category: path.to_string(),
             reason: err.to_string(),
         }),
@@ -38,8 +36,8 @@ pub(crate) async fn next_block(session: &Session, path: &str, blocks: &Blocks) -
 }
 
 /// The first ID no block of the pool's generation has claimed yet.
-pub async fn frontier(session: &Session, path: &str, blocks: &Blocks) -> Result<i64> {
-    let next = next_block(session, path, blocks).await?;
+pub async fn frontier(zk: &Zk, path: &str, blocks: &Blocks) -> Result<i64> {
+    let next = next_block(zk, path, blocks).await?;
     Ok(block_start(blocks, next))
 }
 
@@ -52,11 +50,11 @@ pub(crate) fn block_start(blocks: &Blocks, next: i64) -> i64 {
 /// The frontier of the pool's generation, or `None` when its sequence parent does not exist
 /// (a move to it stopped before creating it: no block of it was claimed).
 pub(crate) async fn frontier_if_numbered(
-    session: &Session,
+    zk: &Zk,
     path: &str,
     blocks: &Blocks,
 ) -> Result<Option<i64>> {
-    match next_block(session, path, blocks).await {
+    match next_block(zk, path, blocks).await {
         Ok(next) => Ok(Some(block_start(blocks, next))),
         Err(ZooidError::NotFound { category }) if category != path => Ok(None),
         Err(err) => Err(err),
@@ -70,36 +68,39 @@ pub(crate) async fn frontier_if_numbered(
 /// claim in it whose reply was lost would be judged not applied). `false`: the pool moved on
 /// (read again).
 pub(crate) async fn ensure_parent_at(
-    session: &Session,
+    zk: &Zk,
     path: &str,
     generation: u64,
     version: i32,
 ) -> Result<bool> {
     let parent = sequence_parent(path, generation);
-    let (client, gen) = session.client();
+    let gen = zk.generation();
     let unreachable = |err: &dyn std::fmt::Display| ZooidError::ConnectionLost {
         category: path.to_string(),
         reason: format!("creating {parent}: {err}"),
     };
-    let (acl, _) = match session.run(gen, client.get_acl(path)).await.classified() {
+    let acl = match zk.get_acl(gen, path).await {
         Ok(got) => got,
-        Err((Verdict::NoNode, _)) => {
+        Err(Failure {
+            verdict: Verdict::NoNode,
+            ..
+        }) => {
             return Err(ZooidError::NotFound {
                 category: path.to_string(),
             })
         }
-        Err((_, err)) => return Err(unreachable(&err)),
+        Err(err) => return Err(unreachable(&err)),
     };
-    let options = CreateMode::Persistent.with_acls(zookeeper_client::Acls::new(&acl));
-    let mut multi = Multi::new(&client);
+    let options = Create::persistent().with_acl(acl);
+    let mut multi = Multi::new();
     multi.check(path, version);
     multi.create(&parent, &[], &options);
-    match multi.commit(session, gen).await {
+    match multi.commit(&**zk, gen).await {
         Ok(_) => Ok(true),
         Err(failed) => match failed.verdict() {
             Verdict::NodeExists if failed.index == Some(1) => Ok(true),
             Verdict::BadVersion | Verdict::NoNode if failed.index == Some(0) => Ok(false),
-            verdict @ Verdict::NotAuthorized => Err(refused(session, path, verdict, &failed)),
+            verdict @ Verdict::NotAuthorized => Err(refused(zk, path, verdict, &failed)),
             _ => Err(unreachable(&failed)),
         },
     }
@@ -108,44 +109,43 @@ pub(crate) async fn ensure_parent_at(
 /// The final block count of a sealed generation: its sequence parent's child version, read
 /// after a `sync` (the seal may have been another process's, and this session's server may
 /// lag behind the claims it saw).
-pub(crate) async fn sealed_next_block(
-    session: &Session,
-    path: &str,
-    blocks: &Blocks,
-) -> Result<i64> {
+pub(crate) async fn sealed_next_block(zk: &Zk, path: &str, blocks: &Blocks) -> Result<i64> {
     let parent = sequence_parent(path, blocks.generation);
-    let (client, generation) = session.client();
-    match session
-        .run(generation, client.sync(&parent))
-        .await
-        .classified()
-    {
-        Ok(()) | Err((Verdict::NoNode, _)) => {}
-        Err((_, err)) => {
+    let generation = zk.generation();
+    match zk.sync(generation, &parent).await {
+        Ok(())
+        | Err(Failure {
+            verdict: Verdict::NoNode,
+            ..
+        }) => {}
+        Err(err) => {
             return Err(ZooidError::ConnectionLost {
                 category: path.to_string(),
                 reason: format!("sync of {parent}: {err}"),
             })
         }
     }
-    next_block(session, path, blocks).await
+    next_block(zk, path, blocks).await
 }
 
 /// Seals the generation: creates in it (and takes of holes planned on it) fail from now on.
 /// Idempotent. `false`: its sequence parent does not exist, so nothing was sealed (a move to it
 /// stopped before creating it); a caller that needs it sealed creates it, at the pool version
 /// it planned on, and seals again.
-pub(crate) async fn seal(session: &Session, path: &str, blocks: &Blocks) -> Result<bool> {
+pub(crate) async fn seal(zk: &Zk, path: &str, blocks: &Blocks) -> Result<bool> {
     let parent = sequence_parent(path, blocks.generation);
-    let (client, generation) = session.client();
-    match session
-        .run(generation, client.set_data(&parent, b"sealed", Some(0)))
-        .await
-        .classified()
-    {
-        Ok(_) | Err((Verdict::BadVersion, _)) => Ok(true),
-        Err((Verdict::NoNode, _)) => Ok(false),
-        Err((_, err)) => Err(ZooidError::ConnectionLost {
+    let generation = zk.generation();
+    match zk.set(generation, &parent, b"sealed", Some(0)).await {
+        Ok(_)
+        | Err(Failure {
+            verdict: Verdict::BadVersion,
+            ..
+        }) => Ok(true),
+        Err(Failure {
+            verdict: Verdict::NoNode,
+            ..
+        }) => Ok(false),
+        Err(err) => Err(ZooidError::ConnectionLost {
             category: path.to_string(),
             reason: format!("sealing a block generation: {err}"),
         }),
@@ -154,17 +154,16 @@ pub(crate) async fn seal(session: &Session, path: &str, blocks: &Blocks) -> Resu
 
 /// Deletes a retired generation's sequence parent and its children (best effort: a failure is
 /// logged and the next rotation tries again).
-pub(crate) async fn retire(session: &Session, path: &str, generation: u64) {
+pub(crate) async fn retire(zk: &Zk, path: &str, generation: u64) {
     let parent = sequence_parent(path, generation);
-    let (client, gen) = session.client();
-    let children = match session
-        .run(gen, client.list_children(&parent))
-        .await
-        .classified()
-    {
-        Ok(children) => children,
-        Err((Verdict::NoNode, _)) => return,
-        Err((_, err)) => {
+    let gen = zk.generation();
+    let children = match zk.children(gen, &parent).await {
+        Ok((children, _)) => children,
+        Err(Failure {
+            verdict: Verdict::NoNode,
+            ..
+        }) => return,
+        Err(err) => {
             tracing::debug!(category = path, %err, generation, "retiring a block generation");
             return;
         }
@@ -175,11 +174,11 @@ pub(crate) async fn retire(session: &Session, path: &str, generation: u64) {
         if i > 0 {
             tokio::time::sleep(RETIRE_PAUSE).await;
         }
-        let mut multi = Multi::new(&client);
+        let mut multi = Multi::new();
         for child in chunk {
             multi.delete(&format!("{parent}/{child}"), None);
         }
-        if let Err(failed) = multi.commit(session, gen).await {
+        if let Err(failed) = multi.commit(&**zk, gen).await {
             tracing::debug!(
                 category = path,
                 generation,
@@ -189,7 +188,7 @@ pub(crate) async fn retire(session: &Session, path: &str, generation: u64) {
             return;
         }
     }
-    if let Err(err) = session.run(gen, client.delete(&parent, None)).await {
+    if let Err(err) = zk.delete(gen, &parent, None).await {
         tracing::debug!(category = path, %err, generation, "retiring a block generation");
     }
 }
@@ -200,7 +199,7 @@ pub(crate) async fn retire(session: &Session, path: &str, generation: u64) {
 /// process last read or wrote (its own writes do not count). One watch per category at a time
 /// (`armed`); it ends when it has set `changed` or the session ended.
 pub(crate) fn watch_pool(
-    session: &Session,
+    zk: &Zk,
     path: &str,
     known: Arc<AtomicI32>,
     armed: Arc<AtomicBool>,
@@ -209,15 +208,18 @@ pub(crate) fn watch_pool(
     if armed.swap(true, Ordering::AcqRel) {
         return;
     }
-    let (client, _) = session.client();
+    let weak = zk.downgrade();
     let path = path.to_string();
-    // The task holds a client: it must end with the session, or the session stays open on the
-    // servers until the pool changes (a closed service would leak its session).
-    let ended = session.ended();
+    // The task holds no handle on the session between its requests, and ends with it: a
+    // closed service must not leave its session open until the pool changes.
+    let ended = zk.ended();
     tokio::spawn(async move {
         let watch = async {
             loop {
-                match client.check_and_watch_stat(&path).await {
+                let Some(zk) = weak.upgrade() else { break };
+                let watched = zk.exists_watched(zk.generation(), &path).await;
+                drop(zk);
+                match watched {
                     // At or below: this process's own write (`known` is set before it is sent,
                     // so the node may still be a version behind). Above: another process wrote.
                     Ok((Some(stat), watcher)) if stat.version <= known.load(Ordering::Acquire) => {
@@ -231,7 +233,6 @@ pub(crate) fn watch_pool(
             () = watch => {}
             () = ended => {}
         }
-        drop(client);
         changed.store(true, Ordering::Release);
         armed.store(false, Ordering::Release);
     });

@@ -3,41 +3,32 @@
 //! `restore`). The current generation is sealed first, so that no claim lands between reading
 //! its frontier and the pool write: the next generation starts above every block claimed (and
 //! above the record when repairing), and a first ceiling covers every ID handed out before it.
-//! A repair gives up every free ID at or below the record, in the free list's parts, in the
-//! pushes waiting in their own nodes and in the hole nodes of format 4 too.
+//! A repair gives up every free ID at or below the record: the hole nodes there.
 
 use super::generations;
-use super::parts::{self, ChunkCache, Loaded};
-use super::returns;
-use crate::alloc::state::Waiting;
 use crate::error::{Result, ZooidError};
-use crate::format::{returned_parent, Blocks, ChunkOp, Pool};
+use crate::format::{Blocks, Pool};
 use crate::range::IdRange;
-use crate::zk::Session;
+use crate::zk::{Zk, ZooKeeperExt};
 
 /// A pool in block allocation, laid out in its next generation.
 #[derive(Debug)]
 pub(crate) struct Moved {
-    /// The pool as its nodes will hold it: the next generation, its free list whole (parts
-    /// loaded, the waiting pushes merged), without the IDs a repair gives up.
+    /// The pool node as it will be: the next generation.
     pub next: Pool,
     /// The first ID the sealed generation's blocks did not claim.
     pub frontier: i64,
-    /// Free IDs given up (at or below the record).
+    /// Free IDs given up (the holes at or below the record).
     pub removed: u64,
-    /// The part writes and the deletes of the merged pushes, for the pool write's `multi`.
-    pub ops: Vec<ChunkOp>,
-    /// The data version of `zooid-returned` the pushes were read at: the write checks it, so a
-    /// push that arrives meanwhile fails it (read again) rather than outlive a repair.
-    pub announced: i32,
 }
 
 /// Seals the generation of `pool` (the node as read at `version`) and lays out its move to the
 /// next one, starting above its frontier; with `cleared` (a recorded ceiling and the epoch the
 /// repair starts), a repair: in the epoch's first new generation, above the ceiling too, and
-/// without the free IDs at or below it. `None`: the pool moved on meanwhile (read again).
+/// without the hole nodes at or below it (given up before the pool write). `None`: the pool
+/// moved on meanwhile (read again).
 pub(crate) async fn seal_and_move(
-    session: &Session,
+    zk: &Zk,
     path: &str,
     pool: &Pool,
     version: i32,
@@ -46,37 +37,17 @@ pub(crate) async fn seal_and_move(
     let Some(blocks) = pool.blocks() else {
         return Ok(None);
     };
-    let Some(frontier) = sealed_frontier(session, path, &blocks, version).await? else {
+    let Some(frontier) = sealed_frontier(zk, path, &blocks, version).await? else {
         return Ok(None);
     };
-    // The pool as its nodes hold it: the parts loaded.
-    let mut before = pool.clone();
-    if let Loaded::Stale = parts::load(session, path, &mut before, &mut ChunkCache::new()).await? {
-        return Ok(None);
-    }
-    let (announced, pushes) = returns::read_returns(session, path).await?;
-    let parent = returned_parent(path);
-    let deletes: Vec<ChunkOp> = pushes
-        .iter()
-        .map(|(name, _)| ChunkOp::DeleteNode {
-            node: format!("{parent}/{name}"),
-        })
-        .collect();
-    let mut next = before.clone();
-    let doubled = Waiting::default().merge(next.free_mut(), announced, pushes);
-    if doubled > 0 {
-        tracing::error!(
-            category = path,
-            ids = doubled,
-            "IDs pushed twice (or pushed while free); counted once"
-        );
-    }
+    let mut next = pool.clone();
     let removed = match cleared {
-        Some((ceiling, epoch)) => next
-            .clear_through(ceiling, frontier, epoch)
-            .iter()
-            .map(|r| r.len())
-            .sum(),
+        Some((ceiling, epoch)) => {
+            next.clear_through(ceiling, frontier, epoch);
+            // A ZooKeeper restored from a snapshot brings back holes taken since: given up
+            // before the pool write.
+            give_up_holes(zk, path, ceiling).await?
+        }
         None => {
             next.set_blocks(Blocks {
                 generation: blocks.next_generation(pool.epoch()),
@@ -89,20 +60,10 @@ pub(crate) async fn seal_and_move(
             0
         }
     };
-    // Format 4: a repair gives up the hole nodes at or below the record too (a ZooKeeper
-    // restored from a snapshot brings back holes taken since), before its pool write.
-    let mut removed = removed;
-    if let (Some((ceiling, _)), true) = (cleared, blocks.hole_nodes) {
-        removed += give_up_holes(session, path, ceiling).await?;
-    }
-    let mut ops = crate::format::parts::plan(&before, &mut next);
-    ops.extend(deletes);
     Ok(Some(Moved {
         next,
         frontier,
         removed,
-        ops,
-        announced,
     }))
 }
 
@@ -111,20 +72,20 @@ pub(crate) async fn seal_and_move(
 /// creates it and claims (or takes holes) in it after the frontier was read. `None`: the pool
 /// moved on.
 pub(crate) async fn sealed_frontier(
-    session: &Session,
+    zk: &Zk,
     path: &str,
     blocks: &Blocks,
     version: i32,
 ) -> Result<Option<i64>> {
     for _ in 0..2 {
-        if !generations::seal(session, path, blocks).await? {
+        if !generations::seal(zk, path, blocks).await? {
             // Missing: created (unless the pool moved on), then sealed on the next pass.
-            if !generations::ensure_parent_at(session, path, blocks.generation, version).await? {
+            if !generations::ensure_parent_at(zk, path, blocks.generation, version).await? {
                 return Ok(None);
             }
             continue;
         }
-        match generations::sealed_next_block(session, path, blocks).await {
+        match generations::sealed_next_block(zk, path, blocks).await {
             Ok(next) => return Ok(Some(generations::block_start(blocks, next))),
             // Sealed, then gone: the pool moved on and the generation was retired.
             Err(ZooidError::NotFound { category }) if category != path => return Ok(None),
@@ -137,15 +98,10 @@ pub(crate) async fn sealed_frontier(
 /// After the pool write of a [`Moved`] applied (leaving the pool at `version`): creates the new
 /// generation's sequence parent while the pool is still at that version, and retires the one
 /// before the sealed generation (in the background).
-pub(crate) async fn finish_move(
-    session: &Session,
-    path: &str,
-    moved_to: u64,
-    version: i32,
-) -> Result<()> {
-    generations::ensure_parent_at(session, path, moved_to, version).await?;
+pub(crate) async fn finish_move(zk: &Zk, path: &str, moved_to: u64, version: i32) -> Result<()> {
+    generations::ensure_parent_at(zk, path, moved_to, version).await?;
     if moved_to >= 2 {
-        let (session, path) = (session.clone(), path.to_string());
+        let (session, path) = (zk.clone(), path.to_string());
         tokio::spawn(async move { generations::retire(&session, &path, moved_to - 2).await });
     }
     Ok(())
@@ -159,16 +115,16 @@ pub(crate) async fn finish_move(
 /// a hole and creates its remainder after this listing (the remainder would survive the
 /// repair); takes after the seal go through a move to a new generation, a pool write that
 /// fails the repair's, which then lists again.
-pub(crate) async fn give_up_holes(session: &Session, path: &str, ceiling: i64) -> Result<u64> {
+pub(crate) async fn give_up_holes(zk: &Zk, path: &str, ceiling: i64) -> Result<u64> {
     let parent = crate::format::holes_parent(path);
     let mut removed = 0;
-    for hole in super::hole_ranges(session, path).await? {
+    for hole in super::hole_ranges(zk, path).await? {
         if hole.start() > ceiling {
             continue;
         }
-        let (client, generation) = session.client();
-        let options = zookeeper_client::CreateMode::Persistent.with_acls(session.default_acls());
-        let mut multi = crate::zk::Multi::new(&client);
+        let generation = zk.generation();
+        let options = crate::zk::Create::persistent();
+        let mut multi = crate::zk::Multi::new();
         multi.delete(
             &format!("{parent}/{}", crate::format::hole_name(&hole)),
             None,
@@ -181,7 +137,7 @@ pub(crate) async fn give_up_holes(session: &Session, path: &str, ceiling: i64) -
                 &options,
             );
         }
-        match multi.commit(session, generation).await {
+        match multi.commit(&**zk, generation).await {
             Ok(_) => {
                 removed +=
                     IdRange::new(hole.start(), hole.end().min(ceiling)).map_or(0, |r| r.len());
@@ -191,7 +147,7 @@ pub(crate) async fn give_up_holes(session: &Session, path: &str, ceiling: i64) -
             Err(failed) => {
                 return Err(ZooidError::ConnectionLost {
                     category: path.to_string(),
-                    reason: format!("giving up hole {hole}: {}", failed.error),
+                    reason: format!("giving up hole {hole}: {}", failed.failure),
                 })
             }
         }

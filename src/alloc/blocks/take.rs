@@ -1,12 +1,12 @@
-//! A take from a pool in block allocation, under one hold of the category's slot: the holes
-//! first (the free list, with compare-and-set), then fresh blocks for the rest, claimed on the
-//! pool as that write (or read) left it; and the move to a new generation when one fills up.
+//! Fresh blocks for a take from a pool in block allocation, under one hold of the category's
+//! slot (after the holes it took, src/alloc/holes/take.rs), claimed on the pool as last read;
+//! IDs claimed but not handed out go back as holes; and the move to a new generation when one
+//! fills up.
 
 use std::time::Duration;
 
 use super::claims::{self, Claim};
 use super::generations;
-use super::push::note_return;
 use super::{MAX_BLOCKS_PER_TAKE, ROTATE_AT};
 use crate::alloc::blocks::needs_zookeeper;
 use crate::alloc::engine::{Plan, Step};
@@ -29,16 +29,16 @@ pub(crate) const CLAIM_UNKNOWN: &str = "block claim outcome unknown; its blocks 
 enum Claimed {
     /// These IDs, from blocks the take claimed.
     Granted(Vec<IdRange>),
-    /// The pool changed under the claim (a push, a generation moved on): plan again on the pool
-    /// as it is now.
+    /// The pool changed under the claim (a ceiling, a generation moved on): plan again on the
+    /// pool as it is now.
     Replan,
 }
 
 impl<S: Store> IdGeneratorService<S> {
-    /// Completes a take of `n` IDs that took `holes` from the free list: fresh blocks for the
-    /// rest. While the pool changes under the claims, the holes go back and the take is planned
-    /// again whole (holes first, lowest first). Holes taken are handed out even when no block
-    /// can be claimed any more (at the ceiling or the end); on any other failure they go back.
+    /// Completes a take of `n` IDs that took `holes`: fresh blocks for the rest. While the pool
+    /// changes under the claims, the take reads it again and claims on that. Holes taken are
+    /// handed out even when no block can be claimed any more (at the ceiling or the end); on
+    /// any other failure they go back.
     pub(crate) async fn take_blocks(
         &self,
         category: &IdCategory,
@@ -58,16 +58,13 @@ impl<S: Store> IdGeneratorService<S> {
                     return Ok(holes);
                 }
                 Ok(Claimed::Replan) => {
-                    if !holes.is_empty() {
-                        self.give_back(category, slot, std::mem::take(&mut holes))
-                            .await;
-                    }
-                    match self.replan(category, slot, &mut replans, n).await {
-                        Ok(Replanned::More(taken)) => {
-                            holes = taken;
-                            continue;
+                    match self.replan(category, slot, &mut replans, wanted).await {
+                        Ok(Replanned::Blocks) => continue,
+                        // Recreated as a single-node pool: its free list for the rest.
+                        Ok(Replanned::Single(mut taken)) => {
+                            holes.append(&mut taken);
+                            return Ok(holes);
                         }
-                        Ok(Replanned::Complete(taken)) => return Ok(taken),
                         Err(err) => err,
                     }
                 }
@@ -90,8 +87,8 @@ impl<S: Store> IdGeneratorService<S> {
         }
     }
 
-    /// Plans a take of `wanted` IDs again, on the pool as it is now, after it changed under a
-    /// claim: at once the first time, then with backoff, within `replans`.
+    /// Reads the pool again after it changed under a claim (at once the first time, then with
+    /// backoff, within `replans`), for the claim of `wanted` IDs to be planned on it.
     async fn replan(
         &self,
         category: &IdCategory,
@@ -110,6 +107,8 @@ impl<S: Store> IdGeneratorService<S> {
             replans.backoff().await;
         }
         let mut budget = Budget::start(self.options.retry);
+        // A pool in block allocation holds no free list: this takes nothing from it, and reads
+        // it (a single-node pool gives what its free list has).
         let plan = single::take(category, wanted);
         let step = self
             .update(category, slot, &mut budget, OpKind::Take, true, plan)
@@ -117,11 +116,9 @@ impl<S: Store> IdGeneratorService<S> {
         Ok(match step {
             Step::Done {
                 moved,
-                strategy: Strategy::Blocks(_),
-            } => Replanned::More(moved),
-            // Recreated as a single-node pool: what its free list gave is the take.
-            Step::Done { moved, .. } => Replanned::Complete(moved),
-            Step::Kept(_) => Replanned::More(Vec::new()),
+                strategy: Strategy::Single,
+            } => Replanned::Single(moved),
+            Step::Done { .. } | Step::Kept(_) => Replanned::Blocks,
         })
     }
 
@@ -129,7 +126,7 @@ impl<S: Store> IdGeneratorService<S> {
     /// IDs of the claimed blocks beyond `n`, or above the ceiling, go back to the free list.
     async fn claim_fresh(&self, category: &IdCategory, slot: &mut Slot, n: u64) -> Result<Claimed> {
         let path = category.name();
-        let session = self.store.session().ok_or_else(needs_zookeeper)?;
+        let session = self.zk.as_ref().ok_or_else(needs_zookeeper)?;
         // No state: a lost reply was resolved without one; read the pool again.
         let Some(state) = slot.cached.as_ref() else {
             return Ok(Claimed::Replan);
@@ -137,8 +134,6 @@ impl<S: Store> IdGeneratorService<S> {
         let Strategy::Blocks(layout) = state.strategy else {
             return Ok(Claimed::Replan);
         };
-        // Format 4 keeps pushes in hole nodes: its claims do not check `zooid-returned`.
-        let announced = state.waiting.announced.filter(|_| !layout.hole_nodes);
         let (version, planned) = (state.version, state.session);
         let (last, ceiling) = (state.pool.bounds().end(), state.pool.ceiling());
         let top = ceiling.unwrap_or(last).min(last);
@@ -147,16 +142,7 @@ impl<S: Store> IdGeneratorService<S> {
         let count = n.div_ceil(layout.unit).clamp(1, MAX_BLOCKS_PER_TAKE);
         let count = u32::try_from(count).unwrap_or(1);
         let mut budget = Budget::start(self.options.retry);
-        let claimed = claims::claim(
-            session,
-            path,
-            version,
-            announced,
-            &layout,
-            count,
-            planned,
-            &mut budget,
-        );
+        let claimed = claims::claim(session, path, version, &layout, count, planned, &mut budget);
         let first = match claimed.await? {
             Claim::Granted { first } => first,
             Claim::Changed => {
@@ -230,7 +216,7 @@ impl<S: Store> IdGeneratorService<S> {
         match layout.block(known, last) {
             None => {
                 // Past the end as far as this process knows: ask the store before saying so.
-                let session = self.store.session().ok_or_else(needs_zookeeper)?;
+                let session = self.zk.as_ref().ok_or_else(needs_zookeeper)?;
                 let next = generations::next_block(session, path, layout).await?;
                 self.categories.note_next_block(path, layout, next);
                 if layout.block(next, last).is_none() {
@@ -253,10 +239,10 @@ impl<S: Store> IdGeneratorService<S> {
         Ok(())
     }
 
-    /// Pushes IDs this process claimed but will not hand out back to the free list. A failure
-    /// (or an outcome that cannot be told: the push may have applied and been merged) leaves
-    /// them unused, never handed out twice: they are reported leaked, counted in the
-    /// `ids_leaked` figure and logged with their ranges (`leaked=START:END,...`).
+    /// Pushes IDs this process claimed but will not hand out back as holes. A failure (or an
+    /// outcome that cannot be told: the push may have applied and been taken) leaves them
+    /// unused, never handed out twice: they are reported leaked, counted in the `ids_leaked`
+    /// figure and logged with their ranges (`leaked=START:END,...`).
     pub(crate) async fn give_back(
         &self,
         category: &IdCategory,
@@ -265,32 +251,32 @@ impl<S: Store> IdGeneratorService<S> {
     ) {
         // The pool's layout decides where IDs go back; with no state held (a claim that must be
         // planned again dropped it), the pool node says, never a guess.
-        let hole_nodes = match slot.cached.as_ref() {
-            Some(state) => Ok(matches!(state.strategy, Strategy::Blocks(b) if b.hole_nodes)),
+        let blocks = match slot.cached.as_ref() {
+            Some(state) => Ok(matches!(state.strategy, Strategy::Blocks(_))),
             None => {
                 let mut budget = Budget::start(self.options.retry);
                 match self.read(category.name(), &mut budget).await {
-                    Ok(node) => Pool::parse(category.name(), &node.data)
-                        .map(|pool| pool.blocks().is_some_and(|b| b.hole_nodes)),
+                    Ok(node) => {
+                        Pool::parse(category.name(), &node.data).map(|pool| pool.blocks().is_some())
+                    }
                     Err(err) => Err(err),
                 }
             }
         };
-        let returned = match (self.store.session(), hole_nodes) {
+        let returned = match (self.zk.as_ref(), blocks) {
             (_, Err(err)) => Err(err),
-            (Some(session), Ok(true)) => self
-                .push_holes_held(category.name(), session, slot, &ranges)
-                .await
-                .map(|()| None),
-            (Some(session), Ok(false)) => self
-                .return_ids(category.name(), session, &ranges)
-                .await
-                .map(Some),
+            (Some(session), Ok(true)) => {
+                self.push_holes_held(category.name(), session, slot, &ranges)
+                    .await
+            }
+            (Some(_), Ok(false)) => Err(ZooidError::InvalidArgument(format!(
+                "{}: no longer in block allocation (recreated?)",
+                category.name()
+            ))),
             (None, Ok(_)) => Err(needs_zookeeper()),
         };
         match returned {
-            Ok(Some(returned)) => note_return(slot, returned, &ranges),
-            Ok(None) => {}
+            Ok(()) => {}
             Err(err) => {
                 let path = category.name();
                 self.stats.leaked(path, count_of(&ranges));
@@ -315,7 +301,7 @@ impl<S: Store> IdGeneratorService<S> {
         layout: &Blocks,
     ) -> Result<()> {
         let path = category.name();
-        let session = self.store.session().ok_or_else(needs_zookeeper)?;
+        let session = self.zk.as_ref().ok_or_else(needs_zookeeper)?;
         // A missing sequence parent: the move that created the pool's current generation
         // stopped before creating it; `sealed_next_block` finds nothing and the move is done.
         generations::seal(session, path, layout).await?;
@@ -376,7 +362,7 @@ impl<S: Store> IdGeneratorService<S> {
     /// if it is missing (a process that moved the generation stopped before creating it). Reads
     /// the pool after a `sync`, so that a lagging server does not bring back a retired one.
     pub(crate) async fn repair_sequence_parent(&self, path: &str) -> Result<()> {
-        let session = self.store.session().ok_or_else(needs_zookeeper)?;
+        let session = self.zk.as_ref().ok_or_else(needs_zookeeper)?;
         let node = self
             .sync_and_read(path)
             .await
@@ -395,12 +381,12 @@ impl<S: Store> IdGeneratorService<S> {
     }
 }
 
-/// How a re-planned take went on.
+/// What reading the pool again for a take found.
 enum Replanned {
-    /// Holes it took (maybe none); fresh blocks for the rest.
-    More(Vec<IdRange>),
-    /// What it took completes the take.
-    Complete(Vec<IdRange>),
+    /// Still in block allocation: claim fresh blocks on it.
+    Blocks,
+    /// Recreated as a single-node pool: what its free list gave completes the take.
+    Single(Vec<IdRange>),
 }
 
 /// The plan of a move past generation `generation`, whose sequence parent numbered `next`

@@ -29,7 +29,7 @@ pub(crate) use crate::alloc::state::{AheadCheck, Listing};
 use crate::error::{Result, ZooidError};
 use crate::format::{hole_of, holes_parent};
 use crate::retry::Budget;
-use crate::zk::{Classified, Session, Verdict};
+use crate::zk::{Failure, Verdict, Zk, ZooKeeperExt};
 
 /// Whether a listing sets a child watch on the holes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,7 +46,7 @@ pub(crate) enum Watch {
 /// missing), again while ZooKeeper is unreachable, within `budget`. Names that are not holes are
 /// skipped (logged once per listing).
 pub(crate) async fn list(
-    session: &Session,
+    zk: &Zk,
     path: &str,
     watch: Watch,
     budget: &mut Budget,
@@ -54,28 +54,34 @@ pub(crate) async fn list(
     let parent = holes_parent(path);
     loop {
         let sent = Instant::now();
-        let (client, generation) = session.client();
+        let generation = zk.generation();
         let listed = match watch {
-            Watch::Set => session
-                .run(generation, client.get_and_watch_children(&parent))
+            Watch::Set => zk
+                .children_watched(generation, &parent)
                 .await
                 .map(|(children, stat, watcher)| (children, stat, Some(watcher))),
-            Watch::None => session
-                .run(generation, client.get_children(&parent))
+            Watch::None => zk
+                .children(generation, &parent)
                 .await
                 .map(|(children, stat)| (children, stat, None)),
         };
-        let (children, stat, watcher) = match listed.classified() {
+        let (children, stat, watcher) = match listed {
             Ok(got) => got,
-            Err((Verdict::NoNode, _)) => {
-                crate::alloc::blocks::returns::ensure_node(session, path, &parent).await?;
+            Err(Failure {
+                verdict: Verdict::NoNode,
+                ..
+            }) => {
+                crate::alloc::blocks::ensure_node(zk, path, &parent).await?;
                 continue;
             }
-            Err((verdict @ Verdict::NotAuthorized, err)) => {
-                return Err(crate::alloc::blocks::refused(session, path, verdict, &err))
-            }
+            Err(
+                err @ Failure {
+                    verdict: verdict @ Verdict::NotAuthorized,
+                    ..
+                },
+            ) => return Err(crate::alloc::blocks::refused(zk, path, verdict, &err)),
             // Unreachable (a read changes nothing): again within the operation's budget.
-            Err((_, err)) => {
+            Err(err) => {
                 if !budget.try_attempt() {
                     return Err(ZooidError::ConnectionLost {
                         category: path.to_string(),
@@ -103,7 +109,7 @@ pub(crate) async fn list(
         let stale = Arc::new(AtomicBool::new(watcher.is_none()));
         if let Some(watcher) = watcher {
             let flag = stale.clone();
-            let ended = session.ended();
+            let ended = zk.ended();
             tokio::spawn(async move {
                 tokio::select! {
                     _ = watcher.changed() => {}
@@ -143,19 +149,19 @@ pub const LISTING_TRUSTED_FOR: Duration = Duration::from_millis(250);
 /// in place: a listing of 20,000 holes is not copied per take (while some holes are young, a
 /// take of whole blocks chooses on a copy of the others: src/alloc/holes/young.rs).
 pub(crate) async fn refresh(
-    session: &Session,
+    zk: &Zk,
     path: &str,
     kept: &mut Option<Listing>,
     trust: Trust,
     budget: &mut Budget,
     stats: &crate::stats::Recorder,
 ) -> Result<Seen> {
-    let generation = session.client().1;
+    let generation = zk.generation();
     let mut busy = false;
     let mut expected = None;
     if let Some(listing) = kept.as_mut().filter(|l| l.generation == generation) {
         let looked_at = Instant::now();
-        match look(session, path, listing, trust).await {
+        match look(zk, path, listing, trust).await {
             Look::Exact => {
                 listing.looked_at = looked_at;
                 return Ok(Seen::Exact);
@@ -177,7 +183,7 @@ pub(crate) async fn refresh(
     };
     // Trusted from before it was sent: it shows at least every push completed by then.
     let sent = Instant::now();
-    let mut listing = list(session, path, watch, budget).await?;
+    let mut listing = list(zk, path, watch, budget).await?;
     stats.hole_listing(path);
     // Busy while the holes keep changing under others' writes; a listing found as the last
     // one expected them ends it.
@@ -206,17 +212,17 @@ pub(crate) enum Seen {
 /// itself are in it (a push of the same IDs twice is refused), and no listing sees a push of the
 /// same IDs by another process that is still on its way.
 pub(crate) async fn known(
-    session: &Session,
+    zk: &Zk,
     path: &str,
     kept: &mut Option<Listing>,
     budget: &mut Budget,
     stats: &crate::stats::Recorder,
 ) -> Result<()> {
-    let generation = session.client().1;
+    let generation = zk.generation();
     if kept.as_ref().is_some_and(|l| l.generation == generation) {
         return Ok(());
     }
-    let listing = list(session, path, Watch::Set, budget).await?;
+    let listing = list(zk, path, Watch::Set, budget).await?;
     stats.hole_listing(path);
     *kept = Some(listing);
     Ok(())
@@ -252,7 +258,7 @@ enum Look {
 /// of the last write first; then unchanged since listed (its watch has not fired); busy; quiet
 /// (a check goes ahead of the caller's write); or the child version it expects, found by one
 /// `exists` now.
-async fn look(session: &Session, path: &str, listing: &mut Listing, trust: Trust) -> Look {
+async fn look(zk: &Zk, path: &str, listing: &mut Listing, trust: Trust) -> Look {
     if let Some(ahead) = listing.ahead.take() {
         if !matches!(ahead.answer.await, Ok(true)) {
             return Look::ChangedByOthers;
@@ -268,10 +274,10 @@ async fn look(session: &Session, path: &str, listing: &mut Listing, trust: Trust
         return if trusted { Look::Trusted } else { Look::Busy };
     }
     if trusted {
-        listing.ahead = Some(check_ahead(session, path, listing));
+        listing.ahead = Some(check_ahead(zk, path, listing));
         return Look::Exact;
     }
-    if unchanged_by_others(session, path, listing).await {
+    if unchanged_by_others(zk, path, listing).await {
         listing.trusted_until = Some(now + LISTING_TRUSTED_FOR);
         return Look::Exact;
     }
@@ -293,18 +299,16 @@ pub(crate) fn shows_children_at(listed: i32, listing_created: i64, now: i32, cre
 
 /// Sends the check of [`unchanged_by_others`] now, before the caller's write, and answers it
 /// on a task: the write does not wait for it. Any failure answers "changed".
-fn check_ahead(session: &Session, path: &str, listing: &Listing) -> AheadCheck {
-    let (client, _) = session.client();
+fn check_ahead(zk: &Zk, path: &str, listing: &Listing) -> AheadCheck {
     let (cversion, created) = (listing.cversion, listing.created);
     // Sent here, in call order, so it is answered before the write that follows.
-    let stat = client.check_stat(&holes_parent(path));
-    let limit = session.request_limit();
+    let stat = zk.exists_now(zk.generation(), &holes_parent(path));
     AheadCheck {
         sent: Instant::now(),
         answer: tokio::spawn(async move {
             matches!(
-                tokio::time::timeout(limit, stat).await,
-                Ok(Ok(Some(stat))) if shows_children_at(cversion, created, stat.cversion, stat.czxid)
+                stat.await,
+                Ok(Some(stat)) if shows_children_at(cversion, created, stat.cversion, stat.czxid)
             )
         }),
     }
@@ -319,28 +323,28 @@ pub(crate) fn holes_of(kept: &Option<Listing>) -> &[Hole] {
 /// Whether the holes' parent of pool `path` is the incarnation `listing` was made on, at the
 /// child version it expects (one `exists`; any failure reads as "changed": the caller lists them
 /// again).
-async fn unchanged_by_others(session: &Session, path: &str, listing: &Listing) -> bool {
+async fn unchanged_by_others(zk: &Zk, path: &str, listing: &Listing) -> bool {
     let parent = holes_parent(path);
-    let (client, generation) = session.client();
+    let generation = zk.generation();
     matches!(
-        session.run(generation, client.check_stat(&parent)).await,
+        zk.exists(generation, &parent).await,
         Ok(Some(stat)) if shows_children_at(listing.cversion, listing.created, stat.cversion, stat.czxid)
     )
 }
 
 /// A `sync` of the holes' parent of pool `path` (the next read sees every write before it),
 /// again while ZooKeeper is unreachable, within `budget`.
-pub(crate) async fn sync(session: &Session, path: &str, budget: &mut Budget) -> Result<()> {
+pub(crate) async fn sync(zk: &Zk, path: &str, budget: &mut Budget) -> Result<()> {
     let parent = holes_parent(path);
     loop {
-        let (client, generation) = session.client();
-        match session
-            .run(generation, client.sync(&parent))
-            .await
-            .classified()
-        {
-            Ok(()) | Err((Verdict::NoNode, _)) => return Ok(()),
-            Err((_, err)) => {
+        let generation = zk.generation();
+        match zk.sync(generation, &parent).await {
+            Ok(())
+            | Err(Failure {
+                verdict: Verdict::NoNode,
+                ..
+            }) => return Ok(()),
+            Err(err) => {
                 if !budget.try_attempt() {
                     return Err(ZooidError::ConnectionLost {
                         category: path.to_string(),

@@ -1,13 +1,11 @@
 //! Hole nodes (pool format 4, `Layout::HoleNodes`), the layout for scale on ZooKeeper, built
 //! for the workload of the seeds: thousands of tasks that take a batch and push back their leftovers.
 //!
-//! Fresh IDs come in blocks claimed by sequential creates, as in block allocation
-//! (src/alloc/blocks/): those claims never conflict. What format 4 changes is the recycled IDs.
-//! In format 3 a push waits in a node of its own until a take merges it into the pool node's free
-//! list with compare-and-set: with every task pushing back, every take wrote the pool node, and
-//! the takes conflicted again (9.5 failed writes per take at 32 processes). In format 4 every
-//! pushed range stays a node of its own, named by its range, and a take claims holes by deleting
-//! their nodes:
+//! Fresh IDs come in blocks claimed by sequential creates (src/alloc/blocks/): those claims
+//! never conflict. Recycled IDs never go back into the pool node (a take that merged pushes into
+//! it with compare-and-set would conflict with every other take: 9.5 failed writes per take at
+//! 32 processes, as the retired format 3 measured): every pushed range stays a node of its own,
+//! named by its range, and a take claims holes by deleting their nodes:
 //!
 //! ```text
 //! push:  multi[ create(P/zooid-holes/h-START-END) x ranges,

@@ -7,7 +7,7 @@ use crate::error::{Result, ZooidError};
 use crate::range::IdRange;
 use crate::retry::Budget;
 use crate::store::Store;
-use crate::zk::Session;
+use crate::zk::Zk;
 
 /// The most ranges one push writes in one `multi` (a create each, about 75 bytes).
 pub(crate) const MAX_RANGES_PER_WRITE: usize = 1_000;
@@ -20,24 +20,24 @@ impl<S: Store> IdGeneratorService<S> {
     pub(crate) async fn push_hole_nodes(
         &self,
         path: &str,
-        session: &Session,
+        zk: &Zk,
         ranges: &[IdRange],
     ) -> Result<()> {
         let slot = self.categories.slot(path);
         let mut slot = slot.lock().await;
-        self.push_holes_held(path, session, &mut slot, ranges).await
+        self.push_holes_held(path, zk, &mut slot, ranges).await
     }
 
     /// [`push_hole_nodes`](Self::push_hole_nodes) with the category's slot held.
     pub(crate) async fn push_holes_held(
         &self,
         path: &str,
-        session: &Session,
+        zk: &Zk,
         slot: &mut Slot,
         ranges: &[IdRange],
     ) -> Result<()> {
         let mut budget = Budget::start(self.options.retry);
-        super::listing::known(session, path, &mut slot.holes, &mut budget, &self.stats).await?;
+        super::listing::known(zk, path, &mut slot.holes, &mut budget, &self.stats).await?;
         // The pushed range that overlaps a hole, as the single-node layout reports it; decided
         // only on the holes listed again after a `sync` (a listing kept, or served by a
         // lagging server, may still show a hole another take deleted since).
@@ -50,10 +50,9 @@ impl<S: Store> IdGeneratorService<S> {
         let mut overlap = overlapping(super::listing::holes_of(&slot.holes));
         if overlap.is_some() {
             let mut budget = Budget::start(self.options.retry);
-            super::listing::sync(session, path, &mut budget).await?;
+            super::listing::sync(zk, path, &mut budget).await?;
             let mut listing =
-                super::listing::list(session, path, super::listing::Watch::Set, &mut budget)
-                    .await?;
+                super::listing::list(zk, path, super::listing::Watch::Set, &mut budget).await?;
             overlap = overlapping(&listing.holes);
             let generation = listing.generation;
             listing.follow(slot.holes.as_ref().filter(|l| l.generation == generation));
@@ -70,14 +69,8 @@ impl<S: Store> IdGeneratorService<S> {
         let mut budget = Budget::start(self.options.retry);
         for (index, part) in ranges.chunks(MAX_RANGES_PER_WRITE).enumerate() {
             let previous = self.categories.take_marker(path);
-            let pushed = super::requests::push(
-                session,
-                path,
-                part,
-                previous.clone(),
-                &self.stats,
-                &mut budget,
-            );
+            let pushed =
+                super::requests::push(zk, path, part, previous.clone(), &self.stats, &mut budget);
             match pushed.await {
                 Ok(marker) => {
                     self.categories.put_marker(path, marker);

@@ -2,10 +2,8 @@
 //! hole nodes, a take deletes the holes it chose and creates what is left of them; each also
 //! creates its author's receipt (an ephemeral marker) and deletes the previous one.
 
-use zookeeper_client::CreateMode;
-
+use crate::alloc::blocks::ensure_node;
 use crate::alloc::blocks::refused;
-use crate::alloc::blocks::returns::ensure_node;
 use crate::error::{Result, ZooidError};
 use crate::format::{
     hole_name, holes_parent, returned_parent, sequence_parent, OpToken, MARKER_PREFIX,
@@ -13,7 +11,7 @@ use crate::format::{
 use crate::range::IdRange;
 use crate::retry::Budget;
 use crate::stats::{LostOutcome, Recorder};
-use crate::zk::{Multi, Session, Verdict};
+use crate::zk::{Create, Failure, Multi, Verdict, Zk, ZooKeeperExt};
 
 /// What a take's claim of holes came to.
 #[derive(Debug)]
@@ -63,7 +61,7 @@ enum Outcome {
 /// `OutcomeUnknown` naming `handed`, which stay unused.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn claim(
-    session: &Session,
+    zk: &Zk,
     path: &str,
     version: i32,
     block_generation: u64,
@@ -82,9 +80,9 @@ pub(crate) async fn claim(
         .collect();
     let mut write = Write::new(path, previous, deleted.clone(), false);
     loop {
-        let (client, generation) = session.client();
-        let persistent = CreateMode::Persistent.with_acls(session.default_acls());
-        let mut multi = Multi::new(&client);
+        let generation = zk.generation();
+        let persistent = Create::persistent();
+        let mut multi = Multi::new();
         multi.check(path, version);
         multi.check(&sequence_parent(path, block_generation), 0);
         for node in &deleted {
@@ -93,8 +91,8 @@ pub(crate) async fn claim(
         for node in &created {
             multi.create(node, &[], &persistent);
         }
-        let receipt = write.add_receipt(session, &mut multi);
-        let failed = match multi.commit(session, generation).await {
+        let receipt = write.add_receipt(&mut multi);
+        let failed = match multi.commit(&**zk, generation).await {
             Ok(_) => {
                 return Ok(Claimed::Taken {
                     marker: write.marker,
@@ -118,13 +116,13 @@ pub(crate) async fn claim(
                 return Ok(Claimed::Raced)
             }
             (Some(i), Verdict::NoNode) if i >= receipt => {
-                write.receipt_missing(session, i - receipt).await?;
+                write.receipt_missing(zk, i - receipt).await?;
                 continue;
             }
             (_, Verdict::Expired | Verdict::Closed) => {}
             (_, Verdict::Unknown) => {
-                tracing::warn!(category = path, err = %failed.error, op = "take", "reply lost; resolving the outcome");
-                match write.resolve(session, generation, budget).await {
+                tracing::warn!(category = path, err = %failed.failure, op = "take", "reply lost; resolving the outcome");
+                match write.resolve(zk, generation, budget).await {
                     Outcome::Applied => {
                         stats.lost_reply(path, LostOutcome::Applied, 0);
                         return Ok(Claimed::Taken {
@@ -146,12 +144,12 @@ pub(crate) async fn claim(
                     }
                 }
             }
-            _ => return Err(refused(session, path, verdict, &failed.error)),
+            _ => return Err(refused(zk, path, verdict, &failed.failure)),
         }
         if !budget.try_attempt() {
             return Err(ZooidError::ConnectionLost {
                 category: path.to_string(),
-                reason: format!("taking holes: {}", failed.error),
+                reason: format!("taking holes: {}", failed.failure),
             });
         }
         budget.backoff().await;
@@ -162,7 +160,7 @@ pub(crate) async fn claim(
 /// already. Returns the push's receipt (the author's new marker). A lost reply is resolved (see
 /// [`resolve`]); not within `budget`: `OutcomeUnknown` (the push is not repeated).
 pub(crate) async fn push(
-    session: &Session,
+    zk: &Zk,
     path: &str,
     ranges: &[IdRange],
     previous: Option<String>,
@@ -176,14 +174,14 @@ pub(crate) async fn push(
         .collect();
     let mut write = Write::new(path, previous, created.clone(), true);
     loop {
-        let (client, generation) = session.client();
-        let persistent = CreateMode::Persistent.with_acls(session.default_acls());
-        let mut multi = Multi::new(&client);
+        let generation = zk.generation();
+        let persistent = Create::persistent();
+        let mut multi = Multi::new();
         for node in &created {
             multi.create(node, &[], &persistent);
         }
-        let receipt = write.add_receipt(session, &mut multi);
-        let failed = match multi.commit(session, generation).await {
+        let receipt = write.add_receipt(&mut multi);
+        let failed = match multi.commit(&**zk, generation).await {
             Ok(_) => return Ok(write.marker),
             Err(failed) => failed,
         };
@@ -196,17 +194,17 @@ pub(crate) async fn push(
                 })
             }
             (Some(i), Verdict::NoNode) if i < receipt => {
-                ensure_node(session, path, &parent).await?;
+                ensure_node(zk, path, &parent).await?;
                 continue;
             }
             (Some(i), Verdict::NoNode) => {
-                write.receipt_missing(session, i - receipt).await?;
+                write.receipt_missing(zk, i - receipt).await?;
                 continue;
             }
             (_, Verdict::Expired | Verdict::Closed) => {}
             (_, Verdict::Unknown) => {
-                tracing::warn!(category = path, err = %failed.error, op = "push", "reply lost; resolving the outcome");
-                match write.resolve(session, generation, budget).await {
+                tracing::warn!(category = path, err = %failed.failure, op = "push", "reply lost; resolving the outcome");
+                match write.resolve(zk, generation, budget).await {
                     Outcome::Applied => {
                         stats.lost_reply(path, LostOutcome::Applied, 0);
                         return Ok(write.marker);
@@ -223,12 +221,12 @@ pub(crate) async fn push(
                     }
                 }
             }
-            _ => return Err(refused(session, path, verdict, &failed.error)),
+            _ => return Err(refused(zk, path, verdict, &failed.failure)),
         }
         if !budget.try_attempt() {
             return Err(ZooidError::ConnectionLost {
                 category: path.to_string(),
-                reason: format!("pushing: {}", failed.error),
+                reason: format!("pushing: {}", failed.failure),
             });
         }
         budget.backoff().await;
@@ -253,10 +251,10 @@ impl<'a> Write<'a> {
 
     /// Adds the receipt to `multi`: creates the marker, deletes the previous one. Returns the
     /// index of the marker's create.
-    fn add_receipt(&self, session: &Session, multi: &mut Multi<'_>) -> usize {
+    fn add_receipt(&self, multi: &mut Multi) -> usize {
         let parent = returned_parent(self.path);
         let index = multi.len();
-        let ephemeral = CreateMode::Ephemeral.with_acls(session.default_acls());
+        let ephemeral = Create::ephemeral();
         multi.create(&format!("{parent}/{}", self.marker), &[], &ephemeral);
         if let Some(previous) = &self.previous {
             multi.delete(&format!("{parent}/{previous}"), None);
@@ -266,9 +264,9 @@ impl<'a> Write<'a> {
 
     /// The receipt's op `offset` (0: the marker's create, 1: the previous one's delete) found
     /// no node: the marker's parent is missing, or the previous marker went with its session.
-    async fn receipt_missing(&mut self, session: &Session, offset: usize) -> Result<()> {
+    async fn receipt_missing(&mut self, zk: &Zk, offset: usize) -> Result<()> {
         if offset == 0 {
-            ensure_node(session, self.path, &returned_parent(self.path)).await
+            ensure_node(zk, self.path, &returned_parent(self.path)).await
         } else {
             self.previous = None;
             Ok(())
@@ -280,7 +278,7 @@ impl<'a> Write<'a> {
     /// (requests of one session apply in order). With that session given up, once the servers
     /// confirmed it can write no more: the witnesses tell when they are all there (a take did
     /// not apply, a push did); otherwise the outcome is unknown.
-    async fn resolve(&self, session: &Session, generation: u64, budget: &mut Budget) -> Outcome {
+    async fn resolve(&self, zk: &Zk, generation: u64, budget: &mut Budget) -> Outcome {
         let marker = format!("{}/{}", returned_parent(self.path), self.marker);
         let mut confirmed = false;
         loop {
@@ -291,25 +289,25 @@ impl<'a> Write<'a> {
                 ));
             }
             budget.try_attempt();
-            let replaced = session.is_gone_generation(generation);
+            let replaced = zk.is_gone_generation(generation);
             if replaced && !confirmed {
                 let deadline = tokio::time::Instant::now() + budget.remaining();
-                if let Err(in_doubt) = session.confirm_gone(generation, deadline).await {
+                if let Err(in_doubt) = zk.confirm_gone(generation, deadline).await {
                     return Outcome::Unknown(in_doubt.to_string());
                 }
                 confirmed = true;
             }
-            let (client, current) = session.client();
+            let current = zk.generation();
             let lookup = async {
-                client.sync(self.path).await?;
+                zk.sync(current, self.path).await?;
                 let mut witnessed = 0;
                 for node in &self.witnesses {
-                    witnessed += usize::from(client.check_stat(node).await?.is_some());
+                    witnessed += usize::from(zk.exists(current, node).await?.is_some());
                 }
-                let marked = client.check_stat(&marker).await?.is_some();
-                Ok::<_, zookeeper_client::Error>((witnessed, marked))
+                let marked = zk.exists(current, &marker).await?.is_some();
+                Ok::<_, Failure>((witnessed, marked))
             };
-            let (witnessed, marked) = match session.run(current, lookup).await {
+            let (witnessed, marked) = match lookup.await {
                 Ok(found) => found,
                 Err(_) => {
                     budget.backoff().await;
@@ -317,7 +315,7 @@ impl<'a> Write<'a> {
                 }
             };
             if !replaced {
-                if session.is_gone_generation(generation) {
+                if zk.is_gone_generation(generation) {
                     continue; // Given up meanwhile: confirm its end, then look again.
                 }
                 return if marked {

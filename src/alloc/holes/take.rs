@@ -19,9 +19,8 @@ use crate::store::Store;
 use std::time::Instant;
 
 impl<S: Store> IdGeneratorService<S> {
-    /// Completes a take of `n` IDs that took `taken` from the pool node's own free list (a pool
-    /// migrated with holes in it; usually none): holes first, as many as leave whole blocks to
-    /// claim ([`choice::hole_amount`]), then fresh blocks.
+    /// Completes a take of `n` IDs that has `taken` already (none when it starts): holes first,
+    /// as many as leave whole blocks to claim ([`choice::hole_amount`]), then fresh blocks.
     pub(crate) async fn take_hole_nodes(
         &self,
         category: &IdCategory,
@@ -230,7 +229,7 @@ impl<S: Store> IdGeneratorService<S> {
     /// Makes the slot's listing show the holes of pool `path` as they are
     /// ([`listing::refresh`]).
     async fn refresh_holes(&self, path: &str, slot: &mut Slot, trust: Trust) -> Result<Seen> {
-        let session = self.store.session().ok_or_else(needs_zookeeper)?;
+        let session = self.zk.as_ref().ok_or_else(needs_zookeeper)?;
         let mut budget = Budget::start(self.options.retry);
         listing::refresh(
             session,
@@ -253,7 +252,7 @@ impl<S: Store> IdGeneratorService<S> {
         choice: Option<choice::Choice>,
     ) -> Result<Option<Vec<IdRange>>> {
         let path = category.name();
-        let session = self.store.session().ok_or_else(needs_zookeeper)?;
+        let session = self.zk.as_ref().ok_or_else(needs_zookeeper)?;
         let (Some(choice), Some(state)) = (choice, slot.cached.as_ref()) else {
             return Ok(None);
         };

@@ -1,6 +1,7 @@
-//! The pool node's text (formats 1 to 4): strict parsing and rendering, as docs/FORMAT.md
+//! The pool node's text (formats 1, 2 and 4): strict parsing and rendering, as docs/FORMAT.md
 //! specifies it. A [`Pool`] is what the node says, nothing more: the state an operation keeps
-//! about it (pushes waiting in their own nodes, parts loaded) lives in the allocator.
+//! about it (the holes listed, the blocks claimed) lives in the allocator. Format 3 is retired:
+//! a node in it is refused ([`crate::ZooidError::RetiredFormat`]), never overwritten.
 //!
 //! ```text
 //! #zooid 1
@@ -21,15 +22,15 @@
 //! 37001:123456789
 //! ```
 //!
-//! A category created for scale hands out fresh IDs in blocks (src/alloc/blocks/) and keeps only the
-//! recycled IDs (holes) in its free list; it is written as format 3, which older readers refuse:
+//! A category created for scale hands out fresh IDs in blocks (src/alloc/blocks/) and keeps its
+//! recycled IDs as hole nodes of their own (src/alloc/holes/), none in the pool node; it is
+//! written as format 4, which older readers refuse:
 //!
 //! ```text
-//! #zooid 3
+//! #zooid 4
 //! #bounds 1:123456789
 //! #blocks 1000 2 20001
-//! #op 3 push 5d0c3a0f9e8b7a61 250
-//! 1751:2000
+//! #op 3 blocks 5d0c3a0f9e8b7a61 20000000
 //! ```
 
 use std::collections::VecDeque;
@@ -47,20 +48,22 @@ pub const FORMAT_VERSION: u32 = 1;
 /// refuse it (they refuse any version but their own), so no older zooid ignores a ceiling.
 pub const FORMAT_VERSION_RESERVED: u32 = 2;
 
-/// The format version of pools that hand out fresh IDs in blocks (a `#blocks` line). Readers of
-/// formats 1 and 2 refuse it: they would read its short free list as all there is.
-pub const FORMAT_VERSION_BLOCKS: u32 = 3;
+/// The retired format version of block allocation whose pushes waited in `zooid-returned` to be
+/// merged into the pool node's free list: a node in it is refused
+/// ([`crate::ZooidError::RetiredFormat`]) and left as it is.
+pub const FORMAT_VERSION_RETIRED: u32 = 3;
 
-/// The format version of pools in block allocation whose pushed ranges are kept as nodes of
-/// their own under `PATH/zooid-holes` and taken by deleting them (src/alloc/holes/), the layout
-/// for scale on ZooKeeper. Readers of formats 1 to 3 refuse it: they would not see
-/// those holes.
+/// The format version of pools in block allocation (a `#blocks` line), whose pushed ranges are
+/// kept as nodes of their own under `PATH/zooid-holes` and taken by deleting them
+/// (src/alloc/holes/), the layout for scale on ZooKeeper. The pool node holds no free list.
+/// Readers of formats 1 and 2 refuse it: they would not see those holes.
 pub const FORMAT_VERSION_HOLES: u32 = 4;
 
 /// How a pool in block allocation hands out fresh IDs (src/alloc/blocks/): block `s` of generation
 /// `generation` is `base + s * unit ..= base + (s + 1) * unit - 1`, where `s` is the sequence
-/// number ZooKeeper gave the node that claimed it. The free list holds IDs of claimed blocks that
-/// were pushed back: all below the generation's frontier (`base + unit *` blocks claimed).
+/// number ZooKeeper gave the node that claimed it. IDs of claimed blocks that were pushed back are
+/// hole nodes (src/alloc/holes/): all below the generation's frontier (`base + unit *` blocks
+/// claimed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Blocks {
     /// IDs per block.
@@ -69,21 +72,6 @@ pub struct Blocks {
     pub generation: u64,
     /// The first ID of the generation's block 0.
     pub base: i64,
-    /// Pushed ranges are kept as nodes of their own, taken by deleting them (format 4); else
-    /// pushes wait in `zooid-returned` until a take merges them into the free list (format 3).
-    pub hole_nodes: bool,
-}
-
-/// One part of a format-3 pool's free list kept in its own node ([`super::parts`]): the free IDs
-/// from `key` up to the next part's key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ChunkRef {
-    /// The lowest ID the part may hold; the node is `PATH/zooid-free-KEY`.
-    pub key: i64,
-    /// The part node's data version this pool state goes with.
-    pub version: i32,
-    /// How many free IDs the part holds.
-    pub ids: u64,
 }
 
 /// Generations of epoch `e` are numbered from `e * GENERATIONS_PER_EPOCH`: a restore or a repair
@@ -127,11 +115,9 @@ pub struct Pool {
     /// (src/alloc/engine.rs) continues the count, so the pool version (`offset` + data version)
     /// and the operation log's versions keep growing across moves.
     offset: i64,
-    /// Fresh IDs come in blocks (format 3); `None` for a single-node pool.
+    /// Fresh IDs come in blocks and free IDs are hole nodes (format 4; `free` is empty); `None`
+    /// for a single-node pool.
     blocks: Option<Blocks>,
-    /// Parts of the free list kept in their own nodes (format 3), ascending by key. The node
-    /// holds the free IDs below the first key; `free` holds them all once the parts are loaded.
-    chunks: Vec<ChunkRef>,
 }
 
 impl Pool {
@@ -146,33 +132,21 @@ impl Pool {
             epoch: 0,
             offset: 0,
             blocks: None,
-            chunks: Vec::new(),
-        }
-    }
-
-    /// A fresh pool in block allocation: no holes, block 0 of generation 0 starts at the first
-    /// ID.
-    pub fn with_blocks(bounds: IdRange, unit: u64) -> Self {
-        Self {
-            free: RangeSet::new(),
-            blocks: Some(Blocks {
-                unit,
-                generation: 0,
-                base: bounds.start(),
-                hole_nodes: false,
-            }),
-            ..Self::new(bounds)
         }
     }
 
     /// A fresh pool in block allocation whose pushed ranges become nodes of their own (format
     /// 4): no holes, block 0 of generation 0 starts at the first ID.
     pub fn with_hole_nodes(bounds: IdRange, unit: u64) -> Self {
-        let mut pool = Self::with_blocks(bounds, unit);
-        if let Some(blocks) = pool.blocks.as_mut() {
-            blocks.hole_nodes = true;
+        Self {
+            free: RangeSet::new(),
+            blocks: Some(Blocks {
+                unit,
+                generation: 0,
+                base: bounds.start(),
+            }),
+            ..Self::new(bounds)
         }
-        pool
     }
 
     /// How fresh IDs are handed out, for a pool in block allocation.
@@ -200,49 +174,9 @@ impl Pool {
         self.free.remove_at_most(ceiling)
     }
 
-    /// This pool with `free` as its free IDs (the rest copied): the pool as its nodes hold it,
-    /// when some free IDs wait in nodes of their own.
-    pub fn with_free(&self, free: RangeSet) -> Pool {
-        Pool {
-            free,
-            log: self.log.clone(),
-            chunks: self.chunks.clone(),
-            ..*self
-        }
-    }
-
-    /// The parts of the free list kept in their own nodes (format 3).
-    pub fn chunks(&self) -> &[ChunkRef] {
-        &self.chunks
-    }
-
-    /// Replaces the parts' index (after [`super::parts::plan`] laid them out again).
-    pub fn set_chunks(&mut self, chunks: Vec<ChunkRef>) {
-        self.chunks = chunks;
-    }
-
-    /// Free IDs, counting the parts by their index (right whether or not they are loaded into
-    /// [`free`](Self::free), since loading checks each part's count).
+    /// Free IDs the node holds (a format-4 node holds none: its holes are nodes of their own).
     pub fn free_count(&self) -> u64 {
-        let head = match self.chunks.first() {
-            Some(first) => self.free.count_at_most(first.key - 1),
-            None => self.free.count(),
-        };
-        head + self.chunks.iter().map(|c| c.ids).sum::<u64>()
-    }
-
-    /// Free IDs at or below `limit`, counting the parts by their index: a part that straddles
-    /// `limit` counts whole (exact without parts; with them loaded,
-    /// `free().count_at_most(limit)` is exact).
-    pub fn indexed_free_count_at_most(&self, limit: i64) -> u64 {
-        let head_end = self.chunks.first().map_or(i64::MAX, |c| c.key - 1);
-        self.free.count_at_most(limit.min(head_end))
-            + self
-                .chunks
-                .iter()
-                .filter(|c| c.key <= limit)
-                .map(|c| c.ids)
-                .sum::<u64>()
+        self.free.count()
     }
 
     /// Moves block allocation to a new generation starting at `base` (see src/alloc/blocks/).
@@ -288,8 +222,8 @@ impl Pool {
         self.offset.saturating_add(i64::from(data_version))
     }
 
-    /// How many free IDs a take may hand out now: those at or below the ceiling (all of them
-    /// without a ceiling).
+    /// How many free IDs a take may hand out now, as the node alone tells: those at or below the
+    /// ceiling (all of them without a ceiling).
     pub fn available(&self) -> u64 {
         let top = self.ceiling.unwrap_or(self.bounds.end());
         let holes = self.free.count_at_most(top);

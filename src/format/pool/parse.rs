@@ -1,11 +1,11 @@
 //! Parsing a pool node's text, strictly (docs/FORMAT.md): every line checked, every error a
-//! `CorruptPool` naming the line.
+//! `CorruptPool` naming the line; a node in the retired format 3 is `RetiredFormat`.
 
 use std::collections::VecDeque;
 
-use super::{Blocks, ChunkRef, Pool};
+use super::{Blocks, Pool};
 use super::{
-    FORMAT_VERSION, FORMAT_VERSION_BLOCKS, FORMAT_VERSION_HOLES, FORMAT_VERSION_RESERVED, MAX_TAKE,
+    FORMAT_VERSION, FORMAT_VERSION_HOLES, FORMAT_VERSION_RESERVED, FORMAT_VERSION_RETIRED, MAX_TAKE,
 };
 use crate::error::{Result, ZooidError};
 use crate::format::oplog::{OpKind, OpRecord, OpToken};
@@ -33,7 +33,6 @@ struct Headers {
     epoch: Option<u64>,
     offset: Option<i64>,
     blocks: Option<(usize, Blocks)>,
-    chunks: Vec<(usize, ChunkRef)>,
     log: VecDeque<OpRecord>,
 }
 
@@ -114,15 +113,20 @@ impl Parser<'_> {
                     ));
                 }
                 let version: u32 = self.one_number(&mut words, line_no, raw)?;
+                if version == FORMAT_VERSION_RETIRED {
+                    return Err(ZooidError::RetiredFormat {
+                        path: self.path.to_string(),
+                        format: version,
+                    });
+                }
                 if ![
                     FORMAT_VERSION,
                     FORMAT_VERSION_RESERVED,
-                    FORMAT_VERSION_BLOCKS,
                     FORMAT_VERSION_HOLES,
                 ]
                 .contains(&version)
                 {
-                    return Err(self.corrupt(line_no, raw, format!("unsupported format version {version} (this zooid reads {FORMAT_VERSION} to {FORMAT_VERSION_HOLES})")));
+                    return Err(self.corrupt(line_no, raw, format!("unsupported format version {version} (this zooid reads {FORMAT_VERSION}, {FORMAT_VERSION_RESERVED} and {FORMAT_VERSION_HOLES})")));
                 }
                 h.format = Some(version);
             }
@@ -145,10 +149,6 @@ impl Parser<'_> {
             Some(word @ ("ceiling" | "epoch" | "offset")) => {
                 self.reserved_line(h, word, &mut words, line_no, raw)?
             }
-            Some("chunk") => {
-                let chunk = self.chunk_line(h, &mut words, line_no, raw)?;
-                h.chunks.push((line_no, chunk));
-            }
             Some("op") => {
                 let op = self.op(&mut words, line_no, raw)?;
                 if h.log.back().is_some_and(|prev| prev.version >= op.version) {
@@ -161,7 +161,7 @@ impl Parser<'_> {
         Ok(())
     }
 
-    /// `#blocks UNIT GENERATION BASE` (format 3).
+    /// `#blocks UNIT GENERATION BASE` (format 4).
     fn blocks_line<'w>(
         &self,
         h: &Headers,
@@ -173,7 +173,7 @@ impl Parser<'_> {
             return Err(self.corrupt(
                 line_no,
                 raw,
-                format!("'#blocks' needs '#zooid {FORMAT_VERSION_BLOCKS}' or '#zooid {FORMAT_VERSION_HOLES}'"),
+                format!("'#blocks' needs '#zooid {FORMAT_VERSION_HOLES}'"),
             ));
         }
         if h.blocks.is_some() {
@@ -209,7 +209,6 @@ impl Parser<'_> {
             unit,
             generation,
             base,
-            hole_nodes: h.format == Some(FORMAT_VERSION_HOLES),
         })
     }
 
@@ -263,63 +262,6 @@ impl Parser<'_> {
         Ok(())
     }
 
-    /// `#chunk KEY VERSION IDS` (format 3), keys ascending.
-    fn chunk_line<'w>(
-        &self,
-        h: &Headers,
-        words: &mut impl Iterator<Item = &'w str>,
-        line_no: usize,
-        raw: &str,
-    ) -> Result<ChunkRef> {
-        if !blocks_format(h.format) {
-            return Err(self.corrupt(
-                line_no,
-                raw,
-                format!("'#chunk' needs '#zooid {FORMAT_VERSION_BLOCKS}' or later"),
-            ));
-        }
-        let mut field = |name: &str| {
-            words.next().ok_or_else(|| {
-                self.corrupt(
-                    line_no,
-                    raw,
-                    format!("'#chunk KEY VERSION IDS': missing {name}"),
-                )
-            })
-        };
-        let (key, version, ids) = (field("key")?, field("version")?, field("ids")?);
-        if words.next().is_some() {
-            return Err(self.corrupt(line_no, raw, "trailing words"));
-        }
-        let bad = |name: &str| {
-            self.corrupt(
-                line_no,
-                raw,
-                format!("'#chunk KEY VERSION IDS': bad {name}"),
-            )
-        };
-        let chunk = ChunkRef {
-            key: key
-                .parse()
-                .ok()
-                .filter(|&k: &i64| k >= 1)
-                .ok_or_else(|| bad("key"))?,
-            version: version
-                .parse()
-                .ok()
-                .filter(|&v: &i32| v >= 0)
-                .ok_or_else(|| bad("version"))?,
-            ids: ids.parse().map_err(|_| bad("ids"))?,
-        };
-        if h.chunks
-            .last()
-            .is_some_and(|(_, prev)| prev.key >= chunk.key)
-        {
-            return Err(self.corrupt(line_no, raw, "'#chunk' keys must ascend"));
-        }
-        Ok(chunk)
-    }
-
     /// Checks the headers against each other and the ranges against them; builds the pool.
     fn finish(&self, h: Headers, ranges: Vec<(usize, IdRange)>) -> Result<Pool> {
         let Headers {
@@ -329,7 +271,6 @@ impl Parser<'_> {
             epoch,
             offset,
             blocks,
-            chunks,
             log,
         } = h;
         let legacy = format.is_none();
@@ -355,7 +296,7 @@ impl Parser<'_> {
             ));
         }
         if blocks_format(format) && blocks.is_none() {
-            return Err(self.corrupt(1, "#zooid", "formats 3 and 4 need a '#blocks' header"));
+            return Err(self.corrupt(1, "#zooid 4", "format 4 needs a '#blocks' header"));
         }
         if let Some((line_no, b)) = blocks {
             // The base may sit one past the last ID: every block is handed out.
@@ -376,20 +317,16 @@ impl Parser<'_> {
                 ));
             }
         }
-        if let Some((line_no, c)) = chunks.iter().find(|(_, c)| !bounds.contains(c.key)) {
-            return Err(self.corrupt(
-                *line_no,
-                &format!("#chunk {} {} {}", c.key, c.version, c.ids),
-                format!("key outside the bounds {bounds}"),
-            ));
-        }
-        let head_end = chunks.first().map(|(_, c)| c.key);
         let mut free = RangeSet::new();
         let mut prev: Option<IdRange> = None;
         for (line_no, range) in ranges {
             let raw = range.to_string();
-            if let Some(key) = head_end.filter(|&key| range.end() >= key) {
-                return Err(self.corrupt(line_no, &raw, format!("at or above the first '#chunk' key {key} (those IDs are in the chunk nodes)")));
+            if blocks.is_some() {
+                return Err(self.corrupt(
+                    line_no,
+                    &raw,
+                    "a format-4 pool node holds no free ranges (its free IDs are hole nodes)",
+                ));
             }
             if !bounds.covers(&range) {
                 return Err(self.corrupt(line_no, &raw, format!("outside the bounds {bounds}")));
@@ -417,7 +354,6 @@ impl Parser<'_> {
             epoch: epoch.unwrap_or(0),
             offset: offset.unwrap_or(0),
             blocks: blocks.map(|(_, b)| b),
-            chunks: chunks.into_iter().map(|(_, c)| c).collect(),
         })
     }
 
@@ -480,7 +416,7 @@ impl Parser<'_> {
     }
 }
 
-/// Whether pool format `format` is one of block allocation's (3 and 4).
+/// Whether pool format `format` is block allocation's (4).
 fn blocks_format(format: Option<u32>) -> bool {
-    matches!(format, Some(FORMAT_VERSION_BLOCKS | FORMAT_VERSION_HOLES))
+    format == Some(FORMAT_VERSION_HOLES)
 }

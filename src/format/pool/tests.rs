@@ -78,11 +78,11 @@ fn strict_parsing_names_the_line() {
     );
     assert_eq!(
         reason("#zooid 5\n#bounds 1:100\n").1,
-        "unsupported format version 5 (this zooid reads 1 to 4)"
+        "unsupported format version 5 (this zooid reads 1, 2 and 4)"
     );
     assert_eq!(
         reason("#zooid 4\n#bounds 1:100\n").1,
-        "formats 3 and 4 need a '#blocks' header"
+        "format 4 needs a '#blocks' header"
     );
     assert_eq!(reason("#zooid 1\n1:5\n").1, "missing '#bounds' header");
     assert_eq!(
@@ -303,26 +303,24 @@ proptest::proptest! {
 }
 
 #[test]
-fn blocks_make_format_3_and_parse_back() {
-    let mut pool = Pool::with_blocks(r(1, 1_000_000), 1000);
-    pool.free_mut().insert_all(&[r(5, 9)]).unwrap();
+fn blocks_make_format_4_and_parse_back() {
+    let mut pool = Pool::with_hole_nodes(r(1, 1_000_000), 1000);
     pool.set_blocks(Blocks {
         unit: 1000,
         generation: 2,
         base: 20_001,
-        hole_nodes: false,
     });
     pool.set_ceiling(Some(50_000));
     let text = pool.render();
     assert_eq!(
         text,
-        "#zooid 3\n#bounds 1:1000000\n#blocks 1000 2 20001\n#ceiling 50000\n5:9\n"
+        "#zooid 4\n#bounds 1:1000000\n#blocks 1000 2 20001\n#ceiling 50000\n"
     );
     let back = Pool::parse("/p", text.as_bytes()).unwrap();
     assert_eq!(back, pool);
     assert_eq!(back.high_water(), 20_000);
-    // Holes at or below the ceiling plus the unclaimed block region up to it.
-    assert_eq!(back.available(), 5 + 30_000);
+    // The unclaimed block region up to the ceiling (the holes are nodes of their own).
+    assert_eq!(back.available(), 30_000);
     let b = back.blocks().unwrap();
     assert_eq!(b.block(0, 1_000_000), Some(r(20_001, 21_000)));
     assert_eq!(b.block(979, 1_000_000), Some(r(999_001, 1_000_000)));
@@ -334,26 +332,26 @@ fn blocks_make_format_3_and_parse_back() {
 fn blocks_lines_are_strict() {
     assert_eq!(
         reason("#zooid 1\n#bounds 1:100\n#blocks 10 0 1\n").1,
-        "'#blocks' needs '#zooid 3' or '#zooid 4'"
+        "'#blocks' needs '#zooid 4'"
     );
     assert_eq!(
-        reason("#zooid 3\n#bounds 1:100\n").1,
-        "formats 3 and 4 need a '#blocks' header"
-    );
-    assert_eq!(
-        reason("#zooid 3\n#bounds 1:100\n#blocks 0 0 1\n").1,
+        reason("#zooid 4\n#bounds 1:100\n#blocks 0 0 1\n").1,
         "unit must be 1..=2147483647"
     );
     assert_eq!(
-        reason("#zooid 3\n#bounds 1:100\n#blocks 10 0 x\n").1,
+        reason("#zooid 4\n#bounds 1:100\n#blocks 10 0 x\n").1,
         "'#blocks UNIT GENERATION BASE': bad base"
     );
     assert_eq!(
-        reason("#zooid 3\n#bounds 1:100\n#blocks 10 0 102\n").1,
+        reason("#zooid 4\n#bounds 1:100\n#blocks 10 0 102\n").1,
         "base outside the bounds 1:100"
     );
+    assert_eq!(
+        reason("#zooid 4\n#bounds 1:100\n#blocks 10 0 1\n#chunk 50 0 5\n").1,
+        "unknown header line"
+    );
     // Base one past the last ID: everything was handed out in blocks.
-    assert!(Pool::parse("/p", b"#zooid 3\n#bounds 1:100\n#blocks 10 0 101\n").is_ok());
+    assert!(Pool::parse("/p", b"#zooid 4\n#bounds 1:100\n#blocks 10 0 101\n").is_ok());
 }
 
 #[test]
@@ -367,14 +365,13 @@ fn a_range_up_to_the_largest_id_renders_and_parses() {
 
 #[test]
 fn a_repair_moves_fresh_blocks_above_the_record_and_the_frontier() {
-    let mut pool = Pool::with_blocks(r(1, 1_000_000), 1000);
-    // Three blocks claimed, the ceiling cut the third: its top half waits as free holes.
+    let mut pool = Pool::with_hole_nodes(r(1, 1_000_000), 1000);
+    // Three blocks claimed, the ceiling cut the third: its top half waits as hole nodes (the
+    // repair gives up those at or below the record, src/alloc/blocks/repair.rs).
     pool.set_ceiling(Some(2500));
-    pool.free_mut().insert_all(&[r(2501, 3000)]).unwrap();
     let mut repaired = pool.clone();
     let removed = repaired.clear_through(2600, 3001, 1);
-    assert_eq!(removed, vec![r(2501, 2600)]);
-    assert_eq!(repaired.free().ranges(), &[r(2601, 3000)]);
+    assert!(removed.is_empty() && repaired.free().is_empty());
     let blocks = repaired.blocks().unwrap();
     assert_eq!(
         (repaired.epoch(), blocks.generation, blocks.base),
@@ -401,15 +398,12 @@ fn hole_nodes_make_format_4_and_parse_back() {
     );
     let back = Pool::parse("p", text.as_bytes()).unwrap();
     assert_eq!(back, pool);
-    assert!(back.blocks().unwrap().hole_nodes);
+    // The same text in format 3 is refused, naming the format; never read as format 4.
     let three = text.replace("#zooid 4", "#zooid 3");
-    assert!(
-        !Pool::parse("p", three.as_bytes())
-            .unwrap()
-            .blocks()
-            .unwrap()
-            .hole_nodes
-    );
+    assert!(matches!(
+        Pool::parse("p", three.as_bytes()),
+        Err(ZooidError::RetiredFormat { format: 3, .. })
+    ));
 }
 
 /// A restore or a repair (a new epoch) numbers its blocks in a generation no earlier
@@ -421,7 +415,6 @@ fn each_epoch_numbers_its_generations_apart() {
         unit: 100,
         generation,
         base: 1,
-        hole_nodes: true,
     };
     assert_eq!(blocks(0).next_generation(0), 1);
     assert_eq!(blocks(7).next_generation(0), 8);

@@ -15,24 +15,24 @@ use super::*;
 /// is a compare-and-set on the node's version, retried on a concurrent change; after a lost
 /// reply the epoch read back decides. Errors: `InvalidArgument` (path), `ConnectionLost` /
 /// `Timeout`, `Store` when the node is at its last data version.
-pub async fn bump_epoch(session: &Session, group: &str) -> Result<i64> {
+pub async fn bump_epoch(zk: &Zk, group: &str) -> Result<i64> {
     validate_group(group)?;
     let group = group.trim_end_matches('/');
-    ensure_group(session, group).await?;
+    ensure_group(zk, group).await?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0);
     let mut target: Option<i64> = None;
     for _ in 0..16 {
-        let (client, generation) = session.client();
+        let generation = zk.generation();
         let read = async {
-            session.run(generation, client.sync(group)).await?;
-            session.run(generation, client.get_data(group)).await
+            zk.sync(generation, group).await?;
+            zk.get(generation, group).await
         };
         let (data, stat) = read
             .await
-            .map_err(|err| crate::zk::to_zooid(&err, group, session.options()))?;
+            .map_err(|failure| crate::zk::to_zooid(&failure, group, zk.options()))?;
         let current = group_epoch(&data, stat.ctime);
         let wanted = *target.get_or_insert_with(|| now.max(current + 1).min(MAX_EPOCH));
         if current >= wanted {
@@ -44,20 +44,27 @@ pub async fn bump_epoch(session: &Session, group: &str) -> Result<i64> {
                 reason: "the group node is at its last data version; recreate it".into(),
             });
         }
-        let written = session
-            .run(
+        let written = zk
+            .set(
                 generation,
-                client.set_data(group, &with_epoch(&data, wanted), Some(stat.version)),
+                group,
+                &with_epoch(&data, wanted),
+                Some(stat.version),
             )
             .await;
-        match written.classified() {
+        match written {
             Ok(_) => return Ok(wanted),
             // Changed meanwhile (a candidate joining), or the reply was lost: read again.
-            Err((Verdict::BadVersion | Verdict::Unknown, err)) => {
+            Err(
+                err @ Failure {
+                    verdict: Verdict::BadVersion | Verdict::Unknown,
+                    ..
+                },
+            ) => {
                 tracing::debug!(%err, group, "bumping the epoch; reading again");
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            Err((_, err)) => return Err(crate::zk::to_zooid(&err, group, session.options())),
+            Err(failure) => return Err(crate::zk::to_zooid(&failure, group, zk.options())),
         }
     }
     Err(ZooidError::Store {

@@ -52,7 +52,8 @@ impl Election {
     /// Errors: `NotLeader` when we do not lead (refused locally when we are Inactive, or Paused
     /// under [`PausePolicy::Stop`]; refused by ZooKeeper when our node is gone or our session
     /// expired): nothing was written. `Store` when one of `ops` failed (nothing was written), or
-    /// when the reply was lost (the reason says the outcome is unknown). `Closed` after resign.
+    /// when the reply was lost (the reason says the outcome is unknown). `InvalidArgument` for a
+    /// malformed op path (nothing was sent). `Closed` after resign.
     pub async fn fenced(&self, ops: &[FencedOp]) -> Result<Vec<FencedResult>> {
         if *self.close.borrow() {
             return Err(self.closed_error());
@@ -71,12 +72,20 @@ impl Election {
                 "paused, and the stop policy ends a paused leadership",
             ));
         }
-        let (client, generation) = self.session.client();
+        let generation = self.zk.generation();
         if generation != leading.generation {
             return Err(not_leader("the session of the leadership was lost"));
         }
-        let create = CreateMode::Persistent.with_acls(self.session.default_acls());
-        let mut multi = Multi::new(&client);
+        // A malformed path is the caller's mistake, refused here before anything is sent (the
+        // client would refuse it too, but as a refused op, indistinguishable from the servers').
+        for op in ops {
+            let path = op.path();
+            if path != "/" {
+                crate::zk::validate_path("fenced op path", path)?;
+            }
+        }
+        let create = Create::persistent();
+        let mut multi = Multi::new();
         multi.check(&leading.node, 0);
         for op in ops {
             match op {
@@ -90,11 +99,7 @@ impl Election {
                 FencedOp::Check { path, version } => multi.check(path, *version),
             };
         }
-        if let Some(refused) = multi.refused() {
-            let e = &refused.error;
-            return Err(ZooidError::InvalidArgument(format!("fenced op: {e}")));
-        }
-        match multi.commit(&self.session, generation).await {
+        match multi.commit(&*self.zk, generation).await {
             Ok(results) => Ok(fenced_results(results)),
             Err(failed) => Err(self.fenced_error(ops, failed)),
         }
@@ -106,7 +111,7 @@ impl Election {
             group: self.group.clone(),
             reason,
         };
-        let source = &failed.error;
+        let source = &failed.failure;
         match (failed.index, failed.verdict()) {
             (Some(0), _) => not_leader(format!(
                 "ZooKeeper refused the write: our candidate node is gone ({source})"
@@ -117,7 +122,7 @@ impl Election {
                     .map(|op| op.path().to_string())
                     .unwrap_or_default();
                 if verdict == Verdict::NotAuthorized {
-                    return crate::zk::not_authorized(&path, self.session.options());
+                    return crate::zk::not_authorized(&path, self.zk.options());
                 }
                 ZooidError::Store {
                     path,
@@ -127,12 +132,13 @@ impl Election {
                     ),
                 }
             }
-            // The commit told the session layer.
+            // The commit told the session layer (or the generation was given up already, and
+            // the multi was not sent).
             (None, Verdict::Expired | Verdict::Closed) => {
                 not_leader(format!("ZooKeeper refused the write: {source}"))
             }
             (None, Verdict::NotAuthorized) => {
-                crate::zk::not_authorized(&self.group, self.session.options())
+                crate::zk::not_authorized(&self.group, self.zk.options())
             }
             (None, Verdict::Unknown) => ZooidError::Store {
                 path: self.group.clone(),
@@ -147,19 +153,19 @@ impl Election {
 }
 
 /// One result per fenced op: the committed `multi`'s results without the leadership check's.
-fn fenced_results(mut results: Vec<MultiWriteResult>) -> Vec<FencedResult> {
+fn fenced_results(mut results: Vec<OpResult>) -> Vec<FencedResult> {
     if !results.is_empty() {
         results.remove(0);
     }
     results
         .into_iter()
         .map(|r| match r {
-            MultiWriteResult::Create { path, .. } => FencedResult::Created { path },
-            MultiWriteResult::SetData { stat } => FencedResult::Set {
+            OpResult::Create { path, .. } => FencedResult::Created { path },
+            OpResult::Set { stat } => FencedResult::Set {
                 version: stat.version,
             },
-            MultiWriteResult::Delete => FencedResult::Deleted,
-            _ => FencedResult::Checked,
+            OpResult::Delete => FencedResult::Deleted,
+            OpResult::Check => FencedResult::Checked,
         })
         .collect()
 }

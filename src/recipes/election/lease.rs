@@ -4,11 +4,12 @@
 use std::time::Duration;
 
 use tokio::time::Instant;
-use zookeeper_client::Error as ZkError;
+
+use crate::zk::Failure;
 
 /// A `sync` in flight that confirms the leadership; yields its send time when answered.
 pub(super) type Confirming = std::pin::Pin<
-    Box<dyn std::future::Future<Output = std::result::Result<Instant, ZkError>> + Send>,
+    Box<dyn std::future::Future<Output = std::result::Result<Instant, Failure>> + Send>,
 >;
 
 /// How a leader's confirmation through the quorum is paced, from the negotiated timeout.

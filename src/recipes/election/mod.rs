@@ -42,10 +42,11 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use zookeeper_client::{Client, CreateMode, Error as ZkError, EventType, MultiWriteResult, Stat};
-
 use crate::error::{Result, ZooidError};
-use crate::zk::{Classified, ConnectionState, Multi, MultiFailed, Session, SessionStatus, Verdict};
+use crate::zk::{
+    ConnectionState, Create, EventKind, Failure, Mode, Multi, MultiFailed, OpResult, SessionStatus,
+    Stat, Verdict, Zk, ZooKeeperExt,
+};
 
 /// Whether this candidate leads, from its own point of view.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -218,7 +219,7 @@ pub struct Election {
     group: String,
     name: String,
     policy: PausePolicy,
-    session: Session,
+    zk: Zk,
     shared: Arc<Mutex<Shared>>,
     status: watch::Receiver<ElectionStatus>,
     lease: watch::Receiver<Option<std::time::Instant>>,
@@ -238,34 +239,30 @@ impl std::fmt::Debug for Election {
 
 impl Election {
     /// Joins the election of `group` (an absolute node path, created with its parents when
-    /// missing) on `session`. Returns once the group node exists; the candidate node is created
-    /// by a background task on the session's runtime, and the state starts Inactive.
+    /// missing) on the session `zk`. Returns once the group node exists; the candidate node is
+    /// created by a background task on the session's runtime, and the state starts Inactive.
     ///
     /// Errors: `InvalidArgument` (path, empty or multi-line name), `TooLarge` (name or data),
     /// `ConnectionLost`/`Timeout` when the group node cannot be ensured, `Closed` when the session
     /// is closed. Must be called inside a tokio runtime.
-    pub async fn join(
-        session: &Session,
-        group: &str,
-        options: ElectionOptions,
-    ) -> Result<Election> {
+    pub async fn join(zk: &Zk, group: &str, options: ElectionOptions) -> Result<Election> {
         validate_group(group)?;
         validate_options(&options)?;
         let group = group.trim_end_matches('/').to_string();
-        if session.status().state == ConnectionState::Closed {
+        if zk.status().state == ConnectionState::Closed {
             return Err(ZooidError::Closed {
                 what: "ZooKeeper session".into(),
             });
         }
-        ensure_group(session, &group).await?;
-        let generation = session.status().generation;
+        ensure_group(zk, &group).await?;
+        let generation = zk.generation();
         let (status_tx, status_rx) = watch::channel(ElectionStatus::initial(generation));
         let (close_tx, close_rx) = watch::channel(false);
         let (lease_tx, lease_rx) = watch::channel(None);
         let shared = Arc::new(Mutex::new(Shared::default()));
         let driver = Driver {
-            session: session.clone(),
-            sess_rx: session.subscribe(),
+            zk: zk.clone(),
+            sess_rx: zk.subscribe(),
             group: group.clone(),
             payload: encode_payload(&options.name, &options.data),
             policy: options.on_pause,
@@ -279,7 +276,7 @@ impl Election {
             group,
             name: options.name,
             policy: options.on_pause,
-            session: session.clone(),
+            zk: zk.clone(),
             shared,
             status: status_rx,
             lease: lease_rx,
@@ -509,21 +506,24 @@ fn decode_payload(payload: &[u8]) -> (String, Vec<u8>) {
 }
 
 /// Creates the group node and its parents when missing (idempotent, so retried freely).
-async fn ensure_group(session: &Session, group: &str) -> Result<()> {
-    let deadline = tokio::time::Instant::now() + 2 * session.request_limit();
-    let options = CreateMode::Persistent.with_acls(session.default_acls());
+async fn ensure_group(zk: &Zk, group: &str) -> Result<()> {
+    let deadline = tokio::time::Instant::now() + 2 * zk.request_limit();
     loop {
-        let (client, generation) = session.client();
-        let made = session.run(generation, client.mkdir(group, &options)).await;
-        match made.classified() {
-            Ok(()) | Err((Verdict::NodeExists, _)) => return Ok(()),
-            Err((Verdict::Unknown | Verdict::Expired, err))
-                if tokio::time::Instant::now() < deadline =>
-            {
-                tracing::debug!(%err, group, "ensuring the group node; retrying");
+        let made = zk.create_all(zk.generation(), group, None).await;
+        match made {
+            Ok(())
+            | Err(Failure {
+                verdict: Verdict::NodeExists,
+                ..
+            }) => return Ok(()),
+            Err(Failure {
+                verdict: Verdict::Unknown | Verdict::Expired,
+                message,
+            }) if tokio::time::Instant::now() < deadline => {
+                tracing::debug!(err = %message, group, "ensuring the group node; retrying");
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            Err((_, err)) => return Err(crate::zk::to_zooid(&err, group, session.options())),
+            Err(failure) => return Err(crate::zk::to_zooid(&failure, group, zk.options())),
         }
     }
 }

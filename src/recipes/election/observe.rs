@@ -9,31 +9,30 @@ use super::*;
 /// The read starts with a `sync`, so the server it is answered by has caught up with the
 /// ensemble's leader first: a server cut off from the quorum cannot answer with a leader whose
 /// session the ensemble already expired (the `sync` fails or times out instead).
-pub async fn leader(session: &Session, group: &str) -> Result<Option<LeaderInfo>> {
+pub async fn leader(zk: &Zk, group: &str) -> Result<Option<LeaderInfo>> {
     validate_group(group)?;
     let group = group.trim_end_matches('/');
     for _ in 0..16 {
-        let (client, generation) = session.client();
+        let generation = zk.generation();
         let listed = async {
-            session.run(generation, client.sync(group)).await?;
-            let (data, stat) = session.run(generation, client.get_data(group)).await?;
-            let children = session.run(generation, client.list_children(group)).await?;
-            Ok((group_epoch(&data, stat.ctime), children))
+            zk.sync(generation, group).await?;
+            let (data, stat) = zk.get(generation, group).await?;
+            let (children, _) = zk.children(generation, group).await?;
+            Ok::<_, Failure>((group_epoch(&data, stat.ctime), children))
         };
-        let (epoch, children) = match listed.await.classified() {
+        let (epoch, children) = match listed.await {
             Ok(listed) => listed,
-            Err((Verdict::NoNode, _)) => return Ok(None),
-            Err((_, err)) => return Err(crate::zk::to_zooid(&err, group, session.options())),
+            Err(Failure {
+                verdict: Verdict::NoNode,
+                ..
+            }) => return Ok(None),
+            Err(failure) => return Err(crate::zk::to_zooid(&failure, group, zk.options())),
         };
         let Some(lowest) = candidates(&children).into_iter().next() else {
             return Ok(None);
         };
         let path = format!("{group}/{}", lowest.name);
-        match session
-            .run(generation, client.get_data(&path))
-            .await
-            .classified()
-        {
+        match zk.get(generation, &path).await {
             Ok((data, _)) => {
                 let (name, data) = decode_payload(&data);
                 return Ok(Some(LeaderInfo {
@@ -44,8 +43,11 @@ pub async fn leader(session: &Session, group: &str) -> Result<Option<LeaderInfo>
                 }));
             }
             // It left between the two reads: look again.
-            Err((Verdict::NoNode, _)) => continue,
-            Err((_, err)) => return Err(crate::zk::to_zooid(&err, group, session.options())),
+            Err(Failure {
+                verdict: Verdict::NoNode,
+                ..
+            }) => continue,
+            Err(failure) => return Err(crate::zk::to_zooid(&failure, group, zk.options())),
         }
     }
     Err(ZooidError::Store {

@@ -98,7 +98,7 @@ pub(super) enum Finish {
 
 impl Held {
     fn is_gone(&self) -> bool {
-        self.queue.session.is_gone_generation(self.generation)
+        self.queue.zk.is_gone_generation(self.generation)
     }
 
     fn lost(&self, reason: &str) -> ZooidError {
@@ -136,18 +136,20 @@ impl Held {
                 return Err(self.lost("the session that made it was lost"));
             }
             q.stats.request();
-            let mut multi = Multi::new(&self.client);
+            let mut multi = Multi::new();
             multi.check(&item, self.item_version).delete(&lock, Some(0));
             match how {
                 Finish::Complete => multi.delete(&item, Some(self.item_version)),
                 Finish::Release => multi.set(&item, data, Some(self.item_version)),
             };
-            let failed = match multi.commit(&q.session, self.generation).await {
+            // Named with the lock's generation: once that is given up, the request is not sent
+            // and fails with `Closed`, read below as the session gone.
+            let failed = match multi.commit(&*q.zk, self.generation).await {
                 Ok(_) => return Ok(()),
                 Err(failed) => failed,
             };
             match failed.verdict().fate() {
-                // The commit told the session layer.
+                // The commit told the session layer (or the generation was already given up).
                 Fate::Expired => {
                     if in_doubt {
                         return self.resolve_after_loss(how, deadline).await;
@@ -177,7 +179,7 @@ impl Held {
                     if applied {
                         return Ok(());
                     }
-                    let err = failed.error;
+                    let err = failed.failure;
                     return Err(self.lost(&format!("its lock is gone or not ours: {err}")));
                 }
             }
@@ -187,15 +189,15 @@ impl Held {
     /// A complete or release with a request in doubt whose session was given up: `SessionLost`
     /// would claim nothing was done, yet the request may have applied before the session
     /// ended. Once the servers confirm the session can no longer write
-    /// ([`Session::confirm_gone`], until `deadline`), the item tells: a complete finding the
+    /// ([`crate::zk::ZooKeeper::confirm_gone`], until `deadline`), the item tells: a complete finding the
     /// item gone is done (ours or a later claimer's, it is never delivered again), finding it
     /// there it never applied (`SessionLost`, nothing was done); a release is done either way
     /// (the lock went with the session, the item is handed out again). Without the
     /// confirmation the outcome is unknown ([`ZooidError::Timeout`]).
     async fn resolve_after_loss(&self, how: Finish, deadline: Option<Instant>) -> Result<()> {
         let q = &self.queue;
-        let deadline = deadline.unwrap_or_else(|| Instant::now() + q.session.request_limit());
-        if let Err(why) = q.session.confirm_gone(self.generation, deadline).await {
+        let deadline = deadline.unwrap_or_else(|| Instant::now() + q.zk.request_limit());
+        if let Err(why) = q.zk.confirm_gone(self.generation, deadline).await {
             tracing::warn!(queue = %q.path, item = %self.name, %why, "complete or release in doubt");
             return Err(self.unknown(how));
         }
@@ -205,17 +207,17 @@ impl Held {
         let item = format!("{}/items/{}", q.path, self.name);
         let mut backoff = Duration::from_millis(50);
         loop {
-            let (client, generation) = q.session.client();
+            let generation = q.zk.status().generation;
             let read = async {
-                q.call(generation, client.sync(&item)).await?;
-                q.call(generation, client.check_stat(&item)).await
+                q.call(q.zk.sync(generation, &item)).await?;
+                q.call(q.zk.exists(generation, &item)).await
             };
             match tokio::time::timeout_at(deadline, read).await {
                 Ok(Ok(None)) => return Ok(()),
                 Ok(Ok(Some(_))) => {
                     return Err(self.lost("the session ended before the complete applied"))
                 }
-                Ok(Err(e)) if fate(&e) == Fate::Refused => {
+                Ok(Err(e)) if e.verdict.fate() == Fate::Refused => {
                     return Err(q.zk_error("reading the item after a lost session", e))
                 }
                 Ok(Err(_)) => {}

@@ -13,21 +13,21 @@ pub(super) enum TryClaim {
 impl Inner {
     /// Lists the items and locks (with watches when `watch`, as the head of the line does) and
     /// tries to lock the oldest unclaimed items in order.
+    /// `session_id` is the id of the session of `generation` (the owner of the locks made).
     pub(super) async fn try_claim(
         self: &Arc<Self>,
-        client: &Client,
         generation: u64,
+        session_id: i64,
         watch: bool,
-        watches: &mut Vec<OneshotWatcher>,
+        watches: &mut Vec<Watch>,
         deadline: Option<Instant>,
     ) -> Result<TryClaim> {
         let items_path = self.items_path();
         let locks_path = format!("{}/locks", self.path);
         let listing = async {
             if watch {
-                match self.list_watch(client, generation, &items_path).await {
-                    Ok((items, w1)) => match self.list_watch(client, generation, &locks_path).await
-                    {
+                match self.list_watch(generation, &items_path).await {
+                    Ok((items, w1)) => match self.list_watch(generation, &locks_path).await {
                         Ok((locks, w2)) => {
                             watches.push(w1);
                             watches.push(w2);
@@ -38,9 +38,9 @@ impl Inner {
                     Err(e) => Err(e),
                 }
             } else {
-                match self.list(client, generation, &items_path).await {
+                match self.list(generation, &items_path).await {
                     Ok(items) => self
-                        .list(client, generation, &locks_path)
+                        .list(generation, &locks_path)
                         .await
                         .map(|locks| (items, locks)),
                     Err(e) => Err(e),
@@ -49,15 +49,16 @@ impl Inner {
         };
         let listed = within(deadline, listing)
             .await
-            .unwrap_or(Err(ZkError::Timeout));
-        let (items, locks) = match listed.classified() {
+            .unwrap_or_else(|| Err(gave_up()));
+        let (items, locks) = match listed {
             Ok(lists) => lists,
             // Workers start before producers: a claim on a queue never put to creates it (as
             // the first put would) and waits for items.
-            Err((Verdict::NoNode, _)) => return self.create_for_claim(client, generation).await,
-            Err((verdict, e)) if verdict.fate() == Fate::Refused => {
-                return Err(self.zk_error("claim", e))
-            }
+            Err(Failure {
+                verdict: Verdict::NoNode,
+                ..
+            }) => return self.create_for_claim(generation).await,
+            Err(e) if e.verdict.fate() == Fate::Refused => return Err(self.zk_error("claim", e)),
             Err(_) => return Ok(TryClaim::Retry),
         };
         let locked: std::collections::HashSet<&str> = locks.iter().map(String::as_str).collect();
@@ -74,7 +75,7 @@ impl Inner {
             .filter(|l| !item_set.contains(l.as_str()))
             .take(16)
         {
-            self.clean_orphan_lock(client, generation, lock).await;
+            self.clean_orphan_lock(generation, lock).await;
         }
         // Oldest first. Losing the race for an item means other consumers work from the same
         // listing and would lose the next ones too, one after another: after each loss, jump
@@ -85,7 +86,7 @@ impl Inner {
         while at < order.len() {
             let (sequence, name) = free[order[at]];
             if let Some(claim) = self
-                .lock_item(client, generation, name, sequence, deadline)
+                .lock_item(generation, session_id, name, sequence, deadline)
                 .await?
             {
                 return Ok(TryClaim::Claimed(Box::new(claim)));
@@ -101,28 +102,26 @@ impl Inner {
     }
 
     /// Creates the queue's nodes for a claim that found them missing; `Retry` once they exist.
-    pub(super) async fn create_for_claim(
-        &self,
-        client: &Client,
-        generation: u64,
-    ) -> Result<TryClaim> {
-        match self.create_nodes(client, generation).await {
+    pub(super) async fn create_for_claim(&self, generation: u64) -> Result<TryClaim> {
+        match self.create_nodes(generation).await {
             Ok(()) => {
                 tracing::info!(queue = %self.path, "created the queue for a claim");
                 Ok(TryClaim::Retry)
             }
-            Err(e) if fate(&e) == Fate::Refused => Err(self.zk_error("creating the queue", e)),
+            Err(e) if e.verdict.fate() == Fate::Refused => {
+                Err(self.zk_error("creating the queue", e))
+            }
             Err(_) => Ok(TryClaim::Retry),
         }
     }
 
     /// A lock whose item does not exist: the lock was created while its item existed (the claim
     /// `multi` checks it), and item names are never reused, so the item is gone for good.
-    async fn clean_orphan_lock(&self, client: &Client, generation: u64, lock: &str) {
+    async fn clean_orphan_lock(&self, generation: u64, lock: &str) {
         let item = format!("{}/items/{lock}", self.path);
-        if let Ok(None) = self.call(generation, client.check_stat(&item)).await {
+        if let Ok(None) = self.call(self.zk.exists(generation, &item)).await {
             let path = format!("{}/locks/{lock}", self.path);
-            let _ = self.call(generation, client.delete(&path, None)).await;
+            let _ = self.call(self.zk.delete(generation, &path, None)).await;
             tracing::info!(queue = %self.path, lock, "deleted a lock whose item is gone");
         }
     }
@@ -134,8 +133,8 @@ impl Inner {
     /// released if it lands.
     async fn lock_item(
         self: &Arc<Self>,
-        client: &Client,
         generation: u64,
+        session_id: i64,
         name: &str,
         sequence: u64,
         deadline: Option<Instant>,
@@ -144,46 +143,46 @@ impl Inner {
         let lock = format!("{}/locks/{name}", self.path);
         let token = random_marker();
         let data = lock_data(&token, &self.identity);
-        let options = CreateMode::Ephemeral.with_acls(self.session.default_acls());
+        let create = Create::new(Mode::Ephemeral);
         let mut in_doubt = false;
         loop {
             if in_doubt && deadline.is_some_and(|d| Instant::now() >= d) {
-                self.resolve_stray_lock(client.clone(), generation, name.to_string(), token);
+                self.resolve_stray_lock(generation, session_id, name.to_string(), token);
                 return Ok(None);
             }
             if in_doubt {
                 // Our own earlier create, or someone else's lock? Our token says.
-                let read = self.call(generation, client.get_data(&lock));
+                let read = self.call(self.zk.get(generation, &lock));
                 match within(deadline, read)
                     .await
-                    .unwrap_or(Err(ZkError::Timeout))
-                    .classified()
+                    .unwrap_or_else(|| Err(gave_up()))
                 {
                     Ok((found, _)) if lock_token(&found) == Some(token.as_str()) => break,
                     Ok(_) => return Ok(None),
-                    Err((Verdict::NoNode, _)) => {}
-                    Err((Verdict::Unknown, _)) => {
-                        if self.session.is_gone_generation(generation) {
+                    Err(Failure {
+                        verdict: Verdict::NoNode,
+                        ..
+                    }) => {}
+                    Err(Failure {
+                        verdict: Verdict::Unknown,
+                        ..
+                    }) => {
+                        if self.zk.is_gone_generation(generation) {
                             return Ok(None);
                         }
                         tokio::time::sleep(Duration::from_millis(50)).await;
                         continue;
                     }
                     Err(_) => {
-                        self.resolve_stray_lock(
-                            client.clone(),
-                            generation,
-                            name.to_string(),
-                            token,
-                        );
+                        self.resolve_stray_lock(generation, session_id, name.to_string(), token);
                         return Ok(None);
                     }
                 }
             }
-            let mut multi = Multi::new(client);
-            multi.check(&item, -1).create(&lock, &data, &options);
+            let mut multi = Multi::new();
+            multi.check(&item, -1).create(&lock, &data, &create);
             self.stats.request();
-            let Some(committed) = within(deadline, multi.commit(&self.session, generation)).await
+            let Some(committed) = within(deadline, multi.commit(&*self.zk, generation)).await
             else {
                 in_doubt = true;
                 continue;
@@ -195,8 +194,9 @@ impl Inner {
                     (Fate::Refused, Some(1), Verdict::NodeExists) if !in_doubt => return Ok(None),
                     // Resolved by the token at the top of the loop.
                     (Fate::Refused, Some(1), Verdict::NodeExists) => {}
-                    (Fate::Refused, _, _) => return Err(self.zk_error("claim", failed.error)),
-                    // The commit told the session layer; the lock went with the session.
+                    (Fate::Refused, _, _) => return Err(self.zk_error("claim", failed.failure)),
+                    // The commit told the session layer (or the generation was already given
+                    // up); the lock went with the session.
                     (Fate::Expired, _, _) => return Ok(None),
                     (Fate::Unknown, _, _) => in_doubt = true,
                 },
@@ -204,31 +204,36 @@ impl Inner {
         }
         // The lock is ours: read the item's bytes and version under it.
         loop {
-            let read = self.call(generation, client.get_data(&item));
+            let read = self.call(self.zk.get(generation, &item));
             let Some(read) = within(deadline, read).await else {
                 // Out of time: hand the lock back in the background.
-                self.resolve_stray_lock(client.clone(), generation, name.to_string(), token);
+                self.resolve_stray_lock(generation, session_id, name.to_string(), token);
                 return Ok(None);
             };
-            match read.classified() {
+            match read {
                 Ok((data, stat)) => {
                     let held = Held {
                         queue: self.clone(),
                         name: name.to_string(),
                         sequence,
                         item_version: stat.version,
-                        client: client.clone(),
                         generation,
-                        session_id: client.session_id().0,
+                        session_id,
                     };
                     return Ok(Some(Claim::new(held, data)));
                 }
                 // Deleted under our lock (by hand): the lock is an orphan, drop it, move on.
-                Err((Verdict::NoNode, _)) => {
-                    let _ = self.call(generation, client.delete(&lock, None)).await;
+                Err(Failure {
+                    verdict: Verdict::NoNode,
+                    ..
+                }) => {
+                    let _ = self.call(self.zk.delete(generation, &lock, None)).await;
                     return Ok(None);
                 }
-                Err((Verdict::Unknown, _)) if !self.session.is_gone_generation(generation) => {
+                Err(Failure {
+                    verdict: Verdict::Unknown,
+                    ..
+                }) if !self.zk.is_gone_generation(generation) => {
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
                 // The lock goes with the session, or stays until it ends (unreadable item).
@@ -242,8 +247,8 @@ impl Inner {
     /// background for a while, and release it if it shows up with our token.
     fn resolve_stray_lock(
         self: &Arc<Self>,
-        client: Client,
         generation: u64,
+        session_id: i64,
         name: String,
         token: String,
     ) {
@@ -255,21 +260,20 @@ impl Inner {
             let lock = format!("{}/locks/{name}", queue.path);
             let item = format!("{}/items/{name}", queue.path);
             let until = Instant::now()
-                + queue.session.request_limit().max(Duration::from_secs(1)) * STRAY_WATCH;
-            while Instant::now() < until && !queue.session.is_gone_generation(generation) {
-                let found = queue.call(generation, client.get_data(&lock)).await;
+                + queue.zk.request_limit().max(Duration::from_secs(1)) * STRAY_WATCH;
+            while Instant::now() < until && !queue.zk.is_gone_generation(generation) {
+                let found = queue.call(queue.zk.get(generation, &lock)).await;
                 if let Ok((found, _)) = &found {
                     if lock_token(found) == Some(token.as_str()) {
                         // Ours: read the item's version under it and release like a claim.
-                        if let Ok((data, stat)) = queue.call(generation, client.get_data(&item)).await {
+                        if let Ok((data, stat)) = queue.call(queue.zk.get(generation, &item)).await {
                             let held = Held {
                                 queue: queue.clone(),
                                 name: name.clone(),
                                 sequence: sequence_of(&name).unwrap_or(0),
                                 item_version: stat.version,
-                                client: client.clone(),
                                 generation,
-                                session_id: client.session_id().0,
+                                session_id,
                             };
                             tracing::info!(queue = %queue.path, item = %name, "releasing a lock whose create was in doubt");
                             held.release_in_background(data);
@@ -283,50 +287,45 @@ impl Inner {
     }
 
     pub(super) async fn items(&self) -> Result<Vec<ItemInfo>> {
-        let (client, generation) = self.session.client();
+        let generation = self.zk.status().generation;
         let items_path = self.items_path();
         let locks_path = format!("{}/locks", self.path);
         let items = self
-            .list(&client, generation, &items_path)
+            .list(generation, &items_path)
             .await
             .map_err(|e| self.claim_error(e))?;
         let locks = self
-            .list(&client, generation, &locks_path)
+            .list(generation, &locks_path)
             .await
             .map_err(|e| self.claim_error(e))?;
         let locked: std::collections::HashSet<&str> = locks.iter().map(String::as_str).collect();
         let item_set: std::collections::HashSet<&str> = items.iter().map(String::as_str).collect();
         for lock in locks.iter().filter(|l| !item_set.contains(l.as_str())) {
-            self.clean_orphan_lock(&client, generation, lock).await;
+            self.clean_orphan_lock(generation, lock).await;
         }
         let mut out = Vec::with_capacity(items.len());
         for name in &items {
             let Some(sequence) = sequence_of(name) else {
                 continue;
             };
-            let bytes = match self
-                .call(
-                    generation,
-                    client.check_stat(&format!("{items_path}/{name}")),
-                )
-                .await
-            {
+            let item = format!("{items_path}/{name}");
+            let bytes = match self.call(self.zk.exists(generation, &item)).await {
                 Ok(Some(stat)) => stat.data_length.max(0) as usize,
                 Ok(None) => continue, // completed meanwhile
                 Err(e) => return Err(self.zk_error("listing items", e)),
             };
             let claimed_by = if locked.contains(name.as_str()) {
-                match self
-                    .call(generation, client.get_data(&format!("{locks_path}/{name}")))
-                    .await
-                    .classified()
-                {
+                let lock = format!("{locks_path}/{name}");
+                match self.call(self.zk.get(generation, &lock)).await {
                     Ok((data, stat)) => Some(ClaimHolder {
                         identity: lock_identity(&data),
                         session_id: stat.ephemeral_owner,
                     }),
-                    Err((Verdict::NoNode, _)) => None,
-                    Err((_, e)) => return Err(self.zk_error("listing items", e)),
+                    Err(Failure {
+                        verdict: Verdict::NoNode,
+                        ..
+                    }) => None,
+                    Err(e) => return Err(self.zk_error("listing items", e)),
                 }
             } else {
                 None

@@ -25,10 +25,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
-use zookeeper_client::{Client, CreateMode, Error as ZkError, MultiWriteResult, OneshotWatcher};
 
 use crate::error::{Result, ZooidError};
-use crate::zk::Session;
+use crate::zk::{Create, Failure, Mode, Multi, OpResult, Reply, Watch, Zk};
 
 /// Default for [`QueueOptions::max_items`]: 10,000 items. An item name is 29 bytes
 /// (`i-` + 16 hex + `-` + 10 digits), 33 bytes with its length prefix in a `getChildren`
@@ -151,7 +150,7 @@ struct Guard {
 }
 
 struct Inner {
-    session: Session,
+    zk: Zk,
     path: String,
     options: QueueOptions,
     identity: String,
@@ -167,7 +166,7 @@ impl Drop for Inner {
     /// No put can be in flight (it would hold the handle), and a guard is never reused.
     fn drop(&mut self) {
         if let Some(guard) = self.guard.get_mut().take() {
-            delete_guard_in_background(&self.session, guard);
+            delete_guard_in_background(&self.zk, guard);
         }
     }
 }
@@ -175,27 +174,32 @@ impl Drop for Inner {
 /// Deletes a put guard the handle no longer uses, in the background (best effort): a guard on a
 /// given-up session goes with it, and without a runtime nothing is done. Deleting also makes a
 /// copy of a put still in flight on the guard fail.
-fn delete_guard_in_background(session: &Session, guard: Guard) {
-    let (client, generation) = session.client();
-    if guard.generation != generation || session.is_gone_generation(generation) {
+fn delete_guard_in_background(zk: &Zk, guard: Guard) {
+    if zk.is_gone_generation(guard.generation) {
         return; // it goes with its session
     }
     let Ok(handle) = tokio::runtime::Handle::try_current() else {
         return;
     };
-    // The task holds a client, never a `Session`: closing the session (the service freed right
-    // after the queue) must not wait for it, and the guard goes with the session.
-    let ended = session.ended();
-    let limit = session.request_limit();
+    // The task holds the session only for one request at a time (a `WeakZk` in between):
+    // closing the session (the service freed right after the queue) must not wait for it, and
+    // the guard goes with the session.
+    let ended = zk.ended();
+    let weak = zk.downgrade();
     handle.spawn(async move {
         let delete = async {
             let mut backoff = Duration::from_millis(50);
             for _ in 0..20 {
-                match tokio::time::timeout(limit, client.delete(&guard.path, None)).await {
-                    Ok(Ok(())) => return,
-                    // Gone, or not ours to delete.
-                    Ok(Err(e)) if fate(&e) != Fate::Unknown => return,
-                    _ => {
+                let Some(zk) = weak.upgrade() else {
+                    return; // the session ended: the guard went with it
+                };
+                // Bounded by the request limit; refused unsent once the generation is given up.
+                match zk.delete(guard.generation, &guard.path, None).await {
+                    Ok(()) => return,
+                    // Gone, or not ours to delete, or its session given up.
+                    Err(e) if e.verdict.fate() != Fate::Unknown => return,
+                    Err(_) => {
+                        drop(zk);
                         tokio::time::sleep(backoff).await;
                         backoff = (backoff * 2).min(Duration::from_secs(1));
                     }
@@ -209,7 +213,7 @@ fn delete_guard_in_background(session: &Session, guard: Guard) {
     });
 }
 
-/// A handle on one work queue, over the process's shared [`Session`]. Cheap to clone; clones
+/// A handle on one work queue, over the process's shared session ([`Zk`]). Cheap to clone; clones
 /// share the put guard and the counters. `Send + Sync`.
 #[derive(Clone)]
 pub struct WorkQueue {
@@ -251,7 +255,7 @@ struct Held {
     /// same bytes), so it names this incarnation of the lock: every complete or release checks
     /// it, and a resend after a lost reply cannot touch a later claimer's lock.
     item_version: i32,
-    client: Client,
+    /// The session generation the lock was made on (every request of the claim names it).
     generation: u64,
     session_id: i64,
 }
@@ -267,7 +271,7 @@ impl std::fmt::Debug for Claim {
     }
 }
 
-use crate::zk::{classify, fate, Classified, Fate, Multi, Verdict};
+use crate::zk::{Fate, Verdict};
 
 fn random_marker() -> String {
     format!("{:016x}", rand::random::<u64>())
@@ -316,13 +320,13 @@ fn validate_path(path: &str) -> Result<()> {
 }
 
 impl WorkQueue {
-    /// A handle on the queue at `path` (an absolute ZooKeeper path), over `session`. Touches
+    /// A handle on the queue at `path` (an absolute ZooKeeper path), over the session `zk`. Touches
     /// nothing on the servers: the first [`put`](Self::put) or [`claim`](Self::claim) creates
     /// the queue's nodes (consumers may start before producers); [`items`](Self::items) on a
     /// queue that does not exist fails with [`ZooidError::QueueNotFound`].
     ///
     /// Errors: [`ZooidError::InvalidArgument`] for a bad path or options out of range.
-    pub fn open(session: &Session, path: &str, options: QueueOptions) -> Result<WorkQueue> {
+    pub fn open(zk: Zk, path: &str, options: QueueOptions) -> Result<WorkQueue> {
         validate_path(path)?;
         if options.max_items == 0 || options.max_items > MAX_MAX_ITEMS {
             return Err(ZooidError::InvalidArgument(format!(
@@ -350,7 +354,7 @@ impl WorkQueue {
         };
         Ok(WorkQueue {
             inner: Arc::new(Inner {
-                session: session.clone(),
+                zk,
                 path: path.to_string(),
                 options,
                 identity,
@@ -376,8 +380,8 @@ impl WorkQueue {
     }
 
     /// The session the handle uses.
-    pub fn session(&self) -> &Session {
-        &self.inner.session
+    pub fn zk(&self) -> &Zk {
+        &self.inner.zk
     }
 
     /// The handle's ZooKeeper traffic so far.
@@ -395,7 +399,7 @@ impl WorkQueue {
     /// found by its marker. Nothing else writes the guard, and its version never goes back, so a
     /// first multi still in flight on a dropped connection can no longer land once the guard
     /// moved. When the guard's session was given up, the put waits for the servers' word that
-    /// the session can no longer write ([`Session::confirm_gone`]) before it looks for the
+    /// the session can no longer write ([`crate::zk::ZooKeeper::confirm_gone`]) before it looks for the
     /// marker; the handle's next guard has a new name. Nothing the handle remembers survives a
     /// put in doubt: a put that ends with its outcome unknown, or whose future is dropped,
     /// leaves the handle without a guard (the next put creates a new one), so a later put never
@@ -441,43 +445,36 @@ impl Inner {
         }
     }
 
-    /// Runs one request bounded by [`Self::request_limit`]; a session that turned out to be gone
-    /// is reported to the session layer.
-    async fn call<T>(
-        &self,
-        generation: u64,
-        fut: impl std::future::Future<Output = std::result::Result<T, ZkError>>,
-    ) -> std::result::Result<T, ZkError> {
+    /// Counts one request and awaits it. The interface bounds it by the request limit and
+    /// reports a session that turned out to be gone to the session layer.
+    async fn call<T>(&self, reply: Reply<'_, T>) -> std::result::Result<T, Failure> {
         self.stats.request();
-        self.session.run(generation, fut).await
+        reply.await
     }
 
-    async fn list(
-        &self,
-        client: &Client,
-        generation: u64,
-        path: &str,
-    ) -> std::result::Result<Vec<String>, ZkError> {
+    async fn list(&self, generation: u64, path: &str) -> std::result::Result<Vec<String>, Failure> {
         self.stats.get_children.fetch_add(1, Ordering::Relaxed);
-        self.call(generation, client.list_children(path)).await
+        let (names, _) = self.call(self.zk.children(generation, path)).await?;
+        Ok(names)
     }
 
     async fn list_watch(
         &self,
-        client: &Client,
         generation: u64,
         path: &str,
-    ) -> std::result::Result<(Vec<String>, OneshotWatcher), ZkError> {
+    ) -> std::result::Result<(Vec<String>, Watch), Failure> {
         self.stats.get_children.fetch_add(1, Ordering::Relaxed);
-        self.call(generation, client.list_and_watch_children(path))
-            .await
+        let (names, _, watch) = self
+            .call(self.zk.children_watched(generation, path))
+            .await?;
+        Ok((names, watch))
     }
 
-    fn zk_error(&self, what: &str, err: ZkError) -> ZooidError {
-        if crate::zk::classify(&err) == crate::zk::Verdict::NotAuthorized {
-            return crate::zk::not_authorized(&self.path, self.session.options());
+    fn zk_error(&self, what: &str, err: Failure) -> ZooidError {
+        if err.verdict == Verdict::NotAuthorized {
+            return crate::zk::not_authorized(&self.path, self.zk.options());
         }
-        match fate(&err) {
+        match err.verdict.fate() {
             Fate::Refused => ZooidError::Store {
                 path: self.path.clone(),
                 reason: format!("{what}: {err}"),
@@ -489,16 +486,12 @@ impl Inner {
         }
     }
 
-    async fn create_nodes(
-        &self,
-        client: &Client,
-        generation: u64,
-    ) -> std::result::Result<(), ZkError> {
-        let acls = self.session.default_acls();
-        let options = CreateMode::Persistent.with_acls(acls);
+    /// Creates the queue's nodes (and missing parents) with the session's default ACL.
+    async fn create_nodes(&self, generation: u64) -> std::result::Result<(), Failure> {
         for sub in ["items", "locks", "waiters", "guards"] {
             let path = format!("{}/{sub}", self.path);
-            self.call(generation, client.mkdir(&path, &options)).await?;
+            self.call(self.zk.create_all(generation, &path, None))
+                .await?;
         }
         Ok(())
     }
@@ -515,6 +508,17 @@ async fn within<F: std::future::Future>(deadline: Option<Instant>, fut: F) -> Op
         None => Some(fut.await),
         Some(d) => tokio::time::timeout_at(d, fut).await.ok(),
     }
+}
+
+/// A request [`within`] gave up on: no reply before the deadline, as unknown an outcome as a
+/// lost reply.
+fn gave_up() -> Failure {
+    Failure::new(Verdict::Unknown, "no reply before the claim's deadline")
+}
+
+/// The last component of a node's path (a created sequential node's name).
+fn node_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
 }
 
 /// Sleeps the backoff (doubling it) unless that passes the deadline; false when the deadline

@@ -5,7 +5,7 @@
 //! at most one copy can apply); at V + 1, one did. Once that session is given up, the guard (an
 //! ephemeral node) says nothing until the servers confirmed the session can no longer write: a
 //! copy still in the network applies while they hold it. So the put first asks
-//! [`crate::zk::Session::confirm_gone`], then looks for its marker among the items; without
+//! [`crate::zk::ZooKeeper::confirm_gone`], then looks for its marker among the items; without
 //! the confirmation before its deadline it fails with [`ZooidError::OutcomeUnknown`]
 //! ([`crate::WriteOp::Put`]), never guessing.
 //!
@@ -72,12 +72,13 @@ impl Inner {
                     after: self.options.op_timeout,
                 });
             }
-            let (client, generation) = self.session.client();
+            // The live generation and its session's id, read together.
+            let status = self.zk.status();
             // Bounded by the deadline: an attempt cut short leaves `in_doubt` set from before
             // its multi was sent, so it is never taken for one that sent nothing.
             let attempt = self.put_attempt(
-                &client,
-                generation,
+                status.generation,
+                status.session_id,
                 data,
                 &marker,
                 &item_prefix,
@@ -105,8 +106,8 @@ impl Inner {
     #[allow(clippy::too_many_arguments)]
     async fn put_attempt(
         &self,
-        client: &Client,
         generation: u64,
+        session_id: i64,
         data: &[u8],
         marker: &str,
         item_prefix: &str,
@@ -114,7 +115,7 @@ impl Inner {
         in_doubt: &mut Option<InDoubt>,
         deadline: Instant,
     ) -> std::result::Result<Option<String>, PutStop> {
-        let transient = |_e: ZkError| PutStop::Transient;
+        let transient = |_e: Failure| PutStop::Transient;
         // An earlier attempt may have applied and the guard moved (or vanished): look for
         // the marker before anything else.
         if let Some(doubt) = *in_doubt {
@@ -124,10 +125,10 @@ impl Inner {
             // (its session given up, or the node deleted).
             let seen = match guard.as_ref() {
                 Some(g) if g.generation == generation => {
-                    self.call(generation, client.sync(&g.path))
+                    self.call(self.zk.sync(generation, &g.path))
                         .await
                         .map_err(transient)?;
-                    match self.call(generation, client.check_stat(&g.path)).await {
+                    match self.call(self.zk.exists(generation, &g.path)).await {
                         Ok(stat) => stat.map(|s| s.version),
                         Err(e) => return Err(transient(e)),
                     }
@@ -142,7 +143,7 @@ impl Inner {
                 // (only this put's attempts write the guard, all expecting V), and no copy
                 // still in flight can apply any more.
                 Some(version) if Some(version) == expected.checked_add(1) => {
-                    let found = self.find_marker(client, generation, &needle).await?;
+                    let found = self.find_marker(generation, &needle).await?;
                     let confirmed = match found {
                         Some(name) => Some(name),
                         None => {
@@ -151,7 +152,7 @@ impl Inner {
                             // attempt (our create, the completion's delete). Anything less
                             // contradicts the guard: in doubt, never guessed done.
                             let moved = match self
-                                .call(generation, client.check_stat(&self.items_path()))
+                                .call(self.zk.exists(generation, &self.items_path()))
                                 .await
                             {
                                 Ok(Some(stat)) => {
@@ -184,17 +185,15 @@ impl Inner {
                 None => {
                     // Its session given up: only once the servers confirm it can no longer
                     // write.
-                    if self.session.is_gone_generation(doubt.generation) {
-                        if let Err(why) =
-                            self.session.confirm_gone(doubt.generation, deadline).await
-                        {
+                    if self.zk.is_gone_generation(doubt.generation) {
+                        if let Err(why) = self.zk.confirm_gone(doubt.generation, deadline).await {
                             tracing::warn!(queue = %self.path, %why, "put outcome in doubt");
                             return Err(PutStop::Fail(self.put_in_doubt()));
                         }
                     }
                     // The guard says nothing any more: the next attempt takes a new one.
                     self.retire_guard(guard.take());
-                    if let Some(found) = self.find_marker(client, generation, &needle).await? {
+                    if let Some(found) = self.find_marker(generation, &needle).await? {
                         *in_doubt = None;
                         return Ok(Some(found));
                     }
@@ -204,7 +203,7 @@ impl Inner {
                     // never added, and the put starts afresh. Otherwise a second put could add
                     // it twice: in doubt.
                     let moved = match self
-                        .call(generation, client.check_stat(&self.items_path()))
+                        .call(self.zk.exists(generation, &self.items_path()))
                         .await
                     {
                         Ok(Some(stat)) => stat.cversion != doubt.items_cversion,
@@ -222,7 +221,7 @@ impl Inner {
         // The bound, from the count read just before the put.
         let mut items_cversion = 0;
         let count = match self
-            .call(generation, client.check_stat(&self.items_path()))
+            .call(self.zk.exists(generation, &self.items_path()))
             .await
         {
             Ok(Some(stat)) => {
@@ -234,9 +233,9 @@ impl Inner {
         };
         match count {
             None => {
-                self.create_nodes(client, generation)
+                self.create_nodes(generation)
                     .await
-                    .map_err(|e| match fate(&e) {
+                    .map_err(|e| match e.verdict.fate() {
                         Fate::Refused => PutStop::Fail(self.zk_error("creating the queue", e)),
                         _ => PutStop::Transient,
                     })?;
@@ -258,32 +257,33 @@ impl Inner {
         if fresh_guard {
             self.retire_guard(guard.take());
             let path = format!(
-                "{}/guards/g-{:016x}-{}",
+                "{}/guards/g-{session_id:016x}-{}",
                 self.path,
-                client.session_id().0,
                 random_marker()
             );
-            let options = CreateMode::Ephemeral.with_acls(self.session.default_acls());
+            let create = Create::new(Mode::Ephemeral);
             let version = match self
-                .call(generation, client.create(&path, b"", &options))
+                .call(self.zk.create(generation, &path, b"", &create))
                 .await
-                .classified()
             {
-                Ok((stat, _)) => stat.version,
-                Err((Verdict::NoNode, _)) => {
-                    self.create_nodes(client, generation)
+                // A node is created at data version 0 (the servers' Stat says so where they
+                // send one, 3.5 and later).
+                Ok((_, stat)) => stat.map_or(0, |stat| stat.version),
+                Err(Failure {
+                    verdict: Verdict::NoNode,
+                    ..
+                }) => {
+                    self.create_nodes(generation)
                         .await
                         .map_err(|_| PutStop::Transient)?;
                     return Ok(None);
                 }
-                Err((verdict, e))
-                    if verdict.fate() == Fate::Refused && verdict != Verdict::NodeExists =>
-                {
+                Err(e) if e.verdict.fate() == Fate::Refused && e.verdict != Verdict::NodeExists => {
                     return Err(PutStop::Fail(self.zk_error("creating the put guard", e)))
                 }
                 // A lost reply: the name is unique, so whether it landed is found on the next try.
-                Err(_) => match self.call(generation, client.check_stat(&path)).await {
-                    Ok(Some(stat)) if stat.ephemeral_owner == client.session_id().0 => stat.version,
+                Err(_) => match self.call(self.zk.exists(generation, &path)).await {
+                    Ok(Some(stat)) if stat.ephemeral_owner == session_id => stat.version,
                     _ => return Err(PutStop::Transient),
                 },
             };
@@ -301,11 +301,12 @@ impl Inner {
             self.retire_guard(guard.take());
             return Ok(None);
         }
-        let options = CreateMode::PersistentSequential.with_acls(self.session.default_acls());
-        let mut multi = Multi::new(client);
-        multi
-            .set(&g.path, b"", Some(g.version))
-            .create(item_prefix, data, &options);
+        let mut multi = Multi::new();
+        multi.set(&g.path, b"", Some(g.version)).create(
+            item_prefix,
+            data,
+            &Create::new(Mode::PersistentSequential),
+        );
         // In doubt from before it is sent until its outcome is known: an attempt cut short
         // (the deadline, a dropped future) is in doubt. An earlier attempt in doubt keeps its
         // own record: this copy expects the same guard version, so at most one of them can
@@ -324,17 +325,15 @@ impl Inner {
             }
         };
         self.stats.request();
-        match multi.commit(&self.session, generation).await {
+        match multi.commit(&*self.zk, generation).await {
             Ok(results) => {
                 // This copy applied: every other copy expected the same version, none can.
                 *in_doubt = None;
                 let mut name = None;
                 for result in results {
                     match result {
-                        MultiWriteResult::SetData { stat } => g.version = stat.version,
-                        MultiWriteResult::Create { path, .. } => {
-                            name = path.rsplit('/').next().map(str::to_string)
-                        }
+                        OpResult::Set { stat } => g.version = stat.version,
+                        OpResult::Create { path, .. } => name = Some(node_name(&path).to_string()),
                         _ => {}
                     }
                 }
@@ -363,14 +362,14 @@ impl Inner {
                 }
                 (Some(1), Verdict::NoNode) => {
                     refused(in_doubt);
-                    self.create_nodes(client, generation)
+                    self.create_nodes(generation)
                         .await
                         .map_err(|_| PutStop::Transient)?;
                     Ok(None)
                 }
                 _ => {
                     refused(in_doubt);
-                    Err(PutStop::Fail(self.zk_error("put", failed.error)))
+                    Err(PutStop::Fail(self.zk_error("put", failed.failure)))
                 }
             },
         }
@@ -380,15 +379,14 @@ impl Inner {
     /// resolved put.
     async fn find_marker(
         &self,
-        client: &Client,
         generation: u64,
         needle: &str,
     ) -> std::result::Result<Option<String>, PutStop> {
-        self.call(generation, client.sync(&self.items_path()))
+        self.call(self.zk.sync(generation, &self.items_path()))
             .await
             .map_err(|_| PutStop::Transient)?;
         let items = self
-            .list(client, generation, &self.items_path())
+            .list(generation, &self.items_path())
             .await
             .map_err(|_| PutStop::Transient)?;
         self.stats.puts_resolved.fetch_add(1, Ordering::Relaxed);
@@ -399,7 +397,7 @@ impl Inner {
     /// its node is deleted in the background.
     fn retire_guard(&self, guard: Option<Guard>) {
         if let Some(guard) = guard {
-            delete_guard_in_background(&self.session, guard);
+            delete_guard_in_background(&self.zk, guard);
         }
     }
 

@@ -17,7 +17,6 @@ enum Position {
 /// retried in the background until the node is gone or its session is.
 struct Waiter {
     queue: Arc<Inner>,
-    client: Client,
     generation: u64,
     name: String,
 }
@@ -31,16 +30,14 @@ impl Waiter {
     async fn leave(mut self) {
         let path = self.path();
         self.name.clear();
-        let once = self
-            .queue
-            .delete_waiter_once(&self.client, self.generation, &path);
+        let once = self.queue.delete_waiter_once(self.generation, &path);
         // Bounded, so a claim returns in time also when no server answers.
         if !within(Some(Instant::now() + CLAIM_SLACK), once)
             .await
             .unwrap_or(false)
         {
             self.queue
-                .delete_waiter_in_background(self.client.clone(), self.generation, path);
+                .delete_waiter_in_background(self.generation, path);
         }
     }
 }
@@ -51,7 +48,7 @@ impl Drop for Waiter {
             return;
         }
         self.queue
-            .delete_waiter_in_background(self.client.clone(), self.generation, self.path());
+            .delete_waiter_in_background(self.generation, self.path());
     }
 }
 
@@ -80,23 +77,25 @@ impl Inner {
         // this slack also when no server answers (a request given up is as unknown as a lost
         // reply, and resolved like one).
         let bound = deadline.map(|d| d + CLAIM_SLACK);
-        let mut status = self.session.subscribe();
+        let mut status = self.zk.subscribe();
         let mut backoff = Duration::from_millis(20);
         loop {
-            let (client, generation) = self.session.client();
+            // The live generation and its session's id, read together.
+            let now = self.zk.status();
+            let (generation, session_id) = (now.generation, now.session_id);
             if waiter.as_ref().is_some_and(|w| w.generation != generation) {
                 *waiter = None;
             }
             let position = match &waiter {
                 None => None,
-                Some(w) => match within(bound, self.position(&client, generation, w))
+                Some(w) => match within(bound, self.position(generation, w))
                     .await
-                    .unwrap_or(Err(ZkError::Timeout))
+                    .unwrap_or_else(|| Err(gave_up()))
                 {
                     Ok(p) => Some(p),
                     // The queue was deleted under us: the next try creates it again.
-                    Err(e) if classify(&e) == Verdict::NoNode => Some(Position::Missing),
-                    Err(e) if fate(&e) == Fate::Refused => return Err(self.claim_error(e)),
+                    Err(e) if e.verdict == Verdict::NoNode => Some(Position::Missing),
+                    Err(e) if e.verdict.fate() == Fate::Refused => return Err(self.claim_error(e)),
                     Err(_) => {
                         if !sleep_or_deadline(&mut backoff, deadline).await {
                             return Ok(None);
@@ -117,15 +116,17 @@ impl Inner {
                     let path = format!("{}/waiters/{pred}", self.path);
                     // getData, not exists: a getData on a node already gone leaves no watch
                     // behind (an exists watch on it would wait for ever for a creation).
-                    let watched = self.call(generation, client.get_and_watch_data(&path));
+                    let watched = self.call(self.zk.get_watched(generation, &path));
                     match within(bound, watched)
                         .await
-                        .unwrap_or(Err(ZkError::Timeout))
-                        .classified()
+                        .unwrap_or_else(|| Err(gave_up()))
                     {
-                        Ok((_, _, watcher)) => watches.push(watcher),
-                        Err((Verdict::NoNode, _)) => continue,
-                        Err((verdict, e)) if verdict.fate() == Fate::Refused => {
+                        Ok((_, _, watch)) => watches.push(watch),
+                        Err(Failure {
+                            verdict: Verdict::NoNode,
+                            ..
+                        }) => continue,
+                        Err(e) if e.verdict.fate() == Fate::Refused => {
                             return Err(self.claim_error(e))
                         }
                         Err(_) => {
@@ -139,7 +140,7 @@ impl Inner {
                 head_or_not_in_line => {
                     let head = matches!(head_or_not_in_line, Some(Position::Head));
                     match self
-                        .try_claim(&client, generation, head, &mut watches, bound)
+                        .try_claim(generation, session_id, head, &mut watches, bound)
                         .await
                     {
                         Ok(TryClaim::Claimed(claim)) => return Ok(Some(*claim)),
@@ -156,11 +157,13 @@ impl Inner {
                         if deadline.is_some_and(|d| Instant::now() >= d) {
                             return Ok(None);
                         }
-                        match self.join(&client, generation).await {
+                        match self.join(generation).await {
                             Ok(w) => *waiter = Some(w),
                             // The queue was deleted under us: the next try creates it again.
-                            Err(e) if classify(&e) == Verdict::NoNode => {}
-                            Err(e) if fate(&e) == Fate::Refused => return Err(self.claim_error(e)),
+                            Err(e) if e.verdict == Verdict::NoNode => {}
+                            Err(e) if e.verdict.fate() == Fate::Refused => {
+                                return Err(self.claim_error(e))
+                            }
                             Err(_) => {
                                 if !sleep_or_deadline(&mut backoff, deadline).await {
                                     return Ok(None);
@@ -184,13 +187,13 @@ impl Inner {
             // deleted), and items must not sit unclaimed behind it. The further back, the
             // rarer, so an idle line costs about ln(waiters) listings per period.
             let recheck = behind.map(|places| {
-                Instant::now() + self.session.request_limit().max(Duration::from_secs(1)) * places
+                Instant::now() + self.zk.request_limit().max(Duration::from_secs(1)) * places
             });
             tokio::select! {
                 _ = watched => self.stats.event(),
                 _ = sleep_until_opt(deadline) => return Ok(None),
                 _ = sleep_until_opt(recheck) => {
-                    match self.try_claim(&client, generation, false, &mut Vec::new(), bound).await {
+                    match self.try_claim(generation, session_id, false, &mut Vec::new(), bound).await {
                         Ok(TryClaim::Claimed(claim)) => return Ok(Some(*claim)),
                         Ok(_) => {}
                         Err(e) => return Err(e),
@@ -205,8 +208,8 @@ impl Inner {
         }
     }
 
-    pub(super) fn claim_error(&self, err: ZkError) -> ZooidError {
-        if classify(&err) == Verdict::NoNode {
+    pub(super) fn claim_error(&self, err: Failure) -> ZooidError {
+        if err.verdict == Verdict::NoNode {
             self.not_found()
         } else {
             self.zk_error("claim", err)
@@ -215,30 +218,26 @@ impl Inner {
 
     /// Joins the line: an EPHEMERAL_SEQUENTIAL waiter node (found again by its marker when the
     /// reply is lost).
-    async fn join(
-        self: &Arc<Self>,
-        client: &Client,
-        generation: u64,
-    ) -> std::result::Result<Waiter, ZkError> {
+    async fn join(self: &Arc<Self>, generation: u64) -> std::result::Result<Waiter, Failure> {
         let marker = random_marker();
         let prefix = format!("{}/waiters/w-{marker}-", self.path);
-        let options = CreateMode::EphemeralSequential.with_acls(self.session.default_acls());
+        let create = Create::new(Mode::EphemeralSequential);
         let name = match self
-            .call(generation, client.create(&prefix, b"", &options))
+            .call(self.zk.create(generation, &prefix, b"", &create))
             .await
         {
-            Ok((_, seq)) => format!("w-{marker}-{seq}"),
-            Err(e) if fate(&e) == Fate::Unknown => {
+            Ok((created, _)) => node_name(&created).to_string(),
+            Err(e) if e.verdict.fate() == Fate::Unknown => {
                 // Our create may have applied: look for its marker, after a sync so the listing
                 // follows every write the servers committed before it.
-                let found = self.find_waiter(client, generation, &marker).await;
+                let found = self.find_waiter(generation, &marker).await;
                 match found {
                     Ok(Some(name)) => name,
                     Ok(None) | Err(_) => {
                         // Not there (or unknown): it may still land (a request in flight at a
                         // connection loss can apply later). Look for it in the background and
                         // delete it if it shows up, so no untracked node heads the line.
-                        self.sweep_waiter(client.clone(), generation, marker);
+                        self.sweep_waiter(generation, marker);
                         return Err(e);
                     }
                 }
@@ -247,7 +246,6 @@ impl Inner {
         };
         Ok(Waiter {
             queue: self.clone(),
-            client: client.clone(),
             generation,
             name,
         })
@@ -255,12 +253,11 @@ impl Inner {
 
     async fn position(
         &self,
-        client: &Client,
         generation: u64,
         w: &Waiter,
-    ) -> std::result::Result<Position, ZkError> {
+    ) -> std::result::Result<Position, Failure> {
         let mut waiters: Vec<(u64, String)> = self
-            .list(client, generation, &format!("{}/waiters", self.path))
+            .list(generation, &format!("{}/waiters", self.path))
             .await?
             .into_iter()
             .filter_map(|n| sequence_of(&n).map(|s| (s, n)))
@@ -281,15 +278,14 @@ impl Inner {
     /// The waiter node with `marker`, after a `sync` of the line.
     async fn find_waiter(
         &self,
-        client: &Client,
         generation: u64,
         marker: &str,
-    ) -> std::result::Result<Option<String>, ZkError> {
+    ) -> std::result::Result<Option<String>, Failure> {
         let waiters = format!("{}/waiters", self.path);
-        self.call(generation, client.sync(&waiters)).await?;
+        self.call(self.zk.sync(generation, &waiters)).await?;
         let needle = format!("w-{marker}-");
         Ok(self
-            .list(client, generation, &waiters)
+            .list(generation, &waiters)
             .await?
             .into_iter()
             .find(|w| w.starts_with(&needle)))
@@ -297,15 +293,15 @@ impl Inner {
 
     /// One delete of a waiter node: true when it is gone (deleted, already gone, or gone with
     /// its session), false when the outcome is unknown.
-    async fn delete_waiter_once(&self, client: &Client, generation: u64, path: &str) -> bool {
-        if self.session.is_gone_generation(generation) {
+    async fn delete_waiter_once(&self, generation: u64, path: &str) -> bool {
+        if self.zk.is_gone_generation(generation) {
             return true;
         }
-        match self.call(generation, client.delete(path, None)).await {
+        match self.call(self.zk.delete(generation, path, None)).await {
             Ok(()) => true,
-            Err(e) => match classify(&e) {
+            Err(e) => match e.verdict {
                 Verdict::NoNode => true,
-                _ if fate(&e) == Fate::Unknown => false,
+                verdict if verdict.fate() == Fate::Unknown => false,
                 _ => {
                     // Refused otherwise (not authorized...): nothing a retry changes; the node
                     // goes with the session, and waiters behind it look at the queue anyway.
@@ -317,12 +313,7 @@ impl Inner {
     }
 
     /// Deletes a waiter node in the background, retrying until it is gone or its session is.
-    fn delete_waiter_in_background(
-        self: &Arc<Self>,
-        client: Client,
-        generation: u64,
-        path: String,
-    ) {
+    fn delete_waiter_in_background(self: &Arc<Self>, generation: u64, path: String) {
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             // Without a runtime the node stays until the session ends; the line does not wait
             // for it (waiters behind look at the queue now and then).
@@ -331,7 +322,7 @@ impl Inner {
         let queue = self.clone();
         handle.spawn(async move {
             let mut backoff = Duration::from_millis(50);
-            while !queue.delete_waiter_once(&client, generation, &path).await {
+            while !queue.delete_waiter_once(generation, &path).await {
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_millis(1000));
             }
@@ -340,19 +331,19 @@ impl Inner {
 
     /// After a waiter create whose outcome stayed unknown: for a while, look for its node and
     /// delete it if it shows up.
-    fn sweep_waiter(self: &Arc<Self>, client: Client, generation: u64, marker: String) {
+    fn sweep_waiter(self: &Arc<Self>, generation: u64, marker: String) {
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             return;
         };
         let queue = self.clone();
         handle.spawn(async move {
             let until = Instant::now()
-                + queue.session.request_limit().max(Duration::from_secs(1)) * super::lock::STRAY_WATCH;
-            while Instant::now() < until && !queue.session.is_gone_generation(generation) {
-                if let Ok(Some(name)) = queue.find_waiter(&client, generation, &marker).await {
+                + queue.zk.request_limit().max(Duration::from_secs(1)) * super::lock::STRAY_WATCH;
+            while Instant::now() < until && !queue.zk.is_gone_generation(generation) {
+                if let Ok(Some(name)) = queue.find_waiter(generation, &marker).await {
                     let path = format!("{}/waiters/{name}", queue.path);
                     tracing::info!(queue = %queue.path, waiter = %name, "deleting a waiter whose create was in doubt");
-                    queue.delete_waiter_in_background(client, generation, path);
+                    queue.delete_waiter_in_background(generation, path);
                     return;
                 }
                 tokio::time::sleep(Duration::from_millis(250)).await;

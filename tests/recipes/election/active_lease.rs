@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use super::{opts, session, support};
 use support::{op, runtime, FaultProxy, RequestMatch, ZkServer};
+use zooid::zk::ZooKeeperExt;
 use zooid::{Election, LeaderState, PausePolicy};
 
 /// The leader's own-node watch fires (an observer writes the node's data), so the leader reads
@@ -33,9 +34,7 @@ fn active_ends_at_the_lease_while_the_own_node_watch_is_rearmed() {
             path_contains: node.clone(),
         });
         observer
-            .client()
-            .0
-            .set_data(&node, b"poke", None)
+            .set(observer.generation(), &node, b"poke", None)
             .await
             .unwrap();
         let started = Instant::now();

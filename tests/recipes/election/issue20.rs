@@ -4,8 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::{opts, session, support};
+use super::{create, opts, session, support};
 use support::{runtime, ZkEnsemble, ZkServer};
+use zooid::zk::ZooKeeperExt;
 use zooid::{Election, LeaderState, PausePolicy};
 
 /// A follower F is cut off from the quorum (its quorum and election links held, syncLimit 40
@@ -101,10 +102,8 @@ fn tokens_grow_across_a_wipe() {
     rt.block_on(async {
         let s = session(&zk.connect_string(), 2000).await;
         // Some history, so zxids before the wipe are well above the ones after it.
-        let (client, _) = s.client();
-        let create = zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
         for i in 0..50 {
-            client.create(&format!("/filler-{i}"), b"", &create).await.unwrap();
+            create(&s, &format!("/filler-{i}")).await;
         }
         let e = Election::join(&s, group, opts("w", PausePolicy::Stop))
             .await
@@ -134,8 +133,11 @@ fn tokens_grow_across_a_wipe() {
                 status.token.unwrap()
             }
         };
-        let (client, _) = s.client();
-        let filler_gone = client.check_stat("/filler-0").await.map(|s| s.is_none()).unwrap_or(false);
+        let filler_gone = s
+            .exists(s.generation(), "/filler-0")
+            .await
+            .map(|s| s.is_none())
+            .unwrap_or(false);
         let observed_after = zooid::election::leader(&s, group).await.unwrap().unwrap().token;
         eprintln!(
             "FIGURES wipe: token before {before} ({before:#x}), after {after} ({after:#x}); observer {observed_before} -> {observed_after}; guards: version-2 deleted {wiped}, filler gone {filler_gone}, session losses {}",

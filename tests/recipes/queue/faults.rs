@@ -116,9 +116,9 @@ fn a_resent_release_does_not_delete_the_next_claimers_lock() {
         let admin = zookeeper_client::Client::connect(&zk.connect_string())
             .await
             .unwrap();
-        let qa = WorkQueue::open(&sa, path, opts("A")).unwrap();
-        let qh = WorkQueue::open(&sh, path, opts("H")).unwrap();
-        let qd = WorkQueue::open(&sd, path, opts("D")).unwrap();
+        let qa = WorkQueue::open(sa.clone().into_zk(), path, opts("A")).unwrap();
+        let qh = WorkQueue::open(sh.clone().into_zk(), path, opts("H")).unwrap();
+        let qd = WorkQueue::open(sd.clone().into_zk(), path, opts("D")).unwrap();
         let ledger = Ledger::default();
         let item = qa.put(b"one").await.unwrap();
         let a = qa
@@ -214,8 +214,8 @@ fn two_claims_on_one_session_never_take_one_item_after_a_lost_reply() {
         let path = "/f2/q";
         let s = session(&proxy.connect_string(), 6000).await;
         let sp = session(&zk.connect_string(), 6000).await;
-        let q = WorkQueue::open(&s, path, opts("shared")).unwrap();
-        let producer = WorkQueue::open(&sp, path, opts("producer")).unwrap();
+        let q = WorkQueue::open(s.clone().into_zk(), path, opts("shared")).unwrap();
+        let producer = WorkQueue::open(sp.clone().into_zk(), path, opts("producer")).unwrap();
         let ledger = Ledger::default();
         let mut fired = 0;
         for round in 0..40 {
@@ -274,7 +274,7 @@ fn a_waiter_whose_owner_is_not_waiting_does_not_stop_idle_consumers() {
     rt.block_on(async {
         let path = "/f3a/q";
         let s = session(&zk.connect_string(), 2000).await;
-        let q = WorkQueue::open(&s, path, opts("consumer")).unwrap();
+        let q = WorkQueue::open(s.clone().into_zk(), path, opts("consumer")).unwrap();
         assert!(q.claim(Some(Duration::ZERO)).await.unwrap().is_none());
         let stray_owner = zookeeper_client::Client::connect(&zk.connect_string())
             .await
@@ -324,7 +324,7 @@ fn a_waiter_whose_delete_is_lost_is_deleted_in_the_background() {
     rt.block_on(async {
         let path = "/f3b/q";
         let s = session(&proxy.connect_string(), 4000).await;
-        let q = WorkQueue::open(&s, path, opts("leaver")).unwrap();
+        let q = WorkQueue::open(s.clone().into_zk(), path, opts("leaver")).unwrap();
         q.put(b"x").await.unwrap();
         q.claim(Some(Duration::ZERO))
             .await
@@ -383,7 +383,7 @@ fn a_dropped_handle_deletes_its_put_guard() {
             .unwrap();
         let guards = format!("{path}/guards");
         for round in 0..3 {
-            let q = WorkQueue::open(&s, path, opts("producer")).unwrap();
+            let q = WorkQueue::open(s.clone().into_zk(), path, opts("producer")).unwrap();
             q.put(format!("{round}").as_bytes()).await.unwrap();
             // Guard: the handle made a guard node.
             assert_eq!(admin.list_children(&guards).await.unwrap().len(), 1);
@@ -425,8 +425,8 @@ fn a_claim_timeout_bounds_a_lock_attempt_in_doubt() {
         let path = "/f8t/q";
         let s = session(&proxy.connect_string(), 6000).await;
         let sp = session(&zk.connect_string(), 6000).await;
-        let q = WorkQueue::open(&s, path, opts("bounded")).unwrap();
-        let producer = WorkQueue::open(&sp, path, opts("producer")).unwrap();
+        let q = WorkQueue::open(s.clone().into_zk(), path, opts("bounded")).unwrap();
+        let producer = WorkQueue::open(sp.clone().into_zk(), path, opts("producer")).unwrap();
         let item = producer.put(b"x").await.unwrap();
         // New connections go nowhere; the open one carries the claim until its reply is lost.
         let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -476,7 +476,7 @@ fn a_lost_claim_stays_lost_while_the_session_cannot_be_replaced() {
     rt.block_on(async {
         let path = "/f8l/q";
         let s = session(&proxy.connect_string(), 2000).await;
-        let q = WorkQueue::open(&s, path, opts("latched")).unwrap();
+        let q = WorkQueue::open(s.clone().into_zk(), path, opts("latched")).unwrap();
         q.put(b"x").await.unwrap();
         let claim = q.claim(Some(Duration::ZERO)).await.unwrap().unwrap();
         let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -31,7 +31,7 @@ async fn session(connect: &str, session_ms: u64) -> Session {
 }
 
 fn queue(s: &Session, path: &str) -> WorkQueue {
-    WorkQueue::open(s, path, QueueOptions::default()).unwrap()
+    WorkQueue::open(s.clone().into_zk(), path, QueueOptions::default()).unwrap()
 }
 
 fn opts(identity: &str) -> QueueOptions {
@@ -50,7 +50,7 @@ fn order_release_complete_and_listing() {
     let rt = runtime();
     rt.block_on(async {
         let s = session(&zk.connect_string(), 4000).await;
-        let q = WorkQueue::open(&s, "/basic/q", opts("tester-1")).unwrap();
+        let q = WorkQueue::open(s.clone().into_zk(), "/basic/q", opts("tester-1")).unwrap();
         let mut names = Vec::new();
         for i in 0..3 {
             names.push(q.put(format!("item {i}").as_bytes()).await.unwrap());
@@ -152,7 +152,7 @@ fn bad_input_gets_typed_errors_and_changes_nothing() {
         }
 
         let q = WorkQueue::open(
-            &s,
+            s.clone().into_zk(),
             "/bad/small",
             QueueOptions {
                 max_items: 3,
@@ -191,7 +191,7 @@ fn bad_input_gets_typed_errors_and_changes_nothing() {
 
         for bad in ["", "/", "rel", "/a/", "/a//b"] {
             assert!(matches!(
-                WorkQueue::open(&s, bad, QueueOptions::default()),
+                WorkQueue::open(s.clone().into_zk(), bad, QueueOptions::default()),
                 Err(ZooidError::InvalidArgument(_))
             ));
         }
@@ -199,7 +199,7 @@ fn bad_input_gets_typed_errors_and_changes_nothing() {
             max_items: zooid::queue::MAX_MAX_ITEMS + 1,
             ..QueueOptions::default()
         };
-        assert!(WorkQueue::open(&s, "/bad/x", too_many).is_err());
+        assert!(WorkQueue::open(s.clone().into_zk(), "/bad/x", too_many).is_err());
     });
 }
 
@@ -224,7 +224,7 @@ fn lost_replies_to_put_claim_complete_release() {
     let rt = runtime();
     rt.block_on(async {
         let s = session(&proxy.connect_string(), 4000).await;
-        let q = WorkQueue::open(&s, "/lossy/q", opts("claimer-lossy")).unwrap();
+        let q = WorkQueue::open(s.clone().into_zk(), "/lossy/q", opts("claimer-lossy")).unwrap();
         q.put(b"warm").await.unwrap();
         q.claim(Some(Duration::ZERO))
             .await
@@ -291,7 +291,7 @@ fn lost_replies_to_put_claim_complete_release() {
 
         // Claims: the reply to the lock-creating multi (it carries our identity) is lost.
         let other = session(&zk.connect_string(), 4000).await;
-        let rival = WorkQueue::open(&other, "/lossy/q", opts("rival")).unwrap();
+        let rival = WorkQueue::open(other.clone().into_zk(), "/lossy/q", opts("rival")).unwrap();
         let mut completed = Vec::new();
         for round in 0..PUTS / 2 {
             proxy.drop_reply(multi_with("claimer-lossy", None));

@@ -19,8 +19,9 @@ fn a_put_whose_item_was_completed_before_the_lookup_lands_once() {
     rt.block_on(async {
         let sp = session(&proxy.connect_string(), 6000).await;
         let sc = session(&zk.connect_string(), 6000).await;
-        let producer = WorkQueue::open(&sp, "/pc/q", opts("producer")).unwrap();
-        let consumer = Arc::new(WorkQueue::open(&sc, "/pc/q", opts("consumer")).unwrap());
+        let producer = WorkQueue::open(sp.clone().into_zk(), "/pc/q", opts("producer")).unwrap();
+        let consumer =
+            Arc::new(WorkQueue::open(sc.clone().into_zk(), "/pc/q", opts("consumer")).unwrap());
         producer.put(b"warm").await.unwrap();
 
         // The consumer completes everything it gets, recording when.
@@ -110,9 +111,9 @@ fn queue_full_after_a_put_in_doubt_means_not_added() {
         let so = session(&zk.connect_string(), 6000).await;
         let mut options = opts("held");
         options.max_items = 3;
-        let producer = WorkQueue::open(&sp, "/full/q", options.clone()).unwrap();
+        let producer = WorkQueue::open(sp.clone().into_zk(), "/full/q", options.clone()).unwrap();
         options.identity = Some("other".into());
-        let other = WorkQueue::open(&so, "/full/q", options).unwrap();
+        let other = WorkQueue::open(so.clone().into_zk(), "/full/q", options).unwrap();
         producer.put(b"a").await.unwrap();
         other.put(b"b").await.unwrap();
 

@@ -57,8 +57,8 @@ fn two_puts_on_one_handle_whose_replies_are_lost_are_both_in_the_queue() {
         let path = "/pd1/q";
         let sp = session(&proxy.connect_string(), 6000).await;
         let sc = session(&zk.connect_string(), 6000).await;
-        let producer = WorkQueue::open(&sp, path, opts("producer")).unwrap();
-        let consumer = WorkQueue::open(&sc, path, opts("consumer")).unwrap();
+        let producer = WorkQueue::open(sp.clone().into_zk(), path, opts("producer")).unwrap();
+        let consumer = WorkQueue::open(sc.clone().into_zk(), path, opts("consumer")).unwrap();
         let mut reported = vec![("warm", producer.put(b"warm").await)];
         let resets = proxy.resets();
         for data in ["first", "second"] {
@@ -95,8 +95,8 @@ fn a_put_after_a_put_that_timed_out_in_doubt_is_in_the_queue() {
         let sc = session(&zk.connect_string(), 6000).await;
         let mut options = opts("producer");
         options.op_timeout = Duration::from_millis(800);
-        let producer = WorkQueue::open(&sp, path, options).unwrap();
-        let consumer = WorkQueue::open(&sc, path, opts("consumer")).unwrap();
+        let producer = WorkQueue::open(sp.clone().into_zk(), path, options).unwrap();
+        let consumer = WorkQueue::open(sc.clone().into_zk(), path, opts("consumer")).unwrap();
         let mut reported = vec![("warm", producer.put(b"warm").await)];
 
         // The multi reaches the server, its reply is lost, and no server can be reached again
@@ -159,8 +159,8 @@ fn a_put_after_a_dropped_put_is_in_the_queue() {
         let path = "/pd3/q";
         let sp = session(&proxy.connect_string(), 6000).await;
         let sc = session(&zk.connect_string(), 6000).await;
-        let producer = WorkQueue::open(&sp, path, opts("producer")).unwrap();
-        let consumer = WorkQueue::open(&sc, path, opts("consumer")).unwrap();
+        let producer = WorkQueue::open(sp.clone().into_zk(), path, opts("producer")).unwrap();
+        let consumer = WorkQueue::open(sc.clone().into_zk(), path, opts("consumer")).unwrap();
         let mut reported = vec![("warm", producer.put(b"warm").await)];
         let admin = zookeeper_client::Client::connect(&zk.connect_string())
             .await
@@ -225,8 +225,8 @@ fn a_complete_in_doubt_when_its_session_is_given_up_is_not_nothing_done() {
         let path = "/pd4/q";
         let sc = session(&proxy.connect_string(), 2000).await;
         let sp = session(&zk.connect_string(), 6000).await;
-        let consumer = WorkQueue::open(&sc, path, opts("consumer")).unwrap();
-        let producer = WorkQueue::open(&sp, path, opts("producer")).unwrap();
+        let consumer = WorkQueue::open(sc.clone().into_zk(), path, opts("consumer")).unwrap();
+        let producer = WorkQueue::open(sp.clone().into_zk(), path, opts("producer")).unwrap();
         let item = producer.put(b"x").await.unwrap();
         let claim = consumer
             .claim(Some(Duration::ZERO))

@@ -533,7 +533,7 @@ impl FaultProxy {
     /// [`FaultProxy::hold_request`], and while the request is held the proxy pings the server
     /// every `ping_every` on the held connection (replies discarded): the session stays alive
     /// and owned by that server, as when a client's packets still arrive but its replies are
-    /// lost (docs/SESSION-FATE.md fact E), until the request is delivered.
+    /// lost (docs/DESIGN.md, "When a write's fate is decided" fact E), until the request is delivered.
     pub fn hold_request_keeping_session(
         &self,
         m: RequestMatch,

@@ -73,3 +73,28 @@ impl Future for Interval {
         self.interval.poll_tick(cx).map(|_| Instant::now())
     }
 }
+
+/// zooid patch: where a client spawns its tasks (the session task at connect, the background
+/// deletes of a dropped lock). With a runtime named by the connector (`Connector::with_runtime`),
+/// on that runtime; otherwise through `asyncs::spawn`, which finds tokio through a linkme
+/// registration that a static library's link may leave out ("no spawner").
+#[derive(Clone, Debug, Default)]
+pub struct Spawner(Option<tokio::runtime::Handle>);
+
+impl Spawner {
+    pub fn new(handle: tokio::runtime::Handle) -> Self {
+        Self(Some(handle))
+    }
+
+    /// Spawns `future`, detached.
+    pub fn spawn<F>(&self, future: F)
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        match &self.0 {
+            Some(handle) => drop(handle.spawn(future)),
+            None => drop(asyncs::spawn(future)),
+        }
+    }
+}

@@ -46,6 +46,7 @@ use crate::proto::{
 };
 pub use crate::proto::{EnsembleUpdate, Stat};
 use crate::record::{self, Record, StaticRecord};
+use crate::rt::Spawner;
 #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
 use crate::sasl::SaslOptions;
 use crate::session::StateReceiver;
@@ -225,6 +226,8 @@ pub struct Client {
     session_timeout: Duration,
     requester: Arc<mpsc::UnboundedSender<Request>>,
     state_watcher: StateWatcher,
+    // zooid patch: the runtime named by the connector (vendor/README.md).
+    spawner: Spawner,
 }
 
 impl Client {
@@ -247,8 +250,9 @@ impl Client {
         timeout: Duration,
         requester: Arc<mpsc::UnboundedSender<Request>>,
         state_watcher: StateWatcher,
+        spawner: Spawner,
     ) -> Client {
-        Client { chroot, version, session, session_timeout: timeout, requester, state_watcher }
+        Client { chroot, version, session, session_timeout: timeout, requester, state_watcher, spawner }
     }
 
     fn validate_path<'a>(&'a self, path: &'a str) -> Result<ChrootPath<'a>> {
@@ -507,7 +511,7 @@ impl Client {
 
     // TODO: move these to session side so to eliminate owned Client and String.
     fn delete_background(self, path: String) {
-        asyncs::spawn(async move {
+        self.spawner.clone().spawn(async move {
             self.delete_foreground(&path).await;
         });
     }
@@ -517,7 +521,7 @@ impl Client {
     }
 
     fn delete_ephemeral_background(self, prefix: String, unique: bool) {
-        asyncs::spawn(async move {
+        self.spawner.clone().spawn(async move {
             let (parent, tree, name) = util::split_path(&prefix);
             let mut children = Self::retry_on_connection_loss(|| self.list_children(parent)).await?;
             if unique {
@@ -1548,6 +1552,8 @@ pub struct Connector {
     server_version: Version,
     session_timeout: Duration,
     connection_timeout: Duration,
+    // zooid patch: the runtime the client's tasks are spawned on (vendor/README.md).
+    spawner: Spawner,
 }
 
 impl Connector {
@@ -1565,7 +1571,16 @@ impl Connector {
             server_version: Version(u32::MAX, u32::MAX, u32::MAX),
             session_timeout: Duration::ZERO,
             connection_timeout: Duration::ZERO,
+            spawner: Spawner::default(),
         }
+    }
+
+    /// zooid patch: spawns the client's tasks (its session, the background deletes of a dropped
+    /// lock) on the tokio runtime of `handle`, instead of finding a runtime through
+    /// `asyncs::spawn`, whose registration of tokio a static library's link may leave out.
+    pub fn with_runtime(mut self, handle: tokio::runtime::Handle) -> Self {
+        self.spawner = Spawner::new(handle);
+        self
     }
 
     /// Specifies target session timeout to negotiate with ZooKeeper server.
@@ -1772,11 +1787,18 @@ impl Connector {
         let mut state_watcher = StateWatcher::new(session.subscribe_state());
         // Consume all state changes so far.
         state_watcher.state();
-        asyncs::spawn(async move {
+        self.spawner.spawn(async move {
             session.serve(endpoints, conn, buf, depot, receiver).await;
         });
-        let client =
-            Client::new(chroot.to_owned(), self.server_version, session_info, session_timeout, sender, state_watcher);
+        let client = Client::new(
+            chroot.to_owned(),
+            self.server_version,
+            session_info,
+            session_timeout,
+            sender,
+            state_watcher,
+            self.spawner.clone(),
+        );
         Ok(client)
     }
 

@@ -31,7 +31,7 @@ public final class CategorySpec {
     private final long lastID;
     /** Null: the store's default. */
     private final Layout layout;
-    /** IDs per block for the block layouts; 0: the default (1000). */
+    /** IDs per block for the block layout; 0: the default (1000). */
     private final long blockSize;
     private final long ceiling;
     /** Null: the session's default ACL. */
@@ -88,9 +88,8 @@ public final class CategorySpec {
     }
 
     /**
-     * Any layout, in blocks of {@code blockSize} IDs for the block layouts ({@link Layout#BLOCKS},
-     * pool format 3, pushed IDs merged into the pool node's free list; {@link
-     * Layout#HOLE_NODES}, format 4).
+     * Any layout, in blocks of {@code blockSize} IDs for the block layout ({@link
+     * Layout#HOLE_NODES}, pool format 4; as {@link #blocks(long)}).
      *
      * @param blockSize IDs per block, 0 for the default (1000); ignored for {@link
      *     Layout#SINGLE_NODE}
@@ -153,7 +152,7 @@ public final class CategorySpec {
 
     private static IllegalArgumentException aclNeedsSingleNode() {
         return new IllegalArgumentException("acl: a category with its own ACL needs the single-node "
-                + "layout (the nodes of the block layouts get the session's default ACL)");
+                + "layout (the nodes of the block layout get the session's default ACL)");
     }
 
     /** The first ID. */

@@ -169,16 +169,16 @@ public final class IDGeneratorService extends NativeResource implements AutoClos
     /**
      * Moves the existing category {@code category} to the block layout {@code layout} in place,
      * while other processes keep taking and pushing: a single-node pool (formats 1 and 2, or a
-     * seed-style node) to {@link Layout#HOLE_NODES} (format 4) or {@link Layout#BLOCKS} (format
-     * 3), or a format-3 pool to format 4, in blocks of {@code unit} IDs. No ID is handed out
-     * twice and none is lost; a pool in the layout asked for already is left alone.
+     * seed-style node) to {@link Layout#HOLE_NODES} (format 4), its free ranges becoming hole
+     * nodes, in blocks of {@code unit} IDs. No ID is handed out twice and none is lost; a pool in
+     * the layout asked for already is left alone. A pool in the retired format 3 is refused with
+     * {@link ErrorCode#CORRUPT_POOL} and left as it is.
      *
      * @param unit IDs per block, 0 for the default (1000)
      * @return what was done
      * @throws NullPointerException if {@code category} or {@code layout} is null
      * @throws IllegalArgumentException if {@code unit} is not in {@code 0..2147483647}, for {@link
-     *     Layout#SINGLE_NODE} (there is no way back), a move from format 4 to format 3, or an
-     *     embedded store
+     *     Layout#SINGLE_NODE} (there is no way back), or an embedded store
      * @throws CategoryNotFoundException if the category does not exist
      */
     public Migration migrateCategory(IDCategory category, Layout layout, long unit) throws IDGeneratorException {

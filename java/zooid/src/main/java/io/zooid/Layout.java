@@ -15,15 +15,11 @@ public enum Layout {
      */
     SINGLE_NODE(1),
     /**
-     * Block allocation (pool format 3, ZooKeeper only): fresh IDs are claimed in blocks by
-     * creates that never conflict; pushed IDs are merged into the pool node's free list by the
-     * next take.
-     */
-    BLOCKS(2),
-    /**
-     * Hole nodes (pool format 4, ZooKeeper only): block allocation whose pushed ranges stay nodes
-     * of their own, claimed by deleting them, so thousands of tasks that take a batch and push
-     * back their leftovers do not conflict. The default on ZooKeeper.
+     * Hole nodes (pool format 4, ZooKeeper only): block allocation (fresh IDs claimed in blocks by
+     * creates that never conflict) whose pushed ranges stay nodes of their own, claimed by
+     * deleting them, so thousands of tasks that take a batch and push back their leftovers do not
+     * conflict. The default on ZooKeeper. (Number 2 was block allocation in the retired pool
+     * format 3.)
      */
     HOLE_NODES(3);
 

@@ -28,7 +28,7 @@ public final class Migration {
         return fromFormat;
     }
 
-    /** The pool format now (3 or 4; the same as before when nothing moved). */
+    /** The pool format now (4; the same as before when nothing moved). */
     public int getToFormat() {
         return toFormat;
     }

@@ -30,7 +30,7 @@ class CategorySpecTest {
         assertTrue(assertThrows(IllegalArgumentException.class,
                 () -> spec.blocks(10).acl(Arrays.asList(ZooKeeperAcl.worldRead()))).getMessage().startsWith("acl:"));
         assertThrows(IllegalArgumentException.class,
-                () -> spec.acl(Arrays.asList(ZooKeeperAcl.worldRead())).layout(Layout.BLOCKS, 10));
+                () -> spec.acl(Arrays.asList(ZooKeeperAcl.worldRead())).blocks(10));
 
         assertNull(spec.getLayout());
         assertFalse(spec.getCeiling().isPresent());

@@ -38,7 +38,7 @@ class ConcurrencyTest {
         threadsTakeUseAndPush(new IDCategory("/zooid-java-test/concurrency/blocks"), 500);
         try (IDGeneratorService service = IDGeneratorService.open(zk.connectString())) {
             IDCategory fresh = new IDCategory("/zooid-java-test/concurrency/blocks-order");
-            service.createCategory(fresh, CategorySpec.of(1, 1_000_000).layout(Layout.BLOCKS, 100));
+            service.createCategory(fresh, CategorySpec.of(1, 1_000_000).blocks(100));
             IDSet first = service.takeIDs(fresh, 100);
             assertEquals(1, first.takeID());
             IDSet second = service.takeIDs(fresh, 100);
@@ -57,7 +57,7 @@ class ConcurrencyTest {
         try (IDGeneratorService shared = IDGeneratorService.open(zk.connectString());
                 IDGeneratorService second = IDGeneratorService.open(zk.connectString())) {
             if (blockSize > 0) {
-                shared.createCategory(cat, CategorySpec.of(1, total).layout(Layout.BLOCKS, blockSize));
+                shared.createCategory(cat, CategorySpec.of(1, total).blocks(blockSize));
             } else {
                 shared.createCategory(cat, CategorySpec.of(1, total));
             }

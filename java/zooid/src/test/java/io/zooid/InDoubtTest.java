@@ -16,7 +16,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 /**
  * A write whose outcome cannot be told surfaces in Java as {@link OutcomeUnknownException}
  * (code {@link ErrorCode#OUTCOME_UNKNOWN}), the same in-doubt error as in Rust, C and the CLI
- * (docs/RELIABILITY.md, "When a write's fate is decided"; issue 18).
+ * (docs/DESIGN.md, "When a write's fate is decided"; issue 18).
  */
 class InDoubtTest {
     @RegisterExtension

@@ -47,7 +47,6 @@ class LayoutTest {
     void eachLayoutWritesItsFormatAndTheDefaultIsHoleNodes() throws Exception {
         Object[][] cases = {
             {"single", Layout.SINGLE_NODE, 0L, "#zooid 1\n"},
-            {"blocks", Layout.BLOCKS, 100L, "#zooid 3\n"},
             {"holes", Layout.HOLE_NODES, 0L, "#zooid 4\n"},
             {"default", null, 0L, "#zooid 4\n"},
         };
@@ -75,7 +74,7 @@ class LayoutTest {
                 if (layout == Layout.SINGLE_NODE) {
                     assertEquals(created.getVersion() + 3, after.getVersion(),
                             "the single node is written by the take, the push and the take");
-                } else if (layout != Layout.BLOCKS) {
+                } else {
                     assertEquals(created.getVersion(), after.getVersion(),
                             c[0] + ": takes claim blocks and holes, pushes create holes: the pool node stays");
                 }
@@ -119,12 +118,10 @@ class LayoutTest {
             assertThrows(IllegalArgumentException.class,
                     () -> mem.createCategory(cat, CategorySpec.of(1, 10).layout(Layout.HOLE_NODES, 1L << 31)));
             assertThrows(IllegalArgumentException.class, () -> mem.createCategory(cat, CategorySpec.of(0, 10).layout(Layout.SINGLE_NODE, 0)));
-            // The block layouts need ZooKeeper; nothing is created.
-            for (Layout layout : new Layout[] {Layout.BLOCKS, Layout.HOLE_NODES}) {
-                IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                        () -> mem.createCategory(cat, CategorySpec.of(1, 10).layout(layout, 0)));
-                assertTrue(e.getMessage().contains("ZooKeeper"), e.getMessage());
-            }
+            // Hole nodes need ZooKeeper; nothing is created.
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> mem.createCategory(cat, CategorySpec.of(1, 10).layout(Layout.HOLE_NODES, 0)));
+            assertTrue(e.getMessage().contains("ZooKeeper"), e.getMessage());
             assertThrows(CategoryNotFoundException.class, () -> mem.getPoolInfo(cat));
             assertThrows(IllegalArgumentException.class, () -> mem.migrateCategory(cat, Layout.HOLE_NODES, 0));
             mem.createCategory(cat, CategorySpec.of(1, 100).layout(Layout.SINGLE_NODE, 0));

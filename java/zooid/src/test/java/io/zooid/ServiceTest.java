@@ -134,13 +134,13 @@ class ServiceTest {
      */
     @Test
     void closeClosesTheSessionOnTheServer() throws Exception {
-        for (Layout layout : new Layout[] {null, Layout.SINGLE_NODE, Layout.BLOCKS}) {
+        for (Layout layout : new Layout[] {null, Layout.SINGLE_NODE, Layout.HOLE_NODES}) {
             long before = zk.sessionCount();
             IDCategory cat = freshCategory();
             IDGeneratorService service = IDGeneratorService.open(
                     zk.connectString(), new IDGeneratorOptions().sessionTimeout(Duration.ofSeconds(10)));
-            if (layout == Layout.BLOCKS) {
-                service.createCategory(cat, CategorySpec.of(1, 1_000_000).layout(Layout.BLOCKS, 1_000));
+            if (layout == Layout.HOLE_NODES) {
+                service.createCategory(cat, CategorySpec.of(1, 1_000_000).blocks(1_000));
             } else if (layout != null) {
                 service.createCategory(cat, CategorySpec.of(1, 1_000_000).layout(layout, 0));
             } else {

@@ -1,0 +1,202 @@
+//! `next(n)`: read the counter, then one write `multi` (the versioned `setData`, this write's
+//! marker, the delete of the handle's previous marker) on the session generation of the read.
+
+use super::format::plan;
+use super::resolve::Resolution;
+use super::{decode, encode, retryable, Counter, CounterStats, MARKER_PREFIX};
+use crate::error::{Result, ZooidError};
+use crate::range::IdRange;
+use crate::retry::Budget;
+use crate::zk::{Create, Failure, Fate, Multi, Verdict, ZooKeeperExt};
+
+/// One write `multi`'s content, kept to send it again unchanged.
+pub(super) struct Write<'a> {
+    pub(super) value: [u8; 8],
+    pub(super) version: i32,
+    pub(super) marker: &'a str,
+    pub(super) previous: Option<&'a str>,
+    pub(super) marker_data: String,
+}
+
+/// Why one attempt's write failed.
+pub(super) enum WriteError {
+    /// The counter's version moved (`BADVERSION` on the `setData`).
+    Conflict,
+    /// The counter node is gone.
+    NoNode,
+    /// The previous marker was not there (deleted by hand); forget it and try again.
+    StaleMarker,
+    /// The reply was lost: the write may or may not have applied.
+    Lost(String),
+    /// Refused for a reason that proves nothing was written.
+    Refused(Failure),
+}
+
+impl Counter {
+    /// Reserves the `n` values after the counter's current value and returns them
+    /// (`last + 1 ..= last + n`). Values are handed out only when this call knows its write
+    /// applied.
+    ///
+    /// Errors (nothing reserved unless stated): `InvalidArgument` for `n = 0` or a range past
+    /// `i64::MAX`, `Exhausted` at `i64::MAX`, `NotFound`, `CorruptPool` (not 8 bytes; the node
+    /// is never overwritten), `VersionWrap`, `Contention` when version conflicts outlast the
+    /// retry policy, `ConnectionLost`/`Timeout`, and `OutcomeUnknown` when a lost write's fate
+    /// could not be told: its values (in `ids`) are skipped, never handed out by anyone who
+    /// follows this protocol.
+    pub async fn next(&self, n: u64) -> Result<IdRange> {
+        if n == 0 {
+            return Err(ZooidError::InvalidArgument(
+                "a counter reserves at least one value (n = 0)".into(),
+            ));
+        }
+        let mut budget = Budget::start(self.policy);
+        let Ok(mut state) = tokio::time::timeout(budget.remaining(), self.state.lock()).await
+        else {
+            return Err(ZooidError::Timeout {
+                what: self.path.clone(),
+                after: budget.elapsed(),
+            });
+        };
+        let mut conflicted = false;
+        let mut last_failure = String::new();
+        while budget.try_attempt() {
+            let generation = self.zk.generation();
+            // Read the current value and version.
+            let (data, stat) = match self.zk.get(generation, &self.path).await {
+                Ok(read) => read,
+                Err(Failure {
+                    verdict: Verdict::NoNode,
+                    ..
+                }) => return Err(self.not_found()),
+                Err(failure) => {
+                    if retryable(&failure) {
+                        last_failure = failure.message;
+                        budget.backoff().await;
+                        continue;
+                    }
+                    return Err(self.store_error(&failure));
+                }
+            };
+            let last = decode(&self.path, &data)?;
+            let range = plan(&self.path, last, n)?;
+            let version = stat.version;
+            if version < 0 || version == i32::MAX {
+                // -1 would mean "any version" (a blind write); MAX would wrap.
+                return Err(ZooidError::VersionWrap {
+                    path: self.path.clone(),
+                    version,
+                });
+            }
+            let previous = match &state.marker {
+                Some((marker, made_in)) if *made_in == generation => Some(marker.clone()),
+                _ => None,
+            };
+            let marker = format!(
+                "{}/{MARKER_PREFIX}{:032x}",
+                self.path,
+                rand::random::<u128>()
+            );
+            let write = Write {
+                value: encode(range.end()),
+                version,
+                marker: &marker,
+                previous: previous.as_deref(),
+                marker_data: range.to_string(),
+            };
+            let outcome = match self.send(generation, &write).await {
+                Ok(()) => Resolution::Applied,
+                Err(WriteError::Conflict) => {
+                    conflicted = true;
+                    budget.backoff().await;
+                    continue;
+                }
+                Err(WriteError::NoNode) => return Err(self.not_found()),
+                Err(WriteError::StaleMarker) => {
+                    state.marker = None;
+                    continue;
+                }
+                Err(WriteError::Refused(failure)) => return Err(self.store_error(&failure)),
+                Err(WriteError::Lost(why)) => {
+                    tracing::warn!(counter = %self.path, %why, range = %range, "counter write reply lost; resolving");
+                    state.stats.lost_replies += 1;
+                    let outcome = self.resolve(generation, &write, &mut state.stats).await;
+                    count(&outcome, &mut state.stats);
+                    outcome
+                }
+            };
+            match outcome {
+                Resolution::Applied => {
+                    state.marker = Some((marker, generation));
+                    return Ok(range);
+                }
+                Resolution::NotApplied => {
+                    conflicted = true;
+                    continue;
+                }
+                Resolution::Unknown(why) => {
+                    // Any marker of ours went with the session (or its fate is as unknown).
+                    state.marker = None;
+                    state.stats.skipped += range.len();
+                    tracing::error!(counter = %self.path, %why, range = %range, "counter write outcome unknown; values skipped");
+                    return Err(ZooidError::OutcomeUnknown {
+                        category: self.path.clone(),
+                        op: crate::WriteOp::Next,
+                        ids: vec![range],
+                        leaked_within: None,
+                    });
+                }
+            }
+        }
+        if conflicted {
+            Err(ZooidError::Contention {
+                category: self.path.clone(),
+                attempts: budget.attempts(),
+                elapsed: budget.elapsed(),
+            })
+        } else {
+            Err(self.unreachable(&budget, &last_failure))
+        }
+    }
+
+    /// Sends one write `multi` on the session of `generation` (a given-up generation's is not
+    /// sent: it fails as a lost write, which [`Counter::resolve`] settles on the next session).
+    pub(super) async fn send(
+        &self,
+        generation: u64,
+        write: &Write<'_>,
+    ) -> std::result::Result<(), WriteError> {
+        let mut multi = Multi::new();
+        multi
+            .set(&self.path, &write.value, Some(write.version))
+            .create(
+                write.marker,
+                write.marker_data.as_bytes(),
+                &Create::ephemeral(),
+            );
+        if let Some(previous) = write.previous {
+            multi.delete(previous, Some(0));
+        }
+        let failed = match multi.commit(&*self.zk, generation).await {
+            Ok(_) => return Ok(()),
+            Err(failed) => failed,
+        };
+        match (failed.index, failed.verdict()) {
+            (Some(0), Verdict::BadVersion) => Err(WriteError::Conflict),
+            (Some(0), Verdict::NoNode) => Err(WriteError::NoNode),
+            (Some(2), Verdict::NoNode | Verdict::BadVersion) => Err(WriteError::StaleMarker),
+            (_, verdict) if verdict.fate() == Fate::Refused => {
+                Err(WriteError::Refused(failed.failure))
+            }
+            _ => Err(WriteError::Lost(failed.failure.message)),
+        }
+    }
+}
+
+/// Counts how a lost write was resolved.
+fn count(outcome: &Resolution, stats: &mut CounterStats) {
+    match outcome {
+        Resolution::Applied => stats.resolved_applied += 1,
+        Resolution::NotApplied => stats.resolved_not_applied += 1,
+        Resolution::Unknown(_) => {}
+    }
+}

@@ -1,0 +1,295 @@
+//! The state a source's callers and its background refill share: the current and prefetched
+//! batches behind one short-lived mutex, the refill (when, how much), the wait for it, and the
+//! close that pushes every local ID back.
+
+use std::pin::pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use tokio::runtime::Handle;
+use tokio::sync::Notify;
+
+use super::options::{SourceOptions, SourceStats, BATCH_HISTORY};
+use crate::alloc::IdGeneratorService;
+use crate::error::{Result, ZooidError};
+use crate::idset::{IdCategory, IdSet};
+use crate::range::IdRange;
+use crate::store::Store;
+
+/// The mutable part of a source, behind one short-lived mutex.
+pub(super) struct State {
+    pub(super) current: IdSet,
+    /// IDs the current batch had when installed.
+    pub(super) current_len: u64,
+    /// IDs left in the current batch.
+    pub(super) left: u64,
+    /// Refill once `left` drops to this.
+    pub(super) refill_mark: u64,
+    /// When the current batch was installed.
+    pub(super) since: Instant,
+    /// The prefetched batch.
+    pub(super) next: Option<IdSet>,
+    pub(super) refilling: bool,
+    /// The last refill's error, kept for the caller that runs out, and when it happened.
+    pub(super) failure: Option<(ZooidError, Instant)>,
+    pub(super) closed: bool,
+    /// The size the next refill starts from.
+    pub(super) batch: u64,
+    pub(super) stats: SourceStats,
+}
+
+impl State {
+    pub(super) fn install(&mut self, ids: IdSet, refill_when_used: f64) {
+        let len = ids.count_ids();
+        self.current = ids;
+        self.current_len = len;
+        self.left = len;
+        let used = ((len as f64) * refill_when_used).ceil() as u64;
+        self.refill_mark = len.saturating_sub(used.max(1));
+        self.since = Instant::now();
+    }
+
+    /// Takes one local ID, moving to the prefetched batch when the current one is used up.
+    #[inline]
+    pub(super) fn take_id(&mut self, refill_when_used: f64) -> Option<i64> {
+        let id = match self.current.take_id() {
+            Some(id) => id,
+            None => {
+                let next = self.next.take()?;
+                self.install(next, refill_when_used);
+                self.current.take_id()?
+            }
+        };
+        self.left -= 1;
+        self.stats.handed_out += 1;
+        Some(id)
+    }
+
+    /// Takes up to `max` consecutive local IDs.
+    pub(super) fn take_run(&mut self, max: u64, refill_when_used: f64) -> Option<IdRange> {
+        let run = match self.current.take_run(max) {
+            Some(run) => run,
+            None => {
+                let next = self.next.take()?;
+                self.install(next, refill_when_used);
+                self.current.take_run(max)?
+            }
+        };
+        self.left -= run.len();
+        self.stats.handed_out += run.len();
+        Some(run)
+    }
+
+    pub(super) fn local(&self) -> u64 {
+        self.left + self.next.as_ref().map_or(0, IdSet::count_ids)
+    }
+}
+
+/// What the background refill and the callers share.
+pub(super) struct Shared<S: Store> {
+    pub(super) service: Arc<IdGeneratorService<S>>,
+    pub(super) category: IdCategory,
+    pub(super) options: SourceOptions,
+    pub(super) runtime: Handle,
+    pub(super) state: Mutex<State>,
+    /// Woken when a refill ends, whether it succeeded or not.
+    pub(super) refilled: Notify,
+}
+
+/// What a caller finds when it looks for a local ID.
+pub(super) enum Step<T> {
+    Got(T),
+    Wait,
+    Fail(ZooidError),
+}
+
+impl<S: Store> Shared<S> {
+    pub(super) fn lock(&self) -> MutexGuard<'_, State> {
+        // Every critical section leaves the state consistent, so a poisoned lock is safe to use.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether to start a refill now, and of what size; marks it started.
+    #[inline]
+    fn due_refill(&self, st: &mut State) -> Option<u64> {
+        if st.left > st.refill_mark || st.refilling || st.next.is_some() || st.closed {
+            return None;
+        }
+        if let Some((_, at)) = &st.failure {
+            if at.elapsed() < self.options.retry_refill_after {
+                return None;
+            }
+        }
+        Some(self.start_refill(st))
+    }
+
+    /// Adapts the batch size to the current batch's projected lifetime and marks a refill started.
+    fn start_refill(&self, st: &mut State) -> u64 {
+        let used = st.current_len - st.left;
+        if used > 0 {
+            let elapsed = st.since.elapsed().as_secs_f64();
+            let projected = elapsed * st.current_len as f64 / used as f64;
+            let target = self.options.target_batch_duration.as_secs_f64();
+            if projected < target {
+                st.batch = st.batch.saturating_mul(2);
+            } else if projected > 2.0 * target {
+                st.batch /= 2;
+            }
+            st.batch = st
+                .batch
+                .clamp(self.options.min_batch, self.options.max_batch);
+        }
+        st.refilling = true;
+        st.stats.next_batch = st.batch;
+        st.batch
+    }
+
+    /// One look for local IDs with `take`; starts a refill when one is due.
+    pub(super) fn poll<T>(
+        self: &Arc<Self>,
+        waited: &mut bool,
+        take: impl FnOnce(&mut State) -> Option<T>,
+    ) -> Step<T> {
+        let mut st = self.lock();
+        if st.closed {
+            return Step::Fail(self.closed_error());
+        }
+        if let Some(got) = take(&mut st) {
+            let due = self.due_refill(&mut st);
+            drop(st);
+            if let Some(n) = due {
+                self.spawn_refill(n);
+            }
+            return Step::Got(got);
+        }
+        if !*waited {
+            *waited = true;
+            st.stats.waits += 1;
+        }
+        if st.refilling {
+            return Step::Wait;
+        }
+        if let Some((err, _)) = st.failure.take() {
+            return Step::Fail(err);
+        }
+        let n = self.start_refill(&mut st);
+        drop(st);
+        self.spawn_refill(n);
+        Step::Wait
+    }
+
+    fn closed_error(&self) -> ZooidError {
+        ZooidError::Closed {
+            what: format!("ID source of {}", self.category),
+        }
+    }
+
+    fn spawn_refill(self: &Arc<Self>, n: u64) {
+        let shared = Arc::clone(self);
+        self.runtime.spawn(async move { shared.refill(n).await });
+    }
+
+    async fn refill(&self, n: u64) {
+        let result = self.service.take_ids(&self.category, n).await;
+        // Logged before locking: the callers' critical sections stay a few instructions long.
+        let result = match result {
+            Ok(ids) => {
+                let len = ids.count_ids();
+                tracing::debug!(category = %self.category, asked = n, got = len, "prefetched a batch");
+                Ok((ids, len))
+            }
+            Err(err) => {
+                tracing::warn!(category = %self.category, %err, "refill failed; the caller sees it when local IDs run out");
+                Err((err, Instant::now()))
+            }
+        };
+        let mut st = self.lock();
+        st.refilling = false;
+        match result {
+            Ok((ids, len)) => {
+                st.failure = None;
+                st.stats.refills += 1;
+                if st.stats.batches.len() == BATCH_HISTORY {
+                    st.stats.batches.remove(0);
+                }
+                st.stats.batches.push(len); // within the capacity reserved at open
+                if st.left == 0 && st.next.is_none() {
+                    st.install(ids, self.options.refill_when_used);
+                } else {
+                    st.next = Some(ids);
+                }
+            }
+            Err(failure) => {
+                st.stats.refill_failures += 1;
+                st.failure = Some(failure);
+            }
+        }
+        drop(st);
+        self.refilled.notify_waiters();
+    }
+
+    /// Looks for local IDs with `take` until some arrive, waiting for refills.
+    pub(super) async fn wait_for<T>(
+        self: &Arc<Self>,
+        take: impl Fn(&mut State) -> Option<T>,
+    ) -> Result<T> {
+        let mut waited = false;
+        // The fast path registers no waiter; the loop registers before it looks again, so a
+        // refill ending in between is not missed.
+        match self.poll(&mut waited, &take) {
+            Step::Got(got) => return Ok(got),
+            Step::Fail(err) => return Err(err),
+            Step::Wait => {}
+        }
+        loop {
+            let mut notified = pin!(self.refilled.notified());
+            notified.as_mut().enable();
+            match self.poll(&mut waited, &take) {
+                Step::Got(got) => return Ok(got),
+                Step::Fail(err) => return Err(err),
+                Step::Wait => notified.await,
+            }
+        }
+    }
+
+    /// Stops handing out IDs, waits for an in-flight refill, and pushes back every local ID and
+    /// `unused`.
+    pub(super) async fn close(&self, unused: &[IdRange]) -> Result<()> {
+        let mut ranges = loop {
+            let mut notified = pin!(self.refilled.notified());
+            notified.as_mut().enable();
+            let taken = {
+                let mut st = self.lock();
+                st.closed = true;
+                if st.refilling {
+                    None
+                } else {
+                    let mut ranges = st.current.ranges();
+                    if let Some(next) = st.next.take() {
+                        ranges.extend(next.ranges());
+                    }
+                    st.current = IdSet::new(self.category.clone(), Vec::new());
+                    st.left = 0;
+                    Some(ranges)
+                }
+            };
+            match taken {
+                Some(ranges) => break ranges,
+                None => notified.await,
+            }
+        };
+        ranges.extend_from_slice(unused);
+        ranges.sort_unstable();
+        let mut rest = IdSet::new(self.category.clone(), ranges);
+        let count = rest.count_ids();
+        let result = self.service.push_ids(&mut rest).await;
+        if result.is_err() && rest.has_more_ids() {
+            // Nothing was pushed: keep the IDs so that another close can try again.
+            let mut st = self.lock();
+            st.install(rest, self.options.refill_when_used);
+        } else if result.is_ok() {
+            tracing::debug!(category = %self.category, pushed = count, "ID source closed");
+        }
+        result
+    }
+}

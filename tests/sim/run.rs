@@ -1,0 +1,415 @@
+//! One seed's run: a world, several processes each running the real ID service on its own
+//! simulated session (takes and pushes), chaos per process (disconnections, partitions,
+//! expiries, pauses, crashes and restarts), then a quiet phase, a drain of every free ID, and the
+//! end checks.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use rand::Rng;
+use tokio::task::JoinHandle;
+use zooid::zk::Zk;
+use zooid::{IdCategory, IdGeneratorService, IdSet, Layout, RetryPolicy, ServiceOptions};
+
+use crate::oracle::{ids_of, InFlight, Oracle};
+use crate::world::faults::{between, chance};
+use crate::world::sessions::Life;
+use crate::world::{Faults, SimSession, World};
+
+/// What a run is asked to do.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub processes: usize,
+    pub run_for: Duration,
+    pub last_id: i64,
+    pub echo: bool,
+    /// Which layouts: `single` (every seed single-node), `format4`, or `both` (even seeds
+    /// single-node, odd ones format 4).
+    pub layouts: String,
+}
+
+/// What a run found.
+pub struct Outcome {
+    pub layout: &'static str,
+    pub violations: Vec<String>,
+    pub events: u64,
+    pub hash: u64,
+    pub trace: Vec<String>,
+    pub summary: String,
+}
+
+/// A process's gate: while paused, its task is not polled (its clock stops), the world's runs.
+#[derive(Default)]
+struct Gate {
+    paused: AtomicBool,
+    waker: Mutex<Option<Waker>>,
+}
+
+impl Gate {
+    fn set(&self, paused: bool) {
+        self.paused.store(paused, Ordering::SeqCst);
+        if !paused {
+            if let Some(waker) = self.waker.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                waker.wake();
+            }
+        }
+    }
+}
+
+struct Pausable<F> {
+    inner: Pin<Box<F>>,
+    gate: Arc<Gate>,
+}
+
+impl<F: Future> Future for Pausable<F> {
+    type Output = F::Output;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        if self.gate.paused.load(Ordering::SeqCst) {
+            *self.gate.waker.lock().unwrap_or_else(|p| p.into_inner()) = Some(cx.waker().clone());
+            return Poll::Pending;
+        }
+        self.inner.as_mut().poll(cx)
+    }
+}
+
+fn options() -> ServiceOptions {
+    ServiceOptions {
+        // No jitter: the library draws it from the thread's RNG, which no seed reaches
+        // (tests/sim/README.md). `ZOOID_SIM_JITTER=1` keeps the library's own backoff.
+        retry: if std::env::var_os("ZOOID_SIM_JITTER").is_some() {
+            RetryPolicy::default()
+        } else {
+            RetryPolicy {
+                max_attempts: 40,
+                deadline: Duration::from_secs(600),
+                base_delay: Duration::ZERO,
+                max_delay: Duration::ZERO,
+            }
+        },
+        // A short operation log: lost replies are also resolved from the free list.
+        op_log_len: 6,
+        ..ServiceOptions::default()
+    }
+}
+
+struct Shared {
+    world: World,
+    oracle: Mutex<Oracle>,
+    category: IdCategory,
+    single: bool,
+    stop: AtomicBool,
+}
+
+impl Shared {
+    fn oracle(&self) -> std::sync::MutexGuard<'_, Oracle> {
+        self.oracle.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The step check: on a single-node pool, no held ID is free.
+    fn check_step(&self) {
+        if !self.single {
+            return;
+        }
+        let data = {
+            let state = self.world.lock();
+            state.tree.get(self.category.name()).map(|n| n.data.clone())
+        };
+        if let Some(data) = data {
+            if let Ok(pool) = zooid::format::Pool::parse(self.category.name(), &data) {
+                self.oracle().check_free(pool.free());
+            }
+        }
+    }
+
+    fn log(&self, line: String) {
+        self.world.lock().log(line);
+    }
+}
+
+/// One process: takes and pushes until told to stop.
+async fn process(shared: Arc<Shared>, p: usize, zk: Zk) {
+    let service = IdGeneratorService::on_zookeeper(zk, options());
+    let category = shared.category.clone();
+    let mut mine: Vec<i64> = Vec::new();
+    while !shared.stop.load(Ordering::SeqCst) {
+        let (push, n, pause) = {
+            let mut state = shared.world.lock();
+            let push = !mine.is_empty() && state.rng.random_bool(0.4);
+            (
+                push,
+                state.rng.random_range(1..=4u64),
+                between(&mut state.rng, Duration::ZERO, Duration::from_millis(40)),
+            )
+        };
+        if push {
+            let k = mine.len().min(3);
+            let ids: Vec<i64> = mine.drain(..k).collect();
+            let ranges: Vec<_> = ids.iter().map(|id| zooid::IdRange::single(*id)).collect();
+            let mut set = IdSet::new(category.clone(), ranges);
+            shared
+                .oracle()
+                .in_flight
+                .insert(p, InFlight::Push(ids.clone()));
+            let result = service.push_ids(&mut set).await;
+            shared.log(format!(
+                "p{p} push {ids:?} -> {:?}",
+                result.as_ref().map_err(|e| e.kind())
+            ));
+            let mut oracle = shared.oracle();
+            oracle.in_flight.remove(&p);
+            match &result {
+                Ok(()) => oracle.pushed(p, &ids),
+                Err(err) => {
+                    oracle.failed(p, err, &ids);
+                    if !matches!(err, zooid::ZooidError::OutcomeUnknown { .. }) {
+                        mine.extend(ids); // kept by the caller
+                    }
+                }
+            }
+        } else {
+            shared.oracle().in_flight.insert(p, InFlight::Take(n));
+            let result = service.take_ids(&category, n).await;
+            let ids = result.as_ref().map(|set| ids_of(&set.ranges())).ok();
+            shared.log(format!(
+                "p{p} take {n} -> {:?}",
+                result.as_ref().map(|_| &ids).map_err(|e| e.kind())
+            ));
+            let mut oracle = shared.oracle();
+            oracle.in_flight.remove(&p);
+            match &result {
+                Ok(_) => {
+                    let ids = ids.unwrap_or_default();
+                    oracle.taken(p, &ids);
+                    mine.extend(ids);
+                }
+                Err(err) => oracle.failed(p, err, &[]),
+            }
+        }
+        shared.check_step();
+        tokio::time::sleep(pause).await;
+    }
+}
+
+struct Proc {
+    client: usize,
+    gate: Arc<Gate>,
+    task: JoinHandle<()>,
+}
+
+fn spawn(shared: &Arc<Shared>, p: usize, client: usize) -> Proc {
+    let zk: Zk = SimSession::open(&shared.world, client, p);
+    let gate = Arc::new(Gate::default());
+    let task = tokio::spawn(Pausable {
+        inner: Box::pin(process(shared.clone(), p, zk)),
+        gate: gate.clone(),
+    });
+    Proc { client, gate, task }
+}
+
+/// Runs one seed.
+pub async fn run(seed: u64, config: &Config) -> Outcome {
+    let single = match config.layouts.as_str() {
+        "format4" => false,
+        "both" => seed.is_multiple_of(2),
+        _ => true,
+    };
+    let layout_name = if single { "single-node" } else { "format-4" };
+    let world = World::new(seed, Faults::all(), config.echo);
+    tokio::spawn(world.clone().drive());
+    let category = IdCategory::new("/ids/sim").expect("valid");
+    let shared = Arc::new(Shared {
+        world: world.clone(),
+        oracle: Mutex::new(Oracle {
+            unit: if single { 1 } else { 4 },
+            ..Oracle::default()
+        }),
+        category: category.clone(),
+        single,
+        stop: AtomicBool::new(false),
+    });
+    world.lock().faults = Faults::all().none();
+    let admin: Zk = SimSession::open(&world, 0, 0);
+    let service = IdGeneratorService::on_zookeeper(admin.clone(), options());
+    let layout = if single {
+        Layout::SingleNode
+    } else {
+        Layout::HoleNodes { unit: 4 }
+    };
+    if let Err(err) = service
+        .create_category(
+            &category,
+            &zooid::CategorySpec::new(1, config.last_id).layout(layout),
+        )
+        .await
+    {
+        return Outcome {
+            layout: layout_name,
+            violations: vec![format!("setup: create failed: {err}")],
+            events: 0,
+            hash: 0,
+            trace: Vec::new(),
+            summary: String::new(),
+        };
+    }
+    world.lock().faults = Faults::all();
+    world.lock().log(format!(
+        "seed {seed}: {layout_name}, {} processes",
+        config.processes
+    ));
+    let mut next_client = 1;
+    let mut procs: Vec<Proc> = (1..=config.processes)
+        .map(|p| {
+            next_client += 1;
+            spawn(&shared, p, next_client)
+        })
+        .collect();
+    // Chaos, per tick, until the end of the run.
+    let tick = world.lock().faults.tick;
+    let end = tokio::time::Instant::now() + config.run_for;
+    let mut crashes = 0;
+    while tokio::time::Instant::now() < end {
+        tokio::time::sleep(tick).await;
+        for (i, proc) in procs.iter_mut().enumerate() {
+            let p = i + 1;
+            let (f, roll, timeout) = {
+                let mut state = world.lock();
+                (
+                    state.faults.clone(),
+                    state.rng.random::<f64>(),
+                    state.faults.session_timeout,
+                )
+            };
+            let mut bound = 0.0;
+            let mut hit = |q: f64| {
+                bound += q;
+                roll < bound
+            };
+            let c = proc.client;
+            if hit(f.disconnect) {
+                let mut state = world.lock();
+                let down = between(&mut state.rng, Duration::from_millis(10), timeout / 3);
+                state.drop_connection(c, Some(down), "chaos: disconnect");
+            } else if hit(f.partition) {
+                let mut state = world.lock();
+                let down = between(&mut state.rng, timeout, timeout * 3);
+                state.drop_connection(c, Some(down), "chaos: partition");
+            } else if hit(f.expire) {
+                let mut state = world.lock();
+                if let Some(sid) = state.clients.get(&c).map(|cl| cl.session) {
+                    state.end_session(sid, Life::Expired);
+                }
+            } else if hit(f.pause) {
+                let pause = {
+                    let mut state = world.lock();
+                    let pause = between(&mut state.rng, Duration::from_millis(100), timeout * 2);
+                    state.log(format!("p{p} paused for {pause:?}"));
+                    if let Some(cl) = state.clients.get_mut(&c) {
+                        cl.frozen = true;
+                    }
+                    state.drop_connection(c, None, "process paused");
+                    pause
+                };
+                proc.gate.set(true);
+                let (world2, gate) = (world.clone(), proc.gate.clone());
+                tokio::spawn(async move {
+                    tokio::time::sleep(pause).await;
+                    world2.lock().thaw(c);
+                    world2.poke();
+                    gate.set(false);
+                });
+            } else if hit(f.crash) {
+                crashes += 1;
+                proc.task.abort();
+                {
+                    let mut state = world.lock();
+                    state.log(format!("p{p} crashed"));
+                    if let Some(cl) = state.clients.get_mut(&c) {
+                        cl.frozen = true;
+                    }
+                    state.drop_connection(c, None, "process crashed");
+                }
+                shared.oracle().crashed(p);
+                next_client += 1;
+                *proc = spawn(&shared, p, next_client);
+            }
+            world.poke();
+        }
+    }
+    // The quiet phase: no new fault; paused processes resume; every process ends its operation.
+    world.lock().faults = Faults::all().none();
+    shared.stop.store(true, Ordering::SeqCst);
+    world.lock().log("quiet");
+    for proc in &procs {
+        let mut state = world.lock();
+        state.thaw(proc.client);
+        drop(state);
+        proc.gate.set(false);
+    }
+    world.poke();
+    for proc in procs {
+        let finished = tokio::time::timeout(Duration::from_secs(600), proc.task).await;
+        if finished.is_err() {
+            shared
+                .oracle()
+                .violations
+                .push("a process did not finish within 600 s of quiet".into());
+        }
+    }
+    // The drain: a fresh process takes every free ID. Format 4 leaves a young hole to its pusher
+    // for a while measured on the wall clock (std::time::Instant, which the virtual clock does
+    // not move): when IDs are missing after a first drain, wait that long for real and drain again.
+    let drain: Zk = SimSession::open(&world, next_client + 1, 99);
+    let drainer = IdGeneratorService::on_zookeeper(drain, options());
+    for pass in 0..2 {
+        if pass == 1 {
+            if single || shared.oracle().missing(1, config.last_id) == 0 {
+                break;
+            }
+            std::thread::sleep(zooid::LEFT_TO_PUSHER_FOR + Duration::from_millis(100));
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        }
+        for _ in 0..(config.last_id as usize) {
+            match drainer.take_ids(&category, 50).await {
+                Ok(set) => {
+                    let ids = ids_of(&set.ranges());
+                    shared.log(format!("drain -> {} IDs", ids.len()));
+                    shared.oracle().taken(99, &ids);
+                }
+                Err(zooid::ZooidError::Exhausted { .. }) => break,
+                Err(err) => {
+                    shared
+                        .oracle()
+                        .violations
+                        .push(format!("drain failed in the quiet phase: {err}"));
+                    break;
+                }
+            }
+        }
+    }
+    let mut oracle = shared.oracle();
+    oracle.check_conserved(1, config.last_id);
+    let mut state = world.lock();
+    let summary = format!(
+        "{layout_name}: {} takes, {} pushes, {} unknown, {} crashes, {} doubt, bound {}, zxid {}",
+        oracle.takes,
+        oracle.pushes,
+        oracle.unknown,
+        crashes,
+        oracle.doubt.len(),
+        oracle.anonymous,
+        state.tree.zxid
+    );
+    let _ = chance;
+    Outcome {
+        layout: layout_name,
+        violations: std::mem::take(&mut oracle.violations),
+        events: state.trace.events,
+        hash: state.trace.hash,
+        trace: state.trace.lines.drain(..).collect(),
+        summary,
+    }
+}
