@@ -5,7 +5,7 @@
 //!   `create_category` gives on ZooKeeper (`Layout::HoleNodes`, format 4; examples/contender.rs);
 //! - `zooid-single`: the same on a category in `Layout::SingleNode` (formats 1/2, the old
 //!   default: one compare-and-set node);
-//! - `zooid-blocks`: the same on a category made by `create_category_blocks` with blocks of one
+//! - `zooid-blocks`: the same on a category made with `CategorySpec::blocks` of one
 //!   batch (format 4 since format 3 was retired: the default layout with that block size);
 //! - `zooid-fair`: `zooid` with `ServiceOptions::fair_pacing` (src/pace.rs);
 //! - `naive`: the seed-000 loop on a legacy counter: get, add, set with the read version, retry at
@@ -90,6 +90,7 @@
 //! takes filled them), and the duplicate check of the kept IDs (the hole maker's and every
 //! task's).
 
+use zooid::CategorySpec;
 use zooid_test_support as support;
 
 use std::collections::HashMap;
@@ -103,8 +104,8 @@ use std::time::{Duration, Instant};
 
 use support::{four_letter_word, ZkEnsemble, ZkServer};
 use zooid::{
-    ConnectOptions, ErrorKind, IdCategory, IdGeneratorService, IdRange, IdSet, Layout,
-    ServiceOptions, ZooidError,
+    ConnectOptions, ErrorKind, IdCategory, IdGeneratorService, IdRange, IdSet, ServiceOptions,
+    ZooidError,
 };
 
 /// How long processes may take to connect and warm up.
@@ -638,15 +639,15 @@ async fn create_in(service: &IdGeneratorService, layout: &str, path: &str, unit:
     let category = IdCategory::new(path).expect("category");
     match layout {
         "single" => service
-            .create_category_in(&category, 1, i64::MAX / 2, Layout::SingleNode)
+            .create_category(&category, &CategorySpec::new(1, i64::MAX / 2).single_node())
             .await
             .expect("create category"),
         "blocks" => service
-            .create_category_blocks(&category, 1, i64::MAX / 2, unit)
+            .create_category(&category, &CategorySpec::new(1, i64::MAX / 2).blocks(unit))
             .await
             .expect("create category"),
         _ => service
-            .create_category(&category, 1, i64::MAX / 2)
+            .create_category(&category, &CategorySpec::new(1, i64::MAX / 2))
             .await
             .expect("create category"),
     }
@@ -725,12 +726,12 @@ fn burst(setup: &str, tasks: usize, batch: u64) {
             let services = open_sessions(&connect, tasks, &options).await;
             if name == "blocks" {
                 services[0]
-                    .create_category_blocks(&category, 1, i64::MAX / 2, batch)
+                    .create_category(&category, &CategorySpec::new(1, i64::MAX / 2).blocks(batch))
                     .await
                     .expect("create");
             } else {
                 services[0]
-                    .create_category(&category, 1, i64::MAX / 2)
+                    .create_category(&category, &CategorySpec::new(1, i64::MAX / 2))
                     .await
                     .expect("create");
             }

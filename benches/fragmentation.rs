@@ -17,13 +17,12 @@
 //! cargo bench --bench fragmentation [-- --rounds 200 --ranges 20000]
 //! ```
 
+use zooid::CategorySpec;
 use zooid_test_support as support;
 
 use std::time::Instant;
 
-use zooid::{
-    ConnectOptions, IdCategory, IdGeneratorService, IdRange, IdSet, Layout, ServiceOptions,
-};
+use zooid::{ConnectOptions, IdCategory, IdGeneratorService, IdRange, IdSet, ServiceOptions};
 
 /// Runs of this many IDs alternate between free and held.
 const RUN: i64 = 5;
@@ -65,16 +64,16 @@ async fn fragmented(
     match layout {
         "blocks" => {
             let unit = u64::try_from(span).expect("span");
-            svc.create_category_blocks(&cat, 1, i64::MAX / 2, unit)
+            svc.create_category(&cat, &CategorySpec::new(1, i64::MAX / 2).blocks(unit))
                 .await
                 .expect("create")
         }
         "single" => svc
-            .create_category_in(&cat, 1, i64::MAX / 2, Layout::SingleNode)
+            .create_category(&cat, &CategorySpec::new(1, i64::MAX / 2).single_node())
             .await
             .expect("create"),
         _ => svc
-            .create_category(&cat, 1, i64::MAX / 2)
+            .create_category(&cat, &CategorySpec::new(1, i64::MAX / 2))
             .await
             .expect("create"),
     }

@@ -13,6 +13,7 @@
 //! 2,000,000), `PREFETCH_BENCH_WORK_NS` (busy work per ID, default 200), `PREFETCH_BENCH_CONNECT`
 //! (another store instead of the ZooKeeper server, such as `mem:`).
 
+use zooid::CategorySpec;
 use zooid_test_support as support;
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -62,10 +63,16 @@ fn c_next_allocations(connect: &str) {
             zooid_service_open(connect.as_ptr(), ptr::null(), &mut service),
             ZOOID_STATUS_OK
         );
+        let mut spec = ptr::null_mut();
         assert_eq!(
-            zooid_service_create_category(service, category.as_ptr(), 1, i64::MAX),
+            zooid::ffi::spec::zooid_category_spec_new(1, i64::MAX, &mut spec),
             ZOOID_STATUS_OK
         );
+        assert_eq!(
+            zooid_service_create_category(service, category.as_ptr(), spec),
+            ZOOID_STATUS_OK
+        );
+        zooid::ffi::spec::zooid_category_spec_free(spec);
         let mut options = ptr::null_mut();
         assert_eq!(zooid_source_options_new(&mut options), ZOOID_STATUS_OK);
         let measure = |batch: u64, percent: u32, ids: u64| {
@@ -389,7 +396,7 @@ fn main() {
     .expect("connect");
     let category = IdCategory::new("/bench/prefetch").expect("category");
     service
-        .create_category(&category, 1, i64::MAX)
+        .create_category(&category, &CategorySpec::new(1, i64::MAX))
         .expect("create");
     // Warm-up, not printed.
     let warm = IdSource::open(&service, &category, options(1_000)).expect("open");

@@ -7,6 +7,7 @@
 //!   as ZooKeeper ships: [`Tuning::AsShipped`](support::Tuning)), and likewise on the embedded
 //!   file and memory stores.
 
+use zooid::CategorySpec;
 use zooid_test_support as support;
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -120,7 +121,7 @@ fn round_trips(
             .expect("connect");
         let cat = IdCategory::new("/bench/pool").expect("category");
         let layout = layout.unwrap_or_else(|| svc.default_layout());
-        svc.create_category_in(&cat, 1, i64::MAX, layout)
+        svc.create_category(&cat, &CategorySpec::new(1, i64::MAX).layout(layout))
             .await
             .expect("create");
         let store = svc.store();
@@ -277,7 +278,7 @@ impl RawClaim {
 /// a sequential create) against a raw compare-and-set write of the same request size.
 async fn block_takes(svc: &IdGeneratorService, store: &zooid::AnyStore) {
     let cat = IdCategory::new("/bench/blocks").expect("category");
-    svc.create_category_blocks(&cat, 1, i64::MAX / 2, 1000)
+    svc.create_category(&cat, &CategorySpec::new(1, i64::MAX / 2).blocks(1000))
         .await
         .expect("create");
     // The claim's request: paths of the pool, its pushes' node, its generation and the create.

@@ -255,7 +255,7 @@ typedef uint32_t zooid_pause_policy;
 #endif // __cplusplus
 
 /**
- * The layout of a category's pool (docs/DESIGN.md), for `zooid_service_create_category_in`
+ * The layout of a category's pool (docs/DESIGN.md), for `zooid_category_spec_set_layout`
  * and `zooid_service_migrate_category`. The numbers are stable (2 was block allocation in the
  * retired pool format 3, and is refused).
  */
@@ -265,7 +265,7 @@ enum zooid_layout
 #endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
  {
   /**
-   * The layout `zooid_service_create_category` makes on the service's store: hole nodes in
+   * The layout `zooid_service_create_category` makes on the service's store by default: hole nodes in
    * blocks of 1000 on ZooKeeper, a single node on the embedded stores.
    */
   ZOOID_LAYOUT_DEFAULT = 0,
@@ -288,6 +288,19 @@ typedef enum zooid_layout zooid_layout;
 typedef uint32_t zooid_layout;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
+
+/**
+ * What a new category is made of, created by `zooid_category_spec_new` with its bounds and the
+ * defaults: the store's default layout (hole nodes in blocks of 1000 on ZooKeeper, a single
+ * node on the embedded stores), no ceiling, the session's default ACL. The setters change one
+ * field each, checked at once: a setter that fails leaves the spec as it was, so a spec is
+ * always valid.
+ *
+ * Ownership: the caller owns the spec and frees it with `zooid_category_spec_free`;
+ * `zooid_service_create_category` only reads it, so it may be freed or reused right after.
+ * Not thread-safe: set it from one thread at a time.
+ */
+typedef struct zooid_category_spec zooid_category_spec;
 
 /**
  * An item claimed from a queue: no other consumer gets it while the claim lives. Finish it with
@@ -627,6 +640,102 @@ typedef struct zooid_stats {
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Frees a spec; NULL is accepted and ignored.
+ *
+ * # Safety
+ * `spec` must be NULL or a spec from `zooid_category_spec_new` not yet freed; it must not be
+ * used afterwards.
+ */
+void zooid_category_spec_free(struct zooid_category_spec *spec);
+
+/**
+ * Creates a spec for a category whose IDs are `first` to `last` inclusive, all free, with the
+ * defaults, and writes it to `*out_spec`.
+ *
+ * Errors: `ZOOID_STATUS_INVALID_ARGUMENT` unless 1 <= first <= last (the message names the
+ * bounds).
+ *
+ * # Safety
+ * `out_spec` must be NULL or valid for a write.
+ */
+zooid_status zooid_category_spec_new(int64_t first,
+                                     int64_t last,
+                                     struct zooid_category_spec **out_spec);
+
+/**
+ * Sets the ACL of the pool node: comma-separated `scheme:id:perms` entries as ZooKeeper's CLI
+ * writes them, such as `"sasl:app:cdrwa,world:anyone:r"`, `"auth::cdrwa"` (the identities the
+ * service authenticated as) or `"digest:app:BASE64SHA1:cdrwa"` (copied). Services the ACL does
+ * not grant read and write get `ZOOID_STATUS_NOT_AUTHORIZED` on takes and pushes, and nothing
+ * changes. A category with an ACL is a single node: with no layout set, the single-node layout
+ * is used.
+ *
+ * Errors: `ZOOID_STATUS_INVALID_ARGUMENT` for an unparsable or empty ACL, or when a block
+ * layout is set. On the embedded stores, which have no ACLs, `zooid_service_create_category`
+ * fails with `ZOOID_STATUS_STORE`.
+ *
+ * # Safety
+ * `spec` must be NULL or a live spec not used by another thread during the call; `acl` NULL or
+ * a NUL-terminated string.
+ */
+zooid_status zooid_category_spec_set_acl(struct zooid_category_spec *spec, const char *acl);
+
+/**
+ * Sets block allocation with hole nodes (pool format 4, ZooKeeper only) in blocks of
+ * `block_size` IDs: fresh IDs are claimed by creates that never conflict and pushed ranges
+ * stay nodes of their own, so thousands of processes taking at once do not conflict. Use the
+ * batch size the workers take as `block_size`.
+ *
+ * Errors: `ZOOID_STATUS_INVALID_ARGUMENT` for a `block_size` of 0 or above 2147483647, or when
+ * the spec has an ACL (which needs the single-node layout). A block layout on an embedded
+ * store fails `zooid_service_create_category` with `ZOOID_STATUS_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `spec` must be NULL or a live spec not used by another thread during the call.
+ */
+zooid_status zooid_category_spec_set_blocks(struct zooid_category_spec *spec, uint64_t block_size);
+
+/**
+ * Sets the ceiling of the durable reservation (0 <= ceiling <= last): no ID above it is handed
+ * out until it is raised (by a keeper), so the keeper's first durable record covers every ID
+ * from the start.
+ *
+ * Errors: `ZOOID_STATUS_INVALID_ARGUMENT` for a ceiling below 0 or above the last ID.
+ *
+ * # Safety
+ * `spec` must be NULL or a live spec not used by another thread during the call.
+ */
+zooid_status zooid_category_spec_set_ceiling(struct zooid_category_spec *spec, int64_t ceiling);
+
+/**
+ * Sets the layout by its `zooid_layout` number, in blocks of `unit` IDs (0: 1000; ignored for
+ * the default and the single-node layout): `ZOOID_LAYOUT_DEFAULT` (the store's default, as
+ * after `zooid_category_spec_new`), `ZOOID_LAYOUT_SINGLE_NODE` (as
+ * `zooid_category_spec_set_single_node`) or `ZOOID_LAYOUT_HOLE_NODES` (format 4, as
+ * `zooid_category_spec_set_blocks`).
+ *
+ * Errors: `ZOOID_STATUS_INVALID_ARGUMENT` for a number that is not a `zooid_layout` (the
+ * message names it; 2, the retired pool format 3's, included), a `unit` above 2147483647, or a
+ * block layout when the spec has an ACL.
+ *
+ * # Safety
+ * `spec` must be NULL or a live spec not used by another thread during the call.
+ */
+zooid_status zooid_category_spec_set_layout(struct zooid_category_spec *spec,
+                                            uint32_t layout,
+                                            uint64_t unit);
+
+/**
+ * Sets the single-node layout (pool formats 1 and 2, readable by the seed's tools): one node
+ * holds the free list; every take and push is a compare-and-set on it; takes are exactly
+ * lowest first.
+ *
+ * # Safety
+ * `spec` must be NULL or a live spec not used by another thread during the call.
+ */
+zooid_status zooid_category_spec_set_single_node(struct zooid_category_spec *spec);
 
 /**
  * Completes the claimed item: deletes it and its lock in one transaction that first checks the
@@ -1492,86 +1601,22 @@ zooid_status zooid_service_clone(const struct zooid_service *service,
                                  const struct zooid_service **out_service);
 
 /**
- * Creates the category at path `category` (such as `"/eventpublish/idgen/did"`) whose IDs are
- * `first` to `last` inclusive (1 <= first <= last), all free.
+ * Creates the category at path `category` (such as `"/eventpublish/idgen/did"`) as `spec`
+ * says: its IDs `first` to `last`, all free, in its layout, with its ceiling and its ACL (see
+ * `zooid_category_spec`). `spec` is only read: the caller still owns it.
  *
  * Errors: `ZOOID_STATUS_CATEGORY_EXISTS` when it is already there (an existing pool is never
  * reset, since that would hand out its IDs again), `ZOOID_STATUS_INVALID_ARGUMENT` for a bad
- * path or bounds.
+ * path or a block layout on the embedded stores, `ZOOID_STATUS_STORE` for an ACL on the
+ * embedded stores (they have no ACLs), and the store errors.
  *
  * # Safety
  * `service` must be NULL or a live service reference; `category` NULL or a NUL-terminated
- * string.
+ * string; `spec` NULL or a live spec not changed by another thread during the call.
  */
 zooid_status zooid_service_create_category(const struct zooid_service *service,
                                            const char *category,
-                                           int64_t first,
-                                           int64_t last);
-
-/**
- * Creates a category like `zooid_service_create_category` in block allocation with hole nodes
- * (pool format 4, `ZOOID_LAYOUT_HOLE_NODES`, ZooKeeper only): fresh IDs are claimed in blocks
- * of `block_size` IDs by creates that never conflict, pushed ranges stay nodes of their own,
- * for categories that thousands of processes take from at once (docs/DESIGN.md). Takes and
- * pushes are the same calls as on any category; use the batch size the workers take as
- * `block_size`.
- *
- * Errors: as `zooid_service_create_category`, and `ZOOID_STATUS_INVALID_ARGUMENT` for a
- * `block_size` of 0 or above 2147483647, or on the embedded stores.
- *
- * # Safety
- * `service` must be NULL or a live service reference; `category` NULL or a NUL-terminated
- * string.
- */
-zooid_status zooid_service_create_category_blocks(const struct zooid_service *service,
-                                                  const char *category,
-                                                  int64_t first,
-                                                  int64_t last,
-                                                  uint64_t block_size);
-
-/**
- * Creates a category like `zooid_service_create_category` in the pool layout `layout` (a
- * `zooid_layout` number): `ZOOID_LAYOUT_DEFAULT` is the layout `zooid_service_create_category`
- * makes on the service's store (hole nodes on ZooKeeper, a single node on the embedded
- * stores); `ZOOID_LAYOUT_SINGLE_NODE` is the layout of formats 1 and 2, where every take and
- * push is a compare-and-set on the pool node; `ZOOID_LAYOUT_HOLE_NODES` (ZooKeeper only) claims
- * fresh IDs in blocks of `unit` IDs (0: 1000, the default block size). `unit` is ignored for
- * the default and the single-node layout.
- *
- * Errors: as `zooid_service_create_category`, and `ZOOID_STATUS_INVALID_ARGUMENT` for a number
- * that is not a `zooid_layout` (the message names it; 2, the retired format 3's, included), a
- * `unit` above 2147483647, or a block layout on the embedded stores.
- *
- * # Safety
- * `service` must be NULL or a live service reference; `category` NULL or a NUL-terminated
- * string.
- */
-zooid_status zooid_service_create_category_in(const struct zooid_service *service,
-                                              const char *category,
-                                              int64_t first,
-                                              int64_t last,
-                                              uint32_t layout,
-                                              uint64_t unit);
-
-/**
- * Creates a category like `zooid_service_create_category`, with the ACL `acl` on its pool
- * node: comma-separated `scheme:id:perms` entries as ZooKeeper's CLI writes them, such as
- * `"sasl:app:cdrwa,world:anyone:r"`, `"auth::cdrwa"` (the identities this service
- * authenticated as) or `"digest:app:BASE64SHA1:cdrwa"`. Services the ACL does not grant read
- * and write get `ZOOID_STATUS_NOT_AUTHORIZED` on takes and pushes, and nothing changes.
- *
- * Errors: as `zooid_service_create_category`, and `ZOOID_STATUS_INVALID_ARGUMENT` for an
- * unparsable or empty ACL; `ZOOID_STATUS_STORE` on the embedded stores, which have no ACLs.
- *
- * # Safety
- * `service` must be NULL or a live service reference; `category` and `acl` NULL or
- * NUL-terminated strings.
- */
-zooid_status zooid_service_create_category_with_acl(const struct zooid_service *service,
-                                                    const char *category,
-                                                    int64_t first,
-                                                    int64_t last,
-                                                    const char *acl);
+                                           const struct zooid_category_spec *spec);
 
 /**
  * Releases a service reference; NULL is accepted and ignored. Releasing the last reference

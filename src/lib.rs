@@ -8,11 +8,11 @@
 //!
 //! ```
 //! # fn main() -> zooid::Result<()> {
-//! use zooid::{blocking::IdGeneratorService, ConnectOptions, IdCategory, ServiceOptions};
+//! use zooid::{blocking::IdGeneratorService, CategorySpec, ConnectOptions, IdCategory, ServiceOptions};
 //!
 //! let service = IdGeneratorService::connect("mem:", &ConnectOptions::default(), ServiceOptions::default())?;
 //! let category = IdCategory::new("/eventpublish/idgen/did")?;
-//! service.create_category(&category, 1, 123456789)?;
+//! service.create_category(&category, &CategorySpec::new(1, 123456789))?;
 //! let mut ids = service.take_ids(&category, 10000)?;
 //! assert_eq!(ids.take_id(), Some(1));
 //! service.push_ids(&mut ids)?; // the 9999 unused IDs go back to the pool
@@ -49,8 +49,8 @@ pub mod zk;
 pub use recipes::{counter, election, prefetch, queue};
 
 pub use alloc::{
-    IdGeneratorService, Layout, Migrated, PoolInfo, ServiceOptions, DEFAULT_BLOCK_SIZE,
-    LEFT_TO_PUSHER_FOR, LISTING_TRUSTED_FOR,
+    CategorySpec, IdGeneratorService, Layout, Migrated, PoolInfo, ServiceOptions,
+    DEFAULT_BLOCK_SIZE, LEFT_TO_PUSHER_FOR, LISTING_TRUSTED_FOR,
 };
 pub use error::{ErrorKind, LeakBound, Result, WriteOp, ZooidError};
 pub use idset::{IdCategory, IdSet};

@@ -49,7 +49,11 @@ int main(int argc, char **argv) {
     const zooid_service *service = NULL;
     zooid_status status = zooid_service_open(argv[1], NULL, &service);
     if (status != ZOOID_STATUS_OK) die("open", status);
-    status = zooid_service_create_category(service, "/bench/c", 1, (int64_t)1 << 50);
+    zooid_category_spec *spec = NULL;
+    status = zooid_category_spec_new(1, (int64_t)1 << 50, &spec);
+    if (status != ZOOID_STATUS_OK) die("spec", status);
+    status = zooid_service_create_category(service, "/bench/c", spec);
+    zooid_category_spec_free(spec);
     if (status != ZOOID_STATUS_OK) die("create", status);
 
     double *take = malloc(sizeof(double) * (size_t)rounds);

@@ -1,20 +1,11 @@
 //! The durable-reservation commands: `restore` and `dump` (and, with the election, `keeper`).
 
 use zooid::alloc::Restored;
+use zooid::blocking::block_on;
 use zooid::durable::{DurableStore, Fence, Record};
-use zooid::{ConnectOptions, IdCategory, IdGeneratorService, ServiceOptions, ZooidError};
+use zooid::{ConnectOptions, IdCategory, IdGeneratorService, ZooidError};
 
-/// A runtime for the async commands; everything holding a ZooKeeper client is dropped on it.
-fn runtime() -> zooid::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| ZooidError::Store {
-            path: "runtime".into(),
-            reason: e.to_string(),
-        })
-}
+use crate::stop::Stop;
 
 /// Whether `category` lies under `root` (`/` holds everything).
 pub fn under_root(category: &str, root: &str) -> bool {
@@ -33,16 +24,17 @@ pub fn restore(
     location: &str,
     root: &str,
 ) -> zooid::Result<()> {
-    runtime()?.block_on(async {
+    let service = crate::ids::open(connect, options)?;
+    let service = service.as_async();
+    // The durable store's clients live on the runtime, like everything async here.
+    block_on(async {
         let store = DurableStore::open(location)?;
-        let service =
-            IdGeneratorService::connect(connect, options, ServiceOptions::default()).await?;
         let mut failures = 0;
         for record in store.list().await? {
             if !under_root(&record.category, root) {
                 continue;
             }
-            match restore_one(&service, &store, &record).await {
+            match restore_one(service, &store, &record).await {
                 Ok(line) => {
                     println!("{line}");
                     if record.ceiling >= record.bounds.end() {
@@ -67,7 +59,7 @@ pub fn restore(
             });
         }
         Ok(())
-    })
+    })?
 }
 
 async fn restore_one(
@@ -145,7 +137,6 @@ pub struct KeeperArgs {
 pub fn keeper(connect: &str, options: &ConnectOptions, args: KeeperArgs) -> zooid::Result<()> {
     use std::sync::Arc;
     use std::time::Duration;
-    use tokio::signal::unix::{signal, SignalKind};
     use zooid::keeper::{KeeperOptions, Sizing};
 
     if !(args.reserve_minutes > 0.0 && args.reserve_minutes.is_finite()) {
@@ -153,16 +144,16 @@ pub fn keeper(connect: &str, options: &ConnectOptions, args: KeeperArgs) -> zooi
             "--reserve-minutes must be positive".into(),
         ));
     }
-    runtime()?.block_on(async {
-        let io = |e: std::io::Error| ZooidError::Store {
-            path: "signals".into(),
-            reason: e.to_string(),
-        };
-        let mut term = signal(SignalKind::terminate()).map_err(io)?;
-        let mut int = signal(SignalKind::interrupt()).map_err(io)?;
+    let mut stop = block_on(async {
+        let stop = Stop::new()?;
         crate::metrics::serve(args.metrics_addr)?;
+        Ok::<_, ZooidError>(stop)
+    })??;
+    // The session is the blocking facade's, held by a service until the keeper stopped.
+    let service = crate::ids::open(connect, options)?;
+    let zk = service.zookeeper()?;
+    block_on(async {
         let durable = DurableStore::open(&args.durable)?;
-        let session = zooid::Session::connect(connect, options).await?;
         let name = args.name.unwrap_or_else(|| {
             let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
                 .map(|h| h.trim().to_string())
@@ -184,34 +175,31 @@ pub fn keeper(connect: &str, options: &ConnectOptions, args: KeeperArgs) -> zooi
         });
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let keeper = tokio::spawn(zooid::keeper::run(
-            session.clone(),
+            zk.clone(),
             durable,
             keeper_options,
             stop_rx,
         ));
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = int.recv() => {}
-        }
+        stop.recv().await;
         let _ = stop_tx.send(true);
         let result = keeper.await.map_err(|e| ZooidError::Store {
             path: "keeper".into(),
             reason: e.to_string(),
         })?;
-        drop(session);
+        drop(zk);
         result
-    })
+    })?
 }
 
 /// `zooid dump`: the records, as stored, to stdout.
 pub fn dump(location: &str) -> zooid::Result<()> {
-    runtime()?.block_on(async {
+    block_on(async {
         let store = DurableStore::open(location)?;
         for record in store.list().await? {
             print!("{}", record.render());
         }
         Ok(())
-    })
+    })?
 }
 
 #[cfg(test)]

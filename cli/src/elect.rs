@@ -7,11 +7,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use tokio::signal::unix::{signal, SignalKind};
 use zooid::zk::Zk;
-use zooid::{
-    ConnectOptions, Election, ElectionOptions, LeaderState, PausePolicy, Session, ZooidError,
-};
+use zooid::{ConnectOptions, Election, ElectionOptions, LeaderState, PausePolicy, ZooidError};
+
+use crate::stop::{io_error, Stop};
 
 mod guard;
 
@@ -132,14 +131,35 @@ pub fn elect(connect: &str, options: &ConnectOptions, args: ElectArgs) -> zooid:
         Guard::fork(args.command.clone(), name.clone(), args.group.clone()).map_err(|e| {
             ZooidError::InvalidArgument(format!("cannot start the command's guard: {e}"))
         })?;
-    runtime()?.block_on(run_elect(connect, options, args, name, guard))
+    // zooid's runtime (and its threads) starts only now, after the fork.
+    let (log, stop) = zooid::blocking::block_on(async {
+        let log = Log::open(args.log.as_ref()).map_err(|e| io_error("--log", e))?;
+        let stop = Stop::new()?;
+        crate::metrics::serve(args.metrics_addr)?;
+        Ok::<_, ZooidError>((log, stop))
+    })??;
+    let clock = guard::BootClock::new();
+    // The session is the blocking facade's, held by a service for the whole run (closed when it
+    // ends); the loop runs on the facade's runtime.
+    let service = crate::ids::open(connect, options)?;
+    let zk = service.zookeeper()?;
+    let run = Run {
+        args,
+        name,
+        log,
+        stop,
+        clock,
+    };
+    zooid::blocking::block_on(run_elect(zk, run, guard))?
 }
 
-fn runtime() -> zooid::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| ZooidError::InvalidArgument(format!("cannot start a runtime: {e}")))
+/// What `run_elect` works with, set up before it.
+struct Run {
+    args: ElectArgs,
+    name: String,
+    log: Log,
+    stop: Stop,
+    clock: guard::BootClock,
 }
 
 /// What the guard was told to run.
@@ -153,20 +173,14 @@ struct Order {
 /// the command and the guard itself (a guard that is stopped or starved).
 const CONFIRM_MARGIN: Duration = Duration::from_secs(1);
 
-async fn run_elect(
-    connect: &str,
-    options: &ConnectOptions,
-    args: ElectArgs,
-    name: String,
-    mut guard: Guard,
-) -> zooid::Result<ExitCode> {
-    let io = |e: std::io::Error| ZooidError::InvalidArgument(e.to_string());
-    let log = Log::open(args.log.as_ref()).map_err(io)?;
-    let mut term = signal(SignalKind::terminate()).map_err(io)?;
-    let mut int = signal(SignalKind::interrupt()).map_err(io)?;
-    crate::metrics::serve(args.metrics_addr)?;
-    let mut clock = guard::BootClock::new();
-    let zk = Session::connect(connect, options).await?.into_zk();
+async fn run_elect(zk: Zk, run: Run, mut guard: Guard) -> zooid::Result<ExitCode> {
+    let Run {
+        args,
+        name,
+        log,
+        mut stop,
+        mut clock,
+    } = run;
     let mut election_options = ElectionOptions::new(name.clone());
     election_options.on_pause = args.on_pause;
     election_options.data = format!("pid={}", std::process::id()).into_bytes();
@@ -203,16 +217,7 @@ async fn run_elect(
             log.line(&format!(
                 "resigned token={token}: its command's lease ended; joining again"
             ));
-            match join_again(
-                &zk,
-                &args.group,
-                &election_options,
-                &log,
-                &mut term,
-                &mut int,
-            )
-            .await?
-            {
+            match join_again(&zk, &args.group, &election_options, &log, &mut stop).await? {
                 Some(joined) => election = joined,
                 None => break 0,
             }
@@ -290,8 +295,7 @@ async fn run_elect(
         tokio::select! {
             changed = rx.changed() => if changed.is_err() { break 1 },
             _ = lease_rx.changed() => {}
-            _ = term.recv() => break 0,
-            _ = int.recv() => break 0,
+            _ = stop.recv() => break 0,
             report = guard.reports.recv() => match report {
                 Some(Report::Started { token, pid }) => {
                     log.line(&format!("command started pid={pid} token={token}"));
@@ -411,8 +415,7 @@ async fn join_again(
     group: &str,
     options: &ElectionOptions,
     log: &Log,
-    term: &mut tokio::signal::unix::Signal,
-    int: &mut tokio::signal::unix::Signal,
+    stop: &mut Stop,
 ) -> zooid::Result<Option<Election>> {
     loop {
         match Election::join(zk, group, options.clone()).await {
@@ -424,8 +427,7 @@ async fn join_again(
         }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(500)) => {}
-            _ = term.recv() => return Ok(None),
-            _ = int.recv() => return Ok(None),
+            _ = stop.recv() => return Ok(None),
         }
     }
 }
@@ -433,11 +435,7 @@ async fn join_again(
 /// `zooid leader`: prints the leader's name, token and data; `NO_LEADER` when there is none.
 pub fn leader(connect: &str, options: &ConnectOptions, group: &str) -> zooid::Result<ExitCode> {
     zookeeper_only(connect)?;
-    let rt = runtime()?;
-    let info = rt.block_on(async {
-        let zk = Session::connect(connect, options).await?.into_zk();
-        zooid::election::leader(&zk, group).await
-    });
+    let info = crate::ids::open(connect, options)?.leader(group);
     match info? {
         Some(info) => {
             println!("name={}", info.name);
@@ -457,11 +455,7 @@ pub fn leader(connect: &str, options: &ConnectOptions, group: &str) -> zooid::Re
 /// and prints `group=GROUP epoch=N`.
 pub fn bump_epoch(connect: &str, options: &ConnectOptions, group: &str) -> zooid::Result<ExitCode> {
     zookeeper_only(connect)?;
-    let rt = runtime()?;
-    let epoch = rt.block_on(async {
-        let zk = Session::connect(connect, options).await?.into_zk();
-        zooid::election::bump_epoch(&zk, group).await
-    })?;
+    let epoch = crate::ids::open(connect, options)?.bump_epoch(group)?;
     println!("group={group} epoch={epoch}");
     Ok(ExitCode::SUCCESS)
 }

@@ -1,7 +1,9 @@
 //! The ID commands: `init`, `take`, `push`, `show`.
 
 use zooid::blocking::IdGeneratorService;
-use zooid::{ConnectOptions, IdCategory, IdRange, IdSet, ServiceOptions, ZooidError};
+use zooid::{
+    CategorySpec, ConnectOptions, IdCategory, IdRange, IdSet, Layout, ServiceOptions, ZooidError,
+};
 
 /// How long a take at a category's ceiling waits for the keeper (`--ceiling-wait-ms`).
 pub static CEILING_WAIT: std::sync::OnceLock<std::time::Duration> = std::sync::OnceLock::new();
@@ -15,8 +17,9 @@ pub fn open(connect: &str, options: &ConnectOptions) -> zooid::Result<IdGenerato
     IdGeneratorService::connect(connect, options, service_options)
 }
 
-/// How `zooid init` creates a category beyond its bounds.
-pub struct InitSpec {
+/// The flags of `zooid init` beyond the bounds, made into a [`CategorySpec`] by
+/// [`InitFlags::spec`].
+pub struct InitFlags {
     /// The pool node's ACL.
     pub acl: Option<Vec<zooid::Acl>>,
     /// A durable-reservation ceiling.
@@ -36,6 +39,37 @@ pub enum InitLayout {
     Holes,
 }
 
+impl InitFlags {
+    /// The category `first..=last` these flags describe: `--layout` (with `--block-size`, 1000
+    /// by default; `--block-size` alone is hole nodes), `--ceiling`, `--acl` (single node only).
+    pub fn spec(&self, first: i64, last: i64) -> zooid::Result<CategorySpec> {
+        let unit = self.block_size.unwrap_or(zooid::DEFAULT_BLOCK_SIZE);
+        let layout = match (self.layout, self.block_size) {
+            (Some(InitLayout::Single), Some(_)) => {
+                return Err(ZooidError::InvalidArgument(
+                    "--block-size needs the block layout (--layout holes)".into(),
+                ))
+            }
+            (Some(InitLayout::Single), None) => Some(Layout::SingleNode),
+            (Some(InitLayout::Holes), _) | (None, Some(_)) => Some(Layout::HoleNodes { unit }),
+            (None, None) => None,
+        };
+        let mut spec = CategorySpec::new(first, last).ceiling(self.ceiling);
+        if let Some(layout) = layout {
+            spec = spec.layout(layout);
+        }
+        if let Some(acl) = &self.acl {
+            if !matches!(layout, None | Some(Layout::SingleNode)) {
+                return Err(ZooidError::InvalidArgument(
+                    "--acl needs the single-node layout (--layout single)".into(),
+                ));
+            }
+            spec = spec.acl(acl.clone());
+        }
+        Ok(spec)
+    }
+}
+
 /// `zooid init`: creates a category, optionally above a legacy counter.
 pub fn init(
     connect: &str,
@@ -43,14 +77,8 @@ pub fn init(
     category: &str,
     (first, last): (i64, i64),
     after_counter: Option<String>,
-    spec: InitSpec,
+    flags: InitFlags,
 ) -> zooid::Result<()> {
-    let InitSpec {
-        acl,
-        ceiling,
-        block_size,
-        layout,
-    } = spec;
     let service = open(connect, options)?;
     let category = IdCategory::new(category)?;
     let first = match after_counter {
@@ -61,44 +89,18 @@ pub fn init(
             })?,
         None => first,
     };
-    let unit = block_size.unwrap_or(zooid::DEFAULT_BLOCK_SIZE);
-    let chosen = match (layout, block_size) {
-        (Some(InitLayout::Single), Some(_)) => {
-            return Err(ZooidError::InvalidArgument(
-                "--block-size needs the block layout (--layout holes)".into(),
-            ))
-        }
-        (Some(InitLayout::Single), None) => Some(zooid::Layout::SingleNode),
-        (Some(InitLayout::Holes), _) | (None, Some(_)) => Some(zooid::Layout::HoleNodes { unit }),
-        (None, None) => None,
-    };
-    match chosen {
-        Some(layout) if acl.is_none() => {
-            service.create_category_in_with_ceiling(&category, first, last, layout, ceiling)?
-        }
-        Some(zooid::Layout::SingleNode) | None => {
-            service.create_category_full(&category, first, last, acl.as_deref(), ceiling)?
-        }
-        Some(_) => {
-            return Err(ZooidError::InvalidArgument(
-                "--acl needs the single-node layout (--layout single)".into(),
-            ))
-        }
-    }
-    let block_size = match chosen {
-        Some(zooid::Layout::HoleNodes { unit }) => Some(unit),
-        _ => None,
-    };
+    let spec = flags.spec(first, last)?;
+    service.create_category(&category, &spec)?;
     let mut notes = Vec::new();
-    if let Some(unit) = block_size {
+    if let Some(Layout::HoleNodes { unit }) = spec.layout_asked() {
         notes.push(format!(
             "block allocation in blocks of {unit} (pool format 4)"
         ));
     }
-    if let Some(c) = ceiling {
+    if let Some(c) = spec.ceiling_asked() {
         notes.push(format!("ceiling {c}"));
     }
-    if let Some(acl) = &acl {
+    if let Some(acl) = spec.acl_asked() {
         let entries: Vec<String> = acl.iter().map(zooid::Acl::to_text).collect();
         notes.push(format!("ACL {}", entries.join(",")));
     }

@@ -11,6 +11,7 @@ mod migrate;
 mod prefetch;
 mod queue;
 mod security;
+mod stop;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -424,7 +425,7 @@ fn run(cli: Cli) -> zooid::Result<ExitCode> {
             &category,
             (first, last),
             after_counter,
-            ids::InitSpec {
+            ids::InitFlags {
                 acl: security::parse_acls(&acl)?,
                 ceiling,
                 block_size,

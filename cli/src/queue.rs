@@ -5,10 +5,12 @@ use std::time::Duration;
 
 use clap::Subcommand;
 use tokio::io::AsyncWriteExt;
-use tokio::signal::unix::{signal, SignalKind};
+use zooid::blocking;
 use zooid::queue::{Claim, QueueOptions, WorkQueue};
 use zooid::zk::Zk;
-use zooid::{ConnectOptions, Session, ZooidError};
+use zooid::{ConnectOptions, ZooidError};
+
+use crate::stop::{io_error, Stop};
 
 /// `zooid queue ...`
 #[derive(Subcommand)]
@@ -49,86 +51,69 @@ pub enum QueueCommand {
     Show { queue: String },
 }
 
-/// Runs one queue command on its own runtime.
+/// Runs one queue command on the blocking facade: a service on `connect` holds the session
+/// (closed when the command ends), the queue is opened from it.
 pub fn run(connect: &str, options: &ConnectOptions, command: QueueCommand) -> zooid::Result<()> {
     if connect.starts_with("file:") || connect.starts_with("mem:") {
         return Err(ZooidError::InvalidArgument(
             "queues need ZooKeeper: pass --connect host:port (or set ZOOID_CONNECT)".into(),
         ));
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| ZooidError::Store {
-            path: String::new(),
-            reason: format!("cannot start a runtime: {e}"),
-        })?;
-    rt.block_on(async {
-        if let QueueCommand::Work { metrics_addr, .. } = &command {
-            crate::metrics::serve(*metrics_addr)?;
-        }
-        let zk = Session::connect(connect, options).await?.into_zk();
-        let out = match command {
-            QueueCommand::Put {
-                queue,
-                data,
+    if let QueueCommand::Work { metrics_addr, .. } = &command {
+        blocking::block_on(async { crate::metrics::serve(*metrics_addr) })??;
+    }
+    let service = crate::ids::open(connect, options)?;
+    match command {
+        QueueCommand::Put {
+            queue,
+            data,
+            max_items,
+            max_item_bytes,
+        } => {
+            let opts = QueueOptions {
                 max_items,
                 max_item_bytes,
-            } => {
-                let opts = QueueOptions {
-                    max_items,
-                    max_item_bytes,
-                    ..QueueOptions::default()
-                };
-                put(&WorkQueue::open(zk.clone(), &queue, opts)?, &data).await
-            }
-            QueueCommand::Work {
-                queue,
-                max,
-                grace,
+                ..QueueOptions::default()
+            };
+            put(&service.open_queue(&queue, opts)?, &data)
+        }
+        QueueCommand::Work {
+            queue,
+            max,
+            grace,
+            identity,
+            command,
+            metrics_addr: _,
+        } => {
+            let opts = QueueOptions {
                 identity,
-                command,
-                metrics_addr: _,
-            } => {
-                let opts = QueueOptions {
-                    identity,
-                    ..QueueOptions::default()
-                };
-                let q = WorkQueue::open(zk.clone(), &queue, opts)?;
-                work(&q, &zk, max, Duration::from_secs(grace), &command).await
-            }
-            QueueCommand::Show { queue } => {
-                show(&WorkQueue::open(
-                    zk.clone(),
-                    &queue,
-                    QueueOptions::default(),
-                )?)
-                .await
-            }
-        };
-        drop(zk);
-        out
-    })
+                ..QueueOptions::default()
+            };
+            let q = service.open_queue(&queue, opts)?;
+            let zk = service.zookeeper()?;
+            let grace = Duration::from_secs(grace);
+            blocking::block_on(work(q.as_async(), &zk, max, grace, &command))?
+        }
+        QueueCommand::Show { queue } => show(&service.open_queue(&queue, QueueOptions::default())?),
+    }
 }
 
-async fn put(queue: &WorkQueue, data: &str) -> zooid::Result<()> {
+fn put(queue: &blocking::WorkQueue, data: &str) -> zooid::Result<()> {
     let bytes = if data == "-" {
         let mut buf = Vec::new();
-        // A one-shot command: reading stdin on the runtime thread blocks nothing else.
         std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)
-            .map_err(|e| ZooidError::InvalidArgument(format!("reading stdin: {e}")))?;
+            .map_err(|e| io_error("reading stdin", e))?;
         buf
     } else {
         data.as_bytes().to_vec()
     };
-    let name = queue.put(&bytes).await?;
+    let name = queue.put(&bytes)?;
     println!("{name}");
     Ok(())
 }
 
-async fn show(queue: &WorkQueue) -> zooid::Result<()> {
-    let items = queue.items().await?;
+fn show(queue: &blocking::WorkQueue) -> zooid::Result<()> {
+    let items = queue.items()?;
     let claimed = items.iter().filter(|i| i.claimed_by.is_some()).count();
     println!("queue:   {}", queue.path());
     println!("items:   {} ({claimed} claimed)", items.len());
@@ -147,10 +132,6 @@ async fn show(queue: &WorkQueue) -> zooid::Result<()> {
     Ok(())
 }
 
-fn io_error(what: &str, e: std::io::Error) -> ZooidError {
-    ZooidError::InvalidArgument(format!("{what}: {e}"))
-}
-
 async fn work(
     queue: &WorkQueue,
     zk: &Zk,
@@ -158,19 +139,17 @@ async fn work(
     grace: Duration,
     command: &[String],
 ) -> zooid::Result<()> {
-    let mut term = signal(SignalKind::terminate()).map_err(|e| io_error("SIGTERM handler", e))?;
-    let mut int = signal(SignalKind::interrupt()).map_err(|e| io_error("SIGINT handler", e))?;
+    let mut stop = Stop::new()?;
     let mut handled = 0u64;
     while max.is_none_or(|m| handled < m) {
         let claim = tokio::select! {
             claim = queue.claim(None) => claim?,
-            _ = term.recv() => break,
-            _ = int.recv() => break,
+            _ = stop.recv() => break,
         };
         let Some(claim) = claim else { continue };
         handled += 1;
-        let stop = run_one(claim, zk, command, grace, &mut term, &mut int).await?;
-        if stop {
+        let stopping = run_one(claim, zk, command, grace, &mut stop).await?;
+        if stopping {
             break;
         }
     }
@@ -216,8 +195,7 @@ async fn run_one(
     zk: &Zk,
     command: &[String],
     grace: Duration,
-    term: &mut tokio::signal::unix::Signal,
-    int: &mut tokio::signal::unix::Signal,
+    stop: &mut Stop,
 ) -> zooid::Result<bool> {
     let mut child = match tokio::process::Command::new(&command[0])
         .args(&command[1..])
@@ -247,8 +225,7 @@ async fn run_one(
     let mut at_risk = None;
     let status = tokio::select! {
         status = child.wait() => Some(status),
-        _ = term.recv() => { stopping = true; None }
-        _ = int.recv() => { stopping = true; None }
+        _ = stop.recv() => { stopping = true; None }
         left = claim_at_risk(&claim, zk) => { at_risk = Some(left); None }
     };
     let status = match status {

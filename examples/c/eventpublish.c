@@ -34,7 +34,12 @@ int main(int argc, char **argv) {
         return report("open", status);
     }
     /* Once per deployment; an existing category is kept as it is. */
-    status = zooid_service_create_category(service, CATEGORY, 1, 123456789);
+    zooid_category_spec *spec = NULL;
+    status = zooid_category_spec_new(1, 123456789, &spec);
+    if (status == ZOOID_STATUS_OK) {
+        status = zooid_service_create_category(service, CATEGORY, spec);
+    }
+    zooid_category_spec_free(spec);
     if (status != ZOOID_STATUS_OK && status != ZOOID_STATUS_CATEGORY_EXISTS) {
         zooid_service_free(service);
         return report("create category", status);

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::thread;
 use std::time::{Duration, Instant};
+use zooid::CategorySpec;
 
 use clap::{Args, Parser, Subcommand};
 use ledger::Ledger;
@@ -128,7 +129,7 @@ fn parent(cli: &Cli) -> Result<bool, AnyError> {
 
     let service = open_service(&job)?;
     let cat = IdCategory::new(category.clone())?;
-    service.create_category(&cat, 1, cli.max_id)?;
+    service.create_category(&cat, &CategorySpec::new(1, cli.max_id))?;
 
     let started = Instant::now();
     let exe = std::env::current_exe()?;

@@ -20,7 +20,7 @@ use crate::zk::{Create, Multi, MultiFailed, Verdict, Zk, ZooKeeperExt};
 
 impl<S: Store> Core<S> {
     /// Creates a single-node category (see
-    /// [`create_category_full`](Self::create_category_full)).
+    /// [`create_category`](Self::create_category)).
     pub(super) async fn create_single(
         &self,
         category: &IdCategory,
@@ -74,7 +74,7 @@ impl<S: Store> Core<S> {
     }
 
     /// Creates a category in block allocation with hole nodes (format 4, see
-    /// [`create_category_blocks`](Self::create_category_blocks)): the pool node, its first
+    /// [`create_category`](Self::create_category)): the pool node, its first
     /// generation's sequence parent, the parent of the receipts and that of the holes, in one
     /// `multi`.
     pub(super) async fn create_blocks(

@@ -29,6 +29,7 @@ mod ops;
 mod options;
 mod service;
 mod single;
+mod spec;
 mod state;
 
 pub use crate::format::MAX_TAKE;
@@ -41,3 +42,4 @@ pub use options::{
 };
 pub(crate) use service::GivenBack;
 pub use service::IdGeneratorService;
+pub use spec::CategorySpec;

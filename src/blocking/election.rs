@@ -111,3 +111,8 @@ impl Election {
 pub fn leader(zk: &Zk, group: &str) -> Result<Option<LeaderInfo>> {
     block_on(election::leader(zk, group))?
 }
+
+/// See [`election::bump_epoch`].
+pub fn bump_epoch(zk: &Zk, group: &str) -> Result<i64> {
+    block_on(election::bump_epoch(zk, group))?
+}

@@ -7,7 +7,7 @@ mod prefetch;
 mod queue;
 
 pub use counter::Counter;
-pub use election::{leader, Election};
+pub use election::{bump_epoch, leader, Election};
 pub use prefetch::IdSource;
 pub use queue::{Claim, WorkQueue};
 
@@ -15,15 +15,26 @@ use std::mem::ManuallyDrop;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::alloc::{GivenBack, IdGeneratorService as AsyncService, PoolInfo, ServiceOptions};
+use crate::alloc::{
+    CategorySpec, GivenBack, IdGeneratorService as AsyncService, PoolInfo, ServiceOptions,
+};
 use crate::error::Result;
 use crate::idset::{IdCategory, IdSet};
 use crate::recipes::election::{ElectionOptions, LeaderInfo};
 use crate::recipes::prefetch::SourceOptions;
 use crate::recipes::queue::QueueOptions;
-use crate::runtime::{self, block_on, drop_in_runtime, runtime};
+use crate::runtime::{self, drop_in_runtime, runtime};
 use crate::store::{AnyStore, ConnectOptions};
 use crate::zk::Session;
+
+/// Runs `future` to completion on zooid's own runtime (the one every blocking call uses), for a
+/// program that mixes async code of its own (signals, child processes, the `as_async`
+/// handles) with the blocking facade, without a second runtime. Fails with
+/// [`crate::ZooidError::RuntimeThread`] when called from inside an async runtime, and with
+/// `Store` when the runtime cannot start.
+pub fn block_on<F: std::future::Future>(future: F) -> Result<F::Output> {
+    runtime::block_on(future)
+}
 
 /// Opens a ZooKeeper session on zooid's own runtime, to share between the ID service and the
 /// recipes (see [`crate::zk::session`]).
@@ -85,106 +96,8 @@ impl IdGeneratorService {
     }
 
     /// See [`AsyncService::create_category`].
-    pub fn create_category(&self, category: &IdCategory, first: i64, last: i64) -> Result<()> {
-        block_on(self.inner.create_category(category, first, last))?
-    }
-
-    /// See [`AsyncService::create_category_in`].
-    pub fn create_category_in(
-        &self,
-        category: &IdCategory,
-        first: i64,
-        last: i64,
-        layout: crate::Layout,
-    ) -> Result<()> {
-        block_on(self.inner.create_category_in(category, first, last, layout))?
-    }
-
-    /// See [`AsyncService::create_category_in_with_ceiling`].
-    pub fn create_category_in_with_ceiling(
-        &self,
-        category: &IdCategory,
-        first: i64,
-        last: i64,
-        layout: crate::Layout,
-        ceiling: Option<i64>,
-    ) -> Result<()> {
-        block_on(
-            self.inner
-                .create_category_in_with_ceiling(category, first, last, layout, ceiling),
-        )?
-    }
-
-    /// See [`AsyncService::create_category_with_acl`].
-    pub fn create_category_with_acl(
-        &self,
-        category: &IdCategory,
-        first: i64,
-        last: i64,
-        acl: Option<&[crate::zk::Acl]>,
-    ) -> Result<()> {
-        block_on(
-            self.inner
-                .create_category_with_acl(category, first, last, acl),
-        )?
-    }
-
-    /// See [`AsyncService::create_category_with_ceiling`].
-    pub fn create_category_with_ceiling(
-        &self,
-        category: &IdCategory,
-        first: i64,
-        last: i64,
-        ceiling: Option<i64>,
-    ) -> Result<()> {
-        block_on(
-            self.inner
-                .create_category_with_ceiling(category, first, last, ceiling),
-        )?
-    }
-
-    /// See [`AsyncService::create_category_full`].
-    pub fn create_category_full(
-        &self,
-        category: &IdCategory,
-        first: i64,
-        last: i64,
-        acl: Option<&[crate::zk::Acl]>,
-        ceiling: Option<i64>,
-    ) -> Result<()> {
-        block_on(
-            self.inner
-                .create_category_full(category, first, last, acl, ceiling),
-        )?
-    }
-
-    /// See [`AsyncService::create_category_blocks`].
-    pub fn create_category_blocks(
-        &self,
-        category: &IdCategory,
-        first: i64,
-        last: i64,
-        unit: u64,
-    ) -> Result<()> {
-        block_on(
-            self.inner
-                .create_category_blocks(category, first, last, unit),
-        )?
-    }
-
-    /// See [`AsyncService::create_category_blocks_with_ceiling`].
-    pub fn create_category_blocks_with_ceiling(
-        &self,
-        category: &IdCategory,
-        first: i64,
-        last: i64,
-        unit: u64,
-        ceiling: Option<i64>,
-    ) -> Result<()> {
-        block_on(
-            self.inner
-                .create_category_blocks_with_ceiling(category, first, last, unit, ceiling),
-        )?
+    pub fn create_category(&self, category: &IdCategory, spec: &CategorySpec) -> Result<()> {
+        block_on(self.inner.create_category(category, spec))?
     }
 
     /// See [`AsyncService::raise_ceiling`].
@@ -289,6 +202,11 @@ impl IdGeneratorService {
     /// Joins the election of `group` on the service's session (see [`Election::join`]).
     pub fn join_election(&self, group: &str, options: ElectionOptions) -> Result<Election> {
         Election::join(&self.live_zk()?, group, options)
+    }
+
+    /// Raises the epoch of `group` on the service's session (see [`bump_epoch`]).
+    pub fn bump_epoch(&self, group: &str) -> Result<i64> {
+        bump_epoch(&self.live_zk()?, group)
     }
 
     /// Who leads `group`, without joining it (see [`leader`]).

@@ -3,13 +3,13 @@
 
 use crate::Migrated;
 
-/// The layout of a category's pool (docs/DESIGN.md), for `zooid_service_create_category_in`
+/// The layout of a category's pool (docs/DESIGN.md), for `zooid_category_spec_set_layout`
 /// and `zooid_service_migrate_category`. The numbers are stable (2 was block allocation in the
 /// retired pool format 3, and is refused).
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum zooid_layout {
-    /// The layout `zooid_service_create_category` makes on the service's store: hole nodes in
+    /// The layout `zooid_service_create_category` makes on the service's store by default: hole nodes in
     /// blocks of 1000 on ZooKeeper, a single node on the embedded stores.
     ZOOID_LAYOUT_DEFAULT = 0,
     /// One node holds the free list (pool formats 1 and 2, readable by the seed's tools):

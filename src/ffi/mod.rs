@@ -27,6 +27,7 @@ pub mod pool_info;
 pub mod prefetch;
 pub mod queue;
 pub mod service;
+pub mod spec;
 pub mod stats;
 pub mod status;
 

@@ -7,6 +7,7 @@ use super::idset::zooid_id_set;
 use super::layout::zooid_migrated;
 use super::options::zooid_options;
 use super::pool_info::zooid_pool_info;
+use super::spec::zooid_category_spec;
 use super::{arg_ref, arg_str, guard, guard_void, zooid_status, Failure, Out};
 use crate::blocking::IdGeneratorService;
 use crate::marshal::layout as layout_of;
@@ -102,101 +103,32 @@ pub unsafe extern "C" fn zooid_service_clone(
     })
 }
 
-/// Creates the category at path `category` (such as `"/eventpublish/idgen/did"`) whose IDs are
-/// `first` to `last` inclusive (1 <= first <= last), all free.
+/// Creates the category at path `category` (such as `"/eventpublish/idgen/did"`) as `spec`
+/// says: its IDs `first` to `last`, all free, in its layout, with its ceiling and its ACL (see
+/// `zooid_category_spec`). `spec` is only read: the caller still owns it.
 ///
 /// Errors: `ZOOID_STATUS_CATEGORY_EXISTS` when it is already there (an existing pool is never
 /// reset, since that would hand out its IDs again), `ZOOID_STATUS_INVALID_ARGUMENT` for a bad
-/// path or bounds.
+/// path or a block layout on the embedded stores, `ZOOID_STATUS_STORE` for an ACL on the
+/// embedded stores (they have no ACLs), and the store errors.
 ///
 /// # Safety
 /// `service` must be NULL or a live service reference; `category` NULL or a NUL-terminated
-/// string.
+/// string; `spec` NULL or a live spec not changed by another thread during the call.
 #[no_mangle]
 pub unsafe extern "C" fn zooid_service_create_category(
     service: *const zooid_service,
     category: *const c_char,
-    first: i64,
-    last: i64,
+    spec: *const zooid_category_spec,
 ) -> zooid_status {
     guard(|| {
         // SAFETY: forwarded from this function's contract.
         let service = unsafe { arg_ref(service, "service") }?;
         // SAFETY: forwarded from this function's contract.
         let category = unsafe { self::category(category) }?;
-        service.inner.create_category(&category, first, last)?;
-        Ok(())
-    })
-}
-
-/// Creates a category like `zooid_service_create_category` in block allocation with hole nodes
-/// (pool format 4, `ZOOID_LAYOUT_HOLE_NODES`, ZooKeeper only): fresh IDs are claimed in blocks
-/// of `block_size` IDs by creates that never conflict, pushed ranges stay nodes of their own,
-/// for categories that thousands of processes take from at once (docs/DESIGN.md). Takes and
-/// pushes are the same calls as on any category; use the batch size the workers take as
-/// `block_size`.
-///
-/// Errors: as `zooid_service_create_category`, and `ZOOID_STATUS_INVALID_ARGUMENT` for a
-/// `block_size` of 0 or above 2147483647, or on the embedded stores.
-///
-/// # Safety
-/// `service` must be NULL or a live service reference; `category` NULL or a NUL-terminated
-/// string.
-#[no_mangle]
-pub unsafe extern "C" fn zooid_service_create_category_blocks(
-    service: *const zooid_service,
-    category: *const c_char,
-    first: i64,
-    last: i64,
-    block_size: u64,
-) -> zooid_status {
-    guard(|| {
         // SAFETY: forwarded from this function's contract.
-        let service = unsafe { arg_ref(service, "service") }?;
-        // SAFETY: forwarded from this function's contract.
-        let category = unsafe { self::category(category) }?;
-        service
-            .inner
-            .create_category_blocks(&category, first, last, block_size)?;
-        Ok(())
-    })
-}
-
-/// Creates a category like `zooid_service_create_category` in the pool layout `layout` (a
-/// `zooid_layout` number): `ZOOID_LAYOUT_DEFAULT` is the layout `zooid_service_create_category`
-/// makes on the service's store (hole nodes on ZooKeeper, a single node on the embedded
-/// stores); `ZOOID_LAYOUT_SINGLE_NODE` is the layout of formats 1 and 2, where every take and
-/// push is a compare-and-set on the pool node; `ZOOID_LAYOUT_HOLE_NODES` (ZooKeeper only) claims
-/// fresh IDs in blocks of `unit` IDs (0: 1000, the default block size). `unit` is ignored for
-/// the default and the single-node layout.
-///
-/// Errors: as `zooid_service_create_category`, and `ZOOID_STATUS_INVALID_ARGUMENT` for a number
-/// that is not a `zooid_layout` (the message names it; 2, the retired format 3's, included), a
-/// `unit` above 2147483647, or a block layout on the embedded stores.
-///
-/// # Safety
-/// `service` must be NULL or a live service reference; `category` NULL or a NUL-terminated
-/// string.
-#[no_mangle]
-pub unsafe extern "C" fn zooid_service_create_category_in(
-    service: *const zooid_service,
-    category: *const c_char,
-    first: i64,
-    last: i64,
-    layout: u32,
-    unit: u64,
-) -> zooid_status {
-    guard(|| {
-        // SAFETY: forwarded from this function's contract.
-        let service = unsafe { arg_ref(service, "service") }?;
-        // SAFETY: forwarded from this function's contract.
-        let category = unsafe { self::category(category) }?;
-        match layout_of(layout, unit)? {
-            None => service.inner.create_category(&category, first, last)?,
-            Some(layout) => service
-                .inner
-                .create_category_in(&category, first, last, layout)?,
-        }
+        let spec = unsafe { arg_ref(spec, "spec") }?;
+        service.inner.create_category(&category, &spec.spec)?;
         Ok(())
     })
 }
@@ -236,40 +168,6 @@ pub unsafe extern "C" fn zooid_service_migrate_category(
             // SAFETY: non-NULL and valid for a write by this function's contract.
             unsafe { out_migrated.write(migrated.into()) };
         }
-        Ok(())
-    })
-}
-
-/// Creates a category like `zooid_service_create_category`, with the ACL `acl` on its pool
-/// node: comma-separated `scheme:id:perms` entries as ZooKeeper's CLI writes them, such as
-/// `"sasl:app:cdrwa,world:anyone:r"`, `"auth::cdrwa"` (the identities this service
-/// authenticated as) or `"digest:app:BASE64SHA1:cdrwa"`. Services the ACL does not grant read
-/// and write get `ZOOID_STATUS_NOT_AUTHORIZED` on takes and pushes, and nothing changes.
-///
-/// Errors: as `zooid_service_create_category`, and `ZOOID_STATUS_INVALID_ARGUMENT` for an
-/// unparsable or empty ACL; `ZOOID_STATUS_STORE` on the embedded stores, which have no ACLs.
-///
-/// # Safety
-/// `service` must be NULL or a live service reference; `category` and `acl` NULL or
-/// NUL-terminated strings.
-#[no_mangle]
-pub unsafe extern "C" fn zooid_service_create_category_with_acl(
-    service: *const zooid_service,
-    category: *const c_char,
-    first: i64,
-    last: i64,
-    acl: *const c_char,
-) -> zooid_status {
-    guard(|| {
-        // SAFETY: forwarded from this function's contract.
-        let service = unsafe { arg_ref(service, "service") }?;
-        // SAFETY: forwarded from this function's contract.
-        let category = unsafe { self::category(category) }?;
-        // SAFETY: forwarded from this function's contract.
-        let acl = crate::zk::parse_acl_list(unsafe { arg_str(acl, "acl") }?)?;
-        service
-            .inner
-            .create_category_with_acl(&category, first, last, Some(&acl))?;
         Ok(())
     })
 }
@@ -392,4 +290,5 @@ const _: () = {
     shared::<zooid_pool_info>();
     shared::<zooid_id_set>();
     movable::<zooid_options>();
+    movable::<zooid_category_spec>();
 };

@@ -89,7 +89,7 @@ mod tests {
         let category = crate::IdCategory::new("/handle/c").unwrap();
         get::<IdGeneratorService>(handle)
             .unwrap()
-            .create_category(&category, 1, 10)
+            .create_category(&category, &crate::CategorySpec::new(1, 10))
             .unwrap();
         assert_eq!(
             get::<IdGeneratorService>(handle)

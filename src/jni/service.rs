@@ -10,14 +10,14 @@ use jni::sys::{jint, jlong};
 use jni::{native_method, Env, NativeMethod};
 
 use super::arrays::{long, long_array, ranges_to_java};
-use super::convert::{ranges_from_java, string_arg};
+use super::convert::{optional_string_arg, ranges_from_java, string_arg};
 use super::errors::{Failure, ThrowJava};
 use super::handle::{self, into_handle};
 use super::options::service_options;
 use super::undelivered;
 use crate::blocking::IdGeneratorService;
 use crate::marshal::layout as layout_of;
-use crate::{IdCategory, IdSet, Layout, Migrated, ZooidError};
+use crate::{CategorySpec, IdCategory, IdSet, Layout, Migrated, ZooidError};
 
 pub(super) const METHODS: &[NativeMethod] = &[
     native_method! {
@@ -29,27 +29,15 @@ pub(super) const METHODS: &[NativeMethod] = &[
         error_policy = ThrowJava,
     },
     native_method! {
-        static fn create_category(handle: jlong, category: JString, first: jlong, last: jlong),
-        error_policy = ThrowJava,
-    },
-    native_method! {
-        static fn create_category_blocks(
-            handle: jlong,
-            category: JString,
-            first: jlong,
-            last: jlong,
-            block_size: jlong
-        ),
-        error_policy = ThrowJava,
-    },
-    native_method! {
-        static fn create_category_in(
+        static fn create_category(
             handle: jlong,
             category: JString,
             first: jlong,
             last: jlong,
             layout: jint,
-            unit: jlong
+            unit: jlong,
+            ceiling: jlong,
+            acl: JString
         ),
         error_policy = ThrowJava,
     },
@@ -60,16 +48,6 @@ pub(super) const METHODS: &[NativeMethod] = &[
             layout: jint,
             unit: jlong
         ) -> jlong[],
-        error_policy = ThrowJava,
-    },
-    native_method! {
-        static fn create_category_with_acl(
-            handle: jlong,
-            category: JString,
-            first: jlong,
-            last: jlong,
-            acl: JString
-        ),
         error_policy = ThrowJava,
     },
     native_method! {
@@ -116,6 +94,9 @@ fn category_arg(env: &Env<'_>, category: &JString<'_>) -> Result<IdCategory, Fai
     Ok(IdCategory::new(string_arg(env, category, "category")?)?)
 }
 
+/// The arguments are the fields of an `io.zooid.CategorySpec`: its layout number (0: the
+/// store's default) and block size, its ceiling (negative: none) and its ACL text (null: none).
+#[allow(clippy::too_many_arguments)]
 fn create_category<'local>(
     env: &mut Env<'local>,
     _class: JClass<'local>,
@@ -123,25 +104,23 @@ fn create_category<'local>(
     category: JString<'local>,
     first: jlong,
     last: jlong,
+    layout: jint,
+    unit: jlong,
+    ceiling: jlong,
+    acl: JString<'local>,
 ) -> Result<(), Failure> {
     let category = category_arg(env, &category)?;
-    Ok(service(handle)?.create_category(&category, first, last)?)
-}
-
-fn create_category_blocks<'local>(
-    env: &mut Env<'local>,
-    _class: JClass<'local>,
-    handle: jlong,
-    category: JString<'local>,
-    first: jlong,
-    last: jlong,
-    block_size: jlong,
-) -> Result<(), Failure> {
-    let category = category_arg(env, &category)?;
-    let unit = u64::try_from(block_size).map_err(|_| {
-        ZooidError::InvalidArgument(format!("block size {block_size}: need 1..=2147483647"))
-    })?;
-    Ok(service(handle)?.create_category_blocks(&category, first, last, unit)?)
+    let mut spec = CategorySpec::new(first, last);
+    if let Some(layout) = layout_arg(layout, unit)? {
+        spec = spec.layout(layout);
+    }
+    if ceiling >= 0 {
+        spec = spec.ceiling(ceiling);
+    }
+    if let Some(acl) = optional_string_arg(env, &acl)? {
+        spec = spec.acl(crate::zk::parse_acl_list(&acl)?);
+    }
+    Ok(service(handle)?.create_category(&category, &spec)?)
 }
 
 /// A layout number of `io.zooid.Layout` (0: the store's default) and its block size.
@@ -152,27 +131,6 @@ fn layout_arg(layout: jint, unit: jlong) -> Result<Option<Layout>, Failure> {
         ZooidError::InvalidArgument(format!("block size {unit}: need 0..=2147483647"))
     })?;
     Ok(layout_of(number, unit)?)
-}
-
-// The arguments are those of the Java native, `ZooidNative.createCategoryIn`.
-#[allow(clippy::too_many_arguments)]
-fn create_category_in<'local>(
-    env: &mut Env<'local>,
-    _class: JClass<'local>,
-    handle: jlong,
-    category: JString<'local>,
-    first: jlong,
-    last: jlong,
-    layout: jint,
-    unit: jlong,
-) -> Result<(), Failure> {
-    let category = category_arg(env, &category)?;
-    let service = service(handle)?;
-    match layout_arg(layout, unit)? {
-        None => service.create_category(&category, first, last)?,
-        Some(layout) => service.create_category_in(&category, first, last, layout)?,
-    }
-    Ok(())
 }
 
 fn migrate_category<'local>(
@@ -192,20 +150,6 @@ fn migrate_category<'local>(
         Migrated::Moved { from, to, base } => [1, i64::from(from), i64::from(to), base],
     };
     Ok(long_array(env, &values)?)
-}
-
-fn create_category_with_acl<'local>(
-    env: &mut Env<'local>,
-    _class: JClass<'local>,
-    handle: jlong,
-    category: JString<'local>,
-    first: jlong,
-    last: jlong,
-    acl: JString<'local>,
-) -> Result<(), Failure> {
-    let category = category_arg(env, &category)?;
-    let acl = crate::zk::parse_acl_list(&string_arg(env, &acl, "acl")?)?;
-    Ok(service(handle)?.create_category_with_acl(&category, first, last, Some(&acl))?)
 }
 
 fn take_ids<'local>(

@@ -8,8 +8,9 @@
 //!   never needs re-arming, so no change can slip between a trigger and a re-registration, the
 //!   seed's missed-watch gap), a full re-scan after every reconnect and new session (events that
 //!   happened while disconnected are not replayed), and a periodic re-scan as a backstop. On
-//!   servers without persistent watches (ZooKeeper 3.4 and 3.5; [`Session::persistent_watches`]
-//!   asks once) it polls instead: a full re-scan every [`KeeperOptions::poll`];
+//!   servers without persistent watches (ZooKeeper 3.4 and 3.5;
+//!   [`Session::persistent_watches`](crate::zk::Session::persistent_watches) asks once) it
+//!   polls instead: a full re-scan every [`KeeperOptions::poll`];
 //! - evaluates a category on every change of its node and on every tick: headroom (free IDs at
 //!   or below the ceiling), take rate, reserve;
 //! - raises a ceiling when the headroom falls under the low-water mark: (1) the durable record
@@ -30,9 +31,7 @@ use tokio::time::Instant;
 use crate::durable::DurableStore;
 use crate::election::{Election, ElectionOptions, LeaderState, PausePolicy};
 use crate::error::{Result, ZooidError};
-use crate::zk::{
-    ConnectionState, EventKind, Failure, Session, TreeWatch, Verdict, Zk, ZooKeeperExt,
-};
+use crate::zk::{ConnectionState, EventKind, Failure, TreeWatch, Verdict, Zk, ZooKeeperExt};
 pub use sizing::{Sizing, TakeRate};
 
 /// Where a keeper may be told to crash (tests): `ZOOID_KEEPER_CRASH_AT` names one, and the
@@ -113,17 +112,16 @@ pub(crate) struct Tracked {
     pub pending: Option<(i64, i64)>,
 }
 
-/// Runs a keeper until `shutdown` turns true: joins the election, and while active keeps the
-/// ceilings of the categories under the root ahead of demand.
+/// Runs a keeper on `zk` until `shutdown` turns true: joins the election, and while active keeps
+/// the ceilings of the categories under the root ahead of demand.
 pub async fn run(
-    session: Session,
+    zk: Zk,
     durable: DurableStore,
     options: KeeperOptions,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<()> {
     let mut election_options = ElectionOptions::new(options.name.clone());
     election_options.on_pause = PausePolicy::Stop;
-    let zk = session.into_zk();
     let election = Election::join(&zk, &options.group, election_options).await?;
     let durable = Arc::new(durable);
     let report = options.report.clone();

@@ -69,6 +69,28 @@ static inline void fail_status(const char *file, int line, const char *call, zoo
         }                                                                            \
     } while (0)
 
+/* Creates `path` with IDs first..last in the layout numbered `layout` (a `zooid_layout`, in blocks
+ * of `unit`), through a `zooid_category_spec`; returns the first status that is not OK. */
+static inline zooid_status create_in(const zooid_service *service, const char *path, int64_t first,
+                                     int64_t last, uint32_t layout, uint64_t unit) {
+    zooid_category_spec *spec = NULL;
+    zooid_status status = zooid_category_spec_new(first, last, &spec);
+    if (status == ZOOID_STATUS_OK) {
+        status = zooid_category_spec_set_layout(spec, layout, unit);
+    }
+    if (status == ZOOID_STATUS_OK) {
+        status = zooid_service_create_category(service, path, spec);
+    }
+    zooid_category_spec_free(spec);
+    return status;
+}
+
+/* Creates `path` with IDs first..last in the store's default layout. */
+static inline zooid_status create_default(const zooid_service *service, const char *path,
+                                          int64_t first, int64_t last) {
+    return create_in(service, path, first, last, ZOOID_LAYOUT_DEFAULT, 0);
+}
+
 /* Joins a prefix (may be empty) and a path into `buf`. */
 static inline const char *join_path(char *buf, size_t len, const char *prefix, const char *path) {
     int n = snprintf(buf, len, "%s%s", prefix, path);

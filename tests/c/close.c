@@ -23,9 +23,9 @@ int main(int argc, char **argv) {
     CHECK_OK(zooid_service_open(argv[1], options, &service));
     zooid_options_free(options);
     if (strcmp(argv[3], "blocks") == 0) {
-        CHECK_OK(zooid_service_create_category_blocks(service, category, 1, 1000000, 1000));
+        CHECK_OK(create_in(service, category, 1, 1000000, ZOOID_LAYOUT_HOLE_NODES, 1000));
     } else {
-        CHECK_OK(zooid_service_create_category(service, category, 1, 1000000));
+        CHECK_OK(create_default(service, category, 1, 1000000));
     }
     for (int round = 0; round < 5; round++) {
         zooid_id_set *ids = NULL;

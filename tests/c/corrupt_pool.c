@@ -25,7 +25,7 @@ int main(int argc, char **argv) {
     CHECK(info == NULL);
     /* Creating it again does not reset it. */
     EXPECT_STATUS(ZOOID_STATUS_CATEGORY_EXISTS,
-                  zooid_service_create_category(service, category, 1, 100));
+                  create_default(service, category, 1, 100));
 
     zooid_service_free(service);
     printf("corrupt pool OK\n");

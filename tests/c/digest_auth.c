@@ -29,7 +29,7 @@ int main(int argc, char **argv) {
     const char *connect = argv[1], *category = argv[2];
 
     const zooid_service *owner = open_as(connect, "eventpublish", "s3cret");
-    CHECK_OK(zooid_service_create_category(owner, category, 1, 1000));
+    CHECK_OK(create_default(owner, category, 1, 1000));
     zooid_id_set *set = NULL;
     CHECK_OK(zooid_service_take_ids(owner, category, 5, &set));
     zooid_id_set_free(set);

@@ -73,22 +73,27 @@ int main(int argc, char **argv) {
     EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_service_clone(service, NULL));
 
     /* Creating categories. */
-    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_service_create_category(NULL, category, 1, 9));
-    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_service_create_category(service, NULL, 1, 9));
-    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT,
-                  zooid_service_create_category(service, bad_utf8, 1, 9));
-    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT,
-                  zooid_service_create_category(service, "no/leading/slash", 1, 9));
-    CHECK_LAST_ERROR_CONTAINS("must start with '/'");
-    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_service_create_category(service, "/", 1, 9));
-    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT,
-                  zooid_service_create_category(service, category, 0, 9));
-    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT,
-                  zooid_service_create_category(service, category, 10, 9));
+    zooid_category_spec *spec = SENTINEL;
+    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_category_spec_new(0, 9, &spec));
+    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_category_spec_new(10, 9, &spec));
     CHECK_LAST_ERROR_CONTAINS("bounds");
-    CHECK_OK(zooid_service_create_category(service, category, 1, 1000000));
-    EXPECT_STATUS(ZOOID_STATUS_CATEGORY_EXISTS,
-                  zooid_service_create_category(service, category, 1, 5));
+    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_category_spec_new(1, 9, NULL));
+    CHECK_LAST_ERROR_CONTAINS("out_spec is NULL");
+    CHECK(spec == SENTINEL);
+    CHECK_OK(zooid_category_spec_new(1, 9, &spec));
+    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_service_create_category(NULL, category, spec));
+    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_service_create_category(service, NULL, spec));
+    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT,
+                  zooid_service_create_category(service, category, NULL));
+    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT,
+                  zooid_service_create_category(service, bad_utf8, spec));
+    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT,
+                  zooid_service_create_category(service, "no/leading/slash", spec));
+    CHECK_LAST_ERROR_CONTAINS("must start with '/'");
+    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_service_create_category(service, "/", spec));
+    zooid_category_spec_free(spec);
+    CHECK_OK(create_default(service, category, 1, 1000000));
+    EXPECT_STATUS(ZOOID_STATUS_CATEGORY_EXISTS, create_default(service, category, 1, 5));
     CHECK_LAST_ERROR_CONTAINS(category);
 
     /* Taking. */
@@ -106,7 +111,7 @@ int main(int argc, char **argv) {
     CHECK(set == SENTINEL);
 
     /* An exhausted category: 1..5, taken as 3 + 2, then nothing. */
-    CHECK_OK(zooid_service_create_category(service, tiny, 1, 5));
+    CHECK_OK(create_default(service, tiny, 1, 5));
     zooid_id_set *first = NULL, *rest = NULL;
     CHECK_OK(zooid_service_take_ids(service, tiny, 3, &first));
     CHECK_OK(zooid_service_take_ids(service, tiny, 10, &rest));

@@ -1,37 +1,53 @@
 /*
- * Categories in every pool layout through zooid_service_create_category_in, and a move to hole
- * nodes through zooid_service_migrate_category.
+ * Categories in every pool layout through a zooid_category_spec and zooid_service_create_category,
+ * and a move to hole nodes through zooid_service_migrate_category.
  *
  *   layouts CONNECT PREFIX
  *
- * Below PREFIX, each with IDs 1..1000000: single (ZOOID_LAYOUT_SINGLE_NODE), holes
- * (ZOOID_LAYOUT_HOLE_NODES, unit 0: the default block size), default-in (ZOOID_LAYOUT_DEFAULT)
- * and default (zooid_service_create_category).
+ * Below PREFIX, each with IDs 1..1000000: single (zooid_category_spec_set_single_node), holes
+ * (zooid_category_spec_set_blocks, 1000), holes-in (ZOOID_LAYOUT_HOLE_NODES, unit 0: the default
+ * block size), default-in (ZOOID_LAYOUT_DEFAULT) and default (a spec with no layout set).
  * On each: a take of 10 gets 1-10, the set's last 5 (6-10) are pushed back, and a take of 10
  * gets 6-15, the pushed IDs first. Then moved: a single node, a take of 10, a move to hole nodes
  * (from format 1 to 4, fresh blocks from 11), the same move again (nothing moved), a take of 10
- * that gets 11-20. Layout numbers that are not a zooid_layout (2, the retired pool format 3's,
- * included), a block size above 2^31 - 1 and a move back to a single node are refused with
+ * that gets 11-20. Bounds out of order, layout numbers that are not a zooid_layout (2, the retired
+ * pool format 3's, included), block sizes of 0 and above 2^31 - 1, a ceiling above the last ID,
+ * an ACL with a block layout, NULL arguments and a move back to a single node are refused with
  * ZOOID_STATUS_INVALID_ARGUMENT, creating nothing.
  * The test (tests/c/layouts.rs) reads each pool node's format line.
  *
  *   layouts mem: PREFIX
  *
  * On the embedded store: single, default-in and default as above (a single node each), the
- * block layouts refused with ZOOID_STATUS_INVALID_ARGUMENT.
+ * hole nodes refused by zooid_service_create_category with ZOOID_STATUS_INVALID_ARGUMENT.
  */
 #include "check.h"
 
-/* IDs 1..1000000 in `layout`: take 10, push back 6-10, take 10 again. */
-static void take_push_take(const zooid_service *service, const char *category, int with_layout,
+/* How take_push_take sets the layout of its spec. */
+enum how { NO_LAYOUT, SET_LAYOUT, SET_SINGLE_NODE, SET_BLOCKS };
+
+/* IDs 1..1000000 in `layout` (set as `how` says): take 10, push back 6-10, take 10 again. */
+static void take_push_take(const zooid_service *service, const char *category, enum how how,
                            uint32_t layout, uint64_t unit) {
-    if (with_layout) {
-        CHECK_OK(zooid_service_create_category_in(service, category, 1, 1000000, layout, unit));
-    } else {
-        CHECK_OK(zooid_service_create_category(service, category, 1, 1000000));
+    zooid_category_spec *spec = NULL;
+    CHECK_OK(zooid_category_spec_new(1, 1000000, &spec));
+    switch (how) {
+    case NO_LAYOUT:
+        break;
+    case SET_LAYOUT:
+        CHECK_OK(zooid_category_spec_set_layout(spec, layout, unit));
+        break;
+    case SET_SINGLE_NODE:
+        CHECK_OK(zooid_category_spec_set_single_node(spec));
+        break;
+    case SET_BLOCKS:
+        CHECK_OK(zooid_category_spec_set_blocks(spec, unit));
+        break;
     }
+    CHECK_OK(zooid_service_create_category(service, category, spec));
     EXPECT_STATUS(ZOOID_STATUS_CATEGORY_EXISTS,
-                  zooid_service_create_category_in(service, category, 1, 1000000, layout, unit));
+                  zooid_service_create_category(service, category, spec));
+    zooid_category_spec_free(spec);
 
     zooid_id_set *set = NULL;
     CHECK_OK(zooid_service_take_ids(service, category, 10, &set));
@@ -70,53 +86,70 @@ int main(int argc, char **argv) {
     CHECK_OK(zooid_service_open(argv[1], NULL, &service));
     char path[512];
 
-    /* Refused, nothing created. */
+    /* Refused, nothing created; a setter that fails leaves the spec as it was. */
     join_path(path, sizeof path, prefix, "/refused");
-    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT,
-                  zooid_service_create_category_in(service, path, 1, 100, 4, 0));
+    zooid_category_spec *spec = NULL;
+    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_category_spec_new(10, 9, &spec));
+    CHECK_LAST_ERROR_CONTAINS("category bounds 10..=9");
+    CHECK(spec == NULL);
+    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_category_spec_new(1, 100, NULL));
+    CHECK_OK(zooid_category_spec_new(1, 100, &spec));
+    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_category_spec_set_layout(spec, 4, 0));
     CHECK_LAST_ERROR_CONTAINS("layout 4");
     EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT,
-                  zooid_service_create_category_in(service, path, 1, 100, 2, 100));
+                  zooid_category_spec_set_layout(spec, 2, 100));
     CHECK_LAST_ERROR_CONTAINS("retired");
     EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT,
-                  zooid_service_create_category_in(service, path, 1, 100, 0xFFFFFFFFu, 0));
+                  zooid_category_spec_set_layout(spec, 0xFFFFFFFFu, 0));
     CHECK_LAST_ERROR_CONTAINS("layout 4294967295");
     EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT,
-                  zooid_service_create_category_in(service, path, 1, 100,
-                                                   ZOOID_LAYOUT_HOLE_NODES, 1ull << 31));
+                  zooid_category_spec_set_layout(spec, ZOOID_LAYOUT_HOLE_NODES, 1ull << 31));
     CHECK_LAST_ERROR_CONTAINS("block size 2147483648");
+    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_category_spec_set_blocks(spec, 0));
+    CHECK_LAST_ERROR_CONTAINS("block size 0");
+    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_category_spec_set_ceiling(spec, 101));
+    CHECK_LAST_ERROR_CONTAINS("ceiling 101");
+    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_category_spec_set_acl(spec, ""));
+    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_category_spec_set_acl(spec, NULL));
+    CHECK_OK(zooid_category_spec_set_blocks(spec, 10));
     EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT,
-                  zooid_service_create_category_in(NULL, path, 1, 100, 0, 0));
-    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT,
-                  zooid_service_create_category_in(service, NULL, 1, 100, 0, 0));
+                  zooid_category_spec_set_acl(spec, "world:anyone:cdrwa"));
+    CHECK_LAST_ERROR_CONTAINS("acl:");
+    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_category_spec_set_blocks(NULL, 10));
+    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_service_create_category(NULL, path, spec));
+    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_service_create_category(service, NULL, spec));
+    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_service_create_category(service, path, NULL));
+    CHECK_LAST_ERROR_CONTAINS("spec");
+    zooid_category_spec_free(spec);
+    zooid_category_spec_free(NULL);
     zooid_pool_info *info = NULL;
     EXPECT_STATUS(ZOOID_STATUS_NOT_FOUND, zooid_service_pool_info(service, path, &info));
 
-    take_push_take(service, join_path(path, sizeof path, prefix, "/single"), 1,
-                   ZOOID_LAYOUT_SINGLE_NODE, 0);
+    take_push_take(service, join_path(path, sizeof path, prefix, "/single"), SET_SINGLE_NODE, 0,
+                   0);
     if (strncmp(argv[1], "mem:", 4) == 0) {
         join_path(path, sizeof path, prefix, "/holes");
         EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT,
-                      zooid_service_create_category_in(service, path, 1, 100,
-                                                       ZOOID_LAYOUT_HOLE_NODES, 0));
+                      create_in(service, path, 1, 100, ZOOID_LAYOUT_HOLE_NODES, 0));
         EXPECT_STATUS(ZOOID_STATUS_NOT_FOUND, zooid_service_pool_info(service, path, &info));
-        take_push_take(service, join_path(path, sizeof path, prefix, "/default-in"), 1,
+        take_push_take(service, join_path(path, sizeof path, prefix, "/default-in"), SET_LAYOUT,
                        ZOOID_LAYOUT_DEFAULT, 0);
-        take_push_take(service, join_path(path, sizeof path, prefix, "/default"), 0, 0, 0);
+        take_push_take(service, join_path(path, sizeof path, prefix, "/default"), NO_LAYOUT, 0,
+                       0);
         zooid_service_free(service);
         printf("layouts on mem: OK\n");
         return 0;
     }
-    take_push_take(service, join_path(path, sizeof path, prefix, "/holes"), 1,
+    take_push_take(service, join_path(path, sizeof path, prefix, "/holes"), SET_BLOCKS, 0, 1000);
+    take_push_take(service, join_path(path, sizeof path, prefix, "/holes-in"), SET_LAYOUT,
                    ZOOID_LAYOUT_HOLE_NODES, 0);
-    take_push_take(service, join_path(path, sizeof path, prefix, "/default-in"), 1,
+    take_push_take(service, join_path(path, sizeof path, prefix, "/default-in"), SET_LAYOUT,
                    ZOOID_LAYOUT_DEFAULT, 0);
-    take_push_take(service, join_path(path, sizeof path, prefix, "/default"), 0, 0, 0);
+    take_push_take(service, join_path(path, sizeof path, prefix, "/default"), NO_LAYOUT, 0, 0);
 
     /* A single node moved to hole nodes in place. */
     const char *moved = join_path(path, sizeof path, prefix, "/moved");
-    CHECK_OK(zooid_service_create_category_in(service, moved, 1, 1000000,
-                                              ZOOID_LAYOUT_SINGLE_NODE, 0));
+    CHECK_OK(create_in(service, moved, 1, 1000000, ZOOID_LAYOUT_SINGLE_NODE, 0));
     zooid_id_set *set = NULL;
     CHECK_OK(zooid_service_take_ids(service, moved, 10, &set));
     zooid_id_set_free(set);

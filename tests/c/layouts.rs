@@ -1,5 +1,5 @@
-//! Pool layouts chosen from C (tests/c/layouts.c): `zooid_service_create_category_in` makes
-//! each layout, `ZOOID_LAYOUT_DEFAULT` and `zooid_service_create_category` make hole nodes
+//! Pool layouts chosen from C (tests/c/layouts.c): a `zooid_category_spec` makes each layout;
+//! `ZOOID_LAYOUT_DEFAULT` and a spec with no layout set make hole nodes
 //! (format 4) on ZooKeeper and a single node on the embedded stores, and
 //! `zooid_service_migrate_category` moves a single node to hole nodes. The pool nodes are read
 //! raw with a ZooKeeper client.
@@ -40,7 +40,14 @@ fn every_layout_from_c_writes_its_format() {
         let nodes = rt.block_on(async {
             let client = zookeeper_client::Client::connect(&connect).await.unwrap();
             let mut nodes = Vec::new();
-            for name in ["single", "holes", "default-in", "default", "moved"] {
+            for name in [
+                "single",
+                "holes",
+                "holes-in",
+                "default-in",
+                "default",
+                "moved",
+            ] {
                 let path = format!("{prefix}/{name}");
                 let (data, stat) = client.get_data(&path).await.unwrap();
                 nodes.push((
@@ -66,7 +73,9 @@ fn every_layout_from_c_writes_its_format() {
                 // Written by the take, the push and the take.
                 "single" => assert_eq!(version, 3, "{name}: {text}"),
                 // Takes claim blocks and holes, pushes create holes: the node stays as created.
-                "holes" | "default-in" | "default" => assert_eq!(version, 0, "{name}: {text}"),
+                "holes" | "holes-in" | "default-in" | "default" => {
+                    assert_eq!(version, 0, "{name}: {text}")
+                }
                 _ => {}
             }
         }

@@ -55,7 +55,7 @@ int main(int argc, char **argv) {
     const zooid_service *service = NULL;
     CHECK_OK(zooid_service_open(argv[1], NULL, &service));
     const int64_t last = 100000000;
-    CHECK_OK(zooid_service_create_category(service, category, 1, last));
+    CHECK_OK(create_default(service, category, 1, last));
     uint64_t before = free_count(service, category);
 
     zooid_source_options *options = NULL;

@@ -1,7 +1,7 @@
 /*
  * A secured ensemble from C: mutual TLS (zooid_options_set_tls), SASL DIGEST-MD5
  * (zooid_options_set_sasl_digest) and a category whose ACL lets only "alice" write
- * (zooid_service_create_category_with_acl). "bob" may read but gets
+ * (zooid_category_spec_set_acl). "bob" may read but gets
  * ZOOID_STATUS_NOT_AUTHORIZED naming the node and his identity, and nothing changes.
  *
  *   security SECURE_CONNECT CA_FILE CERT_FILE KEY_FILE CATEGORY
@@ -65,12 +65,13 @@ int main(int argc, char **argv) {
     zooid_options_free(options);
 
     const zooid_service *alice = open_as(connect, ca, cert, key, "alice", "alice-pw-1");
-    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT,
-                  zooid_service_create_category_with_acl(alice, category, 1, 1000, "sasl:alice:rwx"));
-    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT,
-                  zooid_service_create_category_with_acl(alice, category, 1, 1000, ""));
-    CHECK_OK(zooid_service_create_category_with_acl(alice, category, 1, 1000,
-                                                    "sasl:alice:cdrwa,world:anyone:r"));
+    zooid_category_spec *spec = NULL;
+    CHECK_OK(zooid_category_spec_new(1, 1000, &spec));
+    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_category_spec_set_acl(spec, "sasl:alice:rwx"));
+    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_category_spec_set_acl(spec, ""));
+    CHECK_OK(zooid_category_spec_set_acl(spec, "sasl:alice:cdrwa,world:anyone:r"));
+    CHECK_OK(zooid_service_create_category(alice, category, spec));
+    zooid_category_spec_free(spec);
     zooid_id_set *set = NULL;
     CHECK_OK(zooid_service_take_ids(alice, category, 5, &set));
     zooid_id_set_free(set);

@@ -57,7 +57,7 @@ int main(int argc, char **argv) {
     CHECK_OK(zooid_service_open(argv[2], options, &service));
     zooid_options_free(options);
     uint32_t layout = lost_reply ? ZOOID_LAYOUT_SINGLE_NODE : ZOOID_LAYOUT_DEFAULT;
-    CHECK_OK(zooid_service_create_category_in(service, category, 1, 1000, layout, 0));
+    CHECK_OK(create_in(service, category, 1, 1000, layout, 0));
     zooid_id_set *warm = NULL;
     CHECK_OK(zooid_service_take_ids(service, category, 10, &warm));
 

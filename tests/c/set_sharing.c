@@ -96,7 +96,7 @@ int main(int argc, char **argv) {
     const char *category = "/set-sharing/did";
     const zooid_service *service = NULL;
     CHECK_OK(zooid_service_open(argv[1], NULL, &service));
-    CHECK_OK(zooid_service_create_category(service, category, 1, 100000000));
+    CHECK_OK(create_default(service, category, 1, 100000000));
 
     /* 1. Takes from a set while it is being pushed, ROUNDS times (the thread may be descheduled
      *    during one push: over all rounds it takes IDs during many). */

@@ -25,7 +25,7 @@ int main(int argc, char **argv) {
     CHECK_OK(zooid_service_open(argv[3], NULL, &other));
     /* The single-node layout: every take and push is a setData of the pool node, the write
      * whose reply the proxy swallows and on which the second service's take conflicts. */
-    CHECK_OK(zooid_service_create_category_in(service, category, 1, 1000000,
+    CHECK_OK(create_in(service, category, 1, 1000000,
                                               ZOOID_LAYOUT_SINGLE_NODE, 0));
 
     zooid_id_set *ids = NULL;

@@ -100,9 +100,9 @@ int main(int argc, char **argv) {
     CHECK_OK(zooid_service_open(argv[1], NULL, &service));
     long long block_size = argc > 5 ? atoll(argv[5]) : 0;
     if (block_size > 0) {
-        CHECK_OK(zooid_service_create_category_blocks(service, category, 1, last, (uint64_t)block_size));
+        CHECK_OK(create_in(service, category, 1, last, ZOOID_LAYOUT_HOLE_NODES, (uint64_t)block_size));
     } else {
-        CHECK_OK(zooid_service_create_category(service, category, 1, last));
+        CHECK_OK(create_default(service, category, 1, last));
     }
 
     pthread_t tids[64];

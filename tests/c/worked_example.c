@@ -35,11 +35,13 @@ int main(int argc, char **argv) {
     CHECK_OK(zooid_service_open(connect, options, &service));
     zooid_options_free(options);
 
+    zooid_category_spec *spec = NULL;
+    CHECK_OK(zooid_category_spec_new(1, 123456789, &spec));
     if (argc > 3) {
-        CHECK_OK(zooid_service_create_category_in(service, category, 1, 123456789, layout, 0));
-    } else {
-        CHECK_OK(zooid_service_create_category(service, category, 1, 123456789));
+        CHECK_OK(zooid_category_spec_set_layout(spec, layout, 0));
     }
+    CHECK_OK(zooid_service_create_category(service, category, spec));
+    zooid_category_spec_free(spec);
 
     /* Three workers take 10000 IDs each: 1-10000, 10001-20000, 20001-30000. */
     zooid_id_set *sets[3];

@@ -2,6 +2,7 @@
 //! against a server at `connect` and fails (panics) on a wrong result. Each works in its own
 //! subtree, so they can share one server.
 
+use zooid::CategorySpec;
 use zooid_test_support as support;
 
 use std::collections::BTreeSet;
@@ -60,7 +61,7 @@ pub async fn core(connect: &str, server: std::net::SocketAddr) {
     let svc = service(connect).await;
     let cat = IdCategory::new("/compat/core/did").unwrap();
     // The single-node layout (format 1): its take is one `setData`, whose reply is lost below.
-    svc.create_category_in(&cat, 1, 1_000_000, zooid::Layout::SingleNode)
+    svc.create_category(&cat, &CategorySpec::new(1, 1_000_000).single_node())
         .await
         .unwrap();
     let mut first = svc.take_ids(&cat, 10).await.unwrap();
@@ -108,7 +109,7 @@ pub async fn moves(connect: &str) {
     };
     let (a, b) = (open().await, open().await);
     let cat = IdCategory::new("/compat/moves/did").unwrap();
-    a.create_category_in(&cat, 1, 1_000, zooid::Layout::SingleNode)
+    a.create_category(&cat, &CategorySpec::new(1, 1_000).single_node())
         .await
         .unwrap();
     let created = a.store().get(cat.name()).await.unwrap().created;
@@ -161,7 +162,9 @@ pub async fn holes(connect: &str) {
     let a = service(connect).await;
     let b = service(connect).await;
     let cat = IdCategory::new("/compat/holes/did").unwrap();
-    a.create_category(&cat, 1, 1_000_000).await.unwrap();
+    a.create_category(&cat, &CategorySpec::new(1, 1_000_000))
+        .await
+        .unwrap();
     let raw = a.read_node(cat.name()).await.unwrap();
     assert!(
         raw.starts_with(b"#zooid 4\n"),
@@ -191,14 +194,14 @@ pub async fn holes(connect: &str) {
     all_ids(&sets.iter().collect::<Vec<_>>());
 }
 
-/// Block allocation (`create_category_blocks`, pool format 4): two services take whole blocks
+/// Block allocation (`CategorySpec::blocks`, pool format 4): two services take whole blocks
 /// (sequential creates in a `multi` with a check), a push becomes hole nodes, handed out before
 /// fresh blocks to a take they cover.
 pub async fn blocks(connect: &str) {
     let a = service(connect).await;
     let b = service(connect).await;
     let cat = IdCategory::new("/compat/blocks/did").unwrap();
-    a.create_category_blocks(&cat, 1, 1_000_000, 100)
+    a.create_category(&cat, &CategorySpec::new(1, 1_000_000).blocks(100))
         .await
         .unwrap();
     let mut one = a.take_ids(&cat, 150).await.unwrap();
@@ -318,7 +321,9 @@ pub async fn queue(connect: &str) {
 pub async fn prefetch(connect: &str) {
     let svc = Arc::new(service(connect).await);
     let cat = IdCategory::new("/compat/prefetch/did").unwrap();
-    svc.create_category(&cat, 1, 1_000_000).await.unwrap();
+    svc.create_category(&cat, &CategorySpec::new(1, 1_000_000))
+        .await
+        .unwrap();
     let options = SourceOptions {
         initial_batch: 50,
         min_batch: 50,
@@ -374,7 +379,7 @@ pub async fn keeper(connect: &str) -> (Discovery, Duration) {
     let (stop, shutdown) = tokio::sync::watch::channel(false);
     let keeper_session = session(connect).await;
     let running = tokio::spawn(zooid::keeper::run(
-        keeper_session,
+        keeper_session.into_zk(),
         durable,
         options,
         shutdown,
@@ -392,7 +397,7 @@ pub async fn keeper(connect: &str) -> (Discovery, Duration) {
     let svc = service(connect).await;
     let cat = IdCategory::new("/compat/keeper/app/did").unwrap();
     let created = Instant::now();
-    svc.create_category_with_ceiling(&cat, 1, 1_000_000_000, Some(0))
+    svc.create_category(&cat, &CategorySpec::new(1, 1_000_000_000).ceiling(0))
         .await
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);

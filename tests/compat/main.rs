@@ -13,6 +13,7 @@
 //! `/zookeeper/config`) and creates nodes with `create` there; the keeper discovers categories
 //! through a persistent recursive watch on 3.6+ and by polling on 3.4 and 3.5.
 
+use zooid::CategorySpec;
 use zooid_test_support as support;
 
 mod checks;
@@ -189,7 +190,9 @@ fn assuming_3_4_works_on_a_newer_server() {
             zooid::ServiceOptions::default(),
         );
         let cat = zooid::IdCategory::new("/assumed/did").unwrap();
-        svc.create_category_blocks(&cat, 1, 1000, 10).await.unwrap();
+        svc.create_category(&cat, &CategorySpec::new(1, 1000).blocks(10))
+            .await
+            .unwrap();
         let mut taken = svc.take_ids(&cat, 25).await.unwrap();
         assert_eq!(taken.count_ids(), 25);
         svc.push_ids(&mut taken).await.unwrap();

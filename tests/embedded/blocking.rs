@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::thread;
+use zooid::CategorySpec;
 
 use zooid::blocking::IdGeneratorService;
 use zooid::{ConnectOptions, IdCategory, ServiceOptions, ZooidError};
@@ -22,7 +23,8 @@ fn one_service_many_threads() {
     let dir = tempfile::tempdir().unwrap();
     let svc = Arc::new(service(&format!("file:{}", dir.path().display())));
     let cat = IdCategory::new("/blocking/did").unwrap();
-    svc.create_category(&cat, 1, 1_000_000).unwrap();
+    svc.create_category(&cat, &CategorySpec::new(1, 1_000_000))
+        .unwrap();
     let handles: Vec<_> = (0..8)
         .map(|t| {
             let (svc, cat) = (Arc::clone(&svc), cat.clone());
@@ -53,7 +55,8 @@ fn one_service_many_threads() {
 fn calls_from_a_runtime_thread_are_refused() {
     let svc = service("mem:");
     let cat = IdCategory::new("/blocking/refused").unwrap();
-    svc.create_category(&cat, 1, 10).unwrap();
+    svc.create_category(&cat, &CategorySpec::new(1, 10))
+        .unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use zooid::CategorySpec;
 
 use tempfile::TempDir;
 use zooid::blocking::IdGeneratorService;
@@ -221,12 +222,11 @@ impl Rig {
         };
         let ceiling = cfg.kept.then_some(0);
         admin
-            .create_category_in_with_ceiling(
+            .create_category(
                 &category,
-                bounds.start(),
-                bounds.end(),
-                layout,
-                ceiling,
+                &CategorySpec::new(bounds.start(), bounds.end())
+                    .layout(layout)
+                    .ceiling(ceiling),
             )
             .expect("create the category");
         let dir = tempfile::Builder::new()

@@ -5,6 +5,7 @@
 //! The guard that contention really happened is counted on the server: every write it processed,
 //! failed compare-and-sets included, took a zxid, so `zxid delta - completed takes` failed.
 
+use zooid::CategorySpec;
 use zooid_test_support as support;
 
 use std::sync::Arc;
@@ -59,7 +60,7 @@ async fn every_contender_is_served_and_no_id_is_handed_out_twice() {
         services.push(Arc::new(service(&zk).await));
     }
     services[0]
-        .create_category_in(&category, 1, i64::MAX / 2, zooid::Layout::SingleNode)
+        .create_category(&category, &CategorySpec::new(1, i64::MAX / 2).single_node())
         .await
         .unwrap();
     // Warm up every session (its first take reads the node) before the measured window.
@@ -136,7 +137,7 @@ async fn contention_that_ends_leaves_no_waits_behind() {
     let zk = ZkServer::start();
     let category = IdCategory::new("/contention/ends").unwrap();
     let lone = Arc::new(service(&zk).await);
-    lone.create_category_in(&category, 1, i64::MAX / 2, zooid::Layout::SingleNode)
+    lone.create_category(&category, &CategorySpec::new(1, i64::MAX / 2).single_node())
         .await
         .unwrap();
     let others: Vec<Arc<IdGeneratorService>> = {
@@ -206,7 +207,7 @@ async fn takes_with_push_backs_on_the_default_layout_conflict_at_most_once() {
         services.push(Arc::new(service(&zk).await));
     }
     services[0]
-        .create_category(&category, 1, i64::MAX / 2)
+        .create_category(&category, &CategorySpec::new(1, i64::MAX / 2))
         .await
         .unwrap();
     assert_eq!(services[0].default_layout(), zooid::Layout::for_scale());

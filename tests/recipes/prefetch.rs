@@ -2,6 +2,7 @@
 //! and processes; close pushes back everything unused; a failed background refill surfaces only
 //! when the local IDs run out; the batch size follows the consumption rate.
 
+use zooid::CategorySpec;
 use zooid_test_support as support;
 
 use std::collections::HashSet;
@@ -47,7 +48,9 @@ fn sources_and_threads_never_share_an_id_and_close_conserves() {
         connect(&zk.connect_string(), Duration::from_secs(30)),
     ];
     let category = IdCategory::new("/prefetch/unique").unwrap();
-    services[0].create_category(&category, 1, LAST).unwrap();
+    services[0]
+        .create_category(&category, &CategorySpec::new(1, LAST))
+        .unwrap();
     let before = free(&services[0], &category);
     let options = SourceOptions {
         initial_batch: 50,
@@ -108,7 +111,9 @@ fn a_failed_refill_surfaces_only_when_the_local_ids_run_out() {
     let zk = ZkServer::start();
     let service = connect(&zk.connect_string(), Duration::from_secs(2));
     let category = IdCategory::new("/prefetch/down").unwrap();
-    service.create_category(&category, 1, LAST).unwrap();
+    service
+        .create_category(&category, &CategorySpec::new(1, LAST))
+        .unwrap();
     let options = SourceOptions {
         initial_batch: 200,
         min_batch: 200,
@@ -178,7 +183,9 @@ fn batch_size_follows_the_consumption_rate() {
     let zk = ZkServer::start();
     let service = connect(&zk.connect_string(), Duration::from_secs(30));
     let category = IdCategory::new("/prefetch/adaptive").unwrap();
-    service.create_category(&category, 1, LAST).unwrap();
+    service
+        .create_category(&category, &CategorySpec::new(1, LAST))
+        .unwrap();
 
     let fast = IdSource::open(
         &service,
@@ -253,7 +260,7 @@ fn lost_refill_reply_and_session_expiry_lose_no_id() {
     let category = IdCategory::new("/prefetch/lossy").unwrap();
     // The single-node layout: a refill is one setData, whose reply the proxy drops.
     service
-        .create_category_in(&category, 1, LAST, zooid::Layout::SingleNode)
+        .create_category(&category, &CategorySpec::new(1, LAST).single_node())
         .unwrap();
     let session = service.zookeeper().unwrap();
     let first_generation = session.status().generation;

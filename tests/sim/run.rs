@@ -252,7 +252,10 @@ pub async fn run(seed: u64, config: &Config) -> Outcome {
         Layout::HoleNodes { unit: 4 }
     };
     if let Err(err) = service
-        .create_category_in(&category, 1, config.last_id, layout)
+        .create_category(
+            &category,
+            &zooid::CategorySpec::new(1, config.last_id).layout(layout),
+        )
         .await
     {
         return Outcome {

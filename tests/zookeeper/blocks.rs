@@ -1,7 +1,8 @@
-//! Block allocation (`create_category_blocks`, pool format 4, src/alloc/blocks/) against a real
+//! Block allocation (`CategorySpec::blocks`, pool format 4, src/alloc/blocks/) against a real
 //! ZooKeeper server: fresh IDs from sequential creates, generations moving on under contention,
 //! lost replies, the ceiling, and the refusals. (Hole nodes themselves: tests/zookeeper/holes.rs.)
 
+use zooid::CategorySpec;
 use zooid_test_support as support;
 
 use std::collections::BTreeSet;
@@ -47,7 +48,7 @@ fn fresh_blocks_and_double_pushes_refused() {
         let a = open(&zk.connect_string()).await;
         let b = open(&zk.connect_string()).await;
         let cat = IdCategory::new("/scale/did").unwrap();
-        a.create_category_blocks(&cat, 1, 1_000_000, 1000)
+        a.create_category(&cat, &CategorySpec::new(1, 1_000_000).blocks(1000))
             .await
             .unwrap();
         let raw = a.read_node("/scale/did").await.unwrap();
@@ -57,7 +58,8 @@ fn fresh_blocks_and_double_pushes_refused() {
             String::from_utf8_lossy(&raw)
         );
         assert!(matches!(
-            a.create_category_blocks(&cat, 1, 10, 1).await,
+            a.create_category(&cat, &CategorySpec::new(1, 10).blocks(1))
+                .await,
             Err(ZooidError::CategoryExists { .. })
         ));
 
@@ -113,12 +115,16 @@ fn fresh_blocks_and_double_pushes_refused() {
         .await
         .unwrap();
         assert!(matches!(
-            mem.create_category_blocks(&cat, 1, 100, 10).await,
+            mem.create_category(&cat, &CategorySpec::new(1, 100).blocks(10))
+                .await,
             Err(ZooidError::InvalidArgument(_))
         ));
         assert!(matches!(
-            a.create_category_blocks(&IdCategory::new("/scale/zero").unwrap(), 1, 100, 0)
-                .await,
+            a.create_category(
+                &IdCategory::new("/scale/zero").unwrap(),
+                &CategorySpec::new(1, 100).blocks(0)
+            )
+            .await,
             Err(ZooidError::InvalidArgument(_))
         ));
     });
@@ -135,7 +141,7 @@ fn generations_move_on_under_contention_without_gaps_or_duplicates() {
         let cat = IdCategory::new("/scale/rotating").unwrap();
         let setup = open(&zk.connect_string()).await;
         setup
-            .create_category_blocks(&cat, 1, 10_000_000, 1)
+            .create_category(&cat, &CategorySpec::new(1, 10_000_000).blocks(1))
             .await
             .unwrap();
         let mut tasks = Vec::new();
@@ -192,7 +198,7 @@ fn lost_claim_replies_are_resolved() {
     runtime().block_on(async {
         let svc = open(&proxy.connect_string()).await;
         let cat = IdCategory::new("/scale/lossy").unwrap();
-        svc.create_category_blocks(&cat, 1, 1_000_000, 100)
+        svc.create_category(&cat, &CategorySpec::new(1, 1_000_000).blocks(100))
             .await
             .unwrap();
         assert_eq!(
@@ -235,7 +241,7 @@ fn the_ceiling_caps_fresh_blocks() {
         )
         .await;
         let cat = IdCategory::new("/scale/reserved").unwrap();
-        svc.create_category_blocks(&cat, 1, 1_000_000, 1000)
+        svc.create_category(&cat, &CategorySpec::new(1, 1_000_000).blocks(1000))
             .await
             .unwrap();
         assert_eq!(svc.raise_ceiling(&cat, 2500).await.unwrap(), 2500);
@@ -293,7 +299,7 @@ fn concurrent_takes_and_pushes_do_not_conflict() {
             services.push(std::sync::Arc::new(open(&zk.connect_string()).await));
         }
         services[0]
-            .create_category_blocks(&cat, 1, 10_000_000, 100)
+            .create_category(&cat, &CategorySpec::new(1, 10_000_000).blocks(100))
             .await
             .unwrap();
         for svc in &services {
@@ -362,7 +368,7 @@ fn a_give_back_in_doubt_is_reported_leaked() {
                 .await
                 .unwrap();
         let cat = IdCategory::new("/scale/doubt").unwrap();
-        svc.create_category_blocks(&cat, 1, 1_000_000, 100)
+        svc.create_category(&cat, &zooid::CategorySpec::new(1, 1_000_000).blocks(100))
             .await
             .unwrap();
         // The take claims block 1..=100 and gives 66..=100 back (a push with its receipt).
@@ -414,7 +420,7 @@ fn already_free_is_decided_on_fresh_data() {
         let a = std::sync::Arc::new(open(&proxy.connect_string()).await);
         let b = open(&zk.connect_string()).await;
         let cat = IdCategory::new("/scale/fresh").unwrap();
-        a.create_category_blocks(&cat, 1, 1_000_000, 100)
+        a.create_category(&cat, &CategorySpec::new(1, 1_000_000).blocks(100))
             .await
             .unwrap();
         let mut first = a.take_ids(&cat, 100).await.unwrap();

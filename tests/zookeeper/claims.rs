@@ -6,6 +6,7 @@
 //! report what its claim may have got: the blocks named where the claim's own nodes are found,
 //! else a bound; every ID of the category is handed out, free, or reported leaked.
 
+use zooid::CategorySpec;
 use zooid_test_support as support;
 
 use std::collections::BTreeSet;
@@ -75,7 +76,7 @@ fn lose_a_claim_to_a_retire(name: &str, layout: Layout, retired: Retired) -> Out
         let direct = Client::connect(&zk.connect_string()).await.unwrap();
         let cat = IdCategory::new(name).unwrap();
         author
-            .create_category_in(&cat, 1, LAST, layout)
+            .create_category(&cat, &CategorySpec::new(1, LAST).layout(layout))
             .await
             .unwrap();
         let first = author.take_ids(&cat, 100).await.unwrap();

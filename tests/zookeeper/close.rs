@@ -6,6 +6,7 @@
 //! a default category and a block-allocation category, after takes and pushes. The session
 //! timeout is long (20 s) so that expiry cannot pass for a close.
 
+use zooid::CategorySpec;
 use zooid_test_support as support;
 
 use std::time::{Duration, Instant};
@@ -80,10 +81,11 @@ fn dropping_a_service_closes_its_session_on_the_server_at_once() {
     support::init_tracing();
     let zk = ZkServer::start();
     sessions_close_with_the_services(&zk, "/close/default", |s, c| {
-        s.create_category(c, 1, 1_000_000).expect("create")
+        s.create_category(c, &CategorySpec::new(1, 1_000_000))
+            .expect("create")
     });
     sessions_close_with_the_services(&zk, "/close/blocks", |s, c| {
-        s.create_category_blocks(c, 1, 1_000_000, 1_000)
+        s.create_category(c, &CategorySpec::new(1, 1_000_000).blocks(1_000))
             .expect("create blocks")
     });
 }

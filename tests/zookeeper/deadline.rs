@@ -6,6 +6,7 @@
 //! with a 3 s deadline returned after 7.4 s, because each waited for the other's failing take
 //! before its own budget started.
 
+use zooid::CategorySpec;
 use zooid_test_support as support;
 
 use std::time::{Duration, Instant};
@@ -37,7 +38,10 @@ fn queued_operations_fail_within_their_deadline() {
                 .await
                 .unwrap();
         let cat = IdCategory::new("/deadline/ids").unwrap();
-        admin.create_category(&cat, 1, 1_000_000).await.unwrap();
+        admin
+            .create_category(&cat, &CategorySpec::new(1, 1_000_000))
+            .await
+            .unwrap();
         drop(admin);
 
         // A service that has not read the category yet, so its takes start with a read (no

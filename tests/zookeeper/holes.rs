@@ -5,6 +5,7 @@
 //! leftovers without an ID handed out twice.
 
 use std::time::Duration;
+use zooid::CategorySpec;
 use zooid_test_support as support;
 
 use std::collections::BTreeSet;
@@ -35,9 +36,12 @@ fn format_4_keeps_pushed_ranges_as_hole_nodes() {
         let b = open(&zk.connect_string()).await;
         assert_eq!(Layout::for_scale(), Layout::HoleNodes { unit: 1000 });
         let cat = IdCategory::new("/holes/did").unwrap();
-        a.create_category_in(&cat, 1, 1_000_000, Layout::for_scale())
-            .await
-            .unwrap();
+        a.create_category(
+            &cat,
+            &CategorySpec::new(1, 1_000_000).layout(Layout::for_scale()),
+        )
+        .await
+        .unwrap();
         let raw = a.read_node(cat.name()).await.unwrap();
         assert!(
             raw.starts_with(b"#zooid 4\n#bounds 1:1000000\n#blocks 1000 0 1\n"),
@@ -98,9 +102,12 @@ fn the_seed_worked_example_hands_out_exactly_its_ids() {
     runtime().block_on(async {
         let svc = open(&zk.connect_string()).await;
         let cat = IdCategory::new("/holes-seed/did").unwrap();
-        svc.create_category_in(&cat, 1, 123456789, Layout::for_scale())
-            .await
-            .unwrap();
+        svc.create_category(
+            &cat,
+            &CategorySpec::new(1, 123456789).layout(Layout::for_scale()),
+        )
+        .await
+        .unwrap();
         let mut sets = Vec::new();
         for _ in 0..3 {
             sets.push(svc.take_ids(&cat, 10000).await.unwrap());
@@ -152,7 +159,10 @@ fn contending_tasks_that_push_back_leftovers_get_no_id_twice() {
         let admin = open(&zk.connect_string()).await;
         let cat = IdCategory::new("/holes/burst").unwrap();
         admin
-            .create_category_in(&cat, 1, 1_000_000_000, Layout::for_scale())
+            .create_category(
+                &cat,
+                &CategorySpec::new(1, 1_000_000_000).layout(Layout::for_scale()),
+            )
             .await
             .unwrap();
         let mut tasks = Vec::new();
@@ -229,7 +239,9 @@ fn a_push_of_thousands_of_ranges_goes_in_parts() {
     runtime().block_on(async {
         let svc = open(&zk.connect_string()).await;
         let cat = IdCategory::new("/holes/fragmented").unwrap();
-        svc.create_category(&cat, 1, 1_000_000).await.unwrap();
+        svc.create_category(&cat, &CategorySpec::new(1, 1_000_000))
+            .await
+            .unwrap();
         let taken = svc.take_ids(&cat, 5000).await.unwrap();
         assert_eq!(taken.ranges(), vec![r(1, 5000)]);
         let every_other: Vec<IdRange> = (0..2500).map(|i| IdRange::single(2 * i + 1)).collect();
@@ -263,7 +275,7 @@ fn a_process_alone_lists_the_holes_once() {
     runtime().block_on(async {
         let a = open(&zk.connect_string()).await;
         let cat = IdCategory::new("/holes/listed").unwrap();
-        a.create_category_in(&cat, 1, 1_000_000, Layout::HoleNodes { unit: 1000 })
+        a.create_category(&cat, &CategorySpec::new(1, 1_000_000).blocks(1000))
             .await
             .unwrap();
         let mut seen = BTreeSet::new();
@@ -335,7 +347,7 @@ fn a_busy_process_lists_the_holes_at_most_once_per_trusted_time() {
         let a = open(&zk.connect_string()).await;
         let b = open(&zk.connect_string()).await;
         let cat = IdCategory::new("/holes/busy").unwrap();
-        a.create_category_in(&cat, 1, 1_000_000, Layout::HoleNodes { unit: 1000 })
+        a.create_category(&cat, &CategorySpec::new(1, 1_000_000).blocks(1000))
             .await
             .unwrap();
         let theirs = b.take_ids(&cat, 1000).await.unwrap();
@@ -385,7 +397,7 @@ fn a_backing_off_take_at_the_end_gets_the_rest_from_the_holes() {
                 .unwrap();
         let b = open(&zk.connect_string()).await;
         let cat = IdCategory::new("/holes/backoff-end").unwrap();
-        a.create_category_in(&cat, 1, 2500, Layout::HoleNodes { unit: 1000 })
+        a.create_category(&cat, &CategorySpec::new(1, 2500).blocks(1000))
             .await
             .unwrap();
         let mut first = b.take_ids(&cat, 1000).await.unwrap();
@@ -415,7 +427,7 @@ fn a_take_that_would_cut_a_block_does_not_back_off() {
                 .unwrap();
         let b = open(&zk.connect_string()).await;
         let cat = IdCategory::new("/holes/backoff-cut").unwrap();
-        a.create_category_in(&cat, 1, 1_000_000, Layout::HoleNodes { unit: 1000 })
+        a.create_category(&cat, &CategorySpec::new(1, 1_000_000).blocks(1000))
             .await
             .unwrap();
         let mut theirs = b.take_ids(&cat, 1000).await.unwrap();
@@ -441,7 +453,7 @@ fn a_take_at_the_end_looks_at_the_holes_as_they_are() {
         let a = open(&zk.connect_string()).await;
         let b = open(&zk.connect_string()).await;
         let cat = IdCategory::new("/holes/end-exact").unwrap();
-        a.create_category_in(&cat, 1, 2000, Layout::HoleNodes { unit: 1000 })
+        a.create_category(&cat, &CategorySpec::new(1, 2000).blocks(1000))
             .await
             .unwrap();
         b.take_ids(&cat, 1000).await.unwrap();
@@ -472,7 +484,7 @@ fn a_lost_race_costs_one_listing_at_the_next_look() {
         let a = open(&zk.connect_string()).await;
         let b = open(&zk.connect_string()).await;
         let cat = IdCategory::new("/holes/lost-race").unwrap();
-        a.create_category_in(&cat, 1, 1_000_000, Layout::HoleNodes { unit: 1000 })
+        a.create_category(&cat, &CategorySpec::new(1, 1_000_000).blocks(1000))
             .await
             .unwrap();
         let mut first = a.take_ids(&cat, 1000).await.unwrap();
@@ -530,7 +542,7 @@ fn holes_chosen_on_a_trusted_listing_are_listed_again_before_the_claim() {
         let a = open(&zk.connect_string()).await;
         let b = open(&zk.connect_string()).await;
         let cat = IdCategory::new("/holes/verified").unwrap();
-        a.create_category_in(&cat, 1, 1_000_000, Layout::HoleNodes { unit: 1000 })
+        a.create_category(&cat, &CategorySpec::new(1, 1_000_000).blocks(1000))
             .await
             .unwrap();
         b.take_ids(&cat, 1000).await.unwrap();
@@ -579,7 +591,7 @@ fn a_push_sends_only_its_write_and_a_take_alone_its_check_along() {
     runtime().block_on(async {
         let a = open(&zk.connect_string()).await;
         let cat = IdCategory::new("/holes/requests").unwrap();
-        a.create_category_in(&cat, 1, 1_000_000, Layout::HoleNodes { unit: 1000 })
+        a.create_category(&cat, &CategorySpec::new(1, 1_000_000).blocks(1000))
             .await
             .unwrap();
         // One hole of 1,000, then takes of 100 from it and pushes of them back: each take
@@ -614,7 +626,7 @@ fn a_take_at_the_end_needing_more_than_1000_holes_hands_out_what_1000_hold() {
     runtime().block_on(async {
         let svc = open(&zk.connect_string()).await;
         let cat = IdCategory::new("/holes/end").unwrap();
-        svc.create_category_in(&cat, 1, 3000, Layout::HoleNodes { unit: 1000 })
+        svc.create_category(&cat, &CategorySpec::new(1, 3000).blocks(1000))
             .await
             .unwrap();
         assert_eq!(
@@ -655,7 +667,7 @@ fn takes_racing_at_the_end_are_served_while_holes_cover_them() {
         let first = open(&zk.connect_string()).await;
         let cat = IdCategory::new("/holes/end-race").unwrap();
         first
-            .create_category_in(&cat, 1, 4000, Layout::HoleNodes { unit: 1000 })
+            .create_category(&cat, &CategorySpec::new(1, 4000).blocks(1000))
             .await
             .unwrap();
         first.take_ids(&cat, 4000).await.unwrap();
@@ -708,12 +720,9 @@ fn a_repair_gives_up_the_hole_nodes_at_or_below_the_record() {
     runtime().block_on(async {
         let svc = open(&zk.connect_string()).await;
         let cat = IdCategory::new("/holes/rolled-back").unwrap();
-        svc.create_category_in_with_ceiling(
+        svc.create_category(
             &cat,
-            1,
-            1_000_000,
-            Layout::HoleNodes { unit: 100 },
-            Some(950),
+            &CategorySpec::new(1, 1_000_000).blocks(100).ceiling(950),
         )
         .await
         .unwrap();
@@ -810,7 +819,7 @@ fn a_hole_another_process_just_pushed_is_left_to_it_for_a_while() {
         let (cat, ids, theirs) = 'left: {
             for attempt in 0..3 {
                 let cat = IdCategory::new(format!("/holes/left-to-pusher-{attempt}")).unwrap();
-                a.create_category_in(&cat, 1, 1_000_000, Layout::HoleNodes { unit: 1000 })
+                a.create_category(&cat, &CategorySpec::new(1, 1_000_000).blocks(1000))
                     .await
                     .unwrap();
                 b.take_ids(&cat, 1000).await.unwrap();
@@ -890,7 +899,7 @@ fn a_take_at_the_end_gets_the_holes_it_left_to_their_pusher() {
         let a = open(&zk.connect_string()).await;
         let b = open(&zk.connect_string()).await;
         let cat = IdCategory::new("/holes/end-left-to-pusher").unwrap();
-        a.create_category_in(&cat, 1, 4000, Layout::HoleNodes { unit: 1000 })
+        a.create_category(&cat, &CategorySpec::new(1, 4000).blocks(1000))
             .await
             .unwrap();
         let mut b_first = b.take_ids(&cat, 1000).await.unwrap();
@@ -917,7 +926,7 @@ fn a_push_of_a_hole_its_listing_does_not_show_is_refused_by_the_create() {
         let a = open(&zk.connect_string()).await;
         let b = open(&zk.connect_string()).await;
         let cat = IdCategory::new("/holes/stale-double-push").unwrap();
-        a.create_category_in(&cat, 1, 1_000_000, Layout::HoleNodes { unit: 1000 })
+        a.create_category(&cat, &CategorySpec::new(1, 1_000_000).blocks(1000))
             .await
             .unwrap();
         a.take_ids(&cat, 1000).await.unwrap();
@@ -971,7 +980,7 @@ fn holes_given_back_when_a_claim_plans_again_go_back_as_hole_nodes() {
     runtime().block_on(async {
         let a = open(&proxy.connect_string()).await;
         let cat = IdCategory::new("/holes/giveback").unwrap();
-        a.create_category_in(&cat, 1, 1_000_000, Layout::HoleNodes { unit: 100 })
+        a.create_category(&cat, &CategorySpec::new(1, 1_000_000).blocks(100))
             .await
             .unwrap();
         let mut first = a.take_ids(&cat, 100).await.unwrap();
@@ -1061,7 +1070,7 @@ fn a_take_at_the_end_reports_the_ids_of_a_hole_claim_in_doubt() {
                 .await
                 .unwrap();
         let cat = IdCategory::new("/holes/end-doubt").unwrap();
-        a.create_category_in(&cat, 1, 1000, Layout::HoleNodes { unit: 100 })
+        a.create_category(&cat, &CategorySpec::new(1, 1000).blocks(100))
             .await
             .unwrap();
         // Every block claimed; two holes pushed back.
@@ -1149,12 +1158,9 @@ fn a_take_racing_a_repair_leaves_no_hole_at_or_below_the_record() {
     runtime().block_on(async {
         let a = open(&proxy.connect_string()).await;
         let cat = IdCategory::new("/holes/repair-race").unwrap();
-        a.create_category_in_with_ceiling(
+        a.create_category(
             &cat,
-            1,
-            1_000_000,
-            Layout::HoleNodes { unit: 100 },
-            Some(950),
+            &CategorySpec::new(1, 1_000_000).blocks(100).ceiling(950),
         )
         .await
         .unwrap();

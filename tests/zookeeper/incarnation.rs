@@ -3,6 +3,7 @@
 //! durable record), even when the restored pool reaches the same data version and the same
 //! generation number as the one planned on.
 
+use zooid::CategorySpec;
 use zooid_test_support as support;
 
 use std::collections::BTreeSet;
@@ -170,7 +171,7 @@ fn a_paused_rotation_never_brings_back_a_retired_generation() {
         let cat = IdCategory::new("/incarnation/rotation").unwrap();
         // Blocks of one ID: a take of 1,000 claims 1,000 blocks, and a generation moves on
         // after 20,000.
-        a.create_category_in(&cat, 1, 100_000_000, Layout::HoleNodes { unit: 1 })
+        a.create_category(&cat, &CategorySpec::new(1, 100_000_000).blocks(1))
             .await
             .unwrap();
         for _ in 0..20 {

@@ -2,6 +2,7 @@
 //! second client, a lost reply through the fault proxy, a session lost to a partition; and the
 //! tracing span every operation runs in.
 
+use zooid::CategorySpec;
 use zooid_test_support as support;
 
 use std::collections::HashMap;
@@ -79,7 +80,7 @@ fn stats_count_conflicts_lost_replies_and_session_losses() {
         .await
         .unwrap();
         let cat = IdCategory::new("/metrics/did").unwrap();
-        svc.create_category_in(&cat, 1, 1_000_000, zooid::Layout::SingleNode)
+        svc.create_category(&cat, &CategorySpec::new(1, 1_000_000).single_node())
             .await
             .unwrap();
         svc.take_ids(&cat, 10).await.unwrap();
@@ -209,7 +210,7 @@ fn unresolved_lost_reply_counts_leaked_ids() {
                 .await
                 .unwrap();
         let cat = IdCategory::new("/metrics/leak").unwrap();
-        svc.create_category_in(&cat, 1, 1000, zooid::Layout::SingleNode)
+        svc.create_category(&cat, &CategorySpec::new(1, 1000).single_node())
             .await
             .unwrap();
         // The take's reply is lost and the proxy goes dark for longer than the take can wait
@@ -292,7 +293,7 @@ fn operations_run_in_spans_with_attempt_and_outcome() {
             .await
             .unwrap();
         let cat = IdCategory::new("/spans/did").unwrap();
-        a.create_category_in(&cat, 1, 100, zooid::Layout::SingleNode)
+        a.create_category(&cat, &CategorySpec::new(1, 100).single_node())
             .await
             .unwrap();
         a.take_ids(&cat, 10).await.unwrap();
@@ -341,7 +342,7 @@ fn ceiling_headroom_is_reported() {
                 .await
                 .unwrap();
         let cat = IdCategory::new("/metrics/ceiling").unwrap();
-        svc.create_category_with_ceiling(&cat, 1, 1000, Some(100))
+        svc.create_category(&cat, &CategorySpec::new(1, 1000).ceiling(100))
             .await
             .unwrap();
         svc.take_ids(&cat, 30).await.unwrap();

@@ -3,6 +3,7 @@
 //! example to the ID across the move, and takes and pushes from other sessions during it without
 //! an ID handed out twice or lost; a pool in the retired format 3 refused and left as it is.
 
+use zooid::CategorySpec;
 use zooid_test_support as support;
 
 use std::collections::BTreeSet;
@@ -36,7 +37,7 @@ fn the_seed_worked_example_survives_a_migration_to_the_id() {
     runtime().block_on(async {
         let svc = open(&zk.connect_string()).await;
         let cat = IdCategory::new("/migrate/did").unwrap();
-        svc.create_category_in(&cat, 1, 123456789, Layout::SingleNode)
+        svc.create_category(&cat, &CategorySpec::new(1, 123456789).single_node())
             .await
             .unwrap();
         let mut sets = Vec::new();
@@ -141,7 +142,7 @@ fn takes_and_pushes_during_a_migration_get_no_id_twice() {
         let admin = open(&zk.connect_string()).await;
         let cat = IdCategory::new("/migrate/busy").unwrap();
         admin
-            .create_category_in(&cat, 1, LAST, Layout::SingleNode)
+            .create_category(&cat, &CategorySpec::new(1, LAST).single_node())
             .await
             .unwrap();
         let rounds = Arc::new(AtomicUsize::new(0));
@@ -240,7 +241,7 @@ fn migrations_are_idempotent_and_keep_holes_and_ceilings() {
     runtime().block_on(async {
         let svc = open(&zk.connect_string()).await;
         let cat = IdCategory::new("/migrate/twice").unwrap();
-        svc.create_category_in(&cat, 1, 5000, zooid::Layout::SingleNode)
+        svc.create_category(&cat, &CategorySpec::new(1, 5000).single_node())
             .await
             .unwrap();
         let first = svc.migrate_category(&cat, HOLES).await.unwrap();
@@ -308,9 +309,12 @@ fn migrations_are_idempotent_and_keep_holes_and_ceilings() {
 
         // A format-2 pool keeps its ceiling: no take passes it.
         let capped = IdCategory::new("/migrate/capped").unwrap();
-        svc.create_category_in_with_ceiling(&capped, 1, 1_000_000, Layout::SingleNode, Some(2500))
-            .await
-            .unwrap();
+        svc.create_category(
+            &capped,
+            &CategorySpec::new(1, 1_000_000).single_node().ceiling(2500),
+        )
+        .await
+        .unwrap();
         svc.take_ids(&capped, 10).await.unwrap();
         let moved = svc.migrate_category(&capped, HOLES).await.unwrap();
         assert_eq!(
@@ -346,7 +350,9 @@ fn migrations_are_idempotent_and_keep_holes_and_ceilings() {
         .await
         .unwrap();
         let local = IdCategory::new("/migrate/mem").unwrap();
-        mem.create_category(&local, 1, 100).await.unwrap();
+        mem.create_category(&local, &CategorySpec::new(1, 100))
+            .await
+            .unwrap();
         assert!(matches!(
             mem.migrate_category(&local, HOLES).await,
             Err(ZooidError::InvalidArgument(_))
@@ -464,7 +470,7 @@ fn a_fragmented_single_node_moves_in_several_writes() {
     runtime().block_on(async {
         let svc = open(&zk.connect_string()).await;
         let cat = IdCategory::new("/migrate/fragmented").unwrap();
-        svc.create_category_in(&cat, 1, 1_000_000, Layout::SingleNode)
+        svc.create_category(&cat, &CategorySpec::new(1, 1_000_000).single_node())
             .await
             .unwrap();
         let held = svc.take_ids(&cat, 50_000).await.unwrap();

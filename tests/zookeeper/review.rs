@@ -4,6 +4,7 @@
 //! where a real process could not be paused at the right point (a durable record written ahead
 //! of the pool, a push node no process could refuse).
 
+use zooid::CategorySpec;
 use zooid_test_support as support;
 
 use std::collections::BTreeSet;
@@ -95,7 +96,7 @@ impl InProcessKeeper {
             let session = zooid::Session::connect(&connect, &session_options(6000))
                 .await
                 .unwrap();
-            let _ = zooid::keeper::run(session, durable, options, stop_rx).await;
+            let _ = zooid::keeper::run(session.into_zk(), durable, options, stop_rx).await;
         });
         Self {
             lines,
@@ -169,7 +170,7 @@ fn a_repair_starts_fresh_blocks_above_the_claimed_frontier() {
         let svc = open(&connect, Duration::from_millis(200)).await;
         let cat = IdCategory::new("/review1/c").unwrap();
         let bounds = r(1, 1_000_000);
-        svc.create_category_blocks(&cat, 1, 1_000_000, 1000)
+        svc.create_category(&cat, &CategorySpec::new(1, 1_000_000).blocks(1000))
             .await
             .unwrap();
         svc.raise_ceiling(&cat, 2500).await.unwrap();
@@ -221,7 +222,7 @@ fn the_first_ceiling_of_a_block_category_covers_claims_made_meanwhile() {
     runtime().block_on(async {
         let svc = open(&connect, Duration::from_secs(10)).await;
         let cat = IdCategory::new("/review2/c").unwrap();
-        svc.create_category_blocks(&cat, 1, 1_000_000, 100)
+        svc.create_category(&cat, &CategorySpec::new(1, 1_000_000).blocks(100))
             .await
             .unwrap();
         let (release_tx, release_rx) = mpsc::channel();
@@ -294,9 +295,12 @@ fn a_block_category_can_be_created_with_a_ceiling() {
     runtime().block_on(async {
         let svc = open(&zk.connect_string(), Duration::from_millis(100)).await;
         let cat = IdCategory::new("/review2b/c").unwrap();
-        svc.create_category_blocks_with_ceiling(&cat, 1, 1_000_000, 100, Some(0))
-            .await
-            .unwrap();
+        svc.create_category(
+            &cat,
+            &CategorySpec::new(1, 1_000_000).blocks(100).ceiling(0),
+        )
+        .await
+        .unwrap();
         match svc.take_ids(&cat, 1).await {
             Err(ZooidError::ReservationExhausted { ceiling, .. }) => assert_eq!(ceiling, 0),
             other => panic!("expected ReservationExhausted at ceiling 0, got {other:?}"),
@@ -307,12 +311,9 @@ fn a_block_category_can_be_created_with_a_ceiling() {
             vec![r(1, 150)]
         );
         assert!(matches!(
-            svc.create_category_blocks_with_ceiling(
+            svc.create_category(
                 &IdCategory::new("/review2b/d").unwrap(),
-                1,
-                100,
-                10,
-                Some(101)
+                &CategorySpec::new(1, 100).blocks(10).ceiling(101)
             )
             .await,
             Err(ZooidError::InvalidArgument(_))
@@ -336,7 +337,7 @@ fn a_block_category_restored_below_its_record_does_not_stall() {
         let svc = open(&connect, Duration::from_secs(8)).await;
         let cat = IdCategory::new("/review3/c").unwrap();
         let bounds = r(1, 1_000_000);
-        svc.create_category_blocks(&cat, 1, 1_000_000, 100)
+        svc.create_category(&cat, &CategorySpec::new(1, 1_000_000).blocks(100))
             .await
             .unwrap();
         svc.raise_ceiling(&cat, 2000).await.unwrap();
@@ -387,7 +388,7 @@ fn an_interrupted_generation_move_does_not_stall_the_category() {
     runtime().block_on(async {
         let svc = open(&connect, Duration::from_secs(8)).await;
         let cat = IdCategory::new("/review3b/c").unwrap();
-        svc.create_category_blocks(&cat, 1, 1_000_000, 100)
+        svc.create_category(&cat, &CategorySpec::new(1, 1_000_000).blocks(100))
             .await
             .unwrap();
         svc.raise_ceiling(&cat, 1000).await.unwrap();
@@ -445,7 +446,7 @@ fn the_keeper_reserve_is_capped_at_a_share_of_what_is_left() {
     runtime().block_on(async {
         let svc = open(&connect, Duration::from_secs(8)).await;
         let cat = IdCategory::new("/reviewcap/c").unwrap();
-        svc.create_category_with_ceiling(&cat, 1, 100_000, Some(0))
+        svc.create_category(&cat, &CategorySpec::new(1, 100_000).ceiling(0))
             .await
             .unwrap();
         // A reserve floor of 80,000: all but a fifth of the category.
@@ -500,12 +501,11 @@ fn a_keeper_write_keeps_a_longer_op_log() {
             .await
             .unwrap();
         let cat = IdCategory::new("/reviewlog/c").unwrap();
-        svc.create_category_in_with_ceiling(
+        svc.create_category(
             &cat,
-            1,
-            1_000_000,
-            zooid::Layout::SingleNode,
-            Some(100_000),
+            &CategorySpec::new(1, 1_000_000)
+                .single_node()
+                .ceiling(100_000),
         )
         .await
         .unwrap();
@@ -550,7 +550,7 @@ fn a_pool_restored_to_the_remembered_version_is_read_before_writing() {
         .await
         .unwrap();
         let cat = IdCategory::new("/wiped/ids").unwrap();
-        a.create_category_in(&cat, 1, 1000, zooid::Layout::SingleNode)
+        a.create_category(&cat, &CategorySpec::new(1, 1000).single_node())
             .await
             .unwrap();
         let mut seen = BTreeSet::new();
@@ -612,7 +612,7 @@ fn a_lost_push_across_a_wipe_is_not_pushed_again() {
                 .await
                 .unwrap();
         let cat = IdCategory::new("/wiped/lost").unwrap();
-        a.create_category_in(&cat, 1, 1000, zooid::Layout::SingleNode)
+        a.create_category(&cat, &CategorySpec::new(1, 1000).single_node())
             .await
             .unwrap();
         let mut held = a.take_ids(&cat, 100).await.unwrap();
@@ -695,12 +695,9 @@ fn a_raise_pending_across_a_move_of_the_pool_is_finished_not_repaired() {
             .await
             .unwrap();
         let cat = IdCategory::new("/reviewm/c").unwrap();
-        svc.create_category_in_with_ceiling(
+        svc.create_category(
             &cat,
-            1,
-            1_000_000,
-            zooid::Layout::SingleNode,
-            Some(500),
+            &CategorySpec::new(1, 1_000_000).single_node().ceiling(500),
         )
         .await
         .unwrap();

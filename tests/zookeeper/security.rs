@@ -2,6 +2,7 @@
 //! `secureClientPort`, SASL DIGEST-MD5 against a JAAS-configured server, and ACLs on the pool
 //! node with the typed `NotAuthorized` error. Certificates are made by the test (openssl CLI).
 
+use zooid::CategorySpec;
 use zooid_test_support as support;
 use zooid_test_support::security::pki;
 use zooid_test_support::security::servers;
@@ -64,7 +65,7 @@ fn mutual_tls_works_and_wrong_or_missing_credentials_are_refused() {
         };
         let svc = open(&secure, &tls).await.expect("mutual TLS session");
         let cat = IdCategory::new("/tls/orders").unwrap();
-        svc.create_category_in(&cat, 1, 1000, zooid::Layout::SingleNode)
+        svc.create_category(&cat, &CategorySpec::new(1, 1000).single_node())
             .await
             .unwrap();
         assert_eq!(svc.take_ids(&cat, 5).await.unwrap().ranges(), vec![r(1, 5)]);
@@ -136,7 +137,7 @@ fn tls_with_only_the_ca_works_when_the_server_does_not_ask_for_a_client_certific
             .await
             .expect("server-authenticated TLS session");
         let cat = IdCategory::new("/tls/one-way").unwrap();
-        svc.create_category_in(&cat, 1, 100, zooid::Layout::SingleNode)
+        svc.create_category(&cat, &CategorySpec::new(1, 100).single_node())
             .await
             .unwrap();
         assert_eq!(svc.take_ids(&cat, 3).await.unwrap().ranges(), vec![r(1, 3)]);
@@ -163,7 +164,7 @@ fn sasl_digest_and_an_acl_that_only_its_user_may_write() {
         let cat = IdCategory::new("/sasl/invoices").unwrap();
         let acl = [Acl::sasl("alice", Perms::ALL), Acl::world_read()];
         alice
-            .create_category_with_acl(&cat, 1, 1000, Some(&acl))
+            .create_category(&cat, &CategorySpec::new(1, 1000).acl(acl.clone()))
             .await
             .unwrap();
         assert_eq!(
@@ -227,7 +228,7 @@ fn digest_acl_lets_its_user_write_and_others_only_read() {
             Acl::world_read(),
         ];
         admin
-            .create_category_with_acl(&cat, 1, 50, Some(&acl))
+            .create_category(&cat, &CategorySpec::new(1, 50).acl(acl.clone()))
             .await
             .unwrap();
         let other = ConnectOptions {
@@ -250,7 +251,10 @@ fn digest_acl_lets_its_user_write_and_others_only_read() {
         );
         // An empty ACL is refused before anything is written.
         let empty = admin
-            .create_category_with_acl(&IdCategory::new("/digest/none").unwrap(), 1, 5, Some(&[]))
+            .create_category(
+                &IdCategory::new("/digest/none").unwrap(),
+                &CategorySpec::new(1, 5).acl(Vec::new()),
+            )
             .await
             .unwrap_err();
         assert!(matches!(empty, ZooidError::InvalidArgument(_)), "{empty:?}");

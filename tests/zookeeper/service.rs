@@ -1,6 +1,7 @@
 //! The service against a real ZooKeeper server: the behaviour suite, lost replies through a
 //! fault-injecting proxy, session expiry, digest auth and chroot connect strings.
 
+use zooid::CategorySpec;
 use zooid_test_support as support;
 
 use std::time::Duration;
@@ -55,7 +56,7 @@ fn real_lost_replies_are_resolved() {
     rt.block_on(async {
         let svc = open(&proxy.connect_string(), 4000, ServiceOptions::default()).await;
         let cat = IdCategory::new("/lossy/did").unwrap();
-        svc.create_category_in(&cat, 1, 123456789, zooid::Layout::SingleNode)
+        svc.create_category(&cat, &CategorySpec::new(1, 123456789).single_node())
             .await
             .unwrap();
         let mut warm = svc.take_ids(&cat, 10).await.unwrap();
@@ -106,7 +107,7 @@ fn service_survives_session_expiry() {
     rt.block_on(async {
         let svc = open(&proxy.connect_string(), 2000, ServiceOptions::default()).await;
         let cat = IdCategory::new("/expiry/did").unwrap();
-        svc.create_category_in(&cat, 1, 1_000_000, zooid::Layout::SingleNode)
+        svc.create_category(&cat, &CategorySpec::new(1, 1_000_000).single_node())
             .await
             .unwrap();
         let first = svc.take_ids(&cat, 100).await.unwrap();
@@ -143,7 +144,7 @@ fn server_down_is_a_clear_error() {
         .await
         .unwrap();
         let cat = IdCategory::new("/down/did").unwrap();
-        svc.create_category_in(&cat, 1, 1000, zooid::Layout::SingleNode)
+        svc.create_category(&cat, &CategorySpec::new(1, 1000).single_node())
             .await
             .unwrap();
         zk.kill();
@@ -194,7 +195,7 @@ fn digest_auth_and_chroot() {
                 .await
                 .unwrap();
         let cat = IdCategory::new("/secure/app/did").unwrap();
-        svc.create_category_in(&cat, 1, 1000, zooid::Layout::SingleNode)
+        svc.create_category(&cat, &CategorySpec::new(1, 1000).single_node())
             .await
             .unwrap();
         assert_eq!(svc.take_ids(&cat, 5).await.unwrap().ranges(), vec![r(1, 5)]);

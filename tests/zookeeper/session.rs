@@ -3,6 +3,7 @@
 //! loss timer for a client cut off from every server, expiry reported by the server, and a
 //! service and a raw client sharing one session.
 
+use zooid::CategorySpec;
 use zooid_test_support as support;
 
 use std::time::{Duration, Instant};
@@ -163,7 +164,10 @@ fn service_and_recipes_share_one_session_across_replacement() {
             session.status().session_id
         );
         let category = IdCategory::new("/shared/ids").unwrap();
-        service.create_category(&category, 1, 1000).await.unwrap();
+        service
+            .create_category(&category, &CategorySpec::new(1, 1000))
+            .await
+            .unwrap();
         assert_eq!(
             service.take_ids(&category, 10).await.unwrap().count_ids(),
             10

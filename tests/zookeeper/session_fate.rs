@@ -19,6 +19,7 @@
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+use zooid::CategorySpec;
 
 use zooid::zk::{confirm_dead, Confirmed};
 use zooid_test_support::proxy::Delivery;
@@ -748,7 +749,7 @@ fn f_a_held_take_delivered_after_the_give_up_hands_out_no_id_twice() {
         let rig = GaveUp::start(zk).await;
         let service = zooid::IdGeneratorService::on_zookeeper(rig.session.clone().into_zk(), Default::default());
         let category = zooid::IdCategory::new("/fate-f-take").expect("category");
-        service.create_category_in(&category, 1, 300, zooid::Layout::SingleNode).await.expect("create");
+        service.create_category(&category, &CategorySpec::new(1, 300).single_node()).await.expect("create");
         let mut ids: Vec<i64> = Vec::new();
         let first = service.take_ids(&category, 10).await.expect("first take");
         ids.extend(first.ranges().iter().flat_map(|r| r.start()..=r.end()));
@@ -783,7 +784,7 @@ fn f_a_held_push_delivered_after_the_give_up_hands_out_no_id_twice() {
         let service = zooid::IdGeneratorService::on_zookeeper(rig.session.clone().into_zk(), Default::default());
         let category = zooid::IdCategory::new("/fate-f-push").expect("category");
         service
-            .create_category_blocks(&category, 1, 300, 10)
+            .create_category(&category, &CategorySpec::new(1, 300).blocks(10))
             .await
             .expect("create");
         let mut taken = service.take_ids(&category, 10).await.expect("take");
@@ -825,7 +826,7 @@ fn f_a_held_block_claim_delivered_after_the_give_up_hands_out_no_id_twice() {
         let service = zooid::IdGeneratorService::on_zookeeper(rig.session.clone().into_zk(), Default::default());
         let category = zooid::IdCategory::new("/fate-f-claim").expect("category");
         service
-            .create_category_blocks(&category, 1, 300, 10)
+            .create_category(&category, &CategorySpec::new(1, 300).blocks(10))
             .await
             .expect("create");
         let (take, done, delivery, stats) = rig
@@ -867,7 +868,7 @@ fn f_a_held_hole_claim_delivered_after_the_give_up_hands_out_no_id_twice() {
         let service = zooid::IdGeneratorService::on_zookeeper(rig.session.clone().into_zk(), Default::default());
         let category = zooid::IdCategory::new("/fate-f-hole").expect("category");
         service
-            .create_category_in(&category, 1, 300, zooid::Layout::HoleNodes { unit: 10 })
+            .create_category(&category, &CategorySpec::new(1, 300).blocks(10))
             .await
             .expect("create");
         let mut first = service.take_ids(&category, 10).await.expect("take");
@@ -916,7 +917,7 @@ fn f_a_held_hole_push_delivered_after_the_give_up_hands_out_no_id_twice() {
         let service = zooid::IdGeneratorService::on_zookeeper(rig.session.clone().into_zk(), Default::default());
         let category = zooid::IdCategory::new("/fate-f-hpush").expect("category");
         service
-            .create_category_in(&category, 1, 300, zooid::Layout::HoleNodes { unit: 10 })
+            .create_category(&category, &CategorySpec::new(1, 300).blocks(10))
             .await
             .expect("create");
         let mut taken = service.take_ids(&category, 10).await.expect("take");

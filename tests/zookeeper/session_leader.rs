@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use zooid::CategorySpec;
 
 use zooid_test_support::{runtime, FaultProxy, RequestMatch, ZkEnsemble};
 use zookeeper_client::Client;
@@ -231,7 +232,7 @@ fn held_write(timing: Timing, what: Write) -> HeldPut {
             }
             Write::BlockClaim => {
                 service
-                    .create_category_blocks(&category, 1, 300, 10)
+                    .create_category(&category, &CategorySpec::new(1, 300).blocks(10))
                     .await
                     .expect("create");
                 write_naming("/fate-g-claim/zooid-blocks-")

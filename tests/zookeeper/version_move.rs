@@ -3,6 +3,7 @@
 //! sessions, with a lost reply on the move itself, and with a category's own ACL. The threshold
 //! is lowered by the test hook `ServiceOptions::move_at_version`.
 
+use zooid::CategorySpec;
 use zooid_test_support as support;
 
 use std::collections::BTreeSet;
@@ -11,8 +12,7 @@ use support::proxy::op;
 use support::{runtime, session_options, FaultProxy, ZkServer};
 use zooid::format::Pool;
 use zooid::{
-    Acl, ConnectOptions, IdCategory, IdGeneratorService, IdRange, Layout, Perms, ServiceOptions,
-    Store,
+    Acl, ConnectOptions, IdCategory, IdGeneratorService, IdRange, Perms, ServiceOptions, Store,
 };
 
 fn r(start: i64, end: i64) -> IdRange {
@@ -58,7 +58,7 @@ fn contending_sessions_across_many_moves_never_duplicate() {
         let cat = IdCategory::new("/moves/did").unwrap();
         let first = open(&zk.connect_string(), moving_at(20)).await;
         first
-            .create_category_in(&cat, 1, 100_000, Layout::SingleNode)
+            .create_category(&cat, &CategorySpec::new(1, 100_000).single_node())
             .await
             .unwrap();
         let (_, created_at_first, _) = node(&first, &cat).await;
@@ -129,7 +129,7 @@ fn a_lost_reply_on_the_move_is_resolved_from_the_carried_log() {
     runtime().block_on(async {
         let cat = IdCategory::new("/moved/lossy").unwrap();
         let svc = open(&proxy.connect_string(), moving_at(3)).await;
-        svc.create_category_in(&cat, 1, 1000, Layout::SingleNode)
+        svc.create_category(&cat, &CategorySpec::new(1, 1000).single_node())
             .await
             .unwrap();
         for _ in 0..3 {
@@ -176,7 +176,7 @@ fn a_moved_category_keeps_its_acl() {
             Acl::digest("app", "app-pw-7", Perms::ALL),
             Acl::world_read(),
         ];
-        svc.create_category_with_acl(&cat, 1, 100, Some(&acl))
+        svc.create_category(&cat, &CategorySpec::new(1, 100).acl(acl.clone()))
             .await
             .unwrap();
         let session = svc.zookeeper().unwrap().clone();

@@ -1,5 +1,5 @@
-//! A category in block allocation (hole nodes, pool format 4) created with a block size and used
-//! from the CLI. (The block allocation tests are in tests/zookeeper/blocks.rs and holes.rs.)
+//! A category in block allocation (hole nodes, pool format 4) created and used from the CLI. (The
+//! block allocation tests are in tests/zookeeper/blocks.rs and holes.rs.)
 
 use support::ZkServer;
 use zooid_test_support as support;
@@ -36,11 +36,14 @@ fn cli_creates_and_uses_a_category_in_block_allocation() {
         "{created}"
     );
     assert_eq!(run(&["take", "/cli/blocks", "250"]).trim(), "1:250");
+    // The rest of the second block, 351..=500, goes back as a hole node.
     assert_eq!(run(&["take", "/cli/blocks", "100"]).trim(), "251:350");
-    // The hole 351..=500 does not cover 200 and leaves no whole block: a fresh block.
+    // A hole smaller than the take waits for one it covers: this take claims the third block
+    // and gives back 701..=750.
     assert_eq!(run(&["take", "/cli/blocks", "200"]).trim(), "501:700");
+    assert_eq!(run(&["take", "/cli/blocks", "150"]).trim(), "351:500");
     let shown = run(&["show", "/cli/blocks", "--json"]);
-    assert!(shown.contains("\"free_ids\":999450"), "{shown}");
+    assert!(shown.contains("\"free_ids\":999300"), "{shown}");
     assert!(
         shown.contains("\"blocks\":{\"base\":1,\"generation\":0,\"unit\":250}"),
         "{shown}"

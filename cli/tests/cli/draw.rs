@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 use std::process::Command;
 use std::time::Duration;
+use zooid::CategorySpec;
 
 use support::ZkServer;
 use zooid::blocking::IdGeneratorService;
@@ -40,7 +41,9 @@ fn processes_never_share_an_id_and_close_conserves() {
     let zk = ZkServer::start();
     let service = connect(&zk.connect_string(), Duration::from_secs(30));
     let category = IdCategory::new("/prefetch/processes").unwrap();
-    service.create_category(&category, 1, LAST).unwrap();
+    service
+        .create_category(&category, &CategorySpec::new(1, LAST))
+        .unwrap();
     let before = free(&service, &category);
     let children: Vec<_> = (0..3)
         .map(|_| {

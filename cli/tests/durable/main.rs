@@ -3,6 +3,7 @@
 //! record's backends (a directory, S3-compatible storage on a real local server) refusing every
 //! write that would move them backwards, also under concurrent writers.
 
+use zooid::CategorySpec;
 use zooid_test_support as support;
 
 mod moto;
@@ -51,7 +52,7 @@ async fn service(connect: &str, ceiling_wait: Duration) -> IdGeneratorService {
 async fn ceiling_stops_takes(connect: &str) {
     let cat = IdCategory::new("/durable/ceiling").unwrap();
     let svc = service(connect, Duration::from_millis(400)).await;
-    svc.create_category_with_ceiling(&cat, 1, 1_000_000, Some(100))
+    svc.create_category(&cat, &CategorySpec::new(1, 1_000_000).ceiling(100))
         .await
         .unwrap();
     assert_eq!(
@@ -113,7 +114,9 @@ async fn ceiling_stops_takes(connect: &str) {
     ));
     // Without a ceiling, nothing changes: takes run to the bounds.
     let plain = IdCategory::new("/durable/plain").unwrap();
-    svc.create_category(&plain, 1, 10).await.unwrap();
+    svc.create_category(&plain, &CategorySpec::new(1, 10))
+        .await
+        .unwrap();
     assert_eq!(
         svc.take_ids(&plain, 20).await.unwrap().ranges(),
         vec![r(1, 10)]
@@ -144,7 +147,7 @@ fn a_pool_going_back_is_refused_until_repaired() {
     runtime().block_on(async {
         let svc = service("mem:durable-rollback", Duration::from_millis(200)).await;
         let cat = IdCategory::new("/durable/rollback").unwrap();
-        svc.create_category_with_ceiling(&cat, 1, 10_000, Some(100))
+        svc.create_category(&cat, &CategorySpec::new(1, 10_000).ceiling(100))
             .await
             .unwrap();
         // The snapshot ZooKeeper will come back with: taken before the keeper raised the ceiling
@@ -205,7 +208,7 @@ fn restore_recreates_the_pool_above_the_recorded_ceiling() {
             .await
             .unwrap();
         // One node (ZooKeeper "loses" it below by deleting it; a block layout has children).
-        svc.create_category_in_with_ceiling(&cat, 1, bounds.end(), zooid::Layout::SingleNode, Some(500))
+        svc.create_category(&cat, &CategorySpec::new(1, bounds.end()).single_node().ceiling(500))
             .await
             .unwrap();
         let mut before = BTreeSet::new();
@@ -397,7 +400,7 @@ fn s3_records_use_conditional_writes_and_only_move_up() {
         runtime().block_on(async {
             let svc = service(&connect, Duration::from_secs(15)).await;
             let cat = IdCategory::new("/s3k/c").unwrap();
-            svc.create_category_with_ceiling(&cat, 1, i64::MAX, Some(0))
+            svc.create_category(&cat, &CategorySpec::new(1, i64::MAX).ceiling(0))
                 .await
                 .unwrap();
             let store = DurableStore::open(location).unwrap();

@@ -4,6 +4,7 @@
 //! point of a raise followed by a restore, and a wipe of a 3-server ensemble with zero
 //! duplicates.
 
+use zooid::CategorySpec;
 use zooid_test_support as support;
 
 mod harness;
@@ -121,11 +122,11 @@ fn keepers_keep_ceilings_ahead_discover_and_fail_over() {
         // Discovery: a category created with ceiling 0 (nothing handed out before the keeper
         // saw it) gets its first ceiling.
         let a = IdCategory::new("/app/a").unwrap();
-        svc.create_category_in_with_ceiling(&a, 1, i64::MAX, zooid::Layout::SingleNode, Some(0)).await.unwrap();
+        svc.create_category(&a, &CategorySpec::new(1, i64::MAX).single_node().ceiling(0)).await.unwrap();
         let first = wait_ceiling(&svc, &a, 1, Duration::from_secs(10)).await;
         // A category without a ceiling, with IDs already handed out: its first ceiling covers them.
         let b = IdCategory::new("/app/nested/b").unwrap();
-        svc.create_category(&b, 1, 1_000_000_000).await.unwrap();
+        svc.create_category(&b, &CategorySpec::new(1, 1_000_000_000)).await.unwrap();
         let early = ids(&svc.take_ids(&b, 50).await.unwrap());
         let second = wait_ceiling(&svc, &b, 50, Duration::from_secs(10)).await;
         let rec_b = durable.read(b.name()).await.unwrap().unwrap();
@@ -256,7 +257,7 @@ fn a_keeper_paused_past_its_session_is_fenced_off() {
         let durable = DurableStore::open(records.to_str().unwrap()).unwrap();
         let svc = service(&connect, Duration::from_secs(15)).await;
         let cat = IdCategory::new("/pause/c").unwrap();
-        svc.create_category_with_ceiling(&cat, 1, i64::MAX, Some(0))
+        svc.create_category(&cat, &CategorySpec::new(1, i64::MAX).ceiling(0))
             .await
             .unwrap();
         wait_ceiling(&svc, &cat, 1, Duration::from_secs(10)).await;
@@ -318,7 +319,7 @@ fn every_crash_point_of_a_raise_keeps_the_invariant_through_a_restore() {
             let durable = DurableStore::open(records.to_str().unwrap()).unwrap();
             let svc = service(&connect, Duration::from_secs(15)).await;
             let cat = IdCategory::new(&path).unwrap();
-            svc.create_category_in_with_ceiling(&cat, 1, i64::MAX, zooid::Layout::SingleNode, Some(0)).await.unwrap();
+            svc.create_category(&cat, &CategorySpec::new(1, i64::MAX).single_node().ceiling(0)).await.unwrap();
             let mut normal = keeper(&format!("n-{point}"), dir.path(), &connect, &records, &root, 100, &[]);
             wait_ceiling(&svc, &cat, 100, Duration::from_secs(20)).await;
             let mut before = BTreeSet::new();
@@ -398,9 +399,12 @@ fn wipe_and_restore(root: &str, layout: zooid::Layout) {
     let (before, svcs) = rt.block_on(async {
         let a = service(&connect, Duration::from_secs(10)).await;
         let b = service(&connect, Duration::from_secs(10)).await;
-        a.create_category_in_with_ceiling(&cat, 1, i64::MAX, layout, Some(0))
-            .await
-            .unwrap();
+        a.create_category(
+            &cat,
+            &CategorySpec::new(1, i64::MAX).layout(layout).ceiling(0),
+        )
+        .await
+        .unwrap();
         let mut got = Vec::new();
         for i in 0..200 {
             let svc = if i % 2 == 0 { &a } else { &b };
@@ -562,7 +566,7 @@ fn a_rolled_back_pool_is_repaired_by_the_keeper() {
         let durable = DurableStore::open(records.to_str().unwrap()).unwrap();
         let svc = service(&connect, Duration::from_secs(15)).await;
         let cat = IdCategory::new("/rb/c").unwrap();
-        svc.create_category_in_with_ceiling(&cat, 1, i64::MAX, zooid::Layout::SingleNode, Some(0)).await.unwrap();
+        svc.create_category(&cat, &CategorySpec::new(1, i64::MAX).single_node().ceiling(0)).await.unwrap();
         wait_ceiling(&svc, &cat, 1, Duration::from_secs(10)).await;
         let snapshot = svc.store().get(cat.name()).await.unwrap();
         let mut after_snapshot = BTreeSet::new();
@@ -636,7 +640,7 @@ fn a_server_restored_from_an_old_data_directory_reissues_nothing() {
     let cat = IdCategory::new("/old/c").unwrap();
     let svc = rt.block_on(async {
         let svc = service(&connect, Duration::from_secs(15)).await;
-        svc.create_category_with_ceiling(&cat, 1, i64::MAX, Some(0))
+        svc.create_category(&cat, &CategorySpec::new(1, i64::MAX).ceiling(0))
             .await
             .unwrap();
         wait_ceiling(&svc, &cat, 1, Duration::from_secs(10)).await;
@@ -738,7 +742,7 @@ fn keeps_a_block_category_under_its_record(path: &str, layout: zooid::Layout) {
     runtime().block_on(async {
         let svc = service(&connect, Duration::from_secs(15)).await;
         let cat = IdCategory::new(path).unwrap();
-        svc.create_category_in(&cat, 1, i64::MAX / 2, layout)
+        svc.create_category(&cat, &CategorySpec::new(1, i64::MAX / 2).layout(layout))
             .await
             .unwrap();
         let early = ids(&svc.take_ids(&cat, 300).await.unwrap());
@@ -895,12 +899,11 @@ fn a_keeper_refuses_a_format_3_pool_and_leaves_it_as_it_is() {
     let svc = rt.block_on(async {
         let svc = service(&connect, Duration::from_secs(15)).await;
         svc.store().create(old.name(), node).await.unwrap();
-        svc.create_category_in_with_ceiling(
+        svc.create_category(
             &beside,
-            1,
-            1_000_000,
-            zooid::Layout::SingleNode,
-            Some(0),
+            &zooid::CategorySpec::new(1, 1_000_000)
+                .layout(zooid::Layout::SingleNode)
+                .ceiling(Some(0)),
         )
         .await
         .unwrap();

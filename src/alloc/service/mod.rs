@@ -1,7 +1,7 @@
 //! The facade: [`IdGeneratorService`], its constructors and its public operations, each run in
 //! its span and counted. The work is done by the allocator's other modules (src/alloc/mod.rs).
 
-use tokio::time::Instant;
+use std::time::Instant;
 
 use tracing::Instrument;
 
@@ -11,6 +11,7 @@ pub(crate) use undelivered::GivenBack;
 
 use super::core::{count_of, Core};
 use super::options::{Layout, PoolInfo, Restored, ServiceOptions};
+use super::spec::CategorySpec;
 use crate::error::{Result, ZooidError};
 use crate::format::MAX_TAKE;
 use crate::idset::{IdCategory, IdSet};
@@ -145,50 +146,30 @@ impl<S: Store> IdGeneratorService<S> {
         result
     }
 
-    /// Creates a category whose IDs are `first..=last` (first >= 1), all free, in the
-    /// [`default_layout`](Self::default_layout) of its store: format 4 on ZooKeeper, a single
-    /// node on the embedded stores; [`create_category_in`](Self::create_category_in) chooses.
+    /// Creates the category `category` as `spec` says: its bounds, all free, in its layout (the
+    /// store's [`default_layout`](Self::default_layout) when it names none, or the single node
+    /// when it has an ACL), with its ceiling and its ACL (see [`CategorySpec`]).
     ///
-    /// Fails with `CategoryExists` when the node is already there: an existing pool is never
-    /// reset, since that would hand out its IDs again.
-    pub async fn create_category(
-        &self,
-        category: &IdCategory,
-        first: i64,
-        last: i64,
-    ) -> Result<()> {
-        self.create_category_with_ceiling(category, first, last, None)
-            .await
-    }
-
-    /// Creates a category whose IDs are `first..=last` (first >= 1), all free, in `layout`
-    /// (block layouts need ZooKeeper: `InvalidArgument` on `mem:`/`file:`).
-    pub async fn create_category_in(
-        &self,
-        category: &IdCategory,
-        first: i64,
-        last: i64,
-        layout: Layout,
-    ) -> Result<()> {
-        self.create_category_in_with_ceiling(category, first, last, layout, None)
-            .await
-    }
-
-    /// [`create_category_in`](Self::create_category_in) with a durable-reservation ceiling
-    /// (`None`: none).
-    pub async fn create_category_in_with_ceiling(
-        &self,
-        category: &IdCategory,
-        first: i64,
-        last: i64,
-        layout: Layout,
-        ceiling: Option<i64>,
-    ) -> Result<()> {
+    /// Fails with `InvalidArgument` naming the field when the spec does not
+    /// [`validate`](CategorySpec::validate) or asks for a block layout on an embedded store
+    /// (`mem:`, `file:`); with `Store` for an ACL there (they have no ACLs); with
+    /// `CategoryExists` when the node is already there: an existing pool is never reset, since
+    /// that would hand out its IDs again.
+    pub async fn create_category(&self, category: &IdCategory, spec: &CategorySpec) -> Result<()> {
         let create = async {
+            spec.validate()?;
+            let (first, last) = (spec.first(), spec.last());
+            let ceiling = spec.ceiling_asked();
+            let acl = spec.acl_asked();
+            let layout = match (spec.layout_asked(), acl) {
+                (Some(layout), _) => layout,
+                (None, Some(_)) => Layout::SingleNode,
+                (None, None) => self.default_layout(),
+            };
             match layout {
                 Layout::SingleNode => {
                     self.core
-                        .create_single(category, first, last, None, ceiling)
+                        .create_single(category, first, last, acl, ceiling)
                         .await
                 }
                 Layout::HoleNodes { unit } => {
@@ -202,110 +183,16 @@ impl<S: Store> IdGeneratorService<S> {
             .await
     }
 
-    /// The layout [`create_category`](Self::create_category) uses on this service's store: on
-    /// ZooKeeper [`Layout::for_scale`] (format 4, hole nodes in blocks of
-    /// [`DEFAULT_BLOCK_SIZE`](super::DEFAULT_BLOCK_SIZE)), on the embedded stores
-    /// [`Layout::SingleNode`].
+    /// The layout [`create_category`](Self::create_category) uses on this service's store when
+    /// the spec names none (and has no ACL): on ZooKeeper [`Layout::for_scale`] (format 4, hole
+    /// nodes in blocks of [`DEFAULT_BLOCK_SIZE`](super::DEFAULT_BLOCK_SIZE)), on the embedded
+    /// stores [`Layout::SingleNode`].
     pub fn default_layout(&self) -> Layout {
         if self.core.zk.as_ref().is_some() {
             Layout::for_scale()
         } else {
             Layout::SingleNode
         }
-    }
-
-    /// [`create_category`](Self::create_category) with the ACL `acl` on the pool node (`None`:
-    /// the store's default, `creator_all` for an authenticated session, else open to all).
-    ///
-    /// Clients the ACL does not grant read and write get `NotAuthorized` on every take and
-    /// push, and nothing changes. Needs a ZooKeeper store (`InvalidArgument` on `mem:`/`file:`)
-    /// and a non-empty ACL.
-    pub async fn create_category_with_acl(
-        &self,
-        category: &IdCategory,
-        first: i64,
-        last: i64,
-        acl: Option<&[crate::zk::Acl]>,
-    ) -> Result<()> {
-        self.create_category_full(category, first, last, acl, None)
-            .await
-    }
-
-    /// Creates a category like [`create_category`](Self::create_category) (in the store's
-    /// default layout) whose takes never hand out an ID above `ceiling` (until a keeper raises
-    /// it); `None` for no ceiling.
-    pub async fn create_category_with_ceiling(
-        &self,
-        category: &IdCategory,
-        first: i64,
-        last: i64,
-        ceiling: Option<i64>,
-    ) -> Result<()> {
-        let layout = self.default_layout();
-        self.create_category_in_with_ceiling(category, first, last, layout, ceiling)
-            .await
-    }
-
-    /// Creates a category with both an ACL ([`create_category_with_acl`]) and a ceiling
-    /// ([`create_category_with_ceiling`]). A category with its own ACL keeps the single-node
-    /// layout (the nodes of the block layouts are created with the session's default ACL).
-    ///
-    /// [`create_category_with_acl`]: Self::create_category_with_acl
-    /// [`create_category_with_ceiling`]: Self::create_category_with_ceiling
-    pub async fn create_category_full(
-        &self,
-        category: &IdCategory,
-        first: i64,
-        last: i64,
-        acl: Option<&[crate::zk::Acl]>,
-        ceiling: Option<i64>,
-    ) -> Result<()> {
-        if acl.is_none() {
-            return self
-                .create_category_with_ceiling(category, first, last, ceiling)
-                .await;
-        }
-        let create = self.core.create_single(category, first, last, acl, ceiling);
-        self.observed(category.name(), "create", |_| 0, create)
-            .await
-    }
-
-    /// Creates a category in block allocation with hole nodes (pool format 4, the layout
-    /// `Layout::HoleNodes { unit }`; needs ZooKeeper): takes of fresh IDs claim blocks of `unit`
-    /// IDs by creating sequential nodes, which never conflict, so contending processes are
-    /// served in arrival order with one transaction per take; pushed ranges become nodes of
-    /// their own, taken by deleting them (src/alloc/blocks/, src/alloc/holes/, docs/DESIGN.md).
-    ///
-    /// A take of `n` IDs claims `ceil(n / unit)` blocks and pushes back what it does not hand
-    /// out as holes: choose `unit` as the batch size the workers take (or a divisor of it).
-    pub async fn create_category_blocks(
-        &self,
-        category: &IdCategory,
-        first: i64,
-        last: i64,
-        unit: u64,
-    ) -> Result<()> {
-        self.create_category_blocks_with_ceiling(category, first, last, unit, None)
-            .await
-    }
-
-    /// Creates a category in block allocation (see
-    /// [`create_category_blocks`](Self::create_category_blocks)) with a durable-reservation
-    /// ceiling (`0 <= ceiling <= last`): no ID above it is handed out until it is raised, so a
-    /// keeper's first durable record covers every ID from the start.
-    pub async fn create_category_blocks_with_ceiling(
-        &self,
-        category: &IdCategory,
-        first: i64,
-        last: i64,
-        unit: u64,
-        ceiling: Option<i64>,
-    ) -> Result<()> {
-        let create = self
-            .core
-            .create_blocks(category, first, last, unit, ceiling);
-        self.observed(category.name(), "create", |_| 0, create)
-            .await
     }
 
     /// Takes up to `n` of the lowest free IDs of `category` (fewer when fewer remain).

@@ -77,7 +77,10 @@ mod tests {
         )
         .await
         .unwrap();
-        service.create_category(category, 1, 100).await.unwrap();
+        service
+            .create_category(category, &crate::CategorySpec::new(1, 100))
+            .await
+            .unwrap();
         service
     }
 

@@ -15,7 +15,7 @@ async fn memory_source(options: SourceOptions) -> (Arc<IdGeneratorService>, IdSo
     );
     let category = IdCategory::new("/prefetch/unit").unwrap();
     service
-        .create_category(&category, 1, 1_000_000)
+        .create_category(&category, &crate::CategorySpec::new(1, 1_000_000))
         .await
         .unwrap();
     let source = IdSource::open(Arc::clone(&service), category, options)
@@ -117,7 +117,10 @@ async fn exhaustion_surfaces_only_when_the_local_ids_run_out() {
         .unwrap(),
     );
     let category = IdCategory::new("/prefetch/small").unwrap();
-    service.create_category(&category, 1, 250).await.unwrap();
+    service
+        .create_category(&category, &crate::CategorySpec::new(1, 250))
+        .await
+        .unwrap();
     let options = SourceOptions {
         initial_batch: 100,
         min_batch: 100,

@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
+use zooid::CategorySpec;
 
 use zooid::format::Pool;
 use zooid::store::AnyStore;
@@ -69,7 +70,9 @@ async fn free_of<S: Store>(svc: &IdGeneratorService<S>, cat: &IdCategory) -> Vec
 pub async fn worked_example(ctx: &Ctx) {
     let svc = ctx.service(ServiceOptions::default()).await;
     let cat = ctx.category("did");
-    svc.create_category(&cat, 1, 123456789).await.unwrap();
+    svc.create_category(&cat, &CategorySpec::new(1, 123456789))
+        .await
+        .unwrap();
     let mut sets = Vec::new();
     for _ in 0..3 {
         sets.push(svc.take_ids(&cat, 10000).await.unwrap());
@@ -124,14 +127,17 @@ pub async fn categories_are_explicit(ctx: &Ctx) {
     );
     for (first, last) in [(0, 10), (-5, 10), (10, 9)] {
         assert!(matches!(
-            svc.create_category(&cat, first, last).await,
+            svc.create_category(&cat, &CategorySpec::new(first, last))
+                .await,
             Err(ZooidError::InvalidArgument(_))
         ));
     }
-    svc.create_category(&cat, 1000, 4294967295).await.unwrap();
+    svc.create_category(&cat, &CategorySpec::new(1000, 4294967295))
+        .await
+        .unwrap();
     svc.take_ids(&cat, 10).await.unwrap();
     assert!(matches!(
-        svc.create_category(&cat, 1, 100).await,
+        svc.create_category(&cat, &CategorySpec::new(1, 100)).await,
         Err(ZooidError::CategoryExists { .. })
     ));
     assert_eq!(
@@ -140,7 +146,7 @@ pub async fn categories_are_explicit(ctx: &Ctx) {
         "re-creating must not reset the pool"
     );
     let default_wide = ctx.category("wide");
-    svc.create_category(&default_wide, 1, i64::MAX)
+    svc.create_category(&default_wide, &CategorySpec::new(1, i64::MAX))
         .await
         .unwrap();
     assert_eq!(
@@ -153,7 +159,9 @@ pub async fn categories_are_explicit(ctx: &Ctx) {
 pub async fn takes_until_exhausted(ctx: &Ctx) {
     let svc = ctx.service(ServiceOptions::default()).await;
     let cat = ctx.category("small");
-    svc.create_category(&cat, 1, 25).await.unwrap();
+    svc.create_category(&cat, &CategorySpec::new(1, 25))
+        .await
+        .unwrap();
     assert!(matches!(
         svc.take_ids(&cat, 0).await,
         Err(ZooidError::InvalidArgument(_))
@@ -182,7 +190,9 @@ pub async fn takes_until_exhausted(ctx: &Ctx) {
 pub async fn bad_pushes_change_nothing(ctx: &Ctx) {
     let svc = ctx.service(ServiceOptions::default()).await;
     let cat = ctx.category("pushes");
-    svc.create_category(&cat, 100, 1000).await.unwrap();
+    svc.create_category(&cat, &CategorySpec::new(100, 1000))
+        .await
+        .unwrap();
     let mut taken = svc.take_ids(&cat, 50).await.unwrap();
     let before = svc.pool_info(&cat).await.unwrap();
     let mut outside = IdSet::new(cat.clone(), vec![r(120, 130), r(990, 1001)]);
@@ -272,7 +282,7 @@ pub async fn pool_size_is_capped(ctx: &Ctx) {
     let svc = ctx.service(options).await;
     let cat = ctx.category("fragmented");
     // The cap is the single-node layout's: format 4 keeps holes in nodes of their own.
-    svc.create_category_in(&cat, 1, 1_000_000, zooid::Layout::SingleNode)
+    svc.create_category(&cat, &CategorySpec::new(1, 1_000_000).single_node())
         .await
         .unwrap();
     let mut all = svc.take_ids(&cat, 100_000).await.unwrap();
@@ -309,7 +319,9 @@ pub async fn concurrent_services_never_duplicate(ctx: &Ctx) {
     let a = Arc::new(ctx.service(ServiceOptions::default()).await);
     let b = Arc::new(ctx.service(ServiceOptions::default()).await);
     let cat = ctx.category("busy");
-    a.create_category(&cat, 1, 1_000_000).await.unwrap();
+    a.create_category(&cat, &CategorySpec::new(1, 1_000_000))
+        .await
+        .unwrap();
     let mut tasks = Vec::new();
     for worker in 0..8u64 {
         let svc = if worker % 2 == 0 {
@@ -357,7 +369,9 @@ pub async fn concurrent_services_never_duplicate(ctx: &Ctx) {
 pub async fn lost_replies_are_resolved(ctx: &Ctx) {
     let svc = ctx.faulty(ServiceOptions::default()).await;
     let cat = ctx.category("lossy");
-    svc.create_category(&cat, 1, 1000).await.unwrap();
+    svc.create_category(&cat, &CategorySpec::new(1, 1000))
+        .await
+        .unwrap();
 
     svc.store().arm(Fault::LoseReplyAfterApply);
     let mut first = svc.take_ids(&cat, 100).await.unwrap();
@@ -424,7 +438,9 @@ pub async fn unresolvable_outcomes_leak_never_duplicate(ctx: &Ctx) {
     let svc = ctx.faulty(options).await;
     svc.store().foreign_log_len.store(2, Ordering::SeqCst);
     let cat = ctx.category("unknown");
-    svc.create_category(&cat, 1, 1000).await.unwrap();
+    svc.create_category(&cat, &CategorySpec::new(1, 1000))
+        .await
+        .unwrap();
     svc.store().arm(Fault::LoseReplyThenOthersWrite(3));
     match svc.take_ids(&cat, 100).await {
         Err(ZooidError::OutcomeUnknown {
@@ -468,7 +484,9 @@ pub async fn free_list_resolves_past_the_log(ctx: &Ctx) {
     let svc = ctx.faulty(options).await;
     svc.store().foreign_log_len.store(2, Ordering::SeqCst);
     let cat = ctx.category("past-log");
-    svc.create_category(&cat, 1, 1000).await.unwrap();
+    svc.create_category(&cat, &CategorySpec::new(1, 1000))
+        .await
+        .unwrap();
     // The take never arrived; three others took 1, 2, 3; 4-100 are still free: not applied.
     svc.store().arm(Fault::OthersWriteThenLoseRequest(3));
     assert_eq!(
@@ -527,7 +545,9 @@ pub async fn pools_move_to_a_fresh_node_before_the_version_wraps(ctx: &Ctx) {
     let svc = ctx.faulty(options.clone()).await;
     svc.store().foreign_move_at.store(4, Ordering::SeqCst);
     let cat = ctx.category("moves");
-    svc.create_category(&cat, 1, 1000).await.unwrap();
+    svc.create_category(&cat, &CategorySpec::new(1, 1000))
+        .await
+        .unwrap();
     let (_, first_incarnation, _) = node_of(&svc, &cat).await;
     let mut handed = Box::pin(take_until(&svc, &cat, 4)).await;
     assert_eq!(handed, vec![r(1, 10), r(11, 20), r(21, 30), r(31, 40)]);
@@ -645,7 +665,9 @@ pub async fn a_state_remembered_across_a_move_is_read_again(ctx: &Ctx) {
     let a = ctx.faulty(options.clone()).await;
     let b = ctx.faulty(options).await;
     let cat = ctx.category("remembered");
-    a.create_category(&cat, 1, 100).await.unwrap();
+    a.create_category(&cat, &CategorySpec::new(1, 100))
+        .await
+        .unwrap();
     let mut held = Box::pin(a.take_ids(&cat, 1)).await.unwrap().ranges();
     // B writes at data versions 1, 2, 3, moves the node at 4 (data version 0), writes 0 -> 1:
     // the node is at the data version A remembers.
@@ -681,7 +703,9 @@ pub async fn an_unmovable_pool_is_written_in_place(ctx: &Ctx) {
     };
     let svc = ctx.faulty(options).await;
     let cat = ctx.category("unmovable");
-    svc.create_category(&cat, 1, 100_000).await.unwrap();
+    svc.create_category(&cat, &CategorySpec::new(1, 100_000))
+        .await
+        .unwrap();
     let child = format!("{}/child", cat.name());
     svc.store().inner.create(&child, b"").await.unwrap();
     let mut handed = Vec::new();
@@ -719,7 +743,9 @@ pub async fn contention_is_bounded(ctx: &Ctx) {
         })
         .await;
     let cat = ctx.category("contended");
-    svc.create_category(&cat, 1, 1000).await.unwrap();
+    svc.create_category(&cat, &CategorySpec::new(1, 1000))
+        .await
+        .unwrap();
     for _ in 0..3 {
         svc.store().arm(Fault::OtherWinsRace);
     }

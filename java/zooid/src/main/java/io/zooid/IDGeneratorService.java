@@ -1,6 +1,5 @@
 package io.zooid;
 
-import java.util.List;
 import java.lang.management.ManagementFactory;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicLong;
@@ -146,81 +145,23 @@ public final class IDGeneratorService extends NativeResource implements AutoClos
     }
 
     /**
-     * Creates a category whose IDs are {@code firstID..lastID} (inclusive), all free, in the
-     * store's default layout: {@link Layout#HOLE_NODES} in blocks of 1000 on ZooKeeper, {@link
-     * Layout#SINGLE_NODE} on the embedded stores ({@link #createCategory(IDCategory, long, long,
-     * Layout, long)} chooses).
+     * Creates the category {@code category} as {@code spec} says: its IDs, all free, in its
+     * layout (the store's default unless it names one: {@link Layout#HOLE_NODES} in blocks of 1000
+     * on ZooKeeper, {@link Layout#SINGLE_NODE} on the embedded stores or with an ACL), with its
+     * ceiling and its ACL.
      *
-     * @throws IllegalArgumentException unless {@code 1 <= firstID <= lastID}
+     * @throws NullPointerException if {@code category} or {@code spec} is null
+     * @throws IllegalArgumentException for a block layout on the embedded stores
      * @throws CategoryExistsException if the category exists already (it is never reset)
+     * @throws IDGeneratorException with {@link ErrorCode#STORE} for an ACL on the embedded stores,
+     *     which have no ACLs
      */
-    public void createCategory(IDCategory category, long firstID, long lastID) throws IDGeneratorException {
+    public void createCategory(IDCategory category, CategorySpec spec) throws IDGeneratorException {
         Objects.requireNonNull(category, "category");
-        if (firstID < 1 || firstID > lastID) {
-            throw new IllegalArgumentException(
-                    "category bounds " + firstID + ".." + lastID + ": need 1 <= first <= last");
-        }
+        Objects.requireNonNull(spec, "spec");
         withHandle(h -> {
-            ZooidNative.createCategory(h, category.getName(), firstID, lastID);
-            return null;
-        });
-    }
-
-    /**
-     * Creates a category like {@link #createCategory(IDCategory, long, long)} in block allocation
-     * with hole nodes ({@link Layout#HOLE_NODES}, pool format 4, ZooKeeper only): fresh IDs are
-     * claimed in blocks of {@code blockSize} IDs by creates that never conflict, so thousands of
-     * tasks taking at once are served in arrival order, one transaction per take; pushed ranges
-     * stay nodes of their own. Takes and pushes are the same calls as on any category. Use the
-     * batch size the tasks take as {@code blockSize}: a take that is not a multiple of it returns
-     * the rest of its last block to the pool.
-     *
-     * @throws IllegalArgumentException unless {@code 1 <= firstID <= lastID} and {@code 1 <=
-     *     blockSize <= 2147483647}
-     * @throws CategoryExistsException if the category exists already (it is never reset)
-     * @throws IDGeneratorException with {@link ErrorCode#INVALID_ARGUMENT} on the embedded stores
-     */
-    public void createCategoryWithBlocks(IDCategory category, long firstID, long lastID, long blockSize)
-            throws IDGeneratorException {
-        Objects.requireNonNull(category, "category");
-        if (firstID < 1 || firstID > lastID) {
-            throw new IllegalArgumentException(
-                    "category bounds " + firstID + ".." + lastID + ": need 1 <= first <= last");
-        }
-        if (blockSize < 1 || blockSize > Integer.MAX_VALUE) {
-            throw new IllegalArgumentException("block size " + blockSize + ": need 1..2147483647");
-        }
-        withHandle(h -> {
-            ZooidNative.createCategoryBlocks(h, category.getName(), firstID, lastID, blockSize);
-            return null;
-        });
-    }
-
-    /**
-     * Creates a category like {@link #createCategory(IDCategory, long, long)} in the pool layout
-     * {@code layout}: {@link Layout#SINGLE_NODE} (every take and push is a compare-and-set on
-     * one node) or {@link Layout#HOLE_NODES} (ZooKeeper only; fresh IDs claimed in blocks of
-     * {@code unit} IDs). {@link #createCategory(IDCategory, long, long)}
-     * makes {@link Layout#HOLE_NODES} in blocks of 1000 on ZooKeeper.
-     *
-     * @param unit IDs per block for the block layouts, 0 for the default (1000); use the batch
-     *     size the tasks take; ignored for {@link Layout#SINGLE_NODE}
-     * @throws NullPointerException if {@code category} or {@code layout} is null
-     * @throws IllegalArgumentException unless {@code 1 <= firstID <= lastID} and {@code 0 <= unit
-     *     <= 2147483647}, or for a block layout on the embedded stores
-     * @throws CategoryExistsException if the category exists already (it is never reset)
-     */
-    public void createCategory(IDCategory category, long firstID, long lastID, Layout layout, long unit)
-            throws IDGeneratorException {
-        Objects.requireNonNull(category, "category");
-        Objects.requireNonNull(layout, "layout");
-        if (firstID < 1 || firstID > lastID) {
-            throw new IllegalArgumentException(
-                    "category bounds " + firstID + ".." + lastID + ": need 1 <= first <= last");
-        }
-        checkUnit(unit);
-        withHandle(h -> {
-            ZooidNative.createCategoryIn(h, category.getName(), firstID, lastID, layout.number, unit);
+            ZooidNative.createCategory(h, category.getName(), spec.getFirstID(), spec.getLastID(),
+                    spec.layoutNumber(), spec.getBlockSize(), spec.nativeCeiling(), spec.aclText());
             return null;
         });
     }
@@ -252,43 +193,6 @@ public final class IDGeneratorService extends NativeResource implements AutoClos
         if (unit < 0 || unit > Integer.MAX_VALUE) {
             throw new IllegalArgumentException("block size " + unit + ": need 0 (the default) to 2147483647");
         }
-    }
-
-    /**
-     * Creates a category like {@link #createCategory(IDCategory, long, long)}, with the ZooKeeper
-     * ACL {@code acl} on its pool node. Services the ACL does not grant read and write get {@link
-     * NotAuthorizedException} on takes and pushes, and nothing changes.
-     *
-     * @param acl the entries, at least one (see {@link ZooKeeperAcl})
-     * @throws IllegalArgumentException unless {@code 1 <= firstID <= lastID}, or if {@code acl} is
-     *     empty
-     * @throws CategoryExistsException if the category exists already (it is never reset)
-     * @throws IDGeneratorException with {@link ErrorCode#STORE} on the embedded stores, which have
-     *     no ACLs
-     */
-    public void createCategory(IDCategory category, long firstID, long lastID, List<ZooKeeperAcl> acl)
-            throws IDGeneratorException {
-        Objects.requireNonNull(category, "category");
-        Objects.requireNonNull(acl, "acl");
-        if (firstID < 1 || firstID > lastID) {
-            throw new IllegalArgumentException(
-                    "category bounds " + firstID + ".." + lastID + ": need 1 <= first <= last");
-        }
-        if (acl.isEmpty()) {
-            throw new IllegalArgumentException("an empty ACL would make the node unusable");
-        }
-        StringBuilder text = new StringBuilder();
-        for (ZooKeeperAcl entry : acl) {
-            if (text.length() > 0) {
-                text.append(',');
-            }
-            text.append(Objects.requireNonNull(entry, "acl entry"));
-        }
-        String joined = text.toString();
-        withHandle(h -> {
-            ZooidNative.createCategoryWithAcl(h, category.getName(), firstID, lastID, joined);
-            return null;
-        });
     }
 
     /**

@@ -2,9 +2,9 @@ package io.zooid;
 
 /**
  * How a category keeps its IDs in ZooKeeper (the pool layout), chosen when it is created with
- * {@link IDGeneratorService#createCategory(IDCategory, long, long, Layout, long)}.
- * {@link IDGeneratorService#createCategory(IDCategory, long, long)} makes {@link #HOLE_NODES} on
- * ZooKeeper and {@link #SINGLE_NODE} on the embedded stores. Takes and pushes are the same calls
+ * {@link CategorySpec#layout(Layout, long)} (or {@link CategorySpec#blocks(long)}, {@link
+ * CategorySpec#singleNode()}); a spec that names none makes {@link #HOLE_NODES} on ZooKeeper and
+ * {@link #SINGLE_NODE} on the embedded stores. Takes and pushes are the same calls
  * in every layout, and none hands an ID out twice.
  */
 public enum Layout {

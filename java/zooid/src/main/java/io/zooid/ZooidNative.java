@@ -27,21 +27,16 @@ final class ZooidNative {
 
     static native void close(long handle);
 
-    static native void createCategory(long handle, String category, long first, long last)
-            throws IDGeneratorException;
+    /**
+     * The fields of a {@link CategorySpec}: {@code layout} a {@link Layout} number, 0 for the
+     * store's default; {@code unit} 0 for 1000; {@code ceiling} -1 for none; {@code acl} null for
+     * none.
+     */
+    static native void createCategory(long handle, String category, long first, long last, int layout,
+            long unit, long ceiling, String acl) throws IDGeneratorException;
 
-    static native void createCategoryBlocks(long handle, String category, long first, long last, long blockSize)
-            throws IDGeneratorException;
-
-    /** {@code layout}: a {@link Layout} number, 0 for the store's default; {@code unit} 0 for 1000. */
-    static native void createCategoryIn(long handle, String category, long first, long last, int layout, long unit)
-            throws IDGeneratorException;
-
-    /** moved (0/1), format before, format after, base; {@code layout} as for createCategoryIn. */
+    /** moved (0/1), format before, format after, base; {@code layout} as for createCategory. */
     static native long[] migrateCategory(long handle, String category, int layout, long unit)
-            throws IDGeneratorException;
-
-    static native void createCategoryWithAcl(long handle, String category, long first, long last, String acl)
             throws IDGeneratorException;
 
     static native long[] takeIds(long handle, String category, int count) throws IDGeneratorException;

@@ -38,7 +38,7 @@ class ConcurrencyTest {
         threadsTakeUseAndPush(new IDCategory("/zooid-java-test/concurrency/blocks"), 500);
         try (IDGeneratorService service = IDGeneratorService.open(zk.connectString())) {
             IDCategory fresh = new IDCategory("/zooid-java-test/concurrency/blocks-order");
-            service.createCategoryWithBlocks(fresh, 1, 1_000_000, 100);
+            service.createCategory(fresh, CategorySpec.of(1, 1_000_000).blocks(100));
             IDSet first = service.takeIDs(fresh, 100);
             assertEquals(1, first.takeID());
             IDSet second = service.takeIDs(fresh, 100);
@@ -57,9 +57,9 @@ class ConcurrencyTest {
         try (IDGeneratorService shared = IDGeneratorService.open(zk.connectString());
                 IDGeneratorService second = IDGeneratorService.open(zk.connectString())) {
             if (blockSize > 0) {
-                shared.createCategoryWithBlocks(cat, 1, total, blockSize);
+                shared.createCategory(cat, CategorySpec.of(1, total).blocks(blockSize));
             } else {
-                shared.createCategory(cat, 1, total);
+                shared.createCategory(cat, CategorySpec.of(1, total));
             }
             ExecutorService pool = Executors.newFixedThreadPool(threads);
             CountDownLatch start = new CountDownLatch(1);
@@ -111,7 +111,7 @@ class ConcurrencyTest {
     void closeWhileThreadsAreCallingIsSafe() throws Exception {
         IDCategory cat = new IDCategory("/zooid-java-test/concurrency/close");
         IDGeneratorService service = IDGeneratorService.open(zk.connectString());
-        service.createCategory(cat, 1, Long.MAX_VALUE / 2);
+        service.createCategory(cat, CategorySpec.of(1, Long.MAX_VALUE / 2));
         ExecutorService pool = Executors.newFixedThreadPool(6);
         AtomicInteger succeeded = new AtomicInteger();
         AtomicInteger refused = new AtomicInteger();

@@ -36,9 +36,9 @@ class ExceptionPathsTest {
         IDGeneratorService service = IDGeneratorService.open(zk.connectString());
         try {
             if (layout == null) {
-                service.createCategory(cat, 1, lastID);
+                service.createCategory(cat, CategorySpec.of(1, lastID));
             } else {
-                service.createCategory(cat, 1, lastID, layout, 0);
+                service.createCategory(cat, CategorySpec.of(1, lastID).layout(layout, 0));
             }
         } catch (IDGeneratorException | RuntimeException e) {
             service.close();
@@ -61,7 +61,7 @@ class ExceptionPathsTest {
     void creatingTwiceIsCategoryExistsAndNeverResets() throws Exception {
         try (IDGeneratorService service = openWithCategory(100)) {
             service.takeIDs(cat, 40);
-            CategoryExistsException e = assertThrows(CategoryExistsException.class, () -> service.createCategory(cat, 1, 100));
+            CategoryExistsException e = assertThrows(CategoryExistsException.class, () -> service.createCategory(cat, CategorySpec.of(1, 100)));
             assertEquals(ErrorCode.CATEGORY_EXISTS, e.getCode());
             assertEquals(60, service.getPoolInfo(cat).countFreeIDs());
         }
@@ -139,7 +139,7 @@ class ExceptionPathsTest {
         IDGeneratorOptions oneAttempt = new IDGeneratorOptions().maxAttempts(1);
         try (IDGeneratorService a = IDGeneratorService.open(zk.connectString(), oneAttempt);
                 IDGeneratorService b = IDGeneratorService.open(zk.connectString())) {
-            a.createCategory(cat, 1, 1000, Layout.SINGLE_NODE, 0);
+            a.createCategory(cat, CategorySpec.of(1, 1000).layout(Layout.SINGLE_NODE, 0));
             assertEquals(1, a.takeIDs(cat, 10).takeID()); // a now remembers version 1
             assertEquals(11, b.takeIDs(cat, 10).takeID()); // b moves the node on
             ContentionException e = assertThrows(ContentionException.class, () -> a.takeIDs(cat, 10));
@@ -154,7 +154,7 @@ class ExceptionPathsTest {
         IDGeneratorOptions oneAttempt = new IDGeneratorOptions().maxAttempts(1);
         try (IDGeneratorService a = IDGeneratorService.open(zk.connectString(), oneAttempt);
                 IDGeneratorService b = IDGeneratorService.open(zk.connectString())) {
-            a.createCategory(cat, 1, 10, Layout.SINGLE_NODE, 0);
+            a.createCategory(cat, CategorySpec.of(1, 10).layout(Layout.SINGLE_NODE, 0));
             IDSet all = a.takeIDs(cat, 10); // a remembers an empty pool
             b.pushIDs(all); // the store has IDs again; a does not know
             // a's remembered pool says "exhausted", which it may not report without reading afresh,
@@ -173,7 +173,7 @@ class ExceptionPathsTest {
         try (TestZooKeeper doomed = TestZooKeeper.start()) {
             String connect = doomed.connectString();
             try (IDGeneratorService service = IDGeneratorService.open(connect, quick)) {
-                service.createCategory(cat, 1, 100);
+                service.createCategory(cat, CategorySpec.of(1, 100));
                 doomed.stop();
                 IDCategory unread = new IDCategory(cat.getName() + "-never-read");
                 ConnectionLostException e = assertThrows(ConnectionLostException.class, () -> service.getPoolInfo(unread));
@@ -195,7 +195,7 @@ class ExceptionPathsTest {
                 .operationTimeout(Duration.ofSeconds(3));
         try (ReplyDroppingProxy proxy = new ReplyDroppingProxy(zk.connectString())) {
             try (IDGeneratorService service = IDGeneratorService.open(proxy.connectString(), quick)) {
-                service.createCategory(cat, 1, 100, Layout.SINGLE_NODE, 0);
+                service.createCategory(cat, CategorySpec.of(1, 100).layout(Layout.SINGLE_NODE, 0));
                 assertEquals(1, service.takeIDs(cat, 10).takeID());
                 proxy.dropReplies(); // the server applies the next write; its reply is lost
                 OutcomeUnknownException take = assertThrows(OutcomeUnknownException.class, () -> service.takeIDs(cat, 10));
@@ -231,7 +231,7 @@ class ExceptionPathsTest {
                 IDGeneratorService anonymous = IDGeneratorService.open(zk.connectString());
                 IDGeneratorService mallory = IDGeneratorService.open(
                         zk.connectString(), new IDGeneratorOptions().digestAuth("mallory", "guess"))) {
-            alice.createCategory(cat, 1, 100);
+            alice.createCategory(cat, CategorySpec.of(1, 100));
             assertEquals(1, alice.takeIDs(cat, 1).takeID());
             for (IDGeneratorService other : new IDGeneratorService[] {anonymous, mallory}) {
                 NotAuthorizedException e = assertThrows(NotAuthorizedException.class, () -> other.takeIDs(cat, 1));

@@ -28,7 +28,7 @@ class IDSetSharingTest {
     void idsTakenWhileTheSetIsPushedAreNotFreeAgain() throws Exception {
         IDCategory cat = ServiceTest.freshCategory();
         try (IDGeneratorService service = IDGeneratorService.open(zk.connectString())) {
-            service.createCategory(cat, 1, 100_000_000L);
+            service.createCategory(cat, CategorySpec.of(1, 100_000_000L));
             long takenTotal = 0;
             long twice = 0;
             for (int round = 0; round < ROUNDS; round++) {
@@ -73,7 +73,7 @@ class IDSetSharingTest {
     void aPushedSetIsConsumedAndTwoPushesAtOnceSucceedOnce() throws Exception {
         IDCategory cat = ServiceTest.freshCategory();
         try (IDGeneratorService service = IDGeneratorService.open(zk.connectString())) {
-            service.createCategory(cat, 1, 1_000_000L);
+            service.createCategory(cat, CategorySpec.of(1, 1_000_000L));
             IDSet set = service.takeIDs(cat, 100);
             set.takeID();
             service.pushIDs(set);

@@ -37,7 +37,7 @@ class IDSourceTest {
         int perThread = 20_000;
         try (IDGeneratorService a = IDGeneratorService.open(zk.connectString());
                 IDGeneratorService b = IDGeneratorService.open(zk.connectString())) {
-            a.createCategory(cat, 1, LAST);
+            a.createCategory(cat, CategorySpec.of(1, LAST));
             IDSource[] sources = {a.openSource(cat, options), b.openSource(cat, options)};
             ExecutorService pool = Executors.newFixedThreadPool(threads);
             List<Future<long[]>> results = new ArrayList<>();
@@ -82,7 +82,7 @@ class IDSourceTest {
         IDCategory cat = freshCategory();
         IDSource source;
         try (IDGeneratorService service = IDGeneratorService.open(zk.connectString())) {
-            service.createCategory(cat, 1, LAST);
+            service.createCategory(cat, CategorySpec.of(1, LAST));
             source = service.openSource(cat, new IDSourceOptions().chunk(1_000));
             for (int i = 1; i <= 10; i++) {
                 assertEquals(i, source.next());
@@ -121,7 +121,7 @@ class IDSourceTest {
                         new IDGeneratorOptions()
                                 .sessionTimeout(Duration.ofSeconds(2))
                                 .operationTimeout(Duration.ofSeconds(1)))) {
-            service.createCategory(cat, 1, LAST);
+            service.createCategory(cat, CategorySpec.of(1, LAST));
             IDSource source = service.openSource(cat, new IDSourceOptions().batch(200, 200, 200).chunk(16));
             own.stop();
             for (int i = 1; i <= 200; i++) {

@@ -12,7 +12,7 @@ public final class JniWorkload {
         String connect = args[0];
         IDCategory cat = new IDCategory("/zooid-java-test/checkjni/did");
         IDGeneratorService service = IDGeneratorService.open(connect);
-        service.createCategory(cat, 1, 1_000_000_000L);
+        service.createCategory(cat, CategorySpec.of(1, 1_000_000_000L));
         long sum = 0;
         for (int i = 0; i < 3000; i++) {
             IDSet ids = service.takeIDs(cat, 1 + i % 50);
@@ -97,10 +97,10 @@ public final class JniWorkload {
         expect(NullPointerException.class, () -> ZooidNative.sourceNextRun(0, 1, null));
         expect(IllegalStateException.class, () -> ZooidNative.sourceNextRun(0, 1, new long[2]));
         expect(IllegalStateException.class, () -> ZooidNative.sourceStats(0));
-        expect(CategoryExistsException.class, () -> service.createCategory(cat, 1, 2));
+        expect(CategoryExistsException.class, () -> service.createCategory(cat, CategorySpec.of(1, 2)));
         expect(IllegalArgumentException.class, () -> IDGeneratorService.open(""));
         try (IDGeneratorService mem = IDGeneratorService.open("mem:")) {
-            mem.createCategory(cat, 1, 3);
+            mem.createCategory(cat, CategorySpec.of(1, 3));
             mem.takeIDs(cat, 3);
             expect(IDsExhaustedException.class, () -> mem.takeIDs(cat, 1));
         }

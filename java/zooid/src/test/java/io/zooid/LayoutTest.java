@@ -12,8 +12,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * Pool layouts chosen from Java: {@link IDGeneratorService#createCategory(IDCategory, long, long,
- * Layout, long)} writes each layout's format (read raw with a ZooKeeper client), the default on
+ * Pool layouts chosen from Java: {@link CategorySpec#layout(Layout, long)} writes each layout's format (read raw with a ZooKeeper client), the default on
  * ZooKeeper is hole nodes (format 4), takes and pushes work the same in every layout, and
  * {@link IDGeneratorService#migrateCategory} moves a single node to hole nodes in place.
  */
@@ -57,15 +56,15 @@ class LayoutTest {
                 IDCategory cat = new IDCategory(PREFIX + c[0]);
                 Layout layout = (Layout) c[1];
                 if (layout == null) {
-                    service.createCategory(cat, 1, 1_000_000);
+                    service.createCategory(cat, CategorySpec.of(1, 1_000_000));
                 } else {
-                    service.createCategory(cat, 1, 1_000_000, layout, (Long) c[2]);
+                    service.createCategory(cat, CategorySpec.of(1, 1_000_000).layout(layout, (Long) c[2]));
                 }
                 Stat created = new Stat();
                 String text = raw(client, cat, created);
                 assertTrue(text.startsWith((String) c[3]), c[0] + ": " + text);
                 assertThrows(CategoryExistsException.class,
-                        () -> service.createCategory(cat, 1, 1_000_000, Layout.SINGLE_NODE, 0));
+                        () -> service.createCategory(cat, CategorySpec.of(1, 1_000_000).layout(Layout.SINGLE_NODE, 0)));
 
                 takePushTake(service, cat);
 
@@ -88,7 +87,7 @@ class LayoutTest {
         IDCategory cat = new IDCategory(PREFIX + "moved");
         try (IDGeneratorService service = IDGeneratorService.open(zk.connectString());
                 ZooKeeper client = zk.client()) {
-            service.createCategory(cat, 1, 1_000_000, Layout.SINGLE_NODE, 0);
+            service.createCategory(cat, CategorySpec.of(1, 1_000_000).layout(Layout.SINGLE_NODE, 0));
             assertEquals(10, service.takeIDs(cat, 10).countIDs());
             assertThrows(IllegalArgumentException.class,
                     () -> service.migrateCategory(cat, Layout.SINGLE_NODE, 0), "no way back");
@@ -113,19 +112,19 @@ class LayoutTest {
     void badArgumentsAndTheEmbeddedStores() throws Exception {
         IDCategory cat = new IDCategory("/layout");
         try (IDGeneratorService mem = IDGeneratorService.open("mem:")) {
-            assertThrows(NullPointerException.class, () -> mem.createCategory(cat, 1, 10, null, 0));
+            assertThrows(NullPointerException.class, () -> mem.createCategory(cat, CategorySpec.of(1, 10).layout(null, 0)));
             assertThrows(IllegalArgumentException.class,
-                    () -> mem.createCategory(cat, 1, 10, Layout.HOLE_NODES, -1));
+                    () -> mem.createCategory(cat, CategorySpec.of(1, 10).layout(Layout.HOLE_NODES, -1)));
             assertThrows(IllegalArgumentException.class,
-                    () -> mem.createCategory(cat, 1, 10, Layout.HOLE_NODES, 1L << 31));
-            assertThrows(IllegalArgumentException.class, () -> mem.createCategory(cat, 0, 10, Layout.SINGLE_NODE, 0));
+                    () -> mem.createCategory(cat, CategorySpec.of(1, 10).layout(Layout.HOLE_NODES, 1L << 31)));
+            assertThrows(IllegalArgumentException.class, () -> mem.createCategory(cat, CategorySpec.of(0, 10).layout(Layout.SINGLE_NODE, 0)));
             // Hole nodes need ZooKeeper; nothing is created.
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> mem.createCategory(cat, 1, 10, Layout.HOLE_NODES, 0));
+                    () -> mem.createCategory(cat, CategorySpec.of(1, 10).layout(Layout.HOLE_NODES, 0)));
             assertTrue(e.getMessage().contains("ZooKeeper"), e.getMessage());
             assertThrows(CategoryNotFoundException.class, () -> mem.getPoolInfo(cat));
             assertThrows(IllegalArgumentException.class, () -> mem.migrateCategory(cat, Layout.HOLE_NODES, 0));
-            mem.createCategory(cat, 1, 100, Layout.SINGLE_NODE, 0);
+            mem.createCategory(cat, CategorySpec.of(1, 100).layout(Layout.SINGLE_NODE, 0));
             takePushTake(mem, cat);
             assertEquals(3, mem.getPoolInfo(cat).getVersion());
         }

@@ -34,8 +34,9 @@ public final class LoaderProbe {
         Object category = categoryClass.getConstructor(String.class).newInstance("/probe");
         Object service = serviceClass.getMethod("open", String.class).invoke(null, "mem:probe");
         try {
-            serviceClass.getMethod("createCategory", categoryClass, long.class, long.class)
-                    .invoke(service, category, 1L, 100L);
+            Class<?> specClass = loader.loadClass("io.zooid.CategorySpec");
+            Object spec = specClass.getMethod("of", long.class, long.class).invoke(null, 1L, 100L);
+            serviceClass.getMethod("createCategory", categoryClass, specClass).invoke(service, category, spec);
             Object ids = serviceClass.getMethod("takeIDs", categoryClass, int.class).invoke(service, category, 10);
             Method takeID = setClass.getMethod("takeID");
             return (Long) takeID.invoke(ids);

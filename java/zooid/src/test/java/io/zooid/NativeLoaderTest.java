@@ -82,7 +82,7 @@ class NativeLoaderTest {
         // And the test's own class loader still works alongside them.
         try (IDGeneratorService service = IDGeneratorService.open("mem:")) {
             IDCategory cat = new IDCategory("/alongside");
-            service.createCategory(cat, 1, 2);
+            service.createCategory(cat, CategorySpec.of(1, 2));
             assertEquals(1, service.takeIDs(cat, 1).takeID());
         }
     }

@@ -36,7 +36,7 @@ class PrefetchBenchmarkTest {
         table.append(String.format(Locale.ROOT, "%-36s %7s %7s %7s %9s %10s %7s %9s%n",
                 "path (ns per ID)", "p50", "p99", "p99.9", "p99.99", "max", ">1us", "waits"));
         try (IDGeneratorService service = IDGeneratorService.open(zk.connectString())) {
-            service.createCategory(cat, 1, Long.MAX_VALUE);
+            service.createCategory(cat, CategorySpec.of(1, Long.MAX_VALUE));
             IDSourceOptions options = new IDSourceOptions()
                     .batch(BATCH, BATCH, 1_000_000)
                     .targetBatchDuration(java.time.Duration.ofMillis(200));

@@ -30,7 +30,7 @@ class SecurityTest {
                 IDGeneratorService mallory = IDGeneratorService.open(
                         zk.connectString(), new IDGeneratorOptions().digestAuth("mallory", "mallory-pw-3"));
                 IDGeneratorService anonymous = IDGeneratorService.open(zk.connectString())) {
-            owner.createCategory(cat, 1, 1000, Arrays.asList(ZooKeeperAcl.creator("cdrwa"), ZooKeeperAcl.worldRead()));
+            owner.createCategory(cat, CategorySpec.of(1, 1000).acl(Arrays.asList(ZooKeeperAcl.creator("cdrwa"), ZooKeeperAcl.worldRead())));
             assertEquals(1, owner.takeIDs(cat, 5).takeID());
 
             NotAuthorizedException e = assertThrows(NotAuthorizedException.class, () -> mallory.takeIDs(cat, 5));
@@ -54,10 +54,10 @@ class SecurityTest {
         assertEquals("digest:u:abc=:rw", ZooKeeperAcl.parse("digest:u:abc=:rw").toString());
         IDCategory cat = new IDCategory("/java/secure/bad");
         try (IDGeneratorService svc = IDGeneratorService.open(zk.connectString())) {
-            assertThrows(IllegalArgumentException.class, () -> svc.createCategory(cat, 1, 10, Collections.<ZooKeeperAcl>emptyList()));
+            assertThrows(IllegalArgumentException.class, () -> svc.createCategory(cat, CategorySpec.of(1, 10).acl(Collections.<ZooKeeperAcl>emptyList())));
             // The native side checks too: a world entry must name "anyone".
             assertThrows(IllegalArgumentException.class,
-                    () -> svc.createCategory(cat, 1, 10, Arrays.asList(ZooKeeperAcl.of("world", "someone", "r"))));
+                    () -> svc.createCategory(cat, CategorySpec.of(1, 10).acl(Arrays.asList(ZooKeeperAcl.of("world", "someone", "r")))));
             assertThrows(CategoryNotFoundException.class, () -> svc.getPoolInfo(cat));
         }
     }

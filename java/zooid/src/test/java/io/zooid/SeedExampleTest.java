@@ -18,7 +18,7 @@ class SeedExampleTest {
     void threeTasksRecycleTheirLeftoversAndTheNextTakeFillsTheHolesFirst() throws Exception {
         IDCategory did = new IDCategory("/com/demdex/eventpublish/idgen/did");
         try (IDGeneratorService service = IDGeneratorService.open(zk.connectString())) {
-            service.createCategory(did, 1, 123456789);
+            service.createCategory(did, CategorySpec.of(1, 123456789));
 
             // Three map/reduce tasks take 10000 IDs each...
             List<IDSet> tasks = new ArrayList<>();

@@ -28,7 +28,7 @@ class ServiceTest {
     void takePushAndPoolInfoOnZooKeeper() throws Exception {
         IDCategory cat = freshCategory();
         try (IDGeneratorService service = IDGeneratorService.open(zk.connectString())) {
-            service.createCategory(cat, 100, 199);
+            service.createCategory(cat, CategorySpec.of(100, 199));
             PoolInfo fresh = service.getPoolInfo(cat);
             assertEquals(100, fresh.getFirstID());
             assertEquals(199, fresh.getLastID());
@@ -73,7 +73,7 @@ class ServiceTest {
                     org.apache.zookeeper.ZooDefs.Ids.OPEN_ACL_UNSAFE, org.apache.zookeeper.CreateMode.PERSISTENT);
         }
         try (IDGeneratorService service = IDGeneratorService.open(zk.connectString() + "/zooid-java-chroot", options)) {
-            service.createCategory(cat, 1, 10);
+            service.createCategory(cat, CategorySpec.of(1, 10));
             assertEquals(1, service.takeIDs(cat, 1).takeID());
         }
         try (org.apache.zookeeper.ZooKeeper client = zk.client()) {
@@ -85,14 +85,14 @@ class ServiceTest {
     void embeddedMemoryAndFileStores(@TempDir Path dir) throws Exception {
         IDCategory cat = new IDCategory("/embedded");
         try (IDGeneratorService mem = IDGeneratorService.open("mem:service-test")) {
-            mem.createCategory(cat, 1, 5);
+            mem.createCategory(cat, CategorySpec.of(1, 5));
             assertEquals(1, mem.takeIDs(cat, 2).takeID());
         }
         try (IDGeneratorService mem = IDGeneratorService.open("mem:service-test")) {
             assertEquals(3, mem.takeIDs(cat, 1).takeID(), "a named memory store outlives one service");
         }
         try (IDGeneratorService file = IDGeneratorService.open("file:" + dir)) {
-            file.createCategory(cat, 1, 5);
+            file.createCategory(cat, CategorySpec.of(1, 5));
             assertEquals(1, file.takeIDs(cat, 2).takeID());
         }
         try (IDGeneratorService file = IDGeneratorService.open("file:" + dir)) {
@@ -116,11 +116,11 @@ class ServiceTest {
         try (IDGeneratorService service = IDGeneratorService.open("mem:")) {
             assertThrows(NullPointerException.class, () -> service.takeIDs(null, 1));
             assertThrows(NullPointerException.class, () -> service.pushIDs(null));
-            assertThrows(NullPointerException.class, () -> service.createCategory(null, 1, 2));
+            assertThrows(NullPointerException.class, () -> service.createCategory(null, CategorySpec.of(1, 2)));
             assertThrows(NullPointerException.class, () -> service.getPoolInfo(null));
-            assertThrows(IllegalArgumentException.class, () -> service.createCategory(cat, 0, 10));
-            assertThrows(IllegalArgumentException.class, () -> service.createCategory(cat, 10, 9));
-            service.createCategory(cat, 1, 10);
+            assertThrows(IllegalArgumentException.class, () -> service.createCategory(cat, CategorySpec.of(0, 10)));
+            assertThrows(IllegalArgumentException.class, () -> service.createCategory(cat, CategorySpec.of(10, 9)));
+            service.createCategory(cat, CategorySpec.of(1, 10));
             assertThrows(IllegalArgumentException.class, () -> service.takeIDs(cat, 0));
             assertThrows(IllegalArgumentException.class, () -> service.takeIDs(cat, -5));
         }
@@ -140,11 +140,11 @@ class ServiceTest {
             IDGeneratorService service = IDGeneratorService.open(
                     zk.connectString(), new IDGeneratorOptions().sessionTimeout(Duration.ofSeconds(10)));
             if (layout == Layout.HOLE_NODES) {
-                service.createCategoryWithBlocks(cat, 1, 1_000_000, 1_000);
+                service.createCategory(cat, CategorySpec.of(1, 1_000_000).blocks(1_000));
             } else if (layout != null) {
-                service.createCategory(cat, 1, 1_000_000, layout, 0);
+                service.createCategory(cat, CategorySpec.of(1, 1_000_000).layout(layout, 0));
             } else {
-                service.createCategory(cat, 1, 1_000_000);
+                service.createCategory(cat, CategorySpec.of(1, 1_000_000));
             }
             for (int round = 0; round < 5; round++) {
                 IDSet ids = service.takeIDs(cat, 1_000);
@@ -168,7 +168,7 @@ class ServiceTest {
     void closeIsIdempotentAndUseAfterCloseThrowsIllegalState() throws Exception {
         IDCategory cat = freshCategory();
         IDGeneratorService service = IDGeneratorService.open(zk.connectString());
-        service.createCategory(cat, 1, 100);
+        service.createCategory(cat, CategorySpec.of(1, 100));
         IDSet ids = service.takeIDs(cat, 10);
         assertFalse(service.isClosed());
         service.close();
@@ -176,7 +176,7 @@ class ServiceTest {
         service.close();
         assertThrows(IllegalStateException.class, () -> service.takeIDs(cat, 1));
         assertThrows(IllegalStateException.class, () -> service.pushIDs(ids));
-        assertThrows(IllegalStateException.class, () -> service.createCategory(freshCategory(), 1, 2));
+        assertThrows(IllegalStateException.class, () -> service.createCategory(freshCategory(), CategorySpec.of(1, 2)));
         assertThrows(IllegalStateException.class, () -> service.getPoolInfo(cat));
         assertEquals(10, ids.countIDs(), "a failed push keeps the IDs");
         assertTrue(service.toString().contains("closed"));

@@ -35,7 +35,7 @@ class StatsTest {
             assertTrue(server.isRegistered(name));
 
             // The single node, where every take is a compare-and-set that can conflict.
-            service.createCategory(cat, 1, 1_000_000, Layout.SINGLE_NODE, 0);
+            service.createCategory(cat, CategorySpec.of(1, 1_000_000).layout(Layout.SINGLE_NODE, 0));
             service.takeIDs(cat, 10);
             other.takeIDs(cat, 5); // this service's remembered version is now stale
             IDSet ids = service.takeIDs(cat, 20);

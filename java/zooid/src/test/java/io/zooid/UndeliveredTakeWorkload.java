@@ -26,7 +26,7 @@ public final class UndeliveredTakeWorkload {
         IDCategory cat = new IDCategory("/zooid-java-test/undelivered/c" + System.nanoTime());
         try (IDGeneratorService service = IDGeneratorService.open(connect)) {
             // The single node holds the cut-up free list in one node, pushed in one write.
-            service.createCategory(cat, 1, 1_000_000L, Layout.SINGLE_NODE, 0);
+            service.createCategory(cat, CategorySpec.of(1, 1_000_000L).layout(Layout.SINGLE_NODE, 0));
             IDSet held = service.takeIDs(cat, 2 * RANGES);
             long[] odd = new long[2 * RANGES];
             for (int i = 0; i < RANGES; i++) {

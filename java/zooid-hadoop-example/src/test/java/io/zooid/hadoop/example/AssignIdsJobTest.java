@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.zooid.CategorySpec;
 import io.zooid.IDCategory;
 import io.zooid.IDGeneratorService;
 import io.zooid.IDRange;
@@ -65,7 +66,7 @@ class AssignIdsJobTest {
     void everyRecordGetsAUniqueIdAndLeftoversAreRecycled(@TempDir Path dir) throws Exception {
         IDCategory category = new IDCategory("/eventpublish/idgen/did");
         try (IDGeneratorService service = IDGeneratorService.open(connect())) {
-            service.createCategory(category, 1, LAST_ID);
+            service.createCategory(category, CategorySpec.of(1, LAST_ID));
         }
         Path input = Files.createDirectories(dir.resolve("input"));
         for (int f = 0; f < FILES; f++) {

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.zooid.CategorySpec;
 import io.zooid.IDCategory;
 import io.zooid.IDGeneratorService;
 import io.zooid.IDRange;
@@ -209,7 +210,7 @@ class AssignIdsOnYarnIT {
             throws Exception {
         IDCategory category = new IDCategory("/it/" + name);
         try (IDGeneratorService service = IDGeneratorService.open(zk.connect())) {
-            service.createCategory(category, 1, LAST_ID);
+            service.createCategory(category, CategorySpec.of(1, LAST_ID));
         }
         FileSystem fs = hdfs.getFileSystem();
         org.apache.hadoop.fs.Path input = new org.apache.hadoop.fs.Path("/" + name + "/input");
