@@ -65,7 +65,7 @@ impl Counter {
                         Err(WriteError::StaleMarker) => {
                             // The version is V, so our first copy did not apply, and this one
                             // did not either (a multi applies whole or not at all).
-                            return Resolution::Applied;
+                            return Resolution::NotApplied;
                         }
                         Err(WriteError::Lost(_)) => budget.backoff().await,
                         Err(WriteError::Refused(failure)) => {
@@ -91,7 +91,7 @@ impl Counter {
                     if lookalike {
                         stats.lookalikes += 1;
                     }
-                    return Resolution::Applied;
+                    return Resolution::NotApplied;
                 }
                 Err(Failure {
                     verdict: Verdict::NoNode,
