@@ -149,13 +149,16 @@ async fn process(shared: Arc<Shared>, p: usize, zk: Zk) {
                 .oracle()
                 .in_flight
                 .insert(p, InFlight::Push(ids.clone()));
+            let leaked_before = service.stats().ids_leaked;
             let result = service.push_ids(&mut set).await;
+            let leaked = service.stats().ids_leaked - leaked_before;
             shared.log(format!(
                 "p{p} push {ids:?} -> {:?}",
                 result.as_ref().map_err(|e| e.kind())
             ));
             let mut oracle = shared.oracle();
             oracle.in_flight.remove(&p);
+            oracle.leaked(leaked, result.as_ref().err());
             match &result {
                 Ok(()) => oracle.pushed(p, &ids),
                 Err(err) => {
@@ -167,7 +170,9 @@ async fn process(shared: Arc<Shared>, p: usize, zk: Zk) {
             }
         } else {
             shared.oracle().in_flight.insert(p, InFlight::Take(n));
+            let leaked_before = service.stats().ids_leaked;
             let result = service.take_ids(&category, n).await;
+            let leaked = service.stats().ids_leaked - leaked_before;
             let ids = result.as_ref().map(|set| ids_of(&set.ranges())).ok();
             shared.log(format!(
                 "p{p} take {n} -> {:?}",
@@ -175,6 +180,7 @@ async fn process(shared: Arc<Shared>, p: usize, zk: Zk) {
             ));
             let mut oracle = shared.oracle();
             oracle.in_flight.remove(&p);
+            oracle.leaked(leaked, result.as_ref().err());
             match &result {
                 Ok(_) => {
                     let ids = ids.unwrap_or_default();
