@@ -85,6 +85,16 @@ impl Oracle {
                     if self.transferred.remove(&(id, p)) {
                         continue;
                     }
+                    if !pushed.contains(&id)
+                        && (self.held.contains_key(&id) || self.retired.contains(&id))
+                    {
+                        // A take's claim of holes in doubt names the holes it chose; one chosen
+                        // on a stale listing (a new session's first read, served by a follower
+                        // behind what the last session saw) may be an ID a process holds. The
+                        // claim cannot have taken it (a hole node is deleted once, and a held ID
+                        // is no hole): it stays with its holder.
+                        continue;
+                    }
                     if self.held.get(&id) == Some(&p) {
                         self.held.remove(&id);
                     }
@@ -175,6 +185,15 @@ impl Oracle {
 
     /// After a step: no ID held (and not being pushed) is free in the pool.
     pub fn check_free(&mut self, free: &zooid::RangeSet) {
+        self.check_not_free(|id| free.contains(id));
+    }
+
+    /// After a step on a format-4 pool: no ID held (and not being pushed) is in a hole node.
+    pub fn check_holes(&mut self, holes: &[IdRange]) {
+        self.check_not_free(|id| holes.iter().any(|h| h.start() <= id && id <= h.end()));
+    }
+
+    fn check_not_free(&mut self, free: impl Fn(i64) -> bool) {
         let pushing: BTreeSet<i64> = self
             .in_flight
             .values()
@@ -187,7 +206,7 @@ impl Oracle {
             .held
             .keys()
             .chain(self.retired.iter())
-            .filter(|id| free.contains(**id) && !pushing.contains(id))
+            .filter(|id| free(**id) && !pushing.contains(id))
             .copied()
             .take(5)
             .collect();
