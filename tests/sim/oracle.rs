@@ -74,6 +74,15 @@ impl Oracle {
         }
     }
 
+    /// `id` is held by a process that is not pushing it, or by a crashed one: it is no hole.
+    fn held_for_sure(&self, id: i64) -> bool {
+        match self.held.get(&id) {
+            Some(holder) => !matches!(self.in_flight.get(holder),
+                Some(InFlight::Push(ids)) if ids.contains(&id)),
+            None => self.retired.contains(&id),
+        }
+    }
+
     /// What an operation's error says of its IDs.
     pub fn failed(&mut self, p: usize, err: &ZooidError, pushed: &[i64]) {
         match err {
@@ -85,9 +94,7 @@ impl Oracle {
                     if self.transferred.remove(&(id, p)) {
                         continue;
                     }
-                    if !pushed.contains(&id)
-                        && (self.held.contains_key(&id) || self.retired.contains(&id))
-                    {
+                    if !pushed.contains(&id) && self.held_for_sure(id) {
                         // A take's claim of holes in doubt names the holes it chose; one chosen
                         // on a stale listing (a new session's first read, served by a follower
                         // behind what the last session saw) may be an ID a process holds. The
