@@ -5,7 +5,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -97,6 +97,8 @@ struct Shared {
     category: IdCategory,
     single: bool,
     stop: AtomicBool,
+    /// How many violations are in the trace already.
+    traced: AtomicUsize,
 }
 
 impl Shared {
@@ -104,9 +106,20 @@ impl Shared {
         self.oracle.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The step check: on a single-node pool, no held ID is free.
+    /// The step check: no held ID is free (in the single node's free list, or in a hole node).
     fn check_step(&self) {
         if !self.single {
+            let holes: Vec<zooid::IdRange> = {
+                let state = self.world.lock();
+                let parent = zooid::format::holes_parent(self.category.name());
+                state.tree.get(&parent).map_or(Vec::new(), |n| {
+                    n.children
+                        .iter()
+                        .filter_map(|name| zooid::format::hole_of(name))
+                        .collect()
+                })
+            };
+            self.oracle().check_holes(&holes);
             return;
         }
         let data = {
@@ -117,6 +130,18 @@ impl Shared {
             if let Ok(pool) = zooid::format::Pool::parse(self.category.name(), &data) {
                 self.oracle().check_free(pool.free());
             }
+        }
+    }
+
+    /// Writes the violations found since the last call into the trace, where they happened.
+    fn trace_violations(&self, p: usize) {
+        let found = {
+            let oracle = self.oracle();
+            let seen = self.traced.swap(oracle.violations.len(), Ordering::SeqCst);
+            oracle.violations[seen.min(oracle.violations.len())..].to_vec()
+        };
+        for violation in found {
+            self.log(format!("p{p} step: VIOLATION {violation}"));
         }
     }
 
@@ -166,13 +191,16 @@ async fn process(shared: Arc<Shared>, p: usize, zk: Zk) {
                 .oracle()
                 .in_flight
                 .insert(p, InFlight::Push(ids.clone()));
+            let leaked_before = service.stats().ids_leaked;
             let result = service.push_ids(&mut set).await;
+            let leaked = service.stats().ids_leaked - leaked_before;
             shared.log(format!(
                 "p{p} push {ids:?} -> {:?}",
                 result.as_ref().map_err(|e| e.kind())
             ));
             let mut oracle = shared.oracle();
             oracle.in_flight.remove(&p);
+            oracle.leaked(leaked, result.as_ref().err());
             match &result {
                 Ok(()) => oracle.pushed(p, &ids),
                 Err(err) => {
@@ -184,7 +212,9 @@ async fn process(shared: Arc<Shared>, p: usize, zk: Zk) {
             }
         } else {
             shared.oracle().in_flight.insert(p, InFlight::Take(n));
+            let leaked_before = service.stats().ids_leaked;
             let result = service.take_ids(&category, n).await;
+            let leaked = service.stats().ids_leaked - leaked_before;
             let ids = result.as_ref().map(|set| ids_of(&set.ranges())).ok();
             shared.log(format!(
                 "p{p} take {n} -> {:?}",
@@ -192,6 +222,7 @@ async fn process(shared: Arc<Shared>, p: usize, zk: Zk) {
             ));
             let mut oracle = shared.oracle();
             oracle.in_flight.remove(&p);
+            oracle.leaked(leaked, result.as_ref().err());
             match &result {
                 Ok(_) => {
                     let ids = ids.unwrap_or_default();
@@ -202,6 +233,7 @@ async fn process(shared: Arc<Shared>, p: usize, zk: Zk) {
             }
         }
         shared.check_step();
+        shared.trace_violations(p);
         tokio::time::sleep(pause).await;
     }
 }
@@ -242,6 +274,7 @@ pub async fn run(seed: u64, config: &Config) -> Outcome {
         category: category.clone(),
         single,
         stop: AtomicBool::new(false),
+        traced: AtomicUsize::new(0),
     });
     world.lock().faults = Faults::all().none();
     let admin: Zk = SimSession::open(&world, 0, 0);
