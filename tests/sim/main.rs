@@ -37,7 +37,7 @@ fn main() {
         run_for: Duration::from_secs(env_u64("ZOOID_SIM_RUN_SECONDS").unwrap_or(40)),
         last_id: 160,
         echo: std::env::var_os("ZOOID_SIM_VERBOSE").is_some(),
-        layouts: std::env::var("ZOOID_SIM_LAYOUTS").unwrap_or_else(|_| "single".into()),
+        layouts: std::env::var("ZOOID_SIM_LAYOUTS").unwrap_or_else(|_| "both".into()),
     };
     let started = Instant::now();
     let (mut seeds, mut violations, mut events) = (0u64, 0u64, 0u64);
