@@ -410,6 +410,12 @@ pub trait ZooKeeper: Send + Sync + 'static {
     fn delete<'a>(&'a self, generation: u64, path: &'a str, expected: Option<i32>)
         -> Reply<'a, ()>;
 
+    /// [`ZooKeeper::delete`] sent when called; the returned future holds no handle on the
+    /// session (it owns only the reply to come), so a background delete never keeps a session
+    /// open that the application closes. Bounded by the request limit; a session found gone is
+    /// not reported (nothing is left to replace it for).
+    fn delete_now(&self, generation: u64, path: &str, expected: Option<i32>) -> Reply<'static, ()>;
+
     /// Applies `ops` as one transaction: all of them, or none.
     fn multi(
         &self,

@@ -354,6 +354,21 @@ impl ZooKeeper for Session {
         .boxed()
     }
 
+    fn delete_now(&self, generation: u64, path: &str, expected: Option<i32>) -> Reply<'static, ()> {
+        // The client sends a request when its method is called; its future holds the reply's
+        // receiver, not the session.
+        let sent = self.client_of(generation).map(|c| c.delete(path, expected));
+        let limit = self.request_limit();
+        async move {
+            let request = sent?;
+            tokio::time::timeout(limit, request)
+                .await
+                .unwrap_or(Err(ZkError::Timeout))
+                .map_err(failure)
+        }
+        .boxed()
+    }
+
     fn multi(
         &self,
         generation: u64,

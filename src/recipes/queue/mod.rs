@@ -181,9 +181,9 @@ fn delete_guard_in_background(zk: &Zk, guard: Guard) {
     let Ok(handle) = tokio::runtime::Handle::try_current() else {
         return;
     };
-    // The task holds the session only for one request at a time (a `WeakZk` in between):
-    // closing the session (the service freed right after the queue) must not wait for it, and
-    // the guard goes with the session.
+    // The task never holds the session (a `WeakZk`, upgraded only to send each delete, whose
+    // reply it then awaits without a handle): closing the session (the service freed right
+    // after the queue) closes it, and the guard goes with it.
     let ended = zk.ended();
     let weak = zk.downgrade();
     handle.spawn(async move {
@@ -194,12 +194,13 @@ fn delete_guard_in_background(zk: &Zk, guard: Guard) {
                     return; // the session ended: the guard went with it
                 };
                 // Bounded by the request limit; refused unsent once the generation is given up.
-                match zk.delete(guard.generation, &guard.path, None).await {
+                let reply = zk.delete_now(guard.generation, &guard.path, None);
+                drop(zk);
+                match reply.await {
                     Ok(()) => return,
                     // Gone, or not ours to delete, or its session given up.
                     Err(e) if e.verdict.fate() != Fate::Unknown => return,
                     Err(_) => {
-                        drop(zk);
                         tokio::time::sleep(backoff).await;
                         backoff = (backoff * 2).min(Duration::from_secs(1));
                     }

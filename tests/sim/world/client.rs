@@ -488,6 +488,11 @@ impl ZooKeeper for SimSession {
         async move { reply.await.map(drop).map_err(whole) }.boxed()
     }
 
+    fn delete_now(&self, generation: u64, path: &str, expected: Option<i32>) -> Reply<'static, ()> {
+        let reply = self.send(generation, Req::Delete(path.into(), expected));
+        async move { reply.await.map(drop).map_err(whole) }.boxed()
+    }
+
     fn multi(
         &self,
         generation: u64,
