@@ -4,7 +4,7 @@
 //! told says where its blocks may lie ([`Doubt`]): the ones found by its token exactly, the rest
 //! within its generation.
 
-use super::refused;
+use super::nodes::refused;
 use crate::error::{LeakBound, Result, ZooidError};
 use crate::format::{sequence_of, sequence_parent, Blocks, OpToken, Pool};
 use crate::range::{IdRange, RangeSet};

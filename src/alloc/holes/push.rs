@@ -1,41 +1,35 @@
 //! A push to a pool in format 4: its ranges become hole nodes (one `multi`, see
 //! src/alloc/holes/requests.rs), refused when a hole this process listed holds any of them.
 
-use crate::alloc::core::Core;
+use crate::alloc::core::OnZooKeeper;
 use crate::alloc::state::Slot;
 use crate::error::{Result, ZooidError};
 use crate::range::IdRange;
 use crate::retry::Budget;
 use crate::store::Store;
-use crate::zk::Zk;
 
 /// The most ranges one push writes in one `multi` (a create each, about 75 bytes).
 pub(crate) const MAX_RANGES_PER_WRITE: usize = 1_000;
 
-impl<S: Store> Core<S> {
+impl<S: Store> OnZooKeeper<'_, S> {
     /// Leaves `ranges` under pool `path` as hole nodes. Refused as `AlreadyFree` when one of
     /// them overlaps a hole this process knows ([`super::listing::known`]) that is still there
     /// when listed again after a `sync`, or is a hole already (the create fails). A push reads
     /// nothing before its write.
-    pub(crate) async fn push_hole_nodes(
-        &self,
-        path: &str,
-        zk: &Zk,
-        ranges: &[IdRange],
-    ) -> Result<()> {
+    pub(crate) async fn push_hole_nodes(&self, path: &str, ranges: &[IdRange]) -> Result<()> {
         let slot = self.categories.slot(path);
         let mut slot = slot.lock().await;
-        self.push_holes_held(path, zk, &mut slot, ranges).await
+        self.push_holes_held(path, &mut slot, ranges).await
     }
 
     /// [`push_hole_nodes`](Self::push_hole_nodes) with the category's slot held.
     pub(crate) async fn push_holes_held(
         &self,
         path: &str,
-        zk: &Zk,
         slot: &mut Slot,
         ranges: &[IdRange],
     ) -> Result<()> {
+        let zk = self.zk;
         let mut budget = Budget::start(self.options.retry);
         super::listing::known(zk, path, &mut slot.holes, &mut budget, &self.stats).await?;
         // The pushed range that overlaps a hole, as the single-node layout reports it; decided

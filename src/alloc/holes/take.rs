@@ -5,70 +5,39 @@
 use super::choice;
 use super::listing::{self, Seen, Trust};
 use super::requests::{self, Claimed};
-use crate::alloc::blocks::needs_zookeeper;
-use crate::alloc::core::{count_of, Core};
-use crate::alloc::engine::Step;
-use crate::alloc::single;
-use crate::alloc::state::Slot;
+use crate::alloc::core::{count_of, OnZooKeeper, Taken};
+use crate::alloc::state::{Slot, Strategy};
 use crate::error::{Result, ZooidError};
-use crate::format::OpKind;
 use crate::idset::IdCategory;
-use crate::range::{IdRange, RangeSet};
+use crate::range::IdRange;
 use crate::retry::Budget;
 use crate::store::Store;
 use tokio::time::Instant;
 
-impl<S: Store> Core<S> {
-    /// Completes a take of `n` IDs that has `taken` already (none when it starts): holes first,
-    /// as many as leave whole blocks to claim ([`choice::hole_amount`]), then fresh blocks.
+impl<S: Store> OnZooKeeper<'_, S> {
+    /// A take of `n` IDs: holes first, as many as leave whole blocks to claim
+    /// ([`choice::hole_amount`]), then fresh blocks.
     pub(crate) async fn take_hole_nodes(
         &self,
         category: &IdCategory,
         slot: &mut Slot,
-        taken: Vec<IdRange>,
         n: u64,
-    ) -> Result<Vec<IdRange>> {
-        let ranges = self
-            .take_holes_then_blocks(category, slot, taken, n)
-            .await?;
-        // Holes and fresh blocks side by side make one range (ascending, merged).
-        let mut merged = RangeSet::new();
-        match merged.insert_all(&ranges) {
-            Ok(()) => Ok(merged.ranges().to_vec()),
-            Err(overlap) => {
-                // Cannot happen (holes and blocks are disjoint); say so loudly if it does.
-                tracing::error!(
-                    category = category.name(),
-                    ?overlap,
-                    ?ranges,
-                    "a take's ranges overlap"
-                );
-                Ok(ranges)
-            }
+    ) -> Result<Taken> {
+        if n == 0 {
+            return Ok(Taken::Ids(Vec::new()));
         }
-    }
-
-    async fn take_holes_then_blocks(
-        &self,
-        category: &IdCategory,
-        slot: &mut Slot,
-        mut taken: Vec<IdRange>,
-        n: u64,
-    ) -> Result<Vec<IdRange>> {
-        if n == count_of(&taken) {
-            return Ok(taken);
-        }
+        let mut taken = Vec::new();
         let path = category.name();
         // Just after losing races for holes, a take of whole blocks may leave them to others:
         // fresh blocks, without a look at the holes. At the ceiling or the end, where fewer
         // fresh IDs remain, the holes for the rest, as any take.
         slot.hole_races.start(self.options.hole_backoff_from_start);
-        let whole_blocks =
-            unit_of(slot).is_some_and(|unit| (n - count_of(&taken)).is_multiple_of(unit));
+        let whole_blocks = unit_of(slot).is_some_and(|unit| n.is_multiple_of(unit));
         if whole_blocks && slot.hole_races.leaves_holes(Instant::now()) {
             match self.take_blocks(category, slot, taken, n).await {
-                Ok(ids) if count_of(&ids) == n => return Ok(ids),
-                Ok(ids) => taken = ids,
+                Ok(Taken::Ids(ids)) if count_of(&ids) == n => return Ok(Taken::Ids(ids)),
+                Ok(Taken::Ids(ids)) => taken = ids,
+                Ok(moved @ Taken::Moved(_)) => return Ok(moved),
                 Err(ZooidError::Exhausted { .. } | ZooidError::ReservationExhausted { .. }) => {
                     taken = Vec::new();
                 }
@@ -97,7 +66,7 @@ impl<S: Store> Core<S> {
             Ok(Some(mut handed)) => {
                 taken.append(&mut handed);
                 if count_of(&taken) == n {
-                    return Ok(taken);
+                    return Ok(Taken::Ids(taken));
                 }
             }
             Ok(None) => {}
@@ -112,12 +81,16 @@ impl<S: Store> Core<S> {
             // Fewer fresh IDs remain than the take wants, below the ceiling or the end: the rest
             // from the holes as they are, those it left to their pushers included. What it
             // got is handed out whatever that finds.
-            Ok(mut ids) if count_of(&ids) < n => {
+            Ok(Taken::Ids(mut ids)) if count_of(&ids) < n => {
                 match self
                     .take_at_the_end(category, slot, n - count_of(&ids))
                     .await
                 {
-                    Ok(Some(mut rest)) => ids.append(&mut rest),
+                    Ok(Some(Taken::Ids(mut rest))) => ids.append(&mut rest),
+                    Ok(Some(Taken::Moved(mut rest))) => {
+                        ids.append(&mut rest);
+                        return Ok(Taken::Moved(ids));
+                    }
                     Ok(None) => {}
                     // IDs in doubt are reported, never dropped: what the take got goes back,
                     // and the caller learns which IDs may be gone.
@@ -130,7 +103,7 @@ impl<S: Store> Core<S> {
                         tracing::warn!(category = path, %err, "a short take found no more in the holes");
                     }
                 }
-                Ok(ids)
+                Ok(Taken::Ids(ids))
             }
             Err(
                 failed @ (ZooidError::Exhausted { .. } | ZooidError::ReservationExhausted { .. }),
@@ -145,30 +118,22 @@ impl<S: Store> Core<S> {
     /// Up to `wanted` IDs for a take that found no fresh block left below the ceiling or the
     /// end: the holes there are, every one a candidate (none is left to its pusher: this is
     /// what remains), on the pool as read again if the claim dropped it. `None` when the holes
-    /// hold none.
+    /// hold none; [`Taken::Moved`] when the pool read again is in another layout.
     async fn take_at_the_end(
         &self,
         category: &IdCategory,
         slot: &mut Slot,
         wanted: u64,
-    ) -> Result<Option<Vec<IdRange>>> {
+    ) -> Result<Option<Taken>> {
         let path = category.name();
         // Each attempt lost to a race is another take served from these holes: try again, on
         // the holes listed again, from one of the lowest groups (contending takes choose apart).
         for _ in 0..END_ATTEMPTS {
             // The pool as it is now, when a claim dropped it (it moved on, or its generation
             // was sealed or unnumbered and the claim saw to it).
-            if slot.cached.is_none() {
-                let mut budget = Budget::start(self.options.retry);
-                let plan = single::take(category, wanted);
-                let step = self
-                    .update(category, slot, &mut budget, OpKind::Take, true, plan)
-                    .await?;
-                if let Step::Done { moved, .. } = step {
-                    if !moved.is_empty() {
-                        return Ok(Some(moved));
-                    }
-                }
+            let mut budget = Budget::start(self.options.retry);
+            if self.current(category, slot, &mut budget).await?.strategy == Strategy::Single {
+                return Ok(Some(Taken::Moved(Vec::new())));
             }
             let Some(top) = top_of(slot) else {
                 return Ok(None);
@@ -189,7 +154,7 @@ impl<S: Store> Core<S> {
                 return Ok(None);
             }
             match self.claim_holes(category, slot, choice).await? {
-                Some(handed) if !handed.is_empty() => return Ok(Some(handed)),
+                Some(handed) if !handed.is_empty() => return Ok(Some(Taken::Ids(handed))),
                 // Another take won a hole first, or the pool moved on (read again above).
                 _ => continue,
             }
@@ -229,7 +194,7 @@ impl<S: Store> Core<S> {
     /// Makes the slot's listing show the holes of pool `path` as they are
     /// ([`listing::refresh`]).
     async fn refresh_holes(&self, path: &str, slot: &mut Slot, trust: Trust) -> Result<Seen> {
-        let session = self.zk.as_ref().ok_or_else(needs_zookeeper)?;
+        let session = self.zk;
         let mut budget = Budget::start(self.options.retry);
         listing::refresh(
             session,
@@ -252,7 +217,7 @@ impl<S: Store> Core<S> {
         choice: Option<choice::Choice>,
     ) -> Result<Option<Vec<IdRange>>> {
         let path = category.name();
-        let session = self.zk.as_ref().ok_or_else(needs_zookeeper)?;
+        let session = self.zk;
         let (Some(choice), Some(state)) = (choice, slot.cached.as_ref()) else {
             return Ok(None);
         };
