@@ -269,9 +269,8 @@ impl<S: Store> Core<S> {
         // Hole IDs given up, over every attempt.
         let mut holes_removed = 0;
         loop {
-            slot.cached = None;
-            // The holes given up below are listed again by the next take.
-            slot.holes = None;
+            // The pool is read again, and the holes given up below listed again by the next take.
+            slot.forget();
             // The generation sealed for this attempt and its final frontier (block pools).
             let sealed = match self.zk.as_ref() {
                 Some(session) => {

@@ -289,9 +289,11 @@ fn stop_acting_is_published_half_way_through_a_suspension_before_the_loss() {
             (ConnectionState::Suspended, 1),
             "stop acting comes before the loss: {brief:?}"
         );
+        // Measured from when this test saw the suspension, which on a loaded machine is later
+        // than when it began (the timer runs from then): a quarter second of slack for that.
         let waited = stop.0.duration_since(suspended.0);
         assert!(
-            waited + Duration::from_millis(20) >= half,
+            waited + Duration::from_millis(250) >= half,
             "stop acting {waited:?} into the suspension, before half the timeout {half:?}"
         );
         let (lost_at, lost) = seen.last().copied().expect("statuses");

@@ -32,7 +32,7 @@
 //!   64 groups of holes that each cover the take ([`choice::group_start`]), so that contending
 //!   takes choose apart. After `k` races lost in a row its takes of whole blocks also leave the
 //!   holes to others for a random number of its next takes below `2^k` (at most 31, for at most
-//!   a second; `HoleRaces` in src/alloc/state.rs): binary exponential backoff.
+//!   a second; `HoleRaces` in src/alloc/holes/memory.rs): binary exponential backoff.
 //!   A take makes at most one attempt on holes: when another take deleted one of its holes
 //!   first, it claims fresh blocks. So a take costs at most one failed write, and pushes none.
 //! - **Lost replies.** Every write carries a receipt: an ephemeral marker named by the write's
@@ -48,7 +48,8 @@
 //!
 //! The modules: [`listing`] (the holes, under a child watch), [`choice`] (which holes a take
 //! claims: pure), [`young`] (which holes are left to their pusher: pure), [`requests`] (the two
-//! `multi`s and their lost replies), [`take`] and [`push`] (the service's side).
+//! `multi`s and their lost replies), [`memory`] (what the strategy keeps of a category: the
+//! listing, the races), [`take`] and [`push`] (the service's side).
 
 use crate::alloc::core::{OnZooKeeper, Taken};
 use crate::alloc::state::{Held, Slot};
@@ -60,6 +61,7 @@ use crate::store::Store;
 
 pub(crate) mod choice;
 pub(crate) mod listing;
+pub(crate) mod memory;
 pub(crate) mod push;
 pub(crate) mod requests;
 pub(crate) mod take;

@@ -1,6 +1,7 @@
 //! A push to a pool in format 4: its ranges become hole nodes (one `multi`, see
 //! src/alloc/holes/requests.rs), refused when a hole this process listed holds any of them.
 
+use super::memory;
 use crate::alloc::core::OnZooKeeper;
 use crate::alloc::state::Slot;
 use crate::error::{Result, ZooidError};
@@ -31,7 +32,14 @@ impl<S: Store> OnZooKeeper<'_, S> {
     ) -> Result<()> {
         let zk = self.zk;
         let mut budget = Budget::start(self.options.retry);
-        super::listing::known(zk, path, &mut slot.holes, &mut budget, &self.stats).await?;
+        super::listing::known(
+            zk,
+            path,
+            &mut memory::of(slot).listing,
+            &mut budget,
+            &self.stats,
+        )
+        .await?;
         // The pushed range that overlaps a hole, as the single-node layout reports it; decided
         // only on the holes listed again after a `sync` (a listing kept, or served by a
         // lagging server, may still show a hole another take deleted since).
@@ -41,7 +49,7 @@ impl<S: Store> OnZooKeeper<'_, S> {
                 .find(|r| holes.iter().any(|(_, hole)| hole.overlaps(r)))
                 .copied()
         };
-        let mut overlap = overlapping(super::listing::holes_of(&slot.holes));
+        let mut overlap = overlapping(super::listing::holes_of(&memory::of(slot).listing));
         if overlap.is_some() {
             let mut budget = Budget::start(self.options.retry);
             super::listing::sync(zk, path, &mut budget).await?;
@@ -49,8 +57,13 @@ impl<S: Store> OnZooKeeper<'_, S> {
                 super::listing::list(zk, path, super::listing::Watch::Set, &mut budget).await?;
             overlap = overlapping(&listing.holes);
             let generation = listing.generation;
-            listing.follow(slot.holes.as_ref().filter(|l| l.generation == generation));
-            slot.holes = Some(listing);
+            listing.follow(
+                memory::of(slot)
+                    .listing
+                    .as_ref()
+                    .filter(|l| l.generation == generation),
+            );
+            memory::of(slot).listing = Some(listing);
         }
         if let Some(range) = overlap {
             return Err(ZooidError::AlreadyFree {
@@ -70,7 +83,7 @@ impl<S: Store> OnZooKeeper<'_, S> {
                     self.categories.put_marker(path, marker);
                     // The listing's watch may fire only after this returns: keep it true
                     // meanwhile.
-                    if let Some(listing) = slot.holes.as_mut() {
+                    if let Some(listing) = memory::of(slot).listing.as_mut() {
                         listing.apply_own(&[], part);
                     }
                 }

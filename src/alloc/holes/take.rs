@@ -4,6 +4,7 @@
 
 use super::choice;
 use super::listing::{self, Seen, Trust};
+use super::memory;
 use super::requests::{self, Claimed};
 use crate::alloc::core::{count_of, OnZooKeeper, Taken};
 use crate::alloc::state::{Slot, Strategy};
@@ -31,9 +32,11 @@ impl<S: Store> OnZooKeeper<'_, S> {
         // Just after losing races for holes, a take of whole blocks may leave them to others:
         // fresh blocks, without a look at the holes. At the ceiling or the end, where fewer
         // fresh IDs remain, the holes for the rest, as any take.
-        slot.hole_races.start(self.options.hole_backoff_from_start);
+        memory::of(slot)
+            .races
+            .start(self.options.hole_backoff_from_start);
         let whole_blocks = unit_of(slot).is_some_and(|unit| n.is_multiple_of(unit));
-        if whole_blocks && slot.hole_races.leaves_holes(Instant::now()) {
+        if whole_blocks && memory::of(slot).races.leaves_holes(Instant::now()) {
             match self.take_blocks(category, slot, taken, n).await {
                 Ok(Taken::Ids(ids)) if count_of(&ids) == n => return Ok(Taken::Ids(ids)),
                 Ok(Taken::Ids(ids)) => taken = ids,
@@ -53,8 +56,9 @@ impl<S: Store> OnZooKeeper<'_, S> {
         // Holes chosen on a listing others' takes may have outrun since: listed again first, a
         // read instead of a claim that would most likely fail (a failed `multi` is logged like
         // any write). Not when they are all holes this process created since the listing.
-        let known_since = |choice: &choice::Choice, slot: &Slot| {
-            slot.holes
+        let known_since = |choice: &choice::Choice, slot: &mut Slot| {
+            memory::of(slot)
+                .listing
                 .as_ref()
                 .is_some_and(|listing| listing.all_own_since(&choice.nodes))
         };
@@ -141,8 +145,8 @@ impl<S: Store> OnZooKeeper<'_, S> {
             // The holes as they are: one not seen would end the take as exhausted.
             self.refresh_holes(path, slot, Trust::Exact).await?;
             let choice = {
-                let random = slot.hole_races.chooses_at_random(Instant::now());
-                let holes = listing::holes_of(&slot.holes);
+                let random = memory::of(slot).races.chooses_at_random(Instant::now());
+                let holes = listing::holes_of(&memory::of(slot).listing);
                 // At most what one `multi` of deletes can claim; the next take gets the rest.
                 let left = choice::available_in_one_take(holes, top).min(wanted);
                 let start = random
@@ -174,10 +178,11 @@ impl<S: Store> OnZooKeeper<'_, S> {
         unit: u64,
     ) -> Option<choice::Choice> {
         let now = Instant::now();
-        let random = slot.hole_races.chooses_at_random(now);
-        let listed = listing::holes_of(&slot.holes);
+        let memory = memory::of(slot);
+        let random = memory.races.chooses_at_random(now);
+        let listed = listing::holes_of(&memory.listing);
         let old;
-        let holes = match slot.holes.as_ref().map(|l| &l.young) {
+        let holes = match memory.listing.as_ref().map(|l| &l.young) {
             Some(young) if wanted.is_multiple_of(unit) && young.any(now) => {
                 old = choice::without(listed, |range| young.is_young(range, now));
                 old.as_slice()
@@ -199,7 +204,7 @@ impl<S: Store> OnZooKeeper<'_, S> {
         listing::refresh(
             session,
             path,
-            &mut slot.holes,
+            &mut memory::of(slot).listing,
             trust,
             &mut budget,
             &self.stats,
@@ -218,15 +223,18 @@ impl<S: Store> OnZooKeeper<'_, S> {
     ) -> Result<Option<Vec<IdRange>>> {
         let path = category.name();
         let session = self.zk;
+        // Chosen on a listing whose check is still on its way: a hole gone means that listing
+        // was out of date, not that takes contend.
+        let ahead = memory::of(slot)
+            .listing
+            .as_ref()
+            .is_some_and(|l| l.ahead.is_some());
         let (Some(choice), Some(state)) = (choice, slot.cached.as_ref()) else {
             return Ok(None);
         };
         let Some(blocks) = state.pool.blocks() else {
             return Ok(None);
         };
-        // Chosen on a listing whose check is still on its way: a hole gone means that listing
-        // was out of date, not that takes contend.
-        let ahead = slot.holes.as_ref().is_some_and(|l| l.ahead.is_some());
         let previous = self.categories.take_marker(path);
         let mut budget = Budget::start(self.options.retry);
         let claimed = requests::claim(
@@ -246,10 +254,10 @@ impl<S: Store> OnZooKeeper<'_, S> {
             Ok(Claimed::Taken { marker }) => {
                 self.categories.put_marker(path, marker);
                 // The listing's watch may fire only after this returns: keep it true meanwhile.
-                if let Some(listing) = slot.holes.as_mut() {
+                if let Some(listing) = memory::of(slot).listing.as_mut() {
                     listing.apply_own(&choice.nodes, &choice.remainder);
                 }
-                slot.hole_races.won();
+                memory::of(slot).races.won();
                 if choice.overlapped {
                     tracing::warn!(category = path, nodes = ?choice.nodes, "overlapping holes (a push of free IDs) taken together, counted once");
                 }
@@ -262,12 +270,13 @@ impl<S: Store> OnZooKeeper<'_, S> {
                 match other? {
                     Claimed::Raced => {
                         if !ahead {
-                            slot.hole_races
+                            memory::of(slot)
+                                .races
                                 .lost(crate::random::random::<u32>(), Instant::now());
                         }
                         // The listing is out of date: listed again at the next look (a
                         // push goes on with it: it holds this process's own pushes).
-                        if let Some(listing) = slot.holes.as_mut() {
+                        if let Some(listing) = memory::of(slot).listing.as_mut() {
                             listing.outdated();
                         }
                     }
