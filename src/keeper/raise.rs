@@ -9,10 +9,10 @@ use tokio::time::Instant;
 use super::Active;
 use crate::alloc::blocks::{generations, repair::Moved};
 use crate::durable::{Fence, Record};
-use crate::election::FencedOp;
 use crate::error::{Result, ZooidError};
 use crate::format::DEFAULT_OP_LOG_LEN;
 use crate::format::{OpKind, OpRecord, OpToken, Pool};
+use crate::recipes::election::FencedOp;
 use crate::zk::{Failure, Verdict, ZooKeeperExt};
 
 /// How many times one evaluation re-reads after a version conflict.
@@ -210,8 +210,8 @@ impl Active<'_> {
         if durable_needed {
             let new =
                 Record::new(path, pool.bounds(), ceiling, fence).with_layout(match pool.blocks() {
-                    None => crate::Layout::SingleNode,
-                    Some(b) => crate::Layout::HoleNodes { unit: b.unit },
+                    None => crate::alloc::Layout::SingleNode,
+                    Some(b) => crate::alloc::Layout::HoleNodes { unit: b.unit },
                 });
             self.durable.write(&new).await?;
             if let Some(t) = self.tracked.get_mut(path) {

@@ -151,7 +151,7 @@ impl<S: Store> OnZooKeeper<'_, S> {
                 tracing::error!(category = path, why = %doubt.why, leaked = %named, at_most, %within, "{CLAIM_UNKNOWN}");
                 return Err(ZooidError::OutcomeUnknown {
                     category: path.to_string(),
-                    op: crate::WriteOp::Take,
+                    op: crate::error::WriteOp::Take,
                     ids,
                     leaked_within,
                 });

@@ -100,7 +100,7 @@ impl<S: Store> OnZooKeeper<'_, S> {
                     tracing::error!(category = path, %err, ranges = rest.len(), "a push in parts failed after its first part; the rest is leaked");
                     return Err(ZooidError::OutcomeUnknown {
                         category: path.to_string(),
-                        op: crate::WriteOp::Push,
+                        op: crate::error::WriteOp::Push,
                         ids: rest,
                         leaked_within: None,
                     });

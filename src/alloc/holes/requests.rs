@@ -137,7 +137,7 @@ pub(crate) async fn claim(
                         tracing::error!(category = path, %why, "hole claim outcome unknown; its IDs stay unused");
                         return Err(ZooidError::OutcomeUnknown {
                             category: path.to_string(),
-                            op: crate::WriteOp::Take,
+                            op: crate::error::WriteOp::Take,
                             ids: handed.to_vec(),
                             leaked_within: None,
                         });
@@ -214,7 +214,7 @@ pub(crate) async fn push(
                         tracing::error!(category = path, %why, "push outcome unknown; not repeated");
                         return Err(ZooidError::OutcomeUnknown {
                             category: path.to_string(),
-                            op: crate::WriteOp::Push,
+                            op: crate::error::WriteOp::Push,
                             ids: ranges.to_vec(),
                             leaked_within: None,
                         });
