@@ -22,6 +22,7 @@ pub mod blocks;
 mod core;
 mod dispatch;
 mod engine;
+pub(crate) mod fenced;
 mod holes;
 mod info;
 mod lost;
