@@ -39,7 +39,7 @@ pub(crate) struct PlannedWrite {
 /// What planning a raise came to.
 pub(crate) enum Planned {
     /// This write, to be sent under the caller's fence, then [`finish`]ed.
-    Write(PlannedWrite),
+    Write(Box<PlannedWrite>),
     /// The pool moved on meanwhile (another write, a move of its blocks), or blocks were
     /// claimed above `ceiling` while it was made durable (`claimed_to`, the last ID claimed):
     /// read it again and plan on what it holds then.
@@ -107,14 +107,14 @@ pub(crate) async fn plan_raise(
         },
         keep,
     );
-    Ok(Planned::Write(PlannedWrite {
+    Ok(Planned::Write(Box::new(PlannedWrite {
         path: path.to_string(),
         data: next.render().into_bytes(),
         version,
         next,
         removed,
         moved_to,
-    }))
+    })))
 }
 
 /// After `write` applied: the sequence parent of the generation it moved the pool to (a take

@@ -36,7 +36,7 @@ fn a_given_up_session_whose_replies_are_lost_still_expires_on_the_servers() {
         let mut status = session.subscribe();
         let gave_up = tokio::time::timeout(negotiated * 5, async {
             loop {
-                let now = status.borrow_and_update().clone();
+                let now = *status.borrow_and_update();
                 if now.generation > generation || now.state == ConnectionState::Lost {
                     return;
                 }

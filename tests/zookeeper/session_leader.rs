@@ -329,7 +329,7 @@ fn held_write(timing: Timing, what: Write) -> HeldPut {
                 items.iter().filter(|d| d.as_slice() == b"held").count()
             }
             Write::BlockClaim => {
-                let mut ids = put.as_ref().map(Vec::clone).unwrap_or_default();
+                let mut ids = put.clone().unwrap_or_default();
                 let taken = ids.len();
                 ids.extend(drain(&service, &category).await);
                 assert_unique("block claim", &ids);

@@ -1005,6 +1005,11 @@ impl ZkEnsemble {
         self.addrs.len()
     }
 
+    /// Whether the ensemble has no server (never, once started).
+    pub fn is_empty(&self) -> bool {
+        self.addrs.is_empty()
+    }
+
     /// `"127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3"`.
     pub fn connect_string(&self) -> String {
         self.addrs
