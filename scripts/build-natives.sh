@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the portable zooid libraries: the library crate (cdylib + staticlib, release, default
-# features: no Kerberos) for Linux x86_64 and aarch64 against glibc 2.17, with cargo-zigbuild
-# (zig as the cross linker and C compiler, glibc 2.17 stubs from zig). For each platform:
+# Builds the portable zooid libraries: the library crate (cdylib + staticlib, cargo profile
+# `natives`: release with fat LTO and one codegen unit; default features: no Kerberos) for Linux
+# x86_64 and aarch64 against glibc 2.17, with cargo-zigbuild (zig as the cross linker and C
+# compiler, glibc 2.17 stubs from zig). For each platform:
 #
 #   target/natives/linux-<arch>/libzooid.so        stripped; .gnu_debuglink names the file below
 #   target/natives/linux-<arch>/libzooid.so.debug  its debug info (objcopy --only-keep-debug)
@@ -69,8 +70,8 @@ for arch in "${arches[@]}"; do
     ld="$(binutil ld "$arch")"
     say "$triple, glibc $glibc"
     arch_started=$SECONDS
-    cargo zigbuild --locked --release --lib -p zooid --target "$triple.$glibc"
-    built="$target_dir/$triple/release"
+    cargo zigbuild --locked --profile natives --lib -p zooid --target "$triple.$glibc"
+    built="$target_dir/$triple/natives"
     dest="$out/linux-$arch"
     mkdir -p "$dest"
     rm -f "$dest/libzooid.so" "$dest/libzooid.so.debug" "$dest/libzooid.a"

@@ -19,10 +19,12 @@ import java.util.Locale;
  *   <li>the directories listed in {@value #DIR_PROPERTY}, if set (and only them): in each,
  *       {@code <os>-<arch>/libzooid.so}, then {@code libzooid.so};
  *   <li>{@code libzooid.so} on {@code java.library.path};
- *   <li>the copy in this jar, {@code /native/<os>-<arch>/libzooid.so}, extracted to a uniquely
- *       named temporary file (in {@value #TMPDIR_PROPERTY}, or the older {@value
- *       #LEGACY_TMPDIR_PROPERTY}, if set, else {@code java.io.tmpdir}) that is deleted once
- *       loaded.
+ *   <li>the copy in this jar, {@code /native/<os>-<arch>/libzooid.so}, from the per-user cache
+ *       of {@link NativeCache} (extracted there once per library content, keyed by the SHA-256
+ *       the build recorded beside it in {@code libzooid.so.sha256}); when the cache is off or
+ *       unusable, extracted to a uniquely named temporary file (in {@value #TMPDIR_PROPERTY}, or
+ *       the older {@value #LEGACY_TMPDIR_PROPERTY}, if set, else {@code java.io.tmpdir}) that is
+ *       deleted once loaded.
  * </ol>
  *
  * <p>The JVM loads a given file in one class loader only. When the file found in steps 1 to 3 is
@@ -46,6 +48,8 @@ final class NativeLoader {
 
     /** How the library was loaded; null until it is. Guarded by the class lock. */
     private static String loadedFrom;
+    /** How long {@link #load} took to find and load the library, in nanoseconds. Guarded by the class lock. */
+    private static long loadNanos;
 
     private NativeLoader() {}
 
@@ -54,31 +58,44 @@ final class NativeLoader {
         if (loadedFrom != null) {
             return;
         }
+        long start = System.nanoTime();
+        String from = find();
+        loadNanos = System.nanoTime() - start;
+        loadedFrom = from;
+    }
+
+    /** Finds and loads the library; returns how it was loaded. */
+    private static String find() {
         String override = property(PATH_PROPERTY);
         if (override != null) {
             File file = new File(override).getAbsoluteFile();
-            loadedFrom = loadFile(file, "system property " + PATH_PROPERTY);
-            return;
+            return loadFile(file, "system property " + PATH_PROPERTY);
         }
         String dirs = property(DIR_PROPERTY);
         if (dirs != null) {
-            loadedFrom = loadFromDirectories(dirs);
-            return;
+            return loadFromDirectories(dirs);
         }
         List<String> tried = new ArrayList<>();
         try {
             System.loadLibrary(LIBRARY);
-            loadedFrom = "java.library.path";
-            return;
+            return "java.library.path";
         } catch (UnsatisfiedLinkError e) {
             File held = heldByAnotherLoader(e);
             if (held != null) {
-                loadedFrom = loadCopy(held, "java.library.path");
-                return;
+                return loadCopy(held, "java.library.path");
             }
             tried.add("java.library.path: " + e.getMessage());
         }
-        loadedFrom = loadResource(resourceName(), tried);
+        return loadResource(resourceName(), tried);
+    }
+
+    /**
+     * How long finding and loading the library took in this class loader (extracting or checking
+     * the cached copy included, and the library's {@code JNI_OnLoad}), in nanoseconds; 0 until it
+     * is loaded.
+     */
+    static synchronized long loadNanos() {
+        return loadNanos;
     }
 
     /** How the library was loaded, for diagnostics; null if it is not loaded. */
@@ -176,8 +193,7 @@ final class NativeLoader {
     }
 
     private static String loadResource(String resource, List<String> tried) {
-        InputStream in = NativeLoader.class.getResourceAsStream(resource);
-        if (in == null) {
+        if (NativeLoader.class.getResource(resource) == null) {
             List<String> bundled = bundledPlatforms();
             throw new UnsatisfiedLinkError("zooid: no native library for platform " + platform() + " ("
                     + describeHost() + "): looked for " + resource + " in this jar, which carries "
@@ -185,11 +201,75 @@ final class NativeLoader {
                     + String.join("; ", tried) + ". Set -D" + PATH_PROPERTY + "=/path/to/"
                     + System.mapLibraryName(LIBRARY) + " or -D" + DIR_PROPERTY + "=DIR.");
         }
-        try (InputStream stream = in) {
-            return extractAndLoad(stream, "the jar (" + resource + ")");
+        String source = "the jar (" + resource + ")";
+        NativeCache cache = NativeCache.configured(tmpdirOverride());
+        String notCached;
+        if (cache == null) {
+            notCached = "the cache is off";
+        } else {
+            NativeCache.Entry entry = null;
+            try {
+                entry = cache.install(sha256Of(resource), System.mapLibraryName(LIBRARY),
+                        () -> NativeLoader.class.getResourceAsStream(resource));
+                notCached = null;
+            } catch (IOException | RuntimeException e) {
+                notCached = "cache " + cache.root() + " unusable: " + e.getMessage();
+            }
+            if (entry != null) {
+                File file = entry.file.toFile();
+                String cached = source + (entry.extracted ? ", extracted to the cache: " : ", from the cache: ") + file;
+                try {
+                    System.load(file.getPath());
+                    return cached;
+                } catch (UnsatisfiedLinkError e) {
+                    if (isHeldByAnotherLoader(e)) {
+                        return loadCopy(file, cached);
+                    }
+                    notCached = "cannot load " + file + ": " + e.getMessage();
+                }
+            }
+        }
+        try (InputStream stream = NativeLoader.class.getResourceAsStream(resource)) {
+            if (stream == null) {
+                throw new IOException("resource " + resource + " vanished");
+            }
+            return extractAndLoad(stream, source) + " (not cached: " + notCached + ")";
         } catch (IOException e) {
             throw linkError("cannot extract " + resource + ": " + e, e);
         }
+    }
+
+    /**
+     * The SHA-256 of the bundled library: recorded by the build in {@code <resource>.sha256}
+     * (reading it costs nothing), else computed from the resource's bytes.
+     */
+    static String sha256Of(String resource) throws IOException {
+        try (InputStream in = NativeLoader.class.getResourceAsStream(resource + ".sha256")) {
+            if (in != null) {
+                byte[] content = new byte[256];
+                int length = 0;
+                int n;
+                while (length < content.length && (n = in.read(content, length, content.length - length)) >= 0) {
+                    length += n;
+                }
+                String recorded = NativeCache.parseRecorded(java.util.Arrays.copyOf(content, length));
+                if (recorded != null) {
+                    return recorded;
+                }
+            }
+        }
+        try (InputStream in = NativeLoader.class.getResourceAsStream(resource)) {
+            if (in == null) {
+                throw new IOException("resource " + resource + " vanished");
+            }
+            return NativeCache.copyAndHash(in, null);
+        }
+    }
+
+    /** The directory the loader was told to extract to ({@value #TMPDIR_PROPERTY}, or the older name), or null. */
+    private static String tmpdirOverride() {
+        String dir = property(TMPDIR_PROPERTY);
+        return dir != null ? dir : property(LEGACY_TMPDIR_PROPERTY);
     }
 
     /** Copies {@code in} to a new, uniquely named temporary file, loads it and deletes it. */
