@@ -18,6 +18,7 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.Set;
 import java.util.function.Supplier;
+import java.util.zip.CRC32;
 
 /**
  * The per-user cache of native libraries extracted from the jar, one file per library content:
@@ -30,8 +31,12 @@ import java.util.function.Supplier;
  *   <li>the root and each {@code <sha256>} directory are created {@code 0700}, and used only if
  *       they are real directories (not symbolic links) owned by this process's user and writable
  *       by no one else, so no other user can place or swap a file there;
- *   <li>a cached file is loaded only after its SHA-256 matched the expected one (a truncated or
- *       corrupted file is replaced, never loaded);
+ *   <li>a cached file is loaded only after its size and CRC-32 matched the bundled library's (a
+ *       truncated or corrupted file is replaced, never loaded). The SHA-256 names the library's
+ *       directory: distinct libraries never share a file. The check against accidents is the
+ *       CRC-32, which costs a few milliseconds where a SHA-256 of the file costs a cold JVM some
+ *       hundred (its SHA-256 code is not compiled yet); against other users, the directories'
+ *       ownership and mode, since a user who can write there could replace any check too;
  *   <li>a file is written under a unique temporary name in the same directory, checked, and
  *       renamed into place atomically: a reader never sees a half-written file, and two processes
  *       extracting at once both succeed (the last rename wins; both files are identical).
@@ -99,9 +104,27 @@ final class NativeCache {
         return root;
     }
 
-    /** Where the library with this content and file name lives in the cache. */
+    /** Where the library with this SHA-256 and file name lives in the cache. */
     Path fileFor(String sha256, String fileName) {
         return root.resolve(sha256).resolve(fileName);
+    }
+
+    /** What a library's cached copy must be: its SHA-256 (its name in the cache), size and CRC-32. */
+    static final class Library {
+        final String sha256;
+        final long size;
+        final long crc32;
+
+        Library(String sha256, long size, long crc32) {
+            this.sha256 = sha256;
+            this.size = size;
+            this.crc32 = crc32;
+        }
+
+        @Override
+        public String toString() {
+            return "SHA-256 " + sha256 + ", " + size + " bytes, CRC-32 " + Long.toHexString(crc32);
+        }
     }
 
     /** A library file in the cache, as {@link #install} found or wrote it. */
@@ -118,11 +141,11 @@ final class NativeCache {
     }
 
     /**
-     * The cached file holding the library {@code sha256}: the one already there if its content
-     * checks out, else a new one copied from {@code source} (whose bytes must hash to
-     * {@code sha256}).
+     * The cached file holding {@code library}: the one already there if its size and CRC-32 check
+     * out, else a new one copied from {@code source} (whose bytes must be the library's).
      */
-    Entry install(String sha256, String fileName, Supplier<InputStream> source) throws IOException {
+    Entry install(Library library, String fileName, Supplier<InputStream> source) throws IOException {
+        String sha256 = library.sha256;
         if (!isSha256(sha256)) {
             throw new IOException("not a SHA-256: " + sha256);
         }
@@ -131,25 +154,26 @@ final class NativeCache {
         Path dir = root.resolve(sha256);
         ensureOwnDirectory(dir, owner);
         Path file = dir.resolve(fileName);
-        if (Files.isRegularFile(file, LinkOption.NOFOLLOW_LINKS) && sha256.equals(sha256Of(file))) {
+        if (holds(file, library)) {
             return new Entry(file, false);
         }
         // Missing, or not what it should be (a truncated write before a crash, a corruption):
         // write a fresh copy beside it and rename it over.
         Path temp = Files.createTempFile(dir, fileName + ".", ".part");
         try {
-            String written;
+            long[] written;
             try (InputStream in = source.get(); OutputStream out = Files.newOutputStream(temp)) {
                 if (in == null) {
                     throw new IOException("the library's bytes are not available");
                 }
-                written = copyAndHash(in, out);
+                written = copy(in, out);
             }
-            if (!written.equals(sha256)) {
-                throw new IOException("the bundled library's SHA-256 is " + written + ", not the recorded " + sha256);
+            if (written[0] != library.size || written[1] != library.crc32) {
+                throw new IOException("the bundled library read as " + written[0] + " bytes of CRC-32 "
+                        + Long.toHexString(written[1]) + ", not " + library);
             }
             Files.setPosixFilePermissions(temp, OWNER_ONLY_FILE);
-            moveIntoPlace(temp, file, sha256);
+            moveIntoPlace(temp, file, library);
         } finally {
             Files.deleteIfExists(temp);
         }
@@ -160,11 +184,11 @@ final class NativeCache {
      * Renames {@code temp} to {@code file} atomically, replacing a file there (POSIX rename). Where
      * the platform refuses to replace, another process's copy is there: it is kept if it checks out.
      */
-    private static void moveIntoPlace(Path temp, Path file, String sha256) throws IOException {
+    private static void moveIntoPlace(Path temp, Path file, Library library) throws IOException {
         try {
             Files.move(temp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
         } catch (FileAlreadyExistsException e) {
-            if (!sha256.equals(sha256Of(file))) {
+            if (!holds(file, library)) {
                 throw new IOException("cannot replace " + file + ", whose content is not the library's: " + e, e);
             }
         }
@@ -236,6 +260,33 @@ final class NativeCache {
         return safe.length() == 0 || safe.charAt(0) == '.' ? "_" + safe : safe.toString();
     }
 
+    /** Whether {@code file} is a regular file (not a link) with the library's size and CRC-32. */
+    private static boolean holds(Path file, Library library) throws IOException {
+        if (!Files.isRegularFile(file, LinkOption.NOFOLLOW_LINKS) || Files.size(file) != library.size) {
+            return false;
+        }
+        try (InputStream in = Files.newInputStream(file, LinkOption.NOFOLLOW_LINKS)) {
+            long[] read = copy(in, null);
+            return read[0] == library.size && read[1] == library.crc32;
+        }
+    }
+
+    /** Copies {@code in} to {@code out} (if not null); returns the bytes' count and CRC-32. */
+    static long[] copy(InputStream in, OutputStream out) throws IOException {
+        CRC32 crc = new CRC32();
+        byte[] buffer = new byte[64 * 1024];
+        long count = 0;
+        int n;
+        while ((n = in.read(buffer)) >= 0) {
+            crc.update(buffer, 0, n);
+            count += n;
+            if (out != null) {
+                out.write(buffer, 0, n);
+            }
+        }
+        return new long[] {count, crc.getValue()};
+    }
+
     /** Lower-case hex SHA-256 of a file's content. */
     static String sha256Of(Path file) throws IOException {
         try (InputStream in = Files.newInputStream(file)) {
@@ -271,7 +322,7 @@ final class NativeCache {
         return true;
     }
 
-    private static MessageDigest sha256() {
+    static MessageDigest sha256() {
         try {
             return MessageDigest.getInstance("SHA-256");
         } catch (NoSuchAlgorithmException e) {
@@ -279,7 +330,7 @@ final class NativeCache {
         }
     }
 
-    private static String hex(byte[] bytes) {
+    static String hex(byte[] bytes) {
         char[] digits = "0123456789abcdef".toCharArray();
         StringBuilder text = new StringBuilder(bytes.length * 2);
         for (byte b : bytes) {

@@ -209,7 +209,7 @@ final class NativeLoader {
         } else {
             NativeCache.Entry entry = null;
             try {
-                entry = cache.install(sha256Of(resource), System.mapLibraryName(LIBRARY),
+                entry = cache.install(bundled(resource), System.mapLibraryName(LIBRARY),
                         () -> NativeLoader.class.getResourceAsStream(resource));
                 notCached = null;
             } catch (IOException | RuntimeException e) {
@@ -240,29 +240,56 @@ final class NativeLoader {
     }
 
     /**
-     * The SHA-256 of the bundled library: recorded by the build in {@code <resource>.sha256}
-     * (reading it costs nothing), else computed from the resource's bytes.
+     * What the cached copy of the bundled library must be. Its SHA-256 was recorded by the build
+     * in {@code <resource>.sha256}, its size and CRC-32 are in the jar's directory: reading them
+     * costs nothing. Whatever is missing (a resource not in a jar, a jar without the hash) is
+     * computed from the resource's bytes.
      */
-    static String sha256Of(String resource) throws IOException {
-        try (InputStream in = NativeLoader.class.getResourceAsStream(resource + ".sha256")) {
-            if (in != null) {
-                byte[] content = new byte[256];
-                int length = 0;
-                int n;
-                while (length < content.length && (n = in.read(content, length, content.length - length)) >= 0) {
-                    length += n;
-                }
-                String recorded = NativeCache.parseRecorded(java.util.Arrays.copyOf(content, length));
-                if (recorded != null) {
-                    return recorded;
+    static NativeCache.Library bundled(String resource) throws IOException {
+        String sha256 = recordedSha256(resource);
+        long size = -1;
+        long crc32 = -1;
+        java.net.URL url = NativeLoader.class.getResource(resource);
+        if (url != null && url.getProtocol().equals("jar")) {
+            java.net.URLConnection connection = url.openConnection();
+            if (connection instanceof java.net.JarURLConnection) {
+                java.util.jar.JarEntry entry = ((java.net.JarURLConnection) connection).getJarEntry();
+                if (entry != null) {
+                    size = entry.getSize();
+                    crc32 = entry.getCrc();
                 }
             }
+        }
+        if (sha256 != null && size >= 0 && crc32 >= 0) {
+            return new NativeCache.Library(sha256, size, crc32);
         }
         try (InputStream in = NativeLoader.class.getResourceAsStream(resource)) {
             if (in == null) {
                 throw new IOException("resource " + resource + " vanished");
             }
-            return NativeCache.copyAndHash(in, null);
+            if (sha256 != null) {
+                long[] read = NativeCache.copy(in, null);
+                return new NativeCache.Library(sha256, read[0], read[1]);
+            }
+            java.security.MessageDigest digest = NativeCache.sha256();
+            long[] read = NativeCache.copy(new java.security.DigestInputStream(in, digest), null);
+            return new NativeCache.Library(NativeCache.hex(digest.digest()), read[0], read[1]);
+        }
+    }
+
+    /** The SHA-256 the build recorded in {@code <resource>.sha256}, or null. */
+    private static String recordedSha256(String resource) throws IOException {
+        try (InputStream in = NativeLoader.class.getResourceAsStream(resource + ".sha256")) {
+            if (in == null) {
+                return null;
+            }
+            byte[] content = new byte[256];
+            int length = 0;
+            int n;
+            while (length < content.length && (n = in.read(content, length, content.length - length)) >= 0) {
+                length += n;
+            }
+            return NativeCache.parseRecorded(java.util.Arrays.copyOf(content, length));
         }
     }
 

@@ -29,11 +29,23 @@ final class ChildJvm {
     /** As {@link #run(List, Class, String...)}, with {@code env} changing the environment (a null value removes). */
     static ChildJvm run(List<String> jvmOptions, Map<String, String> env, Class<?> main, String... args)
             throws IOException, InterruptedException {
+        List<String> options = new ArrayList<>(jvmOptions);
+        options.add("-cp");
+        options.add(System.getProperty("java.class.path"));
+        return start(options, env, main, args);
+    }
+
+    /** As {@link #run(List, Class, String...)}, with the class path among {@code jvmOptions} ({@code -cp ...}). */
+    static ChildJvm runWithOwnClasspath(List<String> jvmOptions, Class<?> main, String... args)
+            throws IOException, InterruptedException {
+        return start(jvmOptions, Collections.<String, String>emptyMap(), main, args);
+    }
+
+    private static ChildJvm start(List<String> jvmOptions, Map<String, String> env, Class<?> main, String... args)
+            throws IOException, InterruptedException {
         List<String> command = new ArrayList<>();
         command.add(System.getProperty("java.home") + File.separator + "bin" + File.separator + "java");
         command.addAll(jvmOptions);
-        command.add("-cp");
-        command.add(System.getProperty("java.class.path"));
         command.add(main.getName());
         command.addAll(Arrays.asList(args));
         ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
