@@ -6,7 +6,7 @@
 #
 #   target/natives/linux-<arch>/libzooid.so        stripped; .gnu_debuglink names the file below
 #   target/natives/linux-<arch>/libzooid.so.debug  its debug info (objcopy --only-keep-debug)
-#   target/natives/linux-<arch>/libzooid.a         static library: one object, no debug info
+#   target/natives/linux-<arch>/libzooid.a         static library: one object, no debug info or bitcode
 #
 # The Java build bundles every linux-<arch>/libzooid.so of that directory (java/zooid/pom.xml);
 # scripts/release-c.sh packs the C release from it; tests/natives.rs checks it.
@@ -88,7 +88,9 @@ for arch in "${arches[@]}"; do
     # future dependency's registration from depending on the link.
     work="$(mktemp -d)"
     "$ld" -r --whole-archive "$built/libzooid.a" -o "$work/zooid.o"
-    "$objcopy" --strip-debug "$work/zooid.o"
+    # No debug info, and no LLVM bitcode (.llvmbc, .llvmcmd: what the Rust standard library's
+    # objects carry for LTO; a C linker does not read it, and it was most of the archive).
+    "$objcopy" --strip-debug --remove-section=.llvmbc --remove-section=.llvmcmd "$work/zooid.o"
     # zig's llvm-ar: GNU ar hands objects to its LTO plugins (LLVMgold of an older LLVM where
     # libclang-dev is installed), which abort on rustc's object.
     python3 -m ziglang ar rcsD "$dest/libzooid.a" "$work/zooid.o"
