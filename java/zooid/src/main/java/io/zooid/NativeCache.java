@@ -34,9 +34,9 @@ import java.util.zip.CRC32;
  *   <li>a cached file is loaded only after its size and CRC-32 matched the bundled library's (a
  *       truncated or corrupted file is replaced, never loaded). The SHA-256 names the library's
  *       directory: distinct libraries never share a file. The check against accidents is the
- *       CRC-32, which costs a few milliseconds where a SHA-256 of the file costs a cold JVM some
- *       hundred (its SHA-256 code is not compiled yet); against other users, the directories'
- *       ownership and mode, since a user who can write there could replace any check too;
+ *       CRC-32, which costs a few milliseconds where a SHA-256 of an 8 MB file cost a fresh JVM
+ *       about 150 (its SHA-256 code not compiled yet); against other users, the directories'
+ *       ownership and mode, since a user who can write there could defeat any check;
  *   <li>a file is written under a unique temporary name in the same directory, checked, and
  *       renamed into place atomically: a reader never sees a half-written file, and two processes
  *       extracting at once both succeed (the last rename wins; both files are identical).
@@ -111,8 +111,11 @@ final class NativeCache {
 
     /** What a library's cached copy must be: its SHA-256 (its name in the cache), size and CRC-32. */
     static final class Library {
+        /** Lower-case hex SHA-256 of the library: its directory's name. */
         final String sha256;
+        /** Its size in bytes. */
         final long size;
+        /** Its CRC-32 ({@link CRC32}). */
         final long crc32;
 
         Library(String sha256, long size, long crc32) {

@@ -59,7 +59,8 @@ public class AssignIdsJob extends Configured implements Tool {
 
     /**
      * The slowest map task's start-up counters, {@code NATIVE_LOAD_MS} and {@code OPEN_MS}: the
-     * job-wide counters sum over tasks, while the slowest task is what the job waits for.
+     * job-wide counters sum over tasks, while the slowest task is what the job waits for. Where
+     * the job keeps no task reports (the local job runner), the job's sums.
      */
     public static String startUpSummary(Job job) throws IOException, InterruptedException {
         long load = 0;
@@ -71,8 +72,17 @@ public class AssignIdsJob extends Configured implements Tool {
             open = Math.max(open, counters.findCounter(AssignIdsMapper.Ids.OPEN_MS).getValue());
             tasks++;
         }
-        return "zooid start-up, slowest of " + tasks + " map tasks: " + AssignIdsMapper.Ids.NATIVE_LOAD_MS + "=" + load
-                + " " + AssignIdsMapper.Ids.OPEN_MS + "=" + open;
+        String of;
+        if (tasks > 0) {
+            of = "slowest of " + tasks + " map tasks";
+        } else {
+            Counters counters = job.getCounters();
+            load = counters.findCounter(AssignIdsMapper.Ids.NATIVE_LOAD_MS).getValue();
+            open = counters.findCounter(AssignIdsMapper.Ids.OPEN_MS).getValue();
+            of = "summed over the map tasks (no task reports)";
+        }
+        return "zooid start-up, " + of + ": " + AssignIdsMapper.Ids.NATIVE_LOAD_MS + "=" + load + " "
+                + AssignIdsMapper.Ids.OPEN_MS + "=" + open;
     }
 
     /** The configured job, not yet submitted. */

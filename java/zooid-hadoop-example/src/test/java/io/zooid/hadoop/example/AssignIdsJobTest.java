@@ -106,8 +106,9 @@ class AssignIdsJobTest {
         assertTrue(counters.findCounter(AssignIdsMapper.Ids.NATIVE_LOAD_MS).getValue() > 0, "NATIVE_LOAD_MS counted");
         String summary = AssignIdsJob.startUpSummary(job);
         System.out.println(summary);
-        assertTrue(summary.matches("zooid start-up, slowest of " + FILES + " map tasks: NATIVE_LOAD_MS=[1-9][0-9]* OPEN_MS=[0-9]+"),
-                summary);
+        // The local runner keeps no task reports: the summary has the job's sums.
+        assertTrue(summary.matches("zooid start-up, summed over the map tasks \\(no task reports\\): "
+                + "NATIVE_LOAD_MS=[1-9][0-9]* OPEN_MS=[0-9]+"), summary);
 
         // Every record appears once, with an ID no other record has.
         Map<String, Long> idOf = new HashMap<>();
