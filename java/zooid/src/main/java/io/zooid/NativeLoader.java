@@ -251,13 +251,25 @@ final class NativeLoader {
         long crc32 = -1;
         java.net.URL url = NativeLoader.class.getResource(resource);
         if (url != null && url.getProtocol().equals("jar")) {
-            java.net.URLConnection connection = url.openConnection();
-            if (connection instanceof java.net.JarURLConnection) {
-                java.util.jar.JarEntry entry = ((java.net.JarURLConnection) connection).getJarEntry();
-                if (entry != null) {
-                    size = entry.getSize();
-                    crc32 = entry.getCrc();
+            try {
+                java.net.URLConnection connection = url.openConnection();
+                if (connection instanceof java.net.JarURLConnection) {
+                    java.net.JarURLConnection jar = (java.net.JarURLConnection) connection;
+                    // A jar file of its own, closed here: not one left open in the JVM's cache.
+                    jar.setUseCaches(false);
+                    try (java.util.jar.JarFile file = jar.getJarFile()) {
+                        java.util.jar.JarEntry entry = file.getJarEntry(jar.getEntryName());
+                        if (entry != null) {
+                            size = entry.getSize();
+                            crc32 = entry.getCrc();
+                        }
+                    }
                 }
+            } catch (IOException | RuntimeException e) {
+                // A jar this JVM cannot open as such (a nested jar of an application server's
+                // own scheme): the bytes are read below instead.
+                size = -1;
+                crc32 = -1;
             }
         }
         if (sha256 != null && size >= 0 && crc32 >= 0) {
