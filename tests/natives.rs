@@ -164,7 +164,7 @@ fn portable_libraries_are_stripped_and_name_their_debug_info() {
             "{platform}: no zooid_service_open"
         );
         // What every JVM task extracts and maps: the `natives` profile (fat LTO, one codegen unit)
-        // keeps it well under the 8.6 MB of the release profile (x86_64: 6.7 MB).
+        // keeps it well under the 8.6 MB of the release profile (x86_64: 6.7 MB, aarch64: 5.3 MB).
         assert!(
             size(&lib) < SHIPPED_LIBRARY_BUDGET,
             "{}: {} bytes, over the budget of {SHIPPED_LIBRARY_BUDGET}: built with the release profile?",
