@@ -225,9 +225,7 @@ pub async fn incident(
             }
             Ok(_) | Err(ZooidError::NotFound { .. }) => {}
             Err(err) => {
-                world
-                    .lock()
-                    .log(format!("operator: read: {}", err.kind()));
+                world.lock().log(format!("operator: read: {}", err.kind()));
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 continue;
             }
@@ -267,18 +265,18 @@ pub async fn incident(
     {
         let ceiling = world.lock().wipe.record.ceiling;
         with_oracle(&mut |oracle| {
-        if !restored {
-            oracle
-                .violations
-                .push("the operator could not restore the category".into());
-        }
-        // IDs at or below the record that no process holds are gone with the old state:
-        // leaked, never reissued (a process still holding some may push them back).
-        for id in bounds.start()..=ceiling.min(bounds.end()) {
-            if !oracle.held.contains_key(&id) && !oracle.retired.contains(&id) {
-                oracle.doubt.insert(id);
+            if !restored {
+                oracle
+                    .violations
+                    .push("the operator could not restore the category".into());
             }
-        }
+            // IDs at or below the record that no process holds are gone with the old state:
+            // leaked, never reissued (a process still holding some may push them back).
+            for id in bounds.start()..=ceiling.min(bounds.end()) {
+                if !oracle.held.contains_key(&id) && !oracle.retired.contains(&id) {
+                    oracle.doubt.insert(id);
+                }
+            }
         });
     }
     {

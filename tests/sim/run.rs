@@ -490,7 +490,8 @@ pub async fn run(seed: u64, config: &Config) -> Outcome {
                     let ids = ids_of(&set.ranges());
                     shared.log(format!("drain -> {} IDs", ids.len()));
                     shared.oracle().taken(99, &ids);
-                    crate::keeper::check_taken(&shared.world, &mut shared.oracle(), 99, &ids); // wipe hook
+                    // Wipe hook (keeper.rs): nothing above the durable record.
+                    crate::keeper::check_taken(&shared.world, &mut shared.oracle(), 99, &ids);
                 }
                 Err(zooid::ZooidError::Exhausted { .. }) => break,
                 Err(err) => {
