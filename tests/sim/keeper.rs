@@ -198,6 +198,17 @@ pub async fn incident(
             Some(snapshot)
         }
     };
+    // Half the incidents strike while a claim of fresh blocks is in doubt (sent and not
+    // answered yet), if one comes within 3 s: the case the review found.
+    let strike: bool = world.lock().rng.random_bool(0.5);
+    if strike {
+        for _ in 0..3000 {
+            if world.lock().claim_in_flight() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
     let client = {
         let mut state = world.lock();
         state.restart(snapshot);

@@ -73,6 +73,21 @@ impl State {
         }
     }
 
+    /// Whether a claim of fresh blocks (a `multi` creating sequential nodes under a
+    /// `zooid-blocks-` parent) waits for its reply.
+    pub fn claim_in_flight(&self) -> bool {
+        self.pending.values().any(|p| {
+            let claim = match &p.req {
+                super::Req::Multi(ops) => ops.iter().any(|op| {
+                    matches!(op, zooid::zk::Op::Create { path, create, .. }
+                        if create.mode.is_sequential() && path.contains("/zooid-blocks-"))
+                }),
+                _ => false,
+            };
+            claim && p.reply.is_some() && !p.cancelled
+        })
+    }
+
     /// Whether client `c` is kept off the servers (the maintenance window).
     pub fn gated(&self, c: usize) -> bool {
         self.wipe.closed && !self.wipe.operators.contains(&c)
