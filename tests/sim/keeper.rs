@@ -168,14 +168,68 @@ pub async fn keeper(
     }
 }
 
-/// Runs `incident`: the wipe or the rollback, then the recovery from the durable record as
-/// `zooid restore` does it, while the servers are closed to every other client; then opens them.
+/// Runs `incident`, and in half the seeds that have one a second of the same kind 1 to 4 s
+/// after the servers opened again (a pool restored shortly before: low versions, as in
+/// tests/zookeeper/incarnation.rs).
 #[allow(clippy::too_many_arguments)]
 pub async fn incident(
     world: World,
     with_oracle: impl Fn(&mut dyn FnMut(&mut Oracle)),
     incident: Incident,
     category: IdCategory,
+    bounds: IdRange,
+    layout: Layout,
+    counter: &'static str,
+    options: ServiceOptions,
+) {
+    let run = |incident| {
+        one_incident(
+            &world,
+            &with_oracle,
+            incident,
+            &category,
+            bounds,
+            layout,
+            counter,
+            options.clone(),
+        )
+    };
+    if matches!(incident, Incident::None) {
+        return;
+    }
+    run(incident).await;
+    let again = {
+        let mut state = world.lock();
+        let again = state.rng.random_bool(0.5);
+        let at = between(
+            &mut state.rng,
+            Duration::from_secs(1),
+            Duration::from_secs(4),
+        );
+        let back = between(&mut state.rng, Duration::from_millis(100), at);
+        match (again, incident) {
+            (false, _) | (_, Incident::None) => Incident::None,
+            (true, Incident::Wipe { .. }) => Incident::Wipe { at },
+            (true, Incident::Rollback { .. }) => Incident::Rollback {
+                snapshot_at: at.saturating_sub(back),
+                at,
+            },
+        }
+    };
+    if !matches!(again, Incident::None) {
+        world.lock().log(format!("incident again: {again:?}"));
+        run(again).await;
+    }
+}
+
+/// Runs `incident`: the wipe or the rollback, then the recovery from the durable record as
+/// `zooid restore` does it, while the servers are closed to every other client; then opens them.
+#[allow(clippy::too_many_arguments)]
+async fn one_incident(
+    world: &World,
+    with_oracle: &impl Fn(&mut dyn FnMut(&mut Oracle)),
+    incident: Incident,
+    category: &IdCategory,
     bounds: IdRange,
     layout: Layout,
     counter: &'static str,
