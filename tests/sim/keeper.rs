@@ -273,12 +273,12 @@ async fn one_incident(
     world.poke();
     // The counter keeps no durable record: its values may come back after a wipe or rollback.
     with_oracle(&mut |oracle| oracle.counted.clear());
-    let zk: Zk = SimSession::open(&world, client, 0);
+    let zk: Zk = SimSession::open(world, client, 0);
     let service = IdGeneratorService::on_zookeeper(zk.clone(), options.clone());
     let mut restored = false;
     for _ in 0..40 {
         let record = world.lock().wipe.record;
-        match service.pool_info(&category).await {
+        match service.pool_info(category).await {
             Ok(info)
                 if info.ceiling.is_some_and(|c| c >= record.ceiling)
                     && info.epoch >= record.generation =>
@@ -299,7 +299,7 @@ async fn one_incident(
         let generation = record.generation + 1;
         world.lock().wipe.record.generation = generation;
         let done = service
-            .restore_category_in(&category, bounds, record.ceiling, generation, layout)
+            .restore_category_in(category, bounds, record.ceiling, generation, layout)
             .await;
         world.lock().log(format!(
             "operator: restore ceiling {} epoch {generation}: {:?}",
@@ -317,8 +317,8 @@ async fn one_incident(
         // the servers open again: durable first.
         let ceiling = world.lock().wipe.record.ceiling;
         let target = (ceiling + STEP).min(bounds.end());
-        durable(&world, target);
-        let raised = service.raise_ceiling(&category, target).await;
+        durable(world, target);
+        let raised = service.raise_ceiling(category, target).await;
         world.lock().log(format!(
             "operator: raise {ceiling} -> {target}: {:?}",
             raised.as_ref().map_err(|e| e.kind())
