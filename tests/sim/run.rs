@@ -108,6 +108,10 @@ impl Shared {
 
     /// The step check: no held ID is free (in the single node's free list, or in a hole node).
     fn check_step(&self) {
+        // Wipe hook (keeper.rs): a rolled-back pool is not checked before its repair.
+        if crate::keeper::in_maintenance(&self.world) {
+            return;
+        }
         if !self.single {
             let holes: Vec<zooid::IdRange> = {
                 let state = self.world.lock();
@@ -227,6 +231,7 @@ async fn process(shared: Arc<Shared>, p: usize, zk: Zk) {
                 Ok(_) => {
                     let ids = ids.unwrap_or_default();
                     oracle.taken(p, &ids);
+                    crate::keeper::check_taken(&shared.world, &mut oracle, p, &ids); // wipe hook
                     mine.extend(ids);
                 }
                 Err(err) => oracle.failed(p, err, &[]),
@@ -284,16 +289,23 @@ pub async fn run(seed: u64, config: &Config) -> Outcome {
     } else {
         Layout::HoleNodes { unit: 4 }
     };
-    if let Err(err) = service
-        .create_category(
-            &category,
-            &zooid::CategorySpec::new(1, config.last_id).layout(layout),
-        )
-        .await
-    {
+    // Wipe hook (keeper.rs): with the keeper, the category starts from its durable record.
+    let bounds = zooid::IdRange::new(1, config.last_id).expect("valid bounds");
+    let created = if crate::keeper::enabled() {
+        crate::keeper::setup(&world, &service, &category, bounds, layout).await
+    } else {
+        service
+            .create_category(
+                &category,
+                &zooid::CategorySpec::new(1, config.last_id).layout(layout),
+            )
+            .await
+            .map_err(|err| format!("setup: create failed: {err}"))
+    };
+    if let Err(err) = created {
         return Outcome {
             layout: layout_name,
-            violations: vec![format!("setup: create failed: {err}")],
+            violations: vec![err],
             events: 0,
             hash: 0,
             trace: Vec::new(),
@@ -323,12 +335,41 @@ pub async fn run(seed: u64, config: &Config) -> Outcome {
             spawn(&shared, p, next_client)
         })
         .collect();
+    // Wipe hook (keeper.rs): the keeper, and this seed's wipe or rollback.
+    let keeper_stop = Arc::new(AtomicBool::new(false));
+    let keeping = crate::keeper::enabled().then(|| {
+        let incident = crate::keeper::Incident::draw(&world, config.run_for);
+        world.lock().log(format!("incident: {incident:?}"));
+        let keeper = tokio::spawn(crate::keeper::keeper(
+            world.clone(),
+            category.clone(),
+            config.last_id,
+            options(),
+            keeper_stop.clone(),
+        ));
+        let s = shared.clone();
+        let incident: crate::keeper::Driven = Some(Box::pin(crate::keeper::incident(
+            world.clone(),
+            move |f: &mut dyn FnMut(&mut Oracle)| f(&mut s.oracle()),
+            incident,
+            category.clone(),
+            bounds,
+            layout,
+            COUNTER,
+            options(),
+        )));
+        (keeper, incident)
+    });
+    let (keeping, mut incident) = match keeping {
+        Some((keeper, incident)) => (Some(keeper), incident),
+        None => (None, None),
+    };
     // Chaos, per tick, until the end of the run.
     let tick = world.lock().faults.tick;
     let end = tokio::time::Instant::now() + config.run_for;
     let mut crashes = 0;
     while tokio::time::Instant::now() < end {
-        tokio::time::sleep(tick).await;
+        crate::keeper::sleep_driving(tick, &mut incident).await; // wipe hook: drives the incident
         for (i, proc) in procs.iter_mut().enumerate() {
             let p = i + 1;
             let (f, roll, timeout) = {
@@ -395,6 +436,10 @@ pub async fn run(seed: u64, config: &Config) -> Outcome {
             world.poke();
         }
     }
+    // Wipe hook (keeper.rs): an incident still under way ends first.
+    if let Some(incident) = incident.take() {
+        let _ = tokio::time::timeout(Duration::from_secs(600), incident).await;
+    }
     // The quiet phase: no new fault; paused processes resume; every process ends its operation.
     world.lock().faults = Faults::all().none();
     shared.stop.store(true, Ordering::SeqCst);
@@ -415,6 +460,19 @@ pub async fn run(seed: u64, config: &Config) -> Outcome {
                 .push("a process did not finish within 600 s of quiet".into());
         }
     }
+    // Wipe hook (keeper.rs): the incident over, the keeper raises the ceiling to the last ID.
+    if let Some(keeper) = keeping {
+        keeper_stop.store(true, Ordering::SeqCst);
+        if tokio::time::timeout(Duration::from_secs(600), keeper)
+            .await
+            .is_err()
+        {
+            shared
+                .oracle()
+                .violations
+                .push("the keeper's last raise did not end within 600 s of quiet".into());
+        }
+    }
     // The drain: a fresh process takes every free ID. Format 4 leaves a young hole to its pusher
     // for a while: when IDs are missing after a first drain, wait that long and drain again.
     let drain: Zk = SimSession::open(&world, next_client + 1, 99);
@@ -432,6 +490,8 @@ pub async fn run(seed: u64, config: &Config) -> Outcome {
                     let ids = ids_of(&set.ranges());
                     shared.log(format!("drain -> {} IDs", ids.len()));
                     shared.oracle().taken(99, &ids);
+                    // Wipe hook (keeper.rs): nothing above the durable record.
+                    crate::keeper::check_taken(&shared.world, &mut shared.oracle(), 99, &ids);
                 }
                 Err(zooid::ZooidError::Exhausted { .. }) => break,
                 Err(err) => {
