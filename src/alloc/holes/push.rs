@@ -76,8 +76,18 @@ impl<S: Store> OnZooKeeper<'_, S> {
         let mut budget = Budget::start(self.options.retry);
         for (index, part) in ranges.chunks(MAX_RANGES_PER_WRITE).enumerate() {
             let previous = self.categories.take_marker(path);
-            let pushed =
-                super::requests::push(zk, path, part, previous.clone(), &self.stats, &mut budget);
+            // The holes' incarnation the push is planned on (its listing's): a lost reply is
+            // resolved only there.
+            let incarnation = memory::of(slot).listing.as_ref().map(|l| l.created);
+            let pushed = super::requests::push(
+                zk,
+                path,
+                part,
+                previous.clone(),
+                incarnation,
+                &self.stats,
+                &mut budget,
+            );
             match pushed.await {
                 Ok(marker) => {
                     self.categories.put_marker(path, marker);

@@ -225,10 +225,11 @@ impl<S: Store> OnZooKeeper<'_, S> {
         let session = self.zk;
         // Chosen on a listing whose check is still on its way: a hole gone means that listing
         // was out of date, not that takes contend.
-        let ahead = memory::of(slot)
-            .listing
-            .as_ref()
-            .is_some_and(|l| l.ahead.is_some());
+        let listing = memory::of(slot).listing.as_ref();
+        let ahead = listing.is_some_and(|l| l.ahead.is_some());
+        // The holes' incarnation the claim is planned on (its listing's): a lost reply is
+        // resolved only there.
+        let incarnation = listing.map(|l| l.created);
         let (Some(choice), Some(state)) = (choice, slot.cached.as_ref()) else {
             return Ok(None);
         };
@@ -246,6 +247,7 @@ impl<S: Store> OnZooKeeper<'_, S> {
             &choice.remainder,
             &choice.handed,
             previous.clone(),
+            incarnation,
             &self.stats,
             &mut budget,
         )
