@@ -6,6 +6,7 @@
 
 mod oracle;
 mod run;
+mod workload;
 mod world;
 
 use std::time::{Duration, Instant};
@@ -38,6 +39,9 @@ fn main() {
         last_id: 160,
         echo: std::env::var_os("ZOOID_SIM_VERBOSE").is_some(),
         layouts: std::env::var("ZOOID_SIM_LAYOUTS").unwrap_or_else(|_| "both".into()),
+        workloads: workload::Workloads::parse(
+            &std::env::var("ZOOID_SIM_WORKLOADS").unwrap_or_default(),
+        ),
     };
     let started = Instant::now();
     let (mut seeds, mut violations, mut events) = (0u64, 0u64, 0u64);

@@ -116,10 +116,15 @@ impl State {
     }
 
     /// Publishes client `c`'s status as it stands.
+    /// A frozen (paused or crashed) process learns nothing: its status stays as it was until
+    /// it resumes (then [`State::thaw`] publishes it), as a stopped process's would.
     pub fn publish(&mut self, c: usize) {
         let Some(client) = self.clients.get(&c) else {
             return;
         };
+        if client.frozen {
+            return;
+        }
         let state = if client.closed {
             ConnectionState::Closed
         } else if client.lost {
@@ -384,6 +389,8 @@ impl State {
         client.frozen = false;
         let (lost, connected, conn) = (client.lost, client.connected, client.conn);
         self.log(format!("c{c} resumed"));
+        // What happened while it was stopped, at once.
+        self.publish(c);
         if lost {
             self.schedule(Duration::from_millis(1), Action::OpenNext { client: c });
         } else if !connected {
