@@ -35,6 +35,7 @@ fn main() {
     let budget = Duration::from_secs(env_u64("ZOOID_SIM_SECONDS").unwrap_or(60));
     let config = run::Config {
         processes: env_u64("ZOOID_SIM_PROCESSES").unwrap_or(4) as usize,
+        candidates: env_u64("ZOOID_SIM_CANDIDATES").unwrap_or(3) as usize,
         run_for: Duration::from_secs(env_u64("ZOOID_SIM_RUN_SECONDS").unwrap_or(40)),
         last_id: 160,
         echo: std::env::var_os("ZOOID_SIM_VERBOSE").is_some(),

@@ -21,7 +21,10 @@ use crate::world::{Faults, SimSession, World};
 /// What a run is asked to do.
 #[derive(Clone, Debug)]
 pub struct Config {
+    /// Worker processes (the ID service, the counter, the queue).
     pub processes: usize,
+    /// Election candidates, each a process of its own.
+    pub candidates: usize,
     pub run_for: Duration,
     pub last_id: i64,
     pub echo: bool,
@@ -108,7 +111,13 @@ pub async fn run(seed: u64, config: &Config) -> Outcome {
     let world = World::new(seed, Faults::all(), config.echo);
     tokio::spawn(world.clone().drive());
     let w = config.workloads.clone();
-    let shared = Arc::new(Shared::new(world.clone(), w.clone(), setup));
+    let workers = if w.ids || w.counter || w.queue {
+        config.processes
+    } else {
+        0
+    };
+    let candidates = if w.election { config.candidates } else { 0 };
+    let shared = Arc::new(Shared::new(world.clone(), w.clone(), workers, setup));
     world.lock().faults = Faults::all().none();
     let admin: Zk = SimSession::open(&world, 0, 0);
     if w.ids {
@@ -123,14 +132,13 @@ pub async fn run(seed: u64, config: &Config) -> Outcome {
     }
     world.lock().faults = Faults::all();
     world.lock().log(format!(
-        "seed {seed}: {layout_name}, {} processes, {w:?}",
-        config.processes
+        "seed {seed}: {layout_name}, {workers} workers, {candidates} candidates, {w:?}"
     ));
     if w.election {
         tokio::spawn(workload::election::watch(shared.clone()));
     }
     let mut next_client = 1;
-    let mut procs: Vec<Proc> = (1..=config.processes)
+    let mut procs: Vec<Proc> = (1..=workers + candidates)
         .map(|p| {
             next_client += 1;
             spawn(&shared, p, next_client)

@@ -65,6 +65,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub struct Shared {
     pub world: World,
     pub workloads: Workloads,
+    /// Processes 1..=workers are workers, the rest election candidates.
+    pub workers: usize,
     pub ids: ids::Setup,
     ids_oracle: Mutex<oracle::ids::Oracle>,
     counter_oracle: Mutex<oracle::counter::Oracle>,
@@ -76,10 +78,11 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(world: World, workloads: Workloads, ids: ids::Setup) -> Self {
+    pub fn new(world: World, workloads: Workloads, workers: usize, ids: ids::Setup) -> Self {
         Self {
             world,
             workloads,
+            workers,
             ids_oracle: Mutex::new(oracle::ids::Oracle {
                 unit: ids.unit(),
                 ..Default::default()
@@ -163,9 +166,16 @@ impl Shared {
     }
 }
 
-/// One process: every chosen workload at once on the session `zk`, until told to stop.
+/// One process until told to stop: a worker (`p` up to `workers`) runs the ID service, the
+/// counter and the queue at once on the session `zk`; every other process is an election
+/// candidate alone on its session, as `zooid elect` runs.
 pub async fn process(shared: std::sync::Arc<Shared>, p: usize, zk: Zk) {
-    let w = shared.workloads.clone();
+    let mut w = shared.workloads.clone();
+    if p <= shared.workers {
+        w.election = false;
+    } else {
+        (w.ids, w.counter, w.queue) = (false, false, false);
+    }
     let ids = async {
         if w.ids {
             ids::process(&shared, p, zk.clone()).await;
