@@ -257,6 +257,9 @@ async fn chaos(
                     state.end_session(sid, Life::Expired);
                 }
             } else if hit(f.pause) {
+                if proc.gate.paused.load(Ordering::SeqCst) {
+                    continue; // already paused
+                }
                 let pause = {
                     let mut state = world.lock();
                     let pause = between(&mut state.rng, Duration::from_millis(100), timeout * 2);
@@ -283,6 +286,7 @@ async fn chaos(
                     state.log(format!("p{p} crashed"));
                     if let Some(cl) = state.clients.get_mut(&c) {
                         cl.frozen = true;
+                        cl.crashed = true;
                     }
                     state.drop_connection(c, None, "process crashed");
                 }

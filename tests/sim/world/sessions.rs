@@ -50,6 +50,8 @@ pub struct ClientState {
     pub closed: bool,
     /// Paused or crashed: no reattach until resumed.
     pub frozen: bool,
+    /// Crashed: never resumed (a pause that began before the crash ends without it).
+    pub crashed: bool,
     pub stop_acting: bool,
     /// The last zxid this client saw (a follower never serves it anything older).
     pub seen: i64,
@@ -103,6 +105,7 @@ impl State {
                 lost: false,
                 closed: false,
                 frozen: false,
+                crashed: false,
                 stop_acting: false,
                 seen: 0,
                 generations: [(1, sid)].into(),
@@ -383,7 +386,7 @@ impl State {
         let Some(client) = self.clients.get_mut(&c) else {
             return;
         };
-        if !client.frozen {
+        if !client.frozen || client.crashed {
             return;
         }
         client.frozen = false;
