@@ -313,8 +313,13 @@ impl State {
     }
 
     pub(super) fn open_next(&mut self, c: usize) {
-        let frozen = self.clients.get(&c).is_none_or(|cl| cl.frozen || cl.closed);
-        if frozen {
+        // Frozen, closed, or its next generation already opened (a resume and the give-up
+        // both schedule the opening: the second would replace a live generation silently).
+        let skip = self
+            .clients
+            .get(&c)
+            .is_none_or(|cl| cl.frozen || cl.closed || !cl.lost);
+        if skip {
             return;
         }
         let sid = self.open_server_session(c);
