@@ -4,6 +4,7 @@
 //! `ZOOID_SIM_SECONDS`, 60; from `ZOOID_SIM_FIRST_SEED`, default 0), prints a failing seed with
 //! its trace, and ends with one line: `sim: N seeds, V violations, E events, T s`.
 
+mod chaos;
 mod oracle;
 mod run;
 mod workload;
