@@ -120,9 +120,7 @@ pub async fn chaos(
                     let mut state = world.lock();
                     let pause = between(&mut state.rng, Duration::from_millis(100), timeout * 2);
                     state.log(format!("p{p} paused for {pause:?}"));
-                    if let Some(cl) = state.clients.get_mut(&c) {
-                        cl.frozen = true;
-                    }
+                    state.freeze(c, false);
                     state.drop_connection(c, None, "process paused");
                     pause
                 };
@@ -140,10 +138,7 @@ pub async fn chaos(
                 {
                     let mut state = world.lock();
                     state.log(format!("p{p} crashed"));
-                    if let Some(cl) = state.clients.get_mut(&c) {
-                        cl.frozen = true;
-                        cl.crashed = true;
-                    }
+                    state.freeze(c, true);
                     state.drop_connection(c, None, "process crashed");
                 }
                 shared.crashed(p);

@@ -385,6 +385,18 @@ impl State {
 }
 
 impl State {
+    /// Process client `c` stops (paused, or crashed for good): it learns nothing, neither its
+    /// session's status nor its watches' notifications, until it resumes.
+    pub fn freeze(&mut self, c: usize, crashed: bool) {
+        let Some(client) = self.clients.get_mut(&c) else {
+            return;
+        };
+        client.frozen = true;
+        client.crashed |= crashed;
+        let sessions: Vec<i64> = client.generations.values().copied().collect();
+        self.watches.freeze(sessions);
+    }
+
     /// A paused process resumes: its client reattaches (or, if its generation was given up
     /// meanwhile, opens the next one).
     pub fn thaw(&mut self, c: usize) {
@@ -398,7 +410,13 @@ impl State {
         let (lost, connected, conn) = (client.lost, client.connected, client.conn);
         self.log(format!("c{c} resumed"));
         // What happened while it was stopped, at once.
+        let sessions: Vec<i64> = self
+            .clients
+            .get(&c)
+            .map(|cl| cl.generations.values().copied().collect())
+            .unwrap_or_default();
         self.publish(c);
+        self.watches.thaw(&sessions);
         if lost {
             self.schedule(Duration::from_millis(1), Action::OpenNext { client: c });
         } else if !connected {
