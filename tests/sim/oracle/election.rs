@@ -106,7 +106,7 @@ impl Oracle {
                 )),
                 _ => {}
             }
-            if !lease.is_some_and(|until| now < until) {
+            if lease.is_none_or(|until| now >= until) {
                 continue;
             }
             if let Some(&(t, until)) = self.exempt.get(&p) {
