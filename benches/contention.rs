@@ -15,7 +15,10 @@
 //! - `zooid-java`: `zooid` through the Java binding: N threads of one JVM, each with its own
 //!   `IDGeneratorService` (java/curator-bench `ZooidContender`), as the Curator baseline runs;
 //! - `curator`: Curator's `DistributedAtomicLong.add(batch)` (java/curator-bench), N clients with
-//!   their own sessions in one JVM.
+//!   their own sessions in one JVM, its optimistic loop backing off with
+//!   `BoundedExponentialBackoffRetry(1 ms, 100 ms, 1000)`; `curator:BASE:CAP:ATTEMPTS` names
+//!   another policy, and `--curator-sweep` runs each policy of [`CURATOR_SWEEP`] as a row of its
+//!   own (Curator at its best is the best of them).
 //!
 //! With `--push-back PCT` every take of the zooid modes is followed by a push (`push_ids`) of the
 //! last PCT % of the IDs it got (10: the last 100 of a take of 1,000), the seeds' recycling
@@ -61,7 +64,7 @@
 //! mvn -B -q -f java/curator-bench/pom.xml package dependency:copy-dependencies -DexcludeArtifactIds=zooid
 //! cargo bench --bench contention -- [--clients 1,4,16,32] [--window-ms 6000] [--batch 1000]
 //!     [--push-back 0] [--modes zooid,zooid-single,zooid-blocks,zooid-fair,naive,curator]
-//!     [--setups standalone,ensemble] [--rounds 1]
+//!     [--setups standalone,ensemble] [--rounds 1] [--curator-sweep]
 //! cargo bench --bench contention -- --burst 2000 [--holes 2000] [--burst-batch 10000]
 //!     [--setups standalone]
 //! ```
@@ -176,6 +179,12 @@ fn parse_args() -> Args {
             "--burst" => args.burst = Some(value().parse().expect("--burst: a number")),
             "--burst-batch" => args.burst_batch = value().parse().expect("--burst-batch: a number"),
             "--holes" => args.holes = Some(value().parse().expect("--holes: a number")),
+            // Every Curator retry policy of the sweep as a mode of its own, instead of `curator`.
+            "--curator-sweep" => {
+                args.modes.retain(|m| !m.starts_with("curator"));
+                args.modes
+                    .extend(CURATOR_SWEEP.iter().map(|m| m.to_string()));
+            }
             "--bench" => {}
             other => panic!("unknown argument {other}"),
         }
@@ -186,6 +195,52 @@ fn parse_args() -> Args {
     );
     args
 }
+
+/// The retry policy of a Curator row: `DistributedAtomicLong`'s optimistic loop backs off with
+/// `BoundedExponentialBackoffRetry(base_ms, cap_ms, attempts)`.
+struct CuratorRetry {
+    base_ms: u64,
+    cap_ms: u64,
+    attempts: u64,
+}
+
+/// The policy a `curator` mode names: `curator` is the bench's own (1 ms, 100 ms, 1000);
+/// `curator:BASE:CAP:ATTEMPTS` another one.
+fn curator_retry(mode: &str) -> CuratorRetry {
+    let fields: Vec<u64> = mode
+        .split(':')
+        .skip(1)
+        .map(|f| {
+            f.parse()
+                .unwrap_or_else(|_| panic!("{mode}: curator:BASE_MS:CAP_MS:ATTEMPTS"))
+        })
+        .collect();
+    match fields[..] {
+        [] => CuratorRetry {
+            base_ms: 1,
+            cap_ms: 100,
+            attempts: 1000,
+        },
+        [base_ms, cap_ms, attempts] => CuratorRetry {
+            base_ms,
+            cap_ms,
+            attempts,
+        },
+        _ => panic!("{mode}: curator:BASE_MS:CAP_MS:ATTEMPTS"),
+    }
+}
+
+/// The Curator retry policies `--curator-sweep` runs, each as a mode of its own: base sleeps of
+/// 1 to 10 ms, caps of 100 ms to 1 s, attempts enough never to give up within a window.
+const CURATOR_SWEEP: &[&str] = &[
+    "curator:1:100:1000",
+    "curator:2:100:1000",
+    "curator:2:500:1000",
+    "curator:5:500:1000",
+    "curator:5:1000:1000",
+    "curator:10:1000:1000",
+    "curator:1:50:1000",
+];
 
 /// Whether `mode` pushes IDs back (the zooid modes; `raw` writes a push's floor); `naive` and
 /// `curator` only take.
@@ -520,7 +575,8 @@ fn run_one(
             workers.push(Worker::spawn(command, 0, tx.clone()));
             1
         }
-        "curator" => {
+        curator if curator.starts_with("curator") => {
+            let retry = curator_retry(curator);
             let Some(classpath) = curator_classpath() else {
                 eprintln!(
                     "curator skipped: run `mvn -B -q -f java/curator-bench/pom.xml package dependency:copy-dependencies`"
@@ -538,6 +594,9 @@ fn run_one(
                 &clients.to_string(),
                 &args.batch.to_string(),
                 &args.window_ms.to_string(),
+                &retry.base_ms.to_string(),
+                &retry.cap_ms.to_string(),
+                &retry.attempts.to_string(),
             ]);
             workers.push(Worker::spawn(command, 0, tx.clone()));
             1
@@ -1159,6 +1218,8 @@ fn main() {
         let (connect, zxid_addr) = (running.connect.clone(), running.zxid_addr);
         // Per mode, its 1-process row: ops/s, and writes per op (all successful: it is alone).
         let mut at_one: HashMap<String, (f64, f64)> = Default::default();
+        // Every row's ops/s, for the ratios printed after the setup.
+        let mut rates: Vec<(usize, String, f64, f64)> = Vec::new();
         for _round in 0..args.rounds {
             for &clients in &args.clients {
                 for mode in &args.modes {
@@ -1173,6 +1234,7 @@ fn main() {
                     if clients == 1 {
                         at_one.insert(mode.clone(), (row.ops_per_s, row.writes_per_op));
                     }
+                    rates.push((clients, mode.clone(), row.ops_per_s, row.min_over_mean));
                     let nominal = if row.push_pct > 0 { 2.0 } else { 1.0 };
                     let (ratio, alone) = at_one
                         .get(mode)
@@ -1223,9 +1285,66 @@ fn main() {
                 }
             }
         }
+        print_ratios(setup, &rates);
     }
     println!("\nCSV: {}", csv_path.display());
     exit_on_duplicate();
+}
+
+/// After a setup's rows: per process count, each zooid mode's rate against the raw floor and
+/// against Curator at its best: the fastest `curator` row of that count, and the fastest whose
+/// slowest client kept up (fewest ÷ mean ≥ 0.5), each named (means over rounds).
+fn print_ratios(setup: &str, rates: &[(usize, String, f64, f64)]) {
+    let mean = |clients: usize, mode: &str| {
+        let found: Vec<(f64, f64)> = rates
+            .iter()
+            .filter(|(c, m, _, _)| *c == clients && m == mode)
+            .map(|(_, _, r, f)| (*r, *f))
+            .collect();
+        let n = found.len() as f64;
+        (!found.is_empty()).then(|| {
+            let rate = found.iter().map(|x| x.0).sum::<f64>() / n;
+            let fairness = found.iter().map(|x| x.1).sum::<f64>() / n;
+            (rate, fairness)
+        })
+    };
+    let mut counts: Vec<usize> = rates.iter().map(|(c, _, _, _)| *c).collect();
+    counts.sort_unstable();
+    counts.dedup();
+    let mut modes: Vec<&str> = rates.iter().map(|(_, m, _, _)| m.as_str()).collect();
+    modes.sort_unstable();
+    modes.dedup();
+    for clients in counts {
+        let raw = mean(clients, "raw").map(|(r, _)| r);
+        let curators: Vec<(&str, f64, f64)> = modes
+            .iter()
+            .filter(|m| m.starts_with("curator"))
+            .filter_map(|m| mean(clients, m).map(|(r, f)| (*m, r, f)))
+            .collect();
+        let fastest = |fair_only: bool| {
+            curators
+                .iter()
+                .filter(|c| !fair_only || c.2 >= 0.5)
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+                .copied()
+        };
+        for mode in modes.iter().filter(|m| m.starts_with("zooid")) {
+            let Some((rate, _)) = mean(clients, mode) else {
+                continue;
+            };
+            let to_raw = raw.map_or("–".to_string(), |r| format!("{:.2}×", rate / r));
+            let to = |best: Option<(&str, f64, f64)>| {
+                best.map_or("–".to_string(), |(m, r, f)| {
+                    format!("{:.2}× ({m}: {r:.0} ops/s, fewest ÷ mean {f:.2})", rate / r)
+                })
+            };
+            println!(
+                "{setup}, {clients} procs: {mode} {rate:.0} ops/s = {to_raw} the raw floor; {} the fastest Curator; {} the fastest fair Curator",
+                to(fastest(false)),
+                to(fastest(true))
+            );
+        }
+    }
 }
 
 /// Exits non-zero when any run handed an ID out twice.

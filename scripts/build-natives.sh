@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Builds the portable zooid libraries: the library crate (cdylib + staticlib, release, default
-# features: no Kerberos) for Linux x86_64 and aarch64 against glibc 2.17, with cargo-zigbuild
-# (zig as the cross linker and C compiler, glibc 2.17 stubs from zig). For each platform:
+# Builds the portable zooid libraries: the library crate (cdylib + staticlib, cargo profile
+# `natives`: release with fat LTO and one codegen unit; default features: no Kerberos) for Linux
+# x86_64 and aarch64 against glibc 2.17, with cargo-zigbuild (zig as the cross linker and C
+# compiler, glibc 2.17 stubs from zig). For each platform:
 #
 #   target/natives/linux-<arch>/libzooid.so        stripped; .gnu_debuglink names the file below
 #   target/natives/linux-<arch>/libzooid.so.debug  its debug info (objcopy --only-keep-debug)
-#   target/natives/linux-<arch>/libzooid.a         static library: one object, no debug info
+#   target/natives/linux-<arch>/libzooid.a         static library: one object, no debug info or bitcode
 #
 # The Java build bundles every linux-<arch>/libzooid.so of that directory (java/zooid/pom.xml);
 # scripts/release-c.sh packs the C release from it; tests/natives.rs checks it.
@@ -69,8 +70,8 @@ for arch in "${arches[@]}"; do
     ld="$(binutil ld "$arch")"
     say "$triple, glibc $glibc"
     arch_started=$SECONDS
-    cargo zigbuild --locked --release --lib -p zooid --target "$triple.$glibc"
-    built="$target_dir/$triple/release"
+    cargo zigbuild --locked --profile natives --lib -p zooid --target "$triple.$glibc"
+    built="$target_dir/$triple/natives"
     dest="$out/linux-$arch"
     mkdir -p "$dest"
     rm -f "$dest/libzooid.so" "$dest/libzooid.so.debug" "$dest/libzooid.a"
@@ -87,7 +88,9 @@ for arch in "${arches[@]}"; do
     # future dependency's registration from depending on the link.
     work="$(mktemp -d)"
     "$ld" -r --whole-archive "$built/libzooid.a" -o "$work/zooid.o"
-    "$objcopy" --strip-debug "$work/zooid.o"
+    # No debug info, and no LLVM bitcode (.llvmbc, .llvmcmd: what the Rust standard library's
+    # objects carry for LTO; a C linker does not read it, and it was most of the archive).
+    "$objcopy" --strip-debug --remove-section=.llvmbc --remove-section=.llvmcmd "$work/zooid.o"
     # zig's llvm-ar: GNU ar hands objects to its LTO plugins (LLVMgold of an older LLVM where
     # libclang-dev is installed), which abort on rustc's object.
     python3 -m ziglang ar rcsD "$dest/libzooid.a" "$work/zooid.o"

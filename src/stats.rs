@@ -1,5 +1,5 @@
 //! What the ID service did, for operators: counters kept in the service (read back with
-//! [`crate::IdGeneratorService::stats`]) and the same figures emitted through the `metrics`
+//! [`crate::alloc::IdGeneratorService::stats`]) and the same figures emitted through the `metrics`
 //! facade, so an application plugs in the exporter it uses (Prometheus, StatsD, ...).
 //!
 //! The facade cannot be read back, so the service keeps its own atomics as well; both are
@@ -49,7 +49,7 @@ pub struct CategoryStats {
     pub ranges: u64,
     /// The pool node's size in bytes.
     pub node_bytes: u64,
-    /// The size a push may grow the node to ([`crate::ServiceOptions::max_pool_bytes`]).
+    /// The size a push may grow the node to ([`crate::alloc::ServiceOptions::max_pool_bytes`]).
     pub node_bytes_limit: u64,
     /// The node's data version.
     pub version: i32,
@@ -72,7 +72,7 @@ pub struct LatencyHistogram {
     pub max_us: u64,
 }
 
-/// A snapshot of what an [`crate::IdGeneratorService`] did since it was opened.
+/// A snapshot of what an [`crate::alloc::IdGeneratorService`] did since it was opened.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ServiceStats {
     /// Takes that returned IDs.
@@ -308,7 +308,7 @@ impl Recorder {
 }
 
 /// The outcome field of an operation's span and metrics: `ok`, or the error's kind's label.
-pub(crate) fn outcome_of(err: Option<&crate::ZooidError>) -> &'static str {
+pub(crate) fn outcome_of(err: Option<&crate::error::ZooidError>) -> &'static str {
     err.map_or("ok", |err| err.kind().label())
 }
 

@@ -3,7 +3,7 @@
 
 use std::cell::Cell;
 
-use super::blocks::{generations, needs_zookeeper};
+use super::blocks::generations;
 use super::core::{count_of, Core};
 use super::engine::{LastFailure, Plan, Step};
 use super::options::{Layout, Restored};
@@ -92,7 +92,7 @@ impl<S: Store> Core<S> {
         }
         check_ceiling(ceiling, last)?;
         let bounds = category_bounds(first, last)?;
-        let zk = self.zk.as_ref().ok_or_else(needs_zookeeper)?;
+        let zk = self.on_zookeeper()?.zk;
         let path = category.name();
         let mut pool = Pool::with_hole_nodes(bounds, unit);
         pool.set_ceiling(ceiling);
@@ -221,7 +221,8 @@ impl<S: Store> Core<S> {
             let created = match pool.blocks() {
                 None => self.store.create(path, &bytes).await,
                 Some(layout) => {
-                    create_block_pool(self.zk.as_ref(), path, &bytes, layout.generation).await
+                    create_block_pool(self.on_zookeeper()?.zk, path, &bytes, layout.generation)
+                        .await
                 }
             };
             match created {
@@ -268,9 +269,8 @@ impl<S: Store> Core<S> {
         // Hole IDs given up, over every attempt.
         let mut holes_removed = 0;
         loop {
-            slot.cached = None;
-            // The holes given up below are listed again by the next take.
-            slot.holes = None;
+            // The pool is read again, and the holes given up below listed again by the next take.
+            slot.forget();
             // The generation sealed for this attempt and its final frontier (block pools).
             let sealed = match self.zk.as_ref() {
                 Some(session) => {
@@ -363,13 +363,13 @@ impl<S: Store> Core<S> {
                         removed: count_of(&moved) + holes_removed,
                     }
                 }
-                Step::Kept(_) if moved_on.get() => {
+                Step::Kept if moved_on.get() => {
                     if !budget.try_attempt() {
                         return Err(self.budget_error(category, &budget, LastFailure::Conflict));
                     }
                     continue;
                 }
-                Step::Kept(_) => Restored::Kept,
+                Step::Kept => Restored::Kept,
             };
             return Ok(outcome);
         }
@@ -413,12 +413,11 @@ impl<S: Store> Core<S> {
 /// sequence parent of `generation`, the parents of the receipts and of the holes, in one
 /// `multi`. Its errors read as a plain create's.
 async fn create_block_pool(
-    zk: Option<&Zk>,
+    zk: &Zk,
     path: &str,
     bytes: &[u8],
     generation: u64,
 ) -> std::result::Result<(), StoreError> {
-    let zk = zk.ok_or_else(|| StoreError::Refused(needs_zookeeper().to_string()))?;
     let session_generation = zk.generation();
     let options = Create::persistent();
     let created = async {

@@ -2,8 +2,11 @@
 //! layout, the options, what this process knows of each category, and the counters. The facade
 //! (src/alloc/service.rs) owns one [`Core`] and asks it; the modules below implement it.
 
+use std::ops::Deref;
+
 use super::options::ServiceOptions;
 use super::state::Categories;
+use crate::error::{Result, ZooidError};
 use crate::range::IdRange;
 use crate::stats::Recorder;
 use crate::store::{AnyStore, Store};
@@ -32,6 +35,51 @@ impl<S: Store> Core<S> {
             stats: Recorder::default(),
         }
     }
+}
+
+impl<S: Store> Core<S> {
+    /// The core with its ZooKeeper session, for the hole-node layout (format 4) and the admin
+    /// operations on it: the one place that refuses them on an embedded store.
+    pub(super) fn on_zookeeper(&self) -> Result<OnZooKeeper<'_, S>> {
+        match self.zk.as_ref() {
+            Some(zk) => Ok(OnZooKeeper { core: self, zk }),
+            None => Err(needs_zookeeper()),
+        }
+    }
+}
+
+/// The error for block allocation on an embedded store.
+pub(crate) fn needs_zookeeper() -> ZooidError {
+    ZooidError::InvalidArgument(
+        "block allocation (pool format 4) needs a ZooKeeper store, not mem: or file:".into(),
+    )
+}
+
+/// A [`Core`] whose store is ZooKeeper's, with its session: what the hole-node strategy
+/// (src/alloc/holes/, src/alloc/blocks/) works on. Made only by [`Core::on_zookeeper`], so the
+/// strategy's requests always have a session to go to.
+pub(crate) struct OnZooKeeper<'a, S: Store> {
+    core: &'a Core<S>,
+    /// The session every request of the strategy is sent on.
+    pub(super) zk: &'a Zk,
+}
+
+impl<S: Store> Deref for OnZooKeeper<'_, S> {
+    type Target = Core<S>;
+
+    fn deref(&self) -> &Core<S> {
+        self.core
+    }
+}
+
+/// How a strategy's take ended.
+pub(crate) enum Taken {
+    /// These IDs: all the take asked for, or fewer where the category has no more to give.
+    Ids(Vec<IdRange>),
+    /// The pool was found in another layout (recreated or migrated meanwhile) after these IDs
+    /// were taken: the dispatch point (src/alloc/dispatch.rs) serves the rest with the strategy
+    /// of the pool as it is now.
+    Moved(Vec<IdRange>),
 }
 
 /// How many IDs `ranges` hold.

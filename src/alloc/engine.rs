@@ -5,10 +5,10 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::blocks::generations;
 use super::core::Core;
 use super::lost::{LostWrite, Resolution};
 use super::options::DEFAULT_MOVE_AT_VERSION;
+use super::pool_watch::watch_pool;
 use super::state::{figures, Cached, Held, Slot, Strategy, MOVE_RETRY_AFTER};
 use crate::error::{Result, ZooidError};
 use crate::format::{OpKind, OpRecord, OpToken, Pool, MAX_OP_LINE_BYTES};
@@ -31,14 +31,14 @@ pub(crate) enum Plan {
 }
 
 /// What an update did.
-pub(crate) enum Step<'s> {
+pub(crate) enum Step {
     /// The write applied: the operation moved these IDs, on a pool of this strategy.
     Done {
         moved: Vec<IdRange>,
         strategy: Strategy,
     },
-    /// The plan wrote nothing; this is the state it planned on.
-    Kept(&'s Cached),
+    /// The plan wrote nothing (the slot keeps the state it planned on).
+    Kept,
 }
 
 /// Why the last attempt of an operation did not succeed.
@@ -78,40 +78,30 @@ impl<S: Store> Core<S> {
         }
     }
 
-    /// Applies `plan` to the pool with compare-and-set until it sticks or `budget` runs out,
-    /// refusing a pool older than seen before when `refuse_older` (everything but the repair of
-    /// such a pool). A plan's error on a remembered state is not trusted: the pool is read again
-    /// and planned on once more.
-    pub(crate) async fn update<'s>(
+    /// The pool as this operation may plan on it: the state the slot remembers while it is
+    /// good, or the pool read now (and remembered).
+    pub(crate) async fn current<'s>(
         &self,
         category: &IdCategory,
         slot: &'s mut Slot,
         budget: &mut Budget,
-        kind: OpKind,
-        refuse_older: bool,
-        plan: impl Fn(&Pool, Strategy) -> Result<Plan>,
-    ) -> Result<Step<'s>> {
-        let result = self
-            .attempts(category, slot, budget, kind, refuse_older, plan)
-            .await;
-        self.stats.retries(
-            category.name(),
-            u64::from(budget.attempts().saturating_sub(1)),
-        );
-        result
+    ) -> Result<&'s Cached> {
+        self.forget_stale(slot);
+        let state = match slot.cached.take() {
+            Some(state) => state,
+            None => {
+                // The read is the first attempt's, whatever comes of it.
+                tracing::Span::current().record("attempt", budget.attempts().max(1));
+                self.read_state(category.name(), slot, budget, true, None)
+                    .await?
+            }
+        };
+        Ok(slot.cached.insert(state))
     }
 
-    /// The attempts of [`update`](Self::update).
-    async fn attempts<'s>(
-        &self,
-        category: &IdCategory,
-        slot: &'s mut Slot,
-        budget: &mut Budget,
-        kind: OpKind,
-        refuse_older: bool,
-        plan: impl Fn(&Pool, Strategy) -> Result<Plan>,
-    ) -> Result<Step<'s>> {
-        let path = category.name();
+    /// Forgets the slot's state when the pool changed since (its watch fired), when it was
+    /// known on an earlier session, or when it is older than [`Core::remember_for`].
+    fn forget_stale(&self, slot: &mut Slot) {
         if slot.changed.swap(false, Ordering::AcqRel) {
             slot.cached = None;
         }
@@ -126,6 +116,43 @@ impl<S: Store> Core<S> {
         {
             slot.cached = None;
         }
+    }
+
+    /// Applies `plan` to the pool with compare-and-set until it sticks or `budget` runs out,
+    /// refusing a pool older than seen before when `refuse_older` (everything but the repair of
+    /// such a pool). A plan's error on a remembered state is not trusted: the pool is read again
+    /// and planned on once more.
+    pub(crate) async fn update(
+        &self,
+        category: &IdCategory,
+        slot: &mut Slot,
+        budget: &mut Budget,
+        kind: OpKind,
+        refuse_older: bool,
+        plan: impl Fn(&Pool, Strategy) -> Result<Plan>,
+    ) -> Result<Step> {
+        let result = self
+            .attempts(category, slot, budget, kind, refuse_older, plan)
+            .await;
+        self.stats.retries(
+            category.name(),
+            u64::from(budget.attempts().saturating_sub(1)),
+        );
+        result
+    }
+
+    /// The attempts of [`update`](Self::update).
+    async fn attempts(
+        &self,
+        category: &IdCategory,
+        slot: &mut Slot,
+        budget: &mut Budget,
+        kind: OpKind,
+        refuse_older: bool,
+        plan: impl Fn(&Pool, Strategy) -> Result<Plan>,
+    ) -> Result<Step> {
+        let path = category.name();
+        self.forget_stale(slot);
         let mut failure = LastFailure::None;
         let mut conflicts = 0u32;
         // The version this process last wrote, when it yielded instead of writing on it.
@@ -156,7 +183,10 @@ impl<S: Store> Core<S> {
                     });
                     self.prepare(path, &current, next, moved, count, kind, may_move)?
                 }
-                Ok(Plan::Keep) => return Ok(Step::Kept(slot.cached.insert(current))),
+                Ok(Plan::Keep) => {
+                    slot.cached = Some(current);
+                    return Ok(Step::Kept);
+                }
                 // A remembered state may be stale: decide only on what the store holds now.
                 Err(_) if !current.fresh => continue,
                 Err(err) => {
@@ -258,7 +288,7 @@ impl<S: Store> Core<S> {
         slot.known.store(node.version, Ordering::Release);
         if let (Some(_), Some(session)) = (pool.blocks(), session) {
             let (known, armed, changed) = (&slot.known, &slot.armed, &slot.changed);
-            generations::watch_pool(
+            watch_pool(
                 session,
                 path,
                 Arc::clone(known),

@@ -29,7 +29,7 @@
 
 use std::collections::BTreeSet;
 
-use super::blocks::{needs_zookeeper, refused};
+use super::blocks::refused;
 use super::core::Core;
 use super::engine::LastFailure;
 use super::options::Layout;
@@ -153,7 +153,7 @@ impl<S: Store> Core<S> {
     /// See [`migrate_category`](Self::migrate_category).
     pub(super) async fn migrate(&self, category: &IdCategory, layout: Layout) -> Result<Migrated> {
         let unit = target_unit(layout)?;
-        let session = self.zk.as_ref().ok_or_else(needs_zookeeper)?;
+        let session = self.on_zookeeper()?.zk;
         let path = category.name();
         let mut budget = Budget::start(self.options.retry);
         let node = self.read(path, &mut budget).await?;

@@ -3,10 +3,10 @@
 //! protocol).
 //!
 //! - [`service`]: the [`IdGeneratorService`] facade, its constructors and public operations.
-//! - `ops`: take and push, each following the strategy its read found: `single` (the free list
-//!   in the pool node, formats 1 and 2) or block allocation (format 4, the default on
-//!   ZooKeeper): fresh blocks claimed by sequential creates ([`blocks`]: claims, generations,
-//!   repair) and pushed ranges kept as nodes of their own, taken by deleting them (`holes`).
+//! - `dispatch`: take and push, each served by the strategy of the pool's layout: `single` (the
+//!   free list in the pool node, formats 1 and 2) or hole nodes (format 4, the default on
+//!   ZooKeeper): pushed ranges kept as nodes of their own, taken by deleting them (`holes`),
+//!   and fresh blocks claimed by sequential creates ([`blocks`]: claims, generations, repair).
 //! - `engine`: the compare-and-set loop every write of the pool node goes through; `lost`: the
 //!   resolution of a lost reply.
 //! - `state`: what this process knows of each category (the pool as last seen, the holes
@@ -20,13 +20,15 @@
 mod admin;
 pub mod blocks;
 mod core;
+mod dispatch;
 mod engine;
+pub(crate) mod fenced;
 mod holes;
 mod info;
 mod lost;
 mod migrate;
-mod ops;
 mod options;
+mod pool_watch;
 mod service;
 mod single;
 mod spec;

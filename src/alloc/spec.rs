@@ -235,6 +235,6 @@ mod tests {
     #[test]
     fn validation_errors_are_invalid_argument() {
         let err = CategorySpec::new(1, 10).blocks(0).validate().unwrap_err();
-        assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument);
+        assert_eq!(err.kind(), crate::error::ErrorKind::InvalidArgument);
     }
 }

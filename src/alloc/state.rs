@@ -1,7 +1,8 @@
-//! What this process knows of each category: the pool as last read or written, the holes of a
-//! pool in format 4 as last listed, how contended the category looks, the newest state seen (to
-//! refuse one from the past), the next block, and its last receipt.
+//! What this process knows of each category: the pool as last read or written, how contended
+//! the category looks, the newest state seen (to refuse one from the past), the next block, its
+//! last receipt, and whatever the category's strategy keeps (held for it, not known here).
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI32};
 use std::sync::{Arc, Mutex};
@@ -96,10 +97,13 @@ pub(crate) struct Slot {
     pub known: Arc<AtomicI32>,
     /// Whether a watch for `changed` is in place.
     pub armed: Arc<AtomicBool>,
-    /// The holes of a format-4 pool as last listed (src/alloc/holes/listing.rs).
-    pub holes: Option<Listing>,
-    /// This process's recent races for holes (src/alloc/holes/mod.rs).
-    pub hole_races: HoleRaces,
+    /// What the strategy serving the category keeps between its operations, in a type of its
+    /// own that the slot does not know (the hole-node strategy's listing and races:
+    /// src/alloc/holes/memory.rs).
+    pub memory: Option<Box<dyn Any + Send>>,
+    /// How many times the slot forgot what it remembered: a strategy's memory made before the
+    /// last time is forgotten too.
+    pub forgotten: u64,
     /// The data version at which moving this single-node pool to a fresh node was last refused
     /// (a child under it, or no delete and create on its parent): until
     /// [`MOVE_RETRY_AFTER`] writes later, or the last data version, it is written in place.
@@ -114,197 +118,20 @@ impl Slot {
     /// Forgets what was remembered if the last operation under this slot ended in doubt.
     pub(crate) fn settle_doubt(&mut self) {
         if std::mem::take(&mut self.in_doubt) {
-            self.cached = None;
-            self.holes = None;
+            self.forget();
         }
+    }
+
+    /// Forgets the pool and what the strategy remembers of it (the holes listed): the next
+    /// operation reads them again.
+    pub(crate) fn forget(&mut self) {
+        self.cached = None;
+        self.forgotten += 1;
     }
 }
 
 /// How many writes after a refused move of a pool to a fresh node the move is tried again.
 pub(crate) const MOVE_RETRY_AFTER: i32 = 1_024;
-
-/// The holes of a pool in format 4 as one listing found them, and whether they may have changed
-/// since (src/alloc/holes/listing.rs).
-pub(crate) struct Listing {
-    /// The holes, by node name and range, in ID order.
-    pub holes: Vec<(String, crate::range::IdRange)>,
-    /// Set by the listing's child watch when a hole was created or deleted, or the session ended.
-    pub stale: Arc<AtomicBool>,
-    /// The session generation the listing was made on (a watch does not outlive it).
-    pub generation: u64,
-    /// The child version (`cversion`) of the holes' parent that `holes` show: the listing's, plus
-    /// one per hole this process's own writes created or deleted since. Each create or delete of
-    /// a child adds one, so an equal `cversion` read later means nobody else changed the holes.
-    pub cversion: i32,
-    /// The holes' parent's incarnation (`czxid`): a parent deleted and created again (a category
-    /// recreated, a migration) counts its child version from 0 again.
-    pub created: i64,
-    /// Until when the listing may be used while its check is still on its way: set when a look
-    /// found that nobody else changed the holes (`refresh` in src/alloc/holes/listing.rs).
-    pub trusted_until: Option<tokio::time::Instant>,
-    /// A check of the holes' parent sent ahead of this process's next write; it is answered by
-    /// the time the write is (a session's requests are answered in order).
-    pub ahead: Option<AheadCheck>,
-    /// Whether others changed the holes when this listing was made (the look before found their
-    /// changes): the next look lists them again without checking first.
-    pub busy: bool,
-    /// The names of the holes this process's own writes created since the listing was made:
-    /// known as of those writes, later than the listing.
-    pub own_since: std::collections::HashSet<String>,
-    /// When this process last found the listing current, or made it.
-    pub looked_at: tokio::time::Instant,
-    /// The holes it shows that another process pushed moments ago: left to their pusher for a
-    /// while by takes of whole blocks (src/alloc/holes/young.rs).
-    pub young: crate::alloc::holes::young::YoungHoles,
-}
-
-/// A check of the holes' parent sent ahead of a write (src/alloc/holes/listing.rs).
-pub(crate) struct AheadCheck {
-    /// When it was sent: an answer of `true` means the listing was exact then.
-    pub sent: tokio::time::Instant,
-    /// Whether the parent was at the child version and incarnation the listing expected.
-    pub answer: tokio::task::JoinHandle<bool>,
-}
-
-impl Listing {
-    /// Applies this process's own write to the listing: `deleted` holes gone, `created` new.
-    pub(crate) fn apply_own(&mut self, deleted: &[String], created: &[crate::range::IdRange]) {
-        if !deleted.is_empty() {
-            self.holes.retain(|(name, _)| !deleted.contains(name));
-            self.own_since.retain(|name| !deleted.contains(name));
-        }
-        // Kept in ID order (the listing sorts them): each new hole where it belongs.
-        for range in created {
-            let key = (range.start(), range.end());
-            let at = self
-                .holes
-                .partition_point(|(_, r)| (r.start(), r.end()) < key);
-            let name = crate::format::hole_name(range);
-            self.young.forget(range);
-            self.own_since.insert(name.clone());
-            self.holes.insert(at, (name, *range));
-        }
-        let changes = i32::try_from(deleted.len() + created.len()).unwrap_or(i32::MAX);
-        // ZooKeeper's child version never wraps: it stops at 2^31 - 1, where no listing is
-        // trusted on it any more (listing::CVERSION_TRUSTED_BELOW).
-        self.cversion = self.cversion.saturating_add(changes);
-    }
-
-    /// Whether every one of `nodes` is a hole this process's own writes created since the
-    /// listing was made.
-    pub(crate) fn all_own_since(&self, nodes: &[String]) -> bool {
-        nodes.iter().all(|name| self.own_since.contains(name))
-    }
-
-    /// Takes the holes' ages from `previous`, the listing this one replaces (on the same
-    /// session generation), as [`YoungHoles::after`](crate::alloc::holes::young::YoungHoles::after) says.
-    pub(crate) fn follow(&mut self, previous: Option<&Listing>) {
-        use crate::alloc::holes::young::{Previous, YoungHoles};
-        let previous = previous.map(|old| Previous {
-            holes: &old.holes,
-            young: &old.young,
-            looked_at: old.looked_at,
-        });
-        self.young = YoungHoles::after(previous, &self.holes, self.looked_at);
-    }
-
-    /// Marks the listing out of date (a claim on it found a hole gone): the next look lists
-    /// the holes again, at once and without a watch, as for a busy process.
-    pub(crate) fn outdated(&mut self) {
-        self.stale.store(true, std::sync::atomic::Ordering::Release);
-        self.busy = true;
-        self.trusted_until = None;
-        self.ahead = None;
-    }
-
-    /// Whether the listing still shows the holes as they are on session `generation`.
-    pub(crate) fn is_current(&self, generation: u64) -> bool {
-        !self.stale.load(std::sync::atomic::Ordering::Acquire) && generation == self.generation
-    }
-}
-
-/// A process's recent races for the holes of a format-4 pool: after it lost one, it chooses its
-/// holes at random for a while, and leaves the holes to other takes for a random number of its
-/// next takes, doubling that range with each race lost in a row (binary exponential backoff, as
-/// Ethernet's): contending takes then try the holes about once per round between them instead
-/// of all at once, and the holes are still taken as soon as they cover a take. All of it lapses
-/// [`HoleRaces::LAPSES_AFTER`] after the last race lost: a process left alone is lowest first
-/// again.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct HoleRaces {
-    /// Claims of holes left during which this process chooses them at random.
-    random_for: u8,
-    /// Races lost in a row (up to [`HoleRaces::MAX_DOUBLINGS`]).
-    lost_in_a_row: u8,
-    /// Takes left that leave the holes to others (claim fresh blocks).
-    leave_for: u32,
-    /// When the last race was lost.
-    lost_at: Option<tokio::time::Instant>,
-    /// Whether [`HoleRaces::start`] ran.
-    started: bool,
-}
-
-impl HoleRaces {
-    /// How many claims of holes after a lost race a process keeps choosing them at random.
-    pub const RANDOM_FOR: u8 = 8;
-    /// How many times the range of takes that leave the holes to others doubles, at most: a
-    /// process leaves them for at most `2^MAX_DOUBLINGS - 1` takes in a row.
-    pub const MAX_DOUBLINGS: u8 = 5;
-    /// How long after the last race lost the backoff and the random choice last, at most.
-    pub const LAPSES_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
-
-    /// Another take won a hole this process tried to claim, at `now`; `random` draws how many
-    /// of its next takes leave the holes to others.
-    pub(crate) fn lost(&mut self, random: u32, now: tokio::time::Instant) {
-        self.lapse(now);
-        self.random_for = Self::RANDOM_FOR;
-        self.lost_in_a_row = (self.lost_in_a_row + 1).min(Self::MAX_DOUBLINGS);
-        self.leave_for = random % (1u32 << self.lost_in_a_row);
-        self.lost_at = Some(now);
-    }
-
-    /// This process claimed the holes it chose.
-    pub(crate) fn won(&mut self) {
-        self.random_for = self.random_for.saturating_sub(1);
-        self.lost_in_a_row = 0;
-    }
-
-    /// Whether a take at `now` leaves the holes to others (counted down).
-    pub(crate) fn leaves_holes(&mut self, now: tokio::time::Instant) -> bool {
-        self.lapse(now);
-        let leaves = self.leave_for > 0;
-        self.leave_for = self.leave_for.saturating_sub(1);
-        leaves
-    }
-
-    /// Whether a take at `now` chooses its holes at random (from one of the lowest groups).
-    pub(crate) fn chooses_at_random(&mut self, now: tokio::time::Instant) -> bool {
-        self.lapse(now);
-        self.random_for > 0
-    }
-
-    /// Forgets the races once [`HoleRaces::LAPSES_AFTER`] passed since the last one lost.
-    fn lapse(&mut self, now: tokio::time::Instant) {
-        if self
-            .lost_at
-            .is_some_and(|at| now.saturating_duration_since(at) >= Self::LAPSES_AFTER)
-        {
-            *self = Self {
-                started: self.started,
-                ..Self::default()
-            };
-        }
-    }
-
-    /// Before a category's first take in this process: its first `takes` leave the holes to
-    /// others (`ServiceOptions::hole_backoff_from_start`, for tests; 0 otherwise).
-    pub(crate) fn start(&mut self, takes: u32) {
-        if !self.started {
-            self.started = true;
-            self.leave_for = takes;
-        }
-    }
-}
 
 /// A category's slot, held: the operations of one category in this process run one at a time.
 pub(crate) type Held = tokio::sync::OwnedMutexGuard<Slot>;
@@ -480,50 +307,5 @@ mod tests {
         );
         pool.set_ceiling(Some(50));
         assert_eq!(figures("/c", &pool, 60, 2, 1000).ceiling_headroom, Some(42));
-    }
-
-    /// After a lost race a process leaves the holes for fewer than `2^k` takes (k races lost
-    /// in a row, at most `MAX_DOUBLINGS`), chooses at random for `RANDOM_FOR` claims, a won
-    /// claim starts the doubling over, and all of it lapses `LAPSES_AFTER` the last race lost.
-    #[test]
-    fn lost_races_leave_the_holes_for_a_doubling_random_number_of_takes() {
-        let now = tokio::time::Instant::now();
-        let leaves = |races: &mut HoleRaces| {
-            let mut n = 0;
-            while races.leaves_holes(now) {
-                n += 1;
-            }
-            n
-        };
-        let mut races = HoleRaces::default();
-        assert!(!races.leaves_holes(now) && !races.chooses_at_random(now));
-        for k in 1..=7u32 {
-            races.lost(u32::MAX, now);
-            let cap = (1u32 << k.min(u32::from(HoleRaces::MAX_DOUBLINGS))) - 1;
-            assert_eq!(leaves(&mut races), cap, "after {k} races lost in a row");
-            assert!(races.chooses_at_random(now));
-        }
-        races.lost(0, now);
-        assert_eq!(leaves(&mut races), 0, "a draw of 0 leaves none");
-        races.won();
-        races.lost(u32::MAX, now);
-        assert_eq!(
-            leaves(&mut races),
-            1,
-            "a won claim starts the doubling over"
-        );
-        for _ in 0..HoleRaces::RANDOM_FOR {
-            assert!(races.chooses_at_random(now));
-            races.won();
-        }
-        assert!(!races.chooses_at_random(now));
-        // Lapsed: a process left alone takes the lowest holes again at once.
-        for _ in 0..5 {
-            races.lost(u32::MAX, now);
-        }
-        let later = now + HoleRaces::LAPSES_AFTER;
-        assert!(!races.leaves_holes(later) && !races.chooses_at_random(later));
-        races.lost(u32::MAX, later);
-        assert_eq!(races.leave_for, 1, "the doubling starts over after a lapse");
     }
 }

@@ -11,7 +11,7 @@ use crate::zk::Zk;
 /// serialized.
 ///
 /// Calls block the calling thread on zooid's own runtime and fail with
-/// [`crate::ZooidError::RuntimeThread`] when made from inside an async runtime.
+/// [`crate::error::ZooidError::RuntimeThread`] when made from inside an async runtime.
 pub struct Counter {
     inner: DropInRuntime<AsyncCounter>,
 }

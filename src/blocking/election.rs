@@ -15,7 +15,7 @@ use crate::zk::Zk;
 /// A blocking candidacy in one group's election (see [`AsyncElection`]). `Send + Sync`.
 /// Dropping it leaves the group in the background; [`Election::resign`] leaves and waits.
 ///
-/// Calls fail with [`crate::ZooidError::RuntimeThread`] when made from an async runtime thread.
+/// Calls fail with [`crate::error::ZooidError::RuntimeThread`] when made from an async runtime thread.
 pub struct Election {
     inner: DropInRuntime<AsyncElection>,
 }

@@ -1,4 +1,4 @@
-//! The blocking facade over [`crate::IdGeneratorService`] and the recipes, for threads that are
+//! The blocking facade over [`crate::alloc::IdGeneratorService`] and the recipes, for threads that are
 //! not async; the C and JNI bindings sit on it. One file per recipe beside this one.
 
 mod counter;
@@ -30,7 +30,7 @@ use crate::zk::Session;
 /// Runs `future` to completion on zooid's own runtime (the one every blocking call uses), for a
 /// program that mixes async code of its own (signals, child processes, the `as_async`
 /// handles) with the blocking facade, without a second runtime. Fails with
-/// [`crate::ZooidError::RuntimeThread`] when called from inside an async runtime, and with
+/// [`crate::error::ZooidError::RuntimeThread`] when called from inside an async runtime, and with
 /// `Store` when the runtime cannot start.
 pub fn block_on<F: std::future::Future>(future: F) -> Result<F::Output> {
     runtime::block_on(future)
@@ -41,7 +41,7 @@ pub fn block_on<F: std::future::Future>(future: F) -> Result<F::Output> {
 pub fn open_session(connect: &str, options: &ConnectOptions) -> Result<Session> {
     let runtime = runtime()?;
     if tokio::runtime::Handle::try_current().is_ok() {
-        return Err(crate::ZooidError::RuntimeThread);
+        return Err(crate::error::ZooidError::RuntimeThread);
     }
     runtime.block_on(Session::connect(connect, options))
 }
@@ -49,7 +49,7 @@ pub fn open_session(connect: &str, options: &ConnectOptions) -> Result<Session> 
 /// A blocking ID generator service. `Send + Sync`: share one between threads.
 ///
 /// Calls block the calling thread on zooid's own runtime and fail with
-/// [`crate::ZooidError::RuntimeThread`] when made from inside an async runtime.
+/// [`crate::error::ZooidError::RuntimeThread`] when made from inside an async runtime.
 pub struct IdGeneratorService {
     /// Taken out exactly once, in `drop`.
     inner: ManuallyDrop<Arc<AsyncService<AnyStore>>>,
@@ -135,8 +135,8 @@ impl IdGeneratorService {
     pub fn migrate_category(
         &self,
         category: &IdCategory,
-        layout: crate::Layout,
-    ) -> Result<crate::Migrated> {
+        layout: crate::alloc::Layout,
+    ) -> Result<crate::alloc::Migrated> {
         block_on(self.inner.migrate_category(category, layout))?
     }
 
@@ -151,7 +151,7 @@ impl IdGeneratorService {
     }
 
     /// See [`AsyncService::stats`].
-    pub fn stats(&self) -> crate::ServiceStats {
+    pub fn stats(&self) -> crate::stats::ServiceStats {
         self.inner.stats()
     }
 
@@ -177,7 +177,7 @@ impl IdGeneratorService {
     /// stores.
     fn live_zk(&self) -> Result<crate::zk::Zk> {
         self.inner.zookeeper().cloned().ok_or_else(|| {
-            crate::ZooidError::InvalidArgument(
+            crate::error::ZooidError::InvalidArgument(
                 "this needs a ZooKeeper connect string; the embedded stores (mem:, file:) have no session".into(),
             )
         })

@@ -13,7 +13,7 @@ use crate::zk::Zk;
 /// A blocking handle on a work queue (see [`crate::recipes::queue::WorkQueue`]). `Send + Sync`.
 ///
 /// Calls block the calling thread on zooid's own runtime and fail with
-/// [`crate::ZooidError::RuntimeThread`] when made from inside an async runtime.
+/// [`crate::error::ZooidError::RuntimeThread`] when made from inside an async runtime.
 #[derive(Clone, Debug)]
 pub struct WorkQueue {
     inner: DropInRuntime<AsyncQueue>,

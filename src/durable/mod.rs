@@ -64,7 +64,7 @@ impl DurableStore {
 
     #[cfg(not(feature = "s3"))]
     fn open_s3(location: &str) -> Result<Self> {
-        Err(crate::ZooidError::InvalidArgument(format!(
+        Err(crate::error::ZooidError::InvalidArgument(format!(
             "{location}: this build of zooid has no S3 support (cargo feature `s3`); \
              use a directory, or a build with the feature (the zooid CLI has it)"
         )))
@@ -112,7 +112,7 @@ impl DurableStore {
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
     tokio::task::spawn_blocking(f)
         .await
-        .map_err(|e| crate::ZooidError::Store {
+        .map_err(|e| crate::error::ZooidError::Store {
             path: "durable record".into(),
             reason: format!("I/O task failed: {e}"),
         })?
@@ -127,7 +127,7 @@ mod tests {
     fn s3_location_without_the_feature_names_it() {
         let err = DurableStore::open("s3://bucket/prefix").unwrap_err();
         assert!(
-            matches!(&err, crate::ZooidError::InvalidArgument(why) if why.contains("feature `s3`")),
+            matches!(&err, crate::error::ZooidError::InvalidArgument(why) if why.contains("feature `s3`")),
             "{err}"
         );
     }

@@ -87,10 +87,10 @@ impl Record {
 
     /// This record for a category in `layout` (its block size, and whether it keeps hole
     /// nodes).
-    pub fn with_layout(self, layout: crate::Layout) -> Self {
+    pub fn with_layout(self, layout: crate::alloc::Layout) -> Self {
         let (block_size, hole_nodes) = match layout {
-            crate::Layout::SingleNode => (None, false),
-            crate::Layout::HoleNodes { unit } => (Some(unit), true),
+            crate::alloc::Layout::SingleNode => (None, false),
+            crate::alloc::Layout::HoleNodes { unit } => (Some(unit), true),
         };
         Self {
             block_size,
@@ -101,10 +101,10 @@ impl Record {
 
     /// The layout the category had, for a restore to recreate it: block allocation comes back
     /// in format 4 (a record of the retired format 3 too).
-    pub fn layout(&self) -> crate::Layout {
+    pub fn layout(&self) -> crate::alloc::Layout {
         match self.block_size {
-            None => crate::Layout::SingleNode,
-            Some(unit) => crate::Layout::HoleNodes { unit },
+            None => crate::alloc::Layout::SingleNode,
+            Some(unit) => crate::alloc::Layout::HoleNodes { unit },
         }
     }
 
@@ -369,13 +369,16 @@ mod tests {
             "#zooid-durable 1\ncategory /eventpublish/idgen/did\nbounds 1:123456789\nblocks 1000\nceiling 60000\nfence 2 4294967386\nwritten 1795322592123 2026-11-22T04:43:12.123Z\n"
         );
         assert_eq!(Record::parse("r", text.as_bytes()).unwrap(), blocks);
-        let holes = record().with_layout(crate::Layout::HoleNodes { unit: 1000 });
+        let holes = record().with_layout(crate::alloc::Layout::HoleNodes { unit: 1000 });
         assert!(holes.render().contains("\nblocks 1000 holes\n"));
         assert_eq!(
             Record::parse("r", holes.render().as_bytes()).unwrap(),
             holes
         );
-        assert_eq!(holes.layout(), crate::Layout::HoleNodes { unit: 1000 });
+        assert_eq!(
+            holes.layout(),
+            crate::alloc::Layout::HoleNodes { unit: 1000 }
+        );
         let old = "#zooid-durable 1\ncategory /eventpublish/idgen/did\nbounds 1:123456789\nceiling 60000\nfence 2 4294967386\nwritten 1795322592123 2026-11-22T04:43:12.123Z\n";
         assert_eq!(Record::parse("r", old.as_bytes()).unwrap().block_size, None);
         for (bad, why) in [

@@ -2,7 +2,7 @@
 //! array (ID sets, the last error's leaked IDs).
 
 use super::{Failure, Out};
-use crate::IdRange;
+use crate::range::IdRange;
 
 /// An inclusive range of IDs, `start` to `end` (`start <= end`).
 #[repr(C)]

@@ -9,7 +9,7 @@ use super::service::zooid_service;
 use super::{arg_ref, arg_str, guard, guard_void, zooid_status, Failure, Out};
 use crate::blocking::Election;
 use crate::recipes::election::{ElectionOptions, ElectionStatus};
-use crate::{LeaderState, PausePolicy};
+use crate::recipes::election::{LeaderState, PausePolicy};
 
 mod fenced;
 mod leader;
@@ -266,8 +266,8 @@ pub unsafe extern "C" fn zooid_election_get_status(
 }
 
 /// The error for a wait on a candidacy that has ended.
-fn closed_error(election: &zooid_election) -> crate::ZooidError {
-    crate::ZooidError::Closed {
+fn closed_error(election: &zooid_election) -> crate::error::ZooidError {
+    crate::error::ZooidError::Closed {
         what: format!(
             "election candidacy {:?} in {}",
             election.inner.name(),

@@ -6,7 +6,7 @@ use std::ffi::c_char;
 
 use super::convert::{copy_ranges, zooid_range};
 use super::{copy_text, guard_void, zooid_status, Failure};
-use crate::ZooidError;
+use crate::error::ZooidError;
 
 struct LastError {
     message: String,

@@ -6,7 +6,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use super::convert::{copy_ranges, zooid_range};
 use super::{arg_ref, copy_text, guard, guard_void, zooid_status, Failure, Out};
 use crate::blocking::IdGeneratorService;
-use crate::{IdSet, ZooidError};
+use crate::error::ZooidError;
+use crate::idset::IdSet;
 
 /// The IDs handed out by one take (`zooid_service_take_ids`), used one at a time with
 /// `zooid_id_set_take_id`, and whatever is left pushed back with `zooid_service_push_ids`.

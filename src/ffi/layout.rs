@@ -1,7 +1,7 @@
 //! Pool layouts across the C boundary: the `zooid_layout` numbers (read by
 //! [`crate::marshal::layout`], shared with Java) and what a migration did ([`zooid_migrated`]).
 
-use crate::Migrated;
+use crate::alloc::Migrated;
 
 /// The layout of a category's pool (docs/DESIGN.md), for `zooid_category_spec_set_layout`
 /// and `zooid_service_migrate_category`. The numbers are stable (2 was block allocation in the
@@ -59,8 +59,8 @@ impl From<Migrated> for zooid_migrated {
 #[cfg(test)]
 mod tests {
     use super::zooid_layout::*;
+    use crate::alloc::Layout;
     use crate::marshal::layout;
-    use crate::Layout;
 
     #[test]
     fn the_c_numbers_are_the_shared_layout_numbers() {

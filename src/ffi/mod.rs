@@ -34,7 +34,7 @@ pub mod status;
 use std::ffi::{c_char, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::ZooidError;
+use crate::error::ZooidError;
 pub use status::zooid_status;
 
 /// Why an export failed, before it is turned into a status and a last-error message.

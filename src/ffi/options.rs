@@ -3,8 +3,9 @@
 use std::ffi::c_char;
 
 use super::{arg_mut, arg_str, guard, guard_void, zooid_status, Failure, Out};
+use crate::alloc::ServiceOptions;
 use crate::marshal::positive_millis;
-use crate::{ConnectOptions, Sasl, ServiceOptions, TlsFiles};
+use crate::zk::{ConnectOptions, Sasl, TlsFiles};
 
 /// Options for `zooid_service_open`, created with defaults by `zooid_options_new`: a 10 s
 /// ZooKeeper session timeout, no authentication, up to 100 attempts within 30 s per operation.

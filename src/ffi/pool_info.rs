@@ -2,7 +2,7 @@
 
 use super::convert::zooid_range;
 use super::{arg_ref, guard, guard_void, zooid_status, Out};
-use crate::PoolInfo;
+use crate::alloc::PoolInfo;
 
 /// What a category's pool node held when `zooid_service_pool_info` read it.
 ///

@@ -1,5 +1,5 @@
 //! The prefetching ID source handle: IDs one at a time from a local batch that is refilled in the
-//! background (see [`crate::prefetch`]).
+//! background (see [`crate::recipes::prefetch`]).
 
 use std::ffi::c_char;
 

@@ -6,9 +6,9 @@ use std::ffi::c_char;
 use super::service::zooid_service;
 use super::{arg_mut, arg_ref, arg_str, copy_text, guard, guard_void, zooid_status, Failure, Out};
 use crate::blocking::{Claim, WorkQueue};
+use crate::error::ZooidError;
 use crate::marshal::{millis, positive_millis};
 use crate::recipes::queue::QueueOptions;
-use crate::ZooidError;
 
 /// A buffer of this many bytes always holds an item name and its terminating NUL
 /// (`zooid_queue_put`, `zooid_claim_item`); names are 29 bytes today.

@@ -9,9 +9,11 @@ use super::options::zooid_options;
 use super::pool_info::zooid_pool_info;
 use super::spec::zooid_category_spec;
 use super::{arg_ref, arg_str, guard, guard_void, zooid_status, Failure, Out};
+use crate::alloc::{Layout, ServiceOptions};
 use crate::blocking::IdGeneratorService;
+use crate::idset::IdCategory;
 use crate::marshal::layout as layout_of;
-use crate::{ConnectOptions, IdCategory, Layout, ServiceOptions};
+use crate::zk::ConnectOptions;
 
 /// An ID generator service: one session with a store (ZooKeeper, or an embedded store) that
 /// hands out and takes back IDs of any number of categories.

@@ -4,8 +4,8 @@
 use std::ffi::c_char;
 
 use super::{arg_mut, arg_str, guard, guard_void, zooid_status, Failure, Out};
+use crate::alloc::CategorySpec;
 use crate::marshal::layout as layout_of;
-use crate::CategorySpec;
 
 /// What a new category is made of, created by `zooid_category_spec_new` with its bounds and the
 /// defaults: the store's default layout (hole nodes in blocks of 1000 on ZooKeeper, a single
@@ -189,9 +189,9 @@ pub unsafe extern "C" fn zooid_category_spec_free(spec: *mut zooid_category_spec
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::alloc::Layout;
     use crate::ffi::error::last_message;
     use crate::ffi::zooid_status::*;
-    use crate::Layout;
 
     #[test]
     fn a_failed_setter_leaves_the_spec_as_it_was() {

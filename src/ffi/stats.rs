@@ -2,8 +2,8 @@
 
 use super::service::zooid_service;
 use super::{arg_ref, guard, zooid_status, Failure};
+use crate::error::ZooidError;
 use crate::stats::{ServiceStats, LATENCY_BUCKETS_US};
-use crate::ZooidError;
 
 /// The layout version `zooid_service_stats` writes into `zooid_stats.version`.
 pub const ZOOID_STATS_VERSION: u32 = 1;

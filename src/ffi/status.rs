@@ -3,7 +3,7 @@
 use std::ffi::c_char;
 
 use super::Failure;
-use crate::{ErrorKind, ZooidError};
+use crate::error::{ErrorKind, ZooidError};
 
 /// The outcome of a zooid call. `ZOOID_STATUS_OK` (0) is success; every other value is an error
 /// whose message is this thread's last error (`zooid_last_error_message`).

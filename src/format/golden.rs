@@ -113,8 +113,8 @@ fn a_format_3_node_is_refused_naming_its_format() {
         "#zooid 3\n#bounds 1:10\n#blocks 5 0 1\n",
     ] {
         match Pool::parse("/x", text.as_bytes()) {
-            Err(err @ crate::ZooidError::RetiredFormat { .. }) => {
-                assert_eq!(err.kind(), crate::ErrorKind::CorruptPool);
+            Err(err @ crate::error::ZooidError::RetiredFormat { .. }) => {
+                assert_eq!(err.kind(), crate::error::ErrorKind::CorruptPool);
                 let message = err.to_string();
                 assert!(
                     message.starts_with(
@@ -132,7 +132,7 @@ fn a_format_3_node_is_refused_naming_its_format() {
 fn a_format_4_node_holds_no_free_list() {
     let text = "#zooid 4\n#bounds 1:100\n#blocks 10 0 51\n5:9\n";
     match Pool::parse("/p", text.as_bytes()) {
-        Err(crate::ZooidError::CorruptPool { line, reason, .. }) => {
+        Err(crate::error::ZooidError::CorruptPool { line, reason, .. }) => {
             assert_eq!(line, 4);
             assert!(reason.contains("hole nodes"), "{reason}");
         }

@@ -4,7 +4,7 @@
 use jni::objects::JLongArray;
 use jni::Env;
 
-use crate::IdRange;
+use crate::range::IdRange;
 
 /// A new `long[]` holding `values`.
 pub(super) fn long_array<'local>(

@@ -10,7 +10,8 @@ use jni::{jni_sig, Env, JValue};
 
 use super::arrays::{long, long_array};
 use super::errors::Failure;
-use crate::{IdRange, ZooidError};
+use crate::error::ZooidError;
+use crate::range::IdRange;
 
 /// The Rust string of a Java string argument; `NullPointerException` when it is null.
 pub(super) fn string_arg(

@@ -11,7 +11,7 @@ use jni::{native_method, Env, NativeMethod};
 use super::arrays::long_array;
 use super::convert::ranges_from_java;
 use super::errors::{Failure, ThrowJava};
-use crate::{IdCategory, IdSet};
+use crate::idset::{IdCategory, IdSet};
 
 pub(super) const METHODS: &[NativeMethod] = &[
     native_method! {

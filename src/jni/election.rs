@@ -17,9 +17,10 @@ use super::errors::{Failure, ThrowJava};
 use super::handle::{self, into_handle};
 use super::service::service;
 use crate::blocking::Election;
+use crate::error::ZooidError;
 use crate::marshal::millis;
 use crate::recipes::election::{ElectionOptions, ElectionStatus, FencedOp, FencedResult};
-use crate::{LeaderState, PausePolicy, ZooidError};
+use crate::recipes::election::{LeaderState, PausePolicy};
 
 pub(super) const METHODS: &[NativeMethod] = &[
     native_method! {

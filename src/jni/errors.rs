@@ -16,7 +16,8 @@ use jni::sys::jvalue;
 use jni::{ids::JStaticMethodID, jni_sig, jni_str, Env};
 
 use super::undelivered::Undelivered;
-use crate::{IdRange, ZooidError};
+use crate::error::ZooidError;
+use crate::range::IdRange;
 
 /// Error codes understood by `io.zooid.NativeErrors` beyond the kinds' numbers
 /// ([`ErrorKind::number`], which are `io.zooid.ErrorCode`'s): the C ABI's numbers for a panic
@@ -255,8 +256,8 @@ impl<T: Default> ErrorPolicy<T, Failure> for ThrowJava {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorKind;
     use crate::ffi::zooid_status;
-    use crate::ErrorKind;
 
     fn range(start: i64, end: i64) -> IdRange {
         IdRange::new(start, end).unwrap()
@@ -288,7 +289,7 @@ mod tests {
     fn errors_that_name_ids_carry_them() {
         let lost = Described::of_zooid(&ZooidError::OutcomeUnknown {
             category: "/c".into(),
-            op: crate::WriteOp::Push,
+            op: crate::error::WriteOp::Push,
             ids: vec![range(1, 10), range(20, 29)],
             leaked_within: None,
         });

@@ -74,7 +74,8 @@ pub(super) fn free<T: Handled>(handle: jlong) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ConnectOptions, ServiceOptions};
+    use crate::alloc::ServiceOptions;
+    use crate::zk::ConnectOptions;
 
     #[test]
     fn a_handle_reaches_its_object_until_freed_and_zero_is_a_closed_object() {
@@ -86,10 +87,10 @@ mod tests {
         .unwrap();
         let handle = into_handle(service);
         assert_ne!(handle, 0);
-        let category = crate::IdCategory::new("/handle/c").unwrap();
+        let category = crate::idset::IdCategory::new("/handle/c").unwrap();
         get::<IdGeneratorService>(handle)
             .unwrap()
-            .create_category(&category, &crate::CategorySpec::new(1, 10))
+            .create_category(&category, &crate::alloc::CategorySpec::new(1, 10))
             .unwrap();
         assert_eq!(
             get::<IdGeneratorService>(handle)

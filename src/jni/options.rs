@@ -9,10 +9,12 @@ use jni::Env;
 
 use super::convert::Fields;
 use super::errors::Failure;
+use crate::alloc::ServiceOptions;
+use crate::error::ZooidError;
 use crate::marshal::millis;
 use crate::recipes::prefetch::SourceOptions;
 use crate::recipes::queue::QueueOptions;
-use crate::{ConnectOptions, Sasl, ServiceOptions, TlsFiles, ZooidError};
+use crate::zk::{ConnectOptions, Sasl, TlsFiles};
 
 /// A positive number of milliseconds, or `None` for an unset (0) one.
 fn set_millis(ms: i64) -> Option<Duration> {

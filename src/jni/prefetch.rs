@@ -17,7 +17,7 @@ use super::handle::{self, into_handle};
 use super::options::source_options;
 use super::service::service;
 use crate::blocking::IdSource;
-use crate::IdCategory;
+use crate::idset::IdCategory;
 
 pub(super) const METHODS: &[NativeMethod] = &[
     native_method! {

@@ -15,9 +15,11 @@ use super::errors::{Failure, ThrowJava};
 use super::handle::{self, into_handle};
 use super::options::service_options;
 use super::undelivered;
+use crate::alloc::{CategorySpec, Layout, Migrated};
 use crate::blocking::IdGeneratorService;
+use crate::error::ZooidError;
+use crate::idset::{IdCategory, IdSet};
 use crate::marshal::layout as layout_of;
-use crate::{CategorySpec, IdCategory, IdSet, Layout, Migrated, ZooidError};
 
 pub(super) const METHODS: &[NativeMethod] = &[
     native_method! {

@@ -7,7 +7,7 @@ use jni::Env;
 
 use crate::alloc::GivenBack;
 use crate::blocking::IdGeneratorService;
-use crate::IdSet;
+use crate::idset::IdSet;
 
 /// What a take handed out that Java never received, and what became of it.
 #[derive(Debug)]

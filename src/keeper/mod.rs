@@ -1,7 +1,7 @@
 //! The keeper: keeps every category's ceiling ahead of demand, each raise made durable outside
 //! ZooKeeper before it takes effect (docs/DURABILITY.md).
 //!
-//! Several keepers run for redundancy; they elect one active keeper with [`crate::Election`]
+//! Several keepers run for redundancy; they elect one active keeper with [`crate::recipes::election::Election`]
 //! (herd-free succession, fenced writes). The active keeper
 //!
 //! - discovers the categories under its root: one persistent recursive watch on the root (it
@@ -29,8 +29,8 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::durable::DurableStore;
-use crate::election::{Election, ElectionOptions, LeaderState, PausePolicy};
 use crate::error::{Result, ZooidError};
+use crate::recipes::election::{Election, ElectionOptions, LeaderState, PausePolicy};
 use crate::zk::{ConnectionState, EventKind, Failure, TreeWatch, Verdict, Zk, ZooKeeperExt};
 pub use sizing::{Sizing, TakeRate};
 

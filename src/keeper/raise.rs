@@ -7,12 +7,12 @@
 use tokio::time::Instant;
 
 use super::Active;
-use crate::alloc::blocks::{generations, repair::Moved};
+use crate::alloc::blocks::generations;
+use crate::alloc::fenced::{self, Change, Planned};
 use crate::durable::{Fence, Record};
-use crate::election::FencedOp;
 use crate::error::{Result, ZooidError};
-use crate::format::DEFAULT_OP_LOG_LEN;
-use crate::format::{OpKind, OpRecord, OpToken, Pool};
+use crate::format::Pool;
+use crate::recipes::election::FencedOp;
 use crate::zk::{Failure, Verdict, ZooKeeperExt};
 
 /// How many times one evaluation re-reads after a version conflict.
@@ -176,7 +176,7 @@ impl Active<'_> {
                         .max(recorded.unwrap_or(c))
                 }
             };
-            (target, Change::Ready(PoolWrite::plain(&pool)))
+            (target, Change::Ceiling)
         };
         self.raise(
             path,
@@ -210,8 +210,8 @@ impl Active<'_> {
         if durable_needed {
             let new =
                 Record::new(path, pool.bounds(), ceiling, fence).with_layout(match pool.blocks() {
-                    None => crate::Layout::SingleNode,
-                    Some(b) => crate::Layout::HoleNodes { unit: b.unit },
+                    None => crate::alloc::Layout::SingleNode,
+                    Some(b) => crate::alloc::Layout::HoleNodes { unit: b.unit },
                 });
             self.durable.write(&new).await?;
             if let Some(t) = self.tracked.get_mut(path) {
@@ -225,59 +225,24 @@ impl Active<'_> {
             ));
         }
         crash_point("after-durable");
-        let write = match change {
-            Change::Ready(write) => write,
-            Change::Move { cleared } => {
-                let moved = crate::alloc::blocks::repair::seal_and_move(
-                    self.zk, path, pool, version, cleared,
-                )
-                .await?;
-                let Some(moved) = moved else {
-                    return Ok(Wrote::Conflict);
-                };
-                if moved.frontier - 1 > ceiling {
-                    // Claims passed the ceiling while it was made durable: plan again on the
-                    // sealed generation (its frontier no longer moves).
+        let epoch = repair.map(|(_, generation)| generation);
+        let write = match fenced::plan_raise(self.zk, path, pool, version, ceiling, change, epoch)
+            .await?
+        {
+            Planned::Write(write) => write,
+            Planned::Again { claimed_to } => {
+                if let Some(claimed_to) = claimed_to {
                     (self.options.report)(&format!(
-                        "category {path}: blocks up to {} were claimed while ceiling {ceiling} was made durable; planning again",
-                        moved.frontier - 1
+                        "category {path}: blocks up to {claimed_to} were claimed while ceiling {ceiling} was made durable; planning again"
                     ));
-                    return Ok(Wrote::Conflict);
                 }
-                PoolWrite::moved(moved)
+                return Ok(Wrote::Conflict);
             }
         };
-        let Some(next_version) = version.checked_add(1) else {
-            return Err(ZooidError::VersionWrap {
-                path: path.to_string(),
-                version,
-            });
-        };
-        let PoolWrite {
-            mut next,
-            removed,
-            moved_to,
-        } = write;
-        if let Some((_, generation)) = repair {
-            next.set_epoch(generation);
-        }
-        next.set_ceiling(Some(ceiling));
-        let old = pool.ceiling();
-        // Keep as many entries as the clients keep (a longer `op_log_len` stays longer).
-        let keep = pool.log().count().max(DEFAULT_OP_LOG_LEN);
-        next.record(
-            OpRecord {
-                version: pool.version_at(next_version),
-                token: OpToken::random(),
-                kind: OpKind::Ceiling,
-                count: ceiling.abs_diff(old.unwrap_or(ceiling)),
-            },
-            keep,
-        );
         let ops = [FencedOp::SetData {
             path: path.to_string(),
-            data: next.render().into_bytes(),
-            version: Some(version),
+            data: write.data.clone(),
+            version: Some(write.version),
         }];
         match self.election.fenced(&ops).await {
             Ok(_) => {}
@@ -292,17 +257,15 @@ impl Active<'_> {
         if let Some(t) = self.tracked.get_mut(path) {
             t.pending = None;
         }
-        if let Some(generation) = moved_to {
-            if let Err(err) =
-                crate::alloc::blocks::repair::finish_move(self.zk, path, generation, next_version)
-                    .await
-            {
-                // A take or the next evaluation creates the sequence parent.
-                (self.options.report)(&format!(
-                    "category {path}: moved to block generation {generation}; its sequence parent is not created yet: {err}"
-                ));
-            }
+        if let Err(err) = fenced::finish(self.zk, &write).await {
+            // A take or the next evaluation creates the sequence parent.
+            (self.options.report)(&format!(
+                "category {path}: moved to block generation {:?}; its sequence parent is not created yet: {err}",
+                write.moved_to
+            ));
         }
+        let (old, removed, moved_to, next) =
+            (pool.ceiling(), write.removed, write.moved_to, &write.next);
         if repair.is_some() {
             // The removed IDs are not demand.
             if let Some(t) = self.tracked.get_mut(path) {
@@ -361,14 +324,10 @@ impl Active<'_> {
             };
             (change, high_water)
         } else {
-            let mut next = pool.clone();
-            let removed = next.clear_through(record.ceiling, i64::MIN, generation);
-            let write = PoolWrite {
-                next,
-                removed: removed.iter().map(|r| r.len()).sum(),
-                moved_to: None,
+            let change = Change::Clear {
+                through: record.ceiling,
             };
-            (Change::Ready(write), pool.high_water())
+            (change, pool.high_water())
         };
         let base = record
             .ceiling
@@ -392,46 +351,5 @@ impl Active<'_> {
             Some((record.ceiling, generation)),
         )
         .await
-    }
-}
-
-/// What a raise writes besides the ceiling.
-enum Change {
-    /// This pool write.
-    Ready(PoolWrite),
-    /// A pool in block allocation moved to its next generation, laid out after the durable
-    /// write (see [`crate::alloc::blocks::repair`]); `cleared`: a repair's recorded ceiling and
-    /// the epoch it starts.
-    Move { cleared: Option<(i64, u64)> },
-}
-
-/// The pool write of a raise, ceiling aside.
-struct PoolWrite {
-    /// The pool as it will be.
-    next: Pool,
-    /// Free IDs a repair gave up.
-    removed: u64,
-    /// The block generation the pool moves to.
-    moved_to: Option<u64>,
-}
-
-impl PoolWrite {
-    /// The pool as read, nothing else.
-    fn plain(pool: &Pool) -> Self {
-        Self {
-            next: pool.clone(),
-            removed: 0,
-            moved_to: None,
-        }
-    }
-
-    /// A pool in block allocation moved to its next generation (see
-    /// [`crate::alloc::blocks::repair`]).
-    fn moved(moved: Moved) -> Self {
-        Self {
-            moved_to: moved.next.blocks().map(|b| b.generation),
-            next: moved.next,
-            removed: moved.removed,
-        }
     }
 }

@@ -1,4 +1,4 @@
-//! The coordination recipes built on a ZooKeeper [`Session`](crate::Session) or on the ID
+//! The coordination recipes built on a ZooKeeper [`Session`](crate::zk::Session) or on the ID
 //! service: the CAS counter, leader election, the work queue and the prefetching ID source.
 //!
 //! Every recipe is async and opened one way: [`Counter`](counter::Counter),

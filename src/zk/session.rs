@@ -195,7 +195,7 @@ impl Session {
 
     /// The client of the current generation, and that generation. Requests made on it belong
     /// to that session; after a loss the next call returns the new session's client.
-    pub fn client(&self) -> (Client, u64) {
+    pub(crate) fn client(&self) -> (Client, u64) {
         let current = self.inner.read_current();
         (current.client, current.generation)
     }

@@ -108,8 +108,7 @@ mod tests {
             .expect("a runtime");
         let refused = runtime
             .block_on(open_client("127.0.0.1:1", &options, ServerVersion::V3_4))
-            .err()
-            .expect("refused");
+            .expect_err("refused");
         assert_eq!(refused.kind(), crate::error::ErrorKind::InvalidArgument);
         assert!(refused.to_string().contains("3.5.5"), "{refused}");
     }

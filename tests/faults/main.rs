@@ -1,4 +1,4 @@
-//! The fault suite (docs/GUARANTEES.md): "never the same ID twice" against a real 3-server
+//! The fault suite (docs/RELIABILITY.md): "never the same ID twice" against a real 3-server
 //! ZooKeeper ensemble, one fault per test.
 //!
 //! Each test starts an ensemble with one fault-injecting proxy per server, creates a category,

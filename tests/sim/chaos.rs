@@ -68,19 +68,21 @@ pub fn spawn(shared: &Arc<Shared>, p: usize, client: usize) -> Proc {
     Proc { client, gate, task }
 }
 
-/// Chaos, per process and tick, until `run_for` has passed; returns how many crashes.
+/// Chaos, per process and tick, until `run_for` has passed, driving the seed's wipe or
+/// rollback (`incident`, keeper.rs) between ticks; returns how many crashes.
 pub async fn chaos(
     shared: &Arc<Shared>,
     procs: &mut [Proc],
     next_client: &mut usize,
     run_for: Duration,
+    incident: &mut crate::keeper::Driven,
 ) -> u64 {
     let world = &shared.world;
     let tick = world.lock().faults.tick;
     let end = tokio::time::Instant::now() + run_for;
     let mut crashes = 0;
     while tokio::time::Instant::now() < end {
-        tokio::time::sleep(tick).await;
+        crate::keeper::sleep_driving(tick, incident).await;
         for (i, proc) in procs.iter_mut().enumerate() {
             let p = i + 1;
             let (f, roll, timeout) = {

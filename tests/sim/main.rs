@@ -5,8 +5,10 @@
 //! its trace, and ends with one line: `sim: N seeds, V violations, E events, T s`.
 
 mod chaos;
+mod keeper; // the keeper, the durable record, wipe and rollback (keeper.rs)
 mod oracle;
 mod run;
+mod shrink;
 mod workload;
 mod world;
 
@@ -28,6 +30,29 @@ fn run_seed(seed: u64, config: &run::Config) -> run::Outcome {
     let outcome = runtime.block_on(run::run(seed, config));
     zooid::random::unseed_thread();
     outcome
+}
+
+/// Shrinks failing seed `seed` (tests/sim/shrink.rs) and prints the smallest run that still fails.
+fn report_shrunk(seed: u64, config: &run::Config, outcome: &run::Outcome) {
+    match shrink::shrink(seed, config, run_seed) {
+        Some((small, shrunk)) => {
+            println!(
+                "sim: seed {seed} shrunk to {} process(es), {} s: {} events (from {}), {} violation(s), the first: {}",
+                small.processes,
+                small.run_for.as_secs(),
+                shrunk.events,
+                outcome.events,
+                shrunk.violations.len(),
+                shrunk.violations[0]
+            );
+            println!(
+                "sim: replay the shrunk run with ZOOID_SIM_FIRST_SEED={seed} ZOOID_SIM_SEEDS=1 ZOOID_SIM_PROCESSES={} ZOOID_SIM_RUN_SECONDS={}",
+                small.processes,
+                small.run_for.as_secs()
+            );
+        }
+        None => println!("sim: seed {seed}: no smaller run of it fails"),
+    }
 }
 
 fn main() {
@@ -82,6 +107,9 @@ fn main() {
                 println!("sim: seed {seed} violation: {v}");
             }
             println!("sim: replay with ZOOID_SIM_FIRST_SEED={seed} ZOOID_SIM_SEEDS=1 (ZOOID_SIM_VERBOSE=1 for the whole trace)");
+            if std::env::var_os("ZOOID_SIM_NO_SHRINK").is_none() {
+                report_shrunk(seed, &config, &outcome);
+            }
             failing.push(seed);
         } else if std::env::var_os("ZOOID_SIM_SUMMARY").is_some() || count == Some(1) {
             println!(

@@ -2,14 +2,14 @@
 //! session (workload/), chaos per process (chaos.rs), then a quiet phase, each workload's drain
 //! and its end checks.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use zooid::zk::Zk;
 
 use crate::chaos::{chaos, spawn, Proc};
-use crate::workload::{self, ids, Shared, Workloads};
+use crate::workload::{self, ids, options, Shared, Workloads};
 use crate::world::sessions::Life;
 use crate::world::{Faults, SimSession, World};
 
@@ -66,7 +66,7 @@ pub async fn run(seed: u64, config: &Config) -> Outcome {
     world.lock().faults = Faults::all().none();
     let admin: Zk = SimSession::open(&world, 0, 0);
     if w.ids {
-        if let Err(why) = shared.ids.create(&admin).await {
+        if let Err(why) = shared.ids.create(&world, &admin).await {
             return failed_setup(layout_name, why);
         }
     }
@@ -89,7 +89,44 @@ pub async fn run(seed: u64, config: &Config) -> Outcome {
             spawn(&shared, p, next_client)
         })
         .collect();
-    let crashes = chaos(&shared, &mut procs, &mut next_client, config.run_for).await;
+    // With the ID service: the keeper (keeper.rs), and this seed's wipe or rollback when only
+    // the ID service and the counter run (the queue and the election keep no durable record
+    // to restore from, and their oracles do not model a lost tree).
+    let keeper_stop = Arc::new(AtomicBool::new(false));
+    let mut incident: crate::keeper::Driven = None;
+    let keeper = (w.ids && crate::keeper::enabled()).then(|| {
+        if !w.queue && !w.election {
+            let drawn = crate::keeper::Incident::draw(&world, config.run_for);
+            world.lock().log(format!("incident: {drawn:?}"));
+            incident = Some(Box::pin(crate::keeper::incident(
+                shared.clone(),
+                drawn,
+                shared.ids.bounds(),
+                shared.ids.layout(),
+                w.counter.then_some(workload::counter::COUNTER),
+                options(),
+            )));
+        }
+        tokio::spawn(crate::keeper::keeper(
+            world.clone(),
+            shared.ids.category.clone(),
+            config.last_id,
+            options(),
+            keeper_stop.clone(),
+        ))
+    });
+    let crashes = chaos(
+        &shared,
+        &mut procs,
+        &mut next_client,
+        config.run_for,
+        &mut incident,
+    )
+    .await;
+    // An incident still under way ends first.
+    if let Some(incident) = incident.take() {
+        let _ = tokio::time::timeout(Duration::from_secs(600), incident).await;
+    }
     // The quiet phase: no new fault; paused processes resume; every process ends its operation.
     world.lock().faults = Faults::all().none();
     shared.stop.store(true, Ordering::SeqCst);
@@ -122,6 +159,19 @@ pub async fn run(seed: u64, config: &Config) -> Outcome {
         }
     }
     world.poke();
+    // The incident over, the keeper raises the ceiling to the last ID (keeper.rs).
+    if let Some(keeper) = keeper {
+        keeper_stop.store(true, Ordering::SeqCst);
+        if tokio::time::timeout(Duration::from_secs(600), keeper)
+            .await
+            .is_err()
+        {
+            shared
+                .ids_oracle()
+                .violations
+                .push("the keeper's last raise did not end within 600 s of quiet".into());
+        }
+    }
     // Each workload's drain, on a fresh process, and its end checks.
     let drain: Zk = SimSession::open(&world, next_client + 1, 99);
     if w.ids {

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use support::{runtime, session_options, FaultProxy, ZkServer};
 use zooid::zk::session::ConnectionState;
-use zookeeper_client::{Acls, Client, CreateMode};
+use zooid::zk::{Create, ZooKeeper};
+use zookeeper_client::Client;
 
 #[test]
 fn a_given_up_session_whose_replies_are_lost_still_expires_on_the_servers() {
@@ -22,13 +23,11 @@ fn a_given_up_session_whose_replies_are_lost_still_expires_on_the_servers() {
             .await
             .expect("connect");
         let negotiated = session.status().timeout;
-        let (client, generation) = session.client();
+        let generation = session.status().generation;
         let path = "/give-up-eph";
-        client
-            .create(path, b"", &CreateMode::Ephemeral.with_acls(Acls::anyone_all()))
+        ZooKeeper::create(&session, generation, path, b"", &Create::ephemeral())
             .await
             .expect("create ephemeral");
-        drop(client);
         let other = Client::connect(&zk.connect_string()).await.expect("direct client");
 
         let muted_at = Instant::now();
@@ -37,7 +36,7 @@ fn a_given_up_session_whose_replies_are_lost_still_expires_on_the_servers() {
         let mut status = session.subscribe();
         let gave_up = tokio::time::timeout(negotiated * 5, async {
             loop {
-                let now = status.borrow_and_update().clone();
+                let now = *status.borrow_and_update();
                 if now.generation > generation || now.state == ConnectionState::Lost {
                     return;
                 }

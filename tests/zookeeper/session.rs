@@ -3,6 +3,7 @@
 //! loss timer for a client cut off from every server, expiry reported by the server, and a
 //! service and a raw client sharing one session.
 
+use zooid::zk::{Create, ZooKeeper};
 use zooid::CategorySpec;
 use zooid_test_support as support;
 
@@ -140,9 +141,7 @@ fn long_partition_is_lost_by_the_local_timer_and_replaced() {
         assert_ne!(now.session_id, first.session_id, "a new session");
 
         // The new session serves requests.
-        let (client, generation) = session.client();
-        assert_eq!(generation, 2);
-        client.sync("/").await.unwrap();
+        ZooKeeper::sync(&session, 2, "/").await.unwrap();
     });
 }
 
@@ -207,25 +206,21 @@ fn dropping_the_last_handle_closes_the_session() {
         let session = Session::connect(&zk.connect_string(), &session_options(20000))
             .await
             .unwrap();
-        let (client, _) = session.client();
-        client
-            .create(
-                "/eph",
-                b"x",
-                &zookeeper_client::CreateMode::Ephemeral
-                    .with_acls(zookeeper_client::Acls::anyone_all()),
-            )
+        let generation = session.status().generation;
+        ZooKeeper::create(&session, generation, "/eph", b"x", &Create::ephemeral())
             .await
             .unwrap();
-        drop(client);
         let observer = Session::connect(&zk.connect_string(), &session_options(20000))
             .await
             .unwrap();
         drop(session);
-        let (watcher, _) = observer.client();
+        let watching = observer.status().generation;
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            if watcher.check_stat("/eph").await.unwrap().is_none() {
+            let stat = ZooKeeper::exists(&observer, watching, "/eph")
+                .await
+                .unwrap();
+            if stat.is_none() {
                 break;
             }
             assert!(
@@ -289,9 +284,11 @@ fn stop_acting_is_published_half_way_through_a_suspension_before_the_loss() {
             (ConnectionState::Suspended, 1),
             "stop acting comes before the loss: {brief:?}"
         );
+        // Measured from when this test saw the suspension, which on a loaded machine is later
+        // than when it began (the timer runs from then): a quarter second of slack for that.
         let waited = stop.0.duration_since(suspended.0);
         assert!(
-            waited + Duration::from_millis(20) >= half,
+            waited + Duration::from_millis(250) >= half,
             "stop acting {waited:?} into the suspension, before half the timeout {half:?}"
         );
         let (lost_at, lost) = seen.last().copied().expect("statuses");

@@ -6,14 +6,13 @@
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use zooid::zk::{Create, ZooKeeper};
 use zooid::CategorySpec;
 
 use zooid_test_support::{runtime, FaultProxy, RequestMatch, ZkEnsemble};
 use zookeeper_client::Client;
 
-use crate::session_fate::{
-    assert_unique, connect, drain, ephemeral, serial, write_naming, F_TIMEOUT,
-};
+use crate::session_fate::{assert_unique, connect, drain, serial, write_naming, F_TIMEOUT};
 
 /// When the faults of a g test happen, counted from the hold.
 #[derive(Clone, Copy, Debug)]
@@ -216,8 +215,11 @@ fn held_write(timing: Timing, what: Write) -> HeldPut {
         let direct = connect(&direct_connect, Duration::from_secs(20)).await;
         // The old session's liveness on the servers, as its ephemeral node tells.
         let marker = "/fate-g-eph";
-        let (old, old_generation) = session.client();
-        old.create(marker, b"", &ephemeral())
+        let (old_generation, old_session_id) = {
+            let status = session.status();
+            (status.generation, status.session_id)
+        };
+        ZooKeeper::create(&session, old_generation, marker, b"", &Create::ephemeral())
             .await
             .expect("ephemeral of generation 1");
         let queue =
@@ -240,7 +242,7 @@ fn held_write(timing: Timing, what: Write) -> HeldPut {
         };
 
         if timing.refuse_only_old {
-            proxy.refuse_reattach_of(old.session_id().0);
+            proxy.refuse_reattach_of(old_session_id);
         } else {
             proxy.refuse_reattach(true);
         }
@@ -327,7 +329,7 @@ fn held_write(timing: Timing, what: Write) -> HeldPut {
                 items.iter().filter(|d| d.as_slice() == b"held").count()
             }
             Write::BlockClaim => {
-                let mut ids = put.as_ref().map(Vec::clone).unwrap_or_default();
+                let mut ids = put.clone().unwrap_or_default();
                 let taken = ids.len();
                 ids.extend(drain(&service, &category).await);
                 assert_unique("block claim", &ids);

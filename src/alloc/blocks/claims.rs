@@ -4,7 +4,7 @@
 //! told says where its blocks may lie ([`Doubt`]): the ones found by its token exactly, the rest
 //! within its generation.
 
-use super::refused;
+use super::nodes::refused;
 use crate::error::{LeakBound, Result, ZooidError};
 use crate::format::{sequence_of, sequence_parent, Blocks, OpToken, Pool};
 use crate::range::{IdRange, RangeSet};
@@ -140,7 +140,12 @@ pub(crate) async fn claim(
         (Some(_), Verdict::NoNode) => Ok(Claim::Missing),
         // Not applied; the session it was planned on is gone (the commit told the session
         // layer): plan again on the new one.
+        #[cfg(not(zooid_mutant = "claim_resent_across_restore"))]
         (_, Verdict::Expired | Verdict::Closed) => Ok(Claim::Changed),
+        #[cfg(zooid_mutant = "claim_resent_across_restore")]
+        (_, Verdict::Expired | Verdict::Closed) => {
+            mutant_resend(zk, path, version, blocks, count, budget).await
+        }
         (_, Verdict::Unknown) => {
             let err = &failed.failure;
             tracing::warn!(category = path, %err, op = "take", "reply lost; resolving the outcome");
@@ -153,12 +158,37 @@ pub(crate) async fn claim(
             };
             match resolve(zk, generation, &lookup, budget).await {
                 Resolved::Applied(first) => Ok(Claim::Granted { first }),
+                #[cfg(not(zooid_mutant = "claim_resent_across_restore"))]
                 Resolved::NotApplied => Ok(Claim::Changed),
+                #[cfg(zooid_mutant = "claim_resent_across_restore")]
+                Resolved::NotApplied => {
+                    mutant_resend(zk, path, version, blocks, count, budget).await
+                }
                 Resolved::Unknown(doubt) => Ok(Claim::Unknown(doubt)),
             }
         }
         _ => Err(refused(zk, path, verdict, &failed.failure)),
     }
+}
+
+/// The mutant `claim_resent_across_restore` (tests/sim/README.md): the claim as planned sent
+/// again on the next session, as before a claim was tied to its session.
+#[cfg(zooid_mutant = "claim_resent_across_restore")]
+fn mutant_resend<'a>(
+    zk: &'a Zk,
+    path: &'a str,
+    version: i32,
+    blocks: &'a Blocks,
+    count: u32,
+    budget: &'a mut Budget,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Claim>> + Send + 'a>> {
+    Box::pin(async move {
+        if !budget.try_attempt() {
+            return Ok(Claim::Changed);
+        }
+        budget.backoff().await;
+        claim(zk, path, version, blocks, count, zk.generation(), budget).await
+    })
 }
 
 /// What a lookup of a lost claim found.

@@ -42,75 +42,22 @@
 
 pub(crate) mod claims;
 pub(crate) mod generations;
+mod nodes;
 pub(crate) mod push;
 pub(crate) mod repair;
 pub(crate) mod take;
 
-use crate::error::{Result, ZooidError};
+use crate::error::Result;
 use crate::format::Pool;
 use crate::range::IdRange;
-use crate::zk::{not_authorized, Create, Failure, Verdict, Zk, ZooKeeperExt};
+use crate::zk::{Failure, Verdict, Zk, ZooKeeperExt};
+pub(crate) use nodes::{ensure_node, refused};
 
 /// A take that gets this block number or above moves the category to a new generation.
 pub const ROTATE_AT: i64 = 20_000;
 
 /// The largest number of blocks one take claims (one `multi`).
 pub const MAX_BLOCKS_PER_TAKE: u64 = 1_000;
-
-/// The error for block allocation on an embedded store.
-pub(crate) fn needs_zookeeper() -> ZooidError {
-    ZooidError::InvalidArgument(
-        "block allocation (pool format 4) needs a ZooKeeper store, not mem: or file:".into(),
-    )
-}
-
-/// The error of a block-allocation request on pool `path` that ZooKeeper answered with `err`
-/// (read by [`crate::zk::classify`] as `verdict`) and the caller has no reading of its own for:
-/// a refusal by the node's ACL is `NotAuthorized`; any other is `ConnectionLost`, as block
-/// requests have always reported it (unlike [`crate::zk::to_zooid`], which says `Store`).
-pub(crate) fn refused(
-    zk: &Zk,
-    path: &str,
-    verdict: Verdict,
-    err: &dyn std::fmt::Display,
-) -> ZooidError {
-    match verdict {
-        Verdict::NotAuthorized => not_authorized(path, zk.options()),
-        _ => ZooidError::ConnectionLost {
-            category: path.to_string(),
-            reason: format!("block claim refused: {err}"),
-        },
-    }
-}
-
-/// Creates `node` (a persistent, empty child of pool `path`) unless it exists.
-pub(crate) async fn ensure_node(zk: &Zk, path: &str, node: &str) -> Result<()> {
-    let generation = zk.generation();
-    let options = Create::persistent();
-    match zk.create(generation, node, &[], &options).await {
-        Ok(_)
-        | Err(Failure {
-            verdict: Verdict::NodeExists,
-            ..
-        }) => Ok(()),
-        Err(Failure {
-            verdict: Verdict::NoNode,
-            ..
-        }) => Err(ZooidError::NotFound {
-            category: path.to_string(),
-        }),
-        Err(
-            err @ Failure {
-                verdict: verdict @ Verdict::NotAuthorized,
-                ..
-            },
-        ) => Err(refused(zk, path, verdict, &err)),
-        Err(err) => Err(ZooidError::ConnectionLost {
-            category: path.to_string(),
-            reason: format!("creating {node}: {err}"),
-        }),
-    }
-}
 
 /// What a pool holds, counting the blocks claimed since the node was written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,7 +80,7 @@ pub async fn usage(zk: Option<&Zk>, path: &str, pool: &Pool) -> Result<Usage> {
             high_water: pool.high_water(),
         });
     };
-    let session = zk.ok_or_else(needs_zookeeper)?;
+    let session = zk.ok_or_else(crate::alloc::core::needs_zookeeper)?;
     // No sequence parent: a move to this generation stopped before creating it, so no block of
     // it was claimed yet (a take or the keeper creates it).
     let frontier = generations::frontier_if_numbered(session, path, &blocks)

@@ -3,8 +3,7 @@
 //! pool node.
 
 use super::generations;
-use crate::alloc::blocks::needs_zookeeper;
-use crate::alloc::core::Core;
+use crate::alloc::core::OnZooKeeper;
 use crate::alloc::state::Cached;
 use crate::error::{Result, ZooidError};
 use crate::format::Blocks;
@@ -19,7 +18,7 @@ pub(crate) struct Checked {
     reaches: Option<Blocks>,
 }
 
-impl<S: Store> Core<S> {
+impl<S: Store> OnZooKeeper<'_, S> {
     /// Checks a push of `ranges` against `state`, the pool as this process last read or wrote
     /// it: the bounds now, the rest in [`push_blocks`](Self::push_blocks).
     pub(crate) fn check_push(
@@ -28,7 +27,6 @@ impl<S: Store> Core<S> {
         state: &Cached,
         ranges: &[IdRange],
     ) -> Result<Checked> {
-        self.zk.as_ref().ok_or_else(needs_zookeeper)?;
         let pool = &state.pool;
         if let Some(range) = ranges.iter().find(|r| !pool.bounds().covers(r)) {
             return Err(ZooidError::OutOfBounds {
@@ -52,7 +50,7 @@ impl<S: Store> Core<S> {
         checked: Checked,
     ) -> Result<()> {
         let path = category.name();
-        let session = self.zk.as_ref().ok_or_else(needs_zookeeper)?;
+        let session = self.zk;
         let fresh_part = match checked.reaches {
             Some(layout) => {
                 // Blocks this process saw claimed are below the frontier: no read for them.
@@ -76,6 +74,6 @@ impl<S: Store> Core<S> {
                 range,
             });
         }
-        self.push_hole_nodes(path, session, ranges).await
+        self.push_hole_nodes(path, ranges).await
     }
 }

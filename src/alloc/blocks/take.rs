@@ -8,10 +8,8 @@ use std::time::Duration;
 use super::claims::{self, Claim};
 use super::generations;
 use super::{MAX_BLOCKS_PER_TAKE, ROTATE_AT};
-use crate::alloc::blocks::needs_zookeeper;
-use crate::alloc::core::{count_of, Core};
+use crate::alloc::core::{count_of, OnZooKeeper, Taken};
 use crate::alloc::engine::{Plan, Step};
-use crate::alloc::single;
 use crate::alloc::state::{Slot, Strategy};
 use crate::error::{Result, ZooidError};
 use crate::format::{Blocks, OpKind, Pool};
@@ -34,7 +32,7 @@ enum Claimed {
     Replan,
 }
 
-impl<S: Store> Core<S> {
+impl<S: Store> OnZooKeeper<'_, S> {
     /// Completes a take of `n` IDs that took `holes`: fresh blocks for the rest. While the pool
     /// changes under the claims, the take reads it again and claims on that. Holes taken are
     /// handed out even when no block can be claimed any more (at the ceiling or the end); on
@@ -45,29 +43,24 @@ impl<S: Store> Core<S> {
         slot: &mut Slot,
         mut holes: Vec<IdRange>,
         n: u64,
-    ) -> Result<Vec<IdRange>> {
+    ) -> Result<Taken> {
         let mut replans = Budget::start(self.options.retry);
         loop {
             let wanted = n - count_of(&holes);
             if wanted == 0 {
-                return Ok(holes);
+                return Ok(Taken::Ids(holes));
             }
             let failed = match self.claim_fresh(category, slot, wanted).await {
                 Ok(Claimed::Granted(mut fresh)) => {
                     holes.append(&mut fresh);
-                    return Ok(holes);
+                    return Ok(Taken::Ids(holes));
                 }
-                Ok(Claimed::Replan) => {
-                    match self.replan(category, slot, &mut replans, wanted).await {
-                        Ok(Replanned::Blocks) => continue,
-                        // Recreated as a single-node pool: its free list for the rest.
-                        Ok(Replanned::Single(mut taken)) => {
-                            holes.append(&mut taken);
-                            return Ok(holes);
-                        }
-                        Err(err) => err,
-                    }
-                }
+                Ok(Claimed::Replan) => match self.replan(category, slot, &mut replans).await {
+                    Ok(Strategy::Blocks(_)) => continue,
+                    // Recreated as a single-node pool: its strategy serves the rest.
+                    Ok(Strategy::Single) => return Ok(Taken::Moved(holes)),
+                    Err(err) => err,
+                },
                 Err(err) => err,
             };
             return match failed {
@@ -75,7 +68,7 @@ impl<S: Store> Core<S> {
                 ZooidError::ReservationExhausted { .. } | ZooidError::Exhausted { .. }
                     if !holes.is_empty() =>
                 {
-                    Ok(holes)
+                    Ok(Taken::Ids(holes))
                 }
                 err => {
                     if !holes.is_empty() {
@@ -88,14 +81,13 @@ impl<S: Store> Core<S> {
     }
 
     /// Reads the pool again after it changed under a claim (at once the first time, then with
-    /// backoff, within `replans`), for the claim of `wanted` IDs to be planned on it.
+    /// backoff, within `replans`): the layout it is in now.
     async fn replan(
         &self,
         category: &IdCategory,
         slot: &mut Slot,
         replans: &mut Budget,
-        wanted: u64,
-    ) -> Result<Replanned> {
+    ) -> Result<Strategy> {
         if !replans.try_attempt() {
             return Err(ZooidError::Contention {
                 category: category.name().to_string(),
@@ -107,26 +99,14 @@ impl<S: Store> Core<S> {
             replans.backoff().await;
         }
         let mut budget = Budget::start(self.options.retry);
-        // A pool in block allocation holds no free list: this takes nothing from it, and reads
-        // it (a single-node pool gives what its free list has).
-        let plan = single::take(category, wanted);
-        let step = self
-            .update(category, slot, &mut budget, OpKind::Take, true, plan)
-            .await?;
-        Ok(match step {
-            Step::Done {
-                moved,
-                strategy: Strategy::Single,
-            } => Replanned::Single(moved),
-            Step::Done { .. } | Step::Kept(_) => Replanned::Blocks,
-        })
+        Ok(self.current(category, slot, &mut budget).await?.strategy)
     }
 
     /// Claims fresh blocks for `n` IDs on the pool as the slot holds it (in block allocation);
     /// IDs of the claimed blocks beyond `n`, or above the ceiling, go back to the free list.
     async fn claim_fresh(&self, category: &IdCategory, slot: &mut Slot, n: u64) -> Result<Claimed> {
         let path = category.name();
-        let session = self.zk.as_ref().ok_or_else(needs_zookeeper)?;
+        let session = self.zk;
         // No state: a lost reply was resolved without one; read the pool again.
         let Some(state) = slot.cached.as_ref() else {
             return Ok(Claimed::Replan);
@@ -171,7 +151,7 @@ impl<S: Store> Core<S> {
                 tracing::error!(category = path, why = %doubt.why, leaked = %named, at_most, %within, "{CLAIM_UNKNOWN}");
                 return Err(ZooidError::OutcomeUnknown {
                     category: path.to_string(),
-                    op: crate::WriteOp::Take,
+                    op: crate::error::WriteOp::Take,
                     ids,
                     leaked_within,
                 });
@@ -216,7 +196,7 @@ impl<S: Store> Core<S> {
         match layout.block(known, last) {
             None => {
                 // Past the end as far as this process knows: ask the store before saying so.
-                let session = self.zk.as_ref().ok_or_else(needs_zookeeper)?;
+                let session = self.zk;
                 let next = generations::next_block(session, path, layout).await?;
                 self.categories.note_next_block(path, layout, next);
                 if layout.block(next, last).is_none() {
@@ -263,17 +243,13 @@ impl<S: Store> Core<S> {
                 }
             }
         };
-        let returned = match (self.zk.as_ref(), blocks) {
-            (_, Err(err)) => Err(err),
-            (Some(session), Ok(true)) => {
-                self.push_holes_held(category.name(), session, slot, &ranges)
-                    .await
-            }
-            (Some(_), Ok(false)) => Err(ZooidError::InvalidArgument(format!(
+        let returned = match blocks {
+            Err(err) => Err(err),
+            Ok(true) => self.push_holes_held(category.name(), slot, &ranges).await,
+            Ok(false) => Err(ZooidError::InvalidArgument(format!(
                 "{}: no longer in block allocation (recreated?)",
                 category.name()
             ))),
-            (None, Ok(_)) => Err(needs_zookeeper()),
         };
         match returned {
             Ok(()) => {}
@@ -301,7 +277,7 @@ impl<S: Store> Core<S> {
         layout: &Blocks,
     ) -> Result<()> {
         let path = category.name();
-        let session = self.zk.as_ref().ok_or_else(needs_zookeeper)?;
+        let session = self.zk;
         // A missing sequence parent: the move that created the pool's current generation
         // stopped before creating it; `sealed_next_block` finds nothing and the move is done.
         generations::seal(session, path, layout).await?;
@@ -362,7 +338,7 @@ impl<S: Store> Core<S> {
     /// if it is missing (a process that moved the generation stopped before creating it). Reads
     /// the pool after a `sync`, so that a lagging server does not bring back a retired one.
     pub(crate) async fn repair_sequence_parent(&self, path: &str) -> Result<()> {
-        let session = self.zk.as_ref().ok_or_else(needs_zookeeper)?;
+        let session = self.zk;
         let node = self
             .sync_and_read(path)
             .await
@@ -379,14 +355,6 @@ impl<S: Store> Core<S> {
             None => Ok(()),
         }
     }
-}
-
-/// What reading the pool again for a take found.
-enum Replanned {
-    /// Still in block allocation: claim fresh blocks on it.
-    Blocks,
-    /// Recreated as a single-node pool: what its free list gave completes the take.
-    Single(Vec<IdRange>),
 }
 
 /// The plan of a move past generation `generation`, whose sequence parent numbered `next`

@@ -26,7 +26,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::choice::Hole;
-pub(crate) use crate::alloc::state::{AheadCheck, Listing};
+pub(crate) use super::memory::{AheadCheck, Listing};
 use crate::error::{Result, ZooidError};
 use crate::format::{hole_of, holes_parent};
 use crate::retry::Budget;

@@ -32,7 +32,7 @@
 //!   64 groups of holes that each cover the take ([`choice::group_start`]), so that contending
 //!   takes choose apart. After `k` races lost in a row its takes of whole blocks also leave the
 //!   holes to others for a random number of its next takes below `2^k` (at most 31, for at most
-//!   a second; `HoleRaces` in src/alloc/state.rs): binary exponential backoff.
+//!   a second; `HoleRaces` in src/alloc/holes/memory.rs): binary exponential backoff.
 //!   A take makes at most one attempt on holes: when another take deleted one of its holes
 //!   first, it claims fresh blocks. So a take costs at most one failed write, and pushes none.
 //! - **Lost replies.** Every write carries a receipt: an ephemeral marker named by the write's
@@ -48,11 +48,46 @@
 //!
 //! The modules: [`listing`] (the holes, under a child watch), [`choice`] (which holes a take
 //! claims: pure), [`young`] (which holes are left to their pusher: pure), [`requests`] (the two
-//! `multi`s and their lost replies), [`take`] and [`push`] (the service's side).
+//! `multi`s and their lost replies), [`memory`] (what the strategy keeps of a category: the
+//! listing, the races), [`take`] and [`push`] (the service's side).
+
+use crate::alloc::core::{OnZooKeeper, Taken};
+use crate::alloc::state::{Held, Slot};
+use crate::error::Result;
+use crate::idset::IdCategory;
+use crate::range::IdRange;
+use crate::retry::Budget;
+use crate::store::Store;
 
 pub(crate) mod choice;
 pub(crate) mod listing;
+pub(crate) mod memory;
 pub(crate) mod push;
 pub(crate) mod requests;
 pub(crate) mod take;
 pub(crate) mod young;
+
+/// A take of `n` IDs from a pool in format 4: holes, then fresh blocks ([`take`]).
+pub(crate) async fn take<S: Store>(
+    on: &OnZooKeeper<'_, S>,
+    category: &IdCategory,
+    slot: &mut Slot,
+    n: u64,
+) -> Result<Taken> {
+    on.take_hole_nodes(category, slot, n).await
+}
+
+/// A push of `ranges` to a pool in format 4: checked against the pool as the slot holds it,
+/// then written as hole nodes without the slot (others take meanwhile).
+pub(crate) async fn push<S: Store>(
+    on: &OnZooKeeper<'_, S>,
+    category: &IdCategory,
+    mut slot: Held,
+    budget: &mut Budget,
+    ranges: &[IdRange],
+) -> Result<()> {
+    let state = on.current(category, &mut slot, budget).await?;
+    let checked = on.check_push(category, state, ranges)?;
+    drop(slot);
+    on.push_blocks(category, ranges, checked).await
+}

@@ -1,43 +1,45 @@
 //! A push to a pool in format 4: its ranges become hole nodes (one `multi`, see
 //! src/alloc/holes/requests.rs), refused when a hole this process listed holds any of them.
 
-use crate::alloc::core::Core;
+use super::memory;
+use crate::alloc::core::OnZooKeeper;
 use crate::alloc::state::Slot;
 use crate::error::{Result, ZooidError};
 use crate::range::IdRange;
 use crate::retry::Budget;
 use crate::store::Store;
-use crate::zk::Zk;
 
 /// The most ranges one push writes in one `multi` (a create each, about 75 bytes).
 pub(crate) const MAX_RANGES_PER_WRITE: usize = 1_000;
 
-impl<S: Store> Core<S> {
+impl<S: Store> OnZooKeeper<'_, S> {
     /// Leaves `ranges` under pool `path` as hole nodes. Refused as `AlreadyFree` when one of
     /// them overlaps a hole this process knows ([`super::listing::known`]) that is still there
     /// when listed again after a `sync`, or is a hole already (the create fails). A push reads
     /// nothing before its write.
-    pub(crate) async fn push_hole_nodes(
-        &self,
-        path: &str,
-        zk: &Zk,
-        ranges: &[IdRange],
-    ) -> Result<()> {
+    pub(crate) async fn push_hole_nodes(&self, path: &str, ranges: &[IdRange]) -> Result<()> {
         let slot = self.categories.slot(path);
         let mut slot = slot.lock().await;
-        self.push_holes_held(path, zk, &mut slot, ranges).await
+        self.push_holes_held(path, &mut slot, ranges).await
     }
 
     /// [`push_hole_nodes`](Self::push_hole_nodes) with the category's slot held.
     pub(crate) async fn push_holes_held(
         &self,
         path: &str,
-        zk: &Zk,
         slot: &mut Slot,
         ranges: &[IdRange],
     ) -> Result<()> {
+        let zk = self.zk;
         let mut budget = Budget::start(self.options.retry);
-        super::listing::known(zk, path, &mut slot.holes, &mut budget, &self.stats).await?;
+        super::listing::known(
+            zk,
+            path,
+            &mut memory::of(slot).listing,
+            &mut budget,
+            &self.stats,
+        )
+        .await?;
         // The pushed range that overlaps a hole, as the single-node layout reports it; decided
         // only on the holes listed again after a `sync` (a listing kept, or served by a
         // lagging server, may still show a hole another take deleted since).
@@ -47,7 +49,7 @@ impl<S: Store> Core<S> {
                 .find(|r| holes.iter().any(|(_, hole)| hole.overlaps(r)))
                 .copied()
         };
-        let mut overlap = overlapping(super::listing::holes_of(&slot.holes));
+        let mut overlap = overlapping(super::listing::holes_of(&memory::of(slot).listing));
         if overlap.is_some() {
             let mut budget = Budget::start(self.options.retry);
             super::listing::sync(zk, path, &mut budget).await?;
@@ -55,8 +57,13 @@ impl<S: Store> Core<S> {
                 super::listing::list(zk, path, super::listing::Watch::Set, &mut budget).await?;
             overlap = overlapping(&listing.holes);
             let generation = listing.generation;
-            listing.follow(slot.holes.as_ref().filter(|l| l.generation == generation));
-            slot.holes = Some(listing);
+            listing.follow(
+                memory::of(slot)
+                    .listing
+                    .as_ref()
+                    .filter(|l| l.generation == generation),
+            );
+            memory::of(slot).listing = Some(listing);
         }
         if let Some(range) = overlap {
             return Err(ZooidError::AlreadyFree {
@@ -69,14 +76,24 @@ impl<S: Store> Core<S> {
         let mut budget = Budget::start(self.options.retry);
         for (index, part) in ranges.chunks(MAX_RANGES_PER_WRITE).enumerate() {
             let previous = self.categories.take_marker(path);
-            let pushed =
-                super::requests::push(zk, path, part, previous.clone(), &self.stats, &mut budget);
+            // The holes' incarnation the push is planned on (its listing's): a lost reply is
+            // resolved only there.
+            let incarnation = memory::of(slot).listing.as_ref().map(|l| l.created);
+            let pushed = super::requests::push(
+                zk,
+                path,
+                part,
+                previous.clone(),
+                incarnation,
+                &self.stats,
+                &mut budget,
+            );
             match pushed.await {
                 Ok(marker) => {
                     self.categories.put_marker(path, marker);
                     // The listing's watch may fire only after this returns: keep it true
                     // meanwhile.
-                    if let Some(listing) = slot.holes.as_mut() {
+                    if let Some(listing) = memory::of(slot).listing.as_mut() {
                         listing.apply_own(&[], part);
                     }
                 }
@@ -93,7 +110,7 @@ impl<S: Store> Core<S> {
                     tracing::error!(category = path, %err, ranges = rest.len(), "a push in parts failed after its first part; the rest is leaked");
                     return Err(ZooidError::OutcomeUnknown {
                         category: path.to_string(),
-                        op: crate::WriteOp::Push,
+                        op: crate::error::WriteOp::Push,
                         ids: rest,
                         leaked_within: None,
                     });

@@ -43,6 +43,10 @@ struct Write<'a> {
     /// there means `present_means_applied`.
     witnesses: Vec<String>,
     present_means_applied: bool,
+    /// The incarnation (`czxid`) of the holes' parent the write was planned on, as listed: a
+    /// lost reply is resolved only on that incarnation. On one created since (a wipe or a
+    /// rollback, then a restore) neither the receipt nor the holes tell what the write did.
+    incarnation: Option<i64>,
 }
 
 /// How a lost reply resolved.
@@ -69,6 +73,7 @@ pub(crate) async fn claim(
     remainder: &[IdRange],
     handed: &[IdRange],
     previous: Option<String>,
+    incarnation: Option<i64>,
     stats: &Recorder,
     budget: &mut Budget,
 ) -> Result<Claimed> {
@@ -78,7 +83,7 @@ pub(crate) async fn claim(
         .iter()
         .map(|r| format!("{parent}/{}", hole_name(r)))
         .collect();
-    let mut write = Write::new(path, previous, deleted.clone(), false);
+    let mut write = Write::new(path, previous, deleted.clone(), false, incarnation);
     loop {
         let generation = zk.generation();
         let persistent = Create::persistent();
@@ -137,7 +142,7 @@ pub(crate) async fn claim(
                         tracing::error!(category = path, %why, "hole claim outcome unknown; its IDs stay unused");
                         return Err(ZooidError::OutcomeUnknown {
                             category: path.to_string(),
-                            op: crate::WriteOp::Take,
+                            op: crate::error::WriteOp::Take,
                             ids: handed.to_vec(),
                             leaked_within: None,
                         });
@@ -164,6 +169,7 @@ pub(crate) async fn push(
     path: &str,
     ranges: &[IdRange],
     previous: Option<String>,
+    incarnation: Option<i64>,
     stats: &Recorder,
     budget: &mut Budget,
 ) -> Result<String> {
@@ -172,7 +178,7 @@ pub(crate) async fn push(
         .iter()
         .map(|r| format!("{parent}/{}", hole_name(r)))
         .collect();
-    let mut write = Write::new(path, previous, created.clone(), true);
+    let mut write = Write::new(path, previous, created.clone(), true, incarnation);
     loop {
         let generation = zk.generation();
         let persistent = Create::persistent();
@@ -214,7 +220,7 @@ pub(crate) async fn push(
                         tracing::error!(category = path, %why, "push outcome unknown; not repeated");
                         return Err(ZooidError::OutcomeUnknown {
                             category: path.to_string(),
-                            op: crate::WriteOp::Push,
+                            op: crate::error::WriteOp::Push,
                             ids: ranges.to_vec(),
                             leaked_within: None,
                         });
@@ -239,6 +245,7 @@ impl<'a> Write<'a> {
         previous: Option<String>,
         witnesses: Vec<String>,
         present_means_applied: bool,
+        incarnation: Option<i64>,
     ) -> Self {
         Self {
             path,
@@ -246,6 +253,7 @@ impl<'a> Write<'a> {
             previous,
             witnesses,
             present_means_applied,
+            incarnation,
         }
     }
 
@@ -300,15 +308,26 @@ impl<'a> Write<'a> {
             let current = zk.generation();
             let lookup = async {
                 zk.sync(current, self.path).await?;
+                if let Some(planned) = self.incarnation {
+                    let parent = zk.exists(current, &holes_parent(self.path)).await?;
+                    if parent.is_none_or(|stat| stat.czxid != planned) {
+                        return Ok(None);
+                    }
+                }
                 let mut witnessed = 0;
                 for node in &self.witnesses {
                     witnessed += usize::from(zk.exists(current, node).await?.is_some());
                 }
                 let marked = zk.exists(current, &marker).await?.is_some();
-                Ok::<_, Failure>((witnessed, marked))
+                Ok::<_, Failure>(Some((witnessed, marked)))
             };
             let (witnessed, marked) = match lookup.await {
-                Ok(found) => found,
+                Ok(Some(found)) => found,
+                Ok(None) => {
+                    return Outcome::Unknown(
+                        "the pool's holes were created again since the write was planned (a wipe or a rollback, then a restore)".into(),
+                    )
+                }
                 Err(_) => {
                     budget.backoff().await;
                     continue;

@@ -4,71 +4,43 @@
 
 use super::choice;
 use super::listing::{self, Seen, Trust};
+use super::memory;
 use super::requests::{self, Claimed};
-use crate::alloc::blocks::needs_zookeeper;
-use crate::alloc::core::{count_of, Core};
-use crate::alloc::engine::Step;
-use crate::alloc::single;
-use crate::alloc::state::Slot;
+use crate::alloc::core::{count_of, OnZooKeeper, Taken};
+use crate::alloc::state::{Slot, Strategy};
 use crate::error::{Result, ZooidError};
-use crate::format::OpKind;
 use crate::idset::IdCategory;
-use crate::range::{IdRange, RangeSet};
+use crate::range::IdRange;
 use crate::retry::Budget;
 use crate::store::Store;
 use tokio::time::Instant;
 
-impl<S: Store> Core<S> {
-    /// Completes a take of `n` IDs that has `taken` already (none when it starts): holes first,
-    /// as many as leave whole blocks to claim ([`choice::hole_amount`]), then fresh blocks.
+impl<S: Store> OnZooKeeper<'_, S> {
+    /// A take of `n` IDs: holes first, as many as leave whole blocks to claim
+    /// ([`choice::hole_amount`]), then fresh blocks.
     pub(crate) async fn take_hole_nodes(
         &self,
         category: &IdCategory,
         slot: &mut Slot,
-        taken: Vec<IdRange>,
         n: u64,
-    ) -> Result<Vec<IdRange>> {
-        let ranges = self
-            .take_holes_then_blocks(category, slot, taken, n)
-            .await?;
-        // Holes and fresh blocks side by side make one range (ascending, merged).
-        let mut merged = RangeSet::new();
-        match merged.insert_all(&ranges) {
-            Ok(()) => Ok(merged.ranges().to_vec()),
-            Err(overlap) => {
-                // Cannot happen (holes and blocks are disjoint); say so loudly if it does.
-                tracing::error!(
-                    category = category.name(),
-                    ?overlap,
-                    ?ranges,
-                    "a take's ranges overlap"
-                );
-                Ok(ranges)
-            }
+    ) -> Result<Taken> {
+        if n == 0 {
+            return Ok(Taken::Ids(Vec::new()));
         }
-    }
-
-    async fn take_holes_then_blocks(
-        &self,
-        category: &IdCategory,
-        slot: &mut Slot,
-        mut taken: Vec<IdRange>,
-        n: u64,
-    ) -> Result<Vec<IdRange>> {
-        if n == count_of(&taken) {
-            return Ok(taken);
-        }
+        let mut taken = Vec::new();
         let path = category.name();
         // Just after losing races for holes, a take of whole blocks may leave them to others:
         // fresh blocks, without a look at the holes. At the ceiling or the end, where fewer
         // fresh IDs remain, the holes for the rest, as any take.
-        slot.hole_races.start(self.options.hole_backoff_from_start);
-        let whole_blocks =
-            unit_of(slot).is_some_and(|unit| (n - count_of(&taken)).is_multiple_of(unit));
-        if whole_blocks && slot.hole_races.leaves_holes(Instant::now()) {
+        memory::of(slot)
+            .races
+            .start(self.options.hole_backoff_from_start);
+        let whole_blocks = unit_of(slot).is_some_and(|unit| n.is_multiple_of(unit));
+        if whole_blocks && memory::of(slot).races.leaves_holes(Instant::now()) {
             match self.take_blocks(category, slot, taken, n).await {
-                Ok(ids) if count_of(&ids) == n => return Ok(ids),
-                Ok(ids) => taken = ids,
+                Ok(Taken::Ids(ids)) if count_of(&ids) == n => return Ok(Taken::Ids(ids)),
+                Ok(Taken::Ids(ids)) => taken = ids,
+                Ok(moved @ Taken::Moved(_)) => return Ok(moved),
                 Err(ZooidError::Exhausted { .. } | ZooidError::ReservationExhausted { .. }) => {
                     taken = Vec::new();
                 }
@@ -84,8 +56,9 @@ impl<S: Store> Core<S> {
         // Holes chosen on a listing others' takes may have outrun since: listed again first, a
         // read instead of a claim that would most likely fail (a failed `multi` is logged like
         // any write). Not when they are all holes this process created since the listing.
-        let known_since = |choice: &choice::Choice, slot: &Slot| {
-            slot.holes
+        let known_since = |choice: &choice::Choice, slot: &mut Slot| {
+            memory::of(slot)
+                .listing
                 .as_ref()
                 .is_some_and(|listing| listing.all_own_since(&choice.nodes))
         };
@@ -97,7 +70,7 @@ impl<S: Store> Core<S> {
             Ok(Some(mut handed)) => {
                 taken.append(&mut handed);
                 if count_of(&taken) == n {
-                    return Ok(taken);
+                    return Ok(Taken::Ids(taken));
                 }
             }
             Ok(None) => {}
@@ -112,12 +85,16 @@ impl<S: Store> Core<S> {
             // Fewer fresh IDs remain than the take wants, below the ceiling or the end: the rest
             // from the holes as they are, those it left to their pushers included. What it
             // got is handed out whatever that finds.
-            Ok(mut ids) if count_of(&ids) < n => {
+            Ok(Taken::Ids(mut ids)) if count_of(&ids) < n => {
                 match self
                     .take_at_the_end(category, slot, n - count_of(&ids))
                     .await
                 {
-                    Ok(Some(mut rest)) => ids.append(&mut rest),
+                    Ok(Some(Taken::Ids(mut rest))) => ids.append(&mut rest),
+                    Ok(Some(Taken::Moved(mut rest))) => {
+                        ids.append(&mut rest);
+                        return Ok(Taken::Moved(ids));
+                    }
                     Ok(None) => {}
                     // IDs in doubt are reported, never dropped: what the take got goes back,
                     // and the caller learns which IDs may be gone.
@@ -130,7 +107,7 @@ impl<S: Store> Core<S> {
                         tracing::warn!(category = path, %err, "a short take found no more in the holes");
                     }
                 }
-                Ok(ids)
+                Ok(Taken::Ids(ids))
             }
             Err(
                 failed @ (ZooidError::Exhausted { .. } | ZooidError::ReservationExhausted { .. }),
@@ -145,30 +122,22 @@ impl<S: Store> Core<S> {
     /// Up to `wanted` IDs for a take that found no fresh block left below the ceiling or the
     /// end: the holes there are, every one a candidate (none is left to its pusher: this is
     /// what remains), on the pool as read again if the claim dropped it. `None` when the holes
-    /// hold none.
+    /// hold none; [`Taken::Moved`] when the pool read again is in another layout.
     async fn take_at_the_end(
         &self,
         category: &IdCategory,
         slot: &mut Slot,
         wanted: u64,
-    ) -> Result<Option<Vec<IdRange>>> {
+    ) -> Result<Option<Taken>> {
         let path = category.name();
         // Each attempt lost to a race is another take served from these holes: try again, on
         // the holes listed again, from one of the lowest groups (contending takes choose apart).
         for _ in 0..END_ATTEMPTS {
             // The pool as it is now, when a claim dropped it (it moved on, or its generation
             // was sealed or unnumbered and the claim saw to it).
-            if slot.cached.is_none() {
-                let mut budget = Budget::start(self.options.retry);
-                let plan = single::take(category, wanted);
-                let step = self
-                    .update(category, slot, &mut budget, OpKind::Take, true, plan)
-                    .await?;
-                if let Step::Done { moved, .. } = step {
-                    if !moved.is_empty() {
-                        return Ok(Some(moved));
-                    }
-                }
+            let mut budget = Budget::start(self.options.retry);
+            if self.current(category, slot, &mut budget).await?.strategy == Strategy::Single {
+                return Ok(Some(Taken::Moved(Vec::new())));
             }
             let Some(top) = top_of(slot) else {
                 return Ok(None);
@@ -176,8 +145,8 @@ impl<S: Store> Core<S> {
             // The holes as they are: one not seen would end the take as exhausted.
             self.refresh_holes(path, slot, Trust::Exact).await?;
             let choice = {
-                let random = slot.hole_races.chooses_at_random(Instant::now());
-                let holes = listing::holes_of(&slot.holes);
+                let random = memory::of(slot).races.chooses_at_random(Instant::now());
+                let holes = listing::holes_of(&memory::of(slot).listing);
                 // At most what one `multi` of deletes can claim; the next take gets the rest.
                 let left = choice::available_in_one_take(holes, top).min(wanted);
                 let start = random
@@ -189,7 +158,7 @@ impl<S: Store> Core<S> {
                 return Ok(None);
             }
             match self.claim_holes(category, slot, choice).await? {
-                Some(handed) if !handed.is_empty() => return Ok(Some(handed)),
+                Some(handed) if !handed.is_empty() => return Ok(Some(Taken::Ids(handed))),
                 // Another take won a hole first, or the pool moved on (read again above).
                 _ => continue,
             }
@@ -209,10 +178,11 @@ impl<S: Store> Core<S> {
         unit: u64,
     ) -> Option<choice::Choice> {
         let now = Instant::now();
-        let random = slot.hole_races.chooses_at_random(now);
-        let listed = listing::holes_of(&slot.holes);
+        let memory = memory::of(slot);
+        let random = memory.races.chooses_at_random(now);
+        let listed = listing::holes_of(&memory.listing);
         let old;
-        let holes = match slot.holes.as_ref().map(|l| &l.young) {
+        let holes = match memory.listing.as_ref().map(|l| &l.young) {
             Some(young) if wanted.is_multiple_of(unit) && young.any(now) => {
                 old = choice::without(listed, |range| young.is_young(range, now));
                 old.as_slice()
@@ -229,12 +199,12 @@ impl<S: Store> Core<S> {
     /// Makes the slot's listing show the holes of pool `path` as they are
     /// ([`listing::refresh`]).
     async fn refresh_holes(&self, path: &str, slot: &mut Slot, trust: Trust) -> Result<Seen> {
-        let session = self.zk.as_ref().ok_or_else(needs_zookeeper)?;
+        let session = self.zk;
         let mut budget = Budget::start(self.options.retry);
         listing::refresh(
             session,
             path,
-            &mut slot.holes,
+            &mut memory::of(slot).listing,
             trust,
             &mut budget,
             &self.stats,
@@ -252,16 +222,20 @@ impl<S: Store> Core<S> {
         choice: Option<choice::Choice>,
     ) -> Result<Option<Vec<IdRange>>> {
         let path = category.name();
-        let session = self.zk.as_ref().ok_or_else(needs_zookeeper)?;
+        let session = self.zk;
+        // Chosen on a listing whose check is still on its way: a hole gone means that listing
+        // was out of date, not that takes contend.
+        let listing = memory::of(slot).listing.as_ref();
+        let ahead = listing.is_some_and(|l| l.ahead.is_some());
+        // The holes' incarnation the claim is planned on (its listing's): a lost reply is
+        // resolved only there.
+        let incarnation = listing.map(|l| l.created);
         let (Some(choice), Some(state)) = (choice, slot.cached.as_ref()) else {
             return Ok(None);
         };
         let Some(blocks) = state.pool.blocks() else {
             return Ok(None);
         };
-        // Chosen on a listing whose check is still on its way: a hole gone means that listing
-        // was out of date, not that takes contend.
-        let ahead = slot.holes.as_ref().is_some_and(|l| l.ahead.is_some());
         let previous = self.categories.take_marker(path);
         let mut budget = Budget::start(self.options.retry);
         let claimed = requests::claim(
@@ -273,6 +247,7 @@ impl<S: Store> Core<S> {
             &choice.remainder,
             &choice.handed,
             previous.clone(),
+            incarnation,
             &self.stats,
             &mut budget,
         )
@@ -281,10 +256,10 @@ impl<S: Store> Core<S> {
             Ok(Claimed::Taken { marker }) => {
                 self.categories.put_marker(path, marker);
                 // The listing's watch may fire only after this returns: keep it true meanwhile.
-                if let Some(listing) = slot.holes.as_mut() {
+                if let Some(listing) = memory::of(slot).listing.as_mut() {
                     listing.apply_own(&choice.nodes, &choice.remainder);
                 }
-                slot.hole_races.won();
+                memory::of(slot).races.won();
                 if choice.overlapped {
                     tracing::warn!(category = path, nodes = ?choice.nodes, "overlapping holes (a push of free IDs) taken together, counted once");
                 }
@@ -297,12 +272,13 @@ impl<S: Store> Core<S> {
                 match other? {
                     Claimed::Raced => {
                         if !ahead {
-                            slot.hole_races
+                            memory::of(slot)
+                                .races
                                 .lost(crate::random::random::<u32>(), Instant::now());
                         }
                         // The listing is out of date: listed again at the next look (a
                         // push goes on with it: it holds this process's own pushes).
-                        if let Some(listing) = slot.holes.as_mut() {
+                        if let Some(listing) = memory::of(slot).listing.as_mut() {
                             listing.outdated();
                         }
                     }

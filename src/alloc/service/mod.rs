@@ -10,6 +10,7 @@ mod undelivered;
 pub(crate) use undelivered::GivenBack;
 
 use super::core::{count_of, Core};
+use super::dispatch;
 use super::options::{Layout, PoolInfo, Restored, ServiceOptions};
 use super::spec::CategorySpec;
 use crate::error::{Result, ZooidError};
@@ -185,7 +186,7 @@ impl<S: Store> IdGeneratorService<S> {
 
     /// The layout [`create_category`](Self::create_category) uses on this service's store when
     /// the spec names none (and has no ACL): on ZooKeeper [`Layout::for_scale`] (format 4, hole
-    /// nodes in blocks of [`DEFAULT_BLOCK_SIZE`](super::DEFAULT_BLOCK_SIZE)), on the embedded
+    /// nodes in blocks of [`DEFAULT_BLOCK_SIZE`](super::options::DEFAULT_BLOCK_SIZE)), on the embedded
     /// stores [`Layout::SingleNode`].
     pub fn default_layout(&self) -> Layout {
         if self.core.zk.as_ref().is_some() {
@@ -205,7 +206,7 @@ impl<S: Store> IdGeneratorService<S> {
                 "take of {n} IDs: ask for 1..={MAX_TAKE}"
             )));
         }
-        let take = self.core.take_waiting(category, n);
+        let take = dispatch::take(&self.core, category, n);
         let ranges = self
             .observed(category.name(), "take", |r| count_of(r), take)
             .await?;
@@ -223,7 +224,7 @@ impl<S: Store> IdGeneratorService<S> {
             return Ok(());
         }
         let category = ids.category().clone();
-        let push = self.core.push_once(&category, &ranges);
+        let push = dispatch::push(&self.core, &category, &ranges);
         let result = self
             .observed(category.name(), "push", |r| count_of(r), push)
             .await;
@@ -322,7 +323,7 @@ impl<S: Store> IdGeneratorService<S> {
         &self,
         category: &IdCategory,
         layout: Layout,
-    ) -> Result<super::Migrated> {
+    ) -> Result<super::migrate::Migrated> {
         let migrate = self.core.migrate(category, layout);
         self.observed(category.name(), "migrate", |_| 0, migrate)
             .await

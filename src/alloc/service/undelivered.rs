@@ -67,7 +67,8 @@ fn log_leaked(category: &IdCategory, ranges: &[IdRange], err: &ZooidError) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ConnectOptions, ServiceOptions};
+    use crate::alloc::ServiceOptions;
+    use crate::zk::ConnectOptions;
 
     async fn memory_service(category: &IdCategory) -> IdGeneratorService {
         let service = IdGeneratorService::connect(
@@ -78,7 +79,7 @@ mod tests {
         .await
         .unwrap();
         service
-            .create_category(category, &crate::CategorySpec::new(1, 100))
+            .create_category(category, &crate::alloc::CategorySpec::new(1, 100))
             .await
             .unwrap();
         service

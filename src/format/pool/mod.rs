@@ -1,7 +1,7 @@
 //! The pool node's text (formats 1, 2 and 4): strict parsing and rendering, as docs/FORMAT.md
 //! specifies it. A [`Pool`] is what the node says, nothing more: the state an operation keeps
 //! about it (the holes listed, the blocks claimed) lives in the allocator. Format 3 is retired:
-//! a node in it is refused ([`crate::ZooidError::RetiredFormat`]), never overwritten.
+//! a node in it is refused ([`crate::error::ZooidError::RetiredFormat`]), never overwritten.
 //!
 //! ```text
 //! #zooid 1
@@ -50,7 +50,7 @@ pub const FORMAT_VERSION_RESERVED: u32 = 2;
 
 /// The retired format version of block allocation whose pushes waited in `zooid-returned` to be
 /// merged into the pool node's free list: a node in it is refused
-/// ([`crate::ZooidError::RetiredFormat`]) and left as it is.
+/// ([`crate::error::ZooidError::RetiredFormat`]) and left as it is.
 pub const FORMAT_VERSION_RETIRED: u32 = 3;
 
 /// The format version of pools in block allocation (a `#blocks` line), whose pushed ranges are
@@ -85,7 +85,13 @@ impl Blocks {
     /// The generation that follows this one in a pool of epoch `epoch`: the next number, and no
     /// lower than the first generation of the epoch ([`GENERATIONS_PER_EPOCH`]).
     pub fn next_generation(&self, epoch: u64) -> u64 {
-        (self.generation + 1).max(epoch.saturating_mul(GENERATIONS_PER_EPOCH))
+        #[cfg(not(zooid_mutant = "claim_resent_across_restore"))]
+        let first = epoch.saturating_mul(GENERATIONS_PER_EPOCH);
+        // The mutant (tests/sim/README.md): every epoch numbers its generations on from the
+        // last one, as before a restore started a numbering of its own.
+        #[cfg(zooid_mutant = "claim_resent_across_restore")]
+        let first = epoch.min(0);
+        (self.generation + 1).max(first)
     }
 
     /// The IDs of block `seq`, clipped to `last`; `None` when the block starts past `last`.

@@ -118,7 +118,7 @@ impl Counter {
                     tracing::error!(counter = %self.path, %why, range = %range, "counter write outcome unknown; values skipped");
                     return Err(ZooidError::OutcomeUnknown {
                         category: self.path.clone(),
-                        op: crate::WriteOp::Next,
+                        op: crate::error::WriteOp::Next,
                         ids: vec![range],
                         leaked_within: None,
                     });

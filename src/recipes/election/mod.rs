@@ -144,7 +144,7 @@ pub struct ElectionStatus {
     /// The fencing token of our leadership while Active or Paused (`epoch << 31 | sequence`);
     /// `None` while Inactive.
     pub token: Option<i64>,
-    /// The session generation the candidacy belongs to (see [`crate::SessionStatus`]).
+    /// The session generation the candidacy belongs to (see [`crate::zk::SessionStatus`]).
     pub session_generation: u64,
     /// Our candidate node's path, while we have one.
     pub node: Option<String>,

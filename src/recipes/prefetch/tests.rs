@@ -1,13 +1,13 @@
 use std::time::Duration;
 
 use super::*;
-use crate::ServiceOptions;
+use crate::alloc::ServiceOptions;
 
 async fn memory_source(options: SourceOptions) -> (Arc<IdGeneratorService>, IdSource) {
     let service = Arc::new(
         IdGeneratorService::connect(
             "mem:",
-            &crate::ConnectOptions::default(),
+            &crate::zk::ConnectOptions::default(),
             ServiceOptions::default(),
         )
         .await
@@ -15,7 +15,7 @@ async fn memory_source(options: SourceOptions) -> (Arc<IdGeneratorService>, IdSo
     );
     let category = IdCategory::new("/prefetch/unit").unwrap();
     service
-        .create_category(&category, &crate::CategorySpec::new(1, 1_000_000))
+        .create_category(&category, &crate::alloc::CategorySpec::new(1, 1_000_000))
         .await
         .unwrap();
     let source = IdSource::open(Arc::clone(&service), category, options)
@@ -110,7 +110,7 @@ async fn exhaustion_surfaces_only_when_the_local_ids_run_out() {
     let service = Arc::new(
         IdGeneratorService::connect(
             "mem:",
-            &crate::ConnectOptions::default(),
+            &crate::zk::ConnectOptions::default(),
             ServiceOptions::default(),
         )
         .await
@@ -118,7 +118,7 @@ async fn exhaustion_surfaces_only_when_the_local_ids_run_out() {
     );
     let category = IdCategory::new("/prefetch/small").unwrap();
     service
-        .create_category(&category, &crate::CategorySpec::new(1, 250))
+        .create_category(&category, &crate::alloc::CategorySpec::new(1, 250))
         .await
         .unwrap();
     let options = SourceOptions {

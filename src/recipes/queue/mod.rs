@@ -408,7 +408,7 @@ impl WorkQueue {
     ///
     /// Errors: [`ZooidError::TooLarge`] (over `max_item_bytes`), [`ZooidError::QueueFull`]
     /// (`max_items` reached); in both cases nothing changed. [`ZooidError::OutcomeUnknown`]
-    /// ([`crate::WriteOp::Put`]) when its fate could not be decided within `op_timeout`: the
+    /// ([`crate::error::WriteOp::Put`]) when its fate could not be decided within `op_timeout`: the
     /// item may or may not have been added. [`ZooidError::Timeout`] when no server could be
     /// reached for `op_timeout` before anything was sent.
     pub async fn put(&self, data: &[u8]) -> Result<String> {

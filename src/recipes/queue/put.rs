@@ -7,7 +7,7 @@
 //! copy still in the network applies while they hold it. So the put first asks
 //! [`crate::zk::ZooKeeper::confirm_gone`], then looks for its marker among the items; without
 //! the confirmation before its deadline it fails with [`ZooidError::OutcomeUnknown`]
-//! ([`crate::WriteOp::Put`]), never guessing.
+//! ([`crate::error::WriteOp::Put`]), never guessing.
 //!
 //! Nothing the handle remembers survives a put in doubt. Every put passes through
 //! [`Inner::put`], which takes the guard (its path and the version V the next put expects) out
@@ -412,7 +412,7 @@ impl Inner {
     fn put_in_doubt(&self) -> ZooidError {
         ZooidError::OutcomeUnknown {
             category: self.path.clone(),
-            op: crate::WriteOp::Put,
+            op: crate::error::WriteOp::Put,
             ids: Vec::new(),
             leaked_within: None,
         }

@@ -5,10 +5,11 @@ use std::time::Duration;
 
 use rand::Rng;
 use zooid::zk::Zk;
-use zooid::{IdCategory, IdGeneratorService, IdSet, Layout};
+use zooid::{IdCategory, IdGeneratorService, IdRange, IdSet, Layout};
 
 use super::{options, pause, Shared};
 use crate::oracle::ids::{ids_of, InFlight};
+use crate::world::World;
 
 /// The category of the run and its layout.
 pub struct Setup {
@@ -50,14 +51,28 @@ impl Setup {
         }
     }
 
-    /// Creates the category (before any fault).
-    pub async fn create(&self, admin: &Zk) -> Result<(), String> {
-        let service = IdGeneratorService::on_zookeeper(admin.clone(), options());
-        let layout = if self.single {
+    pub fn layout(&self) -> Layout {
+        if self.single {
             Layout::SingleNode
         } else {
             Layout::HoleNodes { unit: 4 }
-        };
+        }
+    }
+
+    /// The category's IDs: 1 to the last.
+    pub fn bounds(&self) -> IdRange {
+        IdRange::new(1, self.last_id).expect("valid bounds")
+    }
+
+    /// Creates the category (before any fault); with the keeper (keeper.rs), from its durable
+    /// record.
+    pub async fn create(&self, world: &World, admin: &Zk) -> Result<(), String> {
+        let service = IdGeneratorService::on_zookeeper(admin.clone(), options());
+        let layout = self.layout();
+        if crate::keeper::enabled() {
+            return crate::keeper::setup(world, &service, &self.category, self.bounds(), layout)
+                .await;
+        }
         service
             .create_category(
                 &self.category,
@@ -124,6 +139,8 @@ pub async fn process(shared: &Shared, p: usize, zk: Zk) {
                 Ok(_) => {
                     let ids = ids.unwrap_or_default();
                     oracle.taken(p, &ids);
+                    // Nothing above the durable record (keeper.rs).
+                    crate::keeper::check_taken(&shared.world, &mut oracle, p, &ids);
                     mine.extend(ids);
                 }
                 Err(err) => oracle.failed(p, err, &[]),
@@ -136,6 +153,10 @@ pub async fn process(shared: &Shared, p: usize, zk: Zk) {
 
 /// The step check: no held ID is free (in the single node's free list, or in a hole node).
 pub fn check_step(shared: &Shared) {
+    // A rolled-back pool is not checked before its repair (keeper.rs).
+    if crate::keeper::in_maintenance(&shared.world) {
+        return;
+    }
     let category = &shared.ids.category;
     if !shared.ids.single {
         let holes: Vec<zooid::IdRange> = {
@@ -180,7 +201,10 @@ pub async fn finish(shared: &Shared, drain: Zk) {
                 Ok(set) => {
                     let ids = ids_of(&set.ranges());
                     shared.log(format!("drain -> {} IDs", ids.len()));
-                    shared.ids_oracle().taken(99, &ids);
+                    let mut oracle = shared.ids_oracle();
+                    oracle.taken(99, &ids);
+                    // Nothing above the durable record (keeper.rs).
+                    crate::keeper::check_taken(&shared.world, &mut oracle, 99, &ids);
                 }
                 Err(zooid::ZooidError::Exhausted { .. }) => break,
                 Err(err) => {

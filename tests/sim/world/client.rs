@@ -238,6 +238,8 @@ impl ZooKeeper for SimSession {
                     reason: "never given up".into(),
                 });
             };
+            // Wipe hook (world/wipe.rs): no server answers while closed to this client.
+            let unconfirmed = unconfirmed || self.world.lock().gated(self.client);
             if unconfirmed {
                 tokio::time::sleep_until(deadline).await;
                 self.world

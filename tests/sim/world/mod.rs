@@ -9,6 +9,7 @@ mod requests;
 pub mod sessions;
 pub mod tree;
 pub mod watches;
+pub mod wipe; // wipe and rollback (world/wipe.rs)
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -116,6 +117,8 @@ pub struct State {
     next_session: i64,
     start: Instant,
     pub trace: Trace,
+    /// Wipes, rollbacks, the maintenance window and the durable record (world/wipe.rs).
+    pub wipe: wipe::WipeState,
 }
 
 /// The world, shared by the driver and every simulated session.
@@ -143,6 +146,7 @@ impl World {
             next_session: 0x1000,
             start: Instant::now(),
             trace: Trace::new(400, echo),
+            wipe: wipe::WipeState::default(),
         };
         World {
             state: Arc::new(Mutex::new(state)),

@@ -214,6 +214,11 @@ impl State {
             self.pending.remove(&id);
             return;
         }
+        // Wipe hook (world/wipe.rs): held in the network until the servers open again.
+        if self.gated(pending.client) {
+            self.retry_gated(Action::Apply(id));
+            return;
+        }
         let (c, sid, conn, drop_after) = (
             pending.client,
             pending.session,

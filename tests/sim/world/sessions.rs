@@ -233,11 +233,20 @@ impl State {
         {
             return;
         }
+        // Wipe hook (world/wipe.rs): the servers are closed to this client for now.
+        if self.gated(c) {
+            self.retry_gated(Action::Reconnect { client: c, conn });
+            return;
+        }
         let sid = client.session;
         let alive = self
             .sessions
             .get(&sid)
             .is_some_and(|s| s.state == super::sessions::Life::Alive);
+        // Wipe hook (world/wipe.rs): refused while the servers are behind what the client saw.
+        if alive && self.refused_as_ahead(c, conn) {
+            return;
+        }
         if alive {
             let now = self.now_nanos();
             if let Some(session) = self.sessions.get_mut(&sid) {
@@ -320,6 +329,11 @@ impl State {
             .get(&c)
             .is_none_or(|cl| cl.frozen || cl.closed || !cl.lost);
         if skip {
+            return;
+        }
+        // Wipe hook (world/wipe.rs): the servers are closed to this client for now.
+        if self.gated(c) {
+            self.retry_gated(Action::OpenNext { client: c });
             return;
         }
         let sid = self.open_server_session(c);

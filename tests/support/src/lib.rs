@@ -21,6 +21,7 @@
 pub mod behaviour;
 pub mod c;
 pub mod faulty;
+pub mod ports;
 pub mod proxy;
 pub mod security;
 pub mod zookeeper;
@@ -28,10 +29,11 @@ pub mod zookeeper;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+pub use ports::free_loopback_ports;
 pub use proxy::{op, FaultProxy, MatchFn, Mode, ProxyStats, RequestMatch, ResetPoint};
 pub use zookeeper::{
-    four_letter_word, free_loopback_ports, spawn_owned, spawn_with_parent_death_signal, zk_lib_dir,
-    zk_version_lib_dir, LinkRelay, QuorumLinks, Tuning, ZkEnsemble, ZkServer,
+    four_letter_word, spawn_owned, spawn_with_parent_death_signal, zk_lib_dir, zk_version_lib_dir,
+    LinkRelay, QuorumLinks, Tuning, ZkEnsemble, ZkServer,
 };
 
 /// The repository (workspace) root.

@@ -165,21 +165,9 @@ fn loopback(port: u16) -> SocketAddr {
     SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port))
 }
 
-/// `n` distinct ports that were free on 127.0.0.1 a moment ago (for a server's extra ports,
-/// such as `secureClientPort`).
-pub fn free_loopback_ports(n: usize) -> Vec<u16> {
-    free_ports(n)
-}
-
-/// `n` distinct currently-free ports on 127.0.0.1 (all bound at once, then released).
+/// `n` distinct free loopback ports for servers (see [`crate::ports`]).
 fn free_ports(n: usize) -> Vec<u16> {
-    let listeners: Vec<TcpListener> = (0..n)
-        .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0"))
-        .collect();
-    listeners
-        .iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect()
+    crate::ports::free_loopback_ports(n)
 }
 
 fn java_binary() -> PathBuf {
@@ -1015,6 +1003,11 @@ impl ZkEnsemble {
     /// Number of servers.
     pub fn len(&self) -> usize {
         self.addrs.len()
+    }
+
+    /// Whether the ensemble has no server (never, once started).
+    pub fn is_empty(&self) -> bool {
+        self.addrs.is_empty()
     }
 
     /// `"127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3"`.

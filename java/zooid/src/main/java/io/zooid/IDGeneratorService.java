@@ -1,6 +1,7 @@
 package io.zooid;
 
 import java.lang.management.ManagementFactory;
+import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicLong;
 import javax.management.InstanceAlreadyExistsException;
@@ -324,6 +325,16 @@ public final class IDGeneratorService extends NativeResource implements AutoClos
     public static String nativeLibraryInfo() {
         ZooidNative.ensureLoaded();
         return "zooid " + ZooidNative.version() + " (" + NativeLoader.loadedFrom() + ")";
+    }
+
+    /**
+     * How long loading the native library took in this class loader: finding it, extracting it
+     * from the jar or checking the cached copy, and {@code System.load}. Loads it first if it is
+     * not loaded yet; the figure is that of the one load, however often it is asked for.
+     */
+    public static Duration nativeLoadTime() {
+        ZooidNative.ensureLoaded();
+        return Duration.ofNanos(NativeLoader.loadNanos());
     }
 
     @Override

@@ -19,10 +19,12 @@ import java.util.Locale;
  *   <li>the directories listed in {@value #DIR_PROPERTY}, if set (and only them): in each,
  *       {@code <os>-<arch>/libzooid.so}, then {@code libzooid.so};
  *   <li>{@code libzooid.so} on {@code java.library.path};
- *   <li>the copy in this jar, {@code /native/<os>-<arch>/libzooid.so}, extracted to a uniquely
- *       named temporary file (in {@value #TMPDIR_PROPERTY}, or the older {@value
- *       #LEGACY_TMPDIR_PROPERTY}, if set, else {@code java.io.tmpdir}) that is deleted once
- *       loaded.
+ *   <li>the copy in this jar, {@code /native/<os>-<arch>/libzooid.so}, from the per-user cache
+ *       of {@link NativeCache} (extracted there once per library content, keyed by the SHA-256
+ *       the build recorded beside it in {@code libzooid.so.sha256}); when the cache is off or
+ *       unusable, extracted to a uniquely named temporary file (in {@value #TMPDIR_PROPERTY}, or
+ *       the older {@value #LEGACY_TMPDIR_PROPERTY}, if set, else {@code java.io.tmpdir}) that is
+ *       deleted once loaded.
  * </ol>
  *
  * <p>The JVM loads a given file in one class loader only. When the file found in steps 1 to 3 is
@@ -46,6 +48,8 @@ final class NativeLoader {
 
     /** How the library was loaded; null until it is. Guarded by the class lock. */
     private static String loadedFrom;
+    /** How long {@link #load} took to find and load the library, in nanoseconds. Guarded by the class lock. */
+    private static long loadNanos;
 
     private NativeLoader() {}
 
@@ -54,31 +58,44 @@ final class NativeLoader {
         if (loadedFrom != null) {
             return;
         }
+        long start = System.nanoTime();
+        String from = find();
+        loadNanos = System.nanoTime() - start;
+        loadedFrom = from;
+    }
+
+    /** Finds and loads the library; returns how it was loaded. */
+    private static String find() {
         String override = property(PATH_PROPERTY);
         if (override != null) {
             File file = new File(override).getAbsoluteFile();
-            loadedFrom = loadFile(file, "system property " + PATH_PROPERTY);
-            return;
+            return loadFile(file, "system property " + PATH_PROPERTY);
         }
         String dirs = property(DIR_PROPERTY);
         if (dirs != null) {
-            loadedFrom = loadFromDirectories(dirs);
-            return;
+            return loadFromDirectories(dirs);
         }
         List<String> tried = new ArrayList<>();
         try {
             System.loadLibrary(LIBRARY);
-            loadedFrom = "java.library.path";
-            return;
+            return "java.library.path";
         } catch (UnsatisfiedLinkError e) {
             File held = heldByAnotherLoader(e);
             if (held != null) {
-                loadedFrom = loadCopy(held, "java.library.path");
-                return;
+                return loadCopy(held, "java.library.path");
             }
             tried.add("java.library.path: " + e.getMessage());
         }
-        loadedFrom = loadResource(resourceName(), tried);
+        return loadResource(resourceName(), tried);
+    }
+
+    /**
+     * How long finding and loading the library took in this class loader (extracting or checking
+     * the cached copy included, and the library's {@code JNI_OnLoad}), in nanoseconds; 0 until it
+     * is loaded.
+     */
+    static synchronized long loadNanos() {
+        return loadNanos;
     }
 
     /** How the library was loaded, for diagnostics; null if it is not loaded. */
@@ -176,8 +193,7 @@ final class NativeLoader {
     }
 
     private static String loadResource(String resource, List<String> tried) {
-        InputStream in = NativeLoader.class.getResourceAsStream(resource);
-        if (in == null) {
+        if (NativeLoader.class.getResource(resource) == null) {
             List<String> bundled = bundledPlatforms();
             throw new UnsatisfiedLinkError("zooid: no native library for platform " + platform() + " ("
                     + describeHost() + "): looked for " + resource + " in this jar, which carries "
@@ -185,11 +201,114 @@ final class NativeLoader {
                     + String.join("; ", tried) + ". Set -D" + PATH_PROPERTY + "=/path/to/"
                     + System.mapLibraryName(LIBRARY) + " or -D" + DIR_PROPERTY + "=DIR.");
         }
-        try (InputStream stream = in) {
-            return extractAndLoad(stream, "the jar (" + resource + ")");
+        String source = "the jar (" + resource + ")";
+        NativeCache cache = NativeCache.configured(tmpdirOverride());
+        String notCached;
+        if (cache == null) {
+            notCached = "the cache is off";
+        } else {
+            NativeCache.Entry entry = null;
+            try {
+                entry = cache.install(bundled(resource), System.mapLibraryName(LIBRARY),
+                        () -> NativeLoader.class.getResourceAsStream(resource));
+                notCached = null;
+            } catch (IOException | RuntimeException e) {
+                notCached = "cache " + cache.root() + " unusable: " + e.getMessage();
+            }
+            if (entry != null) {
+                File file = entry.file.toFile();
+                String cached = source + (entry.extracted ? ", extracted to the cache: " : ", from the cache: ") + file;
+                try {
+                    System.load(file.getPath());
+                    return cached;
+                } catch (UnsatisfiedLinkError e) {
+                    if (isHeldByAnotherLoader(e)) {
+                        return loadCopy(file, cached);
+                    }
+                    notCached = "cannot load " + file + ": " + e.getMessage();
+                }
+            }
+        }
+        try (InputStream stream = NativeLoader.class.getResourceAsStream(resource)) {
+            if (stream == null) {
+                throw new IOException("resource " + resource + " vanished");
+            }
+            return extractAndLoad(stream, source) + " (not cached: " + notCached + ")";
         } catch (IOException e) {
             throw linkError("cannot extract " + resource + ": " + e, e);
         }
+    }
+
+    /**
+     * What the cached copy of the bundled library must be. Its SHA-256 was recorded by the build
+     * in {@code <resource>.sha256}, its size and CRC-32 are in the jar's directory: reading them
+     * costs nothing. Whatever is missing (a resource not in a jar, a jar without the hash) is
+     * computed from the resource's bytes.
+     */
+    static NativeCache.Library bundled(String resource) throws IOException {
+        String sha256 = recordedSha256(resource);
+        long size = -1;
+        long crc32 = -1;
+        java.net.URL url = NativeLoader.class.getResource(resource);
+        if (url != null && url.getProtocol().equals("jar")) {
+            try {
+                java.net.URLConnection connection = url.openConnection();
+                if (connection instanceof java.net.JarURLConnection) {
+                    java.net.JarURLConnection jar = (java.net.JarURLConnection) connection;
+                    // A jar file of its own, closed here: not one left open in the JVM's cache.
+                    jar.setUseCaches(false);
+                    try (java.util.jar.JarFile file = jar.getJarFile()) {
+                        java.util.jar.JarEntry entry = file.getJarEntry(jar.getEntryName());
+                        if (entry != null) {
+                            size = entry.getSize();
+                            crc32 = entry.getCrc();
+                        }
+                    }
+                }
+            } catch (IOException | RuntimeException e) {
+                // A jar this JVM cannot open as such (a nested jar of an application server's
+                // own scheme): the bytes are read below instead.
+                size = -1;
+                crc32 = -1;
+            }
+        }
+        if (sha256 != null && size >= 0 && crc32 >= 0) {
+            return new NativeCache.Library(sha256, size, crc32);
+        }
+        try (InputStream in = NativeLoader.class.getResourceAsStream(resource)) {
+            if (in == null) {
+                throw new IOException("resource " + resource + " vanished");
+            }
+            if (sha256 != null) {
+                long[] read = NativeCache.copy(in, null);
+                return new NativeCache.Library(sha256, read[0], read[1]);
+            }
+            java.security.MessageDigest digest = NativeCache.sha256();
+            long[] read = NativeCache.copy(new java.security.DigestInputStream(in, digest), null);
+            return new NativeCache.Library(NativeCache.hex(digest.digest()), read[0], read[1]);
+        }
+    }
+
+    /** The SHA-256 the build recorded in {@code <resource>.sha256}, or null. */
+    private static String recordedSha256(String resource) throws IOException {
+        try (InputStream in = NativeLoader.class.getResourceAsStream(resource + ".sha256")) {
+            if (in == null) {
+                return null;
+            }
+            byte[] content = new byte[256];
+            int length = 0;
+            int n;
+            while (length < content.length && (n = in.read(content, length, content.length - length)) >= 0) {
+                length += n;
+            }
+            return NativeCache.parseRecorded(java.util.Arrays.copyOf(content, length));
+        }
+    }
+
+    /** The directory the loader was told to extract to ({@value #TMPDIR_PROPERTY}, or the older name), or null. */
+    private static String tmpdirOverride() {
+        String dir = property(TMPDIR_PROPERTY);
+        return dir != null ? dir : property(LEGACY_TMPDIR_PROPERTY);
     }
 
     /** Copies {@code in} to a new, uniquely named temporary file, loads it and deletes it. */

@@ -15,6 +15,7 @@ public final class LoaderProbe {
 
     public static void main(String[] args) throws Exception {
         System.out.println("probe 1: " + IDGeneratorService.nativeLibraryInfo());
+        System.out.println("probe 1 load us " + IDGeneratorService.nativeLoadTime().toNanos() / 1000);
         System.out.println("probe 1 took " + takeOne(IDGeneratorService.class.getClassLoader()));
         if (args.length > 0 && args[0].equals("two-loaders")) {
             File classes = new File(System.getProperty("zooid.test.classes"));

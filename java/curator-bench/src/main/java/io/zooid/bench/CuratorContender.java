@@ -26,7 +26,9 @@ import org.apache.curator.retry.ExponentialBackoffRetry;
  * {@code done TAKES ERRORS IDS L1 L2 ...} (latencies in microseconds), then EOF on stdin closes
  * the sessions. Curator cannot recycle: there are no pushes.
  *
- * <p>Usage: {@code CuratorContender CONNECT PATH CLIENTS BATCH WINDOW_MS}
+ * <p>Usage: {@code CuratorContender CONNECT PATH CLIENTS BATCH WINDOW_MS [BASE_MS CAP_MS
+ * ATTEMPTS]}: the optimistic loop's {@code BoundedExponentialBackoffRetry} (1 ms, 100 ms, 1000
+ * when not given; the bench sweeps them).
  */
 public final class CuratorContender {
     private CuratorContender() {}
@@ -37,6 +39,9 @@ public final class CuratorContender {
         int clients = Integer.parseInt(args[2]);
         long batch = Long.parseLong(args[3]);
         long windowNanos = Long.parseLong(args[4]) * 1_000_000L;
+        int baseMs = args.length > 5 ? Integer.parseInt(args[5]) : 1;
+        int capMs = args.length > 6 ? Integer.parseInt(args[6]) : 100;
+        int attempts = args.length > 7 ? Integer.parseInt(args[7]) : 1000;
 
         List<CuratorFramework> frameworks = new ArrayList<>();
         List<DistributedAtomicLong> counters = new ArrayList<>();
@@ -54,7 +59,7 @@ public final class CuratorContender {
             // The optimistic loop's retry policy: Curator's own default shape for the recipe,
             // bounded so that a take under contention keeps trying rather than failing.
             DistributedAtomicLong counter = new DistributedAtomicLong(
-                    cf, path, new BoundedExponentialBackoffRetry(1, 100, 1000));
+                    cf, path, new BoundedExponentialBackoffRetry(baseMs, capMs, attempts));
             AtomicValue<Long> warm = counter.add(batch);
             if (!warm.succeeded()) {
                 throw new IllegalStateException("warm-up add did not succeed");

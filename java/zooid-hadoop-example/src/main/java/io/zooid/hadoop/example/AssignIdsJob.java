@@ -1,10 +1,14 @@
 package io.zooid.hadoop.example;
 
+import java.io.IOException;
 import org.apache.hadoop.conf.Configured;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.io.LongWritable;
 import org.apache.hadoop.io.Text;
+import org.apache.hadoop.mapreduce.Counters;
 import org.apache.hadoop.mapreduce.Job;
+import org.apache.hadoop.mapreduce.TaskReport;
+import org.apache.hadoop.mapreduce.TaskType;
 import org.apache.hadoop.mapreduce.lib.input.FileInputFormat;
 import org.apache.hadoop.mapreduce.lib.input.TextInputFormat;
 import org.apache.hadoop.mapreduce.lib.output.FileOutputFormat;
@@ -48,7 +52,37 @@ public class AssignIdsJob extends Configured implements Tool {
             return 2;
         }
         Job job = createJob(args[0], args[1]);
-        return job.waitForCompletion(true) ? 0 : 1;
+        boolean ok = job.waitForCompletion(true);
+        System.out.println(startUpSummary(job));
+        return ok ? 0 : 1;
+    }
+
+    /**
+     * The slowest map task's start-up counters, {@code NATIVE_LOAD_MS} and {@code OPEN_MS}: the
+     * job-wide counters sum over tasks, while the slowest task is what the job waits for. Where
+     * the job keeps no task reports (the local job runner), the job's sums.
+     */
+    public static String startUpSummary(Job job) throws IOException, InterruptedException {
+        long load = 0;
+        long open = 0;
+        int tasks = 0;
+        for (TaskReport report : job.getTaskReports(TaskType.MAP)) {
+            Counters counters = report.getTaskCounters();
+            load = Math.max(load, counters.findCounter(AssignIdsMapper.Ids.NATIVE_LOAD_MS).getValue());
+            open = Math.max(open, counters.findCounter(AssignIdsMapper.Ids.OPEN_MS).getValue());
+            tasks++;
+        }
+        String of;
+        if (tasks > 0) {
+            of = "slowest of " + tasks + " map tasks";
+        } else {
+            Counters counters = job.getCounters();
+            load = counters.findCounter(AssignIdsMapper.Ids.NATIVE_LOAD_MS).getValue();
+            open = counters.findCounter(AssignIdsMapper.Ids.OPEN_MS).getValue();
+            of = "summed over the map tasks (no task reports)";
+        }
+        return "zooid start-up, " + of + ": " + AssignIdsMapper.Ids.NATIVE_LOAD_MS + "=" + load + " "
+                + AssignIdsMapper.Ids.OPEN_MS + "=" + open;
     }
 
     /** The configured job, not yet submitted. */

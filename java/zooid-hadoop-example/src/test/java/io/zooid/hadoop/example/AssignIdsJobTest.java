@@ -101,6 +101,14 @@ class AssignIdsJobTest {
         assertTrue(batches > FILES, "the sources refilled: " + batches + " batches");
         long pushedBack = counters.findCounter(AssignIdsMapper.Ids.PUSHED_BACK).getValue();
         assertTrue(pushedBack > 0, "the sources pushed back what they held: " + pushedBack);
+        // Each task reported how long the native library took to load (in the local runner the
+        // tasks share the test's JVM, so they all report its one load).
+        assertTrue(counters.findCounter(AssignIdsMapper.Ids.NATIVE_LOAD_MS).getValue() > 0, "NATIVE_LOAD_MS counted");
+        String summary = AssignIdsJob.startUpSummary(job);
+        System.out.println(summary);
+        // The local runner keeps no task reports: the summary has the job's sums.
+        assertTrue(summary.matches("zooid start-up, summed over the map tasks \\(no task reports\\): "
+                + "NATIVE_LOAD_MS=[1-9][0-9]* OPEN_MS=[0-9]+"), summary);
 
         // Every record appears once, with an ID no other record has.
         Map<String, Long> idOf = new HashMap<>();

@@ -92,6 +92,11 @@ class AssignIdsOnYarnIT {
     @TempDir
     static Path dir;
     private static LoopbackZooKeeper zk;
+    /**
+     * The tasks' native library cache ({@code zooid.native.cache}), new for each run of this test:
+     * the first job's tasks find it empty (a cold start), the later jobs' find the library there.
+     */
+    private static Path nativeCache;
     private static MiniDFSCluster hdfs;
     private static MiniMRYarnCluster cluster;
 
@@ -119,7 +124,8 @@ class AssignIdsOnYarnIT {
         conf.setInt(MRJobConfig.MR_AM_VMEM_MB, 1024);
         conf.set(MRJobConfig.MR_AM_COMMAND_OPTS, "-Xmx384m " + JAVA_OPENS);
         conf.setInt(MRJobConfig.MAP_MEMORY_MB, 1024);
-        conf.set(MRJobConfig.MAP_JAVA_OPTS, "-Xmx256m " + JAVA_OPENS);
+        nativeCache = dir.resolve("native-cache");
+        conf.set(MRJobConfig.MAP_JAVA_OPTS, "-Xmx256m " + JAVA_OPENS + " -Dzooid.native.cache=" + nativeCache);
         cluster = new MiniMRYarnCluster(AssignIdsOnYarnIT.class.getSimpleName(), 2);
         cluster.init(conf);
         cluster.start();
@@ -327,6 +333,8 @@ class AssignIdsOnYarnIT {
                 assertFalse(jar.contains("/.m2/") || jar.contains("/zooid/target/"), "zooid not from the job's jar: " + attempt);
                 assertTrue(jar.contains("/usercache/"), "zooid from the -libjars jar the NodeManager localised: " + attempt);
                 assertTrue(attempt.facts.get("library").contains("the jar (/native/"), "the library from the jar: " + attempt);
+                assertTrue(attempt.facts.get("library").contains("the cache: " + nativeCache + "/"),
+                        "the library from the node's cache: " + attempt);
             }
             assertTrue(nodes.size() >= 2, name + ": tasks ran on both NodeManagers: " + nodes);
 
@@ -404,14 +412,24 @@ class AssignIdsOnYarnIT {
             List<Long> load = new ArrayList<>();
             List<Long> open = new ArrayList<>();
             for (TaskReport report : job.getTaskReports(TaskType.MAP)) {
-                load.add(report.getTaskCounters().findCounter(AssignIdsMapper.Ids.NATIVE_LOAD_MS).getValue());
+                long loadMs = report.getTaskCounters().findCounter(AssignIdsMapper.Ids.NATIVE_LOAD_MS).getValue();
+                assertTrue(loadMs > 0, name + ": " + report.getTaskID() + " counted NATIVE_LOAD_MS");
+                load.add(loadMs);
                 open.add(report.getTaskCounters().findCounter(AssignIdsMapper.Ids.OPEN_MS).getValue());
             }
+            long extracted = journals.stream()
+                    .filter(a -> a.facts.getOrDefault("library", "").contains("extracted to the cache: "))
+                    .count();
+            long reused = journals.stream()
+                    .filter(a -> a.facts.getOrDefault("library", "").contains("from the cache: "))
+                    .count();
             String line = String.format("%-12s classloader=%-5s wall %5.1f s, %d tasks on %d nodes, attempts %d launched"
                     + " / %d failed / %d killed, %d records, %d IDs leaked by lost attempts' records, %d held by attempts"
-                    + " stopped before their cleanup(); per task native library load ms %s, open ms %s; lost attempts: %s%n",
+                    + " stopped before their cleanup(); per task native library load ms %s (NATIVE_LOAD_MS min/median/max;"
+                    + " library extracted to the cache by %d attempts, found there by %d), open ms %s; %s; lost attempts: %s%n",
                     name, jobClassLoader, seconds, TASKS, nodes, launched, failed, killed, records, leaked.size(),
-                    heldByUncleanedAttempts, spread(load), spread(open), lostAttempts());
+                    heldByUncleanedAttempts, spread(load), extracted, reused, spread(open), AssignIdsJob.startUpSummary(job),
+                    lostAttempts());
             System.out.print(line);
             Files.write(FIGURES, line.getBytes(StandardCharsets.UTF_8), StandardOpenOption.CREATE, StandardOpenOption.APPEND);
         }

@@ -1,0 +1,212 @@
+//! The dispatch point between the allocation strategies. A take or a push holds its category's
+//! slot, knows the pool (as remembered, or read now), and is served by the strategy of the
+//! pool's layout: the single node (src/alloc/single.rs) or hole nodes with fresh blocks
+//! (format 4: src/alloc/holes/, src/alloc/blocks/). No other module chooses a strategy.
+
+use std::time::Duration;
+
+use super::core::{count_of, Core, Taken};
+use super::state::{Slot, Strategy};
+use super::{holes, single};
+use crate::error::{Result, ZooidError};
+use crate::idset::IdCategory;
+use crate::range::{IdRange, RangeSet};
+use crate::retry::Budget;
+use crate::store::Store;
+
+/// A take of up to `n` IDs that, at the category's ceiling, waits for the keeper to raise it
+/// (up to [`ceiling_wait`](super::ServiceOptions::ceiling_wait)).
+pub(super) async fn take<S: Store>(
+    core: &Core<S>,
+    category: &IdCategory,
+    n: u64,
+) -> Result<Vec<IdRange>> {
+    let started = tokio::time::Instant::now();
+    loop {
+        match take_once(core, category, n).await {
+            Err(ZooidError::ReservationExhausted { ceiling, .. }) => {
+                let waited = started.elapsed();
+                let Some(left) = core.options.ceiling_wait.checked_sub(waited) else {
+                    tracing::warn!(
+                        category = category.name(),
+                        ceiling,
+                        ?waited,
+                        "take at the ceiling: the durable reservation is exhausted"
+                    );
+                    return Err(ZooidError::ReservationExhausted {
+                        category: category.name().to_string(),
+                        ceiling,
+                        waited,
+                    });
+                };
+                wait_for_raise(core, category, left).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// One take, under one hold of the category's slot: the lowest free IDs of a single-node
+/// pool, or for a pool in block allocation holes and fresh blocks.
+async fn take_once<S: Store>(
+    core: &Core<S>,
+    category: &IdCategory,
+    n: u64,
+) -> Result<Vec<IdRange>> {
+    let (mut slot, budget) = core.hold(category).await?;
+    // Left set if this future is dropped mid-write, or the take ends in doubt.
+    slot.in_doubt = true;
+    // Boxed: the take's state machine is large, and a caller's stack need not hold it.
+    let taken = Box::pin(take_held(core, category, &mut slot, budget, n)).await;
+    slot.in_doubt = matches!(taken, Err(ZooidError::OutcomeUnknown { .. }));
+    taken
+}
+
+/// [`take_once`](take_once) under the held slot: the strategy of the pool as known
+/// or read now serves it; one that finds the pool in another layout hands the rest back
+/// here.
+async fn take_held<S: Store>(
+    core: &Core<S>,
+    category: &IdCategory,
+    slot: &mut Slot,
+    mut budget: Budget,
+    n: u64,
+) -> Result<Vec<IdRange>> {
+    let mut taken = Vec::new();
+    let mut served = Ok(Taken::Moved(Vec::new()));
+    for _ in 0..LAYOUT_CHANGES {
+        let wanted = n - count_of(&taken);
+        served = match core.current(category, slot, &mut budget).await {
+            Ok(state) => match state.strategy {
+                Strategy::Single => single::take(core, category, slot, &mut budget, wanted).await,
+                Strategy::Blocks(_) => match core.on_zookeeper() {
+                    Ok(on) => holes::take(&on, category, slot, wanted).await,
+                    Err(err) => Err(err),
+                },
+            },
+            Err(err) => Err(err),
+        };
+        match served {
+            Ok(Taken::Ids(mut ids)) => {
+                taken.append(&mut ids);
+                return Ok(merged(category, taken));
+            }
+            Ok(Taken::Moved(ref mut ids)) => taken.append(ids),
+            Err(_) => break,
+        }
+    }
+    match served {
+        // Taken before the layout changed, and the new layout has no more: handed out.
+        Err(ZooidError::Exhausted { .. } | ZooidError::ReservationExhausted { .. })
+            if !taken.is_empty() =>
+        {
+            Ok(merged(category, taken))
+        }
+        Err(err) => {
+            leak_taken(core, category, slot, taken).await;
+            Err(err)
+        }
+        Ok(_) => {
+            leak_taken(core, category, slot, taken).await;
+            Err(ZooidError::Contention {
+                category: category.name().to_string(),
+                attempts: budget.attempts(),
+                elapsed: budget.elapsed(),
+            })
+        }
+    }
+}
+
+/// IDs a take got before it failed: given back as holes where the pool is still in block
+/// allocation, reported leaked otherwise ([`give_back`](super::core::OnZooKeeper::give_back)).
+async fn leak_taken<S: Store>(
+    core: &Core<S>,
+    category: &IdCategory,
+    slot: &mut Slot,
+    taken: Vec<IdRange>,
+) {
+    if taken.is_empty() {
+        return;
+    }
+    match core.on_zookeeper() {
+        Ok(zk) => zk.give_back(category, slot, taken).await,
+        // Only a pool in block allocation hands IDs over to another layout, and only on
+        // ZooKeeper.
+        Err(err) => {
+            core.stats.leaked(category.name(), count_of(&taken));
+            tracing::error!(category = category.name(), %err, ?taken, "IDs taken before a failure not given back; IDs leaked");
+        }
+    }
+}
+
+/// One push: into the free list with compare-and-set, or for a pool in block allocation as
+/// hole nodes (checked against the pool as read).
+pub(super) async fn push<S: Store>(
+    core: &Core<S>,
+    category: &IdCategory,
+    ranges: &[IdRange],
+) -> Result<Vec<IdRange>> {
+    let (mut slot, mut budget) = core.hold(category).await?;
+    for _ in 0..LAYOUT_CHANGES {
+        let state = core.current(category, &mut slot, &mut budget).await?;
+        match state.strategy {
+            Strategy::Single => {
+                let pushed = single::push(core, category, &mut slot, &mut budget, ranges);
+                if let Some(moved) = pushed.await? {
+                    return Ok(moved);
+                }
+            }
+            Strategy::Blocks(_) => {
+                let on = core.on_zookeeper()?;
+                holes::push(&on, category, slot, &mut budget, ranges).await?;
+                return Ok(ranges.to_vec());
+            }
+        }
+    }
+    Err(ZooidError::Contention {
+        category: category.name().to_string(),
+        attempts: budget.attempts(),
+        elapsed: budget.elapsed(),
+    })
+}
+
+/// Waits up to `limit` for the pool to change from the version last read (the keeper
+/// raising the ceiling), then forgets the cached state so the next attempt reads afresh.
+async fn wait_for_raise<S: Store>(core: &Core<S>, category: &IdCategory, limit: Duration) {
+    let slot = core.categories.slot(category.name());
+    let seen = slot.lock().await.cached.take().map(|state| state.version);
+    let Some(seen) = seen else { return };
+    tracing::debug!(
+        category = category.name(),
+        version = seen,
+        ?limit,
+        "take at the ceiling: waiting for the keeper"
+    );
+    if let Err(err) = core.store.wait_change(category.name(), seen, limit).await {
+        // Unreachable store: pause briefly; the next attempt reports it within its budget.
+        tracing::debug!(category = category.name(), %err, "waiting for the ceiling");
+        tokio::time::sleep(limit.min(Duration::from_millis(100))).await;
+    }
+}
+
+/// How many times one take or push follows the pool into another layout (a recreation or a
+/// migration under it) before it gives up as contended.
+const LAYOUT_CHANGES: usize = 3;
+
+/// A take's ranges in ascending order, merged: holes and fresh blocks side by side make one.
+fn merged(category: &IdCategory, ranges: Vec<IdRange>) -> Vec<IdRange> {
+    let mut merged = RangeSet::new();
+    match merged.insert_all(&ranges) {
+        Ok(()) => merged.ranges().to_vec(),
+        Err(overlap) => {
+            // Cannot happen (what a take gets is disjoint); say so loudly if it does.
+            tracing::error!(
+                category = category.name(),
+                ?overlap,
+                ?ranges,
+                "a take's ranges overlap"
+            );
+            ranges
+        }
+    }
+}
