@@ -23,7 +23,8 @@ use rand::Rng;
 use zooid::zk::Zk;
 use zooid::{IdCategory, IdGeneratorService, IdRange, Layout, ServiceOptions, ZooidError};
 
-use crate::oracle::Oracle;
+use crate::oracle::ids::Oracle;
+use crate::workload::Shared;
 use crate::world::faults::between;
 use crate::world::{SimSession, World};
 
@@ -173,19 +174,18 @@ pub async fn keeper(
 /// tests/zookeeper/incarnation.rs).
 #[allow(clippy::too_many_arguments)]
 pub async fn incident(
-    world: World,
-    with_oracle: impl Fn(&mut dyn FnMut(&mut Oracle)),
+    shared: Arc<Shared>,
     incident: Incident,
-    category: IdCategory,
     bounds: IdRange,
     layout: Layout,
-    counter: &'static str,
+    counter: Option<&'static str>,
     options: ServiceOptions,
 ) {
+    let world = shared.world.clone();
+    let category = shared.ids.category.clone();
     let run = |incident| {
         one_incident(
-            &world,
-            &with_oracle,
+            &shared,
             incident,
             &category,
             bounds,
@@ -226,15 +226,15 @@ pub async fn incident(
 /// `zooid restore` does it, while the servers are closed to every other client; then opens them.
 #[allow(clippy::too_many_arguments)]
 async fn one_incident(
-    world: &World,
-    with_oracle: &impl Fn(&mut dyn FnMut(&mut Oracle)),
+    shared: &Shared,
     incident: Incident,
     category: &IdCategory,
     bounds: IdRange,
     layout: Layout,
-    counter: &'static str,
+    counter: Option<&'static str>,
     options: ServiceOptions,
 ) {
+    let world = &shared.world;
     let start = tokio::time::Instant::now();
     let snapshot = match incident {
         Incident::None => return,
@@ -272,7 +272,7 @@ async fn one_incident(
     };
     world.poke();
     // The counter keeps no durable record: its values may come back after a wipe or rollback.
-    with_oracle(&mut |oracle| oracle.counted.clear());
+    shared.counter_oracle().counted.clear();
     let zk: Zk = SimSession::open(world, client, 0);
     let service = IdGeneratorService::on_zookeeper(zk.clone(), options.clone());
     let mut restored = false;
@@ -324,12 +324,13 @@ async fn one_incident(
             raised.as_ref().map_err(|e| e.kind())
         ));
     }
-    if let Ok(counter) = zooid::Counter::new(zk.clone(), counter) {
+    if let Some(Ok(counter)) = counter.map(|path| zooid::Counter::new(zk.clone(), path)) {
         let _ = counter.init(0).await;
     }
     {
         let ceiling = world.lock().wipe.record.ceiling;
-        with_oracle(&mut |oracle| {
+        {
+            let mut oracle = shared.ids_oracle();
             if !restored {
                 oracle
                     .violations
@@ -342,7 +343,7 @@ async fn one_incident(
                     oracle.doubt.insert(id);
                 }
             }
-        });
+        }
     }
     {
         let mut state = world.lock();

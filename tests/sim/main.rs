@@ -4,10 +4,12 @@
 //! `ZOOID_SIM_SECONDS`, 60; from `ZOOID_SIM_FIRST_SEED`, default 0), prints a failing seed with
 //! its trace, and ends with one line: `sim: N seeds, V violations, E events, T s`.
 
+mod chaos;
 mod keeper; // the keeper, the durable record, wipe and rollback (keeper.rs)
 mod oracle;
 mod run;
 mod shrink;
+mod workload;
 mod world;
 
 use std::time::{Duration, Instant};
@@ -59,10 +61,14 @@ fn main() {
     let budget = Duration::from_secs(env_u64("ZOOID_SIM_SECONDS").unwrap_or(60));
     let config = run::Config {
         processes: env_u64("ZOOID_SIM_PROCESSES").unwrap_or(4) as usize,
+        candidates: env_u64("ZOOID_SIM_CANDIDATES").unwrap_or(3) as usize,
         run_for: Duration::from_secs(env_u64("ZOOID_SIM_RUN_SECONDS").unwrap_or(40)),
         last_id: 160,
         echo: std::env::var_os("ZOOID_SIM_VERBOSE").is_some(),
         layouts: std::env::var("ZOOID_SIM_LAYOUTS").unwrap_or_else(|_| "both".into()),
+        workloads: workload::Workloads::parse(
+            &std::env::var("ZOOID_SIM_WORKLOADS").unwrap_or_default(),
+        ),
     };
     let started = Instant::now();
     let (mut seeds, mut violations, mut events) = (0u64, 0u64, 0u64);

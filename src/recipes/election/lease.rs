@@ -29,8 +29,14 @@ impl LeaseTiming {
     /// The pacing for a session of `session_timeout` (the negotiated one).
     pub(super) fn of(session_timeout: Duration) -> Self {
         let session_timeout = session_timeout.max(Duration::from_millis(100));
+        // A mutant the simulator must find (tests/sim): a lease longer than the session, so a
+        // leader the servers expired still counts itself Active inside it.
+        #[cfg(zooid_mutant = "election_lease_outlives_session")]
+        let lease = session_timeout * 2;
+        #[cfg(not(zooid_mutant = "election_lease_outlives_session"))]
+        let lease = session_timeout / 2;
         Self {
-            lease: session_timeout / 2,
+            lease,
             renew: session_timeout / 6,
             retry: (session_timeout / 30).max(Duration::from_millis(20)),
         }

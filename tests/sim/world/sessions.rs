@@ -50,6 +50,8 @@ pub struct ClientState {
     pub closed: bool,
     /// Paused or crashed: no reattach until resumed.
     pub frozen: bool,
+    /// Crashed: never resumed (a pause that began before the crash ends without it).
+    pub crashed: bool,
     pub stop_acting: bool,
     /// The last zxid this client saw (a follower never serves it anything older).
     pub seen: i64,
@@ -103,6 +105,7 @@ impl State {
                 lost: false,
                 closed: false,
                 frozen: false,
+                crashed: false,
                 stop_acting: false,
                 seen: 0,
                 generations: [(1, sid)].into(),
@@ -116,10 +119,15 @@ impl State {
     }
 
     /// Publishes client `c`'s status as it stands.
+    /// A frozen (paused or crashed) process learns nothing: its status stays as it was until
+    /// it resumes (then [`State::thaw`] publishes it), as a stopped process's would.
     pub fn publish(&mut self, c: usize) {
         let Some(client) = self.clients.get(&c) else {
             return;
         };
+        if client.frozen {
+            return;
+        }
         let state = if client.closed {
             ConnectionState::Closed
         } else if client.lost {
@@ -314,8 +322,13 @@ impl State {
     }
 
     pub(super) fn open_next(&mut self, c: usize) {
-        let frozen = self.clients.get(&c).is_none_or(|cl| cl.frozen || cl.closed);
-        if frozen {
+        // Frozen, closed, or its next generation already opened (a resume and the give-up
+        // both schedule the opening: the second would replace a live generation silently).
+        let skip = self
+            .clients
+            .get(&c)
+            .is_none_or(|cl| cl.frozen || cl.closed || !cl.lost);
+        if skip {
             return;
         }
         // Wipe hook (world/wipe.rs): the servers are closed to this client for now.
@@ -386,18 +399,38 @@ impl State {
 }
 
 impl State {
+    /// Process client `c` stops (paused, or crashed for good): it learns nothing, neither its
+    /// session's status nor its watches' notifications, until it resumes.
+    pub fn freeze(&mut self, c: usize, crashed: bool) {
+        let Some(client) = self.clients.get_mut(&c) else {
+            return;
+        };
+        client.frozen = true;
+        client.crashed |= crashed;
+        let sessions: Vec<i64> = client.generations.values().copied().collect();
+        self.watches.freeze(sessions);
+    }
+
     /// A paused process resumes: its client reattaches (or, if its generation was given up
     /// meanwhile, opens the next one).
     pub fn thaw(&mut self, c: usize) {
         let Some(client) = self.clients.get_mut(&c) else {
             return;
         };
-        if !client.frozen {
+        if !client.frozen || client.crashed {
             return;
         }
         client.frozen = false;
         let (lost, connected, conn) = (client.lost, client.connected, client.conn);
         self.log(format!("c{c} resumed"));
+        // What happened while it was stopped, at once.
+        let sessions: Vec<i64> = self
+            .clients
+            .get(&c)
+            .map(|cl| cl.generations.values().copied().collect())
+            .unwrap_or_default();
+        self.publish(c);
+        self.watches.thaw(&sessions);
         if lost {
             self.schedule(Duration::from_millis(1), Action::OpenNext { client: c });
         } else if !connected {

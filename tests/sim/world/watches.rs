@@ -2,7 +2,7 @@
 //! session, and persistent recursive watches on a subtree; fired by the changes a transaction
 //! made, or with a `Session` event when their session ends.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use tokio::sync::{mpsc, oneshot};
 use zooid::zk::{Event, EventKind};
@@ -23,10 +23,20 @@ pub enum Kind {
 /// The one-shot watches set on a node, by session.
 type Waiting = Vec<(i64, oneshot::Sender<Event>)>;
 
+/// A notification held for a frozen session.
+enum Held {
+    One(oneshot::Sender<Event>, Event),
+    Tree(mpsc::UnboundedSender<Event>, Event),
+}
+
 #[derive(Default)]
 pub struct Watches {
     one_shot: BTreeMap<(String, Kind), Waiting>,
     tree: Vec<(i64, String, mpsc::UnboundedSender<Event>)>,
+    /// Sessions of a paused or crashed process: their notifications wait for it to resume
+    /// (a stopped process hears nothing), and those of a crashed one never arrive.
+    frozen: BTreeSet<i64>,
+    held: Vec<(i64, Held)>,
 }
 
 fn under(path: &str, root: &str) -> bool {
@@ -52,18 +62,21 @@ impl Watches {
     fn fire(&mut self, path: &str, kinds: &[Kind], event: EventKind) -> usize {
         let mut fired = 0;
         for kind in kinds {
-            for (_, tx) in self
+            for (owner, tx) in self
                 .one_shot
                 .remove(&(path.to_string(), *kind))
                 .unwrap_or_default()
             {
-                fired += usize::from(
-                    tx.send(Event {
-                        kind: event,
-                        path: path.to_string(),
-                    })
-                    .is_ok(),
-                );
+                let event = Event {
+                    kind: event,
+                    path: path.to_string(),
+                };
+                if self.frozen.contains(&owner) {
+                    self.held.push((owner, Held::One(tx, event)));
+                    fired += 1;
+                } else {
+                    fired += usize::from(tx.send(event).is_ok());
+                }
             }
         }
         fired
@@ -93,14 +106,20 @@ impl Watches {
             };
             // Persistent recursive watches see no child events, only the nodes themselves.
             if change.kind != EventKind::ChildrenChanged {
-                self.tree.retain(|(_, root, tx)| {
+                let (frozen, held) = (&self.frozen, &mut self.held);
+                self.tree.retain(|(owner, root, tx)| {
                     if under(path, root) {
                         fired += 1;
-                        tx.send(Event {
+                        let event = Event {
                             kind: change.kind,
                             path: path.to_string(),
-                        })
-                        .is_ok()
+                        };
+                        if frozen.contains(owner) {
+                            held.push((*owner, Held::Tree(tx.clone(), event)));
+                            true
+                        } else {
+                            tx.send(event).is_ok()
+                        }
                     } else {
                         !tx.is_closed()
                     }
@@ -119,7 +138,9 @@ impl Watches {
         for list in self.one_shot.values_mut() {
             let mut kept = Vec::new();
             for (owner, tx) in list.drain(..) {
-                if owner == session {
+                if owner == session && self.frozen.contains(&owner) {
+                    self.held.push((owner, Held::One(tx, session_event())));
+                } else if owner == session {
                     let _ = tx.send(session_event());
                 } else {
                     kept.push((owner, tx));
@@ -128,13 +149,44 @@ impl Watches {
             *list = kept;
         }
         self.one_shot.retain(|_, list| !list.is_empty());
+        let (frozen, held) = (&self.frozen, &mut self.held);
         self.tree.retain(|(owner, _, tx)| {
-            if *owner == session {
+            if *owner == session && frozen.contains(owner) {
+                held.push((*owner, Held::Tree(tx.clone(), session_event())));
+                false
+            } else if *owner == session {
                 let _ = tx.send(session_event());
                 false
             } else {
                 true
             }
         });
+    }
+
+    /// The process of these sessions stops: their notifications are held.
+    pub fn freeze(&mut self, sessions: impl IntoIterator<Item = i64>) {
+        self.frozen.extend(sessions);
+    }
+
+    /// The process of these sessions resumes: what was held for them arrives now, in order.
+    pub fn thaw(&mut self, sessions: &[i64]) {
+        for sid in sessions {
+            self.frozen.remove(sid);
+        }
+        let held = std::mem::take(&mut self.held);
+        for (owner, note) in held {
+            if !sessions.contains(&owner) {
+                self.held.push((owner, note));
+                continue;
+            }
+            match note {
+                Held::One(tx, event) => {
+                    let _ = tx.send(event);
+                }
+                Held::Tree(tx, event) => {
+                    let _ = tx.send(event);
+                }
+            }
+        }
     }
 }

@@ -62,7 +62,12 @@ impl Driver {
             }
             let connected = status.state == ConnectionState::Connected;
             let now = Instant::now();
+            #[cfg(not(zooid_mutant = "election_active_past_lease"))]
             let confirmed = lease.is_some_and(|until| now < until);
+            // A mutant the simulator must find (tests/sim): once confirmed, Active while
+            // connected, past the lease.
+            #[cfg(zooid_mutant = "election_active_past_lease")]
+            let confirmed = lease.is_some();
             if connected && confirmed {
                 if interrupted {
                     // Stop policy: the suspension ended this leadership; go to the back.

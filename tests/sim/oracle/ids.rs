@@ -32,9 +32,6 @@ pub struct Oracle {
     /// by pusher.
     pub transferred: BTreeSet<(i64, usize)>,
     pub violations: Vec<String>,
-    /// Every counter value handed out so far, with the process it went to.
-    pub counted: BTreeMap<i64, usize>,
-    pub counter_nexts: u64,
     /// IDs per block (1 for a single-node pool): a take cut short by a crash may have claimed
     /// whole blocks.
     pub unit: u64,
@@ -255,20 +252,6 @@ impl Oracle {
                 missing.len(),
                 self.anonymous
             ));
-        }
-    }
-}
-
-impl Oracle {
-    /// Process `p`'s counter `next` returned `values`: none may have been returned before.
-    pub fn counted(&mut self, p: usize, values: &[i64]) {
-        self.counter_nexts += 1;
-        for &value in values {
-            if let Some(earlier) = self.counted.insert(value, p) {
-                self.violations.push(format!(
-                    "counter value {value} returned twice: to p{earlier} and to p{p}"
-                ));
-            }
         }
     }
 }

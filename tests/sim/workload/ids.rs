@@ -1,0 +1,233 @@
+//! The ID service (`IdGeneratorService::on_zookeeper`) on both layouts: every process takes and
+//! pushes IDs; at the end a fresh process drains every free ID (oracle/ids.rs).
+
+use std::time::Duration;
+
+use rand::Rng;
+use zooid::zk::Zk;
+use zooid::{IdCategory, IdGeneratorService, IdRange, IdSet, Layout};
+
+use super::{options, pause, Shared};
+use crate::oracle::ids::{ids_of, InFlight};
+use crate::world::World;
+
+/// The category of the run and its layout.
+pub struct Setup {
+    pub category: IdCategory,
+    pub single: bool,
+    pub last_id: i64,
+}
+
+impl Setup {
+    /// `layouts`: `single` (every seed single-node), `format4`, or `both` (even seeds
+    /// single-node, odd ones format 4).
+    pub fn new(seed: u64, layouts: &str, last_id: i64) -> Self {
+        let single = match layouts {
+            "format4" => false,
+            "both" => seed.is_multiple_of(2),
+            _ => true,
+        };
+        Self {
+            category: IdCategory::new("/ids/sim").expect("valid"),
+            single,
+            last_id,
+        }
+    }
+
+    pub fn layout_name(&self) -> &'static str {
+        if self.single {
+            "single-node"
+        } else {
+            "format-4"
+        }
+    }
+
+    /// IDs per block (1 for a single-node pool).
+    pub fn unit(&self) -> u64 {
+        if self.single {
+            1
+        } else {
+            4
+        }
+    }
+
+    pub fn layout(&self) -> Layout {
+        if self.single {
+            Layout::SingleNode
+        } else {
+            Layout::HoleNodes { unit: 4 }
+        }
+    }
+
+    /// The category's IDs: 1 to the last.
+    pub fn bounds(&self) -> IdRange {
+        IdRange::new(1, self.last_id).expect("valid bounds")
+    }
+
+    /// Creates the category (before any fault); with the keeper (keeper.rs), from its durable
+    /// record.
+    pub async fn create(&self, world: &World, admin: &Zk) -> Result<(), String> {
+        let service = IdGeneratorService::on_zookeeper(admin.clone(), options());
+        let layout = self.layout();
+        if crate::keeper::enabled() {
+            return crate::keeper::setup(world, &service, &self.category, self.bounds(), layout)
+                .await;
+        }
+        service
+            .create_category(
+                &self.category,
+                &zooid::CategorySpec::new(1, self.last_id).layout(layout),
+            )
+            .await
+            .map_err(|err| format!("setup: create failed: {err}"))
+    }
+}
+
+/// One process's takes and pushes, until told to stop.
+pub async fn process(shared: &Shared, p: usize, zk: Zk) {
+    let service = IdGeneratorService::on_zookeeper(zk, options());
+    let category = shared.ids.category.clone();
+    let mut mine: Vec<i64> = Vec::new();
+    while !shared.stopping() {
+        let (push, n) = {
+            let mut state = shared.world.lock();
+            let push = !mine.is_empty() && state.rng.random_bool(0.4);
+            (push, state.rng.random_range(1..=4u64))
+        };
+        if push {
+            let k = mine.len().min(3);
+            let ids: Vec<i64> = mine.drain(..k).collect();
+            let ranges: Vec<_> = ids.iter().map(|id| zooid::IdRange::single(*id)).collect();
+            let mut set = IdSet::new(category.clone(), ranges);
+            shared
+                .ids_oracle()
+                .in_flight
+                .insert(p, InFlight::Push(ids.clone()));
+            let leaked_before = service.stats().ids_leaked;
+            let result = service.push_ids(&mut set).await;
+            let leaked = service.stats().ids_leaked - leaked_before;
+            shared.log(format!(
+                "p{p} push {ids:?} -> {:?}",
+                result.as_ref().map_err(|e| e.kind())
+            ));
+            let mut oracle = shared.ids_oracle();
+            oracle.in_flight.remove(&p);
+            oracle.leaked(leaked, result.as_ref().err());
+            match &result {
+                Ok(()) => oracle.pushed(p, &ids),
+                Err(err) => {
+                    oracle.failed(p, err, &ids);
+                    if !matches!(err, zooid::ZooidError::OutcomeUnknown { .. }) {
+                        mine.extend(ids); // kept by the caller
+                    }
+                }
+            }
+        } else {
+            shared.ids_oracle().in_flight.insert(p, InFlight::Take(n));
+            let leaked_before = service.stats().ids_leaked;
+            let result = service.take_ids(&category, n).await;
+            let leaked = service.stats().ids_leaked - leaked_before;
+            let ids = result.as_ref().map(|set| ids_of(&set.ranges())).ok();
+            shared.log(format!(
+                "p{p} take {n} -> {:?}",
+                result.as_ref().map(|_| &ids).map_err(|e| e.kind())
+            ));
+            let mut oracle = shared.ids_oracle();
+            oracle.in_flight.remove(&p);
+            oracle.leaked(leaked, result.as_ref().err());
+            match &result {
+                Ok(_) => {
+                    let ids = ids.unwrap_or_default();
+                    oracle.taken(p, &ids);
+                    // Nothing above the durable record (keeper.rs).
+                    crate::keeper::check_taken(&shared.world, &mut oracle, p, &ids);
+                    mine.extend(ids);
+                }
+                Err(err) => oracle.failed(p, err, &[]),
+            }
+        }
+        shared.check_step(p);
+        tokio::time::sleep(pause(shared, 40)).await;
+    }
+}
+
+/// The step check: no held ID is free (in the single node's free list, or in a hole node).
+pub fn check_step(shared: &Shared) {
+    // A rolled-back pool is not checked before its repair (keeper.rs).
+    if crate::keeper::in_maintenance(&shared.world) {
+        return;
+    }
+    let category = &shared.ids.category;
+    if !shared.ids.single {
+        let holes: Vec<zooid::IdRange> = {
+            let state = shared.world.lock();
+            let parent = zooid::format::holes_parent(category.name());
+            state.tree.get(&parent).map_or(Vec::new(), |n| {
+                n.children
+                    .iter()
+                    .filter_map(|name| zooid::format::hole_of(name))
+                    .collect()
+            })
+        };
+        shared.ids_oracle().check_holes(&holes);
+        return;
+    }
+    let data = {
+        let state = shared.world.lock();
+        state.tree.get(category.name()).map(|n| n.data.clone())
+    };
+    if let Some(data) = data {
+        if let Ok(pool) = zooid::format::Pool::parse(category.name(), &data) {
+            shared.ids_oracle().check_free(pool.free());
+        }
+    }
+}
+
+/// After the quiet phase: a fresh process (its session `drain`) takes every free ID. Format 4
+/// leaves a young hole to its pusher for a while: when IDs are missing after a first drain,
+/// wait that long and drain again. Then every ID must be accounted for.
+pub async fn finish(shared: &Shared, drain: Zk) {
+    let setup = &shared.ids;
+    let drainer = IdGeneratorService::on_zookeeper(drain, options());
+    for pass in 0..2 {
+        if pass == 1 {
+            if setup.single || shared.ids_oracle().missing(1, setup.last_id) == 0 {
+                break;
+            }
+            tokio::time::sleep(zooid::LEFT_TO_PUSHER_FOR + Duration::from_secs(5)).await;
+        }
+        for _ in 0..(setup.last_id as usize) {
+            match drainer.take_ids(&setup.category, 50).await {
+                Ok(set) => {
+                    let ids = ids_of(&set.ranges());
+                    shared.log(format!("drain -> {} IDs", ids.len()));
+                    let mut oracle = shared.ids_oracle();
+                    oracle.taken(99, &ids);
+                    // Nothing above the durable record (keeper.rs).
+                    crate::keeper::check_taken(&shared.world, &mut oracle, 99, &ids);
+                }
+                Err(zooid::ZooidError::Exhausted { .. }) => break,
+                Err(err) => {
+                    shared
+                        .ids_oracle()
+                        .violations
+                        .push(format!("drain failed in the quiet phase: {err}"));
+                    break;
+                }
+            }
+        }
+    }
+    shared.ids_oracle().check_conserved(1, setup.last_id);
+}
+
+pub fn summary(shared: &Shared) -> String {
+    let o = shared.ids_oracle();
+    format!(
+        "{} takes, {} pushes, {} unknown, {} doubt, bound {}",
+        o.takes,
+        o.pushes,
+        o.unknown,
+        o.doubt.len(),
+        o.anonymous
+    )
+}
