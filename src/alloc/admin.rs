@@ -351,13 +351,25 @@ impl<S: Store> Core<S> {
             let outcome = match step {
                 Step::Done { moved, strategy } => {
                     let written = slot.cached.as_ref().map(|state| state.version);
-                    if let (Strategy::Blocks(layout), Some(session), Some(version)) =
-                        (strategy, self.zk.as_ref(), written)
-                    {
-                        // The new generation's sequence parent while the pool is as written (a
-                        // take creates it too).
-                        generations::ensure_parent_at(session, path, layout.generation, version)
-                            .await?;
+                    if let Strategy::Blocks(layout) = strategy {
+                        let on = self.on_zookeeper()?;
+                        match written {
+                            // The new generation's sequence parent while the pool is as
+                            // written (a take creates it too).
+                            Some(version) => {
+                                generations::ensure_parent_at(
+                                    on.zk,
+                                    path,
+                                    layout.generation,
+                                    version,
+                                )
+                                .await?;
+                            }
+                            // Applied as a lost reply's resolution found, which keeps no state
+                            // of a pool in block allocation: the pool as it is now says which
+                            // generation to number.
+                            None => on.repair_sequence_parent(path).await?,
+                        }
                     }
                     Restored::Repaired {
                         removed: count_of(&moved) + holes_removed,
