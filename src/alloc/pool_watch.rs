@@ -44,6 +44,7 @@ pub(crate) fn watch_pool(
             }
         };
         tokio::select! {
+            biased;
             () = watch => {}
             () = ended => {}
         }

@@ -131,6 +131,7 @@ pub async fn run(
             break;
         }
         let token = tokio::select! {
+            biased;
             token = election.await_leadership(Duration::from_secs(3600)) => match token {
                 Ok(token) => token,
                 Err(ZooidError::Timeout { .. }) => continue,
@@ -282,6 +283,10 @@ impl Active<'_> {
                 }
             }
             tokio::select! {
+                // Polled in order, so that a seed replays (tests/sim); the shutdown first, so
+                // that a stream of events cannot hold it off.
+                biased;
+                _ = shutdown.changed() => return Ok(()),
                 event = async {
                     match watcher.as_mut() {
                         Some((_, w)) => Some(w.changed().await),
@@ -317,7 +322,6 @@ impl Active<'_> {
                 _ = tick.tick() => {
                     dirty.extend(self.tracked.keys().cloned());
                 }
-                _ = shutdown.changed() => return Ok(()),
             }
         }
     }

@@ -1,6 +1,9 @@
 //! The reference docs state what is true now; history lives in CHANGELOG.md. This check fails,
 //! naming `file:line`, when README.md, java/README.md or a Markdown file under docs/ carries a
-//! commit hash, an issue or finding number, or a date.
+//! commit hash, an issue or finding number, or a date. `conventions` checks what the compiler
+//! does not in the library's source.
+
+mod conventions;
 
 use std::path::{Path, PathBuf};
 

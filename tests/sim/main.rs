@@ -73,6 +73,7 @@ fn main() {
     let started = Instant::now();
     let (mut seeds, mut violations, mut events) = (0u64, 0u64, 0u64);
     let mut failing = Vec::new();
+    let mut replay_differs = false;
     let mut seed = first;
     loop {
         match count {
@@ -91,6 +92,7 @@ fn main() {
                 outcome.events,
                 again.events
             );
+            replay_differs |= !same;
         }
         seeds += 1;
         events += outcome.events;
@@ -126,7 +128,10 @@ fn main() {
         "sim: {seeds} seeds, {violations} violations, {events} events, {:.1} s",
         started.elapsed().as_secs_f64()
     );
-    if violations > 0 {
+    if replay_differs {
+        println!("sim: a seed did not replay event for event: the run is not deterministic");
+    }
+    if violations > 0 || replay_differs {
         std::process::exit(1);
     }
 }

@@ -113,6 +113,7 @@ pub(crate) async fn list(
             let ended = zk.ended();
             tokio::spawn(async move {
                 tokio::select! {
+                    biased;
                     _ = watcher.changed() => {}
                     () = ended => {}
                 }

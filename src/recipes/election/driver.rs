@@ -94,6 +94,7 @@ impl Driver {
                 Exit::Retry(why) => {
                     tracing::warn!(group = %self.group, why, "election candidacy failed; retrying");
                     tokio::select! {
+                        biased;
                         _ = tokio::time::sleep(backoff) => {}
                         _ = self.close.changed() => {}
                     }
@@ -147,6 +148,7 @@ impl Driver {
                 _ => {}
             }
             tokio::select! {
+                biased;
                 changed = self.sess_rx.changed() => if changed.is_err() { return None },
                 _ = self.close.changed() => {}
             }
@@ -254,6 +256,7 @@ impl Driver {
             let mut changed = std::pin::pin!(watch.changed());
             loop {
                 tokio::select! {
+                    biased;
                     event = &mut changed => {
                         if event.kind != EventKind::Session {
                             self.update(|s| s.watch_notifications += 1);

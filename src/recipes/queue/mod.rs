@@ -208,6 +208,7 @@ fn delete_guard_in_background(zk: &Zk, guard: Guard) {
             }
         };
         tokio::select! {
+            biased;
             () = delete => {}
             () = ended => {}
         }

@@ -190,6 +190,7 @@ impl Inner {
                 Instant::now() + self.zk.request_limit().max(Duration::from_secs(1)) * places
             });
             tokio::select! {
+                biased;
                 _ = watched => self.stats.event(),
                 _ = sleep_until_opt(deadline) => return Ok(None),
                 _ = sleep_until_opt(recheck) => {

@@ -129,6 +129,7 @@ impl Inner {
                     Some(quiet),
                 );
                 let outcome = tokio::select! {
+                    biased;
                     outcome = round => outcome,
                     _ = alive.changed() => return,
                 };
@@ -212,6 +213,7 @@ pub(super) async fn monitor(inner: std::sync::Weak<Inner>, mut alive: watch::Rec
                 .map(|since| since + client.session_timeout() / 2)
                 .filter(|at| *at > Instant::now());
             tokio::select! {
+                biased;
                 changed = alive.changed() => {
                     if changed.is_err() {
                         return;
@@ -240,6 +242,7 @@ pub(super) async fn monitor(inner: std::sync::Weak<Inner>, mut alive: watch::Rec
             }
             drop(strong);
             tokio::select! {
+                biased;
                 changed = alive.changed() => if changed.is_err() { return },
                 _ = tokio::time::sleep(backoff) => {}
             }

@@ -128,6 +128,7 @@ impl Driver {
                 }
             };
             tokio::select! {
+                biased;
                 done = confirm_done => {
                     confirming = None;
                     match done {

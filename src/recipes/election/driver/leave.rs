@@ -62,6 +62,7 @@ impl Driver {
                 self.wait_same_session(generation).await
             };
             tokio::select! {
+                biased;
                 alive = tokio::time::timeout_at(until, wait) => match alive {
                     Ok(true) => {}
                     Ok(false) => return true, // gone with its session
