@@ -67,8 +67,9 @@ impl<S: Store> Core<S> {
         let slot = self.categories.slot(category.name());
         match tokio::time::timeout(budget.remaining(), slot.lock_owned()).await {
             Ok(mut held) => {
-                // Nothing remembered survives a write in doubt.
+                // Nothing remembered survives a write in doubt, nor a reconnection.
                 held.settle_doubt();
+                self.forget_earlier_connection(&mut held);
                 Ok((held, budget))
             }
             Err(_) => Err(ZooidError::Timeout {
@@ -105,6 +106,7 @@ impl<S: Store> Core<S> {
         if slot.changed.swap(false, Ordering::AcqRel) {
             slot.cached = None;
         }
+        self.forget_earlier_connection(slot);
         // A state known on an earlier session may be of a node that no longer exists: a wipe of
         // ZooKeeper ends every session, and a restore creates the node again, maybe at the same
         // version. Read it again.
@@ -115,6 +117,22 @@ impl<S: Store> Core<S> {
             .is_some_and(|c| c.session != generation || c.at.elapsed() > self.remember_for())
         {
             slot.cached = None;
+        }
+    }
+
+    /// Forgets all the slot remembers (the pool, the strategy's memory) when it was remembered
+    /// on an earlier connection ([`SessionStatus::connection`]). Only a restart of the servers
+    /// can roll their data back to an older snapshot, and a restart drops every connection;
+    /// a session the snapshot knew may then reattach, and the pool reach the remembered data
+    /// version again with other contents, so a compare-and-set planned on the remembered state
+    /// would apply to a pool it was not planned on. After a reconnection the pool is read again.
+    ///
+    /// [`SessionStatus::connection`]: crate::zk::SessionStatus::connection
+    fn forget_earlier_connection(&self, slot: &mut Slot) {
+        let connection = self.zk.as_ref().map_or(0, |zk| zk.status().connection);
+        if slot.connection != connection {
+            slot.connection = connection;
+            slot.forget();
         }
     }
 

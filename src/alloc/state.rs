@@ -108,6 +108,9 @@ pub(crate) struct Slot {
     /// (a child under it, or no delete and create on its parent): until
     /// [`MOVE_RETRY_AFTER`] writes later, or the last data version, it is written in place.
     pub move_refused_at: Option<i32>,
+    /// The connection ([`crate::zk::SessionStatus::connection`]) on which what the slot
+    /// remembers was read or written: on a later one, it is forgotten.
+    pub connection: u64,
     /// Set while a take runs under this slot and left set when it ended in doubt (an unknown
     /// outcome, or its future dropped mid-write): the next hold forgets what the slot
     /// remembers (the pool, the holes' listing) and reads again.

@@ -75,6 +75,8 @@ struct Inner {
     replacing: tokio::sync::Mutex<()>,
     /// Sessions declared lost so far (each `Lost` transition, once per generation).
     losses: AtomicU64,
+    /// Connections made so far ([`SessionStatus::connection`]).
+    connections: AtomicU64,
     /// The servers' word on each given-up generation (`None` while it is being asked).
     confirmations: Mutex<HashMap<u64, watch::Receiver<Option<Verdict>>>>,
     /// Closed when the last [`Session`] handle is dropped: stops the confirmations.
@@ -133,6 +135,7 @@ impl Session {
             session_id: client.session_id().0,
             timeout: client.session_timeout(),
             requested: options.session_timeout,
+            connection: 1,
             stop_acting: false,
         };
         let (status_tx, _) = watch::channel(status);
@@ -149,6 +152,7 @@ impl Session {
             status: status_tx,
             replacing: tokio::sync::Mutex::new(()),
             losses: AtomicU64::new(0),
+            connections: AtomicU64::new(1),
             confirmations: Mutex::new(HashMap::new()),
             alive: alive_rx.clone(),
         });

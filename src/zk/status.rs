@@ -44,6 +44,11 @@ pub struct SessionStatus {
     /// The session timeout zooid asked for ([`ConnectOptions::session_timeout`]); the servers
     /// clamp it to their `minSessionTimeout..=maxSessionTimeout` (by default 2 to 20 ticks).
     pub requested: Duration,
+    /// How many times this process connected to a server, across generations: 1 for the first
+    /// connection, +1 for each reconnection and each new session. State read on an earlier
+    /// connection may be from before a rollback of the servers' data (only a restart of the
+    /// servers can roll it back, and a restart drops every connection).
+    pub connection: u64,
     /// *Stop acting*: the local, early notion. `true` once the session has been `Suspended`
     /// (no server) for [`SessionStatus::stop_acting_after`] (half the negotiated timeout),
     /// and whenever it is `Lost` or `Closed`; `false` while `Connected` and early in a

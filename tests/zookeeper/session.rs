@@ -372,3 +372,73 @@ fn a_given_up_generation_never_comes_back() {
         );
     });
 }
+
+/// A reconnection is a new connection ([`SessionStatus::connection`]), and the ID service reads
+/// a pool again after one rather than plan on the state it remembered: only a restart of the
+/// servers rolls their data back, a restart drops every connection, and a session the restored
+/// snapshot knew reattaches to a pool that may have reached the remembered data version again
+/// with other contents (a compare-and-set planned on it would apply). Observed here through a
+/// pool another process moved on meanwhile: planned on the remembered state, the take's write
+/// meets a version conflict; read again after a reconnection, it meets none.
+#[test]
+fn a_reconnection_forgets_the_remembered_pool() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = FaultProxy::start(zk.addr());
+    runtime().block_on(async {
+        let session = Session::connect(&proxy.connect_string(), &session_options(6000))
+            .await
+            .unwrap();
+        let service =
+            IdGeneratorService::on_zookeeper(session.clone().into_zk(), ServiceOptions::default());
+        let other = IdGeneratorService::connect(
+            &zk.connect_string(),
+            &session_options(6000),
+            ServiceOptions::default(),
+        )
+        .await
+        .unwrap();
+        let category = IdCategory::new("/reconnect/ids").unwrap();
+        service
+            .create_category(&category, &CategorySpec::new(1, 1000).single_node())
+            .await
+            .unwrap();
+        service.take_ids(&category, 10).await.unwrap();
+
+        // Without a reconnection the remembered state is planned on: the other process's take
+        // makes this one's write conflict once.
+        other.take_ids(&category, 10).await.unwrap();
+        let before = service.stats().version_conflicts;
+        service.take_ids(&category, 10).await.unwrap();
+        let remembered = service.stats().version_conflicts - before;
+        assert_eq!(remembered, 1, "a take planned on the remembered pool conflicts");
+
+        // Across a reconnection (the same session) it is not.
+        other.take_ids(&category, 10).await.unwrap();
+        let first = session.status();
+        proxy.close_all();
+        let mut rx = session.subscribe();
+        let seen = record_until(&mut rx, Duration::from_secs(20), |s| {
+            s.state == ConnectionState::Connected && s.connection > first.connection
+        })
+        .await;
+        let now = *seen.last().unwrap();
+        assert!(
+            now.connection > first.connection && now.state == ConnectionState::Connected,
+            "the proxy's close must have made the client reconnect: {seen:?}"
+        );
+        assert_eq!(now.session_id, first.session_id, "the same session");
+        let before = service.stats().version_conflicts;
+        let ids = service.take_ids(&category, 10).await.unwrap();
+        let after_reconnect = service.stats().version_conflicts - before;
+        eprintln!(
+            "connection {} -> {}; conflicts: remembered {remembered}, after the reconnection {after_reconnect}; took {ids:?}",
+            first.connection, now.connection
+        );
+        assert_eq!(
+            after_reconnect, 0,
+            "the first take after a reconnection reads the pool again"
+        );
+        assert_eq!(ids.ranges()[0].start(), 41, "lowest first, no ID twice");
+    });
+}

@@ -28,6 +28,7 @@ impl Inner {
             session_id: client.session_id().0,
             timeout: client.session_timeout(),
             requested: self.options.session_timeout,
+            connection: self.connections.load(Ordering::Acquire),
             stop_acting,
         };
         self.status.send_if_modified(|old| {
@@ -80,6 +81,7 @@ impl Inner {
                     generation,
                     "ZooKeeper session renewed"
                 );
+                self.connections.fetch_add(1, Ordering::AcqRel);
                 self.publish(ConnectionState::Connected, generation, &client, false);
                 publish_timeouts(&self.status.borrow());
                 metrics::gauge!("zooid_session_generation").set(generation as f64);
@@ -219,7 +221,16 @@ pub(super) async fn monitor(inner: std::sync::Weak<Inner>, mut alive: watch::Rec
                         return;
                     }
                 }
-                next = watcher.changed() => state = next,
+                next = watcher.changed() => {
+                    // Every change that ends connected counts as a connection: a disconnection
+                    // and reconnection between two looks shows only the last state.
+                    if matches!(next, SessionState::SyncConnected | SessionState::ConnectedReadOnly) {
+                        if let Some(strong) = inner.upgrade() {
+                            strong.connections.fetch_add(1, Ordering::AcqRel);
+                        }
+                    }
+                    state = next;
+                }
                 _ = sleep_until_opt(deadline) => {
                     break Some("no server answered for the whole session timeout");
                 }

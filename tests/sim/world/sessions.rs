@@ -91,6 +91,7 @@ impl State {
             session_id: sid,
             timeout,
             requested: timeout,
+            connection: 1,
             stop_acting: false,
         };
         let (tx, rx) = watch::channel(status);
@@ -143,6 +144,7 @@ impl State {
             session_id: client.session,
             timeout: client.timeout,
             requested: client.timeout,
+            connection: client.conn,
             stop_acting: match state {
                 ConnectionState::Connected => false,
                 ConnectionState::Suspended => client.stop_acting,
