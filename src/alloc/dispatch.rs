@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::core::{count_of, Core, Taken};
-use super::state::{Slot, Strategy};
+use super::state::{PoolIdentity, Slot, Strategy};
 use super::{holes, single};
 use crate::error::{Result, ZooidError};
 use crate::idset::IdCategory;
@@ -56,6 +56,7 @@ async fn take_once<S: Store>(
     let (mut slot, budget) = core.hold(category).await?;
     // Left set if this future is dropped mid-write, or the take ends in doubt.
     slot.in_doubt = true;
+    slot.taken_from = None;
     // Boxed: the take's state machine is large, and a caller's stack need not hold it.
     let taken = Box::pin(take_held(core, category, &mut slot, budget, n)).await;
     slot.in_doubt = matches!(taken, Err(ZooidError::OutcomeUnknown { .. }));
@@ -76,8 +77,16 @@ async fn take_held<S: Store>(
     let mut served = Ok(Taken::Moved(Vec::new()));
     for _ in 0..LAYOUT_CHANGES {
         let wanted = n - count_of(&taken);
-        served = match core.current(category, slot, &mut budget).await {
-            Ok(state) => match state.strategy {
+        let strategy = match core.current(category, slot, &mut budget).await {
+            Ok(state) => {
+                let (identity, strategy) = (PoolIdentity::of(state), state.strategy);
+                slot.taken_from.get_or_insert(identity);
+                Ok(strategy)
+            }
+            Err(err) => Err(err),
+        };
+        served = match strategy {
+            Ok(strategy) => match strategy {
                 Strategy::Single => single::take(core, category, slot, &mut budget, wanted).await,
                 Strategy::Blocks(_) => match core.on_zookeeper() {
                     Ok(on) => holes::take(&on, category, slot, wanted).await,

@@ -115,6 +115,38 @@ pub(crate) struct Slot {
     /// outcome, or its future dropped mid-write): the next hold forgets what the slot
     /// remembers (the pool, the holes' listing) and reads again.
     pub in_doubt: bool,
+    /// The pool the running take got its first IDs from: IDs it gives back go only to that
+    /// pool, never to one restored or created since ([`PoolIdentity`]).
+    pub taken_from: Option<PoolIdentity>,
+}
+
+/// Which pool a state is of: its epoch (a restore or a repair moves it on) and, when known, the
+/// pool node's incarnation (`czxid`; a category deleted and created again is another node).
+/// IDs claimed from one pool are not free in another: in a pool restored since, fresh blocks
+/// are numbered again from its ceiling, and IDs above it are handed out as fresh.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PoolIdentity {
+    pub epoch: u64,
+    pub created: Option<i64>,
+}
+
+impl PoolIdentity {
+    /// The pool `state` is of.
+    pub(crate) fn of(state: &Cached) -> Self {
+        Self {
+            epoch: state.pool.epoch(),
+            created: state.created,
+        }
+    }
+
+    /// Whether `other` is the same pool as far as both are known.
+    pub(crate) fn same_pool(&self, other: &PoolIdentity) -> bool {
+        self.epoch == other.epoch
+            && match (self.created, other.created) {
+                (Some(a), Some(b)) => a == b,
+                _ => true,
+            }
+    }
 }
 
 impl Slot {
@@ -152,7 +184,7 @@ pub(crate) struct Categories {
     next_block: Mutex<HashMap<String, (u64, i64, i64)>>,
     /// For pools in block allocation: this process's last receipt per category, deleted by its
     /// next write (src/alloc/holes/requests.rs).
-    markers: Mutex<HashMap<String, String>>,
+    markers: Mutex<HashMap<String, Receipt>>,
 }
 
 /// Locks one of the maps; they are only ever inserted into or updated entry by entry, so a
@@ -240,15 +272,26 @@ impl Categories {
         }
     }
 
-    /// This process's last receipt under pool `path`, forgotten here.
-    pub(crate) fn take_marker(&self, path: &str) -> Option<String> {
+    /// This process's receipt under pool `path`, forgotten here while a write uses it.
+    pub(crate) fn take_marker(&self, path: &str) -> Option<Receipt> {
         locked(&self.markers).remove(path)
     }
 
-    /// Records this process's last receipt under pool `path`.
-    pub(crate) fn put_marker(&self, path: &str, marker: String) {
-        locked(&self.markers).insert(path.to_string(), marker);
+    /// Records this process's receipt under pool `path`.
+    pub(crate) fn put_marker(&self, path: &str, receipt: Receipt) {
+        locked(&self.markers).insert(path.to_string(), receipt);
     }
+}
+
+/// A writer's receipt under a format-4 pool (`zooid-returned/m-NAME`, docs/FORMAT.md): an
+/// ephemeral node its first write of hole nodes on a session creates and every later write on
+/// that session sets to its own token, in the same `multi`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Receipt {
+    /// The node's name (`m-NAME`).
+    pub name: String,
+    /// The session generation that created it (and owns it: it goes with that session).
+    pub generation: u64,
 }
 
 /// The figures of a pool as read or written, for the statistics: its node is `bytes` long at

@@ -56,6 +56,17 @@ fn report_shrunk(seed: u64, config: &run::Config, outcome: &run::Outcome) {
 }
 
 fn main() {
+    // The library's own log lines, for debugging a seed (`ZOOID_SIM_LOG=warn`, `info`, ...).
+    if let Some(level) = std::env::var("ZOOID_SIM_LOG")
+        .ok()
+        .and_then(|l| l.parse::<tracing::Level>().ok())
+    {
+        tracing_subscriber::fmt()
+            .with_max_level(level)
+            .with_writer(std::io::stdout)
+            .without_time()
+            .init();
+    }
     let first = env_u64("ZOOID_SIM_FIRST_SEED").unwrap_or(0);
     let count = env_u64("ZOOID_SIM_SEEDS");
     let budget = Duration::from_secs(env_u64("ZOOID_SIM_SECONDS").unwrap_or(60));

@@ -10,7 +10,7 @@ use super::generations;
 use super::{MAX_BLOCKS_PER_TAKE, ROTATE_AT};
 use crate::alloc::core::{count_of, OnZooKeeper, Taken};
 use crate::alloc::engine::{Plan, Step};
-use crate::alloc::state::{Slot, Strategy};
+use crate::alloc::state::{PoolIdentity, Slot, Strategy};
 use crate::error::{Result, ZooidError};
 use crate::format::{Blocks, OpKind, Pool};
 use crate::idset::IdCategory;
@@ -229,24 +229,29 @@ impl<S: Store> OnZooKeeper<'_, S> {
         slot: &mut Slot,
         ranges: Vec<IdRange>,
     ) {
-        // The pool's layout decides where IDs go back; with no state held (a claim that must be
-        // planned again dropped it), the pool node says, never a guess.
-        let blocks = match slot.cached.as_ref() {
-            Some(state) => Ok(matches!(state.strategy, Strategy::Blocks(_))),
-            None => {
-                let mut budget = Budget::start(self.options.retry);
-                match self.read(category.name(), &mut budget).await {
-                    Ok(node) => {
-                        Pool::parse(category.name(), &node.data).map(|pool| pool.blocks().is_some())
-                    }
-                    Err(err) => Err(err),
-                }
-            }
-        };
-        let returned = match blocks {
+        // The pool's layout decides where IDs go back, and only the pool they were taken from
+        // takes them: the pool as remembered while that is good, else read now (a claim that
+        // must be planned again dropped it, or a new session), never a guess.
+        let mut budget = Budget::start(self.options.retry);
+        let taken_from = slot.taken_from;
+        let current = self
+            .current(category, slot, &mut budget)
+            .await
+            .map(|state| (PoolIdentity::of(state), state.strategy));
+        let returned = match current {
             Err(err) => Err(err),
-            Ok(true) => self.push_holes_held(category.name(), slot, &ranges).await,
-            Ok(false) => Err(ZooidError::InvalidArgument(format!(
+            Ok((now, _)) if taken_from.is_some_and(|from| !from.same_pool(&now)) => {
+                Err(ZooidError::InvalidArgument(format!(
+                    "{}: the pool is not the one the IDs were taken from (epoch {}, taken at epoch {}: restored or created again since)",
+                    category.name(),
+                    now.epoch,
+                    taken_from.map_or(0, |from| from.epoch)
+                )))
+            }
+            Ok((_, Strategy::Blocks(_))) => {
+                self.push_holes_held(category.name(), slot, &ranges).await
+            }
+            Ok((_, Strategy::Single)) => Err(ZooidError::InvalidArgument(format!(
                 "{}: no longer in block allocation (recreated?)",
                 category.name()
             ))),

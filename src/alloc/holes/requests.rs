@@ -1,9 +1,11 @@
 //! The two writes of format 4 (src/alloc/holes/mod.rs), and their lost replies: a push creates
 //! hole nodes, a take deletes the holes it chose and creates what is left of them; each also
-//! creates its author's receipt (an ephemeral marker) and deletes the previous one.
+//! writes its token into its author's receipt (an ephemeral node the author's first write on a
+//! session creates, [`Receipt`]).
 
 use crate::alloc::blocks::ensure_node;
 use crate::alloc::blocks::refused;
+use crate::alloc::state::Receipt;
 use crate::error::{Result, ZooidError};
 use crate::format::{
     hole_name, holes_parent, returned_parent, sequence_parent, OpToken, MARKER_PREFIX,
@@ -16,8 +18,8 @@ use crate::zk::{Create, Failure, Multi, Verdict, Zk, ZooKeeperExt};
 /// What a take's claim of holes came to.
 #[derive(Debug)]
 pub(crate) enum Claimed {
-    /// The holes are this take's; `marker` is its receipt (the author's new one).
-    Taken { marker: String },
+    /// The holes are this take's; `marker` is its author's receipt, holding its token.
+    Taken { marker: Receipt },
     /// Another take deleted one of the holes first, or a node for the rest exists already:
     /// nothing changed.
     Raced,
@@ -35,10 +37,12 @@ pub(crate) enum Claimed {
 /// One of the two writes, as sent.
 struct Write<'a> {
     path: &'a str,
-    /// The receipt's name (`m-TOKEN`) under `zooid-returned`.
-    marker: String,
-    /// The author's previous receipt, deleted by this write.
-    previous: Option<String>,
+    /// The author's receipt under `zooid-returned` (`m-NAME`), and whether it exists on the
+    /// session it names (the write sets it) or not yet (the write creates it).
+    marker: Receipt,
+    exists: bool,
+    /// This write's token: the receipt's data once the write applied.
+    token: String,
     /// The hole nodes whose presence, once the write's session can write no more, tells: all
     /// there means `present_means_applied`.
     witnesses: Vec<String>,
@@ -72,7 +76,7 @@ pub(crate) async fn claim(
     nodes: &[String],
     remainder: &[IdRange],
     handed: &[IdRange],
-    previous: Option<String>,
+    receipt: Option<Receipt>,
     incarnation: Option<i64>,
     stats: &Recorder,
     budget: &mut Budget,
@@ -83,7 +87,7 @@ pub(crate) async fn claim(
         .iter()
         .map(|r| format!("{parent}/{}", hole_name(r)))
         .collect();
-    let mut write = Write::new(path, previous, deleted.clone(), false, incarnation);
+    let mut write = Write::new(path, receipt, deleted.clone(), false, incarnation);
     loop {
         let generation = zk.generation();
         let persistent = Create::persistent();
@@ -96,7 +100,7 @@ pub(crate) async fn claim(
         for node in &created {
             multi.create(node, &[], &persistent);
         }
-        let receipt = write.add_receipt(&mut multi);
+        let receipt = write.add_receipt(&mut multi, generation);
         let failed = match multi.commit(&**zk, generation).await {
             Ok(_) => {
                 return Ok(Claimed::Taken {
@@ -121,7 +125,7 @@ pub(crate) async fn claim(
                 return Ok(Claimed::Raced)
             }
             (Some(i), Verdict::NoNode) if i >= receipt => {
-                write.receipt_missing(zk, i - receipt).await?;
+                write.receipt_missing(zk).await?;
                 continue;
             }
             (_, Verdict::Expired | Verdict::Closed) => {}
@@ -168,17 +172,17 @@ pub(crate) async fn push(
     zk: &Zk,
     path: &str,
     ranges: &[IdRange],
-    previous: Option<String>,
+    receipt: Option<Receipt>,
     incarnation: Option<i64>,
     stats: &Recorder,
     budget: &mut Budget,
-) -> Result<String> {
+) -> Result<Receipt> {
     let parent = holes_parent(path);
     let created: Vec<String> = ranges
         .iter()
         .map(|r| format!("{parent}/{}", hole_name(r)))
         .collect();
-    let mut write = Write::new(path, previous, created.clone(), true, incarnation);
+    let mut write = Write::new(path, receipt, created.clone(), true, incarnation);
     loop {
         let generation = zk.generation();
         let persistent = Create::persistent();
@@ -186,7 +190,7 @@ pub(crate) async fn push(
         for node in &created {
             multi.create(node, &[], &persistent);
         }
-        let receipt = write.add_receipt(&mut multi);
+        let receipt = write.add_receipt(&mut multi, generation);
         let failed = match multi.commit(&**zk, generation).await {
             Ok(_) => return Ok(write.marker),
             Err(failed) => failed,
@@ -203,8 +207,8 @@ pub(crate) async fn push(
                 ensure_node(zk, path, &parent).await?;
                 continue;
             }
-            (Some(i), Verdict::NoNode) => {
-                write.receipt_missing(zk, i - receipt).await?;
+            (Some(_), Verdict::NoNode) => {
+                write.receipt_missing(zk).await?;
                 continue;
             }
             (_, Verdict::Expired | Verdict::Closed) => {}
@@ -242,52 +246,68 @@ pub(crate) async fn push(
 impl<'a> Write<'a> {
     fn new(
         path: &'a str,
-        previous: Option<String>,
+        receipt: Option<Receipt>,
         witnesses: Vec<String>,
         present_means_applied: bool,
         incarnation: Option<i64>,
     ) -> Self {
+        let exists = receipt.is_some();
         Self {
             path,
-            marker: format!("{MARKER_PREFIX}{}", OpToken::random()),
-            previous,
+            marker: receipt.unwrap_or_else(|| Receipt {
+                name: format!("{MARKER_PREFIX}{}", OpToken::random()),
+                generation: 0,
+            }),
+            exists,
+            token: OpToken::random().to_string(),
             witnesses,
             present_means_applied,
             incarnation,
         }
     }
 
-    /// Adds the receipt to `multi`: creates the marker, deletes the previous one. Returns the
-    /// index of the marker's create.
-    fn add_receipt(&self, multi: &mut Multi) -> usize {
-        let parent = returned_parent(self.path);
+    /// Adds the receipt to `multi`, sent on session `generation`: sets the author's receipt to
+    /// this write's token when it exists on that session, else creates one holding it (a
+    /// receipt of an earlier session goes with that session, so a new name: the old one may
+    /// still be there). Returns the index of the receipt's op.
+    fn add_receipt(&mut self, multi: &mut Multi, generation: u64) -> usize {
+        if self.marker.generation != generation {
+            if self.exists {
+                self.marker.name = format!("{MARKER_PREFIX}{}", OpToken::random());
+            }
+            self.marker.generation = generation;
+            self.exists = false;
+        }
+        let path = format!("{}/{}", returned_parent(self.path), self.marker.name);
         let index = multi.len();
-        let ephemeral = Create::ephemeral();
-        multi.create(&format!("{parent}/{}", self.marker), &[], &ephemeral);
-        if let Some(previous) = &self.previous {
-            multi.delete(&format!("{parent}/{previous}"), None);
+        if self.exists {
+            multi.set(&path, self.token.as_bytes(), None);
+        } else {
+            multi.create(&path, self.token.as_bytes(), &Create::ephemeral());
         }
         index
     }
 
-    /// The receipt's op `offset` (0: the marker's create, 1: the previous one's delete) found
-    /// no node: the marker's parent is missing, or the previous marker went with its session.
-    async fn receipt_missing(&mut self, zk: &Zk, offset: usize) -> Result<()> {
-        if offset == 0 {
-            ensure_node(zk, self.path, &returned_parent(self.path)).await
-        } else {
-            self.previous = None;
+    /// The receipt's op found no node: the receipt went (with its session, or deleted), so the
+    /// next attempt creates one under a new name; or, when this attempt created it, its parent
+    /// is missing.
+    async fn receipt_missing(&mut self, zk: &Zk) -> Result<()> {
+        if self.exists {
+            self.exists = false;
+            self.marker.name = format!("{MARKER_PREFIX}{}", OpToken::random());
             Ok(())
+        } else {
+            ensure_node(zk, self.path, &returned_parent(self.path)).await
         }
     }
 
     /// Whether the write sent on session `generation`, whose reply was lost, applied. On that
-    /// session (reconnected), after a `sync`: its marker is there exactly when it applied
-    /// (requests of one session apply in order). With that session given up, once the servers
+    /// session (reconnected), after a `sync`: the receipt holds its token exactly when it
+    /// applied (requests of one session apply in order, and only its author writes it). With that session given up, once the servers
     /// confirmed it can write no more: the witnesses tell when they are all there (a take did
     /// not apply, a push did); otherwise the outcome is unknown.
     async fn resolve(&self, zk: &Zk, generation: u64, budget: &mut Budget) -> Outcome {
-        let marker = format!("{}/{}", returned_parent(self.path), self.marker);
+        let marker = format!("{}/{}", returned_parent(self.path), self.marker.name);
         let mut confirmed = false;
         loop {
             if budget.expired() {
@@ -318,7 +338,19 @@ impl<'a> Write<'a> {
                 for node in &self.witnesses {
                     witnessed += usize::from(zk.exists(current, node).await?.is_some());
                 }
-                let marked = zk.exists(current, &marker).await?.is_some();
+                let marked = match zk.get(current, &marker).await {
+                    // The mutant: a receipt that is there counts, whatever token it holds (the
+                    // rule of receipts created per write, wrong for one set per write).
+                    #[cfg(zooid_mutant = "hole_receipt_any_token")]
+                    Ok(_) => true,
+                    #[cfg(not(zooid_mutant = "hole_receipt_any_token"))]
+                    Ok((data, _)) => data == self.token.as_bytes(),
+                    Err(Failure {
+                        verdict: Verdict::NoNode,
+                        ..
+                    }) => false,
+                    Err(failure) => return Err(failure),
+                };
                 Ok::<_, Failure>(Some((witnessed, marked)))
             };
             let (witnessed, marked) = match lookup.await {
