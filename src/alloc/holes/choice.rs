@@ -65,12 +65,13 @@ fn clusters(sorted: &[Hole]) -> impl Iterator<Item = Cluster<'_>> {
 }
 
 /// `holes` without the clusters of overlapping holes that hold one `left` says to leave: what
-/// a take that leaves young holes to their pushers chooses among. Clusters go whole, never
-/// split: overlapping holes are taken together, so that the IDs they share are handed out once.
-pub(crate) fn without(holes: &[Hole], left: impl Fn(&IdRange) -> bool) -> Vec<Hole> {
+/// a take that leaves young holes to their pushers chooses among, or one that tries again
+/// without the holes it lost a race for. Clusters go whole, never split: overlapping holes are
+/// taken together, so that the IDs they share are handed out once.
+pub(crate) fn without(holes: &[Hole], left: impl Fn(&Hole) -> bool) -> Vec<Hole> {
     let sorted = in_order(holes);
     clusters(&sorted)
-        .filter(|cluster| !cluster.holes.iter().any(|(_, range)| left(range)))
+        .filter(|cluster| !cluster.holes.iter().any(&left))
         .flat_map(|cluster| cluster.holes.iter().cloned())
         .collect()
 }
@@ -123,11 +124,17 @@ fn eligible(sorted: &[Hole], top: i64) -> impl Iterator<Item = Cluster<'_>> {
 
 /// Where a take of `wanted` IDs on contended holes starts among `holes`, drawn with `random`:
 /// the holes at or below `top`, walked upwards, make consecutive groups that each cover the
-/// take; with at least [`MIN_GROUPS`] of them, the first hole of one of the lowest
-/// [`MAX_GROUPS`], so that takes at once choose apart; else `None` (the lowest hole). The
-/// relaxation of "lowest first" is bounded: a take's holes come from the lowest `MAX_GROUPS`
-/// groups.
-pub(crate) fn group_start(holes: &[Hole], wanted: u64, top: i64, random: u32) -> Option<usize> {
+/// take; with at least [`MIN_GROUPS`] of them, the first hole of one of the lowest `groups`
+/// ([`MAX_GROUPS`] but for a take's first look, [`FIRST_LOOK_GROUPS`]), so that takes at once
+/// choose apart; else `None` (the lowest hole). The relaxation of "lowest first" is bounded: a
+/// take's holes come from the lowest `groups` groups.
+pub(crate) fn group_start(
+    holes: &[Hole],
+    wanted: u64,
+    top: i64,
+    groups: u64,
+    random: u32,
+) -> Option<usize> {
     if wanted == 0 {
         return None;
     }
@@ -142,7 +149,7 @@ pub(crate) fn group_start(holes: &[Hole], wanted: u64, top: i64, random: u32) ->
         if covered >= wanted {
             starts.push(index);
             covered = 0;
-            if starts.len() as u64 == MAX_GROUPS {
+            if starts.len() as u64 >= groups {
                 break;
             }
         }
@@ -158,6 +165,12 @@ pub(crate) const MIN_GROUPS: u64 = 2;
 
 /// How many groups of holes [`group_start`] spreads takes over, at most.
 pub(crate) const MAX_GROUPS: u64 = 64;
+
+/// How many groups of holes [`group_start`] spreads a take over when it tries again after
+/// losing a race at its first look (src/alloc/holes/take.rs): a herd of processes starting at
+/// once (a job's tasks) outnumbers [`MAX_GROUPS`] many times over, and a take that finds no
+/// hole claims fresh blocks, above every hole. Any hole below them serves lower IDs.
+pub(crate) const FIRST_LOOK_GROUPS: u64 = u64::MAX;
 
 /// The holes a take of `wanted` IDs claims among `holes`, none above `top`: `None` when they
 /// hold fewer than `wanted` IDs at or below `top`. `start`: `None` takes the lowest holes;
@@ -279,23 +292,50 @@ mod tests {
         // 200 holes of 100 and takes of 1000: 20 groups of 10 holes.
         let many: Vec<(i64, i64)> = (0..200).map(|i| (i * 200 + 1, i * 200 + 100)).collect();
         let h = holes(&many);
-        assert_eq!(group_start(&h, 1000, i64::MAX, 0), Some(0));
-        assert_eq!(group_start(&h, 1000, i64::MAX, 7), Some(70));
+        assert_eq!(group_start(&h, 1000, i64::MAX, MAX_GROUPS, 0), Some(0));
+        assert_eq!(group_start(&h, 1000, i64::MAX, MAX_GROUPS, 7), Some(70));
         assert_eq!(
-            group_start(&h, 1000, i64::MAX, 27),
+            group_start(&h, 1000, i64::MAX, MAX_GROUPS, 27),
             Some(70),
             "modulo 20 groups"
         );
         // 19 holes for takes of 10 holes: one group, lowest first.
-        assert_eq!(group_start(&h[..19], 1000, i64::MAX, 7), None);
+        assert_eq!(group_start(&h[..19], 1000, i64::MAX, MAX_GROUPS, 7), None);
         assert_eq!(
-            group_start(&holes(&[(1, 10), (16, 1000)]), 10, i64::MAX, 1),
+            group_start(&holes(&[(1, 10), (16, 1000)]), 10, i64::MAX, MAX_GROUPS, 1),
             Some(1)
         );
         // More groups than the bound: the lowest 64.
         let small: Vec<(i64, i64)> = (0..1000).map(|i| (i * 10 + 1, i * 10 + 5)).collect();
-        let start = group_start(&holes(&small), 5, i64::MAX, 999).unwrap();
+        let start = group_start(&holes(&small), 5, i64::MAX, MAX_GROUPS, 999).unwrap();
         assert_eq!(start, 999 % 64);
+    }
+
+    /// A first look's retry spreads over every group, not the lowest 64: a herd of takes
+    /// that starts at once outnumbers them (src/alloc/holes/take.rs).
+    #[test]
+    fn a_first_look_retry_spreads_over_every_group_without_the_holes_it_lost() {
+        // 1,000 holes of 1,000 and takes of 10,000: 100 groups of 10 holes.
+        let many: Vec<(i64, i64)> = (0..1000).map(|i| (i * 2000 + 1, i * 2000 + 1000)).collect();
+        let h = holes(&many);
+        assert_eq!(
+            group_start(&h, 10_000, i64::MAX, MAX_GROUPS, 99),
+            Some(10 * (99 % 64))
+        );
+        assert_eq!(
+            group_start(&h, 10_000, i64::MAX, FIRST_LOOK_GROUPS, 99),
+            Some(990)
+        );
+        // Without the 10 holes it lost (named), the groups start after them.
+        let lost: std::collections::HashSet<String> =
+            h[..10].iter().map(|(name, _)| name.clone()).collect();
+        let kept = without(&h, |(name, _)| lost.contains(name));
+        assert_eq!(kept.len(), 990);
+        assert_eq!(kept[0], h[10]);
+        let start = group_start(&kept, 10_000, i64::MAX, FIRST_LOOK_GROUPS, 98).unwrap();
+        let c = choose(&kept, 10_000, i64::MAX, Some(start)).unwrap();
+        assert_eq!(c.nodes.first(), Some(&h[990].0));
+        assert!(c.nodes.iter().all(|name| !lost.contains(name)));
     }
 
     #[test]
@@ -350,7 +390,7 @@ mod tests {
     #[test]
     fn holes_left_out_take_the_holes_they_overlap_with_them() {
         let h = holes(&[(1001, 2000), (1501, 2500), (3001, 4000)]);
-        let young = |range: &IdRange| *range == r(1501, 2500);
+        let young = |(_, range): &Hole| *range == r(1501, 2500);
         assert_eq!(without(&h, young), holes(&[(3001, 4000)]));
         assert_eq!(without(&h, |_| false), h);
         let c = choose(&without(&h, young), 1000, i64::MAX, None).unwrap();

@@ -200,6 +200,13 @@ impl HoleRaces {
         self.random_for > 0
     }
 
+    /// Whether this process lost no race for the holes within [`HoleRaces::LAPSES_AFTER`]
+    /// before `now`.
+    pub(crate) fn quiet(&mut self, now: tokio::time::Instant) -> bool {
+        self.lapse(now);
+        self.lost_at.is_none()
+    }
+
     /// Forgets the races once [`HoleRaces::LAPSES_AFTER`] passed since the last one lost.
     fn lapse(&mut self, now: tokio::time::Instant) {
         if self
@@ -242,6 +249,7 @@ mod tests {
         };
         let mut races = HoleRaces::default();
         assert!(!races.leaves_holes(now) && !races.chooses_at_random(now));
+        assert!(races.quiet(now), "no race lost yet");
         for k in 1..=7u32 {
             races.lost(u32::MAX, now);
             let cap = (1u32 << k.min(u32::from(HoleRaces::MAX_DOUBLINGS))) - 1;
@@ -266,7 +274,9 @@ mod tests {
         for _ in 0..5 {
             races.lost(u32::MAX, now);
         }
+        assert!(!races.quiet(now));
         let later = now + HoleRaces::LAPSES_AFTER;
+        assert!(races.quiet(later), "quiet once the races lapsed");
         assert!(!races.leaves_holes(later) && !races.chooses_at_random(later));
         races.lost(u32::MAX, later);
         assert_eq!(races.leave_for, 1, "the doubling starts over after a lapse");

@@ -35,6 +35,11 @@
 //!   a second; `HoleRaces` in src/alloc/holes/memory.rs): binary exponential backoff.
 //!   A take makes at most one attempt on holes: when another take deleted one of its holes
 //!   first, it claims fresh blocks. So a take costs at most one failed write, and pushes none.
+//!   Except at a process's first look (no listing yet, no race lost of late: each task of a job
+//!   that starts at once): all such takes choose the lowest holes, so one that lost tries once
+//!   more at once, on its listing without the holes it lost, from one of all the groups that
+//!   cover it at random ([`choice::FIRST_LOOK_GROUPS`]; any hole is below the fresh blocks it
+//!   would claim instead): at most two failed writes for such a take.
 //! - **Lost replies.** Every write carries a receipt: an ephemeral marker named by the write's
 //!   token, deleted by the author's next write. On the write's own session, after a `sync`, the
 //!   marker says whether the write applied. With that session given up, once the servers

@@ -48,11 +48,17 @@ impl<S: Store> OnZooKeeper<'_, S> {
             }
         }
         let wanted = n - count_of(&taken);
+        // A first look: no listing of the holes yet, nor a race lost of late (a process just
+        // started, as each task of a job that starts at once).
+        let first_look = {
+            let memory = memory::of(slot);
+            memory.listing.is_none() && memory.races.quiet(Instant::now())
+        };
         let seen = self.refresh_holes(path, slot, Trust::Allowed).await?;
         let (Some(top), Some(unit)) = (top_of(slot), unit_of(slot)) else {
             return self.take_blocks(category, slot, taken, n).await;
         };
-        let mut choice = self.choose_holes(slot, wanted, top, unit);
+        let mut choice = self.choose_holes(slot, wanted, top, unit, None);
         // Holes chosen on a listing others' takes may have outrun since: listed again first, a
         // read instead of a claim that would most likely fail (a failed `multi` is logged like
         // any write). Not when they are all holes this process created since the listing.
@@ -64,16 +70,22 @@ impl<S: Store> OnZooKeeper<'_, S> {
         };
         if seen == Seen::Trusted && choice.as_ref().is_some_and(|c| !known_since(c, slot)) {
             self.refresh_holes(path, slot, Trust::Exact).await?;
-            choice = self.choose_holes(slot, wanted, top, unit);
+            choice = self.choose_holes(slot, wanted, top, unit, None);
         }
-        match self.claim_holes(category, slot, choice).await {
-            Ok(Some(mut handed)) => {
+        let mut attempt = self.claim_holes(category, slot, choice).await;
+        if first_look {
+            attempt = self
+                .retry_first_look(category, slot, attempt, wanted, top, unit)
+                .await;
+        }
+        match attempt {
+            Ok(Attempt::Handed(mut handed)) => {
                 taken.append(&mut handed);
                 if count_of(&taken) == n {
                     return Ok(Taken::Ids(taken));
                 }
             }
-            Ok(None) => {}
+            Ok(Attempt::Raced(_) | Attempt::Missed) => {}
             Err(err) => {
                 if !taken.is_empty() {
                     self.give_back(category, slot, taken).await;
@@ -119,6 +131,31 @@ impl<S: Store> OnZooKeeper<'_, S> {
         }
     }
 
+    /// A take that lost its race for holes at its first look tries them once more, at once,
+    /// before it claims fresh blocks: on the listing it has, without the holes it lost, from one
+    /// of all the groups of holes that cover it, at random ([`choice::FIRST_LOOK_GROUPS`]).
+    /// Processes that start at once (a job's tasks) all choose the lowest holes at their first
+    /// look, and one wins; without this the others would claim fresh blocks and leave the
+    /// holes to later takes. Their retries choose apart, and the holes they do not cover are
+    /// most likely still there. At most one more failed write per take, and only at a first
+    /// look: a process with a listing, or a race lost of late, follows [`memory::HoleRaces`].
+    async fn retry_first_look(
+        &self,
+        category: &IdCategory,
+        slot: &mut Slot,
+        attempt: Result<Attempt>,
+        wanted: u64,
+        top: i64,
+        unit: u64,
+    ) -> Result<Attempt> {
+        let Ok(Attempt::Raced(lost)) = attempt else {
+            return attempt;
+        };
+        let lost = lost.into_iter().collect();
+        let choice = self.choose_holes(slot, wanted, top, unit, Some(&lost));
+        self.claim_holes(category, slot, choice).await
+    }
+
     /// Up to `wanted` IDs for a take that found no fresh block left below the ceiling or the
     /// end: the holes there are, every one a candidate (none is left to its pusher: this is
     /// what remains), on the pool as read again if the claim dropped it. `None` when the holes
@@ -150,7 +187,10 @@ impl<S: Store> OnZooKeeper<'_, S> {
                 // At most what one `multi` of deletes can claim; the next take gets the rest.
                 let left = choice::available_in_one_take(holes, top).min(wanted);
                 let start = random
-                    .then(|| choice::group_start(holes, left, top, crate::random::random::<u32>()))
+                    .then(|| {
+                        let random = crate::random::random::<u32>();
+                        choice::group_start(holes, left, top, choice::MAX_GROUPS, random)
+                    })
                     .flatten();
                 choice::choose(holes, left, top, start)
             };
@@ -158,7 +198,9 @@ impl<S: Store> OnZooKeeper<'_, S> {
                 return Ok(None);
             }
             match self.claim_holes(category, slot, choice).await? {
-                Some(handed) if !handed.is_empty() => return Ok(Some(Taken::Ids(handed))),
+                Attempt::Handed(handed) if !handed.is_empty() => {
+                    return Ok(Some(Taken::Ids(handed)))
+                }
                 // Another take won a hole first, or the pool moved on (read again above).
                 _ => continue,
             }
@@ -169,29 +211,47 @@ impl<S: Store> OnZooKeeper<'_, S> {
     /// The holes a take of `wanted` claims among those the slot's listing shows, at or below
     /// `top`, with blocks of `unit` (see [`choice::hole_amount`]): lowest first, unless the holes
     /// are contended, then from one of the lowest groups. A take of whole blocks leaves the
-    /// holes another process pushed moments ago to it (src/alloc/holes/young.rs).
+    /// holes another process pushed moments ago to it (src/alloc/holes/young.rs). `retry`: a
+    /// first look's retry (see [`Self::retry_first_look`]), without the holes named, from one of
+    /// all the groups.
     fn choose_holes(
         &self,
         slot: &mut Slot,
         wanted: u64,
         top: i64,
         unit: u64,
+        retry: Option<&std::collections::HashSet<String>>,
     ) -> Option<choice::Choice> {
         let now = Instant::now();
         let memory = memory::of(slot);
-        let random = memory.races.chooses_at_random(now);
+        let random = memory.races.chooses_at_random(now) || retry.is_some();
         let listed = listing::holes_of(&memory.listing);
-        let old;
-        let holes = match memory.listing.as_ref().map(|l| &l.young) {
-            Some(young) if wanted.is_multiple_of(unit) && young.any(now) => {
-                old = choice::without(listed, |range| young.is_young(range, now));
-                old.as_slice()
-            }
-            _ => listed,
+        let young = memory
+            .listing
+            .as_ref()
+            .map(|l| &l.young)
+            .filter(|young| wanted.is_multiple_of(unit) && young.any(now));
+        let lost = retry.filter(|lost| !lost.is_empty());
+        let kept;
+        let holes = if young.is_some() || lost.is_some() {
+            kept = choice::without(listed, |(name, range)| {
+                young.is_some_and(|young| young.is_young(range, now))
+                    || lost.is_some_and(|lost| lost.contains(name))
+            });
+            kept.as_slice()
+        } else {
+            listed
         };
         let amount = choice::hole_amount(choice::available_at_most(holes, top), wanted, unit);
+        let groups = if retry.is_some() {
+            choice::FIRST_LOOK_GROUPS
+        } else {
+            choice::MAX_GROUPS
+        };
         let start = random
-            .then(|| choice::group_start(holes, amount, top, crate::random::random::<u32>()))
+            .then(|| {
+                choice::group_start(holes, amount, top, groups, crate::random::random::<u32>())
+            })
             .flatten();
         choice::choose(holes, amount, top, start)
     }
@@ -213,14 +273,15 @@ impl<S: Store> OnZooKeeper<'_, S> {
     }
 
     /// One attempt to claim the holes of `choice` (`None`: the holes do not cover the take), on
-    /// the pool as the slot holds it: `None` when another take won one of them first (this
-    /// process then chooses at random for a while), or the pool moved on (read again).
+    /// the pool as the slot holds it: [`Attempt::Raced`] when another take won one of them
+    /// first (this process then chooses at random for a while), [`Attempt::Missed`] when there
+    /// was no choice or the pool moved on (read again).
     async fn claim_holes(
         &self,
         category: &IdCategory,
         slot: &mut Slot,
         choice: Option<choice::Choice>,
-    ) -> Result<Option<Vec<IdRange>>> {
+    ) -> Result<Attempt> {
         let path = category.name();
         let session = self.zk;
         // Chosen on a listing whose check is still on its way: a hole gone means that listing
@@ -231,10 +292,10 @@ impl<S: Store> OnZooKeeper<'_, S> {
         // resolved only there.
         let incarnation = listing.map(|l| l.created);
         let (Some(choice), Some(state)) = (choice, slot.cached.as_ref()) else {
-            return Ok(None);
+            return Ok(Attempt::Missed);
         };
         let Some(blocks) = state.pool.blocks() else {
-            return Ok(None);
+            return Ok(Attempt::Missed);
         };
         let previous = self.categories.take_marker(path);
         let mut budget = Budget::start(self.options.retry);
@@ -263,7 +324,7 @@ impl<S: Store> OnZooKeeper<'_, S> {
                 if choice.overlapped {
                     tracing::warn!(category = path, nodes = ?choice.nodes, "overlapping holes (a push of free IDs) taken together, counted once");
                 }
-                Ok(Some(choice.handed))
+                Ok(Attempt::Handed(choice.handed))
             }
             other => {
                 if let Some(previous) = previous {
@@ -281,6 +342,7 @@ impl<S: Store> OnZooKeeper<'_, S> {
                         if let Some(listing) = memory::of(slot).listing.as_mut() {
                             listing.outdated();
                         }
+                        return Ok(Attempt::Raced(choice.nodes));
                     }
                     Claimed::Changed => slot.cached = None,
                     // Finish what stands in the way, so that the next look finds a generation
@@ -299,10 +361,20 @@ impl<S: Store> OnZooKeeper<'_, S> {
                     }
                     Claimed::Taken { .. } => {}
                 }
-                Ok(None)
+                Ok(Attempt::Missed)
             }
         }
     }
+}
+
+/// What one attempt to claim holes came to.
+enum Attempt {
+    /// The IDs the claim handed out.
+    Handed(Vec<IdRange>),
+    /// Another take deleted one of the holes first: the nodes this claim tried to delete.
+    Raced(Vec<String>),
+    /// No holes chosen, or the pool moved on: nothing claimed.
+    Missed,
 }
 
 /// How many times a take at the end of a category (no fresh block left) tries the holes again
