@@ -229,16 +229,31 @@ impl<S: Store> OnZooKeeper<'_, S> {
         slot: &mut Slot,
         ranges: Vec<IdRange>,
     ) {
-        // The pool's layout decides where IDs go back, and only the pool they were taken from
-        // takes them: the pool as remembered while that is good, else read now (a claim that
-        // must be planned again dropped it, or a new session), never a guess.
-        let mut budget = Budget::start(self.options.retry);
+        // The pool's layout decides where IDs go back; with no state held (a claim that must be
+        // planned again dropped it), the pool node says, never a guess. They go back only to the
+        // pool the take got its first IDs from (the same epoch and node), and only while the
+        // block generation the take planned on (the leftover of a fresh claim: the one it
+        // claimed in) is open, checked in the push's own `multi`: a restore or a repair since
+        // starts a generation whose fresh blocks may be these very IDs (a block claimed above
+        // the ceiling), and a push of them then would hand them out twice.
+        let state = match slot.cached.as_ref() {
+            Some(state) => Ok((PoolIdentity::of(state), state.pool.blocks())),
+            None => {
+                let mut budget = Budget::start(self.options.retry);
+                match self.read(category.name(), &mut budget).await {
+                    Ok(node) => Pool::parse(category.name(), &node.data).map(|pool| {
+                        let identity = PoolIdentity {
+                            epoch: pool.epoch(),
+                            created: Some(node.created),
+                        };
+                        (identity, pool.blocks())
+                    }),
+                    Err(err) => Err(err),
+                }
+            }
+        };
         let taken_from = slot.taken_from;
-        let current = self
-            .current(category, slot, &mut budget)
-            .await
-            .map(|state| (PoolIdentity::of(state), state.strategy));
-        let returned = match current {
+        let returned = match state {
             Err(err) => Err(err),
             Ok((now, _)) if taken_from.is_some_and(|from| !from.same_pool(&now)) => {
                 Err(ZooidError::InvalidArgument(format!(
@@ -248,10 +263,11 @@ impl<S: Store> OnZooKeeper<'_, S> {
                     taken_from.map_or(0, |from| from.epoch)
                 )))
             }
-            Ok((_, Strategy::Blocks(_))) => {
-                self.push_holes_held(category.name(), slot, &ranges).await
+            Ok((_, Some(blocks))) => {
+                self.push_holes_held(category.name(), slot, &ranges, Some(blocks.generation))
+                    .await
             }
-            Ok((_, Strategy::Single)) => Err(ZooidError::InvalidArgument(format!(
+            Ok((_, None)) => Err(ZooidError::InvalidArgument(format!(
                 "{}: no longer in block allocation (recreated?)",
                 category.name()
             ))),

@@ -20,15 +20,18 @@ impl<S: Store> OnZooKeeper<'_, S> {
     pub(crate) async fn push_hole_nodes(&self, path: &str, ranges: &[IdRange]) -> Result<()> {
         let slot = self.categories.slot(path);
         let mut slot = slot.lock().await;
-        self.push_holes_held(path, &mut slot, ranges).await
+        self.push_holes_held(path, &mut slot, ranges, None).await
     }
 
-    /// [`push_hole_nodes`](Self::push_hole_nodes) with the category's slot held.
+    /// [`push_hole_nodes`](Self::push_hole_nodes) with the category's slot held. With
+    /// `claimed_in` (a take giving back IDs claimed in that block generation), only while the
+    /// generation is open ([`super::requests::push`]).
     pub(crate) async fn push_holes_held(
         &self,
         path: &str,
         slot: &mut Slot,
         ranges: &[IdRange],
+        claimed_in: Option<u64>,
     ) -> Result<()> {
         let zk = self.zk;
         let mut budget = Budget::start(self.options.retry);
@@ -83,6 +86,7 @@ impl<S: Store> OnZooKeeper<'_, S> {
                 zk,
                 path,
                 part,
+                claimed_in,
                 previous.clone(),
                 incarnation,
                 &self.stats,

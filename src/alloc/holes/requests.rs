@@ -166,12 +166,19 @@ pub(crate) async fn claim(
 }
 
 /// Pushes `ranges` back to pool `path` as hole nodes: `AlreadyFree` when one of them is a hole
-/// already. Returns the push's receipt (the author's new marker). A lost reply is resolved (see
-/// [`resolve`]); not within `budget`: `OutcomeUnknown` (the push is not repeated).
+/// already. Returns the author's receipt. With `claimed_in` (a take giving back IDs it claimed
+/// in that block generation), the push checks that the generation is still open (its sequence
+/// parent at data version 0, as a claim of holes does): once it was sealed or is gone (a repair,
+/// a move to the next generation, a wipe and a restore), IDs of its blocks may be handed out
+/// again as fresh ones of a later generation, and the push fails (`InvalidArgument`, the caller
+/// reports them leaked). A lost reply is resolved (see [`resolve`]); not within `budget`:
+/// `OutcomeUnknown` (the push is not repeated).
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn push(
     zk: &Zk,
     path: &str,
     ranges: &[IdRange],
+    claimed_in: Option<u64>,
     receipt: Option<Receipt>,
     incarnation: Option<i64>,
     stats: &Recorder,
@@ -187,6 +194,11 @@ pub(crate) async fn push(
         let generation = zk.generation();
         let persistent = Create::persistent();
         let mut multi = Multi::new();
+        if let Some(block_generation) = claimed_in {
+            multi.check(&sequence_parent(path, block_generation), 0);
+        }
+        // The index of the first hole's create.
+        let first = multi.len();
         for node in &created {
             multi.create(node, &[], &persistent);
         }
@@ -197,13 +209,19 @@ pub(crate) async fn push(
         };
         let verdict = failed.verdict();
         match (failed.index, verdict) {
-            (Some(i), Verdict::NodeExists) if i < receipt => {
+            (Some(i), Verdict::NoNode | Verdict::BadVersion) if i < first => {
+                return Err(ZooidError::InvalidArgument(format!(
+                    "{path}: block generation {} is sealed or gone (a repair, a move, a restore): IDs claimed in it are not given back",
+                    claimed_in.unwrap_or_default()
+                )))
+            }
+            (Some(i), Verdict::NodeExists) if (first..receipt).contains(&i) => {
                 return Err(ZooidError::AlreadyFree {
                     category: path.to_string(),
-                    range: ranges[i],
+                    range: ranges[i - first],
                 })
             }
-            (Some(i), Verdict::NoNode) if i < receipt => {
+            (Some(i), Verdict::NoNode) if (first..receipt).contains(&i) => {
                 ensure_node(zk, path, &parent).await?;
                 continue;
             }
