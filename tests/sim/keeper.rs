@@ -514,8 +514,12 @@ async fn one_incident(
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    // The keepers' first raise of the restored pool (it starts with no headroom) comes once
-    // the servers open again.
+    // The keepers' first raise of the restored pool (it starts with no headroom): the operator
+    // lets the keepers in first and waits (up to 30 s) for it, then opens the servers to every
+    // client, whose takes would otherwise wait for that raise.
+    if restored {
+        keepers_first(world, category, ceiling).await;
+    }
     if let Some(Ok(counter)) = counter.map(|path| zooid::Counter::new(zk.clone(), path)) {
         let _ = counter.init(0).await;
     }
@@ -538,6 +542,45 @@ async fn one_incident(
     world.poke();
     drop(service);
     zk.close().await;
+}
+
+/// Lets the keepers' clients through the maintenance window until the pool's ceiling is above
+/// `restored` (or 30 s passed).
+async fn keepers_first(world: &World, category: &IdCategory, restored: i64) {
+    let keepers = PROCESS_BASE + 1..=PROCESS_BASE + KEEPERS;
+    let admitted: Vec<usize> = {
+        let mut state = world.lock();
+        let clients: Vec<usize> = state
+            .clients
+            .iter()
+            .filter(|(_, cl)| keepers.contains(&cl.process))
+            .map(|(c, _)| *c)
+            .collect();
+        state.wipe.operators.extend(clients.iter().copied());
+        state.log(format!(
+            "operator: the keepers' clients {clients:?} let in first"
+        ));
+        clients
+    };
+    world.poke();
+    for _ in 0..300 {
+        let ceiling = {
+            let state = world.lock();
+            state
+                .tree
+                .get(category.name())
+                .and_then(|n| zooid::format::Pool::parse(category.name(), &n.data).ok())
+                .and_then(|pool| pool.ceiling())
+        };
+        if ceiling.is_some_and(|c| c > restored) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut state = world.lock();
+    for c in admitted {
+        state.wipe.operators.remove(&c);
+    }
 }
 
 /// The step check of the durable record: no ID handed out above the record's ceiling.

@@ -38,7 +38,6 @@ pub enum Life {
 
 /// One process's client side.
 pub struct ClientState {
-    #[allow(dead_code)]
     pub process: usize,
     pub generation: u64,
     pub session: i64,
