@@ -1,6 +1,9 @@
 //! The durable record in a local (or mounted) directory: one file per category, replaced by
 //! write-temp, fsync, rename, fsync-the-directory, under an exclusive lock file so that
 //! concurrent writers (several keepers, `restore`) read-check-write one at a time.
+//!
+//! [`DurableStore`](super::DurableStore) runs this I/O on tokio's blocking pool, unless the
+//! directory was opened [`inline`](DirRecords::inline).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write as _;
@@ -14,6 +17,7 @@ use crate::error::{Result, ZooidError};
 #[derive(Clone, Debug)]
 pub struct DirRecords {
     dir: PathBuf,
+    inline: bool,
 }
 
 fn io_error(path: &Path, err: std::io::Error) -> ZooidError {
@@ -28,7 +32,25 @@ impl DirRecords {
     pub fn open(dir: impl Into<PathBuf>) -> Result<Self> {
         let dir = dir.into();
         fs::create_dir_all(&dir).map_err(|e| io_error(&dir, e))?;
-        Ok(Self { dir })
+        Ok(Self { dir, inline: false })
+    }
+
+    /// These records with their I/O done on the calling task's thread by
+    /// [`DurableStore`](super::DurableStore), not on tokio's blocking pool: the same files,
+    /// written and synced the same way, while the runtime's thread waits. For a current-thread
+    /// runtime whose clock is paused (the deterministic simulation, tests/sim): a blocking-pool
+    /// task ends at a wall-clock instant, so the task awaiting it would resume at a different
+    /// point among the others from one run to the next.
+    pub fn inline(self) -> Self {
+        Self {
+            inline: true,
+            ..self
+        }
+    }
+
+    /// Whether [`inline`](Self::inline) was asked for.
+    pub fn is_inline(&self) -> bool {
+        self.inline
     }
 
     /// The directory.

@@ -76,7 +76,7 @@ impl DurableStore {
             DurableStore::Dir(d) => {
                 let d = d.clone();
                 let category = category.to_string();
-                blocking(move || d.read(&category)).await
+                blocking(d.is_inline(), move || d.read(&category)).await
             }
             #[cfg(feature = "s3")]
             DurableStore::S3(s) => s.read(category).await,
@@ -88,7 +88,7 @@ impl DurableStore {
         match self {
             DurableStore::Dir(d) => {
                 let d = d.clone();
-                blocking(move || d.list()).await
+                blocking(d.is_inline(), move || d.list()).await
             }
             #[cfg(feature = "s3")]
             DurableStore::S3(s) => s.list().await,
@@ -101,7 +101,7 @@ impl DurableStore {
             DurableStore::Dir(d) => {
                 let d = d.clone();
                 let record = record.clone();
-                blocking(move || d.write(&record)).await
+                blocking(d.is_inline(), move || d.write(&record)).await
             }
             #[cfg(feature = "s3")]
             DurableStore::S3(s) => s.write(record).await,
@@ -109,7 +109,14 @@ impl DurableStore {
     }
 }
 
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+/// Runs `f` on tokio's blocking pool (on this thread when `inline`: `DirRecords::inline`).
+async fn blocking<T: Send + 'static>(
+    inline: bool,
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    if inline {
+        return f();
+    }
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| crate::error::ZooidError::Store {

@@ -247,8 +247,18 @@ impl Active<'_> {
         match self.election.fenced(&ops).await {
             Ok(_) => {}
             Err(ZooidError::Store { reason, .. }) => {
-                // A version conflict (takes moved the pool) or an unknown outcome: re-read.
+                // A version conflict (takes moved the pool) or an unknown outcome: re-read. A
+                // repair's write may have applied without its reply: the free IDs it removes
+                // are named now, as leaked, since a later evaluation that finds the pool level
+                // with the record has nothing left to report (if it did not apply, the next
+                // evaluation repairs again and names them again).
                 tracing::debug!(category = path, %reason, "keeper: pool write did not apply; re-reading");
+                if let Some((recorded, generation)) = repair {
+                    (self.options.report)(&format!(
+                        "repair in doubt category={path}: the pool write that removes {} free IDs at or below {recorded}, epoch {generation}, did not report success ({reason}); if it applied, those IDs are leaked and no REPAIR line follows; if not, the next evaluation repairs again",
+                        write.removed
+                    ));
+                }
                 return Ok(Wrote::Conflict);
             }
             Err(other) => return Err(other),

@@ -56,23 +56,64 @@ pub struct Proc {
     pub client: usize,
     pub gate: Arc<Gate>,
     pub task: JoinHandle<()>,
+    /// `Some(k)`: keeper `k` (keeper.rs), not a workload process.
+    pub keeper: Option<usize>,
+}
+
+impl Proc {
+    /// How the trace names it.
+    pub fn name(&self, p: usize) -> String {
+        match self.keeper {
+            Some(k) => format!("k{k}"),
+            None => format!("p{p}"),
+        }
+    }
+}
+
+fn pausable(inner: impl Future<Output = ()> + Send + 'static) -> (Arc<Gate>, JoinHandle<()>) {
+    let gate = Arc::new(Gate::default());
+    let task = tokio::spawn(Pausable {
+        inner: Box::pin(inner),
+        gate: gate.clone(),
+    });
+    (gate, task)
 }
 
 pub fn spawn(shared: &Arc<Shared>, p: usize, client: usize) -> Proc {
     let zk: Zk = SimSession::open(&shared.world, client, p);
-    let gate = Arc::new(Gate::default());
-    let task = tokio::spawn(Pausable {
-        inner: Box::pin(workload::process(shared.clone(), p, zk)),
-        gate: gate.clone(),
-    });
-    Proc { client, gate, task }
+    let (gate, task) = pausable(workload::process(shared.clone(), p, zk));
+    Proc {
+        client,
+        gate,
+        task,
+        keeper: None,
+    }
+}
+
+/// Keeper `k` (`zooid::keeper::run`, keeper.rs) as a process of its own on client `client`.
+pub fn spawn_keeper(
+    shared: &Arc<Shared>,
+    keepers: &crate::keeper::Keepers,
+    k: usize,
+    client: usize,
+) -> Proc {
+    let zk: Zk = SimSession::open(&shared.world, client, crate::keeper::PROCESS_BASE + k);
+    let (gate, task) = pausable(keepers.process(shared.clone(), k, zk));
+    Proc {
+        client,
+        gate,
+        task,
+        keeper: Some(k),
+    }
 }
 
 /// Chaos, per process and tick, until `run_for` has passed, driving the seed's wipe or
-/// rollback (`incident`, keeper.rs) between ticks; returns how many crashes.
+/// rollback (`incident`, keeper.rs) between ticks; returns how many crashes. The keepers'
+/// processes (`keepers`) meet the same faults as the others.
 pub async fn chaos(
     shared: &Arc<Shared>,
     procs: &mut [Proc],
+    keepers: Option<&crate::keeper::Keepers>,
     next_client: &mut usize,
     run_for: Duration,
     incident: &mut crate::keeper::Driven,
@@ -99,6 +140,7 @@ pub async fn chaos(
                 roll < bound
             };
             let c = proc.client;
+            let name = proc.name(p);
             if hit(f.disconnect) {
                 let mut state = world.lock();
                 let down = between(&mut state.rng, Duration::from_millis(10), timeout / 3);
@@ -109,7 +151,9 @@ pub async fn chaos(
                 state.drop_connection(c, Some(down), "chaos: partition");
             } else if hit(f.expire) {
                 // Before the session's timeout: outside what the election's lease assumes.
-                shared.election_oracle().expired_early(p);
+                if proc.keeper.is_none() {
+                    shared.election_oracle().expired_early(p);
+                }
                 let mut state = world.lock();
                 if let Some(sid) = state.clients.get(&c).map(|cl| cl.session) {
                     state.end_session(sid, Life::Expired);
@@ -121,7 +165,7 @@ pub async fn chaos(
                 let pause = {
                     let mut state = world.lock();
                     let pause = between(&mut state.rng, Duration::from_millis(100), timeout * 2);
-                    state.log(format!("p{p} paused for {pause:?}"));
+                    state.log(format!("{name} paused for {pause:?}"));
                     state.freeze(c, false);
                     state.drop_connection(c, None, "process paused");
                     pause
@@ -139,13 +183,18 @@ pub async fn chaos(
                 proc.task.abort();
                 {
                     let mut state = world.lock();
-                    state.log(format!("p{p} crashed"));
+                    state.log(format!("{name} crashed"));
                     state.freeze(c, true);
                     state.drop_connection(c, None, "process crashed");
                 }
-                shared.crashed(p);
                 *next_client += 1;
-                *proc = spawn(shared, p, *next_client);
+                *proc = match (proc.keeper, keepers) {
+                    (Some(k), Some(keepers)) => spawn_keeper(shared, keepers, k, *next_client),
+                    _ => {
+                        shared.crashed(p);
+                        spawn(shared, p, *next_client)
+                    }
+                };
             }
             world.poke();
         }

@@ -1,46 +1,214 @@
 //! The keeper and the operator under the simulation (tests/sim/README.md, "Wipe and
-//! rollback"): the category's ceiling kept ahead of the takes with every raise made durable
-//! first (the durable record lives in the world, `world::wipe::Record`), and at most one
+//! rollback"): the category's ceiling kept ahead of the takes by the real keeper loop
+//! (`zooid::keeper::run`: its election, its tree watch, its raises made durable first and
+//! written fenced, its repairs), two keeper processes with their own sessions, and at most one
 //! incident per seed: a wipe of the ensemble or a rollback to an earlier snapshot, followed by
 //! the documented recovery (`zooid restore`: the record's generation bumped durably, then
 //! `IdGeneratorService::restore_category_in` with the record's ceiling and that epoch, which
 //! creates a missing pool or repairs one behind the record; a rolled-back pool the record cannot
 //! tell from a current one, which the docs' rollback window describes, is deleted first, as the
-//! docs ask).
-//!
-//! The keeper here is a driver of the public calls the real keeper's raise amounts to (the
-//! durable write, then the pool's ceiling through `raise_ceiling`), not `zooid::keeper::run`:
-//! that one needs the election and a durable store whose directory I/O runs on tokio's blocking
-//! pool, outside the simulation's one seeded thread.
+//! docs ask). The durable record is the keepers' `DurableStore::Dir`, a directory outside the
+//! simulated ZooKeeper; the operator and the oracle read the record the keepers wrote there.
 
 use std::future::Future;
+use std::path::PathBuf;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use rand::Rng;
+use tokio::sync::watch;
+use zooid::durable::{DirRecords, DurableStore, Fence, Record};
+use zooid::keeper::{KeeperOptions, Sizing};
 use zooid::zk::Zk;
 use zooid::{IdCategory, IdGeneratorService, IdRange, Layout, ServiceOptions, ZooidError};
 
 use crate::oracle::ids::Oracle;
 use crate::workload::Shared;
 use crate::world::faults::between;
+use crate::world::wipe::Durable;
 use crate::world::{SimSession, World};
 
-/// The keeper's client number (the admin's is 0, processes' from 2, the drain's last).
-const KEEPER_CLIENT: usize = 1;
 /// Operators' clients: one per incident, from here.
 const OPERATOR_CLIENTS: usize = 1000;
-/// A raise adds this many IDs to the ceiling...
-const STEP: i64 = 16;
-/// ...when fewer than this many are left under it.
-const LOW_WATER: u64 = 8;
+/// The keepers' process numbers in the trace: keeper `k` is `p{PROCESS_BASE + k}`.
+pub const PROCESS_BASE: usize = 90;
+/// How many keepers run (each a process with its own session, in one election group).
+pub const KEEPERS: usize = 2;
+/// The keepers' reserve: a raise brings the headroom back to this many IDs...
+const STEP: u64 = 16;
+/// ...when it falls under this share of it (8 IDs).
+const LOW_WATER: f64 = 0.5;
+/// The root the keepers watch (the category is `/ids/sim`).
+const ROOT: &str = "/ids";
+/// The keepers' election group.
+const GROUP: &str = "/zooid/keepers";
 
-/// Whether the keeper, the durable record and the incidents run (`ZOOID_SIM_WIPES=0`: the
+/// Whether the keepers, the durable record and the incidents run (`ZOOID_SIM_WIPES=0`: the
 /// category is created without a ceiling, as before, and nothing is wiped).
 pub fn enabled() -> bool {
     std::env::var("ZOOID_SIM_WIPES").map_or(true, |v| v.trim() != "0")
+}
+
+/// The durable record's directory of one run, removed when the run ends.
+pub struct RecordDir(PathBuf);
+
+impl RecordDir {
+    /// A fresh directory under the system's temporary directory.
+    pub fn new(seed: u64) -> Result<Self, String> {
+        static RUNS: AtomicU64 = AtomicU64::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "zooid-sim-{}-{seed}-{}",
+            std::process::id(),
+            RUNS.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(Self(path))
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for RecordDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The durable record of `world` (set up by [`setup`]).
+fn durable_of(world: &World) -> Option<Durable> {
+    world.lock().wipe.durable.clone()
+}
+
+/// The keeper processes' common part: where their records live, their stop signal, their
+/// sizing.
+pub struct Keepers {
+    dir: PathBuf,
+    /// One stop signal per keeper process, told in the order they started: two tasks waiting
+    /// on one tokio watch channel wake in an order drawn from the runtime's own RNG, which a
+    /// seed does not set.
+    shutdown: std::sync::Mutex<(bool, Vec<watch::Sender<bool>>)>,
+    sizing: Sizing,
+}
+
+impl Keepers {
+    /// The keepers of the run: a reserve of [`STEP`] IDs, raised when the headroom falls under
+    /// [`LOW_WATER`] of it; the whole rest of the category may be reserved (`left_share` 1),
+    /// so that the steps stay [`STEP`] up to the last ID.
+    pub fn new(dir: &std::path::Path) -> Self {
+        Self {
+            dir: dir.to_path_buf(),
+            shutdown: std::sync::Mutex::default(),
+            sizing: Sizing {
+                floor: STEP,
+                cap: STEP,
+                low_water: LOW_WATER,
+                left_share: 1.0,
+                ..Sizing::default()
+            },
+        }
+    }
+
+    /// Tells every keeper to stop (`run`'s shutdown: it resigns and returns).
+    pub fn stop(&self) {
+        let mut shutdown = self.shutdown.lock().unwrap_or_else(|p| p.into_inner());
+        shutdown.0 = true;
+        for tx in &shutdown.1 {
+            tx.send_replace(true);
+        }
+    }
+
+    /// Keeper `k`'s process on `zk`: `zooid::keeper::run` until stopped; when it returns an
+    /// error, it is run again a second later (a supervisor restarting the keeper).
+    pub fn process(
+        &self,
+        shared: Arc<Shared>,
+        k: usize,
+        zk: Zk,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let dir = self.dir.clone();
+        let shutdown = {
+            let mut shutdown = self.shutdown.lock().unwrap_or_else(|p| p.into_inner());
+            let (tx, rx) = watch::channel(shutdown.0);
+            shutdown.1.push(tx);
+            rx
+        };
+        let sizing = self.sizing;
+        let name = format!("k{k}");
+        async move {
+            loop {
+                if *shutdown.borrow() {
+                    return;
+                }
+                // The keepers' directory I/O on the runtime's one thread (`DirRecords::inline`):
+                // on tokio's blocking pool it would end at a wall-clock instant, and the seed
+                // would not replay.
+                let durable = match DirRecords::open(&dir) {
+                    Ok(d) => DurableStore::Dir(d.inline()),
+                    Err(err) => {
+                        shared.log(format!("{name}: durable store: {err}"));
+                        shared.ids_oracle().violations.push(format!(
+                            "keeper {name} cannot open its durable store: {err}"
+                        ));
+                        return;
+                    }
+                };
+                let mut options = KeeperOptions::new(ROOT, &name);
+                options.group = GROUP.to_string();
+                options.sizing = sizing;
+                options.tick = Duration::from_secs(1);
+                options.rescan = Duration::from_secs(10);
+                let (reporter, label) = (shared.clone(), name.clone());
+                options.report = Arc::new(move |line| report(&reporter, &label, line));
+                let result =
+                    zooid::keeper::run(zk.clone(), durable, options, shutdown.clone()).await;
+                shared.log(format!(
+                    "{name}: keeper returned {:?}",
+                    result.as_ref().map_err(|e| e.to_string())
+                ));
+                if *shutdown.borrow() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
+
+/// A keeper's report line, into the trace. A repair removes the free IDs at or below the
+/// record's ceiling from the pool (documented: a wipe's or a crash's IDs are leaked, never
+/// reissued): those no process holds are leaked, as the operator's restore leaks them.
+fn report(shared: &Shared, name: &str, line: &str) {
+    shared.log(format!("{name}: {line}"));
+    // A repair whose write did not report success may have applied: its IDs count as leaked.
+    if !line.starts_with("REPAIR ") && !line.starts_with("repair in doubt ") {
+        return;
+    }
+    let recorded = line
+        .split_once("free IDs at or below ")
+        .and_then(|(_, rest)| rest.split(',').next())
+        .and_then(|n| n.trim().parse::<i64>().ok());
+    let mut oracle = shared.ids_oracle();
+    match recorded {
+        Some(ceiling) => leak_unheld(&mut oracle, shared.ids.bounds(), ceiling),
+        None => oracle.violations.push(format!(
+            "a repair report the simulation cannot read: {line}"
+        )),
+    }
+}
+
+/// IDs at or below `ceiling` that no process holds are leaked (they may still come back as
+/// free: a process holding one may push it back; a doubt never hides a duplicate).
+fn leak_unheld(oracle: &mut Oracle, bounds: IdRange, ceiling: i64) {
+    for id in bounds.start()..=ceiling.min(bounds.end()) {
+        if !oracle.held.contains_key(&id) && !oracle.retired.contains(&id) {
+            oracle.doubt.insert(id);
+        }
+    }
 }
 
 /// Which incident a seed gets, drawn from the world's RNG: none, a wipe or a rollback, and when.
@@ -74,23 +242,42 @@ impl Incident {
     }
 }
 
-/// The category as a deployment started from its durable record has it: restored at
-/// generation 1 with ceiling 0 (no ID handed out yet), then its first ceiling raised, durable
-/// first.
+/// The category as a deployment started from its durable record has it: the record written
+/// (ceiling 0, generation 1) in `dir`, the category restored from it at generation 1 with
+/// ceiling 0 (no ID handed out yet), then its first ceiling raised, durable first (the keepers
+/// keep it ahead from there).
 pub async fn setup(
     world: &World,
+    dir: &std::path::Path,
     service: &IdGeneratorService,
     category: &IdCategory,
     bounds: IdRange,
     layout: Layout,
 ) -> Result<(), String> {
-    world.lock().wipe.record = zooid_record(0, 1);
+    let records = DirRecords::open(dir).map_err(|e| format!("setup: durable store: {e}"))?;
+    let fence = Fence {
+        generation: 1,
+        token: 0,
+    };
+    let record = |ceiling| Record::new(category.name(), bounds, ceiling, fence).with_layout(layout);
+    records
+        .write(&record(0))
+        .map_err(|e| format!("setup: durable record: {e}"))?;
+    world.lock().wipe.durable = Some(Durable {
+        dir: records.clone(),
+        category: category.name().to_string(),
+    });
     service
         .restore_category_in(category, bounds, 0, 1, layout)
         .await
         .map_err(|e| format!("setup: restore failed: {e}"))?;
-    let first = STEP.min(bounds.end());
-    durable(world, first);
+    let first = (STEP as i64).min(bounds.end());
+    records
+        .write(&record(first))
+        .map_err(|e| format!("setup: durable record: {e}"))?;
+    world
+        .lock()
+        .log(format!("setup: durable ceiling {first}, then the pool"));
     service
         .raise_ceiling(category, first)
         .await
@@ -98,74 +285,55 @@ pub async fn setup(
     Ok(())
 }
 
-fn zooid_record(ceiling: i64, generation: u64) -> crate::world::wipe::Record {
-    crate::world::wipe::Record {
-        ceiling,
-        generation,
-    }
-}
-
-/// The durable write of a raise: the record's ceiling goes up to `ceiling` (never down).
-fn durable(world: &World, ceiling: i64) {
-    let mut state = world.lock();
-    if state.wipe.record.ceiling < ceiling {
-        state.wipe.record.ceiling = ceiling;
-        state.log(format!("keeper: durable ceiling {ceiling}"));
-    }
-}
-
-/// The keeper: every second, raises the ceiling by [`STEP`] (durable first) when the headroom
-/// is low; once `stop` is set, raises it to the category's last ID (durable first) and returns.
-pub async fn keeper(
-    world: World,
-    category: IdCategory,
-    last: i64,
-    options: ServiceOptions,
-    stop: Arc<AtomicBool>,
-) {
-    let zk: Zk = SimSession::open(&world, KEEPER_CLIENT, 0);
-    let service = IdGeneratorService::on_zookeeper(zk, options);
-    loop {
-        let stopping = stop.load(Ordering::SeqCst);
-        if !stopping {
+/// The quiet phase, the keepers stopped: the operator raises the ceiling to the last ID, the
+/// durable record first (with the record's own fence), then the pool (`raise_ceiling`, the
+/// operator's way). The keepers cannot be asked for it: a reserve is at most what is left
+/// above the high-water mark, and the headroom may cover that already.
+pub async fn raise_to_last(shared: &Arc<Shared>, client: usize, category: &IdCategory, last: i64) {
+    let world = &shared.world;
+    let Some(durable) = durable_of(world) else {
+        return;
+    };
+    let zk: Zk = SimSession::open(world, client, PROCESS_BASE);
+    let service = IdGeneratorService::on_zookeeper(zk.clone(), crate::workload::options());
+    let mut raised = false;
+    for _ in 0..600 {
+        let Some(record) = durable.read() else {
             tokio::time::sleep(Duration::from_secs(1)).await;
-        }
-        let info = match service.pool_info(&category).await {
-            Ok(info) => info,
-            Err(err) => {
-                world.lock().log(format!("keeper: read: {}", err.kind()));
-                if stopping {
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                }
+            continue;
+        };
+        if record.ceiling < last {
+            let new = Record::new(&record.category, record.bounds, last, record.fence)
+                .with_layout(record.layout());
+            if let Err(err) = durable.dir.write(&new) {
+                world
+                    .lock()
+                    .log(format!("operator: durable record: {}", err.kind()));
+                tokio::time::sleep(Duration::from_secs(1)).await;
                 continue;
             }
-        };
-        let Some(ceiling) = info.ceiling else {
-            continue;
-        };
-        if ceiling >= last {
-            if stopping {
-                return;
-            }
-            continue;
+            world
+                .lock()
+                .log(format!("operator: durable ceiling {last}"));
         }
-        if !stopping && info.headroom >= LOW_WATER {
-            continue;
-        }
-        let target = if stopping {
-            last
-        } else {
-            (ceiling + STEP).min(last)
-        };
-        durable(&world, target);
-        let raised = service.raise_ceiling(&category, target).await;
+        let done = service.raise_ceiling(category, last).await;
         world.lock().log(format!(
-            "keeper: raise {ceiling} -> {target}: {:?}",
-            raised.as_ref().map_err(|e| e.kind())
+            "operator: raise to {last}: {:?}",
+            done.as_ref().map_err(|e| e.kind())
         ));
-        if stopping && raised.is_err() {
-            tokio::time::sleep(Duration::from_secs(1)).await;
+        if done.is_ok_and(|c| c >= last) {
+            raised = true;
+            break;
         }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    drop(service);
+    zk.close().await;
+    if !raised {
+        shared
+            .ids_oracle()
+            .violations
+            .push("the operator could not raise the ceiling to the last ID within 600 s".into());
     }
 }
 
@@ -276,12 +444,26 @@ async fn one_incident(
     let zk: Zk = SimSession::open(world, client, 0);
     let service = IdGeneratorService::on_zookeeper(zk.clone(), options.clone());
     let mut restored = false;
+    let Some(durable) = durable_of(world) else {
+        shared
+            .ids_oracle()
+            .violations
+            .push("an incident without a durable record".into());
+        return;
+    };
+    let mut ceiling = 0;
     for _ in 0..40 {
-        let record = world.lock().wipe.record;
+        let Some(record) = durable.read() else {
+            world
+                .lock()
+                .log("operator: the durable record cannot be read");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            continue;
+        };
         match service.pool_info(category).await {
             Ok(info)
                 if info.ceiling.is_some_and(|c| c >= record.ceiling)
-                    && info.epoch >= record.generation =>
+                    && info.epoch >= record.fence.generation =>
             {
                 // Not behind the record, yet maybe rolled back (the docs' rollback window):
                 // the operator deletes the pool and restores it above the record.
@@ -295,9 +477,29 @@ async fn one_incident(
                 continue;
             }
         }
-        // `zooid restore`: the record's generation bumped durably first, then the pool.
-        let generation = record.generation + 1;
-        world.lock().wipe.record.generation = generation;
+        // `zooid restore`: the record's generation bumped durably first (refused if a keeper
+        // wrote a later record meanwhile: read it again), then the pool.
+        let generation = record.fence.generation + 1;
+        let bumped = Record::new(
+            &record.category,
+            record.bounds,
+            record.ceiling,
+            Fence {
+                generation,
+                token: 0,
+            },
+        )
+        .with_layout(record.layout());
+        if let Err(err) = durable.dir.write(&bumped) {
+            world
+                .lock()
+                .log(format!("operator: durable record: {}", err.kind()));
+            continue;
+        }
+        world.lock().log(format!(
+            "operator: durable record: ceiling {} generation {generation}",
+            record.ceiling
+        ));
         let done = service
             .restore_category_in(category, bounds, record.ceiling, generation, layout)
             .await;
@@ -308,42 +510,30 @@ async fn one_incident(
         ));
         if done.is_ok() {
             restored = true;
+            ceiling = record.ceiling;
             break;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    // The keepers' first raise of the restored pool (it starts with no headroom): the operator
+    // lets the keepers in first and waits (up to 30 s) for it, then opens the servers to every
+    // client, whose takes would otherwise wait for that raise.
     if restored {
-        // The keeper's first raise of the restored pool (it starts with no headroom), before
-        // the servers open again: durable first.
-        let ceiling = world.lock().wipe.record.ceiling;
-        let target = (ceiling + STEP).min(bounds.end());
-        durable(world, target);
-        let raised = service.raise_ceiling(category, target).await;
-        world.lock().log(format!(
-            "operator: raise {ceiling} -> {target}: {:?}",
-            raised.as_ref().map_err(|e| e.kind())
-        ));
+        keepers_first(world, category, ceiling).await;
     }
     if let Some(Ok(counter)) = counter.map(|path| zooid::Counter::new(zk.clone(), path)) {
         let _ = counter.init(0).await;
     }
     {
-        let ceiling = world.lock().wipe.record.ceiling;
-        {
-            let mut oracle = shared.ids_oracle();
-            if !restored {
-                oracle
-                    .violations
-                    .push("the operator could not restore the category".into());
-            }
-            // IDs at or below the record that no process holds are gone with the old state:
-            // leaked, never reissued (a process still holding some may push them back).
-            for id in bounds.start()..=ceiling.min(bounds.end()) {
-                if !oracle.held.contains_key(&id) && !oracle.retired.contains(&id) {
-                    oracle.doubt.insert(id);
-                }
-            }
+        let mut oracle = shared.ids_oracle();
+        if !restored {
+            oracle
+                .violations
+                .push("the operator could not restore the category".into());
         }
+        // IDs at or below the record that no process holds are gone with the old state:
+        // leaked, never reissued (a process still holding some may push them back).
+        leak_unheld(&mut oracle, bounds, ceiling);
     }
     {
         let mut state = world.lock();
@@ -355,12 +545,54 @@ async fn one_incident(
     zk.close().await;
 }
 
+/// Lets the keepers' clients through the maintenance window until the pool's ceiling is above
+/// `restored` (or 30 s passed).
+async fn keepers_first(world: &World, category: &IdCategory, restored: i64) {
+    let keepers = PROCESS_BASE + 1..=PROCESS_BASE + KEEPERS;
+    let admitted: Vec<usize> = {
+        let mut state = world.lock();
+        let clients: Vec<usize> = state
+            .clients
+            .iter()
+            .filter(|(_, cl)| keepers.contains(&cl.process))
+            .map(|(c, _)| *c)
+            .collect();
+        state.wipe.operators.extend(clients.iter().copied());
+        state.log(format!(
+            "operator: the keepers' clients {clients:?} let in first"
+        ));
+        clients
+    };
+    world.poke();
+    for _ in 0..300 {
+        let ceiling = {
+            let state = world.lock();
+            state
+                .tree
+                .get(category.name())
+                .and_then(|n| zooid::format::Pool::parse(category.name(), &n.data).ok())
+                .and_then(|pool| pool.ceiling())
+        };
+        if ceiling.is_some_and(|c| c > restored) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut state = world.lock();
+    for c in admitted {
+        state.wipe.operators.remove(&c);
+    }
+}
+
 /// The step check of the durable record: no ID handed out above the record's ceiling.
 pub fn check_taken(world: &World, oracle: &mut Oracle, p: usize, ids: &[i64]) {
     if !enabled() {
         return;
     }
-    let ceiling = world.lock().wipe.record.ceiling;
+    let Some(durable) = durable_of(world) else {
+        return;
+    };
+    let ceiling = durable.ceiling();
     let above: Vec<i64> = ids.iter().filter(|id| **id > ceiling).copied().collect();
     if !above.is_empty() {
         oracle.violations.push(format!(

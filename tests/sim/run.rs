@@ -2,13 +2,13 @@
 //! session (workload/), chaos per process (chaos.rs), then a quiet phase, each workload's drain
 //! and its end checks.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use zooid::zk::Zk;
 
-use crate::chaos::{chaos, spawn, Proc};
+use crate::chaos::{chaos, spawn, spawn_keeper, Proc};
 use crate::workload::{self, ids, options, Shared, Workloads};
 use crate::world::sessions::Life;
 use crate::world::{Faults, SimSession, World};
@@ -65,8 +65,18 @@ pub async fn run(seed: u64, config: &Config) -> Outcome {
     let shared = Arc::new(Shared::new(world.clone(), w.clone(), workers, setup));
     world.lock().faults = Faults::all().none();
     let admin: Zk = SimSession::open(&world, 0, 0);
+    // With the ID service: the keepers' durable record, in a directory of this run.
+    let records = if w.ids && crate::keeper::enabled() {
+        match crate::keeper::RecordDir::new(seed) {
+            Ok(dir) => Some(dir),
+            Err(why) => return failed_setup(layout_name, why),
+        }
+    } else {
+        None
+    };
     if w.ids {
-        if let Err(why) = shared.ids.create(&world, &admin).await {
+        let dir = records.as_ref().map(|r| r.path());
+        if let Err(why) = shared.ids.create(&world, &admin, dir).await {
             return failed_setup(layout_name, why);
         }
     }
@@ -89,12 +99,15 @@ pub async fn run(seed: u64, config: &Config) -> Outcome {
             spawn(&shared, p, next_client)
         })
         .collect();
-    // With the ID service: the keeper (keeper.rs), and this seed's wipe or rollback when only
-    // the ID service and the counter run (the queue and the election keep no durable record
-    // to restore from, and their oracles do not model a lost tree).
-    let keeper_stop = Arc::new(AtomicBool::new(false));
+    // With the ID service: the keepers (keeper.rs), processes of their own, and this seed's
+    // wipe or rollback when only the ID service and the counter run (the queue and the
+    // election keep no durable record to restore from, and their oracles do not model a lost
+    // tree).
     let mut incident: crate::keeper::Driven = None;
-    let keeper = (w.ids && crate::keeper::enabled()).then(|| {
+    let keepers = records
+        .as_ref()
+        .map(|dir| crate::keeper::Keepers::new(dir.path()));
+    if let Some(keepers) = &keepers {
         if !w.queue && !w.election {
             let drawn = crate::keeper::Incident::draw(&world, config.run_for);
             world.lock().log(format!("incident: {drawn:?}"));
@@ -107,17 +120,15 @@ pub async fn run(seed: u64, config: &Config) -> Outcome {
                 options(),
             )));
         }
-        tokio::spawn(crate::keeper::keeper(
-            world.clone(),
-            shared.ids.category.clone(),
-            config.last_id,
-            options(),
-            keeper_stop.clone(),
-        ))
-    });
+        for k in 1..=crate::keeper::KEEPERS {
+            next_client += 1;
+            procs.push(spawn_keeper(&shared, keepers, k, next_client));
+        }
+    }
     let crashes = chaos(
         &shared,
         &mut procs,
+        keepers.as_ref(),
         &mut next_client,
         config.run_for,
         &mut incident,
@@ -137,6 +148,8 @@ pub async fn run(seed: u64, config: &Config) -> Outcome {
     }
     world.poke();
     let clients: Vec<usize> = procs.iter().map(|proc| proc.client).collect();
+    let (keeper_procs, procs): (Vec<Proc>, Vec<Proc>) =
+        procs.into_iter().partition(|proc| proc.keeper.is_some());
     for proc in procs {
         let finished = tokio::time::timeout(Duration::from_secs(600), proc.task).await;
         if finished.is_err() {
@@ -146,8 +159,20 @@ pub async fn run(seed: u64, config: &Config) -> Outcome {
                 .push("a process did not finish within 600 s of quiet".into());
         }
     }
-    // The processes exit: their sessions end, and with them what they still hold (the lock of
-    // a claim whose release ended in doubt).
+    // The keepers stop (they resign), then every process exits: their sessions end, and with
+    // them what they still hold (the lock of a claim whose release ended in doubt).
+    if let Some(keepers) = &keepers {
+        keepers.stop();
+    }
+    for proc in keeper_procs {
+        let finished = tokio::time::timeout(Duration::from_secs(600), proc.task).await;
+        if finished.is_err() {
+            shared
+                .ids_oracle()
+                .violations
+                .push("a keeper did not stop within 600 s of quiet".into());
+        }
+    }
     {
         let mut state = world.lock();
         for c in clients {
@@ -159,18 +184,12 @@ pub async fn run(seed: u64, config: &Config) -> Outcome {
         }
     }
     world.poke();
-    // The incident over, the keeper raises the ceiling to the last ID (keeper.rs).
-    if let Some(keeper) = keeper {
-        keeper_stop.store(true, Ordering::SeqCst);
-        if tokio::time::timeout(Duration::from_secs(600), keeper)
-            .await
-            .is_err()
-        {
-            shared
-                .ids_oracle()
-                .violations
-                .push("the keeper's last raise did not end within 600 s of quiet".into());
-        }
+    // The incident over and the keepers stopped, the operator raises the ceiling to the last
+    // ID, durable first (keeper.rs).
+    if records.is_some() {
+        next_client += 1;
+        crate::keeper::raise_to_last(&shared, next_client, &shared.ids.category, config.last_id)
+            .await;
     }
     // Each workload's drain, on a fresh process, and its end checks.
     let drain: Zk = SimSession::open(&world, next_client + 1, 99);

@@ -64,14 +64,26 @@ impl Setup {
         IdRange::new(1, self.last_id).expect("valid bounds")
     }
 
-    /// Creates the category (before any fault); with the keeper (keeper.rs), from its durable
-    /// record.
-    pub async fn create(&self, world: &World, admin: &Zk) -> Result<(), String> {
+    /// Creates the category (before any fault); with the keepers (keeper.rs), from its
+    /// durable record in `records`.
+    pub async fn create(
+        &self,
+        world: &World,
+        admin: &Zk,
+        records: Option<&std::path::Path>,
+    ) -> Result<(), String> {
         let service = IdGeneratorService::on_zookeeper(admin.clone(), options());
         let layout = self.layout();
-        if crate::keeper::enabled() {
-            return crate::keeper::setup(world, &service, &self.category, self.bounds(), layout)
-                .await;
+        if let Some(dir) = records {
+            return crate::keeper::setup(
+                world,
+                dir,
+                &service,
+                &self.category,
+                self.bounds(),
+                layout,
+            )
+            .await;
         }
         service
             .create_category(

@@ -112,7 +112,7 @@ async fn report_lost(world: &World, client: usize, generation: u64, why: &str) {
         if current == Some(generation) {
             state.give_up(client, why);
         }
-        state.clients.get(&client).map(|c| c.status.subscribe())
+        state.subscribe(client)
     };
     world.poke();
     if let Some(status) = status.as_mut() {
@@ -150,7 +150,10 @@ impl ZooKeeper for SimSession {
     }
 
     fn subscribe(&self) -> watch::Receiver<SessionStatus> {
-        self.status.clone()
+        self.world
+            .lock()
+            .subscribe(self.client)
+            .unwrap_or_else(|| self.status.clone())
     }
 
     fn request_limit(&self) -> Duration {
@@ -186,7 +189,7 @@ impl ZooKeeper for SimSession {
     }
 
     fn wait_connected(&self, timeout: Duration) -> BoxFuture<'_, Result<SessionStatus>> {
-        let mut rx = self.status.clone();
+        let mut rx = self.subscribe();
         async move {
             let wait = rx.wait_for(|s| s.state == zooid::zk::ConnectionState::Connected);
             match tokio::time::timeout(timeout, wait).await {

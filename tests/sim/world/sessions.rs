@@ -38,7 +38,6 @@ pub enum Life {
 
 /// One process's client side.
 pub struct ClientState {
-    #[allow(dead_code)]
     pub process: usize,
     pub generation: u64,
     pub session: i64,
@@ -58,6 +57,10 @@ pub struct ClientState {
     /// The session of every generation.
     pub generations: BTreeMap<u64, i64>,
     pub status: watch::Sender<SessionStatus>,
+    /// A channel of its own per subscriber (`subscribe`, `wait_connected`, `report_lost`),
+    /// told in the order they subscribed: tasks waiting on one tokio watch channel wake in an
+    /// order drawn from the runtime's own RNG, which a seed does not set.
+    pub subscribers: Vec<watch::Sender<SessionStatus>>,
     pub losses: u64,
     pub timeout: Duration,
 }
@@ -111,6 +114,7 @@ impl State {
                 seen: 0,
                 generations: [(1, sid)].into(),
                 status: tx,
+                subscribers: Vec::new(),
                 losses: 0,
                 timeout,
             },
@@ -123,7 +127,7 @@ impl State {
     /// A frozen (paused or crashed) process learns nothing: its status stays as it was until
     /// it resumes (then [`State::thaw`] publishes it), as a stopped process's would.
     pub fn publish(&mut self, c: usize) {
-        let Some(client) = self.clients.get(&c) else {
+        let Some(client) = self.clients.get_mut(&c) else {
             return;
         };
         if client.frozen {
@@ -151,11 +155,26 @@ impl State {
                 _ => true,
             },
         };
-        client.status.send_if_modified(|old| {
+        let changed = client.status.send_if_modified(|old| {
             let changed = *old != status;
             *old = status;
             changed
         });
+        if changed {
+            client.subscribers.retain(|tx| !tx.is_closed());
+            for tx in &client.subscribers {
+                tx.send_replace(status);
+            }
+        }
+    }
+
+    /// A receiver of client `c`'s status on a channel of its own (see
+    /// [`ClientState::subscribers`]).
+    pub fn subscribe(&mut self, c: usize) -> Option<watch::Receiver<SessionStatus>> {
+        let client = self.clients.get_mut(&c)?;
+        let (tx, rx) = watch::channel(*client.status.borrow());
+        client.subscribers.push(tx);
+        Some(rx)
     }
 
     /// Client `c`'s connection drops: every reply it waits for is lost; requests still in the

@@ -39,13 +39,25 @@ pub struct Snapshot {
     pub sessions: BTreeMap<i64, ServerSession>,
 }
 
-/// The durable record of the simulated category, outside ZooKeeper (what the keeper's durable
-/// store holds: the ceiling made durable before any ID at or below it is handed out, and the
-/// generation every restore bumps).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Record {
-    pub ceiling: i64,
-    pub generation: u64,
+/// The durable record of the simulated category, outside ZooKeeper: the directory the real
+/// keeper's `DurableStore::Dir` writes (tests/sim/keeper.rs), read here as the operator's
+/// `zooid restore` and the oracle read it.
+#[derive(Clone, Debug)]
+pub struct Durable {
+    pub dir: zooid::durable::DirRecords,
+    pub category: String,
+}
+
+impl Durable {
+    /// The category's record as the store has it now (`None`: none yet, or unreadable).
+    pub fn read(&self) -> Option<zooid::durable::Record> {
+        self.dir.read(&self.category).ok().flatten()
+    }
+
+    /// The record's ceiling (0 without a record).
+    pub fn ceiling(&self) -> i64 {
+        self.read().map_or(0, |r| r.ceiling)
+    }
 }
 
 /// The world's state around wipes and rollbacks.
@@ -55,8 +67,8 @@ pub struct WipeState {
     pub closed: bool,
     /// The operator's clients (reach the servers during the maintenance window).
     pub operators: BTreeSet<usize>,
-    /// The durable record.
-    pub record: Record,
+    /// The durable record (with the keeper; `None` with `ZOOID_SIM_WIPES=0`).
+    pub durable: Option<Durable>,
     /// Wipes and rollbacks so far.
     pub incidents: u64,
 }
