@@ -10,6 +10,7 @@
 //! docs ask). The durable record is the keepers' `DurableStore::Dir`, a directory outside the
 //! simulated ZooKeeper; the operator and the oracle read the record the keepers wrote there.
 
+use std::collections::BTreeSet;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
@@ -24,7 +25,7 @@ use zooid::keeper::{KeeperOptions, Sizing};
 use zooid::zk::Zk;
 use zooid::{IdCategory, IdGeneratorService, IdRange, Layout, ServiceOptions, ZooidError};
 
-use crate::oracle::ids::Oracle;
+use crate::oracle::ids::{InFlight, Oracle};
 use crate::workload::Shared;
 use crate::world::faults::between;
 use crate::world::wipe::Durable;
@@ -202,10 +203,21 @@ fn report(shared: &Shared, name: &str, line: &str) {
 }
 
 /// IDs at or below `ceiling` that no process holds are leaked (they may still come back as
-/// free: a process holding one may push it back; a doubt never hides a duplicate).
+/// free: a process holding one may push it back; a doubt never hides a duplicate), and so are
+/// those of a push still in flight: it may have applied before the repair removed them.
 fn leak_unheld(oracle: &mut Oracle, bounds: IdRange, ceiling: i64) {
+    let pushing: BTreeSet<i64> = oracle
+        .in_flight
+        .values()
+        .filter_map(|op| match op {
+            InFlight::Push(ids) => Some(ids.iter().copied()),
+            InFlight::Take(_) => None,
+        })
+        .flatten()
+        .collect();
     for id in bounds.start()..=ceiling.min(bounds.end()) {
-        if !oracle.held.contains_key(&id) && !oracle.retired.contains(&id) {
+        let unheld = !oracle.held.contains_key(&id) && !oracle.retired.contains(&id);
+        if unheld || pushing.contains(&id) {
             oracle.doubt.insert(id);
         }
     }
