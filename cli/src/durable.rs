@@ -2,7 +2,7 @@
 
 use zooid::alloc::Restored;
 use zooid::blocking::block_on;
-use zooid::durable::{DurableStore, Fence, Record};
+use zooid::durable::{DurableStore, Record};
 use zooid::{ConnectOptions, IdCategory, IdGeneratorService, ZooidError};
 
 use crate::stop::Stop;
@@ -83,17 +83,8 @@ async fn restore_one(
     // The new history's generation goes to the record first (durably), then into the pool as
     // its epoch: a keeper's tokens restart from zero on the new ensemble, and are ordered by
     // (generation, token) above everything the old history wrote.
-    let generation = record.fence.generation + 1;
-    let bumped = Record::new(
-        &record.category,
-        record.bounds,
-        record.ceiling,
-        Fence {
-            generation,
-            token: 0,
-        },
-    )
-    .with_layout(record.layout());
+    let bumped = record.for_new_history();
+    let generation = bumped.fence.generation;
     store.write(&bumped).await?;
     let (bounds, ceiling) = (record.bounds, record.ceiling);
     let outcome = service

@@ -85,6 +85,17 @@ impl Record {
         Self { block_size, ..self }
     }
 
+    /// This record for a new history, as `zooid restore` writes it before it restores the pool:
+    /// the same category, bounds, ceiling and layout, the fence's generation bumped and its token
+    /// back to zero, written now.
+    pub fn for_new_history(&self) -> Self {
+        let fence = Fence {
+            generation: self.fence.generation + 1,
+            token: 0,
+        };
+        Record::new(&self.category, self.bounds, self.ceiling, fence).with_layout(self.layout())
+    }
+
     /// This record for a category in `layout` (its block size, and whether it keeps hole
     /// nodes).
     pub fn with_layout(self, layout: crate::alloc::Layout) -> Self {

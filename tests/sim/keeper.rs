@@ -491,17 +491,8 @@ async fn one_incident(
         }
         // `zooid restore`: the record's generation bumped durably first (refused if a keeper
         // wrote a later record meanwhile: read it again), then the pool.
-        let generation = record.fence.generation + 1;
-        let bumped = Record::new(
-            &record.category,
-            record.bounds,
-            record.ceiling,
-            Fence {
-                generation,
-                token: 0,
-            },
-        )
-        .with_layout(record.layout());
+        let bumped = record.for_new_history();
+        let generation = bumped.fence.generation;
         if let Err(err) = durable.dir.write(&bumped) {
             world
                 .lock()
