@@ -12,6 +12,9 @@
 //!   once on `BADVERSION` (examples/contender.rs);
 //! - `raw`: the server's floor for any layout that writes once per take and once per push: a
 //!   sequential `create` per take, a `delete` of it per push, no node shared (examples/contender.rs);
+//! - `raw-multi`: zooid's writes of a fresh take and a push (their `multi`s, node names and
+//!   receipt) sent by the raw client, nothing else: what the protocol's writes cost the server,
+//!   apart from what zooid's client adds (examples/contender.rs);
 //! - `zooid-java`: `zooid` through the Java binding: N threads of one JVM, each with its own
 //!   `IDGeneratorService` (java/curator-bench `ZooidContender`), as the Curator baseline runs;
 //! - `curator`: Curator's `DistributedAtomicLong.add(batch)` (java/curator-bench), N clients with
@@ -28,7 +31,10 @@
 //! Each setup (a standalone server; a 3-server ensemble reached through one follower) runs every
 //! client count and mode for a window. The servers run as ZooKeeper ships
 //! ([`Tuning::AsShipped`](zooid_test_support::Tuning): full JIT, a 1000 MB heap, every log write
-//! synced), not tuned for tests. Printed per run:
+//! synced), not tuned for tests. Before the rows, each mode runs once for `--warmup-ms` at the
+//! largest process count, unrecorded, so that the servers' JIT has compiled what every mode
+//! asks of them (the first mode on a new setup ran about half as fast without it). Printed per
+//! run:
 //!
 //! - completed operations/s and its ratio to the same mode at 1 process;
 //! - `writes/op`: every transaction the server processed in the window (the zxid delta: every
@@ -43,6 +49,13 @@
 //!   1-process figure includes them as they occur in that workload. Without a 1-process row of
 //!   the mode, one write per take and one per push is assumed. The 1-process row shows 0 by
 //!   construction; read its `writes/op`;
+//! - `requests/op`: the client packets the servers received (`mntr`'s `zk_packets_received`),
+//!   reads and writes, per operation;
+//! - server and client CPU per operation: the CPU time (user and system, `/proc/PID/stat`) every
+//!   server process, and every client process, used during the window, ÷ the completed
+//!   operations. On this 2-core machine servers and clients share the cores; the ratios after
+//!   each setup compare each zooid mode's server CPU per op with the raw floor's.
+//!   `ZOOID_BENCH_MNTR=1` also prints each server's `mntr` counters that moved during a row;
 //! - p50 / p99 / max latency of the takes and, apart, of the pushes;
 //! - fairness: the fewest operations any process completed ÷ the mean, processes that completed
 //!   none (starved), and failed operations (errors);
@@ -64,7 +77,7 @@
 //! mvn -B -q -f java/curator-bench/pom.xml package dependency:copy-dependencies -DexcludeArtifactIds=zooid
 //! cargo bench --bench contention -- [--clients 1,4,16,32] [--window-ms 6000] [--batch 1000]
 //!     [--push-back 0] [--modes zooid,zooid-single,zooid-blocks,zooid-fair,naive,curator]
-//!     [--setups standalone,ensemble] [--rounds 1] [--curator-sweep]
+//!     [--setups standalone,ensemble] [--rounds 1] [--warmup-ms 3000] [--curator-sweep]
 //! cargo bench --bench contention -- --burst 2000 [--holes 2000] [--burst-batch 10000]
 //!     [--setups standalone]
 //! ```
@@ -117,6 +130,7 @@ const READY_TIMEOUT: Duration = Duration::from_secs(120);
 /// Set when a duplicate was found: the bench exits non-zero at the end.
 static DUPLICATE: AtomicBool = AtomicBool::new(false);
 
+#[derive(Clone)]
 struct Args {
     clients: Vec<usize>,
     window_ms: u64,
@@ -127,6 +141,8 @@ struct Args {
     /// Whether `--setups` was given (the burst runs standalone only unless it was).
     setups_given: bool,
     rounds: usize,
+    /// How long each mode runs once on a new setup before the rows, unrecorded (0: none).
+    warmup_ms: u64,
     burst: Option<usize>,
     burst_batch: u64,
     holes: Option<usize>,
@@ -149,6 +165,7 @@ fn parse_args() -> Args {
         setups: vec!["standalone".into(), "ensemble".into()],
         setups_given: false,
         rounds: 1,
+        warmup_ms: 3000,
         burst: None,
         burst_batch: 10_000,
         holes: None,
@@ -176,6 +193,7 @@ fn parse_args() -> Args {
                 args.setups_given = true;
             }
             "--rounds" => args.rounds = value().parse().expect("--rounds: a number"),
+            "--warmup-ms" => args.warmup_ms = value().parse().expect("--warmup-ms: a number"),
             "--burst" => args.burst = Some(value().parse().expect("--burst: a number")),
             "--burst-batch" => args.burst_batch = value().parse().expect("--burst-batch: a number"),
             "--holes" => args.holes = Some(value().parse().expect("--holes: a number")),
@@ -245,7 +263,7 @@ const CURATOR_SWEEP: &[&str] = &[
 /// Whether `mode` pushes IDs back (the zooid modes; `raw` writes a push's floor); `naive` and
 /// `curator` only take.
 fn recycles(mode: &str) -> bool {
-    mode.starts_with("zooid") || mode == "raw"
+    mode.starts_with("zooid") || mode.starts_with("raw")
 }
 
 /// A child process killed by PID when dropped, and by the kernel if the benchmark dies.
@@ -381,6 +399,93 @@ struct Setup {
     _ensemble: Option<ZkEnsemble>,
     connect: String,
     zxid_addr: std::net::SocketAddr,
+    servers: Servers,
+}
+
+/// The servers of a setup, for the CPU and requests a row costs them.
+#[derive(Clone)]
+struct Servers {
+    /// Every server's PID (CPU time is summed over them).
+    pids: Vec<u32>,
+    /// Every server's client address (`mntr`'s packets received are summed over them).
+    addrs: Vec<std::net::SocketAddr>,
+}
+
+impl Servers {
+    /// CPU time the servers used so far, and the client packets they received.
+    fn sample(&self) -> (Duration, u64) {
+        let cpu = self.pids.iter().map(|&pid| cpu_time(pid)).sum();
+        let packets = self.addrs.iter().map(|&addr| packets_received(addr)).sum();
+        (cpu, packets)
+    }
+}
+
+impl Servers {
+    /// Every server's `mntr` figures, by name.
+    fn mntr(&self) -> Vec<HashMap<String, f64>> {
+        self.addrs
+            .iter()
+            .map(|&addr| {
+                let out = four_letter_word(addr, "mntr", Duration::from_secs(5)).expect("mntr");
+                out.lines()
+                    .filter_map(|l| {
+                        let (key, value) = l.split_once('\t')?;
+                        Some((key.to_string(), value.trim().parse().ok()?))
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// With `ZOOID_BENCH_MNTR` set: each server's `mntr` counters that changed during a row,
+    /// and the averages the server kept over the row, for a look at where its time went.
+    fn print_mntr_changes(&self, mode: &str, clients: usize, before: &[HashMap<String, f64>]) {
+        for (server, (after, before)) in self.mntr().iter().zip(before).enumerate() {
+            let mut keys: Vec<&String> = after.keys().collect();
+            keys.sort();
+            let changes: Vec<String> = keys
+                .into_iter()
+                .filter_map(|key| {
+                    let (a, b) = (after[key], before.get(key).copied().unwrap_or(0.0));
+                    (a != b).then(|| format!("{key}={}", a - b))
+                })
+                .collect();
+            eprintln!(
+                "mntr {mode} x{clients} server {server}: {}",
+                changes.join(" ")
+            );
+        }
+    }
+}
+
+/// The CPU time (user and system, all threads) process `pid` used so far, from
+/// `/proc/PID/stat`; zero once it is gone.
+fn cpu_time(pid: u32) -> Duration {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return Duration::ZERO;
+    };
+    // The fields after the command (in parentheses, which may hold spaces): utime and stime
+    // are the 12th and 13th, in clock ticks.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+    let ticks: u64 = [11, 12]
+        .iter()
+        .filter_map(|&i| fields.get(i)?.parse::<u64>().ok())
+        .sum();
+    // SAFETY: sysconf reads a constant of the system; no memory is passed.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    Duration::from_micros(ticks * 1_000_000 / per_second)
+}
+
+/// The client packets server `addr` received so far (`mntr`'s `zk_packets_received`): the
+/// requests of every client, reads and writes.
+fn packets_received(addr: std::net::SocketAddr) -> u64 {
+    let out = four_letter_word(addr, "mntr", Duration::from_secs(5)).expect("mntr");
+    out.lines()
+        .find_map(|l| l.strip_prefix("zk_packets_received"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no zk_packets_received in mntr output:\n{out}"))
 }
 
 impl Setup {
@@ -392,6 +497,10 @@ impl Setup {
                 Setup {
                     connect: zk.connect_string(),
                     zxid_addr: zk.addr(),
+                    servers: Servers {
+                        pids: vec![zk.pid()],
+                        addrs: vec![zk.addr()],
+                    },
                     _standalone: Some(zk),
                     _ensemble: None,
                 }
@@ -405,6 +514,14 @@ impl Setup {
                 Setup {
                     connect: ensemble.server_connect_string(follower),
                     zxid_addr: ensemble.server_addr(leader),
+                    servers: Servers {
+                        pids: (0..ensemble.len())
+                            .filter_map(|i| ensemble.pid(i))
+                            .collect(),
+                        addrs: (0..ensemble.len())
+                            .map(|i| ensemble.server_addr(i))
+                            .collect(),
+                    },
                     _standalone: None,
                     _ensemble: Some(ensemble),
                 }
@@ -431,6 +548,12 @@ struct Row {
     push_pct: u64,
     ops_per_s: f64,
     writes_per_op: f64,
+    /// The servers' CPU time per completed op, in microseconds (all servers of the setup).
+    server_cpu_us: f64,
+    /// The clients' CPU time per completed op, in microseconds (all their processes).
+    client_cpu_us: f64,
+    /// The client requests the servers received per completed op (reads and writes).
+    requests_per_op: f64,
     take: Latency,
     push: Latency,
     min_over_mean: f64,
@@ -515,6 +638,7 @@ fn run_one(
     setup: &str,
     connect: &str,
     zxid_addr: std::net::SocketAddr,
+    servers: &Servers,
     mode: &str,
     path: &str,
     clients: usize,
@@ -524,7 +648,8 @@ fn run_one(
     let mut workers = Vec::new();
     let push_pct = if recycles(mode) { args.push_back } else { 0 };
     let expected_ready = match mode {
-        "zooid" | "zooid-fair" | "zooid-single" | "zooid-blocks" | "naive" | "raw" => {
+        "zooid" | "zooid-fair" | "zooid-single" | "zooid-blocks" | "naive" | "raw"
+        | "raw-multi" => {
             for index in 0..clients {
                 let mut command = Command::new(contender_binary());
                 command.args([
@@ -612,7 +737,12 @@ fn run_one(
             Err(err) => panic!("{mode} x{clients}: only {ready} ready ({err})"),
         }
     }
+    let client_cpu =
+        |workers: &[Worker]| -> Duration { workers.iter().map(|w| cpu_time(w.child.id())).sum() };
     let before = zxid(zxid_addr);
+    let (server_cpu_before, packets_before) = servers.sample();
+    let mntr_before = servers.mntr();
+    let client_cpu_before = client_cpu(&workers);
     for w in &mut workers {
         w.send("go");
     }
@@ -633,6 +763,11 @@ fn run_one(
         }
     }
     let after = zxid(zxid_addr);
+    let (server_cpu_after, packets_after) = servers.sample();
+    if std::env::var_os("ZOOID_BENCH_MNTR").is_some() {
+        servers.print_mntr_changes(mode, clients, &mntr_before);
+    }
+    let client_cpu_after = client_cpu(&workers);
     drop(workers);
     let free_after = mode.starts_with("zooid").then(|| {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -656,7 +791,12 @@ fn run_one(
     let ops: u64 = done.iter().map(|d| d.ops).sum();
     let mean = ops as f64 / clients as f64;
     let fewest = done.iter().map(|d| d.ops).min().unwrap_or(0);
+    let per_op_us = |spent: Duration| spent.as_micros() as f64 / ops.max(1) as f64;
     Some(Row {
+        server_cpu_us: per_op_us(server_cpu_after.saturating_sub(server_cpu_before)),
+        client_cpu_us: per_op_us(client_cpu_after.saturating_sub(client_cpu_before)),
+        // Four-letter words (the bench's own `srvr` and `mntr`) are not counted as packets.
+        requests_per_op: packets_after.saturating_sub(packets_before) as f64 / ops.max(1) as f64,
         setup: setup.to_string(),
         mode: mode.to_string(),
         clients,
@@ -739,6 +879,20 @@ fn prepare(connect: &str, mode: &str, path: &str, batch: u64) {
                 let options = zookeeper_client::CreateMode::Persistent
                     .with_acls(zookeeper_client::Acls::anyone_all());
                 client.mkdir(path, &options).await.expect("mkdir");
+            }
+            "raw-multi" => {
+                let client = zookeeper_client::Client::connect(connect)
+                    .await
+                    .expect("connect");
+                let options = zookeeper_client::CreateMode::Persistent
+                    .with_acls(zookeeper_client::Acls::anyone_all());
+                client.mkdir(path, &options).await.expect("mkdir");
+                for child in ["zooid-blocks-0", "zooid-holes", "zooid-returned"] {
+                    client
+                        .create(&format!("{path}/{child}"), &[], &options)
+                        .await
+                        .expect("create the pool's children");
+                }
             }
             "naive" => {
                 let client = zookeeper_client::Client::connect(connect)
@@ -1200,41 +1354,69 @@ fn main() {
     std::fs::create_dir_all(repo().join("target")).expect("target dir");
     let csv_path = repo().join("target/contention.csv");
     let mut csv = String::from(
-        "setup,mode,clients,push_pct,ops_per_s,ratio_to_1,writes_per_op,failed_per_op,take_p50_ms,take_p99_ms,take_max_ms,push_p50_ms,push_p99_ms,push_max_ms,min_over_mean,starved,errors,kept_ids,free_ranges_after,hole_nodes_after\n",
+        "setup,mode,clients,push_pct,ops_per_s,ratio_to_1,writes_per_op,failed_per_op,requests_per_op,server_cpu_us_per_op,client_cpu_us_per_op,take_p50_ms,take_p99_ms,take_max_ms,push_p50_ms,push_p99_ms,push_max_ms,min_over_mean,starved,errors,kept_ids,free_ranges_after,hole_nodes_after\n",
     );
     println!(
         "batch {} IDs, push-back {} % (zooid modes; naive and curator only take), window {} ms, {} round(s); \
          op = a take and its push; writes/op = server transactions (zxid delta) per completed op; \
          failed/op = zxid delta minus ops × the mode's writes/op alone (its 1-process row), per op; \
+         requests/op = client packets the servers received per op (reads and writes); \
+         server and client CPU = CPU time per op, summed over every server and client process; \
          kept IDs checked pairwise disjoint across processes\n",
         args.batch, args.push_back, args.window_ms, args.rounds
     );
-    println!("| setup | mode | procs | push % | ops/s | ÷ at 1 | writes/op | failed/op | take p50 ms | take p99 ms | take max ms | push p50 ms | push p99 ms | push max ms | fewest ÷ mean | starved | errors | free ranges after (pool_info / hole nodes) |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| setup | mode | procs | push % | ops/s | ÷ at 1 | writes/op | failed/op | requests/op | server CPU µs/op | client CPU µs/op | take p50 ms | take p99 ms | take max ms | push p50 ms | push p99 ms | push max ms | fewest ÷ mean | starved | errors | free ranges after (pool_info / hole nodes) |");
+    println!(
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    );
     let mut run_no = 0;
     for setup in &args.setups {
         // Keep the servers alive for the whole setup; drop them after.
         let running = Setup::start(setup);
         let (connect, zxid_addr) = (running.connect.clone(), running.zxid_addr);
+        let servers = running.servers.clone();
+        // The servers' JIT compiles the paths the first rows take: without a warm-up the first
+        // mode of a new setup would pay for it. Each mode once, at the largest count, unrecorded.
+        if args.warmup_ms > 0 {
+            let warmup = Args {
+                window_ms: args.warmup_ms,
+                ..args.clone()
+            };
+            let clients = args.clients.iter().copied().max().unwrap_or(1);
+            for mode in &args.modes {
+                run_no += 1;
+                let path = format!("/bench/{mode}/warmup{run_no}");
+                prepare(&connect, mode, &path, args.batch);
+                run_one(
+                    setup, &connect, zxid_addr, &servers, mode, &path, clients, &warmup,
+                );
+            }
+        }
         // Per mode, its 1-process row: ops/s, and writes per op (all successful: it is alone).
         let mut at_one: HashMap<String, (f64, f64)> = Default::default();
-        // Every row's ops/s, for the ratios printed after the setup.
-        let mut rates: Vec<(usize, String, f64, f64)> = Vec::new();
+        // Every row's rate, for the ratios printed after the setup.
+        let mut rates: Vec<Rate> = Vec::new();
         for _round in 0..args.rounds {
             for &clients in &args.clients {
                 for mode in &args.modes {
                     run_no += 1;
                     let path = format!("/bench/{mode}/run{run_no}");
                     prepare(&connect, mode, &path, args.batch);
-                    let Some(row) =
-                        run_one(setup, &connect, zxid_addr, mode, &path, clients, &args)
-                    else {
+                    let Some(row) = run_one(
+                        setup, &connect, zxid_addr, &servers, mode, &path, clients, &args,
+                    ) else {
                         continue;
                     };
                     if clients == 1 {
                         at_one.insert(mode.clone(), (row.ops_per_s, row.writes_per_op));
                     }
-                    rates.push((clients, mode.clone(), row.ops_per_s, row.min_over_mean));
+                    rates.push(Rate {
+                        clients,
+                        mode: mode.clone(),
+                        ops_per_s: row.ops_per_s,
+                        fairness: row.min_over_mean,
+                        server_cpu_us: row.server_cpu_us,
+                    });
                     let nominal = if row.push_pct > 0 { 2.0 } else { 1.0 };
                     let (ratio, alone) = at_one
                         .get(mode)
@@ -1249,7 +1431,7 @@ fn main() {
                         },
                     );
                     println!(
-                        "| {} | {} | {} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {} | {} | {:.2} | {} | {} | {free_cell} |",
+                        "| {} | {} | {} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {:.0} | {:.0} | {} | {} | {:.2} | {} | {} | {free_cell} |",
                         row.setup,
                         row.mode,
                         row.clients,
@@ -1258,6 +1440,9 @@ fn main() {
                         ratio,
                         row.writes_per_op,
                         failed_per_op,
+                        row.requests_per_op,
+                        row.server_cpu_us,
+                        row.client_cpu_us,
                         row.take.cells(),
                         row.push.cells(),
                         row.min_over_mean,
@@ -1265,7 +1450,7 @@ fn main() {
                         row.errors
                     );
                     csv.push_str(&format!(
-                        "{},{},{},{},{:.1},{:.3},{:.3},{:.3},{},{},{:.3},{},{},{},{free_csv}\n",
+                        "{},{},{},{},{:.1},{:.3},{:.3},{:.3},{:.3},{:.1},{:.1},{},{},{:.3},{},{},{},{free_csv}\n",
                         row.setup,
                         row.mode,
                         row.clients,
@@ -1274,6 +1459,9 @@ fn main() {
                         ratio,
                         row.writes_per_op,
                         failed_per_op,
+                        row.requests_per_op,
+                        row.server_cpu_us,
+                        row.client_cpu_us,
                         row.take.csv(),
                         row.push.csv(),
                         row.min_over_mean,
@@ -1291,35 +1479,50 @@ fn main() {
     exit_on_duplicate();
 }
 
-/// After a setup's rows: per process count, each zooid mode's rate against the raw floor and
-/// against Curator at its best: the fastest `curator` row of that count, and the fastest whose
-/// slowest client kept up (fewest ÷ mean ≥ 0.5), each named (means over rounds).
-fn print_ratios(setup: &str, rates: &[(usize, String, f64, f64)]) {
+/// One row's figures, for the ratios printed after a setup.
+struct Rate {
+    clients: usize,
+    mode: String,
+    ops_per_s: f64,
+    /// Fewest ops of a process ÷ the mean.
+    fairness: f64,
+    /// The servers' CPU time per op, in microseconds.
+    server_cpu_us: f64,
+}
+
+/// After a setup's rows: per process count, each zooid mode's rate and server CPU per op
+/// against the raw floor, and its rate against Curator at its best: the fastest `curator` row
+/// of that count, and the fastest whose slowest client kept up (fewest ÷ mean ≥ 0.5), each
+/// named (means over rounds).
+fn print_ratios(setup: &str, rates: &[Rate]) {
+    // The mean over rounds of (ops/s, fairness, server CPU per op).
     let mean = |clients: usize, mode: &str| {
-        let found: Vec<(f64, f64)> = rates
+        let found: Vec<&Rate> = rates
             .iter()
-            .filter(|(c, m, _, _)| *c == clients && m == mode)
-            .map(|(_, _, r, f)| (*r, *f))
+            .filter(|r| r.clients == clients && r.mode == mode)
             .collect();
         let n = found.len() as f64;
         (!found.is_empty()).then(|| {
-            let rate = found.iter().map(|x| x.0).sum::<f64>() / n;
-            let fairness = found.iter().map(|x| x.1).sum::<f64>() / n;
-            (rate, fairness)
+            let of = |f: fn(&Rate) -> f64| found.iter().map(|r| f(r)).sum::<f64>() / n;
+            (
+                of(|r| r.ops_per_s),
+                of(|r| r.fairness),
+                of(|r| r.server_cpu_us),
+            )
         })
     };
-    let mut counts: Vec<usize> = rates.iter().map(|(c, _, _, _)| *c).collect();
+    let mut counts: Vec<usize> = rates.iter().map(|r| r.clients).collect();
     counts.sort_unstable();
     counts.dedup();
-    let mut modes: Vec<&str> = rates.iter().map(|(_, m, _, _)| m.as_str()).collect();
+    let mut modes: Vec<&str> = rates.iter().map(|r| r.mode.as_str()).collect();
     modes.sort_unstable();
     modes.dedup();
     for clients in counts {
-        let raw = mean(clients, "raw").map(|(r, _)| r);
+        let raw = mean(clients, "raw");
         let curators: Vec<(&str, f64, f64)> = modes
             .iter()
             .filter(|m| m.starts_with("curator"))
-            .filter_map(|m| mean(clients, m).map(|(r, f)| (*m, r, f)))
+            .filter_map(|m| mean(clients, m).map(|(r, f, _)| (*m, r, f)))
             .collect();
         let fastest = |fair_only: bool| {
             curators
@@ -1329,17 +1532,23 @@ fn print_ratios(setup: &str, rates: &[(usize, String, f64, f64)]) {
                 .copied()
         };
         for mode in modes.iter().filter(|m| m.starts_with("zooid")) {
-            let Some((rate, _)) = mean(clients, mode) else {
+            let Some((rate, _, cpu)) = mean(clients, mode) else {
                 continue;
             };
-            let to_raw = raw.map_or("–".to_string(), |r| format!("{:.2}×", rate / r));
+            let to_raw = raw.map_or("–".to_string(), |(r, _, raw_cpu)| {
+                format!(
+                    "{:.2}× the raw floor, server CPU per op {:.2}× the floor's",
+                    rate / r,
+                    cpu / raw_cpu
+                )
+            });
             let to = |best: Option<(&str, f64, f64)>| {
                 best.map_or("–".to_string(), |(m, r, f)| {
                     format!("{:.2}× ({m}: {r:.0} ops/s, fewest ÷ mean {f:.2})", rate / r)
                 })
             };
             println!(
-                "{setup}, {clients} procs: {mode} {rate:.0} ops/s = {to_raw} the raw floor; {} the fastest Curator; {} the fastest fair Curator",
+                "{setup}, {clients} procs: {mode} {rate:.0} ops/s = {to_raw}; {} the fastest Curator; {} the fastest fair Curator",
                 to(fastest(false)),
                 to(fastest(true))
             );

@@ -12,6 +12,11 @@
 //! - `raw`: the server's floor for any layout that writes once per take and once per push: a
 //!   take is one `create` of a sequential node under `--path` (its number names the batch), a
 //!   push one `delete` of it. Nothing is recycled; no two processes write the same node.
+//! - `raw-multi`: the same with zooid's shapes of a fresh take and a push (src/alloc/blocks/,
+//!   src/alloc/holes/) on the raw client: a take is `multi[check(pool), check(zooid-blocks-0,
+//!   0), create(sequential)]`, a push `multi[create(hole), setData(receipt)]`, with zooid's node
+//!   names; no reads, no listing, no choice. It separates what the protocol's writes cost the
+//!   server from what zooid's client adds.
 //!
 //! With `--push-back PCT` (zooid modes only: the naive loop cannot recycle), every take is
 //! followed by a push of the last `PCT` % of the IDs it got (`push_ids`); an operation is then
@@ -54,6 +59,8 @@ enum Mode {
     Naive,
     /// One sequential `create` per take, one `delete` per push: the server's floor.
     Raw,
+    /// zooid's `multi`s of a fresh take and a push, sent by the raw client.
+    RawMulti,
 }
 
 #[derive(Parser, Debug)]
@@ -189,6 +196,22 @@ async fn run(cli: &Cli) -> Result<(), String> {
             wait_for_eof();
             drop(client);
         }
+        Mode::RawMulti => {
+            let client = zookeeper_client::Client::connector()
+                .with_session_timeout(options.session_timeout)
+                .connect(&cli.connect)
+                .await
+                .map_err(|e| e.to_string())?;
+            let shape = MultiShape::start(&client, &cli.path).await?;
+            let kept = std::cell::RefCell::new(Kept::default());
+            let cycle = || shape.cycle(&client, cli.batch, cli.push_back, &kept);
+            cycle().await.map_err(|e| format!("warm-up take: {e}"))?;
+            ready_then_wait_for_go()?;
+            let tally = window_loop(window, cycle).await;
+            report(&tally, &kept.borrow())?;
+            wait_for_eof();
+            drop(client);
+        }
         Mode::Naive => {
             let client = zookeeper_client::Client::connector()
                 .with_session_timeout(options.session_timeout)
@@ -299,6 +322,123 @@ async fn raw_cycle(
         push,
         kept: keep,
     })
+}
+
+/// zooid's write shapes on the raw client (mode `raw-multi`): the pool node `path` (the
+/// benchmark creates it with `zooid-blocks-0`, `zooid-holes` and `zooid-returned` under it) and
+/// this process's receipt.
+struct MultiShape {
+    path: String,
+    pool_version: i32,
+    sequence_parent: String,
+    receipt: String,
+    token: String,
+}
+
+impl MultiShape {
+    async fn start(client: &zookeeper_client::Client, path: &str) -> Result<MultiShape, String> {
+        let (_, stat) = client.get_data(path).await.map_err(|e| e.to_string())?;
+        let token = format!("{:016x}", rand_u64());
+        let receipt = format!("{path}/zooid-returned/m-{token}");
+        let ephemeral =
+            zookeeper_client::CreateMode::Ephemeral.with_acls(zookeeper_client::Acls::anyone_all());
+        client
+            .create(&receipt, token.as_bytes(), &ephemeral)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(MultiShape {
+            path: path.to_string(),
+            pool_version: stat.version,
+            sequence_parent: format!("{path}/zooid-blocks-0"),
+            receipt,
+            token,
+        })
+    }
+
+    /// A take of one block as zooid's fresh claim writes it, then a push of its last
+    /// `push_back` % as a hole with the receipt's `setData`.
+    async fn cycle(
+        &self,
+        client: &zookeeper_client::Client,
+        batch: u64,
+        push_back: u64,
+        kept: &std::cell::RefCell<Kept>,
+    ) -> Result<Op, String> {
+        let sequential = zookeeper_client::CreateMode::PersistentSequential
+            .with_acls(zookeeper_client::Acls::anyone_all());
+        let persistent = zookeeper_client::CreateMode::Persistent
+            .with_acls(zookeeper_client::Acls::anyone_all());
+        let t = Instant::now();
+        let mut take = client.new_multi_writer();
+        take.add_check_version(&self.path, self.pool_version)
+            .and_then(|()| take.add_check_version(&self.sequence_parent, 0))
+            .and_then(|()| {
+                let token = format!("{:016x}", rand_u64());
+                take.add_create(
+                    &format!("{}/{token}-", self.sequence_parent),
+                    &[],
+                    &sequential,
+                )
+            })
+            .map_err(|e| e.to_string())?;
+        let results = take.commit().await.map_err(|e| e.to_string())?;
+        let take_us = micros(t.elapsed());
+        let sequence = match results.last() {
+            Some(zookeeper_client::MultiWriteResult::Create { path, .. }) => path
+                .rsplit('-')
+                .next()
+                .and_then(|digits| digits.parse::<i64>().ok())
+                .ok_or_else(|| format!("no sequence number in {path}"))?,
+            other => return Err(format!("unexpected multi result {other:?}")),
+        };
+        let keep = batch - batch * push_back / 100;
+        let start = sequence * batch as i64 + 1;
+        if let Some(range) = IdRange::new(start, start + keep as i64 - 1) {
+            kept.borrow_mut().add(range);
+        }
+        let push = match IdRange::new(start + keep as i64, start + batch as i64 - 1) {
+            Some(hole) if push_back > 0 => {
+                let t = Instant::now();
+                let name = format!(
+                    "{}/zooid-holes/h-{:019}-{:019}",
+                    self.path,
+                    hole.start(),
+                    hole.end()
+                );
+                let mut push = client.new_multi_writer();
+                let written = async {
+                    push.add_create(&name, &[], &persistent)?;
+                    push.add_set_data(&self.receipt, self.token.as_bytes(), None)?;
+                    push.commit().await.map_err(|e| match e {
+                        zookeeper_client::MultiWriteError::RequestFailed { source }
+                        | zookeeper_client::MultiWriteError::OperationFailed { source, .. } => {
+                            source
+                        }
+                    })
+                };
+                Some(
+                    written
+                        .await
+                        .map(|_| micros(t.elapsed()))
+                        .map_err(|e| e.to_string()),
+                )
+            }
+            _ => None,
+        };
+        Ok(Op {
+            take_us,
+            push,
+            kept: keep,
+        })
+    }
+}
+
+/// A random `u64` for tokens, from the standard library's randomly keyed hasher.
+fn rand_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(Instant::now().elapsed().as_nanos());
+    hasher.finish()
 }
 
 /// The seed-000 loop: read the counter, add `n`, write it back expecting the read version; on a
