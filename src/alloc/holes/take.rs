@@ -232,17 +232,29 @@ impl<S: Store> OnZooKeeper<'_, S> {
             .map(|l| &l.young)
             .filter(|young| wanted.is_multiple_of(unit) && young.any(now));
         let lost = retry.filter(|lost| !lost.is_empty());
+        let left = |(name, range): &choice::Hole| {
+            young.is_some_and(|young| young.is_young(range, now))
+                || lost.is_some_and(|lost| lost.contains(name))
+        };
+        let leaves = young.is_some() || lost.is_some();
+        let available = if leaves {
+            choice::available_without(listed, top, left)
+        } else {
+            choice::available_at_most(listed, top)
+        };
+        // Counted before the holes left to others are copied out: most takes of whole blocks
+        // under the seeds' workload find too few, and copy nothing.
+        let amount = choice::hole_amount(available, wanted, unit);
+        if amount == 0 {
+            return None;
+        }
         let kept;
-        let holes = if young.is_some() || lost.is_some() {
-            kept = choice::without(listed, |(name, range)| {
-                young.is_some_and(|young| young.is_young(range, now))
-                    || lost.is_some_and(|lost| lost.contains(name))
-            });
+        let holes = if leaves {
+            kept = choice::without(listed, left);
             kept.as_slice()
         } else {
             listed
         };
-        let amount = choice::hole_amount(choice::available_at_most(holes, top), wanted, unit);
         let groups = if retry.is_some() {
             choice::FIRST_LOOK_GROUPS
         } else {
