@@ -87,9 +87,26 @@ pub(crate) struct AheadCheck {
 impl Listing {
     /// Applies this process's own write to the listing: `deleted` holes gone, `created` new.
     pub(crate) fn apply_own(&mut self, deleted: &[String], created: &[crate::range::IdRange]) {
-        if !deleted.is_empty() {
-            self.holes.retain(|(name, _)| !deleted.contains(name));
-            self.own_since.retain(|name| !deleted.contains(name));
+        // Each deleted hole found by its range (the holes are in ID order), not by comparing
+        // every name listed with every name deleted.
+        for name in deleted {
+            let found = crate::format::hole_of(name).and_then(|range| {
+                let key = (range.start(), range.end());
+                let at = self
+                    .holes
+                    .partition_point(|(_, r)| (r.start(), r.end()) < key);
+                self.holes
+                    .get(at)
+                    .is_some_and(|(n, _)| n == name)
+                    .then_some(at)
+            });
+            match found {
+                Some(at) => {
+                    self.holes.remove(at);
+                }
+                None => self.holes.retain(|(n, _)| n != name),
+            }
+            self.own_since.remove(name);
         }
         // Kept in ID order (the listing sorts them): each new hole where it belongs.
         for range in created {
@@ -233,6 +250,63 @@ impl HoleRaces {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::hole_name;
+    use crate::range::IdRange;
+
+    fn listing(ranges: &[(i64, i64)]) -> Listing {
+        let holes = ranges
+            .iter()
+            .map(|&(a, b)| {
+                let range = IdRange::new(a, b).unwrap();
+                (hole_name(&range), range)
+            })
+            .collect();
+        Listing {
+            holes,
+            stale: Default::default(),
+            generation: 1,
+            cversion: 10,
+            created: 5,
+            trusted_until: None,
+            ahead: None,
+            busy: false,
+            own_since: Default::default(),
+            looked_at: tokio::time::Instant::now(),
+            young: Default::default(),
+        }
+    }
+
+    fn ranges(listing: &Listing) -> Vec<(i64, i64)> {
+        listing
+            .holes
+            .iter()
+            .map(|(_, r)| (r.start(), r.end()))
+            .collect()
+    }
+
+    /// A take's own claim leaves the listing as the servers have it: the holes it deleted gone
+    /// (found by range among overlapping ones), its remainder and a push's holes in ID order,
+    /// counted in the child version, and known as its own.
+    #[test]
+    fn own_writes_apply_to_the_listing_in_id_order() {
+        let mut l = listing(&[(1, 100), (50, 150), (201, 300), (401, 500)]);
+        let claimed = [
+            hole_name(&IdRange::new(50, 150).unwrap()),
+            hole_name(&IdRange::new(201, 300).unwrap()),
+        ];
+        let rest = IdRange::new(251, 300).unwrap();
+        l.apply_own(&claimed, &[rest]);
+        assert_eq!(ranges(&l), vec![(1, 100), (251, 300), (401, 500)]);
+        assert_eq!(l.cversion, 13);
+        assert!(l.all_own_since(&[hole_name(&rest)]));
+        // A hole it created and then took is no longer its own since.
+        l.apply_own(&[hole_name(&rest)], &[IdRange::new(301, 350).unwrap()]);
+        assert_eq!(ranges(&l), vec![(1, 100), (301, 350), (401, 500)]);
+        assert!(!l.all_own_since(&[hole_name(&rest)]));
+        // A name that is not listed (a stale choice) changes nothing but the count.
+        l.apply_own(&["h-not-a-hole".to_string()], &[]);
+        assert_eq!(ranges(&l), vec![(1, 100), (301, 350), (401, 500)]);
+    }
 
     /// After a lost race a process leaves the holes for fewer than `2^k` takes (k races lost
     /// in a row, at most `MAX_DOUBLINGS`), chooses at random for `RANDOM_FOR` claims, a won

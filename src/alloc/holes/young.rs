@@ -14,7 +14,6 @@
 //! holes for the first time (a task that takes once), or after a longer pause, cannot tell how
 //! long they have been there: every hole it lists is old to it.
 
-use std::collections::HashMap;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -29,7 +28,9 @@ pub const LEFT_TO_PUSHER_FOR: Duration = Duration::from_secs(1);
 /// pusher.
 #[derive(Debug, Default)]
 pub(crate) struct YoungHoles {
-    until: HashMap<(i64, i64), Instant>,
+    /// By the hole's (start, end), ascending: a take asks about every hole it lists, and a
+    /// binary search answers it without hashing.
+    until: Vec<((i64, i64), Instant)>,
 }
 
 /// The listing before a new one, as [`YoungHoles::after`] reads it.
@@ -68,36 +69,50 @@ impl YoungHoles {
                 .binary_search_by_key(&key(range), |(_, r)| key(r))
                 .is_ok()
         };
-        let until = holes
+        let mut until: Vec<_> = holes
             .iter()
             .filter_map(|(_, range)| {
                 if known(range) {
-                    let kept = previous.young.until.get(&key(range))?;
-                    (*kept > listed_at).then_some((key(range), *kept))
+                    let kept = previous.young.until_of(range)?;
+                    (kept > listed_at).then_some((key(range), kept))
                 } else {
                     Some((key(range), listed_at + LEFT_TO_PUSHER_FOR))
                 }
             })
             .collect();
+        // A listing's holes are in ID order already: this only checks it.
+        until.sort_by_key(|(key, _)| *key);
         YoungHoles { until }
     }
 
     /// Whether any hole is young at `now`.
     pub(crate) fn any(&self, now: Instant) -> bool {
-        self.until.values().any(|until| *until > now)
+        self.until.iter().any(|(_, until)| *until > now)
     }
 
     /// Whether the hole of `range` is young at `now`.
     pub(crate) fn is_young(&self, range: &IdRange, now: Instant) -> bool {
-        self.until
-            .get(&key(range))
-            .is_some_and(|until| *until > now)
+        self.until_of(range).is_some_and(|until| until > now)
+    }
+
+    /// Until when the hole of `range` is left to its pusher, if it was seen appear.
+    fn until_of(&self, range: &IdRange) -> Option<Instant> {
+        let at = self
+            .until
+            .binary_search_by_key(&key(range), |(key, _)| *key)
+            .ok()?;
+        Some(self.until[at].1)
     }
 
     /// Forgets the age of the hole of `range`: this process created it (a hole with the same
     /// range another process pushed and this one took and pushed back is its own now).
     pub(crate) fn forget(&mut self, range: &IdRange) {
-        self.until.remove(&key(range));
+        if let Ok(at) = self
+            .until
+            .binary_search_by_key(&key(range), |(key, _)| *key)
+        {
+            self.until.remove(at);
+        }
     }
 }
 
