@@ -9,12 +9,12 @@
 //!
 //! ```text
 //! push:  multi[ create(P/zooid-holes/h-START-END) x ranges,
-//!               create(P/zooid-returned/m-TOKEN, EPHEMERAL),  the author's receipt
-//!               delete(its previous receipt) ]
+//!               setData(P/zooid-returned/m-NAME, TOKEN) ]     the author's receipt
 //! take:  multi[ check(P, version V),                          the pool as planned on (ceiling)
+//!               check(P/zooid-blocks-G, version 0),           the generation is open
 //!               delete(P/zooid-holes/h-...) x holes chosen,
 //!               create(P/zooid-holes/h-...) x what is left of them,
-//!               create(m-TOKEN, EPHEMERAL), delete(previous receipt) ]
+//!               setData(P/zooid-returned/m-NAME, TOKEN) ]
 //! ```
 //!
 //! A delete succeeds for exactly one take, so a hole is handed out once; takes that choose
@@ -40,9 +40,10 @@
 //!   more at once, on its listing without the holes it lost, from one of all the groups that
 //!   cover it at random ([`choice::FIRST_LOOK_GROUPS`]; any hole is below the fresh blocks it
 //!   would claim instead): at most two failed writes for such a take.
-//! - **Lost replies.** Every write carries a receipt: an ephemeral marker named by the write's
-//!   token, deleted by the author's next write. On the write's own session, after a `sync`, the
-//!   marker says whether the write applied. With that session given up, once the servers
+//! - **Lost replies.** Every write carries a receipt: the author's ephemeral node, created by
+//!   its first write on a session (`create` instead of the `setData` above) and set to each
+//!   write's token. On the write's own session, after a `sync`, the receipt holds the write's
+//!   token exactly when the write applied. With that session given up, once the servers
 //!   confirmed it can write no more ([`crate::zk::Session::confirm_gone`]): a take whose holes
 //!   are all still there did not apply; a push whose holes are all there did. Otherwise the
 //!   outcome is unknown, and the IDs are reported leaked (`OutcomeUnknown`), never handed out
