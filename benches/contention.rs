@@ -872,22 +872,20 @@ fn prepare(connect: &str, mode: &str, path: &str, batch: u64) {
                 let service = connect_service(connect, ServiceOptions::default()).await;
                 create_in(&service, "blocks", path, batch).await;
             }
-            "raw" => {
+            "raw" | "raw-multi" => {
                 let client = zookeeper_client::Client::connect(connect)
                     .await
                     .expect("connect");
                 let options = zookeeper_client::CreateMode::Persistent
                     .with_acls(zookeeper_client::Acls::anyone_all());
                 client.mkdir(path, &options).await.expect("mkdir");
-            }
-            "raw-multi" => {
-                let client = zookeeper_client::Client::connect(connect)
-                    .await
-                    .expect("connect");
-                let options = zookeeper_client::CreateMode::Persistent
-                    .with_acls(zookeeper_client::Acls::anyone_all());
-                client.mkdir(path, &options).await.expect("mkdir");
-                for child in ["zooid-blocks-0", "zooid-holes", "zooid-returned"] {
+                // The raw multi writes under the children of a pool in format 4.
+                let children: &[&str] = if mode == "raw-multi" {
+                    &["zooid-blocks-0", "zooid-holes", "zooid-returned"]
+                } else {
+                    &[]
+                };
+                for child in children {
                     client
                         .create(&format!("{path}/{child}"), &[], &options)
                         .await

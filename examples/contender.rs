@@ -174,50 +174,26 @@ async fn run(cli: &Cli) -> Result<(), String> {
             let category = IdCategory::new(&cli.path).map_err(|e| e.to_string())?;
             let kept = std::cell::RefCell::new(Kept::default());
             let cycle = || zooid_cycle(&service, &category, cli.batch, cli.push_back, &kept);
-            cycle().await.map_err(|e| format!("warm-up take: {e}"))?;
-            ready_then_wait_for_go()?;
-            let tally = window_loop(window, cycle).await;
-            report(&tally, &kept.borrow())?;
-            wait_for_eof();
+            serve(window, cycle, &kept).await?;
             drop(service);
         }
         Mode::Raw => {
-            let client = zookeeper_client::Client::connector()
-                .with_session_timeout(options.session_timeout)
-                .connect(&cli.connect)
-                .await
-                .map_err(|e| e.to_string())?;
+            let client = raw_client(cli, &options).await?;
             let kept = std::cell::RefCell::new(Kept::default());
             let cycle = || raw_cycle(&client, &cli.path, cli.batch, cli.push_back, &kept);
-            cycle().await.map_err(|e| format!("warm-up take: {e}"))?;
-            ready_then_wait_for_go()?;
-            let tally = window_loop(window, cycle).await;
-            report(&tally, &kept.borrow())?;
-            wait_for_eof();
+            serve(window, cycle, &kept).await?;
             drop(client);
         }
         Mode::RawMulti => {
-            let client = zookeeper_client::Client::connector()
-                .with_session_timeout(options.session_timeout)
-                .connect(&cli.connect)
-                .await
-                .map_err(|e| e.to_string())?;
+            let client = raw_client(cli, &options).await?;
             let shape = MultiShape::start(&client, &cli.path).await?;
             let kept = std::cell::RefCell::new(Kept::default());
             let cycle = || shape.cycle(&client, cli.batch, cli.push_back, &kept);
-            cycle().await.map_err(|e| format!("warm-up take: {e}"))?;
-            ready_then_wait_for_go()?;
-            let tally = window_loop(window, cycle).await;
-            report(&tally, &kept.borrow())?;
-            wait_for_eof();
+            serve(window, cycle, &kept).await?;
             drop(client);
         }
         Mode::Naive => {
-            let client = zookeeper_client::Client::connector()
-                .with_session_timeout(options.session_timeout)
-                .connect(&cli.connect)
-                .await
-                .map_err(|e| e.to_string())?;
+            let client = raw_client(cli, &options).await?;
             let kept = std::cell::RefCell::new(Kept::default());
             let cycle = || async {
                 let t = Instant::now();
@@ -229,11 +205,7 @@ async fn run(cli: &Cli) -> Result<(), String> {
                     kept: range.len(),
                 })
             };
-            cycle().await.map_err(|e| format!("warm-up take: {e}"))?;
-            ready_then_wait_for_go()?;
-            let tally = window_loop(window, cycle).await;
-            report(&tally, &kept.borrow())?;
-            wait_for_eof();
+            serve(window, cycle, &kept).await?;
             drop(client);
         }
     }
@@ -471,6 +443,37 @@ async fn naive_take(
             Err(err) => return Err(err.to_string()),
         }
     }
+}
+
+/// One warm-up operation, `ready`, then the window of operations after `go`, its report, and
+/// the wait for EOF on stdin: the protocol every mode follows (the module's doc comment).
+async fn serve<F, Fut>(
+    window: Duration,
+    mut cycle: F,
+    kept: &std::cell::RefCell<Kept>,
+) -> Result<(), String>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<Op, String>>,
+{
+    cycle().await.map_err(|e| format!("warm-up take: {e}"))?;
+    ready_then_wait_for_go()?;
+    let tally = window_loop(window, cycle).await;
+    report(&tally, &kept.borrow())?;
+    wait_for_eof();
+    Ok(())
+}
+
+/// A plain ZooKeeper client with the contender's session timeout (the raw and naive modes).
+async fn raw_client(
+    cli: &Cli,
+    options: &ConnectOptions,
+) -> Result<zookeeper_client::Client, String> {
+    zookeeper_client::Client::connector()
+        .with_session_timeout(options.session_timeout)
+        .connect(&cli.connect)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 async fn window_loop<F, Fut>(window: Duration, mut op: F) -> Tally
