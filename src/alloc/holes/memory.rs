@@ -101,8 +101,11 @@ impl Listing {
                     .then_some(at)
             });
             match found {
+                // Every entry of that name (side by side, if a listing ever showed one twice).
                 Some(at) => {
-                    self.holes.remove(at);
+                    while self.holes.get(at).is_some_and(|(n, _)| n == name) {
+                        self.holes.remove(at);
+                    }
                 }
                 None => self.holes.retain(|(n, _)| n != name),
             }
