@@ -15,6 +15,9 @@
 //! - `raw-multi`: zooid's writes of a fresh take and a push (their `multi`s, node names and
 //!   receipt) sent by the raw client, nothing else: what the protocol's writes cost the server,
 //!   apart from what zooid's client adds (examples/contender.rs);
+//! - `raw-java`: `raw` through ZooKeeper's own Java client: N threads of one JVM, each with its
+//!   own session (java/curator-bench `RawContender`), as `zooid-java` and `curator` run; the floor
+//!   a Java user of ZooKeeper pays, client included;
 //! - `zooid-java`: `zooid` through the Java binding: N threads of one JVM, each with its own
 //!   `IDGeneratorService` (java/curator-bench `ZooidContender`), as the Curator baseline runs;
 //! - `curator`: Curator's `DistributedAtomicLong.add(batch)` (java/curator-bench), N clients with
@@ -54,7 +57,8 @@
 //! - server and client CPU per operation: the CPU time (user and system, `/proc/PID/stat`) every
 //!   server process, and every client process, used during the window, ÷ the completed
 //!   operations. On this 2-core machine servers and clients share the cores; the ratios after
-//!   each setup compare each zooid mode's server CPU per op with the raw floor's.
+//!   each setup compare each zooid mode's rate and server CPU per op with the raw floors'
+//!   (`raw`, `raw-java`).
 //!   `ZOOID_BENCH_MNTR=1` also prints each server's `mntr` counters that moved during a row;
 //! - p50 / p99 / max latency of the takes and, apart, of the pushes;
 //! - fairness: the fewest operations any process completed ÷ the mean, processes that completed
@@ -700,6 +704,29 @@ fn run_one(
             workers.push(Worker::spawn(command, 0, tx.clone()));
             1
         }
+        "raw-java" => {
+            let Some(classpath) = curator_classpath() else {
+                eprintln!(
+                    "raw-java skipped: run `mvn -B -q -f java/curator-bench/pom.xml package dependency:copy-dependencies`"
+                );
+                return None;
+            };
+            let mut command = Command::new("java");
+            command.args([
+                "-Xss512k",
+                "-cp",
+                &classpath,
+                "io.zooid.bench.RawContender",
+                connect,
+                path,
+                &clients.to_string(),
+                &args.batch.to_string(),
+                &args.window_ms.to_string(),
+                &push_pct.to_string(),
+            ]);
+            workers.push(Worker::spawn(command, 0, tx.clone()));
+            1
+        }
         curator if curator.starts_with("curator") => {
             let retry = curator_retry(curator);
             let Some(classpath) = curator_classpath() else {
@@ -872,7 +899,7 @@ fn prepare(connect: &str, mode: &str, path: &str, batch: u64) {
                 let service = connect_service(connect, ServiceOptions::default()).await;
                 create_in(&service, "blocks", path, batch).await;
             }
-            "raw" | "raw-multi" => {
+            "raw" | "raw-multi" | "raw-java" => {
                 let client = zookeeper_client::Client::connect(connect)
                     .await
                     .expect("connect");
@@ -909,6 +936,52 @@ fn prepare(connect: &str, mode: &str, path: &str, batch: u64) {
                     .expect("create counter");
             }
             _ => {} // Curator creates its node on the first add (the warm-up, before the window).
+        }
+    });
+}
+
+/// Deletes the node a row took from and everything under it, once the row is done: every row
+/// starts on the same small tree, instead of on what earlier rows left (the raw multi leaves a
+/// hole node per operation, 50,000 in a window), which the servers' snapshots and garbage
+/// collection would make later rows pay for.
+fn remove_row(connect: &str, path: &str) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let client = zookeeper_client::Client::connect(connect)
+            .await
+            .expect("connect");
+        // Depth first: a node's children, then the node, in `multi`s of up to 1,000 deletes. A
+        // batch whose `multi` fails (an ephemeral node of a session that ended since the listing
+        // is gone) is deleted node by node, what is gone already skipped.
+        let mut order = Vec::new();
+        let mut pending = vec![path.to_string()];
+        while let Some(node) = pending.pop() {
+            match client.get_children(&node).await {
+                Ok((children, _)) => {
+                    pending.extend(children.iter().map(|child| format!("{node}/{child}")));
+                    order.push(node);
+                }
+                Err(zookeeper_client::Error::NoNode) => {}
+                Err(err) => panic!("list {node}: {err}"),
+            }
+        }
+        for batch in order.rchunks(1000) {
+            let mut multi = client.new_multi_writer();
+            for node in batch.iter().rev() {
+                multi.add_delete(node, None).expect("a delete in a multi");
+            }
+            if multi.commit().await.is_ok() {
+                continue;
+            }
+            for node in batch.iter().rev() {
+                match client.delete(node, None).await {
+                    Ok(()) | Err(zookeeper_client::Error::NoNode) => {}
+                    Err(err) => panic!("delete {node}: {err}"),
+                }
+            }
         }
     });
 }
@@ -1398,6 +1471,7 @@ fn main() {
                 run_one(
                     setup, &connect, zxid_addr, &servers, mode, &path, clients, &warmup,
                 );
+                remove_row(&connect, &path);
             }
         }
         // Per mode, its 1-process row: ops/s, and writes per op (all successful: it is alone).
@@ -1410,9 +1484,11 @@ fn main() {
                     run_no += 1;
                     let path = format!("/bench/{mode}/run{run_no}");
                     prepare(&connect, mode, &path, args.batch);
-                    let Some(row) = run_one(
+                    let row = run_one(
                         setup, &connect, zxid_addr, &servers, mode, &path, clients, &args,
-                    ) else {
+                    );
+                    remove_row(&connect, &path);
+                    let Some(row) = row else {
                         continue;
                     };
                     if clients == 1 {
@@ -1527,6 +1603,7 @@ fn print_ratios(setup: &str, rates: &[Rate]) {
     modes.dedup();
     for clients in counts {
         let raw = mean(clients, "raw");
+        let raw_java = mean(clients, "raw-java");
         let curators: Vec<(&str, f64, f64)> = modes
             .iter()
             .filter(|m| m.starts_with("curator"))
@@ -1543,13 +1620,20 @@ fn print_ratios(setup: &str, rates: &[Rate]) {
             let Some((rate, _, cpu)) = mean(clients, mode) else {
                 continue;
             };
-            let to_raw = raw.map_or("–".to_string(), |(r, _, raw_cpu)| {
-                format!(
-                    "{:.2}× the raw floor, server CPU per op {:.2}× the floor's",
-                    rate / r,
-                    cpu / raw_cpu
-                )
-            });
+            let against = |floor: Option<(f64, f64, f64)>, name: &str| {
+                floor.map_or(format!("– {name}"), |(r, _, floor_cpu)| {
+                    format!(
+                        "{:.2}× {name}, server CPU per op {:.2}× its",
+                        rate / r,
+                        cpu / floor_cpu
+                    )
+                })
+            };
+            let to_raw = format!(
+                "{} ({})",
+                against(raw, "the raw floor"),
+                against(raw_java, "the raw floor through ZooKeeper's Java client")
+            );
             let to = |best: Option<(&str, f64, f64)>| {
                 best.map_or("–".to_string(), |(m, r, f)| {
                     format!("{:.2}× ({m}: {r:.0} ops/s, fewest ÷ mean {f:.2})", rate / r)
