@@ -232,13 +232,17 @@ impl<S: Store> OnZooKeeper<'_, S> {
             .map(|l| &l.young)
             .filter(|young| wanted.is_multiple_of(unit) && young.any(now));
         let lost = retry.filter(|lost| !lost.is_empty());
-        let left = |(name, range): &choice::Hole| {
-            young.is_some_and(|young| young.is_young(range, now))
-                || lost.is_some_and(|lost| lost.contains(name))
+        // One per walk of the listing in ID order: each answers for the young holes in one pass.
+        let left = || {
+            let young = young.map(|young| young.in_order(now));
+            move |(name, range): &choice::Hole| {
+                young.as_ref().is_some_and(|young| young.is_young(range))
+                    || lost.is_some_and(|lost| lost.contains(name))
+            }
         };
         let leaves = young.is_some() || lost.is_some();
         let available = if leaves {
-            choice::available_without(listed, top, left)
+            choice::available_without(listed, top, left())
         } else {
             choice::available_at_most(listed, top)
         };
@@ -250,7 +254,7 @@ impl<S: Store> OnZooKeeper<'_, S> {
         }
         let kept;
         let holes = if leaves {
-            kept = choice::without(listed, left);
+            kept = choice::without(listed, left());
             kept.as_slice()
         } else {
             listed

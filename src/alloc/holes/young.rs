@@ -28,8 +28,8 @@ pub const LEFT_TO_PUSHER_FOR: Duration = Duration::from_secs(1);
 /// pusher.
 #[derive(Debug, Default)]
 pub(crate) struct YoungHoles {
-    /// By the hole's (start, end), ascending: a take asks about every hole it lists, and a
-    /// binary search answers it without hashing.
+    /// By the hole's (start, end), ascending: a take asks about every hole it lists, in ID
+    /// order, and one pass along this answers them all ([`YoungHoles::in_order`]).
     until: Vec<((i64, i64), Instant)>,
 }
 
@@ -95,6 +95,17 @@ impl YoungHoles {
         self.until_of(range).is_some_and(|until| until > now)
     }
 
+    /// [`Self::is_young`] for holes asked about in ID order, as a take walks its listing: one
+    /// pass over the young holes for the whole listing instead of a binary search per hole.
+    pub(crate) fn in_order(&self, now: Instant) -> InOrder<'_> {
+        InOrder {
+            young: self,
+            now,
+            next: std::cell::Cell::new(0),
+            last: std::cell::Cell::new((i64::MIN, i64::MIN)),
+        }
+    }
+
     /// Until when the hole of `range` is left to its pusher, if it was seen appear.
     fn until_of(&self, range: &IdRange) -> Option<Instant> {
         let at = self
@@ -113,6 +124,38 @@ impl YoungHoles {
         {
             self.until.remove(at);
         }
+    }
+}
+
+/// Answers whether holes asked about in ascending (start, end) order are young
+/// ([`YoungHoles::in_order`]). A hole asked about out of that order is answered by a binary
+/// search, as [`YoungHoles::is_young`] does.
+pub(crate) struct InOrder<'y> {
+    young: &'y YoungHoles,
+    now: Instant,
+    /// The first young hole not below the last hole asked about.
+    next: std::cell::Cell<usize>,
+    /// The last hole asked about.
+    last: std::cell::Cell<(i64, i64)>,
+}
+
+impl InOrder<'_> {
+    /// Whether the hole of `range` is young.
+    pub(crate) fn is_young(&self, range: &IdRange) -> bool {
+        let asked = key(range);
+        if asked < self.last.get() {
+            return self.young.is_young(range, self.now);
+        }
+        self.last.set(asked);
+        let until = &self.young.until;
+        let mut next = self.next.get();
+        while until.get(next).is_some_and(|(key, _)| *key < asked) {
+            next += 1;
+        }
+        self.next.set(next);
+        until
+            .get(next)
+            .is_some_and(|(key, until)| *key == asked && *until > self.now)
     }
 }
 
@@ -202,5 +245,45 @@ mod tests {
         let later = t0 + LEFT_TO_PUSHER_FOR;
         let young = YoungHoles::after(Some(previous), &[hole(1, 100)], later);
         assert!(!young.any(later));
+    }
+
+    proptest::proptest! {
+        /// Asked in ID order, with some holes asked out of order or twice, the one-pass answer
+        /// is the binary search's.
+        #[test]
+        fn in_order_answers_as_is_young(
+            starts in proptest::collection::btree_set(0i64..400, 0..40),
+            known_mask in proptest::num::u64::ANY,
+            extra_asks in proptest::collection::vec(0i64..400, 0..10),
+            later_ms in 0u64..1500,
+        ) {
+            let t0 = Instant::now();
+            let listed: Vec<Hole> = starts.iter().map(|s| hole(s * 10 + 1, s * 10 + 5)).collect();
+            let known: Vec<Hole> = listed
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| known_mask >> (i % 64) & 1 == 1)
+                .map(|(_, h)| h.clone())
+                .collect();
+            let old = YoungHoles::default();
+            let previous = Previous { holes: &known, young: &old, looked_at: t0 };
+            let young = YoungHoles::after(Some(previous), &listed, t0);
+            let now = t0 + Duration::from_millis(later_ms);
+            let mut asks: Vec<IdRange> = listed.iter().map(|(_, r)| *r).collect();
+            // Ranges not listed, and listed ones asked again, anywhere in the order.
+            for (i, s) in extra_asks.iter().enumerate() {
+                let at = (i * 7) % (asks.len() + 1);
+                asks.insert(at, r(s * 10 + 1, s * 10 + 5 + i64::from(i % 2 == 0)));
+            }
+            let walk = young.in_order(now);
+            for range in &asks {
+                proptest::prop_assert_eq!(
+                    walk.is_young(range),
+                    young.is_young(range, now),
+                    "{:?}",
+                    range
+                );
+            }
+        }
     }
 }
