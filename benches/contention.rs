@@ -34,10 +34,13 @@
 //! Each setup (a standalone server; a 3-server ensemble reached through one follower) runs every
 //! client count and mode for a window. The servers run as ZooKeeper ships
 //! ([`Tuning::AsShipped`](zooid_test_support::Tuning): full JIT, a 1000 MB heap, every log write
-//! synced), not tuned for tests. Before the rows, each mode runs once for `--warmup-ms` at the
-//! largest process count, unrecorded, so that the servers' JIT has compiled what every mode
-//! asks of them (the first mode on a new setup ran about half as fast without it). Printed per
-//! run:
+//! synced), not tuned for tests. Before the rows, each mode runs once for `--warmup-ms` (12 s)
+//! at the largest process count, unrecorded, so that the servers' JIT has compiled what every
+//! mode asks of them: the first mode on a new setup ran about half as fast without it, and the
+//! first zooid row after 3-second warm-ups still cost the server 1.7× the CPU per op of the same
+//! mode's next round (zooid's `multi`s and checks are more for the JIT to compile than a
+//! `create`). After each row (and warm-up) the bench deletes the nodes the row wrote, so that
+//! every row starts on the same small tree. Printed per run:
 //!
 //! - completed operations/s and its ratio to the same mode at 1 process;
 //! - `writes/op`: every transaction the server processed in the window (the zxid delta: every
@@ -81,7 +84,7 @@
 //! mvn -B -q -f java/curator-bench/pom.xml package dependency:copy-dependencies -DexcludeArtifactIds=zooid
 //! cargo bench --bench contention -- [--clients 1,4,16,32] [--window-ms 6000] [--batch 1000]
 //!     [--push-back 0] [--modes zooid,zooid-single,zooid-blocks,zooid-fair,naive,curator]
-//!     [--setups standalone,ensemble] [--rounds 1] [--warmup-ms 3000] [--curator-sweep]
+//!     [--setups standalone,ensemble] [--rounds 1] [--warmup-ms 12000] [--curator-sweep]
 //! cargo bench --bench contention -- --burst 2000 [--holes 2000] [--burst-batch 10000]
 //!     [--setups standalone]
 //! ```
@@ -169,7 +172,7 @@ fn parse_args() -> Args {
         setups: vec!["standalone".into(), "ensemble".into()],
         setups_given: false,
         rounds: 1,
-        warmup_ms: 3000,
+        warmup_ms: 12_000,
         burst: None,
         burst_batch: 10_000,
         holes: None,
