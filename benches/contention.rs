@@ -630,6 +630,29 @@ fn curator_classpath() -> Option<String> {
         .then(|| format!("{}:{}/*", classes.to_string_lossy(), deps.to_string_lossy()))
 }
 
+/// The arguments every Java contender of java/curator-bench starts with.
+fn java_run(connect: &str, path: &str, clients: usize, args: &Args) -> Vec<String> {
+    vec![
+        connect.to_string(),
+        path.to_string(),
+        clients.to_string(),
+        args.batch.to_string(),
+        args.window_ms.to_string(),
+    ]
+}
+
+/// A JVM running the contender `class` of java/curator-bench (package `io.zooid.bench`) with
+/// `run`, and `option` (a system property) before the class path when given.
+fn java_contender(option: Option<&str>, classpath: &str, class: &str, run: &[String]) -> Command {
+    let mut command = Command::new("java");
+    command.arg("-Xss512k");
+    command.args(option);
+    command
+        .args(["-cp", classpath, &format!("io.zooid.bench.{class}")])
+        .args(run);
+    command
+}
+
 /// The zooid jar's classes (java/zooid, built by Maven); the native library is this build's
 /// (target/release/deps/libzooid.so).
 fn zooid_java_classpath() -> Option<String> {
@@ -685,74 +708,36 @@ fn run_one(
                 );
                 return None;
             };
-            let mut command = Command::new("java");
-            command.args([
-                "-Xss512k",
-                &format!(
-                    "-Dzooid.library.path={}",
-                    repo().join("target/release/deps").display()
-                ),
-                "-cp",
-                // The zooid classes of this tree first (java/curator-bench copies the jar it
-                // compiled against, which may be older, among its dependencies).
-                &format!("{zooid}:{classpath}"),
-                "io.zooid.bench.ZooidContender",
-                connect,
-                path,
-                &clients.to_string(),
-                &args.batch.to_string(),
-                &args.window_ms.to_string(),
-                &push_pct.to_string(),
-            ]);
+            let library = format!(
+                "-Dzooid.library.path={}",
+                repo().join("target/release/deps").display()
+            );
+            // The zooid classes of this tree first (java/curator-bench copies the jar it
+            // compiled against, which may be older, among its dependencies).
+            let classpath = format!("{zooid}:{classpath}");
+            let mut run = java_run(connect, path, clients, args);
+            run.push(push_pct.to_string());
+            let command = java_contender(Some(&library), &classpath, "ZooidContender", &run);
             workers.push(Worker::spawn(command, 0, tx.clone()));
             1
         }
-        "raw-java" => {
+        java if java == "raw-java" || java.starts_with("curator") => {
             let Some(classpath) = curator_classpath() else {
                 eprintln!(
-                    "raw-java skipped: run `mvn -B -q -f java/curator-bench/pom.xml package dependency:copy-dependencies`"
+                    "{mode} skipped: run `mvn -B -q -f java/curator-bench/pom.xml package dependency:copy-dependencies`"
                 );
                 return None;
             };
-            let mut command = Command::new("java");
-            command.args([
-                "-Xss512k",
-                "-cp",
-                &classpath,
-                "io.zooid.bench.RawContender",
-                connect,
-                path,
-                &clients.to_string(),
-                &args.batch.to_string(),
-                &args.window_ms.to_string(),
-                &push_pct.to_string(),
-            ]);
-            workers.push(Worker::spawn(command, 0, tx.clone()));
-            1
-        }
-        curator if curator.starts_with("curator") => {
-            let retry = curator_retry(curator);
-            let Some(classpath) = curator_classpath() else {
-                eprintln!(
-                    "curator skipped: run `mvn -B -q -f java/curator-bench/pom.xml package dependency:copy-dependencies`"
-                );
-                return None;
+            let mut run = java_run(connect, path, clients, args);
+            let class = if java == "raw-java" {
+                run.push(push_pct.to_string());
+                "RawContender"
+            } else {
+                let retry = curator_retry(java);
+                run.extend([retry.base_ms, retry.cap_ms, retry.attempts].map(|v| v.to_string()));
+                "CuratorContender"
             };
-            let mut command = Command::new("java");
-            command.args([
-                "-Xss512k",
-                "-cp",
-                &classpath,
-                "io.zooid.bench.CuratorContender",
-                connect,
-                path,
-                &clients.to_string(),
-                &args.batch.to_string(),
-                &args.window_ms.to_string(),
-                &retry.base_ms.to_string(),
-                &retry.cap_ms.to_string(),
-                &retry.attempts.to_string(),
-            ]);
+            let command = java_contender(None, &classpath, class, &run);
             workers.push(Worker::spawn(command, 0, tx.clone()));
             1
         }

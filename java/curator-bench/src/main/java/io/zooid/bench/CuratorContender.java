@@ -1,8 +1,6 @@
 package io.zooid.bench;
 
 import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -69,13 +67,8 @@ public final class CuratorContender {
             k.add(warm.preValue() + 1, warm.postValue());
             kept.add(k);
         }
-        System.out.println("ready");
-        System.out.flush();
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        String go = in.readLine();
-        if (!"go".equals(go)) {
-            throw new IllegalStateException("expected go, got " + go);
-        }
+        BufferedReader in = Protocol.stdin();
+        Protocol.readyThenAwaitGo(in);
         String[] results = new String[clients];
         CountDownLatch finished = new CountDownLatch(clients);
         long start = System.nanoTime();
@@ -112,9 +105,7 @@ public final class CuratorContender {
             System.out.println(r);
         }
         System.out.flush();
-        while (in.readLine() != null) {
-            // wait for EOF
-        }
+        Protocol.awaitEof(in);
         for (CuratorFramework cf : frameworks) {
             cf.close();
         }

@@ -1,8 +1,5 @@
 package io.zooid.bench;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -29,24 +26,21 @@ public final class RawContender {
     private RawContender() {}
 
     /** One client's window. */
-    private static final class Client {
+    private static final class Client extends Recycler {
         final ZooKeeper zk;
         final String prefix;
-        final Kept kept = new Kept();
-        long ops;
-        long errors;
-        long pushErrors;
-        long ids;
-        final StringBuilder takeLatency = new StringBuilder();
-        final StringBuilder pushLatency = new StringBuilder();
+        final long batch;
+        final int pushPct;
 
-        Client(ZooKeeper zk, String parent) {
+        Client(ZooKeeper zk, String parent, long batch, int pushPct) {
             this.zk = zk;
             this.prefix = parent + "/t-";
+            this.batch = batch;
+            this.pushPct = pushPct;
         }
 
-        /** A take and its push-back; false when either failed. */
-        boolean cycle(long batch, int pushPct, boolean timed) {
+        @Override
+        boolean cycle(boolean timed) {
             long t0 = System.nanoTime();
             String node;
             try {
@@ -62,25 +56,13 @@ public final class RawContender {
             if (keep > 0) {
                 kept.add(start, start + keep - 1);
             }
-            if (timed) {
-                ids += keep;
-                takeLatency.append(' ').append(took);
-            }
-            if (pushPct > 0) {
-                long t1 = System.nanoTime();
-                try {
-                    zk.delete(node, -1);
-                } catch (Exception e) {
-                    if (timed) {
-                        pushErrors++;
-                    }
-                    return false;
-                }
-                if (timed) {
-                    pushLatency.append(' ').append((System.nanoTime() - t1) / 1000);
-                }
-            }
-            return true;
+            tookIn(took, keep, timed);
+            return pushPct == 0 || pushBack(() -> zk.delete(node, -1), timed);
+        }
+
+        @Override
+        void close() throws InterruptedException {
+            zk.close();
         }
     }
 
@@ -103,47 +85,9 @@ public final class RawContender {
             if (!connected.await(30, TimeUnit.SECONDS)) {
                 throw new IllegalStateException("no session with " + connect);
             }
-            Client client = new Client(zk, parent);
-            if (!client.cycle(batch, pushPct, false)) {
-                throw new IllegalStateException("warm-up take failed");
-            }
+            Client client = new Client(zk, parent, batch, pushPct);
             all.add(client);
         }
-        System.out.println("ready");
-        System.out.flush();
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        String go = in.readLine();
-        if (!"go".equals(go)) {
-            throw new IllegalStateException("expected go, got " + go);
-        }
-        CountDownLatch finished = new CountDownLatch(clients);
-        long start = System.nanoTime();
-        for (Client client : all) {
-            Thread t = new Thread(() -> {
-                while (System.nanoTime() - start < windowNanos) {
-                    if (client.cycle(batch, pushPct, true)) {
-                        client.ops++;
-                    } else {
-                        client.errors++;
-                    }
-                }
-                finished.countDown();
-            });
-            t.start();
-        }
-        finished.await();
-        for (Client c : all) {
-            System.out.println("push-errors " + c.pushErrors);
-            System.out.println("push-latency" + c.pushLatency);
-            System.out.println(c.kept);
-            System.out.println("done " + c.ops + " " + c.errors + " " + c.ids + c.takeLatency);
-        }
-        System.out.flush();
-        while (in.readLine() != null) {
-            // wait for EOF
-        }
-        for (Client c : all) {
-            c.zk.close();
-        }
+        Recycler.serve(all, windowNanos);
     }
 }
