@@ -1,6 +1,7 @@
 //! A claimed item: its data, complete or release (one `multi` that first checks the item's
-//! version, which names this claim's incarnation of the lock), and the release of a dropped
-//! claim, retried in the background until done.
+//! version, which names this claim's incarnation of the lock), and what is left to the
+//! background: the release of a claim dropped unfinished, and a complete or release whose
+//! outcome was still unknown when the caller's time ran out, each resent until done.
 
 use std::sync::atomic::AtomicBool;
 
@@ -56,33 +57,43 @@ impl Claim {
     ///
     /// Errors: [`ZooidError::SessionLost`] when the claim was lost with its session (the item
     /// is, or will be, handed out again; nothing was done); [`ZooidError::Timeout`] when no
-    /// server answered for `op_timeout` (outcome unknown: the item is completed, or it will be
-    /// handed out again). A complete sent when the session was given up with its reply lost
-    /// waits for the servers' word that the session can no longer write, then reads the item:
-    /// gone, the complete is done (`Ok`); still there, `SessionLost`; no word before
-    /// `op_timeout`, `Timeout`.
-    pub async fn complete(mut self) -> Result<()> {
-        self.done = true;
-        if self.is_lost() {
-            return Err(self.held.lost("the session that made it was lost"));
-        }
-        let deadline = Instant::now() + self.held.queue.options.op_timeout;
-        self.held
-            .finish(Finish::Complete, &self.data, Some(deadline))
-            .await
+    /// server answered for `op_timeout` (outcome unknown to the caller): while the claim's
+    /// session lives the complete goes on in the background until it is done, so the item is
+    /// completed, or handed out again once the session ends. A complete sent when the session
+    /// was given up with its reply lost waits for the servers' word that the session can no
+    /// longer write, then reads the item: gone, the complete is done (`Ok`); still there,
+    /// `SessionLost`; no word before `op_timeout`, `Timeout`. A `complete` future dropped
+    /// before it finished releases the claim in the background, as a dropped claim does.
+    pub async fn complete(self) -> Result<()> {
+        self.finish(Finish::Complete).await
     }
 
     /// Deletes the lock only: the item is handed out again (to the oldest waiting consumer).
-    /// Errors as for [`complete`](Self::complete).
-    pub async fn release(mut self) -> Result<()> {
-        self.done = true;
+    /// Errors as for [`complete`](Self::complete); a release in doubt goes on in the background
+    /// the same way.
+    pub async fn release(self) -> Result<()> {
+        self.finish(Finish::Release).await
+    }
+
+    /// Completes or releases within `op_timeout`. The claim counts as finished (its drop does
+    /// nothing more) only once this returns: a future dropped on the way leaves the release to
+    /// [`Drop`], and an outcome unknown on a live session is handed to a background task that
+    /// resends until done, so the lock never outlives the claim on a session that lives on.
+    async fn finish(mut self, how: Finish) -> Result<()> {
         if self.is_lost() {
+            // The lock went with its session.
+            self.done = true;
             return Err(self.held.lost("the session that made it was lost"));
         }
         let deadline = Instant::now() + self.held.queue.options.op_timeout;
-        self.held
-            .finish(Finish::Release, &self.data, Some(deadline))
-            .await
+        let out = self.held.finish(how, &self.data, Some(deadline)).await;
+        self.done = true;
+        if matches!(out, Err(ZooidError::Timeout { .. })) && !self.held.is_gone() {
+            self.held
+                .clone()
+                .finish_in_background(how, std::mem::take(&mut self.data));
+        }
+        out
     }
 }
 
@@ -246,16 +257,16 @@ impl Held {
         }
     }
 
-    /// Releases in the background, resending until done or the session is gone (which
-    /// releases the lock too).
-    pub(super) fn release_in_background(self, data: Vec<u8>) {
+    /// Completes or releases in the background, resending until done or the session is gone
+    /// (which releases the lock too).
+    pub(super) fn finish_in_background(self, how: Finish, data: Vec<u8>) {
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             // Without a runtime the lock stays until the session ends, which releases it too.
             return;
         };
         handle.spawn(async move {
-            if let Err(e) = self.finish(Finish::Release, &data, None).await {
-                tracing::debug!(queue = %self.queue.path, item = %self.name, "background release: {e}");
+            if let Err(e) = self.finish(how, &data, None).await {
+                tracing::debug!(queue = %self.queue.path, item = %self.name, ?how, "background {how:?}: {e}");
             }
         });
     }
@@ -268,6 +279,6 @@ impl Drop for Claim {
         }
         self.held
             .clone()
-            .release_in_background(std::mem::take(&mut self.data));
+            .finish_in_background(Finish::Release, std::mem::take(&mut self.data));
     }
 }

@@ -276,7 +276,7 @@ impl Inner {
                                 session_id,
                             };
                             tracing::info!(queue = %queue.path, item = %name, "releasing a lock whose create was in doubt");
-                            held.release_in_background(data);
+                            held.finish_in_background(super::claim::Finish::Release, data);
                             return;
                         }
                     }

@@ -9,6 +9,7 @@
 use zooid_test_support as support;
 
 mod faults;
+mod finish_in_doubt;
 mod load;
 mod put_consumed;
 mod put_doubt;

@@ -1,0 +1,146 @@
+//! A complete whose outcome the caller never learns, on a session that stays alive: its lock
+//! must not outlive the claim. Review finding (2026-11-29): a `complete` that ended in
+//! `Timeout` ("outcome unknown: the item is completed, or it will be handed out again") left its
+//! lock in place, and so did a `complete` future dropped before it finished; nothing released
+//! either, so the item was neither completed nor handed out again while the session lived.
+
+use std::time::{Duration, Instant};
+
+use super::support::{self, op, runtime, FaultProxy, ResetPoint, ZkServer};
+use super::{opts, session};
+use zooid::queue::{QueueOptions, WorkQueue};
+use zooid::{Session, ZooidError};
+
+/// Waits until `item` is no longer held by session `holder` (completed, or its lock released),
+/// up to `within`; the holder's session must stay the one it was.
+async fn wait_not_held(q: &WorkQueue, holder: &Session, item: &str, within: Duration) {
+    let generation = holder.status().generation;
+    let session_id = holder.status().session_id;
+    let until = Instant::now() + within;
+    loop {
+        let listing = q.items().await.unwrap();
+        let held = listing
+            .iter()
+            .find(|i| i.name == item)
+            .and_then(|i| i.claimed_by.clone());
+        match held {
+            Some(by) if by.session_id == session_id => {}
+            _ => break,
+        }
+        assert!(
+            Instant::now() < until,
+            "item {item} still locked by the live session {session_id:#x} after {within:?}: \
+             neither completed nor handed out again"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        holder.status().generation,
+        generation,
+        "guard: the holder's session stayed alive throughout"
+    );
+}
+
+/// A complete's `multi` never reaches the server (the connection is reset before it), and the
+/// complete gives up at its `op_timeout` with `Timeout`; the session reconnects and lives on. The
+/// claim keeps trying in the background: the item is completed (or, had the session ended,
+/// handed out again) well within the session timeout.
+#[test]
+fn a_complete_in_doubt_on_a_live_session_is_finished_in_the_background() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = FaultProxy::start(zk.addr());
+    let rt = runtime();
+    rt.block_on(async {
+        let path = "/fid1/q";
+        let sc = session(&proxy.connect_string(), 6000).await;
+        let consumer = WorkQueue::open(
+            sc.clone().into_zk(),
+            path,
+            QueueOptions {
+                op_timeout: Duration::from_millis(1),
+                ..opts("consumer")
+            },
+        )
+        .unwrap();
+        let sd = session(&zk.connect_string(), 6000).await;
+        let other = WorkQueue::open(sd.clone().into_zk(), path, opts("other")).unwrap();
+        // The reset is armed per attempt and may miss the multi (then the complete succeeds):
+        // a few items, until one complete ends in doubt.
+        let mut in_doubt = None;
+        for _ in 0..5 {
+            let item = other.put(b"job").await.unwrap();
+            let claim = consumer
+                .claim(Some(Duration::from_secs(5)))
+                .await
+                .unwrap()
+                .expect("the item");
+            assert_eq!(claim.item(), item);
+            let resets = proxy.stats().resets;
+            proxy.reset_on(op::MULTI, "locks", ResetPoint::BeforeRequest);
+            let out = claim.complete().await;
+            proxy.clear_faults();
+            sc.wait_connected(Duration::from_secs(5)).await.unwrap();
+            if proxy.stats().resets > resets && matches!(out, Err(ZooidError::Timeout { .. })) {
+                in_doubt = Some(item);
+                break;
+            }
+        }
+        let item = in_doubt.expect("guard: a complete ended in Timeout after its request was lost");
+        wait_not_held(&other, &sc, &item, Duration::from_secs(3)).await;
+        let listing = other.items().await.unwrap();
+        assert!(
+            listing.iter().all(|i| i.name != item),
+            "the complete went on in the background and deleted the item: {listing:?}"
+        );
+    });
+}
+
+/// A `complete` future dropped while it waits to resend (its first `multi` lost with the
+/// connection): the dropped claim is released in the background, as any claim dropped
+/// unfinished, and the item is handed out again while the consumer's session lives.
+#[test]
+fn a_complete_dropped_unfinished_releases_its_claim() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let proxy = FaultProxy::start(zk.addr());
+    let rt = runtime();
+    rt.block_on(async {
+        let path = "/fid2/q";
+        let sc = session(&proxy.connect_string(), 6000).await;
+        let consumer = WorkQueue::open(sc.clone().into_zk(), path, opts("consumer")).unwrap();
+        let sd = session(&zk.connect_string(), 6000).await;
+        let other = WorkQueue::open(sd.clone().into_zk(), path, opts("other")).unwrap();
+        let mut dropped = None;
+        for _ in 0..5 {
+            let item = other.put(b"job").await.unwrap();
+            let claim = consumer
+                .claim(Some(Duration::from_secs(5)))
+                .await
+                .unwrap()
+                .expect("the item");
+            let resets = proxy.stats().resets;
+            proxy.reset_on(op::MULTI, "locks", ResetPoint::BeforeRequest);
+            // The caller gives up on the complete (its own timeout) while it is in doubt.
+            let out = tokio::time::timeout(Duration::from_millis(30), claim.complete()).await;
+            proxy.clear_faults();
+            sc.wait_connected(Duration::from_secs(5)).await.unwrap();
+            if proxy.stats().resets > resets && out.is_err() {
+                dropped = Some(item);
+                break;
+            }
+            if let Ok(Err(e)) = out {
+                panic!("complete: {e}");
+            }
+        }
+        let item = dropped.expect("guard: a complete was dropped after its request was lost");
+        wait_not_held(&other, &sc, &item, Duration::from_secs(3)).await;
+        let again = other
+            .claim(Some(Duration::from_secs(5)))
+            .await
+            .unwrap()
+            .expect("the item of the dropped complete, handed out again");
+        assert_eq!(again.item(), item);
+        again.complete().await.unwrap();
+    });
+}
