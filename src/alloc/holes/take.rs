@@ -17,17 +17,36 @@ use tokio::time::Instant;
 
 impl<S: Store> OnZooKeeper<'_, S> {
     /// A take of `n` IDs: holes first, as many as leave whole blocks to claim
-    /// ([`choice::hole_amount`]), then fresh blocks.
+    /// ([`choice::hole_amount`]), then fresh blocks. On any error, the IDs the take already got
+    /// go back ([`Self::give_back`], which reports them leaked when they cannot): one rule for
+    /// every way out of [`Self::take_holes_into`].
     pub(crate) async fn take_hole_nodes(
         &self,
         category: &IdCategory,
         slot: &mut Slot,
         n: u64,
     ) -> Result<Taken> {
+        let mut taken = Vec::new();
+        let result = self.take_holes_into(category, slot, n, &mut taken).await;
+        if result.is_err() && !taken.is_empty() {
+            self.give_back(category, slot, taken).await;
+        }
+        result
+    }
+
+    /// The take of [`Self::take_hole_nodes`]. `taken` holds what it got and has not handed on
+    /// yet (to its result, or to [`Self::take_blocks`], which gives back what it was passed on
+    /// its own errors): what is in it when this fails goes back.
+    async fn take_holes_into(
+        &self,
+        category: &IdCategory,
+        slot: &mut Slot,
+        n: u64,
+        taken: &mut Vec<IdRange>,
+    ) -> Result<Taken> {
         if n == 0 {
             return Ok(Taken::Ids(Vec::new()));
         }
-        let mut taken = Vec::new();
         let path = category.name();
         // Just after losing races for holes, a take of whole blocks may leave them to others:
         // fresh blocks, without a look at the holes. At the ceiling or the end, where fewer
@@ -37,17 +56,15 @@ impl<S: Store> OnZooKeeper<'_, S> {
             .start(self.options.hole_backoff_from_start);
         let whole_blocks = unit_of(slot).is_some_and(|unit| n.is_multiple_of(unit));
         if whole_blocks && memory::of(slot).races.leaves_holes(Instant::now()) {
-            match self.take_blocks(category, slot, taken, n).await {
+            match self.take_blocks(category, slot, Vec::new(), n).await {
                 Ok(Taken::Ids(ids)) if count_of(&ids) == n => return Ok(Taken::Ids(ids)),
-                Ok(Taken::Ids(ids)) => taken = ids,
+                Ok(Taken::Ids(ids)) => *taken = ids,
                 Ok(moved @ Taken::Moved(_)) => return Ok(moved),
-                Err(ZooidError::Exhausted { .. } | ZooidError::ReservationExhausted { .. }) => {
-                    taken = Vec::new();
-                }
+                Err(ZooidError::Exhausted { .. } | ZooidError::ReservationExhausted { .. }) => {}
                 Err(err) => return Err(err),
             }
         }
-        let wanted = n - count_of(&taken);
+        let wanted = n - count_of(taken);
         // A first look: no listing of the holes yet, nor a race lost of late (a process just
         // started, as each task of a job that starts at once).
         let first_look = {
@@ -56,7 +73,9 @@ impl<S: Store> OnZooKeeper<'_, S> {
         };
         let seen = self.refresh_holes(path, slot, Trust::Allowed).await?;
         let (Some(top), Some(unit)) = (top_of(slot), unit_of(slot)) else {
-            return self.take_blocks(category, slot, taken, n).await;
+            return self
+                .take_blocks(category, slot, std::mem::take(taken), n)
+                .await;
         };
         let mut choice = self.choose_holes(slot, wanted, top, unit, None);
         // Holes chosen on a listing others' takes may have outrun since: listed again first, a
@@ -78,22 +97,19 @@ impl<S: Store> OnZooKeeper<'_, S> {
                 .retry_first_look(category, slot, attempt, wanted, top, unit)
                 .await;
         }
-        match attempt {
-            Ok(Attempt::Handed(mut handed)) => {
+        match attempt? {
+            Attempt::Handed(mut handed) => {
                 taken.append(&mut handed);
-                if count_of(&taken) == n {
-                    return Ok(Taken::Ids(taken));
+                if count_of(taken) == n {
+                    return Ok(Taken::Ids(std::mem::take(taken)));
                 }
             }
-            Ok(Attempt::Raced(_) | Attempt::Missed) => {}
-            Err(err) => {
-                if !taken.is_empty() {
-                    self.give_back(category, slot, taken).await;
-                }
-                return Err(err);
-            }
+            Attempt::Raced(_) | Attempt::Missed => {}
         }
-        match self.take_blocks(category, slot, taken, n).await {
+        match self
+            .take_blocks(category, slot, std::mem::take(taken), n)
+            .await
+        {
             // Fewer fresh IDs remain than the take wants, below the ceiling or the end: the rest
             // from the holes as they are, those it left to their pushers included. What it
             // got is handed out whatever that finds.
@@ -111,7 +127,7 @@ impl<S: Store> OnZooKeeper<'_, S> {
                     // IDs in doubt are reported, never dropped: what the take got goes back,
                     // and the caller learns which IDs may be gone.
                     Err(err @ ZooidError::OutcomeUnknown { .. }) => {
-                        self.give_back(category, slot, ids).await;
+                        *taken = ids;
                         return Err(err);
                     }
                     // Nothing in doubt (the claim did not apply): the take is served short.
