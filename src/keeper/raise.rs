@@ -244,19 +244,25 @@ impl Active<'_> {
             data: write.data.clone(),
             version: Some(write.version),
         }];
+        // A repair names the free IDs its write removes before it sends it: whatever happens
+        // after the write leaves the servers (its reply lost, this process killed before the
+        // REPAIR line), the leak is on record, since a later evaluation that finds the pool
+        // level with the record has nothing left to report. If the write does not apply, the
+        // next evaluation repairs again and names them again.
+        if let Some((recorded, generation)) = repair {
+            (self.options.report)(&format!(
+                "repair pending category={path}: the pool write that removes {} free IDs at or below {recorded}, epoch {generation}, is being sent; if it applies, those IDs are leaked, and the repair report that follows confirms it",
+                write.removed
+            ));
+        }
         match self.election.fenced(&ops).await {
             Ok(_) => {}
             Err(ZooidError::Store { reason, .. }) => {
-                // A version conflict (takes moved the pool) or an unknown outcome: re-read. A
-                // repair's write may have applied without its reply: the free IDs it removes
-                // are named now, as leaked, since a later evaluation that finds the pool level
-                // with the record has nothing left to report (if it did not apply, the next
-                // evaluation repairs again and names them again).
+                // A version conflict (takes moved the pool) or an unknown outcome: re-read.
                 tracing::debug!(category = path, %reason, "keeper: pool write did not apply; re-reading");
-                if let Some((recorded, generation)) = repair {
+                if repair.is_some() {
                     (self.options.report)(&format!(
-                        "repair in doubt category={path}: the pool write that removes {} free IDs at or below {recorded}, epoch {generation}, did not report success ({reason}); if it applied, those IDs are leaked and no REPAIR line follows; if not, the next evaluation repairs again",
-                        write.removed
+                        "repair in doubt category={path}: its pool write did not report success ({reason}); if it applied, the IDs its `repair pending` line names are leaked and no REPAIR line follows; if not, the next evaluation repairs again"
                     ));
                 }
                 return Ok(Wrote::Conflict);

@@ -185,8 +185,9 @@ impl Keepers {
 /// reissued): those no process holds are leaked, as the operator's restore leaks them.
 fn report(shared: &Shared, name: &str, line: &str) {
     shared.log(format!("{name}: {line}"));
-    // A repair whose write did not report success may have applied: its IDs count as leaked.
-    if !line.starts_with("REPAIR ") && !line.starts_with("repair in doubt ") {
+    // A repair names the IDs its write removes before sending it (it may apply whatever
+    // follows: its reply lost, the keeper crashed): they count as leaked from then on.
+    if !line.starts_with("REPAIR ") && !line.starts_with("repair pending ") {
         return;
     }
     let recorded = line

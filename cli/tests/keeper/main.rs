@@ -611,6 +611,62 @@ fn a_rolled_back_pool_is_repaired_by_the_keeper() {
     eprintln!("{line}");
 }
 
+/// A keeper killed right after its repair's pool write applied, before its `REPAIR` line: the
+/// free IDs the write removed are named in its log already (`repair pending`, sent before the
+/// write), so the leak is on record; the next evaluation finds the pool level with the record
+/// and has nothing left to report. Review finding (2026-11-29, simulation seed 1795937314079):
+/// the IDs were named only after the write, and the crash lost the report.
+#[test]
+fn a_repair_names_the_ids_it_removes_before_its_write() {
+    let zk = ZkServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records");
+    let connect = zk.connect_string();
+    let mut first = keeper("rp", dir.path(), &connect, &records, "/rp", 100, &[]);
+    first.wait_log("active, token", Duration::from_secs(20));
+    runtime().block_on(async {
+        let durable = DurableStore::open(records.to_str().unwrap()).unwrap();
+        let svc = service(&connect, Duration::from_secs(15)).await;
+        let cat = IdCategory::new("/rp/c").unwrap();
+        svc.create_category(&cat, &CategorySpec::new(1, i64::MAX).single_node().ceiling(0)).await.unwrap();
+        wait_ceiling(&svc, &cat, 1, Duration::from_secs(10)).await;
+        let snapshot = svc.store().get(cat.name()).await.unwrap();
+        let snap_ceiling = zooid::format::Pool::parse(cat.name(), &snapshot.data).unwrap().ceiling().unwrap();
+        // Takes until the keeper raised the record above the snapshot's ceiling.
+        loop {
+            svc.take_ids(&cat, 50).await.unwrap();
+            let record = durable.read(cat.name()).await.unwrap().unwrap();
+            if record.ceiling > snap_ceiling {
+                break;
+            }
+        }
+        tokio::task::block_in_place(|| first.stop());
+        let record = durable.read(cat.name()).await.unwrap().unwrap();
+        // The rollback: the node comes back with the snapshot's content.
+        loop {
+            let node = svc.store().get(cat.name()).await.unwrap();
+            if svc.store().delete(cat.name(), node.version).await.is_ok() {
+                break;
+            }
+        }
+        svc.store().create(cat.name(), &snapshot.data).await.unwrap();
+        // The next keeper repairs, and dies as soon as its pool write applied.
+        let mut crashing = keeper("rp-x", dir.path(), &connect, &records, "/rp", 100, &[("ZOOID_KEEPER_CRASH_AT", "after-zookeeper")]);
+        tokio::task::block_in_place(|| crashing.wait_exit(Duration::from_secs(30)));
+        let log = crashing.log();
+        assert!(log.contains("crashing at after-zookeeper"), "guard: the keeper crashed after its write:\n{log}");
+        let info = svc.pool_info(&cat).await.unwrap();
+        assert!(info.epoch >= 1, "guard: the repair's pool write applied (epoch {})", info.epoch);
+        assert!(!log.contains("REPAIR"), "guard: the crash came before the REPAIR line:\n{log}");
+        let named = format!("free IDs at or below {},", record.ceiling);
+        assert!(
+            log.lines().any(|l| l.contains("repair pending category=/rp/c") && l.contains(&named)),
+            "the IDs the applied repair removed are named nowhere in the keeper's log:\n{log}"
+        );
+        eprintln!("repair named before its write: record {}, snapshot ceiling {snap_ceiling}, epoch now {}", record.ceiling, info.epoch);
+    });
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
