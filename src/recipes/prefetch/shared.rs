@@ -284,9 +284,17 @@ impl<S: Store> Shared<S> {
         let count = rest.count_ids();
         let result = self.service.push_ids(&mut rest).await;
         if result.is_err() && rest.has_more_ids() {
-            // Nothing was pushed: keep the IDs so that another close can try again.
+            // Nothing was pushed: keep the IDs so that another close can try again, together
+            // with those another close kept meanwhile (closes at once each take what is there
+            // and put back what they could not push).
             let mut st = self.lock();
-            st.install(rest, self.options.refill_when_used);
+            let mut kept = st.current.ranges();
+            kept.extend(rest.ranges());
+            kept.sort_unstable();
+            st.install(
+                IdSet::new(self.category.clone(), kept),
+                self.options.refill_when_used,
+            );
         } else if result.is_ok() {
             tracing::debug!(category = %self.category, pushed = count, "ID source closed");
         }

@@ -9,6 +9,10 @@
 //! the rest. When that listing failed (ZooKeeper unreachable for the operation's budget), the
 //! take returned the error and dropped the fresh IDs it held: not handed out, not given back,
 //! not counted in `ids_leaked`.
+//!
+//! `two_failed_closes_at_once_keep_the_ids_of_both` (review finding, 2026-11-29): two closes of
+//! one prefetching ID source at once, both refused: the second to fail put its IDs back in place
+//! of the first's.
 
 #[allow(dead_code, unused_imports)]
 #[path = "../world/mod.rs"]
@@ -23,6 +27,7 @@ use futures_util::FutureExt;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use zooid::error::Result;
+use zooid::prefetch::{IdSource, SourceOptions};
 use zooid::zk::{
     Acl, Confirmed, ConnectOptions, Create, Failure, InDoubt, MultiFailed, Op, OpResult, Reply,
     ServerVersion, SessionStatus, Stat, TreeWatch, Verdict, Watch, WeakZk, Zk, ZooKeeper,
@@ -32,11 +37,13 @@ use zooid::{IdCategory, IdGeneratorService, Layout, RetryPolicy, ServiceOptions,
 use world::{Faults, SimSession, World};
 
 /// A session whose reads of one path (the holes' parent) fail as a connection loss while
-/// `fail` is set; everything else goes to the simulated session.
+/// `fail` is set, and whose `multi`s the servers refuse (not authorized, nothing applied) while
+/// `refuse_multis` is set; everything else goes to the simulated session.
 struct Flaky {
     inner: Zk,
     fail: Arc<AtomicBool>,
     path: String,
+    refuse_multis: Arc<AtomicBool>,
 }
 
 impl Flaky {
@@ -195,6 +202,17 @@ impl ZooKeeper for Flaky {
         generation: u64,
         ops: Vec<Op>,
     ) -> BoxFuture<'_, std::result::Result<Vec<OpResult>, MultiFailed>> {
+        if self.refuse_multis.load(Ordering::SeqCst) {
+            // After a round trip, as the servers' refusal comes.
+            return async {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                Err(MultiFailed {
+                    index: None,
+                    failure: Failure::new(Verdict::NotAuthorized, "injected: refused"),
+                })
+            }
+            .boxed();
+        }
         self.inner.multi(generation, ops)
     }
 }
@@ -231,6 +249,7 @@ async fn scenario(fail_listing: bool) {
         inner: SimSession::open(&world, 1, 1),
         fail: fail.clone(),
         path: zooid::format::holes_parent(category.name()),
+        refuse_multis: Arc::new(AtomicBool::new(false)),
     });
     // Its first take of whole blocks leaves the holes to others (as after a lost race).
     let service = IdGeneratorService::on_zookeeper(flaky, options(1));
@@ -270,13 +289,18 @@ async fn scenario(fail_listing: bool) {
 }
 
 fn run(fail_listing: bool) {
+    run_scenario(scenario(fail_listing));
+}
+
+/// Runs `scenario` on a one-thread runtime in paused time, with zooid's random numbers seeded.
+fn run_scenario(scenario: impl std::future::Future<Output = ()>) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
         .build()
         .unwrap();
     zooid::random::seed_thread(7);
-    runtime.block_on(scenario(fail_listing));
+    runtime.block_on(scenario);
 }
 
 /// The take fails, and the IDs it claimed go back (or are reported leaked): every one of the 6
@@ -290,4 +314,94 @@ fn a_take_whose_listing_fails_after_a_short_fresh_claim_gives_its_ids_back() {
 #[test]
 fn the_same_take_with_the_listing_answered_is_served_short() {
     run(false);
+}
+
+/// Drains `category` through `service` until it is exhausted; returns how many IDs it got.
+async fn drain(service: &IdGeneratorService, category: &IdCategory) -> u64 {
+    let mut drained = 0;
+    loop {
+        match service.take_ids(category, 8).await {
+            Ok(set) => drained += set.ranges().iter().map(|r| r.len()).sum::<u64>(),
+            Err(ZooidError::Exhausted { .. }) => return drained,
+            Err(err) => panic!("drain: {err}"),
+        }
+    }
+}
+
+/// Two closes of one ID source at once (`close_returning`, each with IDs its caller gives
+/// back), both refused with nothing pushed: the source keeps the IDs of both, and a later close
+/// pushes them all. Review finding (2026-11-29): the second close to fail put its own IDs in
+/// place of the first's, which were then neither free nor reported leaked.
+#[test]
+fn two_failed_closes_at_once_keep_the_ids_of_both() {
+    run_scenario(async {
+        let world = World::new(11, Faults::all().none(), false);
+        tokio::spawn(world.clone().drive());
+        let admin: Zk = SimSession::open(&world, 0, 0);
+        let category = IdCategory::new("/ids/closes").unwrap();
+        let creator = IdGeneratorService::on_zookeeper(admin.clone(), options(0));
+        creator
+            .create_category(
+                &category,
+                &zooid::CategorySpec::new(1, 400).layout(Layout::HoleNodes { unit: 10 }),
+            )
+            .await
+            .expect("create");
+        let refuse = Arc::new(AtomicBool::new(false));
+        let zk: Zk = Arc::new(Flaky {
+            inner: SimSession::open(&world, 1, 1),
+            fail: Arc::new(AtomicBool::new(false)),
+            path: String::new(),
+            refuse_multis: refuse.clone(),
+        });
+        let service = Arc::new(IdGeneratorService::on_zookeeper(zk, options(0)));
+        let source = IdSource::open(
+            Arc::clone(&service),
+            category.clone(),
+            SourceOptions {
+                initial_batch: 100,
+                min_batch: 10,
+                ..SourceOptions::default()
+            },
+        )
+        .await
+        .expect("open");
+        // What two callers hold and give back with their closes.
+        let first = service
+            .take_ids(&category, 10)
+            .await
+            .unwrap()
+            .ranges()
+            .to_vec();
+        let second = service
+            .take_ids(&category, 10)
+            .await
+            .unwrap()
+            .ranges()
+            .to_vec();
+        refuse.store(true, Ordering::SeqCst);
+        let (a, b) = tokio::join!(
+            source.close_returning(&first),
+            source.close_returning(&second)
+        );
+        assert!(
+            a.is_err() && b.is_err(),
+            "guard: both closes were refused: {a:?}, {b:?}"
+        );
+        println!("closes refused: {a:?}; {b:?}");
+        refuse.store(false, Ordering::SeqCst);
+        source
+            .close()
+            .await
+            .expect("a later close pushes what the refused ones kept");
+        let drained = drain(&creator, &category).await;
+        let leaked = service.stats().ids_leaked + creator.stats().ids_leaked;
+        println!("first {first:?}, second {second:?}, drained {drained}, leaked {leaked}");
+        assert_eq!(
+            drained + leaked,
+            400,
+            "IDs neither held, free nor reported leaked: {} (drained {drained}, leaked {leaked})",
+            400 - drained - leaked
+        );
+    });
 }
