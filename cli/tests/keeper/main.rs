@@ -95,6 +95,17 @@ fn zooid_restore(connect: &str, records: &Path, root: &str) -> std::process::Out
         .unwrap()
 }
 
+/// A rollback of the pool node: it comes back with `snapshot`'s content (and version 0).
+async fn roll_back(svc: &IdGeneratorService, cat: &IdCategory, snapshot: &[u8]) {
+    loop {
+        let node = svc.store().get(cat.name()).await.unwrap();
+        if svc.store().delete(cat.name(), node.version).await.is_ok() {
+            break;
+        }
+    }
+    svc.store().create(cat.name(), snapshot).await.unwrap();
+}
+
 fn ids(set: &zooid::IdSet) -> Vec<i64> {
     set.ranges()
         .iter()
@@ -576,14 +587,7 @@ fn a_rolled_back_pool_is_repaired_by_the_keeper() {
         let record = durable.read(cat.name()).await.unwrap().unwrap();
         let snap_ceiling = zooid::format::Pool::parse(cat.name(), &snapshot.data).unwrap().ceiling().unwrap();
         assert!(record.ceiling > snap_ceiling);
-        // The rollback: the node comes back with the snapshot's content (and version 0).
-        loop {
-            let node = svc.store().get(cat.name()).await.unwrap();
-            if svc.store().delete(cat.name(), node.version).await.is_ok() {
-                break;
-            }
-        }
-        svc.store().create(cat.name(), &snapshot.data).await.unwrap();
+        roll_back(&svc, &cat, &snapshot.data).await;
         tokio::task::block_in_place(|| k.wait_log("REPAIR category=/rb/c", Duration::from_secs(10)));
         // The old client saw the newer pool: it accepts the repaired one (higher epoch).
         let mut later = BTreeSet::new();
@@ -642,14 +646,7 @@ fn a_repair_names_the_ids_it_removes_before_its_write() {
         }
         tokio::task::block_in_place(|| first.stop());
         let record = durable.read(cat.name()).await.unwrap().unwrap();
-        // The rollback: the node comes back with the snapshot's content.
-        loop {
-            let node = svc.store().get(cat.name()).await.unwrap();
-            if svc.store().delete(cat.name(), node.version).await.is_ok() {
-                break;
-            }
-        }
-        svc.store().create(cat.name(), &snapshot.data).await.unwrap();
+        roll_back(&svc, &cat, &snapshot.data).await;
         // The next keeper repairs, and dies as soon as its pool write applied.
         let mut crashing = keeper("rp-x", dir.path(), &connect, &records, "/rp", 100, &[("ZOOID_KEEPER_CRASH_AT", "after-zookeeper")]);
         tokio::task::block_in_place(|| crashing.wait_exit(Duration::from_secs(30)));

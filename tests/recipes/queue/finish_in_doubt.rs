@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::support::{self, op, runtime, FaultProxy, ResetPoint, ZkServer};
 use super::{opts, session};
-use zooid::queue::{QueueOptions, WorkQueue};
+use zooid::queue::{Claim, QueueOptions, WorkQueue};
 use zooid::{Session, ZooidError};
 
 /// Waits until `item` is no longer held by session `holder` (completed, or its lock released),
@@ -41,6 +41,41 @@ async fn wait_not_held(q: &WorkQueue, holder: &Session, item: &str, within: Dura
     );
 }
 
+/// Puts an item through `other`, has `consumer` (on session `sc`, behind `proxy`) claim it and
+/// run `finish` on the claim while the proxy resets the connection before the claim's `multi`;
+/// again with a new item until the reset happened and `finish` says its outcome is the one the
+/// test needs (the reset is armed per attempt and may miss the `multi`). Returns that item.
+async fn finish_under_reset<F, Fut>(
+    other: &WorkQueue,
+    consumer: &WorkQueue,
+    proxy: &FaultProxy,
+    sc: &Session,
+    mut finish: F,
+) -> String
+where
+    F: FnMut(Claim) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..5 {
+        let item = other.put(b"job").await.unwrap();
+        let claim = consumer
+            .claim(Some(Duration::from_secs(5)))
+            .await
+            .unwrap()
+            .expect("the item");
+        assert_eq!(claim.item(), item);
+        let resets = proxy.stats().resets;
+        proxy.reset_on(op::MULTI, "locks", ResetPoint::BeforeRequest);
+        let wanted = finish(claim).await;
+        proxy.clear_faults();
+        sc.wait_connected(Duration::from_secs(5)).await.unwrap();
+        if proxy.stats().resets > resets && wanted {
+            return item;
+        }
+    }
+    panic!("guard: no finish met the reset with the outcome wanted in 5 items");
+}
+
 /// A complete's `multi` never reaches the server (the connection is reset before it), and the
 /// complete gives up at its `op_timeout` with `Timeout`; the session reconnects and lives on. The
 /// claim keeps trying in the background: the item is completed (or, had the session ended,
@@ -65,28 +100,10 @@ fn a_complete_in_doubt_on_a_live_session_is_finished_in_the_background() {
         .unwrap();
         let sd = session(&zk.connect_string(), 6000).await;
         let other = WorkQueue::open(sd.clone().into_zk(), path, opts("other")).unwrap();
-        // The reset is armed per attempt and may miss the multi (then the complete succeeds):
-        // a few items, until one complete ends in doubt.
-        let mut in_doubt = None;
-        for _ in 0..5 {
-            let item = other.put(b"job").await.unwrap();
-            let claim = consumer
-                .claim(Some(Duration::from_secs(5)))
-                .await
-                .unwrap()
-                .expect("the item");
-            assert_eq!(claim.item(), item);
-            let resets = proxy.stats().resets;
-            proxy.reset_on(op::MULTI, "locks", ResetPoint::BeforeRequest);
-            let out = claim.complete().await;
-            proxy.clear_faults();
-            sc.wait_connected(Duration::from_secs(5)).await.unwrap();
-            if proxy.stats().resets > resets && matches!(out, Err(ZooidError::Timeout { .. })) {
-                in_doubt = Some(item);
-                break;
-            }
-        }
-        let item = in_doubt.expect("guard: a complete ended in Timeout after its request was lost");
+        let item = finish_under_reset(&other, &consumer, &proxy, &sc, |claim| async move {
+            matches!(claim.complete().await, Err(ZooidError::Timeout { .. }))
+        })
+        .await;
         wait_not_held(&other, &sc, &item, Duration::from_secs(3)).await;
         let listing = other.items().await.unwrap();
         assert!(
@@ -111,29 +128,15 @@ fn a_complete_dropped_unfinished_releases_its_claim() {
         let consumer = WorkQueue::open(sc.clone().into_zk(), path, opts("consumer")).unwrap();
         let sd = session(&zk.connect_string(), 6000).await;
         let other = WorkQueue::open(sd.clone().into_zk(), path, opts("other")).unwrap();
-        let mut dropped = None;
-        for _ in 0..5 {
-            let item = other.put(b"job").await.unwrap();
-            let claim = consumer
-                .claim(Some(Duration::from_secs(5)))
-                .await
-                .unwrap()
-                .expect("the item");
-            let resets = proxy.stats().resets;
-            proxy.reset_on(op::MULTI, "locks", ResetPoint::BeforeRequest);
-            // The caller gives up on the complete (its own timeout) while it is in doubt.
-            let out = tokio::time::timeout(Duration::from_millis(30), claim.complete()).await;
-            proxy.clear_faults();
-            sc.wait_connected(Duration::from_secs(5)).await.unwrap();
-            if proxy.stats().resets > resets && out.is_err() {
-                dropped = Some(item);
-                break;
+        // The caller gives up on the complete (its own timeout) while it is in doubt.
+        let item = finish_under_reset(&other, &consumer, &proxy, &sc, |claim| async move {
+            match tokio::time::timeout(Duration::from_millis(30), claim.complete()).await {
+                Err(_elapsed) => true,
+                Ok(Ok(())) => false,
+                Ok(Err(e)) => panic!("complete: {e}"),
             }
-            if let Ok(Err(e)) = out {
-                panic!("complete: {e}");
-            }
-        }
-        let item = dropped.expect("guard: a complete was dropped after its request was lost");
+        })
+        .await;
         wait_not_held(&other, &sc, &item, Duration::from_secs(3)).await;
         let again = other
             .claim(Some(Duration::from_secs(5)))

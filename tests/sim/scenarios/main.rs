@@ -229,28 +229,59 @@ fn options(hole_backoff_from_start: u32) -> ServiceOptions {
     }
 }
 
-async fn scenario(fail_listing: bool) {
-    let world = World::new(7, Faults::all().none(), false);
+/// A simulated world without random faults, a category of IDs `1..=last` in hole nodes of
+/// `unit` created through an admin session (`creator`), and a session of process 1 wrapped in
+/// [`Flaky`], its faults off (`fail`, `refuse_multis` turn them on).
+struct Setup {
+    category: IdCategory,
+    creator: IdGeneratorService,
+    flaky: Zk,
+    fail: Arc<AtomicBool>,
+    refuse_multis: Arc<AtomicBool>,
+}
+
+async fn setup(seed: u64, path: &str, last: i64, unit: u64) -> Setup {
+    let world = World::new(seed, Faults::all().none(), false);
     tokio::spawn(world.clone().drive());
     let admin: Zk = SimSession::open(&world, 0, 0);
-    let category = IdCategory::new("/ids/review").unwrap();
-    let creator = IdGeneratorService::on_zookeeper(admin.clone(), options(0));
-    // IDs 1..=6 in blocks of 4: block 0 is 1..=4, block 1 is 5..=6 (clipped at the end).
+    let category = IdCategory::new(path).unwrap();
+    let creator = IdGeneratorService::on_zookeeper(admin, options(0));
     creator
         .create_category(
             &category,
-            &zooid::CategorySpec::new(1, 6).layout(Layout::HoleNodes { unit: 4 }),
+            &zooid::CategorySpec::new(1, last).layout(Layout::HoleNodes { unit }),
         )
         .await
         .expect("create");
-
-    let fail = Arc::new(AtomicBool::new(fail_listing));
+    let (fail, refuse_multis) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
     let flaky: Zk = Arc::new(Flaky {
         inner: SimSession::open(&world, 1, 1),
         fail: fail.clone(),
         path: zooid::format::holes_parent(category.name()),
-        refuse_multis: Arc::new(AtomicBool::new(false)),
+        refuse_multis: refuse_multis.clone(),
     });
+    Setup {
+        category,
+        creator,
+        flaky,
+        fail,
+        refuse_multis,
+    }
+}
+
+async fn scenario(fail_listing: bool) {
+    // IDs 1..=6 in blocks of 4: block 0 is 1..=4, block 1 is 5..=6 (clipped at the end).
+    let Setup {
+        category,
+        creator,
+        flaky,
+        fail,
+        ..
+    } = setup(7, "/ids/review", 6, 4).await;
+    fail.store(fail_listing, Ordering::SeqCst);
     // Its first take of whole blocks leaves the holes to others (as after a lost race).
     let service = IdGeneratorService::on_zookeeper(flaky, options(1));
     let taken = service.take_ids(&category, 8).await;
@@ -270,14 +301,7 @@ async fn scenario(fail_listing: bool) {
 
     // ZooKeeper reachable again: a drain finds every free ID.
     fail.store(false, Ordering::SeqCst);
-    let mut drained = 0;
-    loop {
-        match creator.take_ids(&category, 8).await {
-            Ok(set) => drained += set.ranges().iter().map(|r| r.len()).sum::<u64>(),
-            Err(ZooidError::Exhausted { .. }) => break,
-            Err(err) => panic!("drain: {err}"),
-        }
-    }
+    let drained = drain(&creator, &category).await;
     let leaked = service.stats().ids_leaked + creator.stats().ids_leaked;
     println!("drained {drained}, leaked {leaked}");
     assert_eq!(
@@ -335,26 +359,14 @@ async fn drain(service: &IdGeneratorService, category: &IdCategory) -> u64 {
 #[test]
 fn two_failed_closes_at_once_keep_the_ids_of_both() {
     run_scenario(async {
-        let world = World::new(11, Faults::all().none(), false);
-        tokio::spawn(world.clone().drive());
-        let admin: Zk = SimSession::open(&world, 0, 0);
-        let category = IdCategory::new("/ids/closes").unwrap();
-        let creator = IdGeneratorService::on_zookeeper(admin.clone(), options(0));
-        creator
-            .create_category(
-                &category,
-                &zooid::CategorySpec::new(1, 400).layout(Layout::HoleNodes { unit: 10 }),
-            )
-            .await
-            .expect("create");
-        let refuse = Arc::new(AtomicBool::new(false));
-        let zk: Zk = Arc::new(Flaky {
-            inner: SimSession::open(&world, 1, 1),
-            fail: Arc::new(AtomicBool::new(false)),
-            path: String::new(),
-            refuse_multis: refuse.clone(),
-        });
-        let service = Arc::new(IdGeneratorService::on_zookeeper(zk, options(0)));
+        let Setup {
+            category,
+            creator,
+            flaky,
+            refuse_multis: refuse,
+            ..
+        } = setup(11, "/ids/closes", 400, 10).await;
+        let service = Arc::new(IdGeneratorService::on_zookeeper(flaky, options(0)));
         let source = IdSource::open(
             Arc::clone(&service),
             category.clone(),
