@@ -244,17 +244,6 @@ impl Active<'_> {
             data: write.data.clone(),
             version: Some(write.version),
         }];
-        // A repair names the free IDs its write removes before it sends it: whatever happens
-        // after the write leaves the servers (its reply lost, this process killed before the
-        // REPAIR line), the leak is on record, since a later evaluation that finds the pool
-        // level with the record has nothing left to report. If the write does not apply, the
-        // next evaluation repairs again and names them again.
-        if let Some((recorded, generation)) = repair {
-            (self.options.report)(&format!(
-                "repair pending category={path}: the pool write that removes {} free IDs at or below {recorded}, epoch {generation}, is being sent; if it applies, those IDs are leaked, and the repair report that follows confirms it",
-                write.removed
-            ));
-        }
         match self.election.fenced(&ops).await {
             Ok(_) => {}
             Err(ZooidError::Store { reason, .. }) => {
@@ -330,6 +319,19 @@ impl Active<'_> {
             Err(other) => return Err(other),
         }
         let generation = record.fence.generation.max(pool.epoch()) + 1;
+        // The free IDs it gives up are named before its first write (the hole nodes given up
+        // while the move is planned, then the pool write): whatever happens after a write
+        // leaves (its reply lost, this process killed before the REPAIR line), the leak is on
+        // record, since a later evaluation that finds the pool level with the record has
+        // nothing left to report. If no write applies, the next evaluation repairs again and
+        // names them again.
+        (self.options.report)(&format!(
+            "repair pending category={path}: the pool (ceiling {}, epoch {}) is behind the durable record (ceiling {}); its free IDs at or below {}, epoch {generation}, are given up from now on: leaked if a write of this repair applies (the report of the repair that follows confirms it and counts them)",
+            pool.ceiling().map_or("none".into(), |c| c.to_string()),
+            pool.epoch(),
+            record.ceiling,
+            record.ceiling
+        ));
         let (change, high_water) = if pool.blocks().is_some() {
             // The move (sealed generation, holes given up) is laid out after the durable write.
             let high_water = crate::alloc::blocks::usage(Some(self.zk), path, pool)
