@@ -41,22 +41,25 @@ async fn wait_not_held(q: &WorkQueue, holder: &Session, item: &str, within: Dura
     );
 }
 
-/// Puts an item through `other`, has `consumer` (on session `sc`, behind `proxy`) claim it and
-/// run `finish` on the claim while the proxy resets the connection before the claim's `multi`;
-/// again with a new item until the reset happened and `finish` says its outcome is the one the
-/// test needs (the reset is armed per attempt and may miss the `multi`). Returns that item.
-async fn finish_under_reset<F, Fut>(
+/// Puts an item through `other`, has `consumer` (on session `sc`) claim it, arms a fault with
+/// `arm`, and runs `finish` on the claim; again with a new item until `finish` says its outcome
+/// is the one the test needs (which only the fault can bring). Returns that item.
+/// How many items a test tries before its guard says the fault never brought the outcome.
+const ATTEMPTS: usize = 10;
+
+async fn finish_under_fault<F, Fut>(
     other: &WorkQueue,
     consumer: &WorkQueue,
     proxy: &FaultProxy,
     sc: &Session,
+    arm: impl Fn(&FaultProxy),
     mut finish: F,
 ) -> String
 where
     F: FnMut(Claim) -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    for _ in 0..5 {
+    for _ in 0..ATTEMPTS {
         let item = other.put(b"job").await.unwrap();
         let claim = consumer
             .claim(Some(Duration::from_secs(5)))
@@ -64,20 +67,21 @@ where
             .unwrap()
             .expect("the item");
         assert_eq!(claim.item(), item);
-        let resets = proxy.stats().resets;
-        proxy.reset_on(op::MULTI, "locks", ResetPoint::BeforeRequest);
+        arm(proxy);
         let wanted = finish(claim).await;
         proxy.clear_faults();
+        proxy.heal();
         sc.wait_connected(Duration::from_secs(5)).await.unwrap();
-        if proxy.stats().resets > resets && wanted {
+        if wanted {
             return item;
         }
     }
-    panic!("guard: no finish met the reset with the outcome wanted in 5 items");
+    panic!("guard: no finish met the fault with the outcome wanted in {ATTEMPTS} items");
 }
 
-/// A complete's `multi` never reaches the server (the connection is reset before it), and the
-/// complete gives up at its `op_timeout` with `Timeout`; the session reconnects and lives on. The
+/// A complete's `multi` never reaches the server (held in a blackhole, then dropped with the
+/// connection), and the complete gives up at its `op_timeout` with `Timeout`; the session
+/// reconnects and lives on. The
 /// claim keeps trying in the background: the item is completed (or, had the session ended,
 /// handed out again) well within the session timeout.
 #[test]
@@ -100,8 +104,12 @@ fn a_complete_in_doubt_on_a_live_session_is_finished_in_the_background() {
         .unwrap();
         let sd = session(&zk.connect_string(), 6000).await;
         let other = WorkQueue::open(sd.clone().into_zk(), path, opts("other")).unwrap();
-        let item = finish_under_reset(&other, &consumer, &proxy, &sc, |claim| async move {
-            matches!(claim.complete().await, Err(ZooidError::Timeout { .. }))
+        let blackhole = |p: &FaultProxy| p.blackhole_then_close(Duration::from_millis(300));
+        let item = finish_under_fault(&other, &consumer, &proxy, &sc, blackhole, |claim| async {
+            let out = claim.complete().await;
+            eprintln!("complete: {out:?}");
+            // Guard: only a request lost with the connection ends in `Timeout`.
+            matches!(out, Err(ZooidError::Timeout { .. }))
         })
         .await;
         wait_not_held(&other, &sc, &item, Duration::from_secs(3)).await;
@@ -129,9 +137,12 @@ fn a_complete_dropped_unfinished_releases_its_claim() {
         let sd = session(&zk.connect_string(), 6000).await;
         let other = WorkQueue::open(sd.clone().into_zk(), path, opts("other")).unwrap();
         // The caller gives up on the complete (its own timeout) while it is in doubt.
-        let item = finish_under_reset(&other, &consumer, &proxy, &sc, |claim| async move {
+        let reset = |p: &FaultProxy| p.reset_on(op::MULTI, "locks", ResetPoint::BeforeRequest);
+        let item = finish_under_fault(&other, &consumer, &proxy, &sc, reset, |claim| async {
+            let resets = proxy.stats().resets;
             match tokio::time::timeout(Duration::from_millis(30), claim.complete()).await {
-                Err(_elapsed) => true,
+                // Guard: the connection was reset under the complete.
+                Err(_elapsed) => proxy.stats().resets > resets,
                 Ok(Ok(())) => false,
                 Ok(Err(e)) => panic!("complete: {e}"),
             }
