@@ -35,8 +35,8 @@ use super::engine::LastFailure;
 use super::options::Layout;
 use crate::error::{Result, ZooidError};
 use crate::format::{
-    hole_name, holes_parent, returned_parent, Blocks, OpKind, OpRecord, OpToken, Pool,
-    FORMAT_VERSION, FORMAT_VERSION_HOLES, FORMAT_VERSION_RESERVED, MAX_TAKE,
+    hole_name, holes_parent, returned_parent, sequence_parent, Blocks, OpKind, OpRecord, OpToken,
+    Pool, FORMAT_VERSION, FORMAT_VERSION_HOLES, FORMAT_VERSION_RESERVED, MAX_TAKE,
 };
 use crate::idset::IdCategory;
 use crate::range::IdRange;
@@ -164,9 +164,11 @@ impl<S: Store> Core<S> {
                 format: FORMAT_VERSION_HOLES,
             });
         }
-        // The sequence parent is created only at the version each round plans on (a migration
-        // that read a stale pool must not bring back a retired generation 0).
-        let children = [returned_parent(path), holes_parent(path)];
+        let children = [
+            returned_parent(path),
+            sequence_parent(path, 0),
+            holes_parent(path),
+        ];
         create_children(session, path, &children).await?;
         // The tokens of this call's switches: one found in the log applied.
         let mut sent: Vec<OpToken> = Vec::new();
@@ -286,9 +288,6 @@ impl<S: Store> Core<S> {
                     }),
                 };
             }
-        }
-        if !super::blocks::generations::ensure_parent_at(zk, path, 0, version).await? {
-            return Ok(Round::Again(LastFailure::Conflict));
         }
         // The holes are the free ranges at `version`: switch, while the pool is still there.
         let mut next = planned.next;
