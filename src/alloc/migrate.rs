@@ -7,18 +7,25 @@
 //! handed out already (the base is one past the last ID). The ceiling, the epoch and the
 //! offset are kept; the format-4 pool node holds no free list.
 //!
-//! The children of the new layout are created first (with the pool node's ACL): a reader of
-//! the single-node layout ignores them. Then, on the pool node as read at data version `V`:
+//! The parents of the holes and of pushed IDs are created first (with the pool node's ACL): a
+//! reader of the single-node layout ignores them. Generation 0's sequence parent is created
+//! only after the switch applied, while the pool is still at the version it left (as every
+//! sequence parent is): a migration paused through another's switch and later generation moves
+//! would otherwise bring back a retired generation, and a claim in it whose reply was lost
+//! would be judged not applied. The migration, on the pool node as read at data version `V`:
 //!
 //! 1. The hole nodes are made to match the free ranges at `V` exactly: creates of the missing
 //!    ones, deletes of any other (left by an earlier attempt planned on an older version), in
-//!    `multi`s of at most [`OPS_PER_WRITE`] ops that each `check(P, V)` first. Every such op
-//!    moves the holes towards the ranges at `V`, and none applies once the pool moved on, so
-//!    a `multi` that applied whole leaves them exact, whoever else migrates meanwhile.
-//! 2. The pool node is written at `V` (`setData(P, V)`, logged as a `blocks` write) as format
-//!    4. It applies only while the pool is still at `V`, where nothing but migrations at `V`
-//!    (which only move the holes towards the ranges at `V`) touched them since they were made
-//!    exact: the holes are then exactly the free ranges the single node held.
+//!    `multi`s of at most [`OPS_PER_WRITE`] of them. Each `multi` but the last checks `(P, V)`
+//!    first. Every such op moves the holes towards the ranges at `V`, and none applies once the
+//!    pool moved on, so a `multi` that applied whole leaves them exact, whoever else migrates
+//!    meanwhile.
+//! 2. The last `multi` ends with the switch: the pool node written at `V` (`setData(P, V)`,
+//!    logged as a `blocks` write) as format 4. It applies only while the pool is still at `V`,
+//!    where nothing but migrations at `V` (which only move the holes towards the ranges at `V`)
+//!    touched them since they were made exact: the holes are then exactly the free ranges the
+//!    single node held. With at most [`OPS_PER_WRITE`] holes to change, the holes and the
+//!    switch are one transaction, and a round is a read, a listing and one write.
 //!
 //! A take or push on the single node moves the pool from `V`: the migration reads it again and
 //! starts over (the holes it made are fixed by the next round, never handed out meanwhile: no
@@ -29,14 +36,14 @@
 
 use std::collections::BTreeSet;
 
-use super::blocks::refused;
+use super::blocks::{generations, refused};
 use super::core::Core;
 use super::engine::LastFailure;
 use super::options::Layout;
 use crate::error::{Result, ZooidError};
 use crate::format::{
-    hole_name, holes_parent, returned_parent, sequence_parent, Blocks, OpKind, OpRecord, OpToken,
-    Pool, FORMAT_VERSION, FORMAT_VERSION_HOLES, FORMAT_VERSION_RESERVED, MAX_TAKE,
+    hole_name, holes_parent, returned_parent, Blocks, OpKind, OpRecord, OpToken, Pool,
+    FORMAT_VERSION, FORMAT_VERSION_HOLES, FORMAT_VERSION_RESERVED, MAX_TAKE,
 };
 use crate::idset::IdCategory;
 use crate::range::IdRange;
@@ -164,11 +171,10 @@ impl<S: Store> Core<S> {
                 format: FORMAT_VERSION_HOLES,
             });
         }
-        let children = [
-            returned_parent(path),
-            sequence_parent(path, 0),
-            holes_parent(path),
-        ];
+        // Not generation 0's sequence parent: created now, after a pause through another
+        // migration and later generation moves, it would bring back a retired generation. It
+        // is created once the switch applied, at the version it left (`ensure_parent_at`).
+        let children = [returned_parent(path), holes_parent(path)];
         create_children(session, path, &children).await?;
         // The tokens of this call's switches: one found in the log applied.
         let mut sent: Vec<OpToken> = Vec::new();
@@ -257,12 +263,34 @@ impl<S: Store> Core<S> {
             .map(|name| (true, name))
             .chain(delete.iter().map(|name| (false, name)))
             .collect();
-        for batch in ops.chunks(OPS_PER_WRITE) {
+        // The switch, at `version`.
+        let mut next = planned.next;
+        let token = OpToken::random();
+        next.record(
+            OpRecord {
+                version: pool.version_at(version) + 1,
+                token,
+                kind: OpKind::Blocks,
+                count: planned.count,
+            },
+            self.options.op_log_len,
+        );
+        sent.push(token);
+        let rendered = next.render();
+        // Each `multi` but the last checks the pool at `version` first; the last one ends with
+        // the switch (the pool's set at `version`). So with at most `OPS_PER_WRITE` holes to
+        // change (the usual case), the holes and the switch are one transaction.
+        let batches: Vec<&[(bool, &String)]> = ops.chunks(OPS_PER_WRITE).collect();
+        let writes = batches.len().max(1);
+        for index in 0..writes {
+            let switch = index + 1 == writes;
             let generation = zk.generation();
             let options = Create::persistent();
             let mut multi = Multi::new();
-            multi.check(path, version);
-            for (creates, name) in batch {
+            if !switch {
+                multi.check(path, version);
+            }
+            for (creates, name) in batches.get(index).copied().unwrap_or_default() {
                 let node = format!("{parent}/{name}");
                 if *creates {
                     multi.create(&node, &[], &options);
@@ -270,12 +298,17 @@ impl<S: Store> Core<S> {
                     multi.delete(&node, None);
                 }
             }
+            if switch {
+                multi.set(path, rendered.as_bytes(), Some(version));
+            }
             if let Err(failed) = multi.commit(&**zk, generation).await {
                 return match failed.verdict() {
-                    // The pool moved on, or another migration made or removed a hole first.
+                    // The pool moved on (or is gone: the next read says), or another migration
+                    // made or removed a hole first.
                     Verdict::BadVersion | Verdict::NodeExists | Verdict::NoNode => {
                         Ok(Round::Again(LastFailure::Conflict))
                     }
+                    // Applied or not: the next round's read tells (the token in the log).
                     Verdict::Expired | Verdict::Closed | Verdict::Unknown => Ok(Round::Again(
                         LastFailure::Unreachable(failed.failure.to_string()),
                     )),
@@ -289,54 +322,30 @@ impl<S: Store> Core<S> {
                 };
             }
         }
-        // The holes are the free ranges at `version`: switch, while the pool is still there.
-        let mut next = planned.next;
-        let token = OpToken::random();
-        next.record(
-            OpRecord {
-                version: pool.version_at(version) + 1,
-                token,
-                kind: OpKind::Blocks,
-                count: planned.count,
-            },
-            self.options.op_log_len,
-        );
-        sent.push(token);
-        let from = format_of(&pool);
-        match self
-            .store
-            .set(path, next.render().as_bytes(), version)
-            .await
-        {
-            Ok(written) => {
-                self.categories
-                    .note_written(path, next.epoch(), next.version_at(written));
-                // This process's remembered state of the single node is of no use any more.
-                self.categories.slot(path).lock().await.cached = None;
-                tracing::warn!(
-                    category = path,
-                    from,
-                    to = FORMAT_VERSION_HOLES,
-                    base = planned.base,
-                    holes = planned.holes.len(),
-                    "pool migrated"
-                );
-                Ok(Round::Done(Migrated::Moved {
-                    from,
-                    to: FORMAT_VERSION_HOLES,
-                    base: planned.base,
-                }))
-            }
-            Err(StoreError::BadVersion) => Ok(Round::Again(LastFailure::Conflict)),
-            // Applied or not: the next round's read tells (the token in the log).
-            Err(StoreError::Unknown(why) | StoreError::Unavailable(why)) => {
-                Ok(Round::Again(LastFailure::Unreachable(why)))
-            }
-            Err(StoreError::NoNode) => Err(ZooidError::NotFound {
-                category: path.to_string(),
-            }),
-            Err(other) => Err(other.into_zooid(path)),
+        // A set at `version` leaves the pool at the next one.
+        let written = version + 1;
+        self.categories
+            .note_written(path, next.epoch(), next.version_at(written));
+        // This process's remembered state of the single node is of no use any more.
+        self.categories.slot(path).lock().await.cached = None;
+        // Best effort: a claim that finds no sequence parent creates it the same way.
+        if let Err(err) = generations::ensure_parent_at(zk, path, 0, written).await {
+            tracing::info!(category = path, error = %err, "migration: generation 0's sequence parent left to the first take");
         }
+        let from = format_of(&pool);
+        tracing::warn!(
+            category = path,
+            from,
+            to = FORMAT_VERSION_HOLES,
+            base = planned.base,
+            holes = planned.holes.len(),
+            "pool migrated"
+        );
+        Ok(Round::Done(Migrated::Moved {
+            from,
+            to: FORMAT_VERSION_HOLES,
+            base: planned.base,
+        }))
     }
 }
 

@@ -1,0 +1,271 @@
+//! [`Flaky`]: a session of the simulated world with faults forced on the requests a scenario
+//! names, and [`Gate`], a process paused at one request.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use futures_util::FutureExt;
+use tokio::sync::{watch, Notify};
+use tokio::time::Instant;
+use zooid::error::Result;
+use zooid::zk::{
+    Acl, Confirmed, ConnectOptions, Create, Failure, InDoubt, MultiFailed, Op, OpResult, Reply,
+    ServerVersion, SessionStatus, Stat, TreeWatch, Verdict, Watch, WeakZk, Zk, ZooKeeper,
+};
+
+/// A pause of the first request it matches: the request waits, after `entered` is notified,
+/// until `release` is.
+pub struct Gate {
+    armed: AtomicBool,
+    pub entered: Notify,
+    pub release: Notify,
+}
+
+impl Gate {
+    /// A gate that pauses the first request it matches.
+    pub fn armed() -> Arc<Self> {
+        Arc::new(Self {
+            armed: AtomicBool::new(true),
+            entered: Notify::new(),
+            release: Notify::new(),
+        })
+    }
+
+    /// True once, for the first matching request.
+    fn trips(&self) -> bool {
+        self.armed.swap(false, Ordering::SeqCst)
+    }
+}
+
+/// A session of the simulated world that forces, on the requests named, each fault set:
+/// everything else goes to the simulated session as it is.
+pub struct Flaky {
+    inner: Zk,
+    /// Reads of this path fail as a connection loss while the flag is set.
+    pub fail_reads: Option<(String, Arc<AtomicBool>)>,
+    /// While set, the servers refuse every `multi` (not authorized, nothing applied).
+    pub refuse_multis: Arc<AtomicBool>,
+    /// The first `get_acl` of this path is paused at the gate (a process paused there).
+    pub pause_acl: Option<(String, Arc<Gate>)>,
+    /// The first `multi` that creates a child of this parent applies; its reply is held at the
+    /// gate, then lost (a connection loss).
+    pub hold_claim: Option<(String, Arc<Gate>)>,
+}
+
+impl Flaky {
+    /// `inner` with no fault set.
+    pub fn over(inner: Zk) -> Self {
+        Self {
+            inner,
+            fail_reads: None,
+            refuse_multis: Arc::new(AtomicBool::new(false)),
+            pause_acl: None,
+            hold_claim: None,
+        }
+    }
+
+    fn blocked(&self, path: &str) -> bool {
+        self.fail_reads
+            .as_ref()
+            .is_some_and(|(failing, on)| failing == path && on.load(Ordering::SeqCst))
+    }
+}
+
+fn lost<'a, T: Send + 'a>() -> Reply<'a, T> {
+    async { Err(Failure::new(Verdict::Unknown, "injected: connection loss")) }.boxed()
+}
+
+impl ZooKeeper for Flaky {
+    fn status(&self) -> SessionStatus {
+        self.inner.status()
+    }
+    fn subscribe(&self) -> watch::Receiver<SessionStatus> {
+        self.inner.subscribe()
+    }
+    fn request_limit(&self) -> Duration {
+        self.inner.request_limit()
+    }
+    fn connect_string(&self) -> &str {
+        self.inner.connect_string()
+    }
+    fn options(&self) -> &ConnectOptions {
+        self.inner.options()
+    }
+    fn server_version(&self) -> ServerVersion {
+        self.inner.server_version()
+    }
+    fn default_acl(&self) -> Vec<Acl> {
+        self.inner.default_acl()
+    }
+    fn losses(&self) -> u64 {
+        self.inner.losses()
+    }
+    fn persistent_watches(&self) -> BoxFuture<'_, Result<bool>> {
+        self.inner.persistent_watches()
+    }
+    fn wait_connected(&self, timeout: Duration) -> BoxFuture<'_, Result<SessionStatus>> {
+        self.inner.wait_connected(timeout)
+    }
+    fn report_lost<'a>(&'a self, generation: u64, why: &'a str) -> BoxFuture<'a, ()> {
+        self.inner.report_lost(generation, why)
+    }
+    fn confirm_gone(
+        &self,
+        generation: u64,
+        deadline: Instant,
+    ) -> BoxFuture<'_, std::result::Result<Confirmed, InDoubt>> {
+        self.inner.confirm_gone(generation, deadline)
+    }
+    fn ended(&self) -> BoxFuture<'static, ()> {
+        self.inner.ended()
+    }
+    fn downgrade(&self) -> WeakZk {
+        self.inner.downgrade()
+    }
+    fn close(self: Arc<Self>) -> BoxFuture<'static, ()> {
+        self.inner.clone().close()
+    }
+    fn get<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, (Vec<u8>, Stat)> {
+        self.inner.get(generation, path)
+    }
+    fn exists<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, Option<Stat>> {
+        if self.blocked(path) {
+            return lost();
+        }
+        self.inner.exists(generation, path)
+    }
+    fn exists_now(&self, generation: u64, path: &str) -> Reply<'static, Option<Stat>> {
+        if self.blocked(path) {
+            return lost();
+        }
+        self.inner.exists_now(generation, path)
+    }
+    fn children<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, (Vec<String>, Stat)> {
+        if self.blocked(path) {
+            return lost();
+        }
+        self.inner.children(generation, path)
+    }
+    fn get_acl<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, Vec<Acl>> {
+        if let Some((paused, gate)) = &self.pause_acl {
+            if paused == path && gate.trips() {
+                return async move {
+                    gate.entered.notify_one();
+                    gate.release.notified().await;
+                    self.inner.get_acl(generation, path).await
+                }
+                .boxed();
+            }
+        }
+        self.inner.get_acl(generation, path)
+    }
+    fn get_watched<'a>(
+        &'a self,
+        generation: u64,
+        path: &'a str,
+    ) -> Reply<'a, (Vec<u8>, Stat, Watch)> {
+        self.inner.get_watched(generation, path)
+    }
+    fn exists_watched<'a>(
+        &'a self,
+        generation: u64,
+        path: &'a str,
+    ) -> Reply<'a, (Option<Stat>, Watch)> {
+        self.inner.exists_watched(generation, path)
+    }
+    fn children_watched<'a>(
+        &'a self,
+        generation: u64,
+        path: &'a str,
+    ) -> Reply<'a, (Vec<String>, Stat, Watch)> {
+        if self.blocked(path) {
+            return lost();
+        }
+        self.inner.children_watched(generation, path)
+    }
+    fn watch_tree<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, TreeWatch> {
+        self.inner.watch_tree(generation, path)
+    }
+    fn sync<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, ()> {
+        self.inner.sync(generation, path)
+    }
+    fn create<'a>(
+        &'a self,
+        generation: u64,
+        path: &'a str,
+        data: &'a [u8],
+        create: &'a Create,
+    ) -> Reply<'a, (String, Option<Stat>)> {
+        self.inner.create(generation, path, data, create)
+    }
+    fn create_all<'a>(
+        &'a self,
+        generation: u64,
+        path: &'a str,
+        acl: Option<&'a [Acl]>,
+    ) -> Reply<'a, ()> {
+        self.inner.create_all(generation, path, acl)
+    }
+    fn set<'a>(
+        &'a self,
+        generation: u64,
+        path: &'a str,
+        data: &'a [u8],
+        expected: Option<i32>,
+    ) -> Reply<'a, Stat> {
+        self.inner.set(generation, path, data, expected)
+    }
+    fn delete<'a>(
+        &'a self,
+        generation: u64,
+        path: &'a str,
+        expected: Option<i32>,
+    ) -> Reply<'a, ()> {
+        self.inner.delete(generation, path, expected)
+    }
+    fn delete_now(&self, generation: u64, path: &str, expected: Option<i32>) -> Reply<'static, ()> {
+        self.inner.delete_now(generation, path, expected)
+    }
+    fn multi(
+        &self,
+        generation: u64,
+        ops: Vec<Op>,
+    ) -> BoxFuture<'_, std::result::Result<Vec<OpResult>, MultiFailed>> {
+        if self.refuse_multis.load(Ordering::SeqCst) {
+            // After a round trip, as the servers' refusal comes.
+            return async {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                Err(MultiFailed {
+                    index: None,
+                    failure: Failure::new(Verdict::NotAuthorized, "injected: refused"),
+                })
+            }
+            .boxed();
+        }
+        if let Some((parent, gate)) = &self.hold_claim {
+            let prefix = format!("{parent}/");
+            let claims = ops
+                .iter()
+                .any(|op| matches!(op, Op::Create { path, .. } if path.starts_with(&prefix)));
+            if claims && gate.trips() {
+                return async move {
+                    let applied = self.inner.multi(generation, ops).await;
+                    assert!(
+                        applied.is_ok(),
+                        "guard: the held claim applied: {applied:?}"
+                    );
+                    gate.entered.notify_one();
+                    gate.release.notified().await;
+                    Err(MultiFailed {
+                        index: None,
+                        failure: Failure::new(Verdict::Unknown, "injected: reply lost"),
+                    })
+                }
+                .boxed();
+            }
+        }
+        self.inner.multi(generation, ops)
+    }
+}

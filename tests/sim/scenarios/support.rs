@@ -1,0 +1,87 @@
+//! What the scenarios share: a world with a category, the service's options, the runtime, the
+//! drain that counts what is left.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use zooid::zk::Zk;
+use zooid::{IdCategory, IdGeneratorService, Layout, RetryPolicy, ServiceOptions, ZooidError};
+
+use crate::session::Flaky;
+use crate::world::{Faults, SimSession, World};
+
+pub fn options(hole_backoff_from_start: u32) -> ServiceOptions {
+    ServiceOptions {
+        retry: RetryPolicy {
+            max_attempts: 3,
+            deadline: Duration::from_secs(2),
+            ..RetryPolicy::default()
+        },
+        hole_backoff_from_start,
+        ..ServiceOptions::default()
+    }
+}
+
+/// A simulated world without random faults, a category of IDs `1..=last` in hole nodes of
+/// `unit` created through an admin session (`creator`), and a session of process 1 wrapped in
+/// [`Flaky`], its faults off (`fail` fails its reads of the holes' parent, `refuse_multis`
+/// refuses its `multi`s).
+pub struct Setup {
+    pub category: IdCategory,
+    pub creator: IdGeneratorService,
+    pub flaky: Zk,
+    pub fail: Arc<AtomicBool>,
+    pub refuse_multis: Arc<AtomicBool>,
+}
+
+pub async fn setup(seed: u64, path: &str, last: i64, unit: u64) -> Setup {
+    let world = World::new(seed, Faults::all().none(), false);
+    tokio::spawn(world.clone().drive());
+    let admin: Zk = SimSession::open(&world, 0, 0);
+    let category = IdCategory::new(path).unwrap();
+    let creator = IdGeneratorService::on_zookeeper(admin, options(0));
+    creator
+        .create_category(
+            &category,
+            &zooid::CategorySpec::new(1, last).layout(Layout::HoleNodes { unit }),
+        )
+        .await
+        .expect("create");
+    let fail = Arc::new(AtomicBool::new(false));
+    let mut flaky = Flaky::over(SimSession::open(&world, 1, 1));
+    flaky.fail_reads = Some((zooid::format::holes_parent(category.name()), fail.clone()));
+    let refuse_multis = flaky.refuse_multis.clone();
+    let flaky: Zk = Arc::new(flaky);
+    Setup {
+        category,
+        creator,
+        flaky,
+        fail,
+        refuse_multis,
+    }
+}
+
+/// Runs `scenario` on a one-thread runtime in paused time, with zooid's random numbers seeded.
+pub fn run_scenario(scenario: impl std::future::Future<Output = ()>) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    zooid::random::seed_thread(7);
+    runtime.block_on(scenario);
+}
+
+/// Drains `category` through `service` in takes of `batch` until it is exhausted; returns how
+/// many IDs it got.
+pub async fn drain(service: &IdGeneratorService, category: &IdCategory, batch: u64) -> u64 {
+    let mut drained = 0;
+    loop {
+        match service.take_ids(category, batch).await {
+            Ok(set) => drained += set.ranges().iter().map(|r| r.len()).sum::<u64>(),
+            Err(ZooidError::Exhausted { .. }) => return drained,
+            Err(err) => panic!("drain: {err}"),
+        }
+    }
+}
