@@ -124,10 +124,9 @@ pub(crate) async fn claim(
             (Some(i), Verdict::NoNode | Verdict::NodeExists) if i < holes_end => {
                 return Ok(Claimed::Raced)
             }
-            (Some(i), Verdict::NoNode) if i >= receipt => {
-                write.receipt_missing(zk).await?;
-                continue;
-            }
+            // Recreated, then sent again: an attempt as any other, so that something deleting
+            // it each time cannot keep the write going past its budget.
+            (Some(i), Verdict::NoNode) if i >= receipt => write.receipt_missing(zk).await?,
             (_, Verdict::Expired | Verdict::Closed) => {}
             (_, Verdict::Unknown) => {
                 tracing::warn!(category = path, err = %failed.failure, op = "take", "reply lost; resolving the outcome");
@@ -221,14 +220,11 @@ pub(crate) async fn push(
                     range: ranges[i - first],
                 })
             }
+            // Recreated, then sent again: an attempt as any other (see `take`).
             (Some(i), Verdict::NoNode) if (first..receipt).contains(&i) => {
-                ensure_node(zk, path, &parent).await?;
-                continue;
+                ensure_node(zk, path, &parent).await?
             }
-            (Some(_), Verdict::NoNode) => {
-                write.receipt_missing(zk).await?;
-                continue;
-            }
+            (Some(_), Verdict::NoNode) => write.receipt_missing(zk).await?,
             (_, Verdict::Expired | Verdict::Closed) => {}
             (_, Verdict::Unknown) => {
                 tracing::warn!(category = path, err = %failed.failure, op = "push", "reply lost; resolving the outcome");

@@ -13,3 +13,4 @@ mod support;
 mod closes;
 mod migration;
 mod take_listing;
+mod write_loops;

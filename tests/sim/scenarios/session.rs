@@ -52,6 +52,9 @@ pub struct Flaky {
     /// The first `multi` that creates a child of this parent applies; its reply is held at the
     /// gate, then lost (a connection loss).
     pub hold_claim: Option<(String, Arc<Gate>)>,
+    /// While its flag is set, a `multi` with an op on a child of one of these parents fails at
+    /// that op with `NoNode`, nothing applied (as if something deleted the parent each time).
+    pub orphan_under: Vec<(String, Arc<AtomicBool>)>,
 }
 
 impl Flaky {
@@ -63,6 +66,7 @@ impl Flaky {
             refuse_multis: Arc::new(AtomicBool::new(false)),
             pause_acl: None,
             hold_claim: None,
+            orphan_under: Vec::new(),
         }
     }
 
@@ -240,6 +244,25 @@ impl ZooKeeper for Flaky {
                 Err(MultiFailed {
                     index: None,
                     failure: Failure::new(Verdict::NotAuthorized, "injected: refused"),
+                })
+            }
+            .boxed();
+        }
+        let orphaned = ops.iter().position(|op| {
+            let path = match op {
+                Op::Create { path, .. } | Op::Set { path, .. } | Op::Delete { path, .. } => path,
+                _ => return false,
+            };
+            self.orphan_under.iter().any(|(parent, on)| {
+                on.load(Ordering::SeqCst) && path.starts_with(&format!("{parent}/"))
+            })
+        });
+        if let Some(index) = orphaned {
+            return async move {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                Err(MultiFailed {
+                    index: Some(index),
+                    failure: Failure::new(Verdict::NoNode, "injected: parent gone"),
                 })
             }
             .boxed();
