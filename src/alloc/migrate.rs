@@ -206,7 +206,15 @@ impl<S: Store> Core<S> {
         from: u32,
         sent: &mut Vec<OpToken>,
     ) -> Result<Round> {
-        let node = match self.store.get(path).await {
+        // The session and connection the round plans on: its writes go on them only. After a
+        // wipe (or a rollback) and a restore, the pool may be back at the version read with
+        // other contents, and a switch planned on the old one must not apply to it.
+        let (session, connection) = (zk.generation(), zk.status().connection);
+        // The pool and its holes are read at once (the listing is sent after the read, on the
+        // same session). A listing that does not match the pool costs a round, never an ID:
+        // the round's writes fail on a hole made or removed by another, or on the version.
+        let (node, listed) = tokio::join!(self.store.get(path), list_holes(zk, path));
+        let node = match node {
             Ok(node) => node,
             Err(StoreError::Unknown(why) | StoreError::Unavailable(why)) => {
                 return Ok(Round::Again(LastFailure::Unreachable(why)))
@@ -223,6 +231,10 @@ impl<S: Store> Core<S> {
             .observe(path, pool.epoch(), pool.version_at(node.version))?;
         if let Some(blocks) = pool.blocks() {
             let ours = pool.log().any(|op| sent.contains(&op.token));
+            if ours {
+                // This migration's switch, whose reply was lost: its sequence parent too.
+                ensure_sequence_parent(zk, path, blocks.generation, node.version).await;
+            }
             return Ok(Round::Done(match ours {
                 true => Migrated::Moved {
                     from,
@@ -242,8 +254,7 @@ impl<S: Store> Core<S> {
             });
         }
         let planned = plan(&pool, unit);
-        // Listed after the pool was read (the same server, so no older than that read).
-        let listed = match list_holes(zk, path).await? {
+        let listed = match listed? {
             Some(listed) => listed,
             None => return Ok(Round::Again(LastFailure::Conflict)),
         };
@@ -284,7 +295,11 @@ impl<S: Store> Core<S> {
         let writes = batches.len().max(1);
         for index in 0..writes {
             let switch = index + 1 == writes;
-            let generation = zk.generation();
+            if zk.generation() != session || zk.status().connection != connection {
+                return Ok(Round::Again(LastFailure::Unreachable(
+                    "the session or connection the round planned on ended".into(),
+                )));
+            }
             let options = Create::persistent();
             let mut multi = Multi::new();
             if !switch {
@@ -299,9 +314,13 @@ impl<S: Store> Core<S> {
                 }
             }
             if switch {
+                // The mutant: a switch that does not check the version the round planned on.
+                #[cfg(zooid_mutant = "migration_switch_blind")]
+                multi.set(path, rendered.as_bytes(), None);
+                #[cfg(not(zooid_mutant = "migration_switch_blind"))]
                 multi.set(path, rendered.as_bytes(), Some(version));
             }
-            if let Err(failed) = multi.commit(&**zk, generation).await {
+            if let Err(failed) = multi.commit(&**zk, session).await {
                 return match failed.verdict() {
                     // The pool moved on (or is gone: the next read says), or another migration
                     // made or removed a hole first.
@@ -328,10 +347,7 @@ impl<S: Store> Core<S> {
             .note_written(path, next.epoch(), next.version_at(written));
         // This process's remembered state of the single node is of no use any more.
         self.categories.slot(path).lock().await.cached = None;
-        // Best effort: a claim that finds no sequence parent creates it the same way.
-        if let Err(err) = generations::ensure_parent_at(zk, path, 0, written).await {
-            tracing::info!(category = path, error = %err, "migration: generation 0's sequence parent left to the first take");
-        }
+        ensure_sequence_parent(zk, path, 0, written).await;
         let from = format_of(&pool);
         tracing::warn!(
             category = path,
@@ -346,6 +362,15 @@ impl<S: Store> Core<S> {
             to: FORMAT_VERSION_HOLES,
             base: planned.base,
         }))
+    }
+}
+
+/// Creates the sequence parent of `generation` while the pool is still at `version`, once the
+/// switch applied (see the module's documentation). Best effort: a claim that finds no sequence
+/// parent creates it the same way.
+async fn ensure_sequence_parent(zk: &Zk, path: &str, generation: u64, version: i32) {
+    if let Err(err) = generations::ensure_parent_at(zk, path, generation, version).await {
+        tracing::info!(category = path, error = %err, "migration: the sequence parent left to the first take");
     }
 }
 

@@ -23,7 +23,7 @@ pub struct Config {
     pub run_for: Duration,
     pub last_id: i64,
     pub echo: bool,
-    /// Which layouts: `single`, `format4`, or `both` (even seeds single-node, odd format 4).
+    /// Which layouts: `single`, `format4`, `migrate`, or `both` (see `ids::Setup::new`).
     pub layouts: String,
     pub workloads: Workloads,
 }

@@ -197,7 +197,14 @@ impl<S: Store> OnZooKeeper<'_, S> {
             None => {
                 // Past the end as far as this process knows: ask the store before saying so.
                 let session = self.zk;
-                let next = generations::next_block(session, path, layout).await?;
+                let next = match generations::next_block(session, path, layout).await {
+                    Ok(next) => next,
+                    // No sequence parent (a migration or a move stopped before creating it):
+                    // no block of the generation claimed. A claim creates it (or finds the
+                    // pool moved on); claims stay the gate.
+                    Err(ZooidError::NotFound { category }) if category != path => 0,
+                    Err(err) => return Err(err),
+                };
                 self.categories.note_next_block(path, layout, next);
                 if layout.block(next, last).is_none() {
                     return Err(ZooidError::Exhausted {

@@ -11,6 +11,8 @@ mod session;
 mod support;
 
 mod closes;
+mod lost_switch;
 mod migration;
 mod take_listing;
+mod wiped_migration;
 mod write_loops;

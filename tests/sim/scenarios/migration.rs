@@ -10,22 +10,16 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 use zooid::format::sequence_parent;
-use zooid::zk::{Zk, ZooKeeperExt};
+use zooid::zk::Zk;
 use zooid::{CategorySpec, IdCategory, IdGeneratorService, Layout, ServiceOptions, ZooidError};
 
 use crate::session::{Flaky, Gate};
-use crate::support::{drain, run_scenario};
+use crate::support::{drain, exists, run_scenario};
 use crate::world::{Faults, SimSession, World};
 
 /// Enough IDs (in blocks of 1) for the takes to move the pool to generation 2: a generation
 /// numbers `ROTATE_AT` (20,000) blocks.
 const LAST: i64 = 45_000;
-
-/// Whether `node` exists, as the admin session sees it.
-async fn exists(admin: &Zk, node: &str) -> bool {
-    let found = admin.exists(admin.generation(), node).await;
-    found.expect("exists").is_some()
-}
 
 #[test]
 fn a_paused_migration_does_not_bring_back_a_retired_generation() {

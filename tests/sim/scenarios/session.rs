@@ -55,6 +55,12 @@ pub struct Flaky {
     /// While its flag is set, a `multi` with an op on a child of one of these parents fails at
     /// that op with `NoNode`, nothing applied (as if something deleted the parent each time).
     pub orphan_under: Vec<(String, Arc<AtomicBool>)>,
+    /// The first listing of the children of this node is answered, then the process pauses at
+    /// the gate before it sees the answer (a process paused after a read).
+    pub pause_listing: Option<(String, Arc<Gate>)>,
+    /// While set, the first `multi` that sets this node applies and its reply is lost (a
+    /// connection loss); the flag is cleared then.
+    pub lose_set: Option<(String, Arc<AtomicBool>)>,
 }
 
 impl Flaky {
@@ -67,6 +73,8 @@ impl Flaky {
             pause_acl: None,
             hold_claim: None,
             orphan_under: Vec::new(),
+            pause_listing: None,
+            lose_set: None,
         }
     }
 
@@ -149,6 +157,17 @@ impl ZooKeeper for Flaky {
     fn children<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, (Vec<String>, Stat)> {
         if self.blocked(path) {
             return lost();
+        }
+        if let Some((paused, gate)) = &self.pause_listing {
+            if paused == path && gate.trips() {
+                return async move {
+                    let listed = self.inner.children(generation, path).await;
+                    gate.entered.notify_one();
+                    gate.release.notified().await;
+                    listed
+                }
+                .boxed();
+            }
         }
         self.inner.children(generation, path)
     }
@@ -266,6 +285,22 @@ impl ZooKeeper for Flaky {
                 })
             }
             .boxed();
+        }
+        if let Some((target, armed)) = &self.lose_set {
+            let sets = ops
+                .iter()
+                .any(|op| matches!(op, Op::Set { path, .. } if path == target));
+            if sets && armed.swap(false, Ordering::SeqCst) {
+                return async move {
+                    let applied = self.inner.multi(generation, ops).await;
+                    assert!(applied.is_ok(), "guard: the lost set applied: {applied:?}");
+                    Err(MultiFailed {
+                        index: None,
+                        failure: Failure::new(Verdict::Unknown, "injected: reply lost"),
+                    })
+                }
+                .boxed();
+            }
         }
         if let Some((parent, gate)) = &self.hold_claim {
             let prefix = format!("{parent}/");

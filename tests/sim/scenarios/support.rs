@@ -5,7 +5,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use zooid::zk::Zk;
+use zooid::zk::{Zk, ZooKeeperExt};
 use zooid::{IdCategory, IdGeneratorService, Layout, RetryPolicy, ServiceOptions, ZooidError};
 
 use crate::session::Flaky;
@@ -100,4 +100,10 @@ pub async fn drain(service: &IdGeneratorService, category: &IdCategory, batch: u
             Err(err) => panic!("drain: {err}"),
         }
     }
+}
+
+/// Whether `node` exists, as session `admin` sees it.
+pub async fn exists(admin: &Zk, node: &str) -> bool {
+    let found = admin.exists(admin.generation(), node).await;
+    found.expect("exists").is_some()
 }

@@ -15,36 +15,44 @@ use crate::world::World;
 pub struct Setup {
     pub category: IdCategory,
     pub single: bool,
+    /// A single-node category that the processes migrate to hole nodes (`migrate_category`)
+    /// while they take and push.
+    pub migrates: bool,
     pub last_id: i64,
 }
 
 impl Setup {
-    /// `layouts`: `single` (every seed single-node), `format4`, or `both` (even seeds
-    /// single-node, odd ones format 4).
+    /// `layouts`: `single` (every seed single-node), `format4`, `migrate` (every seed
+    /// single-node, migrated), or `both` (even seeds single-node, odd ones format 4; of the
+    /// single-node ones, every other one migrated).
     pub fn new(seed: u64, layouts: &str, last_id: i64) -> Self {
-        let single = match layouts {
-            "format4" => false,
-            "both" => seed.is_multiple_of(2),
-            _ => true,
+        let (single, migrates) = match layouts {
+            "format4" => (false, false),
+            "migrate" => (true, true),
+            "both" => (seed.is_multiple_of(2), seed.is_multiple_of(4)),
+            _ => (true, false),
         };
         Self {
             category: IdCategory::new("/ids/sim").expect("valid"),
             single,
+            migrates,
             last_id,
         }
     }
 
     pub fn layout_name(&self) -> &'static str {
-        if self.single {
+        if self.migrates {
+            "single-node, migrated"
+        } else if self.single {
             "single-node"
         } else {
             "format-4"
         }
     }
 
-    /// IDs per block (1 for a single-node pool).
+    /// IDs per block (1 for a single-node pool that stays one).
     pub fn unit(&self) -> u64 {
-        if self.single {
+        if self.single && !self.migrates {
             1
         } else {
             4
@@ -55,9 +63,12 @@ impl Setup {
         if self.single {
             Layout::SingleNode
         } else {
-            Layout::HoleNodes { unit: 4 }
+            Self::HOLES
         }
     }
+
+    /// The layout of a format-4 category, and of a single-node one's migration.
+    const HOLES: Layout = Layout::HoleNodes { unit: 4 };
 
     /// The category's IDs: 1 to the last.
     pub fn bounds(&self) -> IdRange {
@@ -101,12 +112,20 @@ pub async fn process(shared: &Shared, p: usize, zk: Zk) {
     let category = shared.ids.category.clone();
     let mut mine: Vec<i64> = Vec::new();
     while !shared.stopping() {
-        let (push, n) = {
+        let (migrate, push, n) = {
             let mut state = shared.world.lock();
+            let migrate = shared.ids.migrates && state.rng.random_bool(0.02);
             let push = !mine.is_empty() && state.rng.random_bool(0.4);
-            (push, state.rng.random_range(1..=4u64))
+            (migrate, push, state.rng.random_range(1..=4u64))
         };
-        if push {
+        if migrate {
+            // Hands out nothing: the free IDs of the single node become holes and fresh blocks.
+            let result = service.migrate_category(&category, Setup::HOLES).await;
+            shared.log(format!(
+                "p{p} migrate -> {:?}",
+                result.as_ref().map_err(|e| e.kind())
+            ));
+        } else if push {
             let k = mine.len().min(3);
             let ids: Vec<i64> = mine.drain(..k).collect();
             let ranges: Vec<_> = ids.iter().map(|id| zooid::IdRange::single(*id)).collect();
@@ -170,7 +189,7 @@ pub fn check_step(shared: &Shared) {
         return;
     }
     let category = &shared.ids.category;
-    if !shared.ids.single {
+    if in_holes(shared) {
         let holes: Vec<zooid::IdRange> = {
             let state = shared.world.lock();
             let parent = zooid::format::holes_parent(category.name());
@@ -184,15 +203,22 @@ pub fn check_step(shared: &Shared) {
         shared.ids_oracle().check_holes(&holes);
         return;
     }
-    let data = {
-        let state = shared.world.lock();
-        state.tree.get(category.name()).map(|n| n.data.clone())
-    };
-    if let Some(data) = data {
-        if let Ok(pool) = zooid::format::Pool::parse(category.name(), &data) {
-            shared.ids_oracle().check_free(pool.free());
-        }
+    if let Some(pool) = pool_now(shared) {
+        shared.ids_oracle().check_free(pool.free());
     }
+}
+
+/// The category's pool node as the world holds it now (`None`: none, or not a pool).
+fn pool_now(shared: &Shared) -> Option<zooid::format::Pool> {
+    let path = shared.ids.category.name();
+    let data = shared.world.lock().tree.get(path).map(|n| n.data.clone())?;
+    zooid::format::Pool::parse(path, &data).ok()
+}
+
+/// Whether the category's pool node is in format 4 (hole nodes) now: from the start, or
+/// migrated.
+fn in_holes(shared: &Shared) -> bool {
+    pool_now(shared).is_some_and(|pool| pool.blocks().is_some())
 }
 
 /// After the quiet phase: a fresh process (its session `drain`) takes every free ID. Format 4
@@ -203,7 +229,7 @@ pub async fn finish(shared: &Shared, drain: Zk) {
     let drainer = IdGeneratorService::on_zookeeper(drain, options());
     for pass in 0..2 {
         if pass == 1 {
-            if setup.single || shared.ids_oracle().missing(1, setup.last_id) == 0 {
+            if !in_holes(shared) || shared.ids_oracle().missing(1, setup.last_id) == 0 {
                 break;
             }
             tokio::time::sleep(zooid::LEFT_TO_PUSHER_FOR + Duration::from_secs(5)).await;
