@@ -37,6 +37,21 @@ impl Gate {
     fn trips(&self) -> bool {
         self.armed.swap(false, Ordering::SeqCst)
     }
+
+    /// The paused request: says it entered, waits to be released.
+    async fn pause(&self) {
+        self.entered.notify_one();
+        self.release.notified().await;
+    }
+}
+
+/// The reply of a `multi` that applied (`applied`, checked: a guard of the scenario), lost.
+fn reply_lost(applied: std::result::Result<Vec<OpResult>, MultiFailed>, what: &str) -> MultiFailed {
+    assert!(applied.is_ok(), "guard: the {what} applied: {applied:?}");
+    MultiFailed {
+        index: None,
+        failure: Failure::new(Verdict::Unknown, "injected: reply lost"),
+    }
 }
 
 /// A session of the simulated world that forces, on the requests named, each fault set:
@@ -162,8 +177,7 @@ impl ZooKeeper for Flaky {
             if paused == path && gate.trips() {
                 return async move {
                     let listed = self.inner.children(generation, path).await;
-                    gate.entered.notify_one();
-                    gate.release.notified().await;
+                    gate.pause().await;
                     listed
                 }
                 .boxed();
@@ -175,8 +189,7 @@ impl ZooKeeper for Flaky {
         if let Some((paused, gate)) = &self.pause_acl {
             if paused == path && gate.trips() {
                 return async move {
-                    gate.entered.notify_one();
-                    gate.release.notified().await;
+                    gate.pause().await;
                     self.inner.get_acl(generation, path).await
                 }
                 .boxed();
@@ -293,11 +306,7 @@ impl ZooKeeper for Flaky {
             if sets && armed.swap(false, Ordering::SeqCst) {
                 return async move {
                     let applied = self.inner.multi(generation, ops).await;
-                    assert!(applied.is_ok(), "guard: the lost set applied: {applied:?}");
-                    Err(MultiFailed {
-                        index: None,
-                        failure: Failure::new(Verdict::Unknown, "injected: reply lost"),
-                    })
+                    Err(reply_lost(applied, "lost set"))
                 }
                 .boxed();
             }
@@ -310,16 +319,8 @@ impl ZooKeeper for Flaky {
             if claims && gate.trips() {
                 return async move {
                     let applied = self.inner.multi(generation, ops).await;
-                    assert!(
-                        applied.is_ok(),
-                        "guard: the held claim applied: {applied:?}"
-                    );
-                    gate.entered.notify_one();
-                    gate.release.notified().await;
-                    Err(MultiFailed {
-                        index: None,
-                        failure: Failure::new(Verdict::Unknown, "injected: reply lost"),
-                    })
+                    gate.pause().await;
+                    Err(reply_lost(applied, "held claim"))
                 }
                 .boxed();
             }
