@@ -2,14 +2,16 @@
 //! (format 4) in place (`zooid migrate`), while processes keep taking and pushing.
 //!
 //! The free range that ends at the pool's last ID becomes the fresh-block region (block 0 of
-//! generation 0 starts at its first ID); every other free range becomes a hole node
+//! the first generation of the pool's epoch, `E·2³²`, starts at its first ID: never a
+//! generation an earlier incarnation of a restored pool numbered); every other free range
+//! becomes a hole node
 //! (`zooid-holes/h-START-END`). With no free range ending at the last ID, every fresh block is
 //! handed out already (the base is one past the last ID). The ceiling, the epoch and the
 //! offset are kept; the format-4 pool node holds no free list.
 //!
 //! The parents of the holes and of pushed IDs are created first (with the pool node's ACL): a
-//! reader of the single-node layout ignores them. Generation 0's sequence parent is created
-//! only after the switch applied, while the pool is still at the version it left (as every
+//! reader of the single-node layout ignores them. The first generation's sequence parent is
+//! created only after the switch applied, while the pool is still at the version it left (as every
 //! sequence parent is): a migration paused through another's switch and later generation moves
 //! would otherwise bring back a retired generation, and a claim in it whose reply was lost
 //! would be judged not applied. The migration, on the pool node as read at data version `V`:
@@ -129,7 +131,9 @@ fn plan(pool: &Pool, unit: u64) -> Planned {
     next.free_mut().remove_at_most(last);
     next.set_blocks(Blocks {
         unit,
-        generation: 0,
+        // Of the pool's epoch: a pool restored (epoch E) never numbers blocks in a generation
+        // an earlier incarnation numbered, whose claims or give-backs may still come.
+        generation: Blocks::first_generation(pool.epoch()),
         base,
     });
     Planned {
@@ -171,7 +175,7 @@ impl<S: Store> Core<S> {
                 format: FORMAT_VERSION_HOLES,
             });
         }
-        // Not generation 0's sequence parent: created now, after a pause through another
+        // Not the first generation's sequence parent: created now, after a pause through another
         // migration and later generation moves, it would bring back a retired generation. It
         // is created once the switch applied, at the version it left (`ensure_parent_at`).
         let children = [returned_parent(path), holes_parent(path)];
@@ -347,7 +351,8 @@ impl<S: Store> Core<S> {
             .note_written(path, next.epoch(), next.version_at(written));
         // This process's remembered state of the single node is of no use any more.
         self.categories.slot(path).lock().await.cached = None;
-        ensure_sequence_parent(zk, path, 0, written).await;
+        let generation = next.blocks().map_or(0, |b| b.generation);
+        ensure_sequence_parent(zk, path, generation, written).await;
         let from = format_of(&pool);
         tracing::warn!(
             category = path,
@@ -508,6 +513,23 @@ mod tests {
             target_unit(Layout::HoleNodes { unit: 0 }),
             Err(ZooidError::InvalidArgument(_))
         ));
+    }
+
+    /// A pool restored at epoch 2 (then migrated) numbers its blocks from generation 2·2³²,
+    /// never in generation 0 of an earlier incarnation, whose claims and give-backs may still
+    /// come (a process paused through the restore gave back block IDs of the old generation 0
+    /// into the new one: soak seed 1795953084041 with `ZOOID_SIM_LAYOUTS=migrate`).
+    #[test]
+    fn a_restored_pool_migrates_into_its_epochs_first_generation() {
+        let mut pool = Pool::new(r(1, 160));
+        pool.set_epoch(2);
+        pool.free_mut().take_lowest(73);
+        let planned = plan(&pool, 4);
+        let blocks = planned.next.blocks().unwrap();
+        assert_eq!(blocks.generation, 2 * crate::format::GENERATIONS_PER_EPOCH);
+        assert_eq!(blocks.base, 74);
+        let zero = plan(&Pool::new(r(1, 160)), 4);
+        assert_eq!(zero.next.blocks().map(|b| b.generation), Some(0));
     }
 
     #[test]

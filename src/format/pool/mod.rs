@@ -82,16 +82,22 @@ pub struct Blocks {
 pub const GENERATIONS_PER_EPOCH: u64 = 1 << 32;
 
 impl Blocks {
-    /// The generation that follows this one in a pool of epoch `epoch`: the next number, and no
-    /// lower than the first generation of the epoch ([`GENERATIONS_PER_EPOCH`]).
-    pub fn next_generation(&self, epoch: u64) -> u64 {
+    /// The first generation of a pool of epoch `epoch` ([`GENERATIONS_PER_EPOCH`]): where a
+    /// restore, a repair or a migration starts block allocation.
+    pub fn first_generation(epoch: u64) -> u64 {
         #[cfg(not(zooid_mutant = "claim_resent_across_restore"))]
         let first = epoch.saturating_mul(GENERATIONS_PER_EPOCH);
         // The mutant (tests/sim/README.md): every epoch numbers its generations on from the
         // last one, as before a restore started a numbering of its own.
         #[cfg(zooid_mutant = "claim_resent_across_restore")]
         let first = epoch.min(0);
-        (self.generation + 1).max(first)
+        first
+    }
+
+    /// The generation that follows this one in a pool of epoch `epoch`: the next number, and no
+    /// lower than the first generation of the epoch.
+    pub fn next_generation(&self, epoch: u64) -> u64 {
+        (self.generation + 1).max(Self::first_generation(epoch))
     }
 
     /// The IDs of block `seq`, clipped to `last`; `None` when the block starts past `last`.
