@@ -170,7 +170,6 @@ impl<S: Store> Core<S> {
         plan: impl Fn(&Pool, Strategy) -> Result<Plan>,
     ) -> Result<Step> {
         let path = category.name();
-        self.forget_stale(slot);
         let mut failure = LastFailure::None;
         let mut conflicts = 0u32;
         // The version this process last wrote, when it yielded instead of writing on it.
@@ -178,6 +177,9 @@ impl<S: Store> Core<S> {
         let fair = self.options.fair_pacing;
         while budget.try_attempt() {
             tracing::Span::current().record("attempt", budget.attempts());
+            // Every attempt, not only the first: a state kept across a backoff (after an
+            // unreachable store) may be of a session or connection that ended meanwhile.
+            self.forget_stale(slot);
             if fair && budget.attempts() == 1 && slot.pace.contended() {
                 // Contended: yield to the others first, then plan on what the store holds after
                 // the wait rather than on the version this process last wrote (src/pace.rs).

@@ -159,9 +159,12 @@ impl Store for ZkStore {
         // The node's own ACL goes to the new incarnation (a category's ACL may differ from the
         // session's default), read after a `sync` so that a recent `setACL` is not undone. (The
         // `multi` cannot check the ACL's version: a `setACL` between this read and the move is.)
-        self.sync(path).await?;
-        let acl = self.call(false, self.zk.get_acl(self.gen(), path)).await?;
-        let generation = self.zk.generation();
+        // All on the session of the first request: after a wipe and a restore the node may be
+        // back at `expected` with other contents, and a move planned on the old one must not
+        // apply to it (a request on an ended session fails without being sent).
+        let generation = self.gen();
+        self.call(false, self.zk.sync(generation, path)).await?;
+        let acl = self.call(false, self.zk.get_acl(generation, path)).await?;
         let mut multi = Multi::new();
         multi.delete(path, Some(expected));
         multi.create(path, data, &Create::persistent().with_acl(acl));

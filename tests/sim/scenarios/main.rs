@@ -15,4 +15,5 @@ mod lost_switch;
 mod migration;
 mod take_listing;
 mod wiped_migration;
+mod wiped_move;
 mod write_loops;
