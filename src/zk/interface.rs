@@ -20,10 +20,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
+use futures_util::FutureExt;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::acl::Acl;
+use super::catch_up::CatchUp;
 pub use super::classify::Failure;
 use super::classify::Verdict;
 use super::fate::{Confirmed, InDoubt};
@@ -331,40 +333,128 @@ pub trait ZooKeeper: Send + Sync + 'static {
     }
 
     // ----- Reads -----
+    //
+    // Every read is caught up first: the first read of each connection sends a `sync` and waits
+    // for it (src/zk/catch_up.rs). The provided methods do it; an implementation supplies the
+    // `served_*` requests, sent as they are to the connected server, and the [`CatchUp`] state.
+
+    /// The record of which connection was caught up last (one per session handle).
+    fn catch_up(&self) -> &CatchUp;
 
     /// A node's data and metadata.
-    fn get<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, (Vec<u8>, Stat)>;
+    fn get<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, (Vec<u8>, Stat)> {
+        async move {
+            self.catch_up().before_read(self, generation, path).await?;
+            self.served_get(generation, path).await
+        }
+        .boxed()
+    }
 
     /// A node's metadata, `None` if it does not exist.
-    fn exists<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, Option<Stat>>;
+    fn exists<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, Option<Stat>> {
+        async move {
+            self.catch_up().before_read(self, generation, path).await?;
+            self.served_exists(generation, path).await
+        }
+        .boxed()
+    }
 
     /// [`ZooKeeper::exists`] sent when called, before the returned future is first polled (which
     /// owns what it needs): a check sent ahead of a write is answered before the write's reply
-    /// (a session's requests are answered in order), while the caller awaits it elsewhere.
+    /// (a session's requests are answered in order), while the caller awaits it elsewhere. The
+    /// one read not caught up (it cannot wait for a `sync` before it is sent): it is for checking
+    /// what an earlier read of the session saw, and the session never reads older than that.
     fn exists_now(&self, generation: u64, path: &str) -> Reply<'static, Option<Stat>>;
 
     /// A node's children's names (unsorted) and its metadata (with its child version).
-    fn children<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, (Vec<String>, Stat)>;
+    fn children<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, (Vec<String>, Stat)> {
+        async move {
+            self.catch_up().before_read(self, generation, path).await?;
+            self.served_children(generation, path).await
+        }
+        .boxed()
+    }
 
     /// A node's ACL.
-    fn get_acl<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, Vec<Acl>>;
+    fn get_acl<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, Vec<Acl>> {
+        async move {
+            self.catch_up().before_read(self, generation, path).await?;
+            self.served_get_acl(generation, path).await
+        }
+        .boxed()
+    }
 
     /// [`ZooKeeper::get`] with a watch on the node's data and existence.
     fn get_watched<'a>(
         &'a self,
         generation: u64,
         path: &'a str,
-    ) -> Reply<'a, (Vec<u8>, Stat, Watch)>;
+    ) -> Reply<'a, (Vec<u8>, Stat, Watch)> {
+        async move {
+            self.catch_up().before_read(self, generation, path).await?;
+            self.served_get_watched(generation, path).await
+        }
+        .boxed()
+    }
 
     /// [`ZooKeeper::exists`] with a watch on the node's creation, data and deletion.
     fn exists_watched<'a>(
         &'a self,
         generation: u64,
         path: &'a str,
-    ) -> Reply<'a, (Option<Stat>, Watch)>;
+    ) -> Reply<'a, (Option<Stat>, Watch)> {
+        async move {
+            self.catch_up().before_read(self, generation, path).await?;
+            self.served_exists_watched(generation, path).await
+        }
+        .boxed()
+    }
 
     /// [`ZooKeeper::children`] with a watch on the node's children (and its deletion).
     fn children_watched<'a>(
+        &'a self,
+        generation: u64,
+        path: &'a str,
+    ) -> Reply<'a, (Vec<String>, Stat, Watch)> {
+        async move {
+            self.catch_up().before_read(self, generation, path).await?;
+            self.served_children_watched(generation, path).await
+        }
+        .boxed()
+    }
+
+    /// [`ZooKeeper::get`] as the connected server answers it (no catch-up).
+    fn served_get<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, (Vec<u8>, Stat)>;
+
+    /// [`ZooKeeper::exists`] as the connected server answers it (no catch-up).
+    fn served_exists<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, Option<Stat>>;
+
+    /// [`ZooKeeper::children`] as the connected server answers it (no catch-up).
+    fn served_children<'a>(
+        &'a self,
+        generation: u64,
+        path: &'a str,
+    ) -> Reply<'a, (Vec<String>, Stat)>;
+
+    /// [`ZooKeeper::get_acl`] as the connected server answers it (no catch-up).
+    fn served_get_acl<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, Vec<Acl>>;
+
+    /// [`ZooKeeper::get_watched`] as the connected server answers it (no catch-up).
+    fn served_get_watched<'a>(
+        &'a self,
+        generation: u64,
+        path: &'a str,
+    ) -> Reply<'a, (Vec<u8>, Stat, Watch)>;
+
+    /// [`ZooKeeper::exists_watched`] as the connected server answers it (no catch-up).
+    fn served_exists_watched<'a>(
+        &'a self,
+        generation: u64,
+        path: &'a str,
+    ) -> Reply<'a, (Option<Stat>, Watch)>;
+
+    /// [`ZooKeeper::children_watched`] as the connected server answers it (no catch-up).
+    fn served_children_watched<'a>(
         &'a self,
         generation: u64,
         path: &'a str,

@@ -11,6 +11,7 @@
 //! it, never the reverse.
 
 pub mod acl;
+pub mod catch_up;
 pub mod classify;
 mod connect;
 pub mod fate;

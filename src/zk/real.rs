@@ -175,12 +175,16 @@ impl ZooKeeper for Session {
         }
     }
 
-    fn get<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, (Vec<u8>, Stat)> {
+    fn catch_up(&self) -> &super::catch_up::CatchUp {
+        self.catch_up_state()
+    }
+
+    fn served_get<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, (Vec<u8>, Stat)> {
         self.request(generation, move |c| async move { c.get_data(path).await })
             .boxed()
     }
 
-    fn exists<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, Option<Stat>> {
+    fn served_exists<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, Option<Stat>> {
         self.request(generation, move |c| async move { c.check_stat(path).await })
             .boxed()
     }
@@ -198,7 +202,11 @@ impl ZooKeeper for Session {
         .boxed()
     }
 
-    fn children<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, (Vec<String>, Stat)> {
+    fn served_children<'a>(
+        &'a self,
+        generation: u64,
+        path: &'a str,
+    ) -> Reply<'a, (Vec<String>, Stat)> {
         self.request(
             generation,
             move |c| async move { c.get_children(path).await },
@@ -206,7 +214,7 @@ impl ZooKeeper for Session {
         .boxed()
     }
 
-    fn get_acl<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, Vec<Acl>> {
+    fn served_get_acl<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, Vec<Acl>> {
         async move {
             let (acl, _) = self
                 .request(generation, move |c| async move { c.get_acl(path).await })
@@ -216,7 +224,7 @@ impl ZooKeeper for Session {
         .boxed()
     }
 
-    fn get_watched<'a>(
+    fn served_get_watched<'a>(
         &'a self,
         generation: u64,
         path: &'a str,
@@ -232,7 +240,7 @@ impl ZooKeeper for Session {
         .boxed()
     }
 
-    fn exists_watched<'a>(
+    fn served_exists_watched<'a>(
         &'a self,
         generation: u64,
         path: &'a str,
@@ -248,7 +256,7 @@ impl ZooKeeper for Session {
         .boxed()
     }
 
-    fn children_watched<'a>(
+    fn served_children_watched<'a>(
         &'a self,
         generation: u64,
         path: &'a str,

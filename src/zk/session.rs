@@ -77,6 +77,8 @@ struct Inner {
     losses: AtomicU64,
     /// Connections made so far ([`SessionStatus::connection`]).
     connections: AtomicU64,
+    /// Which connection is caught up for reads (src/zk/catch_up.rs).
+    catch_up: super::catch_up::CatchUp,
     /// The servers' word on each given-up generation (`None` while it is being asked).
     confirmations: Mutex<HashMap<u64, watch::Receiver<Option<Verdict>>>>,
     /// Closed when the last [`Session`] handle is dropped: stops the confirmations.
@@ -111,6 +113,11 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
+    /// Which connection is caught up for reads.
+    pub(crate) fn catch_up_state(&self) -> &super::catch_up::CatchUp {
+        &self.inner.catch_up
+    }
+
     /// Opens a session on the ensemble a ZooKeeper connect string names
     /// (`host:port,...[/chroot]`). Must be called inside a tokio runtime; the monitor task runs
     /// on it.
@@ -153,6 +160,7 @@ impl Session {
             replacing: tokio::sync::Mutex::new(()),
             losses: AtomicU64::new(0),
             connections: AtomicU64::new(1),
+            catch_up: super::catch_up::CatchUp::default(),
             confirmations: Mutex::new(HashMap::new()),
             alive: alive_rx.clone(),
         });

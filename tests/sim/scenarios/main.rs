@@ -11,6 +11,7 @@ mod session;
 mod support;
 
 mod closes;
+mod lagging_read;
 mod lost_switch;
 mod migration;
 mod take_listing;

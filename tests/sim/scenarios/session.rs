@@ -10,6 +10,7 @@ use futures_util::FutureExt;
 use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 use zooid::error::Result;
+use zooid::zk::catch_up::CatchUp;
 use zooid::zk::{
     Acl, Confirmed, ConnectOptions, Create, Failure, InDoubt, MultiFailed, Op, OpResult, Reply,
     ServerVersion, SessionStatus, Stat, TreeWatch, Verdict, Watch, WeakZk, Zk, ZooKeeper,
@@ -76,6 +77,9 @@ pub struct Flaky {
     /// While set, the first `multi` that sets this node applies and its reply is lost (a
     /// connection loss); the flag is cleared then.
     pub lose_set: Option<(String, Arc<AtomicBool>)>,
+    /// Reads of this path are answered from this old copy of the node, as a server that has
+    /// not applied the writes since answers them, until the session sends a `sync`.
+    pub behind: Option<(String, std::sync::Mutex<Option<(Vec<u8>, Stat)>>)>,
 }
 
 impl Flaky {
@@ -90,6 +94,7 @@ impl Flaky {
             orphan_under: Vec::new(),
             pause_listing: None,
             lose_set: None,
+            behind: None,
         }
     }
 
@@ -154,14 +159,24 @@ impl ZooKeeper for Flaky {
     fn close(self: Arc<Self>) -> BoxFuture<'static, ()> {
         self.inner.clone().close()
     }
-    fn get<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, (Vec<u8>, Stat)> {
-        self.inner.get(generation, path)
+    fn catch_up(&self) -> &CatchUp {
+        self.inner.catch_up()
     }
-    fn exists<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, Option<Stat>> {
+    fn served_get<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, (Vec<u8>, Stat)> {
+        if let Some((lagging, copy)) = &self.behind {
+            if lagging == path {
+                if let Some(old) = copy.lock().unwrap().clone() {
+                    return async move { Ok(old) }.boxed();
+                }
+            }
+        }
+        self.inner.served_get(generation, path)
+    }
+    fn served_exists<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, Option<Stat>> {
         if self.blocked(path) {
             return lost();
         }
-        self.inner.exists(generation, path)
+        self.inner.served_exists(generation, path)
     }
     fn exists_now(&self, generation: u64, path: &str) -> Reply<'static, Option<Stat>> {
         if self.blocked(path) {
@@ -169,49 +184,53 @@ impl ZooKeeper for Flaky {
         }
         self.inner.exists_now(generation, path)
     }
-    fn children<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, (Vec<String>, Stat)> {
+    fn served_children<'a>(
+        &'a self,
+        generation: u64,
+        path: &'a str,
+    ) -> Reply<'a, (Vec<String>, Stat)> {
         if self.blocked(path) {
             return lost();
         }
         if let Some((paused, gate)) = &self.pause_listing {
             if paused == path && gate.trips() {
                 return async move {
-                    let listed = self.inner.children(generation, path).await;
+                    let listed = self.inner.served_children(generation, path).await;
                     gate.pause().await;
                     listed
                 }
                 .boxed();
             }
         }
-        self.inner.children(generation, path)
+        self.inner.served_children(generation, path)
     }
-    fn get_acl<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, Vec<Acl>> {
+    fn served_get_acl<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, Vec<Acl>> {
         if let Some((paused, gate)) = &self.pause_acl {
             if paused == path && gate.trips() {
                 return async move {
                     gate.pause().await;
-                    self.inner.get_acl(generation, path).await
+                    self.inner.served_get_acl(generation, path).await
                 }
                 .boxed();
             }
         }
-        self.inner.get_acl(generation, path)
+        self.inner.served_get_acl(generation, path)
     }
-    fn get_watched<'a>(
+    fn served_get_watched<'a>(
         &'a self,
         generation: u64,
         path: &'a str,
     ) -> Reply<'a, (Vec<u8>, Stat, Watch)> {
-        self.inner.get_watched(generation, path)
+        self.inner.served_get_watched(generation, path)
     }
-    fn exists_watched<'a>(
+    fn served_exists_watched<'a>(
         &'a self,
         generation: u64,
         path: &'a str,
     ) -> Reply<'a, (Option<Stat>, Watch)> {
-        self.inner.exists_watched(generation, path)
+        self.inner.served_exists_watched(generation, path)
     }
-    fn children_watched<'a>(
+    fn served_children_watched<'a>(
         &'a self,
         generation: u64,
         path: &'a str,
@@ -219,13 +238,20 @@ impl ZooKeeper for Flaky {
         if self.blocked(path) {
             return lost();
         }
-        self.inner.children_watched(generation, path)
+        self.inner.served_children_watched(generation, path)
     }
     fn watch_tree<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, TreeWatch> {
         self.inner.watch_tree(generation, path)
     }
     fn sync<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, ()> {
-        self.inner.sync(generation, path)
+        async move {
+            self.inner.sync(generation, path).await?;
+            if let Some((_, copy)) = &self.behind {
+                copy.lock().unwrap().take(); // The server caught up.
+            }
+            Ok(())
+        }
+        .boxed()
     }
     fn create<'a>(
         &'a self,

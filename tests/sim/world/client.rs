@@ -12,6 +12,7 @@ use futures_util::FutureExt;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use zooid::error::{Result, ZooidError};
+use zooid::zk::catch_up::CatchUp;
 use zooid::zk::{
     Acl, Confirmed, ConnectOptions, Create, Event, EventKind, Failure, InDoubt, MultiFailed, Op,
     OpResult, Reply, ServerVersion, SessionStatus, Stat, TreeWatch, Verdict, Watch, WeakZk,
@@ -31,6 +32,7 @@ pub struct SimSession {
     /// Dropped with the last handle: ends [`ZooKeeper::ended`].
     alive: watch::Sender<()>,
     me: Weak<SimSession>,
+    catch_up: CatchUp,
 }
 
 impl SimSession {
@@ -50,6 +52,7 @@ impl SimSession {
             status,
             alive,
             me: me.clone(),
+            catch_up: CatchUp::default(),
         })
     }
 
@@ -312,7 +315,11 @@ impl ZooKeeper for SimSession {
         .boxed()
     }
 
-    fn get<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, (Vec<u8>, Stat)> {
+    fn catch_up(&self) -> &CatchUp {
+        &self.catch_up
+    }
+
+    fn served_get<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, (Vec<u8>, Stat)> {
         let reply = self.send(generation, Req::Get(path.into(), false));
         async move {
             match reply.await.map_err(whole)? {
@@ -323,7 +330,7 @@ impl ZooKeeper for SimSession {
         .boxed()
     }
 
-    fn exists<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, Option<Stat>> {
+    fn served_exists<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, Option<Stat>> {
         self.exists_now(generation, path)
     }
 
@@ -338,7 +345,11 @@ impl ZooKeeper for SimSession {
         .boxed()
     }
 
-    fn children<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, (Vec<String>, Stat)> {
+    fn served_children<'a>(
+        &'a self,
+        generation: u64,
+        path: &'a str,
+    ) -> Reply<'a, (Vec<String>, Stat)> {
         let reply = self.send(generation, Req::Children(path.into(), false));
         async move {
             match reply.await.map_err(whole)? {
@@ -349,7 +360,7 @@ impl ZooKeeper for SimSession {
         .boxed()
     }
 
-    fn get_acl<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, Vec<Acl>> {
+    fn served_get_acl<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, Vec<Acl>> {
         let reply = self.send(generation, Req::GetAcl(path.into()));
         async move {
             match reply.await.map_err(whole)? {
@@ -360,7 +371,7 @@ impl ZooKeeper for SimSession {
         .boxed()
     }
 
-    fn get_watched<'a>(
+    fn served_get_watched<'a>(
         &'a self,
         generation: u64,
         path: &'a str,
@@ -375,7 +386,7 @@ impl ZooKeeper for SimSession {
         .boxed()
     }
 
-    fn exists_watched<'a>(
+    fn served_exists_watched<'a>(
         &'a self,
         generation: u64,
         path: &'a str,
@@ -390,7 +401,7 @@ impl ZooKeeper for SimSession {
         .boxed()
     }
 
-    fn children_watched<'a>(
+    fn served_children_watched<'a>(
         &'a self,
         generation: u64,
         path: &'a str,
