@@ -1,7 +1,7 @@
 //! [`Flaky`]: a session of the simulated world with faults forced on the requests a scenario
 //! names, and [`Gate`], a process paused at one request.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,6 +20,8 @@ use zooid::zk::{
 /// until `release` is.
 pub struct Gate {
     armed: AtomicBool,
+    /// Matching requests let through before the one paused.
+    skip: AtomicUsize,
     pub entered: Notify,
     pub release: Notify,
 }
@@ -27,16 +29,26 @@ pub struct Gate {
 impl Gate {
     /// A gate that pauses the first request it matches.
     pub fn armed() -> Arc<Self> {
+        Self::after(0)
+    }
+
+    /// A gate that lets `skip` matching requests through and pauses the next one.
+    pub fn after(skip: usize) -> Arc<Self> {
         Arc::new(Self {
             armed: AtomicBool::new(true),
+            skip: AtomicUsize::new(skip),
             entered: Notify::new(),
             release: Notify::new(),
         })
     }
 
-    /// True once, for the first matching request.
+    /// True once, for the first matching request after the skipped ones.
     fn trips(&self) -> bool {
-        self.armed.swap(false, Ordering::SeqCst)
+        let skipped = self
+            .skip
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        !skipped && self.armed.swap(false, Ordering::SeqCst)
     }
 
     /// The paused request: says it entered, waits to be released.
@@ -80,6 +92,15 @@ pub struct Flaky {
     /// Reads of this path are answered from this old copy of the node, as a server that has
     /// not applied the writes since answers them, until the session sends a `sync`.
     pub behind: Option<(String, std::sync::Mutex<Option<(Vec<u8>, Stat)>>)>,
+    /// The first `get` of this node (after those its gate skips) is answered, then the process
+    /// pauses at the gate before it sees the answer (a process paused after a read).
+    pub pause_get: Option<(String, Arc<Gate>)>,
+    /// The first `multi` that checks this node's version applies; its reply is held at the
+    /// gate, then delivered as it came (a process paused after it confirmed what it read).
+    pub hold_check: Option<(String, Arc<Gate>)>,
+    /// The session generation of every `multi` that sets this node, in the order sent (whatever
+    /// its outcome): a scenario's proof that a write was sent, and on which session.
+    pub sets_sent: Option<(String, Arc<std::sync::Mutex<Vec<u64>>>)>,
 }
 
 impl Flaky {
@@ -95,6 +116,9 @@ impl Flaky {
             pause_listing: None,
             lose_set: None,
             behind: None,
+            pause_get: None,
+            hold_check: None,
+            sets_sent: None,
         }
     }
 
@@ -168,6 +192,16 @@ impl ZooKeeper for Flaky {
                 if let Some(old) = copy.lock().unwrap().clone() {
                     return async move { Ok(old) }.boxed();
                 }
+            }
+        }
+        if let Some((paused, gate)) = &self.pause_get {
+            if paused == path && gate.trips() {
+                return async move {
+                    let got = self.inner.served_get(generation, path).await;
+                    gate.pause().await;
+                    got
+                }
+                .boxed();
             }
         }
         self.inner.served_get(generation, path)
@@ -295,6 +329,14 @@ impl ZooKeeper for Flaky {
         generation: u64,
         ops: Vec<Op>,
     ) -> BoxFuture<'_, std::result::Result<Vec<OpResult>, MultiFailed>> {
+        if let Some((target, sent)) = &self.sets_sent {
+            if ops
+                .iter()
+                .any(|op| matches!(op, Op::Set { path, .. } if path == target))
+            {
+                sent.lock().unwrap().push(generation);
+            }
+        }
         if self.refuse_multis.load(Ordering::SeqCst) {
             // After a round trip, as the servers' refusal comes.
             return async {
@@ -333,6 +375,23 @@ impl ZooKeeper for Flaky {
                 return async move {
                     let applied = self.inner.multi(generation, ops).await;
                     Err(reply_lost(applied, "lost set"))
+                }
+                .boxed();
+            }
+        }
+        if let Some((target, gate)) = &self.hold_check {
+            let checks = ops
+                .iter()
+                .any(|op| matches!(op, Op::Check { path, .. } if path == target));
+            if checks && gate.trips() {
+                return async move {
+                    let applied = self.inner.multi(generation, ops).await;
+                    assert!(
+                        applied.is_ok(),
+                        "guard: the held check applied: {applied:?}"
+                    );
+                    gate.pause().await;
+                    applied
                 }
                 .boxed();
             }
