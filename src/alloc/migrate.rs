@@ -213,7 +213,7 @@ impl<S: Store> Core<S> {
         // The session and connection the round plans on: its writes go on them only. After a
         // wipe (or a rollback) and a restore, the pool may be back at the version read with
         // other contents, and a switch planned on the old one must not apply to it.
-        let (session, connection) = (zk.generation(), zk.status().connection);
+        let read_on = zk.read_on();
         // The pool and its holes are read at once (the listing is sent after the read, on the
         // same session). A listing that does not match the pool costs a round, never an ID:
         // the round's writes fail on a hole made or removed by another, or on the version.
@@ -299,7 +299,7 @@ impl<S: Store> Core<S> {
         let writes = batches.len().max(1);
         for index in 0..writes {
             let switch = index + 1 == writes;
-            if zk.generation() != session || zk.status().connection != connection {
+            if !zk.still_on(read_on) {
                 return Ok(Round::Again(LastFailure::Unreachable(
                     "the session or connection the round planned on ended".into(),
                 )));
@@ -324,7 +324,7 @@ impl<S: Store> Core<S> {
                 #[cfg(not(zooid_mutant = "migration_switch_blind"))]
                 multi.set(path, rendered.as_bytes(), Some(version));
             }
-            if let Err(failed) = multi.commit(&**zk, session).await {
+            if let Err(failed) = multi.commit(&**zk, read_on.generation).await {
                 return match failed.verdict() {
                     // The pool moved on (or is gone: the next read says), or another migration
                     // made or removed a hole first.

@@ -13,7 +13,7 @@ use crate::durable::{Fence, Record};
 use crate::error::{Result, ZooidError};
 use crate::format::Pool;
 use crate::recipes::election::FencedOp;
-use crate::zk::{Failure, Verdict, ZooKeeperExt};
+use crate::zk::{Failure, ReadOn, Verdict, ZooKeeperExt};
 
 /// How many times one evaluation re-reads after a version conflict.
 const MAX_CONFLICTS: usize = 8;
@@ -46,7 +46,11 @@ impl Active<'_> {
     }
 
     async fn evaluate_once(&mut self, path: &str) -> Result<Wrote> {
-        let (data, stat) = match self.zk.get(self.zk.generation(), path).await {
+        // The session and connection the evaluation reads on: its pool write goes on them only.
+        // After a wipe (or a rollback) and a restore, the pool may be back at the version read
+        // with other contents, and a write planned on the old one must not apply to it.
+        let read_on = self.zk.read_on();
+        let (data, stat) = match self.zk.get(read_on.generation, path).await {
             Ok(got) => got,
             Err(Failure {
                 verdict: Verdict::NoNode,
@@ -136,7 +140,7 @@ impl Active<'_> {
             };
         if let (true, Some(record)) = (behind, record.as_ref()) {
             return self
-                .repair(path, &pool, stat.version, record, reserve)
+                .repair(path, &pool, stat.version, read_on, record, reserve)
                 .await;
         }
         let recorded = record.as_ref().map(|r| r.ceiling);
@@ -182,6 +186,7 @@ impl Active<'_> {
             path,
             &pool,
             stat.version,
+            read_on,
             record.as_ref(),
             target,
             fence,
@@ -199,12 +204,16 @@ impl Active<'_> {
         path: &str,
         pool: &Pool,
         version: i32,
+        read_on: ReadOn,
         record: Option<&Record>,
         ceiling: i64,
         fence: Fence,
         change: Change,
         repair: Option<(i64, u64)>,
     ) -> Result<Wrote> {
+        if !self.zk.still_on(read_on) {
+            return Ok(Wrote::Conflict); // Read again before anything is made durable.
+        }
         crash_point("before-durable");
         let durable_needed = record.is_none_or(|r| r.ceiling < ceiling || r.fence < fence);
         if durable_needed {
@@ -244,7 +253,11 @@ impl Active<'_> {
             data: write.data.clone(),
             version: Some(write.version),
         }];
-        match self.election.fenced(&ops).await {
+        if !self.zk.still_on(read_on) {
+            // Read again on the session and connection in use now, and plan again.
+            return Ok(Wrote::Conflict);
+        }
+        match self.election.fenced_on(read_on.generation, &ops).await {
             Ok(_) => {}
             Err(ZooidError::Store { reason, .. }) => {
                 // A version conflict (takes moved the pool) or an unknown outcome: re-read.
@@ -302,16 +315,23 @@ impl Active<'_> {
         path: &str,
         pool: &Pool,
         version: i32,
+        read_on: ReadOn,
         record: &Record,
         reserve: u64,
     ) -> Result<Wrote> {
         // Only the leader, and only on the pool as read: a fenced check before bumping anything.
+        if !self.zk.still_on(read_on) {
+            return Ok(Wrote::Conflict);
+        }
         match self
             .election
-            .fenced(&[FencedOp::Check {
-                path: path.to_string(),
-                version,
-            }])
+            .fenced_on(
+                read_on.generation,
+                &[FencedOp::Check {
+                    path: path.to_string(),
+                    version,
+                }],
+            )
             .await
         {
             Ok(_) => {}
@@ -362,6 +382,7 @@ impl Active<'_> {
             path,
             pool,
             version,
+            read_on,
             Some(record),
             ceiling,
             fence,

@@ -30,7 +30,7 @@ pub use super::classify::Failure;
 use super::classify::Verdict;
 use super::fate::{Confirmed, InDoubt};
 use super::options::{ConnectOptions, ServerVersion};
-use super::status::SessionStatus;
+use super::status::{ReadOn, SessionStatus};
 use crate::error::Result;
 
 /// A node's metadata, as the servers report it (zxids, versions, owner, sizes).
@@ -521,5 +521,15 @@ pub trait ZooKeeperExt: ZooKeeper {
     /// The current session generation (requests named with it go to the live session).
     fn generation(&self) -> u64 {
         self.status().generation
+    }
+
+    /// The session generation and connection now (taken before a read a write is planned on).
+    fn read_on(&self) -> ReadOn {
+        self.status().into()
+    }
+
+    /// Whether the session still runs on the generation and connection `read`.
+    fn still_on(&self, read: ReadOn) -> bool {
+        self.read_on() == read
     }
 }

@@ -66,3 +66,23 @@ impl SessionStatus {
         self.timeout / 2
     }
 }
+
+/// The session generation and connection a read was made on. A write planned on that read goes
+/// only on them: after a wipe (or a rollback) and a restore, every session and connection of
+/// before has ended, and the node may be back at the version read with other contents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadOn {
+    /// [`SessionStatus::generation`].
+    pub generation: u64,
+    /// [`SessionStatus::connection`].
+    pub connection: u64,
+}
+
+impl From<SessionStatus> for ReadOn {
+    fn from(status: SessionStatus) -> Self {
+        Self {
+            generation: status.generation,
+            connection: status.connection,
+        }
+    }
+}

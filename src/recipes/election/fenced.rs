@@ -55,6 +55,14 @@ impl Election {
     /// when the reply was lost (the reason says the outcome is unknown). `InvalidArgument` for a
     /// malformed op path (nothing was sent). `Closed` after resign.
     pub async fn fenced(&self, ops: &[FencedOp]) -> Result<Vec<FencedResult>> {
+        self.fenced_on(self.zk.generation(), ops).await
+    }
+
+    /// [`Election::fenced`] sent only on session generation `generation`, the one the caller
+    /// read what it planned on: a plan read on an earlier session (before a wipe and a restore,
+    /// whose node may be back at the version read with other contents) is refused as
+    /// `NotLeader` even when this candidate leads again on a later one, and nothing is sent.
+    pub async fn fenced_on(&self, generation: u64, ops: &[FencedOp]) -> Result<Vec<FencedResult>> {
         if *self.close.borrow() {
             return Err(self.closed_error());
         }
@@ -72,9 +80,10 @@ impl Election {
                 "paused, and the stop policy ends a paused leadership",
             ));
         }
-        let generation = self.zk.generation();
         if generation != leading.generation {
-            return Err(not_leader("the session of the leadership was lost"));
+            return Err(not_leader(
+                "the session of the leadership is not the one the write was planned on",
+            ));
         }
         // A malformed path is the caller's mistake, refused here before anything is sent (the
         // client would refuse it too, but as a refused op, indistinguishable from the servers').

@@ -67,6 +67,9 @@ fn reply_lost(applied: std::result::Result<Vec<OpResult>, MultiFailed>, what: &s
     }
 }
 
+/// A node's data and metadata as a lagging server still has them (`None` once caught up).
+pub type OldCopy = std::sync::Mutex<Option<(Vec<u8>, Stat)>>;
+
 /// A session of the simulated world that forces, on the requests named, each fault set:
 /// everything else goes to the simulated session as it is.
 pub struct Flaky {
@@ -91,7 +94,7 @@ pub struct Flaky {
     pub lose_set: Option<(String, Arc<AtomicBool>)>,
     /// Reads of this path are answered from this old copy of the node, as a server that has
     /// not applied the writes since answers them, until the session sends a `sync`.
-    pub behind: Option<(String, std::sync::Mutex<Option<(Vec<u8>, Stat)>>)>,
+    pub behind: Option<(String, OldCopy)>,
     /// The first `get` of this node (after those its gate skips) is answered, then the process
     /// pauses at the gate before it sees the answer (a process paused after a read).
     pub pause_get: Option<(String, Arc<Gate>)>,

@@ -4,7 +4,9 @@
 //! Some(V) }])`, which checks that the leadership is on the current session generation, not
 //! that the pool was read on it. Paused after its read while ZooKeeper is wiped and the category
 //! restored (the restored pool reaching V too), and elected again on g2, the keeper resumes and
-//! its write, planned on the wiped pool, meets the restored one.
+//! its write, planned on the wiped pool, meets the restored one. Fixed: the keeper's writes go
+//! only on the session and connection its pool read was on (`Election::fenced_on`,
+//! `zk::ReadOn`); the repair scenario handed IDs 37..=46 out twice before.
 //!
 //! Two pause points: after the keeper's `get` of the pool (a raise; the durable record is read
 //! after the pause), and after a repair's fenced check of the version it read (the durable
@@ -253,9 +255,12 @@ async fn scenario(seed: u64, pause: Pause) {
     }
     let sent_on = sent.lock().unwrap().clone();
     println!("K's pool writes were sent on session generations {sent_on:?}");
+    // Before the fix the write planned on the wiped pool was sent on the new session; now a
+    // write goes only on the session and connection its pool was read on, so none planned before
+    // the pause is sent (a later evaluation reads again and may write on the new session).
     assert!(
-        sent_on.first().is_some_and(|g| *g != k_generation),
-        "guard: K's pool write was sent after it resumed, on its new session: {sent_on:?}"
+        sent_on.iter().all(|g| *g != k_generation),
+        "K's pool write went on the session it was paused on: {sent_on:?}"
     );
     let after = op.pool_info(&category).await.expect("info");
     println!(
@@ -303,9 +308,11 @@ fn a_keeper_paused_after_its_read_across_a_wipe_and_restore_does_not_reissue_ids
 /// pool and record, and its repair's fenced check of version 2 applies; K is paused there.
 /// ZooKeeper is wiped; the operator restores the category from the record (epoch 1, ceiling
 /// 36), raises it to 100 durable first; Q takes 37..=46, leaving the restored pool at version
-/// 2. K is elected again on its new session and resumes: its repair, planned on the wiped pool
-/// and the record as it was, is made durable at fence (1, its token), above the restore's
-/// (1, 0), and written at version 2: the restored pool's 37..=46 are free again.
+/// 2. K is elected again on its new session and resumes. Before the fix its repair, planned on
+/// the wiped pool and the record as it was, was made durable at fence (1, its token), above the
+/// restore's (1, 0), and written at version 2: the restored pool's 37..=46 were free again and
+/// handed out twice. Now the keeper writes only on the session and connection it read the pool
+/// on, and plans again on a fresh read.
 #[test]
 fn a_keeper_paused_in_a_repair_across_a_wipe_and_restore_does_not_reissue_ids() {
     run_scenario(scenario(37, Pause::AfterRepairCheck));
