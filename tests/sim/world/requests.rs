@@ -6,11 +6,11 @@
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
-use zooid::zk::{Acl, Create, Event, Failure, Op, OpResult, Stat, Verdict};
+use zooid::zk::{Acl, Create, Event, EventKind, Failure, Op, OpResult, Stat, Verdict};
 
 use super::faults::{between, chance};
 use super::sessions::Life;
-use super::watches::Kind;
+use super::watches::{Kind, Watches};
 use super::{Action, Pending, State};
 
 /// A request, as sent.
@@ -331,6 +331,24 @@ impl State {
         std::sync::Arc::new(self.tree.clone())
     }
 
+    /// The event a `kind` watch set on a server that answered `read` (the node's stat there,
+    /// `None`: no node) would fire first as that server catches up with the leader; `None` when
+    /// the leader's node is the one read.
+    fn next_change(&self, path: &str, read: Option<Stat>, kind: Kind) -> Option<EventKind> {
+        let now = self.tree.get(path).map(|n| n.stat);
+        match (read, now) {
+            (None, None) => None,
+            (None, Some(_)) => Some(EventKind::Created),
+            (Some(_), None) => Some(EventKind::Deleted),
+            (Some(r), Some(n)) if r.czxid != n.czxid => Some(EventKind::Deleted),
+            (Some(r), Some(n)) => match kind {
+                Kind::Child if r.cversion != n.cversion => Some(EventKind::ChildrenChanged),
+                Kind::Data | Kind::Exist if r.mzxid != n.mzxid => Some(EventKind::DataChanged),
+                _ => None,
+            },
+        }
+    }
+
     fn saw(&mut self, c: usize, zxid: i64) {
         if let Some(client) = self.clients.get_mut(&c) {
             client.seen = client.seen.max(zxid);
@@ -367,35 +385,45 @@ impl State {
                     (_, Some(n)) => Ok(Resp::Acl(n.acl.clone())),
                 }
             }
+            // Watched reads lag as the others do; a watch set on a lagging server fires when it
+            // applies the next change of its node, here at once when the leader's node differs.
             Req::Get(path, true) => {
-                let zxid = self.tree.zxid;
-                self.saw(c, zxid);
-                let node = self.tree.get(path).map(|n| (n.data.clone(), n.stat));
+                let tree = self.served_tree(c);
+                self.saw(c, tree.zxid);
+                let node = tree.get(path).map(|n| (n.data.clone(), n.stat));
                 let (data, stat) = node.ok_or_else(|| Fail::whole(Verdict::NoNode, "no node"))?;
-                let watch = self.watches.add(sid, path, Kind::Data);
+                let watch = match self.next_change(path, Some(stat), Kind::Data) {
+                    Some(event) => Watches::fired(path, event),
+                    None => self.watches.add(sid, path, Kind::Data),
+                };
                 Ok(Resp::Data(data, stat, Some(watch)))
             }
             Req::Exists(path, true) => {
-                let zxid = self.tree.zxid;
-                self.saw(c, zxid);
-                let stat = self.tree.get(path).map(|n| n.stat);
+                let tree = self.served_tree(c);
+                self.saw(c, tree.zxid);
+                let stat = tree.get(path).map(|n| n.stat);
                 let kind = if stat.is_some() {
                     Kind::Data
                 } else {
                     Kind::Exist
                 };
-                let watch = self.watches.add(sid, path, kind);
+                let watch = match self.next_change(path, stat, kind) {
+                    Some(event) => Watches::fired(path, event),
+                    None => self.watches.add(sid, path, kind),
+                };
                 Ok(Resp::Exists(stat, Some(watch)))
             }
             Req::Children(path, true) => {
-                let zxid = self.tree.zxid;
-                self.saw(c, zxid);
-                let node = self
-                    .tree
+                let tree = self.served_tree(c);
+                self.saw(c, tree.zxid);
+                let node = tree
                     .get(path)
                     .map(|n| (n.children.iter().cloned().collect(), n.stat));
                 let (names, stat) = node.ok_or_else(|| Fail::whole(Verdict::NoNode, "no node"))?;
-                let watch = self.watches.add(sid, path, Kind::Child);
+                let watch = match self.next_change(path, Some(stat), Kind::Child) {
+                    Some(event) => Watches::fired(path, event),
+                    None => self.watches.add(sid, path, Kind::Child),
+                };
                 Ok(Resp::Children(names, stat, Some(watch)))
             }
             Req::WatchTree(path) => Ok(Resp::Tree(self.watches.add_tree(sid, path))),

@@ -53,6 +53,16 @@ impl Watches {
         rx
     }
 
+    /// A one-shot watch that has fired already with `event` (set on a server behind the change).
+    pub fn fired(path: &str, event: EventKind) -> oneshot::Receiver<Event> {
+        let (tx, rx) = oneshot::channel();
+        let _ = tx.send(Event {
+            kind: event,
+            path: path.to_string(),
+        });
+        rx
+    }
+
     pub fn add_tree(&mut self, session: i64, root: &str) -> mpsc::UnboundedReceiver<Event> {
         let (tx, rx) = mpsc::unbounded_channel();
         self.tree.push((session, root.to_string(), tx));
