@@ -15,6 +15,7 @@ mod lagging_read;
 mod lost_switch;
 mod migration;
 mod take_listing;
+mod wiped_engine;
 mod wiped_keeper;
 mod wiped_migration;
 mod wiped_move;
