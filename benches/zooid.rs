@@ -140,7 +140,12 @@ fn round_trips(
             let v = version;
             version += 1;
             let data = raw_data.clone();
-            async move { store.set("/bench/raw", &data, v).await.expect("raw set") }
+            async move {
+                store
+                    .set("/bench/raw", &data, v, planned_now(store))
+                    .await
+                    .expect("raw set")
+            }
         };
         // On ZooKeeper, the server's cost of a fresh claim's operations apart from zooid's.
         let claims = match svc.zookeeper() {
@@ -292,7 +297,7 @@ async fn block_takes(svc: &IdGeneratorService, store: &zooid::AnyStore) {
     for _ in 0..WARM_UP {
         svc.take_ids(&cat, 1000).await.expect("warm-up take");
         store
-            .set("/bench/raw-small", &data, version)
+            .set("/bench/raw-small", &data, version, planned_now(store))
             .await
             .expect("raw set");
         version += 1;
@@ -301,7 +306,7 @@ async fn block_takes(svc: &IdGeneratorService, store: &zooid::AnyStore) {
     for _ in 0..300 {
         let t = Instant::now();
         store
-            .set("/bench/raw-small", &data, version)
+            .set("/bench/raw-small", &data, version, planned_now(store))
             .await
             .expect("raw set");
         raw.push(t.elapsed().as_nanos());
@@ -330,6 +335,14 @@ async fn block_takes(svc: &IdGeneratorService, store: &zooid::AnyStore) {
         &baseline,
         take / raw,
     );
+}
+
+/// The store's session and connection now: a raw write plans on nothing it read.
+fn planned_now(store: &zooid::AnyStore) -> zooid::store::ReadOn {
+    use zooid::zk::ZooKeeperExt;
+    store
+        .zookeeper()
+        .map_or(Default::default(), |zk| zk.read_on())
 }
 
 fn main() {

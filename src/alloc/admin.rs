@@ -176,7 +176,7 @@ impl<S: Store> Core<S> {
     /// node written already.
     async fn remember_created(&self, category: &IdCategory, pool: Pool) {
         let slot = self.categories.slot(category.name());
-        let session = self.session_generation();
+        let read_on = self.read_on();
         let created = match self.store.get(category.name()).await {
             Ok(node) if node.version == 0 => node.created,
             _ => {
@@ -184,7 +184,7 @@ impl<S: Store> Core<S> {
                 return;
             }
         };
-        slot.lock().await.cached = Some(Cached::new(0, Some(created), session, pool, false));
+        slot.lock().await.cached = Some(Cached::new(0, Some(created), read_on, pool, false));
     }
 
     /// Whether pool `path` was created by the write with `token`.

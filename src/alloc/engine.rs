@@ -16,7 +16,8 @@ use crate::idset::IdCategory;
 use crate::range::IdRange;
 use crate::retry::Budget;
 use crate::stats::LostOutcome;
-use crate::store::{Store, StoreError, Versioned};
+use crate::store::{ReadOn, Store, StoreError, Versioned};
+use crate::zk::ZooKeeperExt;
 
 /// What a plan decided, on the pool as read.
 pub(crate) enum Plan {
@@ -111,11 +112,9 @@ impl<S: Store> Core<S> {
         // ZooKeeper ends every session, and a restore creates the node again, maybe at the same
         // version. Read it again.
         let generation = self.session_generation();
-        if slot
-            .cached
-            .as_ref()
-            .is_some_and(|c| c.session != generation || c.at.elapsed() > self.remember_for())
-        {
+        if slot.cached.as_ref().is_some_and(|c| {
+            c.read_on.generation != generation || c.at.elapsed() > self.remember_for()
+        }) {
             slot.cached = None;
         }
     }
@@ -277,8 +276,9 @@ impl<S: Store> Core<S> {
         refuse_older: bool,
         mine: Option<i32>,
     ) -> Result<Cached> {
-        // Before the read: a session replaced meanwhile makes the state read stale at once.
-        let generation = self.session_generation();
+        // Before the read: a session replaced meanwhile makes the state read stale at once, and
+        // a write planned on it is not sent.
+        let read_on = self.read_on();
         let mut node = self.read(path, budget).await?;
         if let Some(mine) = mine {
             let behind = node.version.saturating_sub(mine).max(0);
@@ -316,8 +316,13 @@ impl<S: Store> Core<S> {
                 Arc::clone(changed),
             );
         }
-        let (created, session) = (Some(node.created), generation);
-        Ok(Cached::new(node.version, created, session, pool, true))
+        Ok(Cached::new(
+            node.version,
+            Some(node.created),
+            read_on,
+            pool,
+            true,
+        ))
     }
 
     /// Lays out the write of `next` over `current` and logs the operation. A single-node pool at
@@ -395,12 +400,12 @@ impl<S: Store> Core<S> {
                 "moving the pool node to a fresh one"
             );
             self.store
-                .replace(path, &write.bytes, current.version)
+                .replace(path, &write.bytes, current.version, current.read_on)
                 .await
                 .map(|created| (0, created))
         } else {
             self.store
-                .set(path, &write.bytes, current.version)
+                .set(path, &write.bytes, current.version, current.read_on)
                 .await
                 .map(|written| (written, current.created))
         };
@@ -421,12 +426,14 @@ impl<S: Store> Core<S> {
                 self.stats
                     .pool_seen(figures(path, &write.next, bytes, written, limit));
                 slot.pace.on_success(sent.elapsed());
-                let state = Cached::new(written, created, current.session, write.next, false);
+                let state = Cached::new(written, created, current.read_on, write.next, false);
                 let strategy = state.strategy;
                 slot.cached = Some(state);
                 Ok(Sent::Done(write.moved, strategy))
             }
             Err(StoreError::BadVersion) => Ok(Sent::Conflict),
+            // Nothing sent: the slot keeps no state, and the next attempt reads again.
+            Err(StoreError::PlanEnded) => Ok(Sent::NotApplied),
             Err(StoreError::NoNode) => Err(ZooidError::NotFound {
                 category: path.to_string(),
             }),
@@ -494,7 +501,7 @@ impl<S: Store> Core<S> {
             true => (0, None),
             false => (expected + 1, current.created),
         };
-        let planned = Cached::new(version, created, current.session, write.next, false);
+        let planned = Cached::new(version, created, current.read_on, write.next, false);
         let plannable = |s: &Cached| s.strategy == Strategy::Single;
         match self.resolve(path, lost, planned).await? {
             Resolution::Applied(state) => {
@@ -519,6 +526,14 @@ impl<S: Store> Core<S> {
                 })
             }
         }
+    }
+
+    /// The session generation and connection now, taken before a read a write is planned on
+    /// (`ReadOn::default()` for the stores without a session).
+    pub(crate) fn read_on(&self) -> ReadOn {
+        self.zk
+            .as_ref()
+            .map_or(ReadOn::default(), |zk| zk.read_on())
     }
 
     /// The generation of the store's session (0 for the stores without one).

@@ -108,6 +108,8 @@ impl<S: Store> Core<S> {
             }
             // Only the deadline bounds resolution; counting attempts grows the backoff.
             budget.try_attempt();
+            // A resend goes only on the session and connection of this read.
+            let read_on = self.read_on();
             let node = match self.sync_and_read(path).await {
                 Ok(node) => node,
                 Err(StoreError::NoNode) => {
@@ -152,12 +154,12 @@ impl<S: Store> Core<S> {
                 let resent = match write.moves {
                     true => self
                         .store
-                        .replace(path, write.bytes, expected)
+                        .replace(path, write.bytes, expected, read_on)
                         .await
                         .map(|created| (0, created)),
                     false => self
                         .store
-                        .set(path, write.bytes, expected)
+                        .set(path, write.bytes, expected, read_on)
                         .await
                         .map(|written| (written, planned.created)),
                 };
@@ -167,7 +169,8 @@ impl<S: Store> Core<S> {
                         planned.created = created;
                         return Ok(Resolution::Applied(planned));
                     }
-                    Err(StoreError::BadVersion) => {}
+                    // Nothing sent: read again on the session in use now.
+                    Err(StoreError::BadVersion | StoreError::PlanEnded) => {}
                     Err(StoreError::Unknown(_) | StoreError::Unavailable(_)) => {
                         budget.backoff().await
                     }
@@ -181,8 +184,7 @@ impl<S: Store> Core<S> {
                     pool.version_at(node.version)
                 )));
             }
-            let (created, session) = (Some(node.created), self.session_generation());
-            let state = Cached::new(node.version, created, session, pool, true);
+            let state = Cached::new(node.version, Some(node.created), read_on, pool, true);
             return Ok(write.told_by(state));
         }
     }

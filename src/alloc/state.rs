@@ -11,6 +11,7 @@ use crate::error::{Result, ZooidError};
 use crate::format::{Blocks, Pool};
 use crate::pace::Pace;
 use crate::stats::CategoryStats;
+use crate::store::ReadOn;
 
 /// How a category hands out fresh IDs, as its pool node says: decided once per read, and every
 /// operation follows it.
@@ -40,9 +41,11 @@ pub(crate) struct Cached {
     /// The pool node's incarnation (its `czxid`), when known: a node created again (a wipe and
     /// restore) at the same version is another node.
     pub created: Option<i64>,
-    /// The session generation this state was read or written on: a state from an earlier
-    /// session (which may have ended with a wipe of ZooKeeper) is never planned on.
-    pub session: u64,
+    /// The session generation and connection this state was read on (or, for a state a write
+    /// left, the read that write was planned on): a state from an earlier session (which may
+    /// have ended with a wipe of ZooKeeper) is never planned on, and a write planned on it is
+    /// sent only on them ([`crate::store::Store::set`]).
+    pub read_on: ReadOn,
     /// The pool.
     pub pool: Pool,
     /// Read from the store just now, rather than remembered from an earlier operation.
@@ -62,19 +65,19 @@ impl Cached {
     /// threshold (a test hook) plans on no remembered state.
     pub(crate) const REMEMBER_FOR: std::time::Duration = std::time::Duration::from_secs(60);
 
-    /// The state of `pool` at `version` of incarnation `created`, known on session generation
-    /// `session`, its strategy decided.
+    /// The state of `pool` at `version` of incarnation `created`, read on `read_on`, its
+    /// strategy decided.
     pub(crate) fn new(
         version: i32,
         created: Option<i64>,
-        session: u64,
+        read_on: ReadOn,
         pool: Pool,
         fresh: bool,
     ) -> Self {
         Self {
             version,
             created,
-            session,
+            read_on,
             strategy: Strategy::of(&pool),
             pool,
             fresh,

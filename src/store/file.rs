@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::local::{self, Nodes};
-use super::{Store, StoreError, Versioned};
+use super::{ReadOn, Store, StoreError, Versioned};
 use crate::error::{Result, ZooidError};
 
 const NODE_FILE: &str = ".node";
@@ -150,7 +150,13 @@ impl Store for FileStore {
         self.locked(move |nodes| local::create(nodes, &path, &data))
             .await
     }
-    async fn set(&self, path: &str, data: &[u8], expected: i32) -> Result<i32, StoreError> {
+    async fn set(
+        &self,
+        path: &str,
+        data: &[u8],
+        expected: i32,
+        _planned: ReadOn,
+    ) -> Result<i32, StoreError> {
         let (path, data) = (path.to_string(), data.to_vec());
         self.locked(move |nodes| local::set(nodes, &path, &data, expected))
             .await
@@ -160,6 +166,7 @@ impl Store for FileStore {
         path: &str,
         data: &[u8],
         expected: i32,
+        _planned: ReadOn,
     ) -> Result<Option<i64>, StoreError> {
         let (path, data) = (path.to_string(), data.to_vec());
         self.locked(move |nodes| local::replace(nodes, &path, &data, expected))

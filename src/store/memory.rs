@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use once_cell::sync::Lazy;
 
 use super::local::{self, Nodes};
-use super::{Store, StoreError, Versioned};
+use super::{ReadOn, Store, StoreError, Versioned};
 
 /// Nodes in process memory. Clones share the same nodes.
 #[derive(Clone, Default)]
@@ -76,7 +76,13 @@ impl Store for MemoryStore {
     async fn create(&self, path: &str, data: &[u8]) -> Result<(), StoreError> {
         local::create(&mut *self.lock(), path, data)
     }
-    async fn set(&self, path: &str, data: &[u8], expected: i32) -> Result<i32, StoreError> {
+    async fn set(
+        &self,
+        path: &str,
+        data: &[u8],
+        expected: i32,
+        _planned: ReadOn,
+    ) -> Result<i32, StoreError> {
         local::set(&mut *self.lock(), path, data, expected)
     }
     async fn replace(
@@ -84,6 +90,7 @@ impl Store for MemoryStore {
         path: &str,
         data: &[u8],
         expected: i32,
+        _planned: ReadOn,
     ) -> Result<Option<i64>, StoreError> {
         local::replace(&mut *self.lock(), path, data, expected)
     }

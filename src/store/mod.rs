@@ -16,6 +16,7 @@ pub use memory::MemoryStore;
 pub use zookeeper::ZkStore;
 
 use crate::error::{Result, ZooidError};
+pub use crate::zk::ReadOn;
 pub use crate::zk::{ConnectOptions, Sasl, TlsFiles};
 
 /// A node's data and its data version.
@@ -47,6 +48,10 @@ pub enum StoreError {
     Unavailable(String),
     /// The store refused the request for another reason (auth, size, bad path).
     Refused(String),
+    /// The session or connection the write was planned on (its [`ReadOn`]) has ended: nothing
+    /// was sent. Read again and plan again: after a wipe or rollback and a restore, the node may
+    /// be back at the version read with other contents.
+    PlanEnded,
     /// The node's ACL does not grant `identity` the permission the request needs; nothing was
     /// changed.
     NotAuthorized {
@@ -80,6 +85,9 @@ impl std::fmt::Display for StoreError {
             StoreError::Unknown(why) => write!(f, "outcome unknown: {why}"),
             StoreError::Unavailable(why) => write!(f, "unavailable: {why}"),
             StoreError::Refused(why) => write!(f, "refused: {why}"),
+            StoreError::PlanEnded => f.write_str(
+                "not sent: the session or connection the write was planned on has ended",
+            ),
             StoreError::NotAuthorized { identity } => write!(f, "not authorized as {identity}"),
         }
     }
@@ -114,22 +122,27 @@ pub trait Store: Send + Sync + 'static {
     }
 
     /// Replaces a node's data if its version is `expected` (never -1); returns the new version.
+    /// Sent only on the session and connection `planned`, those of the read the write was
+    /// planned on ([`StoreError::PlanEnded`] otherwise; the embedded stores have none).
     fn set(
         &self,
         path: &str,
         data: &[u8],
         expected: i32,
+        planned: ReadOn,
     ) -> impl Future<Output = Result<i32, StoreError>> + Send;
 
     /// Moves a node to a fresh incarnation: deletes it if its version is `expected` (never -1)
     /// and creates it again, in one transaction, holding `data` at version 0, with the ACL it
     /// had. Returns the new incarnation ([`Versioned::created`]) when the store says it. Refused for a node with
-    /// children. The way past ZooKeeper's 32-bit data version (src/alloc/engine.rs).
+    /// children. The way past ZooKeeper's 32-bit data version (src/alloc/engine.rs). Sent only
+    /// on the session and connection `planned`, as [`Store::set`].
     fn replace(
         &self,
         path: &str,
         data: &[u8],
         expected: i32,
+        planned: ReadOn,
     ) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send;
 
     /// Makes the next read of `path` see every write the store has committed (ZooKeeper `sync`).
@@ -237,16 +250,23 @@ impl Store for AnyStore {
     ) -> Result<(), StoreError> {
         dispatch!(self, s => s.create_with_acl(path, data, acl))
     }
-    async fn set(&self, path: &str, data: &[u8], expected: i32) -> Result<i32, StoreError> {
-        dispatch!(self, s => s.set(path, data, expected))
+    async fn set(
+        &self,
+        path: &str,
+        data: &[u8],
+        expected: i32,
+        planned: ReadOn,
+    ) -> Result<i32, StoreError> {
+        dispatch!(self, s => s.set(path, data, expected, planned))
     }
     async fn replace(
         &self,
         path: &str,
         data: &[u8],
         expected: i32,
+        planned: ReadOn,
     ) -> Result<Option<i64>, StoreError> {
-        dispatch!(self, s => s.replace(path, data, expected))
+        dispatch!(self, s => s.replace(path, data, expected, planned))
     }
     async fn sync(&self, path: &str) -> Result<(), StoreError> {
         dispatch!(self, s => s.sync(path))

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::{Store, StoreError, Versioned};
+use super::{ReadOn, Store, StoreError, Versioned};
 use crate::error::Result;
 use crate::zk::{
     ConnectOptions, Create, Failure, Multi, OpResult, Session, Verdict, Zk, ZooKeeperExt,
@@ -133,14 +133,24 @@ impl Store for ZkStore {
             .await
     }
 
-    async fn set(&self, path: &str, data: &[u8], expected: i32) -> Result<i32, StoreError> {
+    async fn set(
+        &self,
+        path: &str,
+        data: &[u8],
+        expected: i32,
+        planned: ReadOn,
+    ) -> Result<i32, StoreError> {
         if expected < 0 {
             // -1 would mean "any version" and turn compare-and-set into a blind write.
             return Err(StoreError::Refused(format!(
                 "refusing to write with expected version {expected}"
             )));
         }
-        self.call(true, self.zk.set(self.gen(), path, data, Some(expected)))
+        if !self.zk.still_on(planned) {
+            return Err(StoreError::PlanEnded);
+        }
+        let generation = planned.generation;
+        self.call(true, self.zk.set(generation, path, data, Some(expected)))
             .await
             .map(|stat| stat.version)
     }
@@ -150,6 +160,7 @@ impl Store for ZkStore {
         path: &str,
         data: &[u8],
         expected: i32,
+        planned: ReadOn,
     ) -> Result<Option<i64>, StoreError> {
         if expected < 0 {
             return Err(StoreError::Refused(format!(
@@ -159,10 +170,13 @@ impl Store for ZkStore {
         // The node's own ACL goes to the new incarnation (a category's ACL may differ from the
         // session's default), read after a `sync` so that a recent `setACL` is not undone. (The
         // `multi` cannot check the ACL's version: a `setACL` between this read and the move is.)
-        // All on the session of the first request: after a wipe and a restore the node may be
-        // back at `expected` with other contents, and a move planned on the old one must not
+        // All on the session the move was planned on: after a wipe and a restore the node may
+        // be back at `expected` with other contents, and a move planned on the old one must not
         // apply to it (a request on an ended session fails without being sent).
-        let generation = self.gen();
+        if !self.zk.still_on(planned) {
+            return Err(StoreError::PlanEnded);
+        }
+        let generation = planned.generation;
         self.call(false, self.zk.sync(generation, path)).await?;
         let acl = self.call(false, self.zk.get_acl(generation, path)).await?;
         let mut multi = Multi::new();

@@ -70,7 +70,8 @@ impl SessionStatus {
 /// The session generation and connection a read was made on. A write planned on that read goes
 /// only on them: after a wipe (or a rollback) and a restore, every session and connection of
 /// before has ended, and the node may be back at the version read with other contents.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The embedded stores, which have no session, plan on `ReadOn::default()`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReadOn {
     /// [`SessionStatus::generation`].
     pub generation: u64,

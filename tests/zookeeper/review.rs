@@ -396,12 +396,13 @@ fn an_interrupted_generation_move_does_not_stall_the_category() {
         let set = svc.take_ids(&cat, 1000).await.unwrap();
         no_duplicate(&mut seen, &set, "before the move");
         // The move's pool write, without the sequence parent it should have created next.
+        let read_on = zooid::zk::ZooKeeperExt::read_on(&**svc.store().zookeeper().unwrap());
         let node = svc.store().get(cat.name()).await.unwrap();
         let text = String::from_utf8(node.data.clone()).unwrap();
         assert!(text.contains("#blocks 100 0 1\n"), "{text}");
         let moved = text.replace("#blocks 100 0 1\n", "#blocks 100 1 1001\n");
         svc.store()
-            .set(cat.name(), moved.as_bytes(), node.version)
+            .set(cat.name(), moved.as_bytes(), node.version, read_on)
             .await
             .unwrap();
         let fresh = open(&connect, Duration::from_secs(8)).await;

@@ -68,10 +68,15 @@ fn a_take_paused_after_its_read_across_a_wipe_does_not_write_the_restored_pool()
         gate.entered.notified().await;
         let m_generation = m_zk.generation();
         let m_connection = m_zk.status().connection;
-        println!("M paused after its re-read (generation {m_generation}, connection {m_connection})");
+        println!(
+            "M paused after its re-read (generation {m_generation}, connection {m_connection})"
+        );
 
         // C takes what M planned to take, on the old pool.
-        let c2 = c.take_ids(&category, 10).await.expect("C take before the wipe");
+        let c2 = c
+            .take_ids(&category, 10)
+            .await
+            .expect("C take before the wipe");
         println!("C before the wipe: {:?}", c2.ranges());
         assert_eq!(c2.ranges(), &[IdRange::new(21, 30).unwrap()], "guard");
 
@@ -116,7 +121,10 @@ fn a_take_paused_after_its_read_across_a_wipe_does_not_write_the_restored_pool()
             m_generation,
             "guard: M's session was replaced after the wipe"
         );
-        println!("M's session generation {m_generation} -> {}", m_zk.generation());
+        println!(
+            "M's session generation {m_generation} -> {}",
+            m_zk.generation()
+        );
         gate.release.notify_one();
         let m_result = m_task.await.unwrap();
         println!("M: {:?}", m_result.as_ref().map(|s| s.ranges().to_vec()));

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use zooid::format::{OpKind, OpRecord, OpToken, Pool};
-use zooid::store::{StoreError, Versioned};
+use zooid::store::{ReadOn, StoreError, Versioned};
 use zooid::Store;
 
 /// What to do to the next `set`.
@@ -45,8 +45,8 @@ pub struct FaultyStore<S> {
 /// One write passed on to the inner store: a compare-and-set, or a move to a fresh node.
 #[derive(Clone, Copy)]
 enum Write<'a> {
-    Set(&'a [u8], i32),
-    Replace(&'a [u8], i32),
+    Set(&'a [u8], i32, ReadOn),
+    Replace(&'a [u8], i32, ReadOn),
 }
 
 /// What the inner store answered to a [`Write`].
@@ -96,19 +96,21 @@ impl<S: Store> FaultyStore<S> {
         );
         let data = pool.render();
         let write = match moves {
-            true => Write::Replace(data.as_bytes(), node.version),
-            false => Write::Set(data.as_bytes(), node.version),
+            true => Write::Replace(data.as_bytes(), node.version, ReadOn::default()),
+            false => Write::Set(data.as_bytes(), node.version, ReadOn::default()),
         };
         self.pass_on(path, write).await.expect("foreign write");
     }
 
     async fn pass_on(&self, path: &str, write: Write<'_>) -> Result<Written, StoreError> {
         match write {
-            Write::Set(data, expected) => {
-                self.inner.set(path, data, expected).await.map(Written::Set)
-            }
-            Write::Replace(data, expected) => {
-                let created = self.inner.replace(path, data, expected).await?;
+            Write::Set(data, expected, planned) => self
+                .inner
+                .set(path, data, expected, planned)
+                .await
+                .map(Written::Set),
+            Write::Replace(data, expected, planned) => {
+                let created = self.inner.replace(path, data, expected, planned).await?;
                 self.replaces.fetch_add(1, Ordering::SeqCst);
                 Ok(Written::Replaced(created))
             }
@@ -159,8 +161,17 @@ impl<S: Store> Store for FaultyStore<S> {
     async fn create(&self, path: &str, data: &[u8]) -> Result<(), StoreError> {
         self.inner.create(path, data).await
     }
-    async fn set(&self, path: &str, data: &[u8], expected: i32) -> Result<i32, StoreError> {
-        match self.faulted(path, Write::Set(data, expected)).await? {
+    async fn set(
+        &self,
+        path: &str,
+        data: &[u8],
+        expected: i32,
+        planned: ReadOn,
+    ) -> Result<i32, StoreError> {
+        match self
+            .faulted(path, Write::Set(data, expected, planned))
+            .await?
+        {
             Written::Set(version) => Ok(version),
             Written::Replaced(_) => unreachable!("a set is passed on as a set"),
         }
@@ -170,8 +181,12 @@ impl<S: Store> Store for FaultyStore<S> {
         path: &str,
         data: &[u8],
         expected: i32,
+        planned: ReadOn,
     ) -> Result<Option<i64>, StoreError> {
-        match self.faulted(path, Write::Replace(data, expected)).await? {
+        match self
+            .faulted(path, Write::Replace(data, expected, planned))
+            .await?
+        {
             Written::Replaced(created) => Ok(created),
             Written::Set(_) => unreachable!("a move is passed on as a move"),
         }
