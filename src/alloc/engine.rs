@@ -17,7 +17,6 @@ use crate::range::IdRange;
 use crate::retry::Budget;
 use crate::stats::LostOutcome;
 use crate::store::{ReadOn, Store, StoreError, Versioned};
-use crate::zk::ZooKeeperExt;
 
 /// What a plan decided, on the pool as read.
 pub(crate) enum Plan {
@@ -528,12 +527,10 @@ impl<S: Store> Core<S> {
         }
     }
 
-    /// The session generation and connection now, taken before a read a write is planned on
-    /// (`ReadOn::default()` for the stores without a session).
+    /// The store's session generation and connection now, taken before a read a write is
+    /// planned on ([`Store::read_on`]).
     pub(crate) fn read_on(&self) -> ReadOn {
-        self.zk
-            .as_ref()
-            .map_or(ReadOn::default(), |zk| zk.read_on())
+        self.store.read_on()
     }
 
     /// The generation of the store's session (0 for the stores without one).

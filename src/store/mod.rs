@@ -145,6 +145,12 @@ pub trait Store: Send + Sync + 'static {
         planned: ReadOn,
     ) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send;
 
+    /// The session generation and connection now, taken before a read a write is planned on
+    /// (the embedded stores have none: `ReadOn::default()`, never refused).
+    fn read_on(&self) -> ReadOn {
+        ReadOn::default()
+    }
+
     /// Makes the next read of `path` see every write the store has committed (ZooKeeper `sync`).
     fn sync(&self, path: &str) -> impl Future<Output = Result<(), StoreError>> + Send;
 
@@ -267,6 +273,13 @@ impl Store for AnyStore {
         planned: ReadOn,
     ) -> Result<Option<i64>, StoreError> {
         dispatch!(self, s => s.replace(path, data, expected, planned))
+    }
+    fn read_on(&self) -> ReadOn {
+        match self {
+            AnyStore::ZooKeeper(store) => store.read_on(),
+            AnyStore::Memory(store) => store.read_on(),
+            AnyStore::File(store) => store.read_on(),
+        }
     }
     async fn sync(&self, path: &str) -> Result<(), StoreError> {
         dispatch!(self, s => s.sync(path))

@@ -204,6 +204,10 @@ impl Store for ZkStore {
         }
     }
 
+    fn read_on(&self) -> ReadOn {
+        self.zk.read_on()
+    }
+
     async fn sync(&self, path: &str) -> Result<(), StoreError> {
         self.call(false, self.zk.sync(self.gen(), path)).await
     }

@@ -528,8 +528,11 @@ pub trait ZooKeeperExt: ZooKeeper {
         self.status().into()
     }
 
-    /// Whether the session still runs on the generation and connection `read`.
+    /// Whether the session still runs on the generation and connection `read`, connected: a
+    /// request handed to a disconnected client may go out on its next connection, to servers
+    /// restarted (and maybe rolled back and restored) meanwhile.
     fn still_on(&self, read: ReadOn) -> bool {
-        self.read_on() == read
+        let status = self.status();
+        ReadOn::from(status) == read && status.state == super::ConnectionState::Connected
     }
 }

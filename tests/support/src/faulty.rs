@@ -96,8 +96,8 @@ impl<S: Store> FaultyStore<S> {
         );
         let data = pool.render();
         let write = match moves {
-            true => Write::Replace(data.as_bytes(), node.version, ReadOn::default()),
-            false => Write::Set(data.as_bytes(), node.version, ReadOn::default()),
+            true => Write::Replace(data.as_bytes(), node.version, self.inner.read_on()),
+            false => Write::Set(data.as_bytes(), node.version, self.inner.read_on()),
         };
         self.pass_on(path, write).await.expect("foreign write");
     }
@@ -190,6 +190,9 @@ impl<S: Store> Store for FaultyStore<S> {
             Written::Replaced(created) => Ok(created),
             Written::Set(_) => unreachable!("a move is passed on as a move"),
         }
+    }
+    fn read_on(&self) -> ReadOn {
+        self.inner.read_on()
     }
     async fn sync(&self, path: &str) -> Result<(), StoreError> {
         self.inner.sync(path).await
