@@ -12,7 +12,7 @@ use zooid::zk::{Zk, ZooKeeperExt};
 use zooid::{CategorySpec, IdCategory, IdGeneratorService, ServiceOptions};
 
 use crate::session::Flaky;
-use crate::support::run_scenario;
+use crate::support::{reopen, run_scenario, wipe};
 use crate::world::{Faults, SimSession, World};
 
 /// The pool is at version 2 (IDs 1..=20 taken); a copy of it is kept as a lagging server would
@@ -44,26 +44,14 @@ fn a_new_session_does_not_plan_on_a_server_behind_a_restore() {
             .expect("read the old pool");
 
         // The wipe, and the operator's restore in the maintenance window.
-        const OPERATOR: usize = 50;
-        {
-            let mut state = world.lock();
-            state.restart(None);
-            state.wipe.operators.insert(OPERATOR);
-        }
-        world.poke();
-        let op_zk: Zk = SimSession::open(&world, OPERATOR, OPERATOR);
+        let op_zk = wipe(&world);
         let op = IdGeneratorService::on_zookeeper(op_zk.clone(), ServiceOptions::default());
         let bounds = IdRange::new(1, 1000).unwrap();
         op.restore_category(&category, bounds, 20, 1)
             .await
             .expect("restore");
         op.raise_ceiling(&category, 100).await.expect("raise");
-        {
-            let mut state = world.lock();
-            state.wipe.operators.remove(&OPERATOR);
-            state.reopen();
-        }
-        world.poke();
+        reopen(&world);
         let q = IdGeneratorService::on_zookeeper(
             SimSession::open(&world, 3, 3),
             ServiceOptions::default(),

@@ -107,3 +107,28 @@ pub async fn exists(admin: &Zk, node: &str) -> bool {
     let found = admin.exists(admin.generation(), node).await;
     found.expect("exists").is_some()
 }
+
+/// The operator's client, the one that reaches the servers in the maintenance window.
+pub const OPERATOR: usize = 50;
+
+/// Wipes ZooKeeper (every data directory emptied, every session ended) and opens the maintenance
+/// window: only the operator's session, returned, reaches the servers until [`reopen`].
+pub fn wipe(world: &World) -> Zk {
+    {
+        let mut state = world.lock();
+        state.restart(None);
+        state.wipe.operators.insert(OPERATOR);
+    }
+    world.poke();
+    SimSession::open(world, OPERATOR, OPERATOR)
+}
+
+/// Ends the maintenance window: the servers are open to every client again.
+pub fn reopen(world: &World) {
+    {
+        let mut state = world.lock();
+        state.wipe.operators.remove(&OPERATOR);
+        state.reopen();
+    }
+    world.poke();
+}

@@ -15,7 +15,7 @@ use zooid::zk::{Zk, ZooKeeperExt};
 use zooid::{CategorySpec, IdCategory, IdGeneratorService, ServiceOptions};
 
 use crate::session::{Flaky, Gate};
-use crate::support::run_scenario;
+use crate::support::{reopen, run_scenario, wipe};
 use crate::world::{Faults, SimSession, World};
 
 /// M takes 1..=10 (pool at version 1, remembered). C takes 11..=20 (version 2). M's next take
@@ -81,26 +81,14 @@ fn a_take_paused_after_its_read_across_a_wipe_does_not_write_the_restored_pool()
         assert_eq!(c2.ranges(), &[IdRange::new(21, 30).unwrap()], "guard");
 
         // The wipe, and the operator's restore from the record (ceiling 100) in the window.
-        const OPERATOR: usize = 50;
-        {
-            let mut state = world.lock();
-            state.restart(None);
-            state.wipe.operators.insert(OPERATOR);
-        }
-        world.poke();
-        let op_zk: Zk = SimSession::open(&world, OPERATOR, OPERATOR);
+        let op_zk = wipe(&world);
         let op = IdGeneratorService::on_zookeeper(op_zk, ServiceOptions::default());
         let bounds = IdRange::new(1, 1000).unwrap();
         op.restore_category(&category, bounds, 100, 1)
             .await
             .expect("restore");
         op.raise_ceiling(&category, 200).await.expect("raise");
-        {
-            let mut state = world.lock();
-            state.wipe.operators.remove(&OPERATOR);
-            state.reopen();
-        }
-        world.poke();
+        reopen(&world);
         let q = IdGeneratorService::on_zookeeper(
             SimSession::open(&world, 3, 3),
             ServiceOptions::default(),

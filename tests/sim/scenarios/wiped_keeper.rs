@@ -26,12 +26,11 @@ use zooid::zk::{Zk, ZooKeeperExt};
 use zooid::{CategorySpec, IdCategory, IdGeneratorService, Layout, ServiceOptions};
 
 use crate::session::{Flaky, Gate};
-use crate::support::run_scenario;
+use crate::support::{reopen, run_scenario, wipe};
 use crate::world::{Faults, SimSession, World};
 
 const ROOT: &str = "/ids";
 const GROUP: &str = "/zooid/keepers";
-const OPERATOR: usize = 50;
 
 /// A directory for the durable record, removed at the end.
 struct RecordDir(PathBuf);
@@ -162,13 +161,7 @@ async fn scenario(seed: u64, pause: Pause) {
 
     // The wipe, and the operator's restore in the maintenance window (`zooid restore`), then
     // a raise of the restored pool, durable first.
-    {
-        let mut state = world.lock();
-        state.restart(None);
-        state.wipe.operators.insert(OPERATOR);
-    }
-    world.poke();
-    let op_zk: Zk = SimSession::open(&world, OPERATOR, OPERATOR);
+    let op_zk = wipe(&world);
     let op = IdGeneratorService::on_zookeeper(op_zk, ServiceOptions::default());
     let record = records.read(&path).expect("read").expect("a record");
     let bumped = record.for_new_history();
@@ -189,12 +182,7 @@ async fn scenario(seed: u64, pause: Pause) {
         .write(&Record::new(&path, bounds, raised_to, bumped.fence).with_layout(Layout::SingleNode))
         .expect("durable raise");
     op.raise_ceiling(&category, raised_to).await.expect("raise");
-    {
-        let mut state = world.lock();
-        state.wipe.operators.remove(&OPERATOR);
-        state.reopen();
-    }
-    world.poke();
+    reopen(&world);
 
     // Q takes from the restored pool until it sits at the version K read.
     let q =

@@ -9,7 +9,7 @@ use zooid::zk::{Zk, ZooKeeperExt};
 use zooid::{CategorySpec, IdCategory, IdGeneratorService, Layout, ServiceOptions};
 
 use crate::session::{Flaky, Gate};
-use crate::support::run_scenario;
+use crate::support::{reopen, run_scenario, wipe};
 use crate::world::{Faults, SimSession, World};
 
 /// A migration reads the single node at version 2 and lists the holes, then its process pauses.
@@ -57,26 +57,14 @@ fn a_migration_paused_across_a_wipe_and_restore_does_not_switch_the_restored_poo
         let m_generation = m_zk.generation();
 
         // The wipe, and the operator's restore in the maintenance window.
-        const OPERATOR: usize = 50;
-        {
-            let mut state = world.lock();
-            state.restart(None);
-            state.wipe.operators.insert(OPERATOR);
-        }
-        world.poke();
-        let op_zk: Zk = SimSession::open(&world, OPERATOR, OPERATOR);
+        let op_zk = wipe(&world);
         let op = IdGeneratorService::on_zookeeper(op_zk, ServiceOptions::default());
         let bounds = IdRange::new(1, 1000).unwrap();
         let restored = op.restore_category(&category, bounds, 20, 1).await;
         println!("restore: {restored:?}");
         restored.expect("restore");
         op.raise_ceiling(&category, 100).await.expect("raise");
-        {
-            let mut state = world.lock();
-            state.wipe.operators.remove(&OPERATOR);
-            state.reopen();
-        }
-        world.poke();
+        reopen(&world);
 
         // Q takes from the restored pool.
         let q = IdGeneratorService::on_zookeeper(

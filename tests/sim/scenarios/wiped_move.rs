@@ -15,7 +15,7 @@ use zooid::zk::{Zk, ZooKeeperExt};
 use zooid::{CategorySpec, IdCategory, IdGeneratorService, ServiceOptions};
 
 use crate::session::{Flaky, Gate};
-use crate::support::run_scenario;
+use crate::support::{reopen, run_scenario, wipe};
 use crate::world::{Faults, SimSession, World};
 
 /// M reads the single node at version 2 and plans a take that moves it to a fresh node (a
@@ -67,26 +67,14 @@ fn a_move_paused_across_a_wipe_and_restore_does_not_replace_the_restored_pool() 
         let m_generation = m_zk.generation();
 
         // The wipe, and the operator's restore in the maintenance window.
-        const OPERATOR: usize = 50;
-        {
-            let mut state = world.lock();
-            state.restart(None);
-            state.wipe.operators.insert(OPERATOR);
-        }
-        world.poke();
-        let op_zk: Zk = SimSession::open(&world, OPERATOR, OPERATOR);
+        let op_zk = wipe(&world);
         let op = IdGeneratorService::on_zookeeper(op_zk, ServiceOptions::default());
         let bounds = IdRange::new(1, 1000).unwrap();
         op.restore_category(&category, bounds, 20, 1)
             .await
             .expect("restore");
         op.raise_ceiling(&category, 100).await.expect("raise");
-        {
-            let mut state = world.lock();
-            state.wipe.operators.remove(&OPERATOR);
-            state.reopen();
-        }
-        world.poke();
+        reopen(&world);
 
         let q = IdGeneratorService::on_zookeeper(
             SimSession::open(&world, 3, 3),
