@@ -31,12 +31,6 @@ pub(crate) async fn next_block(zk: &Zk, path: &str, blocks: &Blocks) -> Result<i
     }
 }
 
-/// The first ID no block of the pool's generation has claimed yet.
-pub async fn frontier(zk: &Zk, path: &str, blocks: &Blocks) -> Result<i64> {
-    let next = next_block(zk, path, blocks).await?;
-    Ok(block_start(blocks, next))
-}
-
 /// The first ID of block `next` of `blocks`' generation (saturating).
 pub(crate) fn block_start(blocks: &Blocks, next: i64) -> i64 {
     let unit = i64::try_from(blocks.unit).unwrap_or(i64::MAX);

@@ -59,7 +59,11 @@ impl<S: Store> OnZooKeeper<'_, S> {
                 let frontier = if ranges.iter().all(|r| r.end() < known) {
                     known
                 } else {
-                    generations::frontier(session, path, &layout).await?
+                    // No sequence parent: no block of the generation claimed (a move that
+                    // stopped before creating it), so every ID from its base is free.
+                    generations::frontier_if_numbered(session, path, &layout)
+                        .await?
+                        .unwrap_or(layout.base)
                 };
                 ranges
                     .iter()
