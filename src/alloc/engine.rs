@@ -110,7 +110,7 @@ impl<S: Store> Core<S> {
         // A state known on an earlier session may be of a node that no longer exists: a wipe of
         // ZooKeeper ends every session, and a restore creates the node again, maybe at the same
         // version. Read it again.
-        let generation = self.session_generation();
+        let generation = self.read_on().generation;
         if slot.cached.as_ref().is_some_and(|c| {
             c.read_on.generation != generation || c.at.elapsed() > self.remember_for()
         }) {
@@ -127,7 +127,7 @@ impl<S: Store> Core<S> {
     ///
     /// [`SessionStatus::connection`]: crate::zk::SessionStatus::connection
     fn forget_earlier_connection(&self, slot: &mut Slot) {
-        let connection = self.zk.as_ref().map_or(0, |zk| zk.status().connection);
+        let connection = self.read_on().connection;
         if slot.connection != connection {
             slot.connection = connection;
             slot.forget();
@@ -431,8 +431,9 @@ impl<S: Store> Core<S> {
                 Ok(Sent::Done(write.moved, strategy))
             }
             Err(StoreError::BadVersion) => Ok(Sent::Conflict),
-            // Nothing sent: the slot keeps no state, and the next attempt reads again.
-            Err(StoreError::PlanEnded) => Ok(Sent::NotApplied),
+            // Nothing sent: the slot keeps no state, and the next attempt, after a backoff, reads
+            // again on the session in use then.
+            Err(err @ StoreError::PlanEnded) => Ok(Sent::Unreachable(err.to_string())),
             Err(StoreError::NoNode) => Err(ZooidError::NotFound {
                 category: path.to_string(),
             }),
@@ -531,11 +532,6 @@ impl<S: Store> Core<S> {
     /// planned on ([`Store::read_on`]).
     pub(crate) fn read_on(&self) -> ReadOn {
         self.store.read_on()
-    }
-
-    /// The generation of the store's session (0 for the stores without one).
-    pub(crate) fn session_generation(&self) -> u64 {
-        self.zk.as_ref().map_or(0, |zk| zk.status().generation)
     }
 
     /// Reads a node after catching its server up (`sync`).

@@ -172,6 +172,9 @@ impl Store for FileStore {
         self.locked(move |nodes| local::replace(nodes, &path, &data, expected))
             .await
     }
+    fn read_on(&self) -> ReadOn {
+        ReadOn::default()
+    }
     async fn sync(&self, _path: &str) -> Result<(), StoreError> {
         Ok(())
     }

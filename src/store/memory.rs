@@ -94,6 +94,9 @@ impl Store for MemoryStore {
     ) -> Result<Option<i64>, StoreError> {
         local::replace(&mut *self.lock(), path, data, expected)
     }
+    fn read_on(&self) -> ReadOn {
+        ReadOn::default()
+    }
     async fn sync(&self, _path: &str) -> Result<(), StoreError> {
         Ok(())
     }

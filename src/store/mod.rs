@@ -146,10 +146,9 @@ pub trait Store: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send;
 
     /// The session generation and connection now, taken before a read a write is planned on
-    /// (the embedded stores have none: `ReadOn::default()`, never refused).
-    fn read_on(&self) -> ReadOn {
-        ReadOn::default()
-    }
+    /// (the embedded stores have none: `ReadOn::default()`, never refused). A store that wraps
+    /// another passes its inner store's on.
+    fn read_on(&self) -> ReadOn;
 
     /// Makes the next read of `path` see every write the store has committed (ZooKeeper `sync`).
     fn sync(&self, path: &str) -> impl Future<Output = Result<(), StoreError>> + Send;

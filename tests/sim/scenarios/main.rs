@@ -14,6 +14,7 @@ mod closes;
 mod lagging_read;
 mod lost_switch;
 mod migration;
+mod read_on_review;
 mod take_listing;
 mod wiped_engine;
 mod wiped_keeper;
