@@ -189,6 +189,39 @@ fn a_pool_going_back_is_refused_until_repaired() {
     });
 }
 
+/// A repair of a pool in block allocation counts every ID it gives up: the hole nodes at or
+/// below the record and the fresh IDs its blocks had not claimed up to it (the new generation
+/// starts above the record). It counted the holes alone.
+#[test]
+fn a_block_pool_repair_counts_the_fresh_ids_it_gives_up() {
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let svc = service(&zk.connect_string(), Duration::from_millis(200)).await;
+        let cat = IdCategory::new("/durable/repair-blocks").unwrap();
+        svc.create_category(
+            &cat,
+            &CategorySpec::new(1, 1_000_000).blocks(1000).ceiling(2000),
+        )
+        .await
+        .unwrap();
+        // Two blocks claimed (1..=2000): 1..=1500 handed out, 1501..=2000 left as a hole; then
+        // 1401..=1500 pushed back.
+        let mut taken = svc.take_ids(&cat, 1500).await.unwrap();
+        assert_eq!(taken.ranges(), vec![r(1, 1500)]);
+        assert_eq!(taken.take_run(1400), Some(r(1, 1400)));
+        svc.push_ids(&mut taken).await.unwrap();
+        // The durable record says 5000: given up are the holes (100 + 500 IDs) and the fresh
+        // IDs 2001..=5000 (3000).
+        let outcome = svc.repair(&cat, 5000, 1).await.unwrap();
+        assert_eq!(outcome, Restored::Repaired { removed: 3600 });
+        svc.raise_ceiling(&cat, 6000).await.unwrap();
+        assert_eq!(
+            svc.take_ids(&cat, 10).await.unwrap().ranges(),
+            vec![r(5001, 5010)]
+        );
+    });
+}
+
 /// After ZooKeeper lost the pool, `restore_category` recreates it above the recorded ceiling:
 /// zero duplicates between the IDs handed out before and after, and the leak is bounded by the
 /// reserve (ceiling - highest ID handed out).

@@ -18,7 +18,8 @@ pub(crate) struct Moved {
     pub next: Pool,
     /// The first ID the sealed generation's blocks did not claim.
     pub frontier: i64,
-    /// Free IDs given up (the holes at or below the record).
+    /// Free IDs given up: the holes at or below the record, and the fresh IDs up to it that
+    /// the next generation's blocks skip.
     pub removed: u64,
 }
 
@@ -43,10 +44,14 @@ pub(crate) async fn seal_and_move(
     let mut next = pool.clone();
     let removed = match cleared {
         Some((ceiling, epoch)) => {
-            next.clear_through(ceiling, frontier, epoch);
+            let skipped: u64 = next
+                .clear_through(ceiling, frontier, epoch)
+                .iter()
+                .map(IdRange::len)
+                .sum();
             // A ZooKeeper restored from a snapshot brings back holes taken since: given up
             // before the pool write.
-            give_up_holes(zk, path, ceiling).await?
+            skipped + give_up_holes(zk, path, ceiling).await?
         }
         None => {
             next.set_blocks(Blocks {

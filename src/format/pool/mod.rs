@@ -172,18 +172,22 @@ impl Pool {
     /// generation ([`Blocks::next_generation`]) above both `ceiling` and `frontier`, the first
     /// ID the current generation's blocks did not claim (claims pass the ceiling: the IDs of a
     /// block above it wait as free holes, which a generation starting below the frontier would
-    /// hand out again). Returns the free IDs removed.
+    /// hand out again). Returns the IDs given up: the free IDs removed and, for a pool in block
+    /// allocation, the fresh IDs its blocks skip (from the frontier to the new base).
     pub fn clear_through(&mut self, ceiling: i64, frontier: i64, epoch: u64) -> Vec<IdRange> {
         self.epoch = epoch;
+        let mut skipped = None;
         if let Some(b) = self.blocks.as_mut() {
             b.generation = b.next_generation(epoch);
-            b.base = b
-                .base
+            let from = b.base.max(frontier);
+            b.base = from
                 .max(ceiling.saturating_add(1))
-                .max(frontier)
                 .min(self.bounds.end().saturating_add(1));
+            skipped = IdRange::new(from, b.base.saturating_sub(1));
         }
-        self.free.remove_at_most(ceiling)
+        let mut given_up = self.free.remove_at_most(ceiling);
+        given_up.extend(skipped);
+        given_up
     }
 
     /// Free IDs the node holds (a format-4 node holds none: its holes are nodes of their own).

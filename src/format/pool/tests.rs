@@ -379,11 +379,15 @@ fn a_repair_moves_fresh_blocks_above_the_record_and_the_frontier() {
         "not inside the holes, in the epoch's first generation"
     );
     // A record above the frontier wins; the end of the bounds caps it.
+    // The fresh IDs the new base skips are given up, and named.
     let mut above = pool.clone();
-    above.clear_through(5000, 3001, 1);
+    assert_eq!(above.clear_through(5000, 3001, 1), vec![r(3001, 5000)]);
     assert_eq!(above.blocks().unwrap().base, 5001);
     let mut end = pool.clone();
-    end.clear_through(1_000_000, 3001, 1);
+    assert_eq!(
+        end.clear_through(1_000_000, 3001, 1),
+        vec![r(3001, 1_000_000)]
+    );
     assert_eq!(end.blocks().unwrap().base, 1_000_001);
 }
 
