@@ -370,6 +370,9 @@ impl<S: Store> Core<S> {
                             // generation to number.
                             None => on.repair_sequence_parent(path).await?,
                         }
+                        if let Some((sealed, _)) = sealed {
+                            generations::retire_before(on.zk, path, sealed);
+                        }
                     }
                     Restored::Repaired {
                         removed: count_of(&moved) + holes_removed,

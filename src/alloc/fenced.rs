@@ -34,6 +34,8 @@ pub(crate) struct PlannedWrite {
     pub removed: u64,
     /// The block generation the pool moves to.
     pub moved_to: Option<u64>,
+    /// The block generation the move sealed.
+    pub sealed: Option<u64>,
 }
 
 /// What planning a raise came to.
@@ -114,16 +116,17 @@ pub(crate) async fn plan_raise(
         next,
         removed,
         moved_to,
+        sealed: moved_to.and(pool.blocks().map(|b| b.generation)),
     })))
 }
 
 /// After `write` applied: the sequence parent of the generation it moved the pool to (a take
 /// creates it too, so a failure here only delays it).
 pub(crate) async fn finish(zk: &Zk, write: &PlannedWrite) -> Result<()> {
-    match write.moved_to {
-        Some(generation) => {
-            repair::finish_move(zk, &write.path, generation, write.version + 1).await
+    match (write.sealed, write.moved_to) {
+        (Some(sealed), Some(moved_to)) => {
+            repair::finish_move(zk, &write.path, sealed, moved_to, write.version + 1).await
         }
-        None => Ok(()),
+        _ => Ok(()),
     }
 }

@@ -15,8 +15,8 @@ mod ranges;
 mod golden;
 
 pub use names::{
-    hole_name, hole_of, holes_parent, is_pool_child, is_sequence_parent, returned_parent,
-    sequence_of, sequence_parent, MARKER_PREFIX,
+    generation_of, hole_name, hole_of, holes_parent, is_pool_child, is_sequence_parent,
+    returned_parent, sequence_of, sequence_parent, MARKER_PREFIX,
 };
 pub use oplog::{OpKind, OpRecord, OpToken, DEFAULT_OP_LOG_LEN, MAX_OP_LINE_BYTES};
 pub use pool::{

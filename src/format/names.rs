@@ -10,6 +10,15 @@ pub fn is_sequence_parent(name: &str) -> bool {
     is_numbered(name, "zooid-blocks-")
 }
 
+/// The generation a sequence parent's name (a child of a pool node) numbers; `None` for any
+/// other name.
+pub fn generation_of(name: &str) -> Option<u64> {
+    if !is_sequence_parent(name) {
+        return None;
+    }
+    name.strip_prefix("zooid-blocks-")?.parse().ok()
+}
+
 /// The sequence number ZooKeeper appended to a created node's name.
 pub fn sequence_of(path: &str) -> Option<i64> {
     let digits = path.rsplit('-').next()?;
@@ -72,6 +81,9 @@ mod tests {
         assert!(is_sequence_parent("zooid-blocks-12"));
         assert!(!is_sequence_parent("zooid-blocks-"));
         assert!(!is_sequence_parent("zooid-blocks-1a"));
+        assert_eq!(generation_of("zooid-blocks-4294967296"), Some(1 << 32));
+        assert_eq!(generation_of("zooid-blocks-+1"), None);
+        assert_eq!(generation_of("zooid-holes"), None);
         assert_eq!(sequence_parent("/a/b", 7), "/a/b/zooid-blocks-7");
         assert!(is_pool_child("zooid-free-17"));
         assert_eq!(returned_parent("/p"), "/p/zooid-returned");

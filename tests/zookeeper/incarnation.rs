@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use support::{runtime, session_options, FaultProxy, RequestMatch, ZkServer};
+use zooid::alloc::Restored;
 use zooid::{
     IdCategory, IdGeneratorService, IdRange, IdSet, Layout, ServiceOptions, Store, ZooidError,
 };
@@ -248,6 +249,76 @@ fn a_paused_rotation_never_brings_back_a_retired_generation() {
         assert!(
             !now.contains(&"zooid-blocks-1".to_string()),
             "a retired generation's sequence parent was created again: {now:?}"
+        );
+    });
+}
+
+/// A repair starts its epoch's numbering (generation `2^32`): the generations of the epoch
+/// before are retired too, not only the one before the sealed one. They were left forever, each
+/// a sequence parent with up to 20,000 children.
+#[test]
+fn generations_of_an_epoch_before_a_repair_are_retired() {
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let svc = IdGeneratorService::connect(
+            &zk.connect_string(),
+            &session_options(30_000),
+            ServiceOptions::default(),
+        )
+        .await
+        .unwrap();
+        let cat = IdCategory::new("/incarnation/old-epoch").unwrap();
+        // Blocks of one ID: a take of 1,000 claims 1,000 blocks, and a generation moves on
+        // after 20,000.
+        svc.create_category(
+            &cat,
+            &CategorySpec::new(1, 100_000_000).blocks(1).ceiling(50_000),
+        )
+        .await
+        .unwrap();
+        let parents = || async {
+            let mut generations: Vec<u64> = svc
+                .list_categories(cat.name())
+                .await
+                .unwrap()
+                .iter()
+                .filter_map(|name| zooid::format::generation_of(name))
+                .collect();
+            generations.sort_unstable();
+            generations
+        };
+        // Retiring is in the background: the generations once it is done.
+        let settled = |expected: Vec<u64>| async move {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            loop {
+                let now = parents().await;
+                if now == expected || Instant::now() > deadline {
+                    return now;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        };
+        for _ in 0..21 {
+            svc.take_ids(&cat, 1000).await.unwrap();
+        }
+        assert_eq!(settled(vec![0, 1]).await, vec![0, 1], "guard: one move");
+        // The durable record is ahead (a rollback): the repair seals generation 1 and starts
+        // epoch 1's numbering.
+        let repaired = svc.repair(&cat, 60_000, 1).await.unwrap();
+        assert!(
+            matches!(repaired, Restored::Repaired { .. }),
+            "{repaired:?}"
+        );
+        let first = 1u64 << 32;
+        assert_eq!(settled(vec![1, first]).await, vec![1, first]);
+        svc.raise_ceiling(&cat, 200_000).await.unwrap();
+        for _ in 0..21 {
+            svc.take_ids(&cat, 1000).await.unwrap();
+        }
+        assert_eq!(
+            settled(vec![first, first + 1]).await,
+            vec![first, first + 1],
+            "the epoch before the repair left behind"
         );
     });
 }

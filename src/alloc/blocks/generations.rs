@@ -3,7 +3,7 @@
 
 use super::nodes::refused;
 use crate::error::{Result, ZooidError};
-use crate::format::{sequence_parent, Blocks};
+use crate::format::{generation_of, sequence_parent, Blocks};
 use crate::zk::{Create, Failure, Multi, Verdict, Zk, ZooKeeperExt};
 
 /// Retiring a generation deletes its claims this many at a time...
@@ -142,9 +142,39 @@ pub(crate) async fn seal(zk: &Zk, path: &str, blocks: &Blocks) -> Result<bool> {
     }
 }
 
+/// After a move of pool `path` applied: retires, in the background (the mover does not wait),
+/// every generation numbered before `sealed`, the one the move sealed (kept until the next
+/// move: a claim in it whose reply was lost is resolved on its children). Every one, not only
+/// `sealed - 1`: a restore or a repair starts a new epoch's numbering, and the generations of
+/// the epoch before are below it, not next to it. Best effort, as [`retire`]: the next move
+/// tries again.
+pub(crate) fn retire_before(zk: &Zk, path: &str, sealed: u64) {
+    let (session, path) = (zk.clone(), path.to_string());
+    tokio::spawn(async move { retire_all_before(&session, &path, sealed).await });
+}
+
+async fn retire_all_before(zk: &Zk, path: &str, sealed: u64) {
+    let children = match zk.children(zk.generation(), path).await {
+        Ok((children, _)) => children,
+        Err(err) => {
+            tracing::debug!(category = path, %err, sealed, "listing the block generations to retire");
+            return;
+        }
+    };
+    let mut retired: Vec<u64> = children
+        .iter()
+        .filter_map(|name| generation_of(name))
+        .filter(|&generation| generation < sealed)
+        .collect();
+    retired.sort_unstable();
+    for generation in retired {
+        retire(zk, path, generation).await;
+    }
+}
+
 /// Deletes a retired generation's sequence parent and its children (best effort: a failure is
 /// logged and the next rotation tries again).
-pub(crate) async fn retire(zk: &Zk, path: &str, generation: u64) {
+async fn retire(zk: &Zk, path: &str, generation: u64) {
     let parent = sequence_parent(path, generation);
     let gen = zk.generation();
     let children = match zk.children(gen, &parent).await {

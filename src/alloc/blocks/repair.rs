@@ -101,14 +101,17 @@ pub(crate) async fn sealed_frontier(
 }
 
 /// After the pool write of a [`Moved`] applied (leaving the pool at `version`): creates the new
-/// generation's sequence parent while the pool is still at that version, and retires the one
-/// before the sealed generation (in the background).
-pub(crate) async fn finish_move(zk: &Zk, path: &str, moved_to: u64, version: i32) -> Result<()> {
+/// generation's sequence parent while the pool is still at that version, and retires those
+/// before the `sealed` generation (in the background).
+pub(crate) async fn finish_move(
+    zk: &Zk,
+    path: &str,
+    sealed: u64,
+    moved_to: u64,
+    version: i32,
+) -> Result<()> {
     generations::ensure_parent_at(zk, path, moved_to, version).await?;
-    if moved_to >= 2 {
-        let (session, path) = (zk.clone(), path.to_string());
-        tokio::spawn(async move { generations::retire(&session, &path, moved_to - 2).await });
-    }
+    generations::retire_before(zk, path, sealed);
     Ok(())
 }
 

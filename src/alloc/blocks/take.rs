@@ -354,11 +354,7 @@ impl<S: Store> OnZooKeeper<'_, S> {
                 }
             }
         }
-        if generation >= 1 {
-            // In the background: the take that moved the generation does not wait for it.
-            let (session, path) = (session.clone(), path.to_string());
-            tokio::spawn(async move { generations::retire(&session, &path, generation - 1).await });
-        }
+        generations::retire_before(session, path, generation);
         Ok(())
     }
 
