@@ -87,6 +87,11 @@ pub enum Error {
     #[error("runtime condition mismatch")]
     RuntimeInconsistent,
 
+    /// zooid patch: the request was bound to a connection ([crate::Client::bound_to]) that is no
+    /// longer the session's; it was not sent.
+    #[error("the connection the request was bound to has ended; the request was not sent")]
+    ConnectionEnded,
+
     #[error(transparent)]
     Custom(CustomError),
 }
@@ -147,6 +152,8 @@ impl Error {
             | Self::Unimplemented
             | Self::ReconfigDisabled
             | Self::UnexpectedErrorCode(_) => true,
+            // zooid patch: never sent.
+            Self::ConnectionEnded => true,
             // We are expired anyway, any ephemeral nodes will be deleted by ZooKeeper soon.
             Self::SessionExpired => true,
             // We are closed anyway, the session will expire soon.

@@ -4,6 +4,7 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::future::Future;
 use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -228,6 +229,10 @@ pub struct Client {
     state_watcher: StateWatcher,
     // zooid patch: the runtime named by the connector (vendor/README.md).
     spawner: Spawner,
+    // zooid patch: the session task's connection counter, and the connection every request of
+    // this handle is bound to, if any (`Client::bound_to`).
+    connections: Arc<AtomicU64>,
+    bound: Option<u64>,
 }
 
 impl Client {
@@ -251,8 +256,34 @@ impl Client {
         requester: Arc<mpsc::UnboundedSender<Request>>,
         state_watcher: StateWatcher,
         spawner: Spawner,
+        connections: Arc<AtomicU64>,
     ) -> Client {
-        Client { chroot, version, session, session_timeout: timeout, requester, state_watcher, spawner }
+        Client {
+            chroot,
+            version,
+            session,
+            session_timeout: timeout,
+            requester,
+            state_watcher,
+            spawner,
+            connections,
+            bound: None,
+        }
+    }
+
+    /// zooid patch: the number of the session's current (or last) connection: 1 for the first,
+    /// +1 for each reconnection. The session task counts a connection when it is established,
+    /// before its state changes to connected and before it takes any request on it.
+    pub fn connection(&self) -> u64 {
+        self.connections.load(Ordering::Acquire)
+    }
+
+    /// zooid patch: this client with every request it sends bound to the session's connection
+    /// number `connection` ([Client::connection]): the session task writes such a request only
+    /// on that connection. Taken from its queue while serving any other connection (the client
+    /// reconnected since), the request fails with [Error::ConnectionEnded] without being sent.
+    pub fn bound_to(&self, connection: u64) -> Client {
+        Client { bound: Some(connection), ..self.clone() }
     }
 
     fn validate_path<'a>(&'a self, path: &'a str) -> Result<ChrootPath<'a>> {
@@ -322,7 +353,12 @@ impl Client {
 
     fn send_marshalled_request(&self, request: MarshalledRequest) -> StateReceiver {
         let (operation, receiver) = SessionOperation::new_marshalled(request).with_responser();
-        if let Err(err) = self.requester.unbounded_send(operation.into()) {
+        // zooid patch: a bound client's requests carry their connection.
+        let request = match self.bound {
+            Some(connection) => Request::Bound { connection, operation },
+            None => operation.into(),
+        };
+        if let Err(err) = self.requester.unbounded_send(request) {
             let state = self.state();
             err.into_inner().into_responser().send(Err(state.to_error()));
         }
@@ -1784,6 +1820,7 @@ impl Connector {
         let conn = session.start(&mut endpoints, &mut buf, &mut depot).await?;
         let session_info = session.session.clone();
         let session_timeout = session.session_timeout;
+        let connections = session.connections();
         let mut state_watcher = StateWatcher::new(session.subscribe_state());
         // Consume all state changes so far.
         state_watcher.state();
@@ -1798,6 +1835,7 @@ impl Connector {
             sender,
             state_watcher,
             self.spawner.clone(),
+            connections,
         );
         Ok(client)
     }

@@ -7,7 +7,8 @@ mod watch;
 mod xid;
 
 use std::pin::pin;
-use std::sync::Weak;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use crate::rt::Interval;
@@ -158,6 +159,7 @@ impl Builder {
             authes: self.authes,
             state_sender,
             watch_manager,
+            connections: Arc::new(AtomicU64::new(0)),
         };
         let timeout = if self.session_timeout.is_zero() { DEFAULT_SESSION_TIMEOUT } else { self.session_timeout };
         session.reset_timeout(timeout);
@@ -194,6 +196,12 @@ pub struct Session {
     state_sender: sync::watch::Sender<SessionState>,
 
     watch_manager: WatchManager,
+
+    /// zooid patch: the number of the connection being served: 1 for the first connection of
+    /// the session, +1 for each reconnection (`Client::connection`). Written only by this task,
+    /// when a connection is established and before anything is taken from the request queue on
+    /// it.
+    connections: Arc<AtomicU64>,
 }
 
 impl Session {
@@ -216,6 +224,11 @@ impl Session {
 
     pub fn subscribe_state(&self) -> sync::watch::Receiver<SessionState> {
         self.state_sender.subscribe()
+    }
+
+    /// zooid patch: the connection counter the client reads (`Client::connection`).
+    pub fn connections(&self) -> Arc<AtomicU64> {
+        self.connections.clone()
     }
 
     #[instrument(name = "serve", skip_all, fields(session = display(self.session.id)))]
@@ -442,6 +455,9 @@ impl Session {
     }
 
     fn complete_connect(&mut self) {
+        // zooid patch: a new connection, counted before its state is published and before any
+        // request is taken from the queue on it (`serve_session`).
+        self.connections.fetch_add(1, Ordering::AcqRel);
         let state = if self.session.readonly { SessionState::ConnectedReadOnly } else { SessionState::SyncConnected };
         self.change_state(state);
     }
@@ -595,6 +611,23 @@ impl Session {
                         debug!("drop request {} unsent: its caller gave up", operation.request.get_code());
                     },
                     Some(Request::Session(operation)) => depot.push_session(operation),
+                    // zooid patch: a request bound to a connection goes on that connection only.
+                    // This task both takes it from the queue and writes it, and it serves one
+                    // connection at a time (a reconnection is counted before anything is taken on
+                    // it), so the check has no window: one bound to an earlier connection fails
+                    // unsent; one taken here is written on this connection, or fails with
+                    // ConnectionLoss with everything else in the depot when it drops.
+                    Some(Request::Bound { connection, operation }) => {
+                        let serving = self.connections.load(Ordering::Acquire);
+                        if connection != serving {
+                            debug!("refuse request {} unsent: bound to connection {connection}, serving {serving}", operation.request.get_code());
+                            operation.responser.send(Err(Error::ConnectionEnded));
+                        } else if operation.responser.is_abandoned() {
+                            debug!("drop request {} unsent: its caller gave up", operation.request.get_code());
+                        } else {
+                            depot.push_session(operation);
+                        }
+                    },
                     Some(Request::RemoveWatcher {
                         id, responser
                     }) => {

@@ -129,6 +129,10 @@ pub enum Operation {
 pub enum Request {
     Session(SessionOperation),
     RemoveWatcher { id: WatcherId, responser: StateResponser },
+    /// zooid patch: a request that may be written only on the session's connection number
+    /// `connection` (`Client::bound_to`); taken from the queue on any other, it fails with
+    /// `Error::ConnectionEnded`, unsent.
+    Bound { connection: u64, operation: SessionOperation },
 }
 
 impl From<SessionOperation> for Request {
@@ -140,7 +144,7 @@ impl From<SessionOperation> for Request {
 impl Request {
     pub fn into_responser(self) -> StateResponser {
         match self {
-            Self::Session(operation) => operation.responser,
+            Self::Session(operation) | Self::Bound { operation, .. } => operation.responser,
             Self::RemoveWatcher { responser, .. } => responser,
         }
     }
