@@ -149,7 +149,8 @@ impl<S: Store> Core<S> {
                         reason: err.to_string(),
                     })
                 }
-                Verdict::Expired | Verdict::Closed | Verdict::Unknown => {
+                // (`NotSent` only for a write bound to a connection, which this is not.)
+                Verdict::Expired | Verdict::Closed | Verdict::Unknown | Verdict::NotSent => {
                     failure = LastFailure::Unreachable(err.to_string());
                     budget.backoff().await;
                 }

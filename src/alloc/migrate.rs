@@ -324,7 +324,7 @@ impl<S: Store> Core<S> {
                 #[cfg(not(zooid_mutant = "migration_switch_blind"))]
                 multi.set(path, rendered.as_bytes(), Some(version));
             }
-            if let Err(failed) = multi.commit(&**zk, read_on.generation).await {
+            if let Err(failed) = multi.commit_on(&**zk, read_on).await {
                 return match failed.verdict() {
                     // The pool moved on (or is gone: the next read says), or another migration
                     // made or removed a hole first.
@@ -335,6 +335,10 @@ impl<S: Store> Core<S> {
                     Verdict::Expired | Verdict::Closed | Verdict::Unknown => Ok(Round::Again(
                         LastFailure::Unreachable(failed.failure.to_string()),
                     )),
+                    // Bound to the round's connection, which ended: not sent; read again.
+                    Verdict::NotSent => Ok(Round::Again(LastFailure::Unreachable(
+                        failed.failure.to_string(),
+                    ))),
                     verdict @ Verdict::NotAuthorized => {
                         Err(refused(zk, path, verdict, &failed.failure))
                     }

@@ -257,7 +257,7 @@ impl Active<'_> {
             // Read again on the session and connection in use now, and plan again.
             return Ok(Wrote::Conflict);
         }
-        match self.election.fenced_on(read_on.generation, &ops).await {
+        match self.election.fenced_on(read_on, &ops).await {
             Ok(_) => {}
             Err(ZooidError::Store { reason, .. }) => {
                 // A version conflict (takes moved the pool) or an unknown outcome: re-read.
@@ -326,7 +326,7 @@ impl Active<'_> {
         match self
             .election
             .fenced_on(
-                read_on.generation,
+                read_on,
                 &[FencedOp::Check {
                     path: path.to_string(),
                     version,

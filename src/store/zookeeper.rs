@@ -98,6 +98,8 @@ impl StoreError {
                 identity: options.identity(),
             },
             Verdict::Refused => StoreError::Refused(failure.message.clone()),
+            // A write bound to the connection of its plan, which ended: not sent.
+            Verdict::NotSent => StoreError::PlanEnded,
             Verdict::Expired | Verdict::Closed | Verdict::Unknown if write => {
                 StoreError::Unknown(failure.message.clone())
             }
@@ -149,10 +151,14 @@ impl Store for ZkStore {
         if !self.zk.still_on(planned) {
             return Err(StoreError::PlanEnded);
         }
-        let generation = planned.generation;
-        self.call(true, self.zk.set(generation, path, data, Some(expected)))
-            .await
-            .map(|stat| stat.version)
+        // Bound to the plan's connection: not written after a reconnection the session layer
+        // has not noticed yet either (`Verdict::NotSent`, `PlanEnded`).
+        self.call(
+            true,
+            self.zk.set(planned.into(), path, data, Some(expected)),
+        )
+        .await
+        .map(|stat| stat.version)
     }
 
     async fn replace(
@@ -182,7 +188,7 @@ impl Store for ZkStore {
         let mut multi = Multi::new();
         multi.delete(path, Some(expected));
         multi.create(path, data, &Create::persistent().with_acl(acl));
-        match multi.commit(&*self.zk, generation).await {
+        match multi.commit_on(&*self.zk, planned).await {
             // Servers before 3.5 (and some later ones) return no stat for a create in a multi.
             Ok(results) => Ok(results.iter().find_map(|r| match r {
                 OpResult::Create {

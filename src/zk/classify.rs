@@ -30,6 +30,10 @@ pub enum Verdict {
     Closed,
     /// No answer (connection loss, no reply in time, I/O): it may or may not have applied.
     Unknown,
+    /// The write was bound to the connection of the read it was planned on
+    /// ([`WriteOn`](super::WriteOn)) and the session has reconnected since: it was not sent, so
+    /// nothing was done (plan again on a new read).
+    NotSent,
 }
 
 /// A failed request: what the error says happened ([`Verdict`]) and the servers' or the
@@ -90,6 +94,7 @@ pub fn classify(err: &ZkError) -> Verdict {
         | ZkError::NotReadOnly => Verdict::Refused,
         ZkError::SessionExpired => Verdict::Expired,
         ZkError::ClientClosed => Verdict::Closed,
+        ZkError::ConnectionEnded => Verdict::NotSent,
         _ => Verdict::Unknown,
     }
 }
@@ -104,7 +109,8 @@ impl Verdict {
             | Verdict::NodeExists
             | Verdict::BadVersion
             | Verdict::NotAuthorized
-            | Verdict::Refused => Fate::Refused,
+            | Verdict::Refused
+            | Verdict::NotSent => Fate::Refused,
         }
     }
 }
@@ -135,12 +141,13 @@ pub fn describe(err: &ZkError) -> String {
 
 /// The public error for a request on `path` that failed with `err`, for callers with no more
 /// specific reading: a refusal by the node's ACL is [`ZooidError::NotAuthorized`] naming the
-/// session's identity; no answer or a lost session is [`ZooidError::ConnectionLost`]; a closed
-/// client [`ZooidError::Closed`]; any other answer [`ZooidError::Store`].
+/// session's identity; no answer, a lost session or a write not sent because the connection of
+/// its plan ended is [`ZooidError::ConnectionLost`]; a closed client [`ZooidError::Closed`]; any
+/// other answer [`ZooidError::Store`].
 pub fn to_zooid(failure: &Failure, path: &str, options: &ConnectOptions) -> ZooidError {
     match failure.verdict {
         Verdict::NotAuthorized => not_authorized(path, options),
-        Verdict::Unknown | Verdict::Expired => ZooidError::ConnectionLost {
+        Verdict::Unknown | Verdict::Expired | Verdict::NotSent => ZooidError::ConnectionLost {
             category: path.to_string(),
             reason: failure.message.clone(),
         },
@@ -196,6 +203,10 @@ mod tests {
         for err in [ZkError::SessionExpired, ZkError::ClientClosed] {
             assert!(is_gone(&err), "{err}");
         }
+        // A write bound to an ended connection was not sent.
+        assert_eq!(classify(&ZkError::ConnectionEnded), Verdict::NotSent);
+        assert_eq!(fate(&ZkError::ConnectionEnded), Fate::Refused);
+        assert!(!is_gone(&ZkError::ConnectionEnded));
     }
 
     #[test]

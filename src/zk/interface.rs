@@ -14,6 +14,12 @@
 //! time is [`Verdict::Unknown`]), and one that finds its session gone reports that generation
 //! lost, so the caller's next request runs on a new session.
 //!
+//! A write planned on a read ([`ZooKeeper::set`], [`ZooKeeper::multi`]) also names the
+//! connection of that read ([`WriteOn`], from the read's [`ReadOn`]): the implementation writes it
+//! on that connection only, checked where the request is written, and fails it unsent with
+//! [`Verdict::NotSent`] once the session has reconnected, whether or not the session layer has
+//! noticed yet (docs/DESIGN.md, rule 2).
+//!
 //! [`Session`]: super::Session
 
 use std::sync::Arc;
@@ -30,7 +36,7 @@ pub use super::classify::Failure;
 use super::classify::Verdict;
 use super::fate::{Confirmed, InDoubt};
 use super::options::{ConnectOptions, ServerVersion};
-use super::status::{ReadOn, SessionStatus};
+use super::status::{ReadOn, SessionStatus, WriteOn};
 use crate::error::Result;
 
 /// A node's metadata, as the servers report it (zxids, versions, owner, sizes).
@@ -488,9 +494,11 @@ pub trait ZooKeeper: Send + Sync + 'static {
     ) -> Reply<'a, ()>;
 
     /// Replaces `path`'s data if it is at `expected` (`None`: any version); its new metadata.
+    /// Bound to a connection (`on.connection`), it is written on that connection only, else it
+    /// fails unsent with [`Verdict::NotSent`].
     fn set<'a>(
         &'a self,
-        generation: u64,
+        on: WriteOn,
         path: &'a str,
         data: &'a [u8],
         expected: Option<i32>,
@@ -506,10 +514,12 @@ pub trait ZooKeeper: Send + Sync + 'static {
     /// not reported (nothing is left to replace it for).
     fn delete_now(&self, generation: u64, path: &str, expected: Option<i32>) -> Reply<'static, ()>;
 
-    /// Applies `ops` as one transaction: all of them, or none.
+    /// Applies `ops` as one transaction: all of them, or none. Bound to a connection
+    /// (`on.connection`), it is written on that connection only, else it fails unsent with
+    /// [`Verdict::NotSent`] (`index: None`).
     fn multi(
         &self,
-        generation: u64,
+        on: WriteOn,
         ops: Vec<Op>,
     ) -> BoxFuture<'_, std::result::Result<Vec<OpResult>, MultiFailed>>;
 }
@@ -528,9 +538,10 @@ pub trait ZooKeeperExt: ZooKeeper {
         self.status().into()
     }
 
-    /// Whether the session still runs on the generation and connection `read`, connected: a
-    /// request handed to a disconnected client may go out on its next connection, to servers
-    /// restarted (and maybe rolled back and restored) meanwhile.
+    /// Whether the session still runs on the generation and connection `read`, connected, as far
+    /// as the session layer knows: a check before a write's preparation (a write planned on
+    /// `read` is also bound to its connection, [`WriteOn`], which the session implementation
+    /// enforces where the request is written, however late this status is).
     fn still_on(&self, read: ReadOn) -> bool {
         let status = self.status();
         ReadOn::from(status) == read && status.state == super::ConnectionState::Connected

@@ -40,4 +40,4 @@ pub use multi::{set_version, Multi};
 pub use options::{ConnectOptions, Sasl, ServerVersion, TlsFiles};
 pub use path::validate_path;
 pub use session::{ConnectionState, Session, SessionStatus};
-pub use status::ReadOn;
+pub use status::{ReadOn, WriteOn};

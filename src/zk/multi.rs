@@ -3,6 +3,7 @@
 //! into which op failed and what the error says).
 
 use super::interface::{Create, MultiFailed, Op, OpResult, ZooKeeper};
+use super::status::ReadOn;
 
 /// A `multi` being built.
 #[derive(Clone, Debug, Default)]
@@ -70,7 +71,18 @@ impl Multi {
         zk: &Z,
         generation: u64,
     ) -> Result<Vec<OpResult>, MultiFailed> {
-        zk.multi(generation, self.ops).await
+        zk.multi(generation.into(), self.ops).await
+    }
+
+    /// Commits the ops as one transaction on the session generation and connection `read` a
+    /// plan was made on: written on that connection only; after a reconnection (noticed by the
+    /// session layer or not) it fails unsent with [`Verdict::NotSent`](super::Verdict::NotSent).
+    pub async fn commit_on<Z: ZooKeeper + ?Sized>(
+        self,
+        zk: &Z,
+        read: ReadOn,
+    ) -> Result<Vec<OpResult>, MultiFailed> {
+        zk.multi(read.into(), self.ops).await
     }
 }
 

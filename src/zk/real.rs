@@ -23,6 +23,7 @@ use super::interface::{
 };
 use super::options::{ConnectOptions, ServerVersion};
 use super::session::{Session, SessionStatus};
+use super::status::WriteOn;
 use crate::error::Result;
 
 impl From<&ZkError> for Failure {
@@ -86,6 +87,33 @@ impl Session {
                      the request was not sent"
                 ),
             ))
+        }
+    }
+
+    /// The client of `on.generation`, if it is still the current one, with its requests bound
+    /// to the connection `on.connection` names (`Client::bound_to`: the client's session task
+    /// writes them on that connection only, and fails them unsent on any later one).
+    fn client_on(&self, on: WriteOn) -> std::result::Result<Client, Failure> {
+        let (client, current, offset) = self.client_offset();
+        if current != on.generation {
+            return self.client_of(on.generation);
+        }
+        let Some(connection) = on.connection else {
+            return Ok(client);
+        };
+        match connection.checked_sub(offset) {
+            // Refused here when the client has reconnected already; the session task refuses it
+            // if it reconnects before the request is taken from its queue.
+            Some(serial) if serial > 0 && serial == client.connection() => {
+                Ok(client.bound_to(serial))
+            }
+            _ => Err(Failure::new(
+                Verdict::NotSent,
+                format!(
+                    "the write was planned on connection {connection}, which has ended; it was \
+                     not sent"
+                ),
+            )),
         }
     }
 
@@ -339,14 +367,16 @@ impl ZooKeeper for Session {
 
     fn set<'a>(
         &'a self,
-        generation: u64,
+        on: WriteOn,
         path: &'a str,
         data: &'a [u8],
         expected: Option<i32>,
     ) -> Reply<'a, Stat> {
-        self.request(generation, move |c| async move {
-            c.set_data(path, data, expected).await
-        })
+        async move {
+            let client = self.client_on(on)?;
+            let request = client.set_data(path, data, expected);
+            self.run(on.generation, request).await.map_err(failure)
+        }
         .boxed()
     }
 
@@ -379,15 +409,15 @@ impl ZooKeeper for Session {
 
     fn multi(
         &self,
-        generation: u64,
+        on: WriteOn,
         ops: Vec<Op>,
     ) -> BoxFuture<'_, std::result::Result<Vec<OpResult>, MultiFailed>> {
         async move {
-            let client = self.client_of(generation).map_err(|failure| MultiFailed {
+            let client = self.client_on(on).map_err(|failure| MultiFailed {
                 index: None,
                 failure,
             })?;
-            let results = commit(self, &client, generation, &ops).await?;
+            let results = commit(self, &client, on.generation, &ops).await?;
             Ok(results
                 .into_iter()
                 .zip(&ops)

@@ -59,6 +59,10 @@ pub use super::status::{ConnectionState, SessionStatus};
 struct Current {
     client: Client,
     generation: u64,
+    /// Connections of the generations before this one: [`SessionStatus::connection`] is this
+    /// plus the client's own connection number (`Client::connection`, counted by the client's
+    /// session task as it connects, before it takes any request on the new connection).
+    offset: u64,
 }
 
 struct Inner {
@@ -75,8 +79,6 @@ struct Inner {
     replacing: tokio::sync::Mutex<()>,
     /// Sessions declared lost so far (each `Lost` transition, once per generation).
     losses: AtomicU64,
-    /// Connections made so far ([`SessionStatus::connection`]).
-    connections: AtomicU64,
     /// Which connection is caught up for reads (src/zk/catch_up.rs).
     catch_up: super::catch_up::CatchUp,
     /// The servers' word on each given-up generation (`None` while it is being asked).
@@ -142,7 +144,7 @@ impl Session {
             session_id: client.session_id().0,
             timeout: client.session_timeout(),
             requested: options.session_timeout,
-            connection: 1,
+            connection: client.connection(),
             stop_acting: false,
         };
         let (status_tx, _) = watch::channel(status);
@@ -155,11 +157,11 @@ impl Session {
             current: RwLock::new(Current {
                 client,
                 generation: 1,
+                offset: 0,
             }),
             status: status_tx,
             replacing: tokio::sync::Mutex::new(()),
             losses: AtomicU64::new(0),
-            connections: AtomicU64::new(1),
             catch_up: super::catch_up::CatchUp::default(),
             confirmations: Mutex::new(HashMap::new()),
             alive: alive_rx.clone(),
@@ -210,6 +212,13 @@ impl Session {
     pub(crate) fn client(&self) -> (Client, u64) {
         let current = self.inner.read_current();
         (current.client, current.generation)
+    }
+
+    /// [`Session::client`], with the connections of the generations before it: the client's
+    /// connection number `n` is [`SessionStatus::connection`] `offset + n`.
+    pub(crate) fn client_offset(&self) -> (Client, u64, u64) {
+        let current = self.inner.read_current();
+        (current.client, current.generation, current.offset)
     }
 
     /// How many sessions were declared lost since this one was opened (each generation counts

@@ -47,7 +47,10 @@ pub struct SessionStatus {
     /// How many times this process connected to a server, across generations: 1 for the first
     /// connection, +1 for each reconnection and each new session. State read on an earlier
     /// connection may be from before a rollback of the servers' data (only a restart of the
-    /// servers can roll it back, and a restart drops every connection).
+    /// servers can roll it back, and a restart drops every connection). On a real ensemble the
+    /// client counts its connections itself as it makes them; this is that count plus the
+    /// connections of the generations before, as last published (it may lag the client's, never
+    /// lead it), and a write bound to it ([`WriteOn`]) goes on that connection only.
     pub connection: u64,
     /// *Stop acting*: the local, early notion. `true` once the session has been `Suspended`
     /// (no server) for [`SessionStatus::stop_acting_after`] (half the negotiated timeout),
@@ -84,6 +87,45 @@ impl From<SessionStatus> for ReadOn {
         Self {
             generation: status.generation,
             connection: status.connection,
+        }
+    }
+}
+
+/// Where a write may go: the session generation it names, and, for a write planned on a read,
+/// the connection of that read ([`ReadOn`]). A write bound to a connection is written on that
+/// connection only: the session implementation checks it where the request is written (for a
+/// real session, in the client's session task), and fails it unsent with
+/// [`Verdict::NotSent`](super::Verdict::NotSent) on any other, however late the session layer
+/// learns of the reconnection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriteOn {
+    /// [`SessionStatus::generation`].
+    pub generation: u64,
+    /// [`SessionStatus::connection`]; `None`: any connection of the generation.
+    pub connection: Option<u64>,
+}
+
+impl WriteOn {
+    /// Any connection of `generation` (a write planned on no read).
+    pub fn generation(generation: u64) -> Self {
+        Self {
+            generation,
+            connection: None,
+        }
+    }
+}
+
+impl From<u64> for WriteOn {
+    fn from(generation: u64) -> Self {
+        Self::generation(generation)
+    }
+}
+
+impl From<ReadOn> for WriteOn {
+    fn from(read: ReadOn) -> Self {
+        Self {
+            generation: read.generation,
+            connection: Some(read.connection),
         }
     }
 }

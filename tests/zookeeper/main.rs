@@ -4,6 +4,7 @@
 //! metrics, TLS and SASL, and the test harness itself.
 
 mod blocks;
+mod bound;
 mod claims;
 mod close;
 mod deadline;

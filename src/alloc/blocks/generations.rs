@@ -125,7 +125,7 @@ pub(crate) async fn sealed_next_block(zk: &Zk, path: &str, blocks: &Blocks) -> R
 pub(crate) async fn seal(zk: &Zk, path: &str, blocks: &Blocks) -> Result<bool> {
     let parent = sequence_parent(path, blocks.generation);
     let generation = zk.generation();
-    match zk.set(generation, &parent, b"sealed", Some(0)).await {
+    match zk.set(generation.into(), &parent, b"sealed", Some(0)).await {
         Ok(_)
         | Err(Failure {
             verdict: Verdict::BadVersion,

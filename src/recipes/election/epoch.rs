@@ -46,7 +46,7 @@ pub async fn bump_epoch(zk: &Zk, group: &str) -> Result<i64> {
         }
         let written = zk
             .set(
-                generation,
+                generation.into(),
                 group,
                 &with_epoch(&data, wanted),
                 Some(stat.version),

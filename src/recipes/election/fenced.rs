@@ -55,14 +55,23 @@ impl Election {
     /// when the reply was lost (the reason says the outcome is unknown). `InvalidArgument` for a
     /// malformed op path (nothing was sent). `Closed` after resign.
     pub async fn fenced(&self, ops: &[FencedOp]) -> Result<Vec<FencedResult>> {
-        self.fenced_on(self.zk.generation(), ops).await
+        self.fenced_write(self.zk.generation().into(), ops).await
     }
 
-    /// [`Election::fenced`] sent only on session generation `generation`, the one the caller
-    /// read what it planned on: a plan read on an earlier session (before a wipe and a restore,
-    /// whose node may be back at the version read with other contents) is refused as
-    /// `NotLeader` even when this candidate leads again on a later one, and nothing is sent.
-    pub async fn fenced_on(&self, generation: u64, ops: &[FencedOp]) -> Result<Vec<FencedResult>> {
+    /// [`Election::fenced`] sent only on the session generation and connection `read`, the ones
+    /// the caller read what it planned on: a plan read on an earlier session (before a wipe and
+    /// a restore, whose node may be back at the version read with other contents) is refused as
+    /// `NotLeader` even when this candidate leads again on a later one, and nothing is sent; one
+    /// read on an earlier connection of the same session is not sent either (`Store`, "not
+    /// sent"), even when the session layer has not noticed the reconnection yet (the client
+    /// checks it where it writes the request).
+    pub async fn fenced_on(&self, read: ReadOn, ops: &[FencedOp]) -> Result<Vec<FencedResult>> {
+        self.fenced_write(read.into(), ops).await
+    }
+
+    /// A fenced write on `on` (a generation, and the connection of a plan's read if any).
+    async fn fenced_write(&self, on: WriteOn, ops: &[FencedOp]) -> Result<Vec<FencedResult>> {
+        let generation = on.generation;
         if *self.close.borrow() {
             return Err(self.closed_error());
         }
@@ -108,7 +117,17 @@ impl Election {
                 FencedOp::Check { path, version } => multi.check(path, *version),
             };
         }
-        match multi.commit(&*self.zk, generation).await {
+        let committed = match on.connection {
+            Some(connection) => {
+                let read = ReadOn {
+                    generation,
+                    connection,
+                };
+                multi.commit_on(&*self.zk, read).await
+            }
+            None => multi.commit(&*self.zk, generation).await,
+        };
+        match committed {
             Ok(results) => Ok(fenced_results(results)),
             Err(failed) => Err(self.fenced_error(ops, failed)),
         }
@@ -149,6 +168,10 @@ impl Election {
             (None, Verdict::NotAuthorized) => {
                 crate::zk::not_authorized(&self.group, self.zk.options())
             }
+            (None, Verdict::NotSent) => ZooidError::Store {
+                path: self.group.clone(),
+                reason: format!("fenced write not sent: {source}; nothing was written"),
+            },
             (None, Verdict::Unknown) => ZooidError::Store {
                 path: self.group.clone(),
                 reason: format!("fenced write: {source}; outcome unknown"),

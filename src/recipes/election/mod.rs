@@ -44,8 +44,8 @@ use tokio::task::JoinHandle;
 
 use crate::error::{Result, ZooidError};
 use crate::zk::{
-    ConnectionState, Create, EventKind, Failure, Mode, Multi, MultiFailed, OpResult, SessionStatus,
-    Stat, Verdict, Zk, ZooKeeperExt,
+    ConnectionState, Create, EventKind, Failure, Mode, Multi, MultiFailed, OpResult, ReadOn,
+    SessionStatus, Stat, Verdict, WriteOn, Zk, ZooKeeperExt,
 };
 
 /// Whether this candidate leads, from its own point of view.

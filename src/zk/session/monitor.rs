@@ -22,16 +22,25 @@ impl Inner {
             ConnectionState::Suspended => stop_acting,
             ConnectionState::Lost | ConnectionState::Closed => true,
         };
-        let status = SessionStatus {
+        // The client's own count of its connections, read now: never behind the state published
+        // (the client counts a connection before it reports it connected).
+        let current = self.read_current();
+        let connection = match current.generation == generation {
+            true => current.offset + client.connection(),
+            false => 0,
+        };
+        let mut status = SessionStatus {
             state,
             generation,
             session_id: client.session_id().0,
             timeout: client.session_timeout(),
             requested: self.options.session_timeout,
-            connection: self.connections.load(Ordering::Acquire),
+            connection,
             stop_acting,
         };
         self.status.send_if_modified(|old| {
+            // Never backwards (a late status of a generation given up keeps the last number).
+            status.connection = status.connection.max(old.connection);
             if *old == status {
                 return false;
             }
@@ -71,9 +80,13 @@ impl Inner {
         match open_client(&self.connect, &self.options, self.server_version).await {
             Ok((client, _)) => {
                 let generation = lost_generation + 1;
+                // Past every connection number published for the generations before.
+                let offset = (current.offset + current.client.connection())
+                    .max(self.status.borrow().connection);
                 *self.current.write().unwrap_or_else(|p| p.into_inner()) = Current {
                     client: client.clone(),
                     generation,
+                    offset,
                 };
                 tracing::info!(
                     old = %format_args!("{:#x}", current.client.session_id().0),
@@ -81,7 +94,6 @@ impl Inner {
                     generation,
                     "ZooKeeper session renewed"
                 );
-                self.connections.fetch_add(1, Ordering::AcqRel);
                 self.publish(ConnectionState::Connected, generation, &client, false);
                 publish_timeouts(&self.status.borrow());
                 metrics::gauge!("zooid_session_generation").set(generation as f64);
@@ -177,7 +189,9 @@ pub(super) async fn monitor(inner: std::sync::Weak<Inner>, mut alive: watch::Rec
         let Some(strong) = inner.upgrade() else {
             return;
         };
-        let Current { client, generation } = strong.read_current();
+        let Current {
+            client, generation, ..
+        } = strong.read_current();
         drop(strong);
         let mut watcher = client.state_watcher();
         let mut state = watcher.peek_state();
@@ -221,16 +235,9 @@ pub(super) async fn monitor(inner: std::sync::Weak<Inner>, mut alive: watch::Rec
                         return;
                     }
                 }
-                next = watcher.changed() => {
-                    // Every change that ends connected counts as a connection: a disconnection
-                    // and reconnection between two looks shows only the last state.
-                    if matches!(next, SessionState::SyncConnected | SessionState::ConnectedReadOnly) {
-                        if let Some(strong) = inner.upgrade() {
-                            strong.connections.fetch_add(1, Ordering::AcqRel);
-                        }
-                    }
-                    state = next;
-                }
+                // The client counts its connections itself (`Client::connection`), so a
+                // disconnection and reconnection between two looks is counted all the same.
+                next = watcher.changed() => state = next,
                 _ = sleep_until_opt(deadline) => {
                     break Some("no server answered for the whole session timeout");
                 }

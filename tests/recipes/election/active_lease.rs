@@ -34,7 +34,7 @@ fn active_ends_at_the_lease_while_the_own_node_watch_is_rearmed() {
             path_contains: node.clone(),
         });
         observer
-            .set(observer.generation(), &node, b"poke", None)
+            .set(observer.generation().into(), &node, b"poke", None)
             .await
             .unwrap();
         let started = Instant::now();

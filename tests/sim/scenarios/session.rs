@@ -13,7 +13,7 @@ use zooid::error::Result;
 use zooid::zk::catch_up::CatchUp;
 use zooid::zk::{
     Acl, Confirmed, ConnectOptions, Create, Failure, InDoubt, MultiFailed, Op, OpResult, Reply,
-    ServerVersion, SessionStatus, Stat, TreeWatch, Verdict, Watch, WeakZk, Zk, ZooKeeper,
+    ServerVersion, SessionStatus, Stat, TreeWatch, Verdict, Watch, WeakZk, WriteOn, Zk, ZooKeeper,
 };
 
 /// A pause of the first request it matches: the request waits, after `entered` is notified,
@@ -309,12 +309,12 @@ impl ZooKeeper for Flaky {
     }
     fn set<'a>(
         &'a self,
-        generation: u64,
+        on: WriteOn,
         path: &'a str,
         data: &'a [u8],
         expected: Option<i32>,
     ) -> Reply<'a, Stat> {
-        self.inner.set(generation, path, data, expected)
+        self.inner.set(on, path, data, expected)
     }
     fn delete<'a>(
         &'a self,
@@ -329,9 +329,10 @@ impl ZooKeeper for Flaky {
     }
     fn multi(
         &self,
-        generation: u64,
+        on: WriteOn,
         ops: Vec<Op>,
     ) -> BoxFuture<'_, std::result::Result<Vec<OpResult>, MultiFailed>> {
+        let generation = on.generation;
         if let Some((target, sent)) = &self.sets_sent {
             if ops
                 .iter()
@@ -376,7 +377,7 @@ impl ZooKeeper for Flaky {
                 .any(|op| matches!(op, Op::Set { path, .. } if path == target));
             if sets && armed.swap(false, Ordering::SeqCst) {
                 return async move {
-                    let applied = self.inner.multi(generation, ops).await;
+                    let applied = self.inner.multi(on, ops).await;
                     Err(reply_lost(applied, "lost set"))
                 }
                 .boxed();
@@ -388,7 +389,7 @@ impl ZooKeeper for Flaky {
                 .any(|op| matches!(op, Op::Check { path, .. } if path == target));
             if checks && gate.trips() {
                 return async move {
-                    let applied = self.inner.multi(generation, ops).await;
+                    let applied = self.inner.multi(on, ops).await;
                     assert!(
                         applied.is_ok(),
                         "guard: the held check applied: {applied:?}"
@@ -406,13 +407,13 @@ impl ZooKeeper for Flaky {
                 .any(|op| matches!(op, Op::Create { path, .. } if path.starts_with(&prefix)));
             if claims && gate.trips() {
                 return async move {
-                    let applied = self.inner.multi(generation, ops).await;
+                    let applied = self.inner.multi(on, ops).await;
                     gate.pause().await;
                     Err(reply_lost(applied, "held claim"))
                 }
                 .boxed();
             }
         }
-        self.inner.multi(generation, ops)
+        self.inner.multi(on, ops)
     }
 }

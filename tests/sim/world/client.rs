@@ -16,7 +16,7 @@ use zooid::zk::catch_up::CatchUp;
 use zooid::zk::{
     Acl, Confirmed, ConnectOptions, Create, Event, EventKind, Failure, InDoubt, MultiFailed, Op,
     OpResult, Reply, ServerVersion, SessionStatus, Stat, TreeWatch, Verdict, Watch, WeakZk,
-    ZooKeeper,
+    WriteOn, ZooKeeper,
 };
 
 use super::faults::{between, chance};
@@ -62,16 +62,33 @@ impl SimSession {
         generation: u64,
         req: Req,
     ) -> BoxFuture<'static, std::result::Result<Resp, Fail>> {
+        self.send_on(WriteOn::generation(generation), req)
+    }
+
+    /// [`SimSession::send`] on `on`: a write bound to a connection is submitted only on that
+    /// connection, as the real client's session task writes it (else `Verdict::NotSent`, unsent).
+    fn send_on(
+        &self,
+        on: WriteOn,
+        req: Req,
+    ) -> BoxFuture<'static, std::result::Result<Resp, Fail>> {
+        let generation = on.generation;
         let limit = self.request_limit();
+        let mut ended = false;
         let rx = {
             let mut state = self.world.lock();
             let current = state
                 .clients
                 .get(&self.client)
-                .map(|c| (c.generation, c.lost || c.closed));
+                .map(|c| (c.generation, c.lost || c.closed, c.conn));
             match current {
-                Some((current, false)) if current == generation => {
-                    Some(state.submit(self.client, req))
+                Some((current, false, conn)) if current == generation => {
+                    if on.connection.is_some_and(|bound| bound != conn) {
+                        ended = true;
+                        None
+                    } else {
+                        Some(state.submit(self.client, req))
+                    }
                 }
                 _ => None,
             }
@@ -84,6 +101,12 @@ impl SimSession {
                 // Refused locally at once, as the real session does; the pause lets the world
                 // run (a caller retrying without backoff would otherwise never yield).
                 tokio::time::sleep(Duration::from_millis(1)).await;
+                if ended {
+                    return Err(Fail::whole(
+                        Verdict::NotSent,
+                        "the connection the write was planned on ended; the request was not sent",
+                    ));
+                }
                 return Err(Fail::whole(
                     Verdict::Closed,
                     "session generation given up; the request was not sent",
@@ -479,12 +502,12 @@ impl ZooKeeper for SimSession {
 
     fn set<'a>(
         &'a self,
-        generation: u64,
+        on: WriteOn,
         path: &'a str,
         data: &'a [u8],
         expected: Option<i32>,
     ) -> Reply<'a, Stat> {
-        let reply = self.send(generation, Req::Set(path.into(), data.to_vec(), expected));
+        let reply = self.send_on(on, Req::Set(path.into(), data.to_vec(), expected));
         async move {
             match reply.await.map_err(whole)? {
                 Resp::Stat(stat) => Ok(stat),
@@ -511,10 +534,10 @@ impl ZooKeeper for SimSession {
 
     fn multi(
         &self,
-        generation: u64,
+        on: WriteOn,
         ops: Vec<Op>,
     ) -> BoxFuture<'_, std::result::Result<Vec<OpResult>, MultiFailed>> {
-        let reply = self.send(generation, Req::Multi(ops));
+        let reply = self.send_on(on, Req::Multi(ops));
         async move {
             match reply.await {
                 Ok(Resp::Multi(results)) => Ok(results),
