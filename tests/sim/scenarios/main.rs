@@ -15,6 +15,7 @@ mod lagging_read;
 mod lost_switch;
 mod migration;
 mod read_on_review;
+mod resurrected_generation;
 mod take_listing;
 mod wiped_engine;
 mod wiped_keeper;

@@ -104,6 +104,10 @@ pub struct Flaky {
     /// The session generation of every `multi` that sets this node, in the order sent (whatever
     /// its outcome): a scenario's proof that a write was sent, and on which session.
     pub sets_sent: Option<(String, Arc<std::sync::Mutex<Vec<u64>>>)>,
+    /// The first `multi` that creates a child of this parent pauses at the gate before it is
+    /// sent (a process paused just before its write), then goes on the session generation it
+    /// was given.
+    pub pause_write_under: Option<(String, Arc<Gate>)>,
 }
 
 impl Flaky {
@@ -122,6 +126,7 @@ impl Flaky {
             pause_get: None,
             hold_check: None,
             sets_sent: None,
+            pause_write_under: None,
         }
     }
 
@@ -339,6 +344,19 @@ impl ZooKeeper for Flaky {
                 .any(|op| matches!(op, Op::Set { path, .. } if path == target))
             {
                 sent.lock().unwrap().push(generation);
+            }
+        }
+        if let Some((parent, gate)) = &self.pause_write_under {
+            let prefix = format!("{parent}/");
+            let writes = ops
+                .iter()
+                .any(|op| matches!(op, Op::Create { path, .. } if path.starts_with(&prefix)));
+            if writes && gate.trips() {
+                return async move {
+                    gate.pause().await;
+                    self.inner.multi(generation, ops).await
+                }
+                .boxed();
             }
         }
         if self.refuse_multis.load(Ordering::SeqCst) {
