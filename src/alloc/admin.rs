@@ -275,6 +275,9 @@ impl<S: Store> Core<S> {
             // The generation sealed for this attempt and its final frontier (block pools).
             let sealed = match self.zk.as_ref() {
                 Some(session) => {
+                    // Before the read: a missing sequence parent is created only on the
+                    // session and connection the version was read on.
+                    let read_on = self.read_on();
                     let node = self.read(path, &mut budget).await?;
                     let pool = Pool::parse(path, &node.data)?;
                     match pool.blocks() {
@@ -289,6 +292,7 @@ impl<S: Store> Core<S> {
                                 path,
                                 &layout,
                                 node.version,
+                                read_on,
                             )
                             .await?;
                             let Some(frontier) = sealed else {
@@ -351,18 +355,22 @@ impl<S: Store> Core<S> {
                 .await?;
             let outcome = match step {
                 Step::Done { moved, strategy } => {
-                    let written = slot.cached.as_ref().map(|state| state.version);
+                    let written = slot
+                        .cached
+                        .as_ref()
+                        .map(|state| (state.version, state.read_on));
                     if let Strategy::Blocks(layout) = strategy {
                         let on = self.on_zookeeper()?;
                         match written {
                             // The new generation's sequence parent while the pool is as
                             // written (a take creates it too).
-                            Some(version) => {
+                            Some((version, read_on)) => {
                                 generations::ensure_parent_at(
                                     on.zk,
                                     path,
                                     layout.generation,
                                     version,
+                                    read_on,
                                 )
                                 .await?;
                             }

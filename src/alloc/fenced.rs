@@ -6,7 +6,7 @@
 use super::blocks::repair::{self, Moved};
 use crate::error::{Result, ZooidError};
 use crate::format::{OpKind, OpRecord, OpToken, Pool, DEFAULT_OP_LOG_LEN};
-use crate::zk::Zk;
+use crate::zk::{ReadOn, Zk};
 
 /// What a raise changes besides the ceiling.
 pub(crate) enum Change {
@@ -28,6 +28,9 @@ pub(crate) struct PlannedWrite {
     pub data: Vec<u8>,
     /// The data version the write is conditioned on (the pool as read).
     pub version: i32,
+    /// The session generation and connection the pool was read on: the new generation's
+    /// sequence parent is created only on them ([`finish`]).
+    pub read_on: ReadOn,
     /// The pool as it will be.
     pub next: Pool,
     /// Free IDs a repair gave up.
@@ -56,6 +59,7 @@ pub(crate) async fn plan_raise(
     path: &str,
     pool: &Pool,
     version: i32,
+    read_on: ReadOn,
     ceiling: i64,
     change: Change,
     epoch: Option<u64>,
@@ -72,7 +76,7 @@ pub(crate) async fn plan_raise(
                 next,
                 frontier,
                 removed,
-            }) = repair::seal_and_move(zk, path, pool, version, cleared).await?
+            }) = repair::seal_and_move(zk, path, pool, version, read_on, cleared).await?
             else {
                 return Ok(Planned::Again { claimed_to: None });
             };
@@ -113,6 +117,7 @@ pub(crate) async fn plan_raise(
         path: path.to_string(),
         data: next.render().into_bytes(),
         version,
+        read_on,
         next,
         removed,
         moved_to,
@@ -125,7 +130,15 @@ pub(crate) async fn plan_raise(
 pub(crate) async fn finish(zk: &Zk, write: &PlannedWrite) -> Result<()> {
     match (write.sealed, write.moved_to) {
         (Some(sealed), Some(moved_to)) => {
-            repair::finish_move(zk, &write.path, sealed, moved_to, write.version + 1).await
+            repair::finish_move(
+                zk,
+                &write.path,
+                sealed,
+                moved_to,
+                write.version + 1,
+                write.read_on,
+            )
+            .await
         }
         _ => Ok(()),
     }

@@ -51,7 +51,7 @@ use crate::idset::IdCategory;
 use crate::range::IdRange;
 use crate::retry::Budget;
 use crate::store::{Store, StoreError};
-use crate::zk::{Create, Failure, Multi, Verdict, Zk, ZooKeeperExt};
+use crate::zk::{Create, Failure, Multi, ReadOn, Verdict, Zk, ZooKeeperExt};
 
 /// The most hole creates and deletes one `multi` of a migration sends (about 75 bytes each,
 /// well within ZooKeeper's request limit of 1 MB).
@@ -237,7 +237,7 @@ impl<S: Store> Core<S> {
             let ours = pool.log().any(|op| sent.contains(&op.token));
             if ours {
                 // This migration's switch, whose reply was lost: its sequence parent too.
-                ensure_sequence_parent(zk, path, blocks.generation, node.version).await;
+                ensure_sequence_parent(zk, path, blocks.generation, node.version, read_on).await;
             }
             return Ok(Round::Done(match ours {
                 true => Migrated::Moved {
@@ -356,7 +356,7 @@ impl<S: Store> Core<S> {
         // This process's remembered state of the single node is of no use any more.
         self.categories.slot(path).lock().await.cached = None;
         let generation = next.blocks().map_or(0, |b| b.generation);
-        ensure_sequence_parent(zk, path, generation, written).await;
+        ensure_sequence_parent(zk, path, generation, written, read_on).await;
         let from = format_of(&pool);
         tracing::warn!(
             category = path,
@@ -377,8 +377,14 @@ impl<S: Store> Core<S> {
 /// Creates the sequence parent of `generation` while the pool is still at `version`, once the
 /// switch applied (see the module's documentation). Best effort: a claim that finds no sequence
 /// parent creates it the same way.
-async fn ensure_sequence_parent(zk: &Zk, path: &str, generation: u64, version: i32) {
-    if let Err(err) = generations::ensure_parent_at(zk, path, generation, version).await {
+async fn ensure_sequence_parent(
+    zk: &Zk,
+    path: &str,
+    generation: u64,
+    version: i32,
+    read_on: ReadOn,
+) {
+    if let Err(err) = generations::ensure_parent_at(zk, path, generation, version, read_on).await {
         tracing::info!(category = path, error = %err, "migration: the sequence parent left to the first take");
     }
 }

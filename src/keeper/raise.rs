@@ -75,8 +75,14 @@ impl Active<'_> {
                 .await?
                 .is_none()
             {
-                if generations::ensure_parent_at(self.zk, path, blocks.generation, stat.version)
-                    .await?
+                if generations::ensure_parent_at(
+                    self.zk,
+                    path,
+                    blocks.generation,
+                    stat.version,
+                    read_on,
+                )
+                .await?
                 {
                     (self.options.report)(&format!(
                         "category {path}: created the missing sequence parent of block generation {}",
@@ -235,8 +241,10 @@ impl Active<'_> {
         }
         crash_point("after-durable");
         let epoch = repair.map(|(_, generation)| generation);
-        let write = match fenced::plan_raise(self.zk, path, pool, version, ceiling, change, epoch)
-            .await?
+        let write = match fenced::plan_raise(
+            self.zk, path, pool, version, read_on, ceiling, change, epoch,
+        )
+        .await?
         {
             Planned::Write(write) => write,
             Planned::Again { claimed_to } => {

@@ -4,7 +4,7 @@
 use super::nodes::refused;
 use crate::error::{Result, ZooidError};
 use crate::format::{generation_of, sequence_parent, Blocks};
-use crate::zk::{Create, Failure, Multi, Verdict, Zk, ZooKeeperExt};
+use crate::zk::{Create, Failure, Multi, ReadOn, Verdict, Zk, ZooKeeperExt};
 
 /// Retiring a generation deletes its claims this many at a time...
 const RETIRE_BATCH: usize = 100;
@@ -57,14 +57,27 @@ pub(crate) async fn frontier_if_numbered(
 /// process paused through later moves, never gets a retired generation's numbering back (a
 /// claim in it whose reply was lost would be judged not applied). `false`: the pool moved on
 /// (read again).
+///
+/// `read_on` is the session generation and connection `version` was read (or written) on: the
+/// check goes only on them, as every write planned on a read does (`zk::ReadOn`). After a wipe
+/// (or a rollback) and a restore, the restored pool may stand at `version` again; a parent
+/// created there for a generation of the old incarnation would let a give-back or a take of
+/// holes planned before the wipe (each checks its generation's parent at data version 0) apply
+/// to the restored pool. A session or connection ended is `false`: nothing sent, read again.
+/// The `multi` is bound to the read's connection (`Multi::commit_on`), so a reconnection the
+/// session layer has not noticed yet is caught where the client writes it.
 pub(crate) async fn ensure_parent_at(
     zk: &Zk,
     path: &str,
     generation: u64,
     version: i32,
+    read_on: ReadOn,
 ) -> Result<bool> {
     let parent = sequence_parent(path, generation);
-    let gen = zk.generation();
+    if !zk.still_on(read_on) {
+        return Ok(false);
+    }
+    let gen = read_on.generation;
     let unreachable = |err: &dyn std::fmt::Display| ZooidError::ConnectionLost {
         category: path.to_string(),
         reason: format!("creating {parent}: {err}"),
@@ -82,13 +95,19 @@ pub(crate) async fn ensure_parent_at(
         Err(err) => return Err(unreachable(&err)),
     };
     let options = Create::persistent().with_acl(acl);
+    // The ACL's read may have waited through a reconnection.
+    if !zk.still_on(read_on) {
+        return Ok(false);
+    }
     let mut multi = Multi::new();
     multi.check(path, version);
     multi.create(&parent, &[], &options);
-    match multi.commit(&**zk, gen).await {
+    match multi.commit_on(&**zk, read_on).await {
         Ok(_) => Ok(true),
         Err(failed) => match failed.verdict() {
             Verdict::NodeExists if failed.index == Some(1) => Ok(true),
+            // The client reconnected since the read (the session layer may not know yet).
+            Verdict::NotSent => Ok(false),
             Verdict::BadVersion | Verdict::NoNode if failed.index == Some(0) => Ok(false),
             verdict @ Verdict::NotAuthorized => Err(refused(zk, path, verdict, &failed)),
             _ => Err(unreachable(&failed)),

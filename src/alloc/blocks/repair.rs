@@ -9,7 +9,7 @@ use super::generations;
 use crate::error::{Result, ZooidError};
 use crate::format::{Blocks, Pool};
 use crate::range::IdRange;
-use crate::zk::{Zk, ZooKeeperExt};
+use crate::zk::{ReadOn, Zk, ZooKeeperExt};
 
 /// A pool in block allocation, laid out in its next generation.
 #[derive(Debug)]
@@ -33,12 +33,13 @@ pub(crate) async fn seal_and_move(
     path: &str,
     pool: &Pool,
     version: i32,
+    read_on: ReadOn,
     cleared: Option<(i64, u64)>,
 ) -> Result<Option<Moved>> {
     let Some(blocks) = pool.blocks() else {
         return Ok(None);
     };
-    let Some(frontier) = sealed_frontier(zk, path, &blocks, version).await? else {
+    let Some(frontier) = sealed_frontier(zk, path, &blocks, version, read_on).await? else {
         return Ok(None);
     };
     let mut next = pool.clone();
@@ -81,11 +82,13 @@ pub(crate) async fn sealed_frontier(
     path: &str,
     blocks: &Blocks,
     version: i32,
+    read_on: ReadOn,
 ) -> Result<Option<i64>> {
     for _ in 0..2 {
         if !generations::seal(zk, path, blocks).await? {
             // Missing: created (unless the pool moved on), then sealed on the next pass.
-            if !generations::ensure_parent_at(zk, path, blocks.generation, version).await? {
+            if !generations::ensure_parent_at(zk, path, blocks.generation, version, read_on).await?
+            {
                 return Ok(None);
             }
             continue;
@@ -101,16 +104,18 @@ pub(crate) async fn sealed_frontier(
 }
 
 /// After the pool write of a [`Moved`] applied (leaving the pool at `version`): creates the new
-/// generation's sequence parent while the pool is still at that version, and retires those
-/// before the `sealed` generation (in the background).
+/// generation's sequence parent while the pool is still at that version (only on the session
+/// and connection `read_on` its version was read on), and retires those before the `sealed`
+/// generation (in the background).
 pub(crate) async fn finish_move(
     zk: &Zk,
     path: &str,
     sealed: u64,
     moved_to: u64,
     version: i32,
+    read_on: ReadOn,
 ) -> Result<()> {
-    generations::ensure_parent_at(zk, path, moved_to, version).await?;
+    generations::ensure_parent_at(zk, path, moved_to, version, read_on).await?;
     generations::retire_before(zk, path, sealed);
     Ok(())
 }

@@ -17,6 +17,7 @@ use crate::idset::IdCategory;
 use crate::range::{IdRange, RangeSet};
 use crate::retry::Budget;
 use crate::store::Store;
+use crate::zk::ZooKeeperExt;
 
 /// The error-level log line of a take whose claim of fresh blocks stayed unknown; its fields
 /// `leaked=` (the blocks found, named), `at_most=` and `within=` (the bound of the rest) are
@@ -347,6 +348,7 @@ impl<S: Store> OnZooKeeper<'_, S> {
                         path,
                         current.generation,
                         state.version,
+                        state.read_on,
                     )
                     .await?
                 {
@@ -363,6 +365,8 @@ impl<S: Store> OnZooKeeper<'_, S> {
     /// the pool after a `sync`, so that a lagging server does not bring back a retired one.
     pub(crate) async fn repair_sequence_parent(&self, path: &str) -> Result<()> {
         let session = self.zk;
+        // Before the read: the parent is created only on the session and connection it was on.
+        let read_on = session.read_on();
         let node = self
             .sync_and_read(path)
             .await
@@ -371,11 +375,15 @@ impl<S: Store> OnZooKeeper<'_, S> {
         self.categories
             .observe(path, pool.epoch(), pool.version_at(node.version))?;
         match pool.blocks() {
-            Some(layout) => {
-                generations::ensure_parent_at(session, path, layout.generation, node.version)
-                    .await
-                    .map(drop)
-            }
+            Some(layout) => generations::ensure_parent_at(
+                session,
+                path,
+                layout.generation,
+                node.version,
+                read_on,
+            )
+            .await
+            .map(drop),
             None => Ok(()),
         }
     }
