@@ -54,6 +54,7 @@ pub(crate) enum Planned {
 /// Plans the write that sets `pool`'s ceiling to `ceiling` (the pool node `path` as read at
 /// `version`), with `change` laid out (a move seals the generation first) and, for a repair,
 /// the epoch it starts (`epoch`); the operation is recorded in the pool's log like every write.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn plan_raise(
     zk: &Zk,
     path: &str,
