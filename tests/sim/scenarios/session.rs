@@ -354,7 +354,7 @@ impl ZooKeeper for Flaky {
             if writes && gate.trips() {
                 return async move {
                     gate.pause().await;
-                    self.inner.multi(generation, ops).await
+                    self.inner.multi(on, ops).await
                 }
                 .boxed();
             }
