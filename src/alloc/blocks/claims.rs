@@ -9,7 +9,9 @@ use crate::error::{LeakBound, Result, ZooidError};
 use crate::format::{sequence_of, sequence_parent, Blocks, OpToken, Pool};
 use crate::range::{IdRange, RangeSet};
 use crate::retry::Budget;
-use crate::zk::{Create, Failure, Fate, Mode, Multi, OpResult, Stat, Verdict, Zk, ZooKeeperExt};
+use crate::zk::{
+    Create, Failure, Fate, Mode, Multi, OpResult, ReadOn, Stat, Verdict, Zk, ZooKeeperExt,
+};
 
 /// What one attempt to claim blocks did.
 #[derive(Debug)]
@@ -94,10 +96,11 @@ impl Doubt {
 }
 
 /// Claims `count` consecutive blocks of `blocks.generation` under pool `path`, if the pool is
-/// still at `version` as read on session generation `planned`; resolves a lost reply within
-/// `budget`. The claim is sent once, and only on the session it was planned on: after a session
-/// ended, or a lost reply found not applied, the caller reads the pool and plans again (a pool
-/// restored after ZooKeeper lost its data may sit at the same version with another base).
+/// still at `version` as read on the session generation and connection `planned`; resolves a
+/// lost reply within `budget`. The claim is sent once, and only bound to the session and
+/// connection it was planned on (`Multi::commit_on`): after a session ended, a reconnection, or
+/// a lost reply found not applied, the caller reads the pool and plans again (a pool restored
+/// after ZooKeeper lost its data may sit at the same version with another base).
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn claim(
     zk: &Zk,
@@ -105,7 +108,7 @@ pub(crate) async fn claim(
     version: i32,
     blocks: &Blocks,
     count: u32,
-    planned: u64,
+    planned: ReadOn,
     budget: &mut Budget,
 ) -> Result<Claim> {
     let parent = sequence_parent(path, blocks.generation);
@@ -113,7 +116,7 @@ pub(crate) async fn claim(
     let prefix = format!("{token}-");
     let name = format!("{parent}/{prefix}");
     let generation = zk.generation();
-    if generation != planned {
+    if generation != planned.generation {
         return Ok(Claim::Changed);
     }
     let options = Create::new(Mode::PersistentSequential);
@@ -125,7 +128,7 @@ pub(crate) async fn claim(
     for _ in 0..count {
         multi.create(&name, &[], &options);
     }
-    let failed = match multi.commit(&**zk, generation).await {
+    let failed = match multi.commit_on(&**zk, planned).await {
         Ok(results) => return granted(path, &results, count).map(|first| Claim::Granted { first }),
         Err(failed) => failed,
     };
@@ -138,6 +141,8 @@ pub(crate) async fn claim(
         (Some(i), Verdict::BadVersion | Verdict::NoNode) if i < gate => Ok(Claim::Changed),
         (Some(i), Verdict::BadVersion) if i == gate => Ok(Claim::Sealed),
         (Some(_), Verdict::NoNode) => Ok(Claim::Missing),
+        // Not sent: the client reconnected since the pool was read. Plan again on a new read.
+        (_, Verdict::NotSent) => Ok(Claim::Changed),
         // Not applied; the session it was planned on is gone (the commit told the session
         // layer): plan again on the new one.
         #[cfg(not(zooid_mutant = "claim_resent_across_restore"))]
@@ -187,7 +192,7 @@ fn mutant_resend<'a>(
             return Ok(Claim::Changed);
         }
         budget.backoff().await;
-        claim(zk, path, version, blocks, count, zk.generation(), budget).await
+        claim(zk, path, version, blocks, count, zk.read_on(), budget).await
     })
 }
 

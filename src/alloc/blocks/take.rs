@@ -115,7 +115,7 @@ impl<S: Store> OnZooKeeper<'_, S> {
         let Strategy::Blocks(layout) = state.strategy else {
             return Ok(Claimed::Replan);
         };
-        let (version, planned) = (state.version, state.read_on.generation);
+        let (version, planned) = (state.version, state.read_on);
         let (last, ceiling) = (state.pool.bounds().end(), state.pool.ceiling());
         let top = ceiling.unwrap_or(last).min(last);
         self.check_frontier(path, &layout, last, top, ceiling)
