@@ -13,36 +13,23 @@
 
 use std::sync::Mutex;
 
-use super::interface::{Failure, ZooKeeper};
-
-/// Which session generation and connection the last answered `sync` was on.
+/// Which session generation and connection the last answered `sync` was on. The reads of the
+/// `ZooKeeper` trait consult it (src/zk/interface.rs: `caught_up`); it holds no request of its own.
 #[derive(Debug, Default)]
 pub struct CatchUp {
     synced: Mutex<Option<(u64, u64)>>,
 }
 
 impl CatchUp {
-    /// Sends a `sync` of `path` on `generation` unless one was answered on the current connection
-    /// of that generation already.
-    pub async fn before_read<Z: ZooKeeper + ?Sized>(
-        &self,
-        zk: &Z,
-        generation: u64,
-        path: &str,
-    ) -> Result<(), Failure> {
-        let at = (generation, zk.status().connection);
-        if self.is_synced(at) {
-            return Ok(());
-        }
-        zk.sync(generation, path).await?;
-        // Recorded for the connection current before the `sync` was sent: one made since is
-        // caught up again by the next read (conservative, never skipped).
-        *self.synced.lock().unwrap_or_else(|p| p.into_inner()) = Some(at);
-        Ok(())
-    }
-
     /// Whether a `sync` was answered on connection `at` (its generation and number).
     pub fn is_synced(&self, at: (u64, u64)) -> bool {
         *self.synced.lock().unwrap_or_else(|p| p.into_inner()) == Some(at)
+    }
+
+    /// Records that a `sync` sent on connection `at` was answered. Record the connection current
+    /// before the `sync` was sent: one made since is caught up again by the next read
+    /// (conservative, never skipped).
+    pub fn synced(&self, at: (u64, u64)) {
+        *self.synced.lock().unwrap_or_else(|p| p.into_inner()) = Some(at);
     }
 }

@@ -350,7 +350,7 @@ pub trait ZooKeeper: Send + Sync + 'static {
     /// A node's data and metadata.
     fn get<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, (Vec<u8>, Stat)> {
         async move {
-            self.catch_up().before_read(self, generation, path).await?;
+            caught_up(self, generation, path).await?;
             self.served_get(generation, path).await
         }
         .boxed()
@@ -359,7 +359,7 @@ pub trait ZooKeeper: Send + Sync + 'static {
     /// A node's metadata, `None` if it does not exist.
     fn exists<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, Option<Stat>> {
         async move {
-            self.catch_up().before_read(self, generation, path).await?;
+            caught_up(self, generation, path).await?;
             self.served_exists(generation, path).await
         }
         .boxed()
@@ -375,7 +375,7 @@ pub trait ZooKeeper: Send + Sync + 'static {
     /// A node's children's names (unsorted) and its metadata (with its child version).
     fn children<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, (Vec<String>, Stat)> {
         async move {
-            self.catch_up().before_read(self, generation, path).await?;
+            caught_up(self, generation, path).await?;
             self.served_children(generation, path).await
         }
         .boxed()
@@ -384,7 +384,7 @@ pub trait ZooKeeper: Send + Sync + 'static {
     /// A node's ACL.
     fn get_acl<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, Vec<Acl>> {
         async move {
-            self.catch_up().before_read(self, generation, path).await?;
+            caught_up(self, generation, path).await?;
             self.served_get_acl(generation, path).await
         }
         .boxed()
@@ -397,7 +397,7 @@ pub trait ZooKeeper: Send + Sync + 'static {
         path: &'a str,
     ) -> Reply<'a, (Vec<u8>, Stat, Watch)> {
         async move {
-            self.catch_up().before_read(self, generation, path).await?;
+            caught_up(self, generation, path).await?;
             self.served_get_watched(generation, path).await
         }
         .boxed()
@@ -410,7 +410,7 @@ pub trait ZooKeeper: Send + Sync + 'static {
         path: &'a str,
     ) -> Reply<'a, (Option<Stat>, Watch)> {
         async move {
-            self.catch_up().before_read(self, generation, path).await?;
+            caught_up(self, generation, path).await?;
             self.served_exists_watched(generation, path).await
         }
         .boxed()
@@ -423,7 +423,7 @@ pub trait ZooKeeper: Send + Sync + 'static {
         path: &'a str,
     ) -> Reply<'a, (Vec<String>, Stat, Watch)> {
         async move {
-            self.catch_up().before_read(self, generation, path).await?;
+            caught_up(self, generation, path).await?;
             self.served_children_watched(generation, path).await
         }
         .boxed()
@@ -522,6 +522,22 @@ pub trait ZooKeeper: Send + Sync + 'static {
         on: WriteOn,
         ops: Vec<Op>,
     ) -> BoxFuture<'_, std::result::Result<Vec<OpResult>, MultiFailed>>;
+}
+
+/// Sends a `sync` of `path` on `generation` unless one was answered on the current connection
+/// of that generation already (src/zk/catch_up.rs): what every read of the trait does first.
+async fn caught_up<Z: ZooKeeper + ?Sized>(
+    zk: &Z,
+    generation: u64,
+    path: &str,
+) -> std::result::Result<(), Failure> {
+    let at = (generation, zk.status().connection);
+    if zk.catch_up().is_synced(at) {
+        return Ok(());
+    }
+    zk.sync(generation, path).await?;
+    zk.catch_up().synced(at);
+    Ok(())
 }
 
 impl<Z: ZooKeeper + ?Sized> ZooKeeperExt for Z {}
