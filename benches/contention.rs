@@ -15,6 +15,9 @@
 //! - `raw-multi`: zooid's writes of a fresh take and a push (their `multi`s, node names and
 //!   receipt) sent by the raw client, nothing else: what the protocol's writes cost the server,
 //!   apart from what zooid's client adds (examples/contender.rs);
+//! - `raw-kept`: `raw` keeping every node it writes (a sequential `create` per take, a `create`
+//!   per push, nothing deleted), as `raw-multi` leaves them but without its checks and receipt:
+//!   what keeping a record of each take and push costs the server (examples/contender.rs);
 //! - `raw-java`: `raw` through ZooKeeper's own Java client: N threads of one JVM, each with its
 //!   own session (java/curator-bench `RawContender`), as `zooid-java` and `curator` run; the floor
 //!   a Java user of ZooKeeper pays, client included;
@@ -679,7 +682,7 @@ fn run_one(
     let push_pct = if recycles(mode) { args.push_back } else { 0 };
     let expected_ready = match mode {
         "zooid" | "zooid-fair" | "zooid-single" | "zooid-blocks" | "naive" | "raw"
-        | "raw-multi" => {
+        | "raw-multi" | "raw-kept" => {
             for index in 0..clients {
                 let mut command = Command::new(contender_binary());
                 command.args([
@@ -887,7 +890,7 @@ fn prepare(connect: &str, mode: &str, path: &str, batch: u64) {
                 let service = connect_service(connect, ServiceOptions::default()).await;
                 create_in(&service, "blocks", path, batch).await;
             }
-            "raw" | "raw-multi" | "raw-java" => {
+            "raw" | "raw-multi" | "raw-kept" | "raw-java" => {
                 let client = zookeeper_client::Client::connect(connect)
                     .await
                     .expect("connect");
@@ -1604,7 +1607,10 @@ fn print_ratios(setup: &str, rates: &[Rate]) {
                 .max_by(|a, b| a.1.total_cmp(&b.1))
                 .copied()
         };
-        for mode in modes.iter().filter(|m| m.starts_with("zooid")) {
+        // zooid's modes, and the raw client sending zooid's writes or keeping its nodes.
+        let compared =
+            |m: &&&str| m.starts_with("zooid") || matches!(**m, "raw-multi" | "raw-kept");
+        for mode in modes.iter().filter(compared) {
             let Some((rate, _, cpu)) = mean(clients, mode) else {
                 continue;
             };

@@ -17,6 +17,11 @@
 //!   0), create(sequential)]`, a push `multi[create(hole), setData(receipt)]`, with zooid's node
 //!   names; no reads, no listing, no choice. It separates what the protocol's writes cost the
 //!   server from what zooid's client adds.
+//! - `raw-kept`: `raw` keeping what it writes: a take is the same sequential `create`, a push a
+//!   plain `create` of a node named by the pushed range; nothing is deleted. It writes the nodes
+//!   `raw-multi` leaves (one per take, one per push) without the `multi`s' checks and receipt:
+//!   what keeping a record of each take and push costs the server, apart from the protocol's
+//!   `multi`s.
 //!
 //! With `--push-back PCT` (zooid modes only: the naive loop cannot recycle), every take is
 //! followed by a push of the last `PCT` % of the IDs it got (`push_ids`); an operation is then
@@ -61,6 +66,8 @@ enum Mode {
     Raw,
     /// zooid's `multi`s of a fresh take and a push, sent by the raw client.
     RawMulti,
+    /// `Raw` with its nodes kept: a sequential `create` per take, a `create` per push.
+    RawKept,
 }
 
 #[derive(Parser, Debug)]
@@ -177,10 +184,14 @@ async fn run(cli: &Cli) -> Result<(), String> {
             serve(window, cycle, &kept).await?;
             drop(service);
         }
-        Mode::Raw => {
+        Mode::Raw | Mode::RawKept => {
             let client = raw_client(cli, &options).await?;
             let kept = std::cell::RefCell::new(Kept::default());
-            let cycle = || raw_cycle(&client, &cli.path, cli.batch, cli.push_back, &kept);
+            let push = match cli.mode {
+                Mode::RawKept => RawPush::Create,
+                _ => RawPush::Delete,
+            };
+            let cycle = || raw_cycle(&client, &cli.path, cli.batch, cli.push_back, push, &kept);
             serve(window, cycle, &kept).await?;
             drop(client);
         }
@@ -254,13 +265,23 @@ async fn zooid_cycle(
     })
 }
 
+/// What a push of the raw modes writes.
+#[derive(Clone, Copy)]
+enum RawPush {
+    /// `raw`: deletes the take's node.
+    Delete,
+    /// `raw-kept`: creates a node named by the pushed range, and keeps the take's.
+    Create,
+}
+
 /// The server's floor for a take and its push: one sequential `create` under `parent` (batch
-/// `n` of the sequence number), then, with `push_back` > 0, one `delete` of that node.
+/// `n` of the sequence number), then, with `push_back` > 0, one write as `push` says.
 async fn raw_cycle(
     client: &zookeeper_client::Client,
     parent: &str,
     batch: u64,
     push_back: u64,
+    push: RawPush,
     kept: &std::cell::RefCell<Kept>,
 ) -> Result<Op, String> {
     let options = zookeeper_client::CreateMode::PersistentSequential
@@ -279,10 +300,21 @@ async fn raw_cycle(
     }
     let push = if push_back > 0 {
         let t = Instant::now();
+        let written = match push {
+            RawPush::Delete => client.delete(&node, None).await,
+            RawPush::Create => {
+                let persistent = zookeeper_client::CreateMode::Persistent
+                    .with_acls(zookeeper_client::Acls::anyone_all());
+                let pushed = format!(
+                    "{parent}/h-{}-{}",
+                    start + keep as i64,
+                    start + batch as i64 - 1
+                );
+                client.create(&pushed, &[], &persistent).await.map(|_| ())
+            }
+        };
         Some(
-            client
-                .delete(&node, None)
-                .await
+            written
                 .map(|()| micros(t.elapsed()))
                 .map_err(|e| e.to_string()),
         )
