@@ -12,7 +12,9 @@ pub struct IdCategory {
 }
 
 impl IdCategory {
-    /// A category at `path`: absolute, no trailing `/`, no empty, `.` or `..` segments, no NUL.
+    /// A category at `path`: absolute, no trailing `/`, no empty, `.` or `..` segments, no NUL,
+    /// and no character ZooKeeper refuses in a path ([`crate::zk::path::unsupported_char`]), on
+    /// every store, so that a category of an embedded store can live on ZooKeeper too.
     pub fn new(path: impl Into<String>) -> Result<Self> {
         let path = path.into();
         let bad = |why: &str| {
@@ -38,6 +40,7 @@ impl IdCategory {
         {
             return bad("has an empty, '.' or '..' segment");
         }
+        crate::zk::path::check_chars("category path", &path)?;
         Ok(Self { path })
     }
 
@@ -170,7 +173,19 @@ mod tests {
     #[test]
     fn category_paths_are_validated() {
         assert!(IdCategory::new("/a/b").is_ok());
-        for bad in ["", "/", "a/b", "/a/", "/a//b", "/a/./b", "/a/../b", "/a\0"] {
+        for bad in [
+            "",
+            "/",
+            "a/b",
+            "/a/",
+            "/a//b",
+            "/a/./b",
+            "/a/../b",
+            "/a\0",
+            "/a\tb",
+            "/a\u{e000}",
+            "/a\u{1f600}",
+        ] {
             let err = IdCategory::new(bad).unwrap_err();
             assert!(
                 matches!(err, ZooidError::InvalidArgument(_)),

@@ -13,3 +13,4 @@ mod queue;
 mod security;
 mod static_link;
 mod stats;
+mod zk_paths;

@@ -459,7 +459,7 @@ fn validate_group(group: &str) -> Result<()> {
             "election group {group:?}: expected an absolute ZooKeeper path other than /"
         )));
     }
-    Ok(())
+    crate::zk::path::check_chars("election group", group)
 }
 
 fn validate_options(options: &ElectionOptions) -> Result<()> {
