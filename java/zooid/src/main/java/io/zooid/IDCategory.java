@@ -7,7 +7,10 @@ import java.util.Objects;
  * {@code /eventpublish/idgen/did}.
  *
  * <p>The path must be absolute, name a node below the root, not end with {@code /}, and have no
- * empty, {@code .} or {@code ..} segments and no NUL character. Immutable and thread-safe.
+ * empty, {@code .} or {@code ..} segments, no NUL and no character ZooKeeper refuses in a path
+ * (U+0001 to U+001F, U+007F to U+009F, U+D800 to U+F8FF, U+FFF0 to U+FFFF: so no character
+ * outside the Basic Multilingual Plane either, whose surrogates fall in that range), as the
+ * native core checks on every store. Immutable and thread-safe.
  */
 public final class IDCategory {
     private final String name;
@@ -39,6 +42,14 @@ public final class IDCategory {
         }
         if (path.indexOf('\0') >= 0) {
             return "must not contain NUL";
+        }
+        for (int i = 0; i < path.length(); i++) {
+            char c = path.charAt(i);
+            if (c >= '\u0001' && c <= '\u001f' || c >= '\u007f' && c <= '\u009f'
+                    || c >= '\ud800' && c <= '\uf8ff' || c >= '\ufff0') {
+                return String.format(
+                        "has character U+%04X at index %d, which ZooKeeper does not allow in a path", (int) c, i);
+            }
         }
         for (String segment : path.substring(1).split("/", -1)) {
             if (segment.isEmpty() || segment.equals(".") || segment.equals("..")) {

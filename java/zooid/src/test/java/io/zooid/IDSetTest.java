@@ -103,7 +103,9 @@ class IDSetTest {
         assertEquals("/a/b", new IDCategory("/a/b").getName());
         assertEquals(new IDCategory("/a/b"), new IDCategory("/a/b"));
         assertEquals(new IDCategory("/a/b").hashCode(), new IDCategory("/a/b").hashCode());
-        for (String bad : new String[] {"", "/", "a/b", "/a/", "/a//b", "/a/./b", "/a/../b", "/a\0"}) {
+        assertEquals("/é/日本/a b", new IDCategory("/é/日本/a b").getName());
+        for (String bad : new String[] {"", "/", "a/b", "/a/", "/a//b", "/a/./b", "/a/../b", "/a\0",
+                "/a\tb", "/a\u007f", "/a\ue000", "/a\ufffd", "/emoji\ud83d\ude00", "/lone\ud800"}) {
             assertThrows(IllegalArgumentException.class, () -> new IDCategory(bad), bad);
         }
         assertThrows(NullPointerException.class, () -> new IDCategory(null));
