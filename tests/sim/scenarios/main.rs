@@ -10,6 +10,7 @@ mod world;
 mod session;
 mod support;
 
+mod cancelled_claim;
 mod closes;
 mod lagging_read;
 mod lost_switch;
