@@ -128,9 +128,14 @@ impl Inner {
 
     /// Locks one item: `multi[check(item exists), create(lock, EPHEMERAL, token + identity)]`,
     /// then reads it (its bytes and version). A lost reply is resolved by the lock's token, so
-    /// two claims on one session (threads sharing a handle) never both take one lock. Gives up
-    /// at `deadline`; a lock create still in doubt then is watched for in the background and
-    /// released if it lands.
+    /// two claims on one session (threads sharing a handle) never both take one lock.
+    ///
+    /// From the moment its create is sent until a [`Claim`] holds it, the lock is held by an
+    /// [`UnheldLock`]: however this ends without a `Claim` (the deadline with the create in
+    /// doubt, an error after it applied, or the caller dropping the claim's future while a
+    /// request was under way), a lock of ours that applied or may still land is looked for in
+    /// the background and released, never left on a session that lives on. Only a reply that
+    /// proves no create of this claim applied, with none in doubt, lets it go unwatched.
     async fn lock_item(
         self: &Arc<Self>,
         generation: u64,
@@ -144,10 +149,18 @@ impl Inner {
         let token = random_marker();
         let data = lock_data(&token, &self.identity);
         let create = Create::new(Mode::Ephemeral);
+        let mut unheld = UnheldLock {
+            queue: self.clone(),
+            generation,
+            session_id,
+            name: name.to_string(),
+            token: token.clone(),
+            armed: false,
+        };
         let mut in_doubt = false;
         loop {
             if in_doubt && deadline.is_some_and(|d| Instant::now() >= d) {
-                self.resolve_stray_lock(generation, session_id, name.to_string(), token);
+                // Watched for in the background (`unheld`).
                 return Ok(None);
             }
             if in_doubt {
@@ -158,6 +171,8 @@ impl Inner {
                     .unwrap_or_else(|| Err(gave_up()))
                 {
                     Ok((found, _)) if lock_token(&found) == Some(token.as_str()) => break,
+                    // Someone else's lock; a copy of ours still in flight may land once it is
+                    // gone (watched for in the background).
                     Ok(_) => return Ok(None),
                     Err(Failure {
                         verdict: Verdict::NoNode,
@@ -173,15 +188,14 @@ impl Inner {
                         tokio::time::sleep(Duration::from_millis(50)).await;
                         continue;
                     }
-                    Err(_) => {
-                        self.resolve_stray_lock(generation, session_id, name.to_string(), token);
-                        return Ok(None);
-                    }
+                    Err(_) => return Ok(None),
                 }
             }
             let mut multi = Multi::new();
             multi.check(&item, -1).create(&lock, &data, &create);
             self.stats.request();
+            // A lock of ours may exist from here on.
+            unheld.armed = true;
             let Some(committed) = within(deadline, multi.commit(&*self.zk, generation)).await
             else {
                 in_doubt = true;
@@ -190,11 +204,22 @@ impl Inner {
             match committed {
                 Ok(_) => break,
                 Err(failed) => match (failed.verdict().fate(), failed.index, failed.verdict()) {
-                    (Fate::Refused, Some(0), Verdict::NoNode) => return Ok(None),
-                    (Fate::Refused, Some(1), Verdict::NodeExists) if !in_doubt => return Ok(None),
+                    // Refused: this copy did not apply; none is left in doubt unless an
+                    // earlier one was.
+                    (Fate::Refused, Some(0), Verdict::NoNode) => {
+                        unheld.armed = in_doubt;
+                        return Ok(None);
+                    }
+                    (Fate::Refused, Some(1), Verdict::NodeExists) if !in_doubt => {
+                        unheld.armed = false;
+                        return Ok(None);
+                    }
                     // Resolved by the token at the top of the loop.
                     (Fate::Refused, Some(1), Verdict::NodeExists) => {}
-                    (Fate::Refused, _, _) => return Err(self.zk_error("claim", failed.failure)),
+                    (Fate::Refused, _, _) => {
+                        unheld.armed = in_doubt;
+                        return Err(self.zk_error("claim", failed.failure));
+                    }
                     // The commit told the session layer (or the generation was already given
                     // up); the lock went with the session.
                     (Fate::Expired, _, _) => return Ok(None),
@@ -206,8 +231,7 @@ impl Inner {
         loop {
             let read = self.call(self.zk.get(generation, &item));
             let Some(read) = within(deadline, read).await else {
-                // Out of time: hand the lock back in the background.
-                self.resolve_stray_lock(generation, session_id, name.to_string(), token);
+                // Out of time: the lock is handed back in the background (`unheld`).
                 return Ok(None);
             };
             match read {
@@ -220,6 +244,8 @@ impl Inner {
                         generation,
                         session_id,
                     };
+                    // The claim holds the lock now (released when it is dropped unfinished).
+                    unheld.armed = false;
                     return Ok(Some(Claim::new(held, data)));
                 }
                 // Deleted under our lock (by hand): the lock is an orphan, drop it, move on.
@@ -227,6 +253,7 @@ impl Inner {
                     verdict: Verdict::NoNode,
                     ..
                 }) => {
+                    unheld.armed = false;
                     let _ = self.call(self.zk.delete(generation, &lock, None)).await;
                     return Ok(None);
                 }
@@ -236,15 +263,16 @@ impl Inner {
                 }) if !self.zk.is_gone_generation(generation) => {
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
-                // The lock goes with the session, or stays until it ends (unreadable item).
+                // The lock goes with the session; otherwise it is released in the background
+                // if the item can be read there (`unheld`).
                 Err(_) => return Ok(None),
             }
         }
     }
 
-    /// A lock create of ours whose outcome is unknown and that we gave up on may still land
-    /// (a request in flight at a connection loss can apply later): look for it in the
-    /// background for a while, and release it if it shows up with our token.
+    /// A lock of ours that no claim holds (its create applied, or may still land: a request in
+    /// flight at a connection loss can apply later): look for it in the background for a while,
+    /// and release it if it shows up with our token.
     fn resolve_stray_lock(
         self: &Arc<Self>,
         generation: u64,
@@ -339,6 +367,34 @@ impl Inner {
         }
         out.sort_by_key(|i| i.sequence);
         Ok(out)
+    }
+}
+
+/// A lock this claim created, or may yet create (its create sent with the outcome unknown),
+/// that no [`Claim`] holds yet. Dropped armed (the claim gave up, failed, or its future was
+/// dropped), it has the lock looked for in the background and released if it carries the
+/// claim's token ([`Inner::resolve_stray_lock`]); a lock on a given-up session goes with it.
+struct UnheldLock {
+    queue: Arc<Inner>,
+    generation: u64,
+    session_id: i64,
+    name: String,
+    token: String,
+    /// A lock of ours may exist and no `Claim` holds it.
+    armed: bool,
+}
+
+impl Drop for UnheldLock {
+    fn drop(&mut self) {
+        if !self.armed || self.queue.zk.is_gone_generation(self.generation) {
+            return;
+        }
+        self.queue.resolve_stray_lock(
+            self.generation,
+            self.session_id,
+            std::mem::take(&mut self.name),
+            std::mem::take(&mut self.token),
+        );
     }
 }
 

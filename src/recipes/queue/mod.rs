@@ -425,6 +425,10 @@ impl WorkQueue {
     ///
     /// A claim on a queue that does not exist yet creates its nodes and waits for the first put
     /// like any other claim: workers are normally started before producers.
+    ///
+    /// The future may be dropped at any point (an async caller's own timeout or `select!`): a
+    /// lock it made, or whose create may still land, is released in the background, as a
+    /// dropped [`Claim`] is, so the item is handed out again.
     pub async fn claim(&self, timeout: Option<Duration>) -> Result<Option<Claim>> {
         self.inner.claim(timeout).await
     }
