@@ -22,7 +22,9 @@ pub(super) fn string_arg(
     optional_string_arg(env, value)?.ok_or_else(|| Failure::NullArgument(name.to_string()))
 }
 
-/// The optional Rust string of a Java string argument: null is `None`.
+/// The optional Rust string of a Java string argument: null is `None`. A string that is not
+/// valid Unicode (a lone UTF-16 surrogate, which the JNI conversion would turn into U+FFFD
+/// silently) is `IllegalArgumentException`.
 pub(super) fn optional_string_arg(
     env: &Env<'_>,
     value: &JString<'_>,
@@ -30,7 +32,28 @@ pub(super) fn optional_string_arg(
     if value.is_null() {
         return Ok(None);
     }
-    Ok(Some(value.try_to_string(env)?))
+    let chars = value.mutf8_chars(env)?;
+    let text = chars.to_str().into_owned();
+    // A U+FFFD the Java string held is in its modified UTF-8 as in UTF-8; any other one the
+    // conversion made stands for an unpaired surrogate.
+    let replaced = text.matches('\u{FFFD}').count();
+    if replaced > 0 && replaced != occurrences(chars.to_bytes(), "\u{FFFD}".as_bytes()) {
+        return Err(invalid(format!(
+            "string argument {text:?} is not valid Unicode: it holds an unpaired UTF-16 surrogate"
+        )));
+    }
+    Ok(Some(text))
+}
+
+/// How many times `needle` occurs in `haystack` (without overlaps).
+fn occurrences(haystack: &[u8], needle: &[u8]) -> usize {
+    let mut count = 0;
+    let mut rest = haystack;
+    while let Some(at) = rest.windows(needle.len()).position(|w| w == needle) {
+        count += 1;
+        rest = &rest[at + needle.len()..];
+    }
+    count
 }
 
 /// The bytes of a `byte[]` argument; null is empty.

@@ -140,6 +140,14 @@ class LeaderElectionTest {
             assertThrows(NullPointerException.class, () -> LeaderElection.join(service, null, "x"));
             assertThrows(IllegalArgumentException.class, () -> LeaderElection.join(service, "relative", "x"));
             assertThrows(IllegalArgumentException.class, () -> LeaderElection.join(service, group, ""));
+            // An unpaired surrogate is not turned into U+FFFD on the way in; a pair, or U+FFFD
+            // itself, crosses unchanged.
+            assertThrows(IllegalArgumentException.class, () -> LeaderElection.join(service, group, "x\ud800"));
+            String unusual = "\ud83d\ude00 \ufffd";
+            try (LeaderElection named = LeaderElection.join(service, group, unusual)) {
+                named.awaitLeadership(20, TimeUnit.SECONDS);
+                assertEquals(unusual, LeaderElection.leader(service, group).get().getName());
+            }
             assertThrows(TooLargeException.class, () -> LeaderElection.join(
                     service, group, "x", new byte[64 * 1024 + 1], PausePolicy.KEEP, null));
         }
