@@ -60,14 +60,26 @@ impl KeeperProc {
 
     /// Waits until the log contains `needle`; panics with the log after `timeout`.
     pub fn wait_log(&self, needle: &str, timeout: Duration) -> Duration {
+        self.wait_log_times(needle, 1, timeout)
+    }
+
+    /// How many times the log contains `needle` so far.
+    pub fn log_count(&self, needle: &str) -> usize {
+        self.log().matches(needle).count()
+    }
+
+    /// Waits until the log contains `needle` `times` times: a line logged after a count taken
+    /// with [`Self::log_count`], not one from before (a standby that led earlier, before a
+    /// leadership change under load, already has an "active, token" line).
+    pub fn wait_log_times(&self, needle: &str, times: usize, timeout: Duration) -> Duration {
         let start = Instant::now();
         loop {
-            if self.log().contains(needle) {
+            if self.log_count(needle) >= times {
                 return start.elapsed();
             }
             assert!(
                 start.elapsed() < timeout,
-                "{}: no {needle:?} within {timeout:?}; log:\n{}",
+                "{}: not {times} × {needle:?} within {timeout:?}; log:\n{}",
                 self.name,
                 self.log()
             );

@@ -201,10 +201,13 @@ fn keepers_keep_ceilings_ahead_discover_and_fail_over() {
         // Fail over: SIGKILL the active keeper mid-workload.
         let (active, standby) = if k1.is_active() { (&mut k1, &mut k2) } else { (&mut k2, &mut k1) };
         let old_token = active.last_token().expect("active token");
+        // The standby may have led before (leadership can change hands under load): wait for
+        // a term it starts after the kill.
+        let terms = standby.log_count("active, token");
         let killed_at = Instant::now();
         active.kill();
         let standby_name = standby.name.clone();
-        let takeover = tokio::task::block_in_place(|| standby.wait_log("active, token", Duration::from_secs(20)));
+        let takeover = tokio::task::block_in_place(|| standby.wait_log_times("active, token", terms + 1, Duration::from_secs(20)));
         let new_token = standby.last_token().unwrap();
         assert!(new_token > old_token, "token {new_token} after {old_token}");
         eprintln!("failover: {standby_name} active {:?} after SIGKILL of the active keeper (token {old_token} -> {new_token})", killed_at.elapsed().min(takeover + killed_at.elapsed()));
@@ -273,10 +276,13 @@ fn a_keeper_paused_past_its_session_is_fenced_off() {
             .unwrap();
         wait_ceiling(&svc, &cat, 1, Duration::from_secs(10)).await;
         let token1 = k1.last_token().unwrap();
+        let terms = k2.log_count("active, token");
         k1.signal(libc::SIGSTOP);
         let writes_before_stop = k1.log().matches("raised category").count();
         let stopped = Instant::now();
-        tokio::task::block_in_place(|| k2.wait_log("active, token", Duration::from_secs(30)));
+        tokio::task::block_in_place(|| {
+            k2.wait_log_times("active, token", terms + 1, Duration::from_secs(30))
+        });
         let token2 = k2.last_token().unwrap();
         assert!(token2 > token1);
         eprintln!(
