@@ -142,3 +142,45 @@ async fn exhaustion_surfaces_only_when_the_local_ids_run_out() {
     ));
     source.close().await.unwrap();
 }
+
+/// A close whose caller gives up (a timeout around `close`) while a refill is in flight, then
+/// the source dropped: the IDs it held (the current batch's rest and the refill's batch) still
+/// go back to the pool, none is left behind unreported.
+#[tokio::test(flavor = "current_thread")]
+async fn a_close_given_up_while_a_refill_is_in_flight_still_pushes_everything_back() {
+    let options = SourceOptions {
+        initial_batch: 100,
+        min_batch: 100,
+        max_batch: 100,
+        ..SourceOptions::default()
+    };
+    let (service, source) = memory_source(options).await;
+    let category = source.category().clone();
+    // 10 IDs used: the refill is due and spawned, not yet run (one thread, no yield so far).
+    for _ in 0..10 {
+        assert!(source.try_next().unwrap().is_some());
+    }
+    assert!(source.stats().refilling);
+    // The close waits for the refill in flight; its caller gives up at once (polled once, then
+    // dropped, as a timeout around `close` does).
+    {
+        let mut close = std::pin::pin!(source.close());
+        let polled =
+            std::future::poll_fn(|cx| std::task::Poll::Ready(close.as_mut().poll(cx))).await;
+        assert!(polled.is_pending(), "the close did not wait for the refill");
+    }
+    drop(source);
+    let expected = 1_000_000 - 10;
+    let mut free = 0;
+    for _ in 0..500 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        free = service.pool_info(&category).await.unwrap().free_count;
+        if free == expected {
+            break;
+        }
+    }
+    assert_eq!(
+        free, expected,
+        "IDs held by the source were neither pushed back nor reported"
+    );
+}
