@@ -171,14 +171,38 @@ impl<S: Store> IdSource<S> {
     /// prefetched one (after waiting for a refill in flight). Later calls of `next` fail with
     /// `Closed`. If the push fails, the IDs stay with the source and `close` may be called
     /// again; a second close after a successful one pushes nothing.
+    ///
+    /// The close runs to its end on the source's runtime even if this future is dropped (a
+    /// timeout around it): the IDs are pushed back then, the outcome only logged.
     pub async fn close(&self) -> Result<()> {
-        self.shared.close(&[]).await
+        self.close_returning(&[]).await
     }
 
     /// [`IdSource::close`], also pushing back `unused`: IDs this source handed out that the
     /// caller did not use (such as the rest of a run from [`IdSource::next_run`]).
     pub async fn close_returning(&self, unused: &[IdRange]) -> Result<()> {
-        self.shared.close(unused).await
+        // A task of its own: a close dropped midway would leave the source closed with its IDs
+        // neither pushed nor held (dropped while waiting for the refill) or its push in doubt.
+        let shared = Arc::clone(&self.shared);
+        let unused = unused.to_vec();
+        let close = self.shared.runtime.spawn(async move {
+            let result = shared.close(&unused).await;
+            if let Err(err) = &result {
+                tracing::warn!(category = %shared.category, %err, "ID source close failed");
+            }
+            result
+        });
+        match close.await {
+            Ok(result) => result,
+            Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+            // Only a runtime shutting down drops a task unfinished.
+            Err(_) => Err(ZooidError::Closed {
+                what: format!(
+                    "the runtime of the ID source of {}: its close did not run",
+                    self.shared.category
+                ),
+            }),
+        }
     }
 
     /// What the source has done so far.
