@@ -184,3 +184,65 @@ async fn a_close_given_up_while_a_refill_is_in_flight_still_pushes_everything_ba
         "IDs held by the source were neither pushed back nor reported"
     );
 }
+
+/// A refill whose task is dropped unfinished (the runtime running the refills shut down) ends
+/// the refill: `close` does not wait for it forever and pushes back what the source holds.
+#[test]
+fn a_refill_dropped_unfinished_does_not_hold_up_close() {
+    let main = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    // Never driven: its tasks never run, and are dropped with it.
+    let refills = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (service, source) = main.block_on(async {
+        let (service, _) = memory_source(SourceOptions::default()).await;
+        let category = IdCategory::new("/prefetch/unit").unwrap();
+        let options = SourceOptions {
+            initial_batch: 100,
+            min_batch: 100,
+            max_batch: 100,
+            ..SourceOptions::default()
+        };
+        let source = IdSource::open_on(
+            refills.handle().clone(),
+            Arc::clone(&service),
+            category,
+            options,
+        )
+        .await
+        .unwrap();
+        (service, source)
+    });
+    for _ in 0..10 {
+        assert!(source.try_next().unwrap().is_some());
+    }
+    assert!(source.stats().refilling);
+    drop(refills);
+    let closed = main.block_on(async {
+        tokio::time::timeout(Duration::from_secs(5), source.close_returning(&[])).await
+    });
+    assert!(
+        matches!(closed, Ok(Ok(()))),
+        "{closed:?}: close waits for a refill whose task is gone, or fails: {:?}",
+        source.stats()
+    );
+    let category = source.category().clone();
+    let expected = 1_000_000 - 10;
+    let free = main.block_on(async {
+        let mut free = 0;
+        for _ in 0..500 {
+            free = service.pool_info(&category).await.unwrap().free_count;
+            if free == expected {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        free
+    });
+    assert_eq!(free, expected);
+}
