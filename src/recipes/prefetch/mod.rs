@@ -19,6 +19,7 @@
 //!   comparisons, no allocation, no clock read); `cargo bench --bench prefetch` measures it.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::time::Instant;
 
@@ -184,9 +185,12 @@ impl<S: Store> IdSource<S> {
         // A task of its own: a close dropped midway would leave the source closed with its IDs
         // neither pushed nor held (dropped while waiting for the refill) or its push in doubt.
         let shared = Arc::clone(&self.shared);
-        let unused = unused.to_vec();
+        let owned = unused.to_vec();
+        let ran = Arc::new(AtomicBool::new(false));
+        let started = Arc::clone(&ran);
         let close = self.shared.runtime.spawn(async move {
-            let result = shared.close(&unused).await;
+            started.store(true, Ordering::Relaxed);
+            let result = shared.close(&owned).await;
             if let Err(err) = &result {
                 tracing::warn!(category = %shared.category, %err, "ID source close failed");
             }
@@ -195,10 +199,13 @@ impl<S: Store> IdSource<S> {
         match close.await {
             Ok(result) => result,
             Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
-            // Only a runtime shutting down drops a task unfinished.
+            // Only a runtime shutting down drops a task unfinished. Never started: nothing was
+            // taken from the state, close here. Stopped midway: its push may be in doubt.
+            Err(_) if !ran.load(Ordering::Relaxed) => self.shared.close(unused).await,
             Err(_) => Err(ZooidError::Closed {
                 what: format!(
-                    "the runtime of the ID source of {}: its close did not run",
+                    "the runtime of the ID source of {}: its close stopped midway, the IDs it \
+                     was pushing back may be leaked",
                     self.shared.category
                 ),
             }),

@@ -96,6 +96,37 @@ pub(super) struct Shared<S: Store> {
     pub(super) refilled: Notify,
 }
 
+/// A refill in flight. Dropped unended, when its task ends unfinished (dropped with its runtime,
+/// or panicking), it ends the refill as failed and wakes the waiters, so that no caller and
+/// no close waits for it forever.
+struct RefillGuard<S: Store> {
+    shared: Arc<Shared<S>>,
+    /// Set once the refill has stored its batch or its error.
+    ended: bool,
+}
+
+impl<S: Store> Drop for RefillGuard<S> {
+    fn drop(&mut self) {
+        if self.ended {
+            return;
+        }
+        let shared = &self.shared;
+        tracing::warn!(category = %shared.category, "refill task ended unfinished; a take it had sent may have left its IDs leaked");
+        let mut st = shared.lock();
+        st.refilling = false;
+        st.stats.refill_failures += 1;
+        let err = ZooidError::Closed {
+            what: format!(
+                "the runtime of the ID source of {}: a refill ended unfinished",
+                shared.category
+            ),
+        };
+        st.failure = Some((err, Instant::now()));
+        drop(st);
+        shared.refilled.notify_waiters();
+    }
+}
+
 /// What a caller finds when it looks for a local ID.
 pub(super) enum Step<T> {
     Got(T),
@@ -185,8 +216,16 @@ impl<S: Store> Shared<S> {
     }
 
     fn spawn_refill(self: &Arc<Self>, n: u64) {
-        let shared = Arc::clone(self);
-        self.runtime.spawn(async move { shared.refill(n).await });
+        // Made outside the task: a task dropped before its first poll (its runtime shut down)
+        // still drops the guard and ends the refill.
+        let mut guard = RefillGuard {
+            shared: Arc::clone(self),
+            ended: false,
+        };
+        self.runtime.spawn(async move {
+            guard.shared.refill(n).await;
+            guard.ended = true;
+        });
     }
 
     async fn refill(&self, n: u64) {
