@@ -105,6 +105,13 @@ struct RefillGuard<S: Store> {
     ended: bool,
 }
 
+impl<S: Store> RefillGuard<S> {
+    /// The refill stored its batch or its error: nothing left to end.
+    fn end(&mut self) {
+        self.ended = true;
+    }
+}
+
 impl<S: Store> Drop for RefillGuard<S> {
     fn drop(&mut self) {
         if self.ended {
@@ -224,7 +231,7 @@ impl<S: Store> Shared<S> {
         };
         self.runtime.spawn(async move {
             guard.shared.refill(n).await;
-            guard.ended = true;
+            guard.end();
         });
     }
 
