@@ -14,14 +14,14 @@
 //!   push one `delete` of it. Nothing is recycled; no two processes write the same node.
 //! - `raw-multi`: the same with zooid's shapes of a fresh take and a push (src/alloc/blocks/,
 //!   src/alloc/holes/) on the raw client: a take is `multi[check(pool), check(zooid-blocks-0,
-//!   0), create(sequential)]`, a push `multi[create(hole), setData(receipt)]`, with zooid's node
-//!   names; no reads, no listing, no choice. It separates what the protocol's writes cost the
-//!   server from what zooid's client adds.
+//!   0), create(sequential)]`, a push `create(hole)`, with zooid's node names; no reads, no
+//!   listing, no choice. It separates what the protocol's writes cost the server from what
+//!   zooid's client adds. `ZOOID_RAW_MULTI` varies the shapes ([`Shape`]).
 //! - `raw-kept`: `raw` keeping what it writes: a take is the same sequential `create`, a push a
 //!   plain `create` of a node named by the pushed range; nothing is deleted. It writes the nodes
-//!   `raw-multi` leaves (one per take, one per push) without the `multi`s' checks and receipt:
+//!   `raw-multi` leaves (one per take, one per push) without the take's `multi` and checks:
 //!   what keeping a record of each take and push costs the server, apart from the protocol's
-//!   `multi`s.
+//!   `multi`.
 //!
 //! With `--push-back PCT` (zooid modes only: the naive loop cannot recycle), every take is
 //! followed by a push of the last `PCT` % of the IDs it got (`push_ids`); an operation is then
@@ -332,6 +332,7 @@ async fn raw_cycle(
 /// benchmark creates it with `zooid-blocks-0`, `zooid-holes` and `zooid-returned` under it) and
 /// this process's receipt.
 struct MultiShape {
+    shape: Shape,
     path: String,
     pool_version: i32,
     sequence_parent: String,
@@ -351,6 +352,7 @@ impl MultiShape {
             .await
             .map_err(|e| e.to_string())?;
         Ok(MultiShape {
+            shape: Shape::from_env()?,
             path: path.to_string(),
             pool_version: stat.version,
             sequence_parent: format!("{path}/zooid-blocks-0"),
@@ -374,8 +376,17 @@ impl MultiShape {
             .with_acls(zookeeper_client::Acls::anyone_all());
         let t = Instant::now();
         let mut take = client.new_multi_writer();
-        take.add_check_version(&self.path, self.pool_version)
-            .and_then(|()| take.add_check_version(&self.sequence_parent, 0))
+        let shape = &self.shape;
+        let pool_check = match shape.pool_check {
+            true => take.add_check_version(&self.path, self.pool_version),
+            false => Ok(()),
+        };
+        let parent_check = match shape.parent_check {
+            true => take.add_check_version(&self.sequence_parent, 0),
+            false => Ok(()),
+        };
+        pool_check
+            .and(parent_check)
             .and_then(|()| {
                 let token = format!("{:016x}", rand_u64());
                 take.add_create(
@@ -411,9 +422,13 @@ impl MultiShape {
                 );
                 let mut push = client.new_multi_writer();
                 let written = async {
+                    if !shape.push_receipt {
+                        client.create(&name, &[], &persistent).await?;
+                        return Ok(());
+                    }
                     push.add_create(&name, &[], &persistent)?;
                     push.add_set_data(&self.receipt, self.token.as_bytes(), None)?;
-                    push.commit().await.map_err(|e| match e {
+                    push.commit().await.map(drop).map_err(|e| match e {
                         zookeeper_client::MultiWriteError::RequestFailed { source }
                         | zookeeper_client::MultiWriteError::OperationFailed { source, .. } => {
                             source
@@ -434,6 +449,36 @@ impl MultiShape {
             push,
             kept: keep,
         })
+    }
+}
+
+/// Which ops `raw-multi` sends: zooid's by default, others from `ZOOID_RAW_MULTI` (a
+/// comma-separated list: `no-pool-check`, `no-parent-check` leave a take's check out,
+/// `push-receipt` sends a push as the protocol did before pushes dropped their receipt,
+/// `multi[create(hole), setData(receipt)]`), to measure what each op costs the servers.
+struct Shape {
+    pool_check: bool,
+    parent_check: bool,
+    push_receipt: bool,
+}
+
+impl Shape {
+    fn from_env() -> Result<Shape, String> {
+        let mut shape = Shape {
+            pool_check: true,
+            parent_check: true,
+            push_receipt: false,
+        };
+        let list = std::env::var("ZOOID_RAW_MULTI").unwrap_or_default();
+        for item in list.split(',').filter(|i| !i.is_empty()) {
+            match item {
+                "no-pool-check" => shape.pool_check = false,
+                "no-parent-check" => shape.parent_check = false,
+                "push-receipt" => shape.push_receipt = true,
+                other => return Err(format!("ZOOID_RAW_MULTI: unknown item {other:?}")),
+            }
+        }
+        Ok(shape)
     }
 }
 

@@ -286,9 +286,9 @@ impl Categories {
     }
 }
 
-/// A writer's receipt under a format-4 pool (`zooid-returned/m-NAME`, docs/FORMAT.md): an
-/// ephemeral node its first write of hole nodes on a session creates and every later write on
-/// that session sets to its own token, in the same `multi`.
+/// A taker's receipt under a format-4 pool (`zooid-returned/m-NAME`, docs/FORMAT.md): an
+/// ephemeral node its first take of holes on a session creates and every later one on that
+/// session sets to its own token, in the same `multi`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Receipt {
     /// The node's name (`m-NAME`).

@@ -25,7 +25,7 @@ pub fn sequence_of(path: &str) -> Option<i64> {
     digits.parse().ok()
 }
 
-/// The node under which the writers of pool `path` keep their receipts.
+/// The node under which the takers of holes of pool `path` keep their receipts.
 pub fn returned_parent(path: &str) -> String {
     format!("{path}/zooid-returned")
 }

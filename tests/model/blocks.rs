@@ -1,6 +1,6 @@
 //! Block allocation (pool format 4: src/alloc/blocks/, src/alloc/holes/, docs/FORMAT.md "Hole
 //! nodes"): the generation's sequence parent numbering claims, the pushed IDs kept as hole nodes
-//! and taken by deleting them, the writers' ephemeral receipts, and generation moves. Blocks are
+//! and taken by deleting them, the takers' ephemeral receipts, and generation moves. Blocks are
 //! one ID each (unit 1): a take of one ID claims one block.
 
 use crate::ids::{self, Ids};
@@ -15,7 +15,7 @@ pub struct Blocks {
     pub base: u8,
     /// The IDs of the hole nodes `zooid-holes/h-START-END`.
     pub holes: Ids,
-    /// Per process: its receipts `m-TOKEN` (of pushes and takes of holes), one bit per token
+    /// Per process: its receipts `m-TOKEN` (of takes of holes), one bit per token
     /// (ephemeral: gone with its session). Each write has its own receipt, so a late write of
     /// an older operation does not hide a newer one's.
     pub markers: Vec<u32>,
@@ -143,9 +143,8 @@ impl Claim {
     }
 }
 
-/// A push of a pool in block allocation: `create(P/zooid-holes/h-ID-ID)` for its IDs,
-/// `create(P/zooid-returned/m-TOKEN, EPHEMERAL)` (and the delete of the author's previous
-/// receipt). It never conflicts (its IDs are held, so no hole has them).
+/// A push of a pool in block allocation: `create(P/zooid-holes/h-ID-ID)` for its IDs, no
+/// receipt. It never conflicts (its IDs are held, so no hole has them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Push {
     pub incarnation: u8,
@@ -166,22 +165,15 @@ impl Push {
             return false;
         };
         b.holes |= self.ids;
-        b.markers[usize::from(self.process)] |= 1 << self.token;
         true
     }
 
-    /// After a lost reply: the receipt tells while the session lives; once it expired (and the
-    /// servers confirmed it writes no more), a push whose holes are all there applied; else the
-    /// outcome cannot be told (`None`: another take may have taken them).
-    pub fn resolve(&self, zk: Option<&Zk>, expired: bool) -> Option<bool> {
+    /// After a lost reply, once the request has certainly landed or died: a push whose holes
+    /// are all there applied; else the outcome cannot be told (`None`: it may never have
+    /// landed, or another take may have taken them since).
+    pub fn resolve(&self, zk: Option<&Zk>) -> Option<bool> {
         let zk = zk.filter(|zk| zk.incarnation == self.incarnation)?;
         let b = zk.blocks.as_ref()?;
-        if b.markers[usize::from(self.process)] & (1 << self.token) != 0 {
-            return Some(true);
-        }
-        if !expired {
-            return Some(false);
-        }
         (b.holes & self.ids == self.ids).then_some(true)
     }
 }

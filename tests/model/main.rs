@@ -196,6 +196,13 @@ fn first_ceiling_rereading_the_frontier_is_found() {
 
 /// Reading the frontier for a repair without sealing the generation is not enough: claims
 /// planned on the version read land between the read and the pool write.
+/// A push carries no receipt: one in doubt whose holes are gone may have applied and been taken,
+/// so sending it again frees IDs a take holds.
+#[test]
+fn a_push_in_doubt_sent_again_is_found() {
+    finds(blocks_repair(), Bug::PushGoneResent, &[NO_DUPLICATE]);
+}
+
 #[test]
 fn repair_with_an_unsealed_frontier_is_found() {
     finds(

@@ -29,6 +29,10 @@ pub enum Bug {
     /// record again while it moved past it) before the fenced write at the version read: the
     /// pool still has no ceiling, so claims go on handing out IDs above the record meanwhile.
     FirstCeilingRereads,
+    /// A push in doubt whose holes are not all there once its fate is decided, taken as not
+    /// applied and sent again: the rule of a push that wrote a receipt, wrong without one (a
+    /// take may have taken the holes it created).
+    PushGoneResent,
 }
 
 /// The sizes and faults of one check.
@@ -539,9 +543,10 @@ impl ZooidModel {
                 Some(_) => Outcome::Again,
                 None => Outcome::Unknown,
             },
-            Request::Push(push) => match push.resolve(zk, st.procs[p].expired) {
+            Request::Push(push) => match push.resolve(zk) {
                 Some(true) => Outcome::Applied(None),
                 Some(false) => Outcome::Again,
+                None if cfg.bug == Bug::PushGoneResent => Outcome::Again,
                 None => Outcome::Unknown,
             },
             Request::HoleTake(take) => match take.resolve(zk, st.procs[p].expired) {

@@ -375,9 +375,10 @@ fn a_give_back_in_doubt_is_reported_leaked() {
         svc.create_category(&cat, &zooid::CategorySpec::new(1, 1_000_000).blocks(100))
             .await
             .unwrap();
-        // The take claims block 1..=100 and gives 66..=100 back (a push with its receipt).
+        // The take claims block 1..=100 and gives 66..=100 back (a push of a hole node, checked
+        // against the block generation's sequence parent).
         proxy.hold_request(
-            support::RequestMatch::Contains(b"zooid-returned/m-".to_vec()),
+            support::RequestMatch::Contains(b"/zooid-holes/h-".to_vec()),
             Duration::from_secs(5),
         );
         proxy.refuse_reattach(true);

@@ -699,13 +699,13 @@ fn f_a_held_queue_put_delivered_after_the_give_up_is_not_applied_twice() {
     });
 }
 
-/// A request matcher: the next `multi` or `setData` whose frame names `path` (a take's or a
-/// push's write, never its reads).
+/// A request matcher: the next `create` (opcodes 1 and 15), `setData` (5) or `multi` (14) whose
+/// frame names `path` (a take's or a push's write, never its reads).
 pub(crate) fn write_naming(path: &str) -> RequestMatch {
     let needle = path.as_bytes().to_vec();
     RequestMatch::Custom(zooid_test_support::proxy::MatchFn::new(
         move |opcode, frame| {
-            (opcode == 5 || opcode == 14) && frame.windows(needle.len()).any(|w| w == needle)
+            matches!(opcode, 1 | 5 | 14 | 15) && frame.windows(needle.len()).any(|w| w == needle)
         },
     ))
 }
@@ -771,9 +771,9 @@ fn f_a_held_take_delivered_after_the_give_up_hands_out_no_id_twice() {
     });
 }
 
-/// A push to a block-allocated category (a `multi` creating the push's node and its author's
-/// marker) held past zooid's give-up and delivered while the servers still hold the old
-/// session: the pushed IDs are handed out at most once afterwards.
+/// A push of two ranges to a block-allocated category (a `multi` creating a hole node for each)
+/// held past zooid's give-up and delivered while the servers still hold the old session: the
+/// pushed IDs are handed out at most once afterwards.
 #[test]
 fn f_a_held_push_delivered_after_the_give_up_hands_out_no_id_twice() {
     let _serial = serial();
@@ -787,10 +787,16 @@ fn f_a_held_push_delivered_after_the_give_up_hands_out_no_id_twice() {
             .create_category(&category, &CategorySpec::new(1, 300).blocks(10))
             .await
             .expect("create");
-        let mut taken = service.take_ids(&category, 10).await.expect("take");
+        let first = service.take_ids(&category, 10).await.expect("take");
+        let _between = service.take_ids(&category, 10).await.expect("take");
+        let second = service.take_ids(&category, 10).await.expect("take");
+        let mut ranges = first.ranges();
+        ranges.extend(second.ranges());
+        assert_eq!(ranges.len(), 2, "guard: two blocks apart: {ranges:?}");
+        let mut taken = zooid::IdSet::new(category.clone(), ranges);
         let (push, done, delivery, stats) = rig
             .held_past_give_up(
-                write_naming("/fate-f-push/zooid-returned"),
+                write_naming("/fate-f-push/zooid-holes/h-"),
                 service.push_ids(&mut taken),
             )
             .await;
@@ -904,7 +910,7 @@ fn f_a_held_hole_claim_delivered_after_the_give_up_hands_out_no_id_twice() {
     });
 }
 
-/// Format 4: a push (a `multi` creating hole nodes and its receipt) held past zooid's give-up
+/// Format 4: a push of one range (a `create` of its hole node) held past zooid's give-up
 /// and delivered while the servers still hold the old session: the pushed IDs are handed out
 /// at most once afterwards.
 #[test]

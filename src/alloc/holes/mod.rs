@@ -8,13 +8,12 @@
 //! named by its range, and a take claims holes by deleting their nodes:
 //!
 //! ```text
-//! push:  multi[ create(P/zooid-holes/h-START-END) x ranges,
-//!               setData(P/zooid-returned/m-NAME, TOKEN) ]     the author's receipt
+//! push:  create(P/zooid-holes/h-START-END)                   one range; a multi of them for more
 //! take:  multi[ check(P, version V),                          the pool as planned on (ceiling)
 //!               check(P/zooid-blocks-G, version 0),           the generation is open
 //!               delete(P/zooid-holes/h-...) x holes chosen,
 //!               create(P/zooid-holes/h-...) x what is left of them,
-//!               setData(P/zooid-returned/m-NAME, TOKEN) ]
+//!               setData(P/zooid-returned/m-NAME, TOKEN) ]     the author's receipt
 //! ```
 //!
 //! A delete succeeds for exactly one take, so a hole is handed out once; takes that choose
@@ -40,14 +39,14 @@
 //!   more at once, on its listing without the holes it lost, from one of all the groups that
 //!   cover it at random ([`choice::FIRST_LOOK_GROUPS`]; any hole is below the fresh blocks it
 //!   would claim instead): at most two failed writes for such a take.
-//! - **Lost replies.** Every write carries a receipt: the author's ephemeral node, created by
-//!   its first write on a session (`create` instead of the `setData` above) and set to each
-//!   write's token. On the write's own session, after a `sync`, the receipt holds the write's
-//!   token exactly when the write applied. With that session given up, once the servers
-//!   confirmed it can write no more ([`crate::zk::Session::confirm_gone`]): a take whose holes
-//!   are all still there did not apply; a push whose holes are all there did. Otherwise the
-//!   outcome is unknown, and the IDs are reported leaked (`OutcomeUnknown`), never handed out
-//!   twice.
+//! - **Lost replies.** A take of holes carries a receipt: the author's ephemeral node, created
+//!   by its first take on a session (`create` instead of the `setData` above) and set to each
+//!   take's token. On the take's own session, after a `sync`, the receipt holds its token
+//!   exactly when it applied. With that session given up, once the servers confirmed it can
+//!   write no more ([`crate::zk::Session::confirm_gone`]): a take whose holes are all still
+//!   there did not apply. A push carries none: once its fate is decided, its holes all there
+//!   mean it applied (a hole not there may have been taken since). Otherwise the outcome is
+//!   unknown, and the IDs are reported leaked (`OutcomeUnknown`), never handed out twice.
 //! - **Double pushes.** A push of a range that is free as a node already fails at the create
 //!   (`AlreadyFree`); a push overlapping a hole the pusher knows (its listing, with its own pushes) is refused too. Overlapping
 //!   holes that got in anyway are taken together, counted once.

@@ -1,5 +1,5 @@
-//! A push to a pool in format 4: its ranges become hole nodes (one `multi`, see
-//! src/alloc/holes/requests.rs), refused when a hole this process listed holds any of them.
+//! A push to a pool in format 4: its ranges become hole nodes (one `create`, or one `multi` of
+//! them, see src/alloc/holes/requests.rs), refused when a hole this process listed holds any of them.
 
 use super::memory;
 use crate::alloc::core::OnZooKeeper;
@@ -78,7 +78,6 @@ impl<S: Store> OnZooKeeper<'_, S> {
         // of more ranges goes in writes of MAX_RANGES_PER_WRITE, checked whole above first.
         let mut budget = Budget::start(self.options.retry);
         for (index, part) in ranges.chunks(MAX_RANGES_PER_WRITE).enumerate() {
-            let previous = self.categories.take_marker(path);
             // The holes' incarnation the push is planned on (its listing's): a lost reply is
             // resolved only there.
             let incarnation = memory::of(slot).listing.as_ref().map(|l| l.created);
@@ -87,14 +86,12 @@ impl<S: Store> OnZooKeeper<'_, S> {
                 path,
                 part,
                 claimed_in,
-                previous.clone(),
                 incarnation,
                 &self.stats,
                 &mut budget,
             );
             match pushed.await {
-                Ok(marker) => {
-                    self.categories.put_marker(path, marker);
+                Ok(()) => {
                     // The listing's watch may fire only after this returns: keep it true
                     // meanwhile.
                     if let Some(listing) = memory::of(slot).listing.as_mut() {
@@ -102,9 +99,6 @@ impl<S: Store> OnZooKeeper<'_, S> {
                     }
                 }
                 Err(err) => {
-                    if let Some(previous) = previous {
-                        self.categories.put_marker(path, previous);
-                    }
                     if index == 0 {
                         return Err(err);
                     }

@@ -1,7 +1,9 @@
 //! The two writes of format 4 (src/alloc/holes/mod.rs), and their lost replies: a push creates
-//! hole nodes, a take deletes the holes it chose and creates what is left of them; each also
-//! writes its token into its author's receipt (an ephemeral node the author's first write on a
-//! session creates, [`Receipt`]).
+//! hole nodes (a plain `create` for one range), a take deletes the holes it chose and creates
+//! what is left of them, and writes its token into its author's receipt (an ephemeral node the
+//! author's first take on a session creates, [`Receipt`]). A push carries no receipt: its hole
+//! nodes are its witnesses, and a push in doubt whose holes are not all there is
+//! `OutcomeUnknown` ([`Write::resolve`]).
 
 use crate::alloc::blocks::ensure_node;
 use crate::alloc::blocks::refused;
@@ -13,7 +15,7 @@ use crate::format::{
 use crate::range::IdRange;
 use crate::retry::Budget;
 use crate::stats::{LostOutcome, Recorder};
-use crate::zk::{Create, Failure, Multi, Verdict, Zk, ZooKeeperExt};
+use crate::zk::{Create, Failure, Multi, MultiFailed, Verdict, Zk, ZooKeeperExt};
 
 /// What a take's claim of holes came to.
 #[derive(Debug)]
@@ -37,13 +39,8 @@ pub(crate) enum Claimed {
 /// One of the two writes, as sent.
 struct Write<'a> {
     path: &'a str,
-    /// The author's receipt under `zooid-returned` (`m-NAME`), and whether it exists on the
-    /// session it names (the write sets it) or not yet (the write creates it).
-    marker: Receipt,
-    exists: bool,
-    /// This write's token: the receipt's data once the write applied.
-    token: String,
-    /// The hole nodes whose presence, once the write's session can write no more, tells: all
+    /// The hole nodes whose presence, once the write's fate is decided (after a `sync` on its
+    /// session, or once the servers confirmed that session can write no more), tells: all
     /// there means `present_means_applied`.
     witnesses: Vec<String>,
     present_means_applied: bool,
@@ -51,6 +48,16 @@ struct Write<'a> {
     /// lost reply is resolved only on that incarnation. On one created since (a wipe or a
     /// rollback, then a restore) neither the receipt nor the holes tell what the write did.
     incarnation: Option<i64>,
+}
+
+/// A take's receipt as its write sends it.
+struct Marked {
+    /// The author's receipt under `zooid-returned` (`m-NAME`), and whether it exists on the
+    /// session it names (the write sets it) or not yet (the write creates it).
+    marker: Receipt,
+    exists: bool,
+    /// This write's token: the receipt's data once the write applied.
+    token: String,
 }
 
 /// How a lost reply resolved.
@@ -87,7 +94,8 @@ pub(crate) async fn claim(
         .iter()
         .map(|r| format!("{parent}/{}", hole_name(r)))
         .collect();
-    let mut write = Write::new(path, receipt, deleted.clone(), false, incarnation);
+    let write = Write::new(path, deleted.clone(), false, incarnation);
+    let mut marked = Marked::new(receipt);
     loop {
         let generation = zk.generation();
         let persistent = Create::persistent();
@@ -100,11 +108,11 @@ pub(crate) async fn claim(
         for node in &created {
             multi.create(node, &[], &persistent);
         }
-        let receipt = write.add_receipt(&mut multi, generation);
+        let receipt = marked.add_to(&mut multi, path, generation);
         let failed = match multi.commit(&**zk, generation).await {
             Ok(_) => {
                 return Ok(Claimed::Taken {
-                    marker: write.marker,
+                    marker: marked.marker,
                 })
             }
             Err(failed) => failed,
@@ -126,15 +134,15 @@ pub(crate) async fn claim(
             }
             // Recreated, then sent again: an attempt as any other, so that something deleting
             // it each time cannot keep the write going past its budget.
-            (Some(i), Verdict::NoNode) if i >= receipt => write.receipt_missing(zk).await?,
+            (Some(i), Verdict::NoNode) if i >= receipt => marked.missing(zk, path).await?,
             (_, Verdict::Expired | Verdict::Closed) => {}
             (_, Verdict::Unknown) => {
                 tracing::warn!(category = path, err = %failed.failure, op = "take", "reply lost; resolving the outcome");
-                match write.resolve(zk, generation, budget).await {
+                match write.resolve(zk, generation, Some(&marked), budget).await {
                     Outcome::Applied => {
                         stats.lost_reply(path, LostOutcome::Applied, 0);
                         return Ok(Claimed::Taken {
-                            marker: write.marker,
+                            marker: marked.marker,
                         });
                     }
                     Outcome::NotApplied => {
@@ -165,30 +173,29 @@ pub(crate) async fn claim(
 }
 
 /// Pushes `ranges` back to pool `path` as hole nodes: `AlreadyFree` when one of them is a hole
-/// already. Returns the author's receipt. With `claimed_in` (a take giving back IDs it claimed
-/// in that block generation), the push checks that the generation is still open (its sequence
-/// parent at data version 0, as a claim of holes does): once it was sealed or is gone (a repair,
-/// a move to the next generation, a wipe and a restore), IDs of its blocks may be handed out
-/// again as fresh ones of a later generation, and the push fails (`InvalidArgument`, the caller
-/// reports them leaked). A lost reply is resolved (see [`resolve`]); not within `budget`:
-/// `OutcomeUnknown` (the push is not repeated).
-#[allow(clippy::too_many_arguments)]
+/// already. One range is one `create`; more are one `multi` of creates. With `claimed_in` (a take
+/// giving back IDs it claimed in that block generation), the push checks that the generation is
+/// still open (its sequence parent at data version 0, as a claim of holes does): once it was
+/// sealed or is gone (a repair, a move to the next generation, a wipe and a restore), IDs of its
+/// blocks may be handed out again as fresh ones of a later generation, and the push fails
+/// (`InvalidArgument`, the caller reports them leaked). A push carries no receipt: a lost reply
+/// is resolved by its hole nodes (see [`Write::resolve`]), `OutcomeUnknown` when they are not
+/// all there or not within `budget` (the push is not repeated).
 pub(crate) async fn push(
     zk: &Zk,
     path: &str,
     ranges: &[IdRange],
     claimed_in: Option<u64>,
-    receipt: Option<Receipt>,
     incarnation: Option<i64>,
     stats: &Recorder,
     budget: &mut Budget,
-) -> Result<Receipt> {
+) -> Result<()> {
     let parent = holes_parent(path);
     let created: Vec<String> = ranges
         .iter()
         .map(|r| format!("{parent}/{}", hole_name(r)))
         .collect();
-    let mut write = Write::new(path, receipt, created.clone(), true, incarnation);
+    let write = Write::new(path, created.clone(), true, incarnation);
     loop {
         let generation = zk.generation();
         let persistent = Create::persistent();
@@ -201,9 +208,23 @@ pub(crate) async fn push(
         for node in &created {
             multi.create(node, &[], &persistent);
         }
-        let receipt = write.add_receipt(&mut multi, generation);
-        let failed = match multi.commit(&**zk, generation).await {
-            Ok(_) => return Ok(write.marker),
+        let end = multi.len();
+        let sent = match created.as_slice() {
+            // One create alone: no `multi` to wrap it. A failure the servers answered is the
+            // create's, the op at `first`.
+            [node] if first == 0 => zk
+                .create(generation, node, &[], &persistent)
+                .await
+                .map(drop)
+                .map_err(|failure| MultiFailed {
+                    index: matches!(failure.verdict, Verdict::NoNode | Verdict::NodeExists)
+                        .then_some(first),
+                    failure,
+                }),
+            _ => multi.commit(&**zk, generation).await.map(drop),
+        };
+        let failed = match sent {
+            Ok(()) => return Ok(()),
             Err(failed) => failed,
         };
         let verdict = failed.verdict();
@@ -214,24 +235,23 @@ pub(crate) async fn push(
                     claimed_in.unwrap_or_default()
                 )))
             }
-            (Some(i), Verdict::NodeExists) if (first..receipt).contains(&i) => {
+            (Some(i), Verdict::NodeExists) if (first..end).contains(&i) => {
                 return Err(ZooidError::AlreadyFree {
                     category: path.to_string(),
                     range: ranges[i - first],
                 })
             }
             // Recreated, then sent again: an attempt as any other (see `take`).
-            (Some(i), Verdict::NoNode) if (first..receipt).contains(&i) => {
+            (Some(i), Verdict::NoNode) if (first..end).contains(&i) => {
                 ensure_node(zk, path, &parent).await?
             }
-            (Some(_), Verdict::NoNode) => write.receipt_missing(zk).await?,
             (_, Verdict::Expired | Verdict::Closed) => {}
             (_, Verdict::Unknown) => {
                 tracing::warn!(category = path, err = %failed.failure, op = "push", "reply lost; resolving the outcome");
-                match write.resolve(zk, generation, budget).await {
+                match write.resolve(zk, generation, None, budget).await {
                     Outcome::Applied => {
                         stats.lost_reply(path, LostOutcome::Applied, 0);
-                        return Ok(write.marker);
+                        return Ok(());
                     }
                     Outcome::NotApplied => stats.lost_reply(path, LostOutcome::NotApplied, 0),
                     Outcome::Unknown(why) => {
@@ -257,34 +277,25 @@ pub(crate) async fn push(
     }
 }
 
-impl<'a> Write<'a> {
-    fn new(
-        path: &'a str,
-        receipt: Option<Receipt>,
-        witnesses: Vec<String>,
-        present_means_applied: bool,
-        incarnation: Option<i64>,
-    ) -> Self {
-        let exists = receipt.is_some();
-        Self {
-            path,
+impl Marked {
+    /// The receipt `receipt` this process holds on the pool (`None`: none yet, the write creates
+    /// one), with a fresh token.
+    fn new(receipt: Option<Receipt>) -> Self {
+        Marked {
+            exists: receipt.is_some(),
             marker: receipt.unwrap_or_else(|| Receipt {
                 name: format!("{MARKER_PREFIX}{}", OpToken::random()),
                 generation: 0,
             }),
-            exists,
             token: OpToken::random().to_string(),
-            witnesses,
-            present_means_applied,
-            incarnation,
         }
     }
 
-    /// Adds the receipt to `multi`, sent on session `generation`: sets the author's receipt to
-    /// this write's token when it exists on that session, else creates one holding it (a
-    /// receipt of an earlier session goes with that session, so a new name: the old one may
-    /// still be there). Returns the index of the receipt's op.
-    fn add_receipt(&mut self, multi: &mut Multi, generation: u64) -> usize {
+    /// Adds the receipt to `multi` (a write on pool `path`), sent on session `generation`: sets
+    /// the author's receipt to this write's token when it exists on that session, else creates
+    /// one holding it (a receipt of an earlier session goes with that session, so a new name:
+    /// the old one may still be there). Returns the index of the receipt's op.
+    fn add_to(&mut self, multi: &mut Multi, path: &str, generation: u64) -> usize {
         if self.marker.generation != generation {
             if self.exists {
                 self.marker.name = format!("{MARKER_PREFIX}{}", OpToken::random());
@@ -292,36 +303,59 @@ impl<'a> Write<'a> {
             self.marker.generation = generation;
             self.exists = false;
         }
-        let path = format!("{}/{}", returned_parent(self.path), self.marker.name);
+        let node = format!("{}/{}", returned_parent(path), self.marker.name);
         let index = multi.len();
         if self.exists {
-            multi.set(&path, self.token.as_bytes(), None);
+            multi.set(&node, self.token.as_bytes(), None);
         } else {
-            multi.create(&path, self.token.as_bytes(), &Create::ephemeral());
+            multi.create(&node, self.token.as_bytes(), &Create::ephemeral());
         }
         index
     }
 
     /// The receipt's op found no node: the receipt went (with its session, or deleted), so the
     /// next attempt creates one under a new name; or, when this attempt created it, its parent
-    /// is missing.
-    async fn receipt_missing(&mut self, zk: &Zk) -> Result<()> {
+    /// (under pool `path`) is missing.
+    async fn missing(&mut self, zk: &Zk, path: &str) -> Result<()> {
         if self.exists {
             self.exists = false;
             self.marker.name = format!("{MARKER_PREFIX}{}", OpToken::random());
             Ok(())
         } else {
-            ensure_node(zk, self.path, &returned_parent(self.path)).await
+            ensure_node(zk, path, &returned_parent(path)).await
+        }
+    }
+}
+
+impl<'a> Write<'a> {
+    fn new(
+        path: &'a str,
+        witnesses: Vec<String>,
+        present_means_applied: bool,
+        incarnation: Option<i64>,
+    ) -> Self {
+        Self {
+            path,
+            witnesses,
+            present_means_applied,
+            incarnation,
         }
     }
 
-    /// Whether the write sent on session `generation`, whose reply was lost, applied. On that
-    /// session (reconnected), after a `sync`: the receipt holds its token exactly when it
-    /// applied (requests of one session apply in order, and only its author writes it). With that session given up, once the servers
-    /// confirmed it can write no more: the witnesses tell when they are all there (a take did
-    /// not apply, a push did); otherwise the outcome is unknown.
-    async fn resolve(&self, zk: &Zk, generation: u64, budget: &mut Budget) -> Outcome {
-        let marker = format!("{}/{}", returned_parent(self.path), self.marker.name);
+    /// Whether the write sent on session `generation`, whose reply was lost, applied. Its fate is
+    /// decided on that session (reconnected) after a `sync` (requests of one session apply in
+    /// order), or, with that session given up, once the servers confirmed it can write no more.
+    /// Then a take's `receipt` holds its token exactly when it applied, while its session lives
+    /// (only its author writes it). Otherwise the witnesses tell when they are all there (a take
+    /// did not apply, a push did): a push's hole that is not there may never have been created,
+    /// or may have been created and taken since, so the outcome is unknown.
+    async fn resolve(
+        &self,
+        zk: &Zk,
+        generation: u64,
+        receipt: Option<&Marked>,
+        budget: &mut Budget,
+    ) -> Outcome {
         let mut confirmed = false;
         loop {
             if budget.expired() {
@@ -352,18 +386,26 @@ impl<'a> Write<'a> {
                 for node in &self.witnesses {
                     witnessed += usize::from(zk.exists(current, node).await?.is_some());
                 }
-                let marked = match zk.get(current, &marker).await {
-                    // The mutant: a receipt that is there counts, whatever token it holds (the
-                    // rule of receipts created per write, wrong for one set per write).
-                    #[cfg(zooid_mutant = "hole_receipt_any_token")]
-                    Ok(_) => true,
-                    #[cfg(not(zooid_mutant = "hole_receipt_any_token"))]
-                    Ok((data, _)) => data == self.token.as_bytes(),
-                    Err(Failure {
-                        verdict: Verdict::NoNode,
-                        ..
-                    }) => false,
-                    Err(failure) => return Err(failure),
+                let marked = match receipt {
+                    Some(receipt) if !replaced => {
+                        let marker =
+                            format!("{}/{}", returned_parent(self.path), receipt.marker.name);
+                        Some(match zk.get(current, &marker).await {
+                            // The mutant: a receipt that is there counts, whatever token it
+                            // holds (the rule of receipts created per write, wrong for one set
+                            // per write).
+                            #[cfg(zooid_mutant = "hole_receipt_any_token")]
+                            Ok(_) => true,
+                            #[cfg(not(zooid_mutant = "hole_receipt_any_token"))]
+                            Ok((data, _)) => data == receipt.token.as_bytes(),
+                            Err(Failure {
+                                verdict: Verdict::NoNode,
+                                ..
+                            }) => false,
+                            Err(failure) => return Err(failure),
+                        })
+                    }
+                    _ => None,
                 };
                 Ok::<_, Failure>(Some((witnessed, marked)))
             };
@@ -379,27 +421,27 @@ impl<'a> Write<'a> {
                     continue;
                 }
             };
-            if !replaced {
-                if zk.is_gone_generation(generation) {
-                    continue; // Given up meanwhile: confirm its end, then look again.
-                }
-                return if marked {
-                    Outcome::Applied
-                } else {
-                    Outcome::NotApplied
-                };
+            if !replaced && zk.is_gone_generation(generation) {
+                continue; // Given up meanwhile: confirm its end, then look again.
             }
-            return if witnessed == self.witnesses.len() {
-                if self.present_means_applied {
-                    Outcome::Applied
-                } else {
-                    Outcome::NotApplied
+            return match marked {
+                Some(true) => Outcome::Applied,
+                Some(false) => Outcome::NotApplied,
+                None if witnessed == self.witnesses.len() => {
+                    if self.present_means_applied {
+                        Outcome::Applied
+                    } else {
+                        Outcome::NotApplied
+                    }
                 }
-            } else {
-                Outcome::Unknown(format!(
-                    "{witnessed} of the write's {} hole nodes are there after its session ended",
+                // The mutant: a push whose holes are not all there counts as not applied and
+                // is sent again (the rule of a push with a receipt, wrong without one).
+                #[cfg(zooid_mutant = "push_gone_not_applied")]
+                None if self.present_means_applied => Outcome::NotApplied,
+                None => Outcome::Unknown(format!(
+                    "{witnessed} of the write's {} hole nodes are there once its fate was decided",
                     self.witnesses.len()
-                ))
+                )),
             };
         }
     }

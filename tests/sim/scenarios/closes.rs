@@ -20,7 +20,7 @@ fn two_failed_closes_at_once_keep_the_ids_of_both() {
             category,
             creator,
             flaky,
-            refuse_multis: refuse,
+            refuse_writes: refuse,
             ..
         } = setup(11, "/ids/closes", 400, 10).await;
         let service = Arc::new(IdGeneratorService::on_zookeeper(flaky, options(0)));

@@ -15,6 +15,7 @@ mod closes;
 mod lagging_read;
 mod lost_switch;
 mod migration;
+mod push_in_doubt;
 mod read_on_review;
 mod resurrected_generation;
 mod take_listing;

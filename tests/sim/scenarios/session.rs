@@ -76,16 +76,22 @@ pub struct Flaky {
     inner: Zk,
     /// Reads of this path fail as a connection loss while the flag is set.
     pub fail_reads: Option<(String, Arc<AtomicBool>)>,
-    /// While set, the servers refuse every `multi` (not authorized, nothing applied).
-    pub refuse_multis: Arc<AtomicBool>,
+    /// While set, the servers refuse every `multi` and every `create` (not authorized, nothing
+    /// applied).
+    pub refuse_writes: Arc<AtomicBool>,
     /// The first `get_acl` of this path is paused at the gate (a process paused there).
     pub pause_acl: Option<(String, Arc<Gate>)>,
     /// The first `multi` that creates a child of this parent applies; its reply is held at the
     /// gate, then lost (a connection loss).
     pub hold_claim: Option<(String, Arc<Gate>)>,
+    /// The first `create` (not in a `multi`) of a child of this parent applies; its reply is
+    /// held at the gate, then lost (a connection loss).
+    pub hold_create: Option<(String, Arc<Gate>)>,
     /// While its flag is set, a `multi` with an op on a child of one of these parents fails at
     /// that op with `NoNode`, nothing applied (as if something deleted the parent each time).
     pub orphan_under: Vec<(String, Arc<AtomicBool>)>,
+    /// The same for a `create` (not in a `multi`) of a child of one of these parents.
+    pub orphan_creates_under: Vec<(String, Arc<AtomicBool>)>,
     /// The first listing of the children of this node is answered, then the process pauses at
     /// the gate before it sees the answer (a process paused after a read).
     pub pause_listing: Option<(String, Arc<Gate>)>,
@@ -116,10 +122,12 @@ impl Flaky {
         Self {
             inner,
             fail_reads: None,
-            refuse_multis: Arc::new(AtomicBool::new(false)),
+            refuse_writes: Arc::new(AtomicBool::new(false)),
             pause_acl: None,
             hold_claim: None,
+            hold_create: None,
             orphan_under: Vec::new(),
+            orphan_creates_under: Vec::new(),
             pause_listing: None,
             lose_set: None,
             behind: None,
@@ -135,6 +143,14 @@ impl Flaky {
             .as_ref()
             .is_some_and(|(failing, on)| failing == path && on.load(Ordering::SeqCst))
     }
+}
+
+/// Whether a write of `path` finds its parent gone: it lies under one of `parents` whose flag
+/// is set ([`Flaky::orphan_under`]).
+fn orphaned(parents: &[(String, Arc<AtomicBool>)], path: &str) -> bool {
+    parents
+        .iter()
+        .any(|(parent, on)| on.load(Ordering::SeqCst) && path.starts_with(&format!("{parent}/")))
 }
 
 fn lost<'a, T: Send + 'a>() -> Reply<'a, T> {
@@ -302,6 +318,35 @@ impl ZooKeeper for Flaky {
         data: &'a [u8],
         create: &'a Create,
     ) -> Reply<'a, (String, Option<Stat>)> {
+        let refused = if self.refuse_writes.load(Ordering::SeqCst) {
+            Some(Failure::new(Verdict::NotAuthorized, "injected: refused"))
+        } else if orphaned(&self.orphan_creates_under, path) {
+            Some(Failure::new(Verdict::NoNode, "injected: parent gone"))
+        } else {
+            None
+        };
+        if let Some(failure) = refused {
+            // After a round trip, as the servers' refusal comes.
+            return async {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                Err(failure)
+            }
+            .boxed();
+        }
+        if let Some((parent, gate)) = &self.hold_create {
+            if path.starts_with(&format!("{parent}/")) && gate.trips() {
+                return async move {
+                    let applied = self.inner.create(generation, path, data, create).await;
+                    assert!(
+                        applied.is_ok(),
+                        "guard: the held create applied: {applied:?}"
+                    );
+                    gate.pause().await;
+                    Err(Failure::new(Verdict::Unknown, "injected: reply lost"))
+                }
+                .boxed();
+            }
+        }
         self.inner.create(generation, path, data, create)
     }
     fn create_all<'a>(
@@ -359,7 +404,7 @@ impl ZooKeeper for Flaky {
                 .boxed();
             }
         }
-        if self.refuse_multis.load(Ordering::SeqCst) {
+        if self.refuse_writes.load(Ordering::SeqCst) {
             // After a round trip, as the servers' refusal comes.
             return async {
                 tokio::time::sleep(Duration::from_millis(2)).await;
@@ -375,9 +420,7 @@ impl ZooKeeper for Flaky {
                 Op::Create { path, .. } | Op::Set { path, .. } | Op::Delete { path, .. } => path,
                 _ => return false,
             };
-            self.orphan_under.iter().any(|(parent, on)| {
-                on.load(Ordering::SeqCst) && path.starts_with(&format!("{parent}/"))
-            })
+            orphaned(&self.orphan_under, path)
         });
         if let Some(index) = orphaned {
             return async move {

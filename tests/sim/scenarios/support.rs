@@ -25,15 +25,15 @@ pub fn options(hole_backoff_from_start: u32) -> ServiceOptions {
 
 /// A simulated world without random faults, a category of IDs `1..=last` in hole nodes of
 /// `unit` created through an admin session (`creator`), and a session of process 1 wrapped in
-/// [`Flaky`], its faults off: `fail` fails its reads of the holes' parent, `refuse_multis`
-/// refuses its `multi`s, `orphan_holes` and `orphan_receipts` fail its writes under the holes'
+/// [`Flaky`], its faults off: `fail` fails its reads of the holes' parent, `refuse_writes`
+/// refuses its `multi`s and `create`s, `orphan_holes` and `orphan_receipts` fail its writes under the holes'
 /// parent and under the receipts' parent (`zooid-returned`) as if the parent were gone.
 pub struct Setup {
     pub category: IdCategory,
     pub creator: IdGeneratorService,
     pub flaky: Zk,
     pub fail: Arc<AtomicBool>,
-    pub refuse_multis: Arc<AtomicBool>,
+    pub refuse_writes: Arc<AtomicBool>,
     pub orphan_holes: Arc<AtomicBool>,
     pub orphan_receipts: Arc<AtomicBool>,
 }
@@ -54,7 +54,7 @@ pub async fn setup(seed: u64, path: &str, last: i64, unit: u64) -> Setup {
     let fail = Arc::new(AtomicBool::new(false));
     let mut flaky = Flaky::over(SimSession::open(&world, 1, 1));
     flaky.fail_reads = Some((zooid::format::holes_parent(category.name()), fail.clone()));
-    let refuse_multis = flaky.refuse_multis.clone();
+    let refuse_writes = flaky.refuse_writes.clone();
     let (orphan_holes, orphan_receipts) = (Arc::default(), Arc::default());
     flaky.orphan_under = vec![
         (
@@ -66,13 +66,18 @@ pub async fn setup(seed: u64, path: &str, last: i64, unit: u64) -> Setup {
             Arc::clone(&orphan_receipts),
         ),
     ];
+    // A push of one range is a plain `create`.
+    flaky.orphan_creates_under = vec![(
+        zooid::format::holes_parent(category.name()),
+        Arc::clone(&orphan_holes),
+    )];
     let flaky: Zk = Arc::new(flaky);
     Setup {
         category,
         creator,
         flaky,
         fail,
-        refuse_multis,
+        refuse_writes,
         orphan_holes,
         orphan_receipts,
     }
