@@ -253,6 +253,8 @@ pub(crate) async fn push(
                         stats.lost_reply(path, LostOutcome::Applied, 0);
                         return Ok(());
                     }
+                    // A push without a receipt is never found not applied (only the mutant
+                    // `push_gone_not_applied` says so, and sends it again).
                     Outcome::NotApplied => stats.lost_reply(path, LostOutcome::NotApplied, 0),
                     Outcome::Unknown(why) => {
                         tracing::error!(category = path, %why, "push outcome unknown; not repeated");
