@@ -105,6 +105,10 @@ pub struct Expect {
     /// Operations whose outcome the protocol cannot tell may happen (each leaks at most one
     /// batch). When false, there must be none and nothing may leak.
     pub unknown_allowed: bool,
+    /// With `unknown_allowed` false: pushes in doubt may still end `OutcomeUnknown` (a push of
+    /// hole nodes carries no receipt: one whose holes are gone cannot be told), leaking at most
+    /// the IDs they name; takes must all be told.
+    pub push_unknown_allowed: bool,
     /// Error kinds the clients may see besides the transient ones and `outcome-unknown`.
     pub also_errors: &'static [&'static str],
 }
@@ -793,7 +797,19 @@ impl Rig {
              block give-backs)\n{}",
             ctx()
         );
-        if !expect.unknown_allowed {
+        if !expect.unknown_allowed && expect.push_unknown_allowed {
+            assert_eq!(
+                a.takes_unknown,
+                0,
+                "the protocol should have told every take's outcome\n{}",
+                ctx()
+            );
+            assert!(
+                a.leaked <= a.unknown_push_ids,
+                "leaked more than the pushes in doubt named\n{}",
+                ctx()
+            );
+        } else if !expect.unknown_allowed {
             assert_eq!(
                 a.unknown_ops(),
                 0,

@@ -98,6 +98,7 @@ fn free_below(info: &zooid::PoolInfo) -> u64 {
 /// wipe and the restore, and a take that waited its ceiling wait for a keeper's raise.
 const WIPE: Expect = Expect {
     unknown_allowed: true,
+    push_unknown_allowed: false,
     also_errors: &["not-found", "reservation-exhausted"],
 };
 
