@@ -491,6 +491,10 @@ fn a_lost_race_costs_one_listing_at_the_next_look() {
         let mut mine = a.take_ids(&cat, 1000).await.unwrap();
         let mut six_hundred = IdSet::new(cat.clone(), vec![first.take_run(600).unwrap()]);
         a.push_ids(&mut six_hundred).await.unwrap();
+        // The child watch of A's listing fires on A's own push; its event reaches A's listing
+        // a moment after the push's reply. Arrived later than A's next look, it would make the
+        // look after B's take check the holes and list them.
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         // A finds the holes quiet (only its own push changed them): its next takes choose on
         // its listing, the check sent along with the write. 600 do not cover 1,000.
         a.take_ids(&cat, 1000).await.unwrap();
