@@ -12,6 +12,7 @@ mod support;
 
 mod cancelled_claim;
 mod closes;
+mod first_ceiling;
 mod lagging_read;
 mod lost_switch;
 mod migration;

@@ -114,6 +114,10 @@ pub struct Flaky {
     /// sent (a process paused just before its write), then goes on the session generation it
     /// was given.
     pub pause_write_under: Option<(String, Arc<Gate>)>,
+    /// The first `set` (not in a `multi`) of a node whose path starts with this prefix
+    /// applies; its reply is held at the gate, then delivered as it came (a process paused
+    /// after a write, such as the seal of a block generation).
+    pub hold_set: Option<(String, Arc<Gate>)>,
 }
 
 impl Flaky {
@@ -135,6 +139,7 @@ impl Flaky {
             hold_check: None,
             sets_sent: None,
             pause_write_under: None,
+            hold_set: None,
         }
     }
 
@@ -364,6 +369,16 @@ impl ZooKeeper for Flaky {
         data: &'a [u8],
         expected: Option<i32>,
     ) -> Reply<'a, Stat> {
+        if let Some((prefix, gate)) = &self.hold_set {
+            if path.starts_with(prefix.as_str()) && gate.trips() {
+                return async move {
+                    let applied = self.inner.set(on, path, data, expected).await;
+                    gate.pause().await;
+                    applied
+                }
+                .boxed();
+            }
+        }
         self.inner.set(on, path, data, expected)
     }
     fn delete<'a>(
