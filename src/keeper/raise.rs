@@ -150,44 +150,39 @@ impl Active<'_> {
                 .await;
         }
         let recorded = record.as_ref().map(|r| r.ceiling);
-        let (target, change) = if pool.ceiling().is_none() && pool.blocks().is_some() {
-            // First ceiling of a block pool: claims do not move the pool node's version, so
-            // after the durable write the generation is sealed, and the pool moves on above its
-            // final frontier (`Change::Move`).
-            let target = usage
-                .high_water
-                .saturating_add(reserve.min(i64::MAX as u64) as i64)
-                .min(end)
-                .max(recorded.unwrap_or(0));
-            (target, Change::Move { cleared: None })
-        } else {
-            let target = match pool.ceiling() {
-                // First ceiling: above everything handed out so far.
-                None => usage
-                    .high_water
-                    .saturating_add(reserve as i64)
-                    .min(end)
-                    .max(recorded.unwrap_or(0)),
-                Some(c) => {
-                    let unrecorded = recorded.is_none_or(|r| r < c);
-                    let unfinished = recorded.is_some_and(|r| r > c);
-                    let low = headroom < sizing.low_water_mark(reserve) && c < end;
-                    if !low && !unrecorded && !unfinished {
-                        return Ok(Wrote::Nothing);
-                    }
-                    let add = if low {
-                        reserve.saturating_sub(headroom)
-                    } else {
-                        0
-                    };
-                    c.saturating_add(add.min(i64::MAX as u64) as i64)
-                        .min(end)
-                        .max(c)
-                        .max(recorded.unwrap_or(c))
-                }
-            };
-            (target, Change::Ceiling)
+        let Some(c) = pool.ceiling() else {
+            // First ceiling: a pool without a ceiling hands out any ID, so no record may exist
+            // for it (a restore from one would start below IDs it handed out after the record
+            // was written: a keeper stalled after its durable write, or a take that finished
+            // the move of a generation the keeper sealed, leaves such a pool). The ceiling goes
+            // to the pool first, and nothing is made durable yet.
+            return self
+                .provisional(path, &pool, stat.version, read_on, usage.high_water)
+                .await;
         };
+        let unrecorded = recorded.is_none_or(|r| r < c);
+        let unfinished = recorded.is_some_and(|r| r > c);
+        let low = headroom < sizing.low_water_mark(reserve) && c < end;
+        if !low && !unrecorded && !unfinished {
+            return Ok(Wrote::Nothing);
+        }
+        let add = if low {
+            reserve.saturating_sub(headroom)
+        } else {
+            0
+        };
+        let add = add.min(i64::MAX as u64) as i64;
+        let mut target = c
+            .saturating_add(add)
+            .min(end)
+            .max(c)
+            .max(recorded.unwrap_or(c));
+        if unrecorded {
+            // A ceiling with no record yet (a provisional one, below what was handed out
+            // before it): the record covers everything handed out.
+            target = target.max(usage.high_water.saturating_add(add).min(end));
+        }
+        let change = Change::Ceiling;
         self.raise(
             path,
             &pool,
@@ -200,6 +195,61 @@ impl Active<'_> {
             None,
         )
         .await
+    }
+
+    /// The first ceiling of a pool without one: a fenced write, at the version read, of ceiling
+    /// 0 (nothing more is handed out, as from a category created with `--ceiling 0`), with no
+    /// durable record. A claim of fresh blocks planned before it fails its check of the pool
+    /// version, and none after it hands out anything, so the next evaluation (at once) finds a
+    /// ceiling without a record and makes durable, first, a ceiling above everything handed
+    /// out (`high_water` as read then, which no take can pass any more).
+    async fn provisional(
+        &mut self,
+        path: &str,
+        pool: &Pool,
+        version: i32,
+        read_on: ReadOn,
+        high_water: i64,
+    ) -> Result<Wrote> {
+        if !self.zk.still_on(read_on) {
+            return Ok(Wrote::Conflict);
+        }
+        let write = match fenced::plan_raise(
+            self.zk,
+            path,
+            pool,
+            version,
+            read_on,
+            0,
+            Change::Ceiling,
+            None,
+        )
+        .await?
+        {
+            Planned::Write(write) => write,
+            Planned::Again { .. } => return Ok(Wrote::Conflict),
+        };
+        let ops = [FencedOp::SetData {
+            path: path.to_string(),
+            data: write.data.clone(),
+            version: Some(write.version),
+        }];
+        if !self.zk.still_on(read_on) {
+            return Ok(Wrote::Conflict);
+        }
+        match self.election.fenced_on(read_on, &ops).await {
+            Ok(_) => {}
+            Err(ZooidError::Store { reason, .. }) => {
+                tracing::debug!(category = path, %reason, "keeper: provisional ceiling did not apply; re-reading");
+                return Ok(Wrote::Conflict);
+            }
+            Err(other) => return Err(other),
+        }
+        (self.options.report)(&format!(
+            "provisional category={path} ceiling=0: the pool had no ceiling (high water {high_water} when read); nothing more is handed out until a record covers what was"
+        ));
+        // Read again: the record and the real ceiling follow now.
+        Ok(Wrote::Conflict)
     }
 
     /// The raise protocol: durable first, then the fenced versioned pool write (`change`, with

@@ -118,6 +118,9 @@ pub struct Flaky {
     /// applies; its reply is held at the gate, then delivered as it came (a process paused
     /// after a write, such as the seal of a block generation).
     pub hold_set: Option<(String, Arc<Gate>)>,
+    /// The first `multi` that sets this node pauses at the gate before it is sent (a process
+    /// paused just before its pool write), then goes on the session generation it was given.
+    pub pause_set: Option<(String, Arc<Gate>)>,
 }
 
 impl Flaky {
@@ -140,6 +143,7 @@ impl Flaky {
             sets_sent: None,
             pause_write_under: None,
             hold_set: None,
+            pause_set: None,
         }
     }
 
@@ -404,6 +408,18 @@ impl ZooKeeper for Flaky {
                 .any(|op| matches!(op, Op::Set { path, .. } if path == target))
             {
                 sent.lock().unwrap().push(generation);
+            }
+        }
+        if let Some((target, gate)) = &self.pause_set {
+            let sets = ops
+                .iter()
+                .any(|op| matches!(op, Op::Set { path, .. } if path == target));
+            if sets && gate.trips() {
+                return async move {
+                    gate.pause().await;
+                    self.inner.multi(on, ops).await
+                }
+                .boxed();
             }
         }
         if let Some((parent, gate)) = &self.pause_write_under {
