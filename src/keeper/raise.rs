@@ -138,28 +138,28 @@ impl Active<'_> {
                     ceiling == r.ceiling && pool.version_at(stat.version) >= planned
                 })
         });
+        let Some(c) = pool.ceiling() else {
+            // A pool without a ceiling hands out any ID, so no record may be written while it
+            // has none (a restore from one would start below IDs it handed out after the record
+            // was written: a keeper stalled after its durable write, or a take that finished
+            // the move of a generation the keeper sealed, leaves such a pool). Its first ceiling
+            // goes to the pool first and nothing is made durable yet; this holds for a repair
+            // too (a pool without a ceiling behind a record: a rollback to before its first
+            // ceiling), which follows on the pool that hands out nothing more.
+            return self
+                .provisional(path, &pool, stat.version, read_on, usage.high_water)
+                .await;
+        };
         let behind = !ours
-            && match (&record, pool.ceiling()) {
-                (Some(r), Some(c)) => r.ceiling > c || r.fence.generation > pool.epoch(),
-                (Some(_), None) => true,
-                (None, _) => false,
-            };
+            && record
+                .as_ref()
+                .is_some_and(|r| r.ceiling > c || r.fence.generation > pool.epoch());
         if let (true, Some(record)) = (behind, record.as_ref()) {
             return self
                 .repair(path, &pool, stat.version, read_on, record, reserve)
                 .await;
         }
         let recorded = record.as_ref().map(|r| r.ceiling);
-        let Some(c) = pool.ceiling() else {
-            // First ceiling: a pool without a ceiling hands out any ID, so no record may exist
-            // for it (a restore from one would start below IDs it handed out after the record
-            // was written: a keeper stalled after its durable write, or a take that finished
-            // the move of a generation the keeper sealed, leaves such a pool). The ceiling goes
-            // to the pool first, and nothing is made durable yet.
-            return self
-                .provisional(path, &pool, stat.version, read_on, usage.high_water)
-                .await;
-        };
         let unrecorded = recorded.is_none_or(|r| r < c);
         let unfinished = recorded.is_some_and(|r| r > c);
         let low = headroom < sizing.low_water_mark(reserve) && c < end;
@@ -172,16 +172,15 @@ impl Active<'_> {
             0
         };
         let add = add.min(i64::MAX as u64) as i64;
-        let mut target = c
+        let target = c
             .saturating_add(add)
             .min(end)
             .max(c)
             .max(recorded.unwrap_or(c));
-        if unrecorded {
-            // A ceiling with no record yet (a provisional one, below what was handed out
-            // before it): the record covers everything handed out.
-            target = target.max(usage.high_water.saturating_add(add).min(end));
-        }
+        // A ceiling below what was handed out (the provisional one, put on a pool that had
+        // none): the record covers everything handed out, whatever record there was before.
+        // Otherwise the high water is at or below `c` and this changes nothing.
+        let target = target.max(usage.high_water.saturating_add(add).min(end));
         let change = Change::Ceiling;
         self.raise(
             path,

@@ -89,6 +89,41 @@ enum Keeper {
     Free,
 }
 
+/// K: the only keeper (reserve 16) over `k_zk`, its lines kept in `lines`. The keeper stops
+/// when the sender is dropped or the task aborted.
+fn start_keeper(
+    k_zk: Zk,
+    records: &DirRecords,
+    lines: &Arc<Mutex<Vec<String>>>,
+) -> (
+    tokio::task::JoinHandle<zooid::Result<()>>,
+    watch::Sender<bool>,
+) {
+    let mut options = KeeperOptions::new(ROOT, "k1");
+    options.group = GROUP.to_string();
+    options.sizing = Sizing {
+        floor: 16,
+        cap: 16,
+        left_share: 1.0,
+        ..Sizing::default()
+    };
+    options.report = {
+        let lines = lines.clone();
+        Arc::new(move |line: &str| {
+            println!("k1: {line}");
+            lines.lock().unwrap().push(line.to_string());
+        })
+    };
+    let (stop, stop_rx) = watch::channel(false);
+    let keeper = tokio::spawn(zooid::keeper::run(
+        k_zk,
+        DurableStore::Dir(records.clone().inline()),
+        options,
+        stop_rx,
+    ));
+    (keeper, stop)
+}
+
 async fn scenario(seed: u64, layout: Layout, how: Keeper) {
     let world = World::new(seed, Faults::all().none(), false);
     tokio::spawn(world.clone().drive());
@@ -133,30 +168,8 @@ async fn scenario(seed: u64, layout: Layout, how: Keeper) {
         k_zk.pause_get = Some((path.clone(), stall_gate.clone()));
     }
     k_zk.sets_sent = Some((path.clone(), sent.clone()));
-    let k_zk: Zk = Arc::new(k_zk);
     let lines = Arc::new(Mutex::new(Vec::<String>::new()));
-    let mut options = KeeperOptions::new(ROOT, "k1");
-    options.group = GROUP.to_string();
-    options.sizing = Sizing {
-        floor: 16,
-        cap: 16,
-        left_share: 1.0,
-        ..Sizing::default()
-    };
-    options.report = {
-        let lines = lines.clone();
-        Arc::new(move |line: &str| {
-            println!("k1: {line}");
-            lines.lock().unwrap().push(line.to_string());
-        })
-    };
-    let (_stop, stop_rx) = watch::channel(false);
-    let keeper = tokio::spawn(zooid::keeper::run(
-        k_zk.clone(),
-        DurableStore::Dir(records.clone().inline()),
-        options,
-        stop_rx,
-    ));
+    let (keeper, _stop) = start_keeper(Arc::new(k_zk), &records, &lines);
 
     let target = match how {
         Keeper::Free => {
@@ -324,14 +337,27 @@ async fn scenario(seed: u64, layout: Layout, how: Keeper) {
         .collect();
     println!("P holds {p_ids:?}; above K's first ceiling {target}: {above:?}");
 
-    // The wipe, and `zooid restore` in the maintenance window, then a raise durable first.
-    let op_zk = wipe(&world);
+    wipe_restore_and_check(&world, &records, &category, bounds, &p_ids).await;
+    keeper.abort();
+}
+
+/// The wipe, and `zooid restore` in the maintenance window from the record (if there is one),
+/// then a raise durable first; R, a fresh process, takes from the restored pool and must get
+/// none of the IDs P holds.
+async fn wipe_restore_and_check(
+    world: &World,
+    records: &DirRecords,
+    category: &IdCategory,
+    bounds: IdRange,
+    p_ids: &[IdRange],
+) {
+    let path = category.name().to_string();
+    let op_zk = wipe(world);
     let op = IdGeneratorService::on_zookeeper(op_zk, ServiceOptions::default());
     let Some(record) = records.read(&path).expect("read") else {
         // `zooid restore` restores the categories it has records of: none here, as for a
         // category that never had a ceiling (docs/DURABILITY.md: not covered).
         println!("no durable record: nothing to restore, nothing reissued from a record");
-        keeper.abort();
         return;
     };
     let recorded = record.ceiling;
@@ -341,7 +367,7 @@ async fn scenario(seed: u64, layout: Layout, how: Keeper) {
         .write(&bumped)
         .expect("durable record for the new history");
     let restored = op
-        .restore_category_in(&category, bounds, record.ceiling, epoch, record.layout())
+        .restore_category_in(category, bounds, record.ceiling, epoch, record.layout())
         .await;
     println!(
         "restore ceiling {} epoch {epoch} layout {:?}: {restored:?}",
@@ -353,16 +379,15 @@ async fn scenario(seed: u64, layout: Layout, how: Keeper) {
     records
         .write(&Record::new(&path, bounds, raised_to, bumped.fence).with_layout(record.layout()))
         .expect("durable raise");
-    op.raise_ceiling(&category, raised_to).await.expect("raise");
-    reopen(&world);
+    op.raise_ceiling(category, raised_to).await.expect("raise");
+    reopen(world);
 
     // R, a fresh process, takes from the restored pool.
     let r =
-        IdGeneratorService::on_zookeeper(SimSession::open(&world, 4, 4), ServiceOptions::default());
-    let r_set = r.take_ids(&category, 10).await.expect("R take");
+        IdGeneratorService::on_zookeeper(SimSession::open(world, 4, 4), ServiceOptions::default());
+    let r_set = r.take_ids(category, 10).await.expect("R take");
     println!("R (restored pool): {:?}", r_set.ranges());
-    keeper.abort();
-    let held = ids_of(&p_ids);
+    let held = ids_of(p_ids);
     let twice: Vec<i64> = ids_of(&r_set.ranges())
         .into_iter()
         .filter(|id| held.contains(id))
@@ -404,4 +429,101 @@ fn a_first_ceiling_of_a_single_node_whose_write_lost_to_a_take_does_not_reissue_
 fn a_first_ceiling_covers_what_was_handed_out_through_a_wipe() {
     run_scenario(scenario(47, Layout::HoleNodes { unit: 4 }, Keeper::Free));
     run_scenario(scenario(53, Layout::SingleNode, Keeper::Free));
+}
+
+/// A pool without a ceiling behind a durable record (ceiling 5; P took 1..=20 from the pool:
+/// a rollback of ZooKeeper to before the pool's first ceiling, or a record written by a keeper
+/// before this fix). K repairs it. Before this review the repair made `max(record, high water)
+/// + reserve` = 36 durable first while the pool still had no ceiling, then wrote the pool: K
+/// paused at its pool write found the record at 36 and takes free to pass it (the first
+/// scenario's wipe then reissues what they took). Now K writes no record while the pool has
+/// none: its first write is the provisional ceiling 0, the repair follows on a pool that hands
+/// out nothing more, and its record covers every ID P took, through a wipe.
+#[test]
+fn a_repair_of_a_pool_without_a_ceiling_writes_no_record_before_the_pool_has_one() {
+    run_scenario(async {
+        let world = World::new(59, Faults::all().none(), false);
+        tokio::spawn(world.clone().drive());
+        let admin: Zk = SimSession::open(&world, 0, 0);
+        let category = IdCategory::new("/ids/first").unwrap();
+        let path = category.name().to_string();
+        let bounds = IdRange::new(1, 1000).unwrap();
+        let creator = IdGeneratorService::on_zookeeper(admin.clone(), ServiceOptions::default());
+        creator
+            .create_category(
+                &category,
+                &CategorySpec::new(1, 1000).layout(Layout::SingleNode),
+            )
+            .await
+            .expect("create");
+        let p = IdGeneratorService::on_zookeeper(SimSession::open(&world, 2, 2), p_options());
+        let mut p_ids: Vec<IdRange> = Vec::new();
+        for _ in 0..2 {
+            let set = p.take_ids(&category, 10).await.expect("P take");
+            p_ids.extend(set.ranges().to_vec());
+        }
+        let old = creator.pool_info(&category).await.expect("info");
+        assert_eq!(old.ceiling, None, "guard: the pool has no ceiling");
+        assert_eq!(old.high_water, 20, "guard: P took 1..=20");
+        let dir = RecordDir::new("repair");
+        let records = DirRecords::open(&dir.0).expect("durable store");
+        let fence = zooid::durable::Fence {
+            generation: old.epoch,
+            token: 1,
+        };
+        records
+            .write(&Record::new(&path, bounds, 5, fence).with_layout(Layout::SingleNode))
+            .expect("the record the pool is behind");
+
+        // K pauses at its first pool write.
+        let first_gate = Gate::armed();
+        let mut k_zk = Flaky::over(SimSession::open(&world, 1, 1));
+        k_zk.pause_set = Some((path.clone(), first_gate.clone()));
+        let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+        let (keeper, _stop) = start_keeper(Arc::new(k_zk), &records, &lines);
+        first_gate.entered.notified().await;
+        let at_pause = records.read(&path).expect("read").expect("a record");
+        let pool = creator.pool_info(&category).await.expect("info");
+        println!(
+            "K paused at its first pool write: record {}, pool ceiling {:?}",
+            at_pause.ceiling, pool.ceiling
+        );
+        assert_eq!(pool.ceiling, None, "guard: the pool still has no ceiling");
+        assert_eq!(
+            at_pause.ceiling, 5,
+            "K made a record durable while the pool had no ceiling: takes may pass it until K's pool write lands"
+        );
+        first_gate.release.notify_one();
+
+        // K goes on: the repair lands; P takes until it waits at the ceiling or passes 40.
+        for _ in 0..300 {
+            if contains(&lines, "REPAIR category=") {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        assert!(
+            contains(&lines, "REPAIR category="),
+            "guard: K repaired the pool"
+        );
+        while p_ids.iter().map(|r| r.end()).max().unwrap_or(0) <= 40 {
+            match p.take_ids(&category, 10).await {
+                Ok(set) => p_ids.extend(set.ranges().to_vec()),
+                Err(err) => {
+                    println!("P: {err}");
+                    break;
+                }
+            }
+        }
+        let record = records.read(&path).expect("read").expect("a record");
+        let highest = p_ids.iter().map(|r| r.end()).max().unwrap_or(0);
+        println!("P holds {p_ids:?}; the record {}", record.ceiling);
+        assert!(
+            highest <= record.ceiling,
+            "P took {highest}, above the record {}",
+            record.ceiling
+        );
+        wipe_restore_and_check(&world, &records, &category, bounds, &p_ids).await;
+        keeper.abort();
+    });
 }
