@@ -117,7 +117,7 @@ pub const MAX_DATA_BYTES: usize = 64 * 1024;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ElectionOptions {
     /// The candidate's name, shown to observers: non-empty, at most [`MAX_NAME_BYTES`], no
-    /// newline.
+    /// newline or NUL.
     pub name: String,
     /// Opaque data shown to observers (e.g. an address), at most [`MAX_DATA_BYTES`].
     pub data: Vec<u8>,
@@ -242,7 +242,7 @@ impl Election {
     /// missing) on the session `zk`. Returns once the group node exists; the candidate node is
     /// created by a background task on the session's runtime, and the state starts Inactive.
     ///
-    /// Errors: `InvalidArgument` (path, empty or multi-line name), `TooLarge` (name or data),
+    /// Errors: `InvalidArgument` (path, empty or multi-line name, or one with a NUL), `TooLarge` (name or data),
     /// `ConnectionLost`/`Timeout` when the group node cannot be ensured, `Closed` when the session
     /// is closed. Must be called inside a tokio runtime.
     pub async fn join(zk: &Zk, group: &str, options: ElectionOptions) -> Result<Election> {
@@ -463,9 +463,10 @@ fn validate_group(group: &str) -> Result<()> {
 }
 
 fn validate_options(options: &ElectionOptions) -> Result<()> {
-    if options.name.is_empty() || options.name.contains('\n') {
+    // A NUL would end the name early for a C caller of `zooid_election_leader`.
+    if options.name.is_empty() || options.name.contains(['\n', '\0']) {
         return Err(ZooidError::InvalidArgument(format!(
-            "candidate name {:?}: must be non-empty and on one line",
+            "candidate name {:?}: must be non-empty, on one line, and without a NUL",
             options.name
         )));
     }

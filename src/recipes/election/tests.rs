@@ -32,6 +32,8 @@ fn options_and_groups_are_validated() {
     assert!(validate_options(&ElectionOptions::new("x")).is_ok());
     assert!(validate_options(&ElectionOptions::new("")).is_err());
     assert!(validate_options(&ElectionOptions::new("a\nb")).is_err());
+    let nul = validate_options(&ElectionOptions::new("a\0b")).unwrap_err();
+    assert!(nul.to_string().contains("NUL"), "{nul}");
     let mut big = ElectionOptions::new("x");
     big.data = vec![0; MAX_DATA_BYTES + 1];
     assert!(matches!(

@@ -433,9 +433,9 @@ fn a_first_ceiling_covers_what_was_handed_out_through_a_wipe() {
 
 /// A pool without a ceiling behind a durable record (ceiling 5; P took 1..=20 from the pool:
 /// a rollback of ZooKeeper to before the pool's first ceiling, or a record written by a keeper
-/// before this fix). K repairs it. Before this review the repair made `max(record, high water)
-/// + reserve` = 36 durable first while the pool still had no ceiling, then wrote the pool: K
-/// paused at its pool write found the record at 36 and takes free to pass it (the first
+/// before this fix). K repairs it. Before this review the repair made
+/// `max(record, high water) + reserve` = 36 durable first while the pool still had no ceiling,
+/// then wrote the pool: K paused at its pool write found the record at 36 and takes free to pass it (the first
 /// scenario's wipe then reissues what they took). Now K writes no record while the pool has
 /// none: its first write is the provisional ceiling 0, the repair follows on a pool that hands
 /// out nothing more, and its record covers every ID P took, through a wipe.

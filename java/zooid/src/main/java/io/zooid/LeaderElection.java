@@ -88,7 +88,7 @@ public final class LeaderElection extends NativeResource implements AutoCloseabl
      * LeaderState#INACTIVE}.
      *
      * @param name the candidate's name shown to observers: non-empty, at most 256 UTF-8 bytes, no
-     *     newline
+     *     newline or NUL
      * @param data bytes shown to observers (at most 64 KiB), or null for none
      * @param onPause what a suspension of the session means for a leader
      * @param listener called with every state change on this object's own thread, or null

@@ -140,6 +140,8 @@ class LeaderElectionTest {
             assertThrows(NullPointerException.class, () -> LeaderElection.join(service, null, "x"));
             assertThrows(IllegalArgumentException.class, () -> LeaderElection.join(service, "relative", "x"));
             assertThrows(IllegalArgumentException.class, () -> LeaderElection.join(service, group, ""));
+            // A NUL would cut the name short for a C caller asking who leads.
+            assertThrows(IllegalArgumentException.class, () -> LeaderElection.join(service, group, "a\0b"));
             // An unpaired surrogate is not turned into U+FFFD on the way in; a pair, or U+FFFD
             // itself, crosses unchanged.
             assertThrows(IllegalArgumentException.class, () -> LeaderElection.join(service, group, "x\ud800"));
