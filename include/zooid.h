@@ -1186,7 +1186,9 @@ zooid_status zooid_id_set_take_range(struct zooid_id_set *set,
 /**
  * Stops the source and pushes back every ID it holds, the prefetched batch included (waiting
  * for a refill in flight). Later `zooid_id_source_next` calls fail with `ZOOID_STATUS_CLOSED`.
- * If the push fails (store errors), the IDs stay with the source and close may be called again.
+ * If the push fails (store errors), the IDs stay with the source and close may be called again
+ * (freeing the source then pushes them back in the background). A close while another thread's
+ * close pushes waits for it; `ZOOID_STATUS_OK` means every ID is back.
  *
  * # Safety
  * `source` must be NULL or a live source.
@@ -1194,8 +1196,9 @@ zooid_status zooid_id_set_take_range(struct zooid_id_set *set,
 zooid_status zooid_id_source_close(const struct zooid_id_source *source);
 
 /**
- * Frees a source; NULL is accepted and ignored. A source not closed first pushes its IDs back
- * in the background, best effort (call `zooid_id_source_close` to know the outcome).
+ * Frees a source; NULL is accepted and ignored. A source not closed first, or whose close
+ * failed, pushes its IDs back in the background, best effort (call `zooid_id_source_close` to
+ * know the outcome).
  *
  * # Safety
  * `source` must be NULL or a source from `zooid_id_source_open` not yet freed, not in use by

@@ -175,6 +175,71 @@ fn a_failed_refill_surfaces_only_when_the_local_ids_run_out() {
     );
 }
 
+/// Closes while the server is down. The first close's push fails; a second close started while
+/// it pushes waits for it and fails too (it used to find nothing left and return `Ok` with no ID
+/// pushed back). With the server gone the push is usually in doubt (`OutcomeUnknown`: it may
+/// have been written before the connection went), and every later close says so again; when it
+/// was refused instead, the source keeps the IDs and, dropped once the server is back, pushes
+/// them back (the unit test `a_close_during_a_failed_close_fails_too_and_the_drop_pushes_the_ids_back`
+/// forces that case).
+#[test]
+fn a_close_during_a_failed_close_does_not_report_ok() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let service = connect(&zk.connect_string(), Duration::from_secs(2));
+    let category = IdCategory::new("/prefetch/failed-close").unwrap();
+    service
+        .create_category(&category, &CategorySpec::new(1, LAST))
+        .unwrap();
+    let options = SourceOptions {
+        initial_batch: 100,
+        min_batch: 100,
+        max_batch: 100,
+        retry_refill_after: Duration::from_secs(60),
+        ..SourceOptions::default()
+    };
+    let source = IdSource::open(&service, &category, options).unwrap();
+    let drawn: Vec<i64> = (0..5).map(|_| source.next().unwrap()).collect();
+    assert_eq!(source.stats().refills, 1, "guard: no refill started");
+    zk.stop();
+    let (first, second) = thread::scope(|s| {
+        let first = s.spawn(|| source.close());
+        thread::sleep(Duration::from_millis(300));
+        let second = s.spawn(|| source.close());
+        (first.join().unwrap(), second.join().unwrap())
+    });
+    eprintln!("closes with the server down: {first:?}, {second:?}");
+    assert!(first.is_err(), "guard: the server is down");
+    assert!(
+        second.is_err(),
+        "a close while another one pushed reported Ok with no ID pushed back: {second:?}"
+    );
+    zk.restart();
+    match &first {
+        Err(ZooidError::OutcomeUnknown { ids, .. }) => {
+            assert_eq!(ids.iter().map(|r| r.len()).sum::<u64>(), 95);
+            assert_eq!(second, first, "the second close names the push in doubt");
+            assert_eq!(source.close(), first, "a later close says it again");
+            drop(source);
+            let free = free(&service, &category);
+            assert!(
+                (LAST as u64 - 100..=LAST as u64 - 5).contains(&free),
+                "{free} free"
+            );
+        }
+        _ => {
+            assert_eq!(source.stats().local, 95, "the failed closes kept the IDs");
+            drop(source);
+            assert!(
+                wait_until(Duration::from_secs(20), || free(&service, &category)
+                    == LAST as u64 - drawn.len() as u64),
+                "the source dropped after its failed close did not push its IDs back: {} free",
+                free(&service, &category)
+            );
+        }
+    }
+}
+
 /// Fast consumption doubles the batch up to the maximum; slow consumption halves it down to the
 /// minimum.
 #[test]

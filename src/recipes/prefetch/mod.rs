@@ -79,6 +79,8 @@ impl<S: Store> IdSource<S> {
             since: Instant::now(),
             next: None,
             refilling: false,
+            pushing: false,
+            in_doubt: None,
             failure: None,
             closed: false,
             batch: options.initial_batch,
@@ -98,7 +100,7 @@ impl<S: Store> IdSource<S> {
                 options,
                 runtime,
                 state: Mutex::new(st),
-                refilled: Notify::new(),
+                settled: Notify::new(),
             }),
         })
     }
@@ -170,8 +172,11 @@ impl<S: Store> IdSource<S> {
 
     /// Stops the source and pushes back every ID it holds: the rest of the current batch and the
     /// prefetched one (after waiting for a refill in flight). Later calls of `next` fail with
-    /// `Closed`. If the push fails, the IDs stay with the source and `close` may be called
-    /// again; a second close after a successful one pushes nothing.
+    /// `Closed`. If the push fails, the IDs stay with the source: `close` may be called again,
+    /// and dropping the source pushes them back in the background. A close while another one
+    /// pushes waits for it and tries again what it could not push: `Ok` means every ID is back.
+    /// A close after a successful one pushes nothing and returns `Ok`; after one whose push
+    /// ended in doubt (`OutcomeUnknown`), it returns that error again.
     ///
     /// The close runs to its end on the source's runtime even if this future is dropped (a
     /// timeout around it): the IDs are pushed back then, the outcome only logged.
@@ -234,12 +239,19 @@ impl<S: Store> IdSource<S> {
 
 impl<S: Store> Drop for IdSource<S> {
     fn drop(&mut self) {
-        let unclosed = {
+        // Unclosed, or closed by a close whose push failed (it kept the IDs): either way the
+        // source still holds IDs, or a refill will bring some.
+        let (holding, closed) = {
             let st = self.shared.lock();
-            !st.closed && (st.local() > 0 || st.refilling)
+            (st.local() > 0 || st.refilling, st.closed)
         };
-        if unclosed {
-            tracing::warn!(category = %self.shared.category, "ID source dropped without close; pushing its IDs back in the background");
+        if holding {
+            let what = if closed {
+                "ID source dropped after a failed close"
+            } else {
+                "ID source dropped without close"
+            };
+            tracing::warn!(category = %self.shared.category, "{what}; pushing its IDs back in the background");
             let task = self.close_in_background();
             self.shared.runtime.spawn(task);
         }

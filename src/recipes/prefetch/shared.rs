@@ -30,6 +30,12 @@ pub(super) struct State {
     /// The prefetched batch.
     pub(super) next: Option<IdSet>,
     pub(super) refilling: bool,
+    /// A close is pushing back what it took from the state: another close waits for its
+    /// outcome before it looks (what it finds then is what the first could not push).
+    pub(super) pushing: bool,
+    /// The error of a close whose push is in doubt (its IDs handed to the push, not kept):
+    /// a later close that finds nothing to push reports it, not `Ok`.
+    pub(super) in_doubt: Option<ZooidError>,
     /// The last refill's error, kept for the caller that runs out, and when it happened.
     pub(super) failure: Option<(ZooidError, Instant)>,
     pub(super) closed: bool,
@@ -92,8 +98,8 @@ pub(super) struct Shared<S: Store> {
     pub(super) options: SourceOptions,
     pub(super) runtime: Handle,
     pub(super) state: Mutex<State>,
-    /// Woken when a refill ends, whether it succeeded or not.
-    pub(super) refilled: Notify,
+    /// Woken when a refill or a close's push ends, whether it succeeded or not.
+    pub(super) settled: Notify,
 }
 
 /// A refill in flight. Dropped unended, when its task ends unfinished (dropped with its runtime,
@@ -130,7 +136,7 @@ impl<S: Store> Drop for RefillGuard<S> {
         };
         st.failure = Some((err, Instant::now()));
         drop(st);
-        shared.refilled.notify_waiters();
+        shared.settled.notify_waiters();
     }
 }
 
@@ -271,7 +277,7 @@ impl<S: Store> Shared<S> {
             }
         }
         drop(st);
-        self.refilled.notify_waiters();
+        self.settled.notify_waiters();
     }
 
     /// Looks for local IDs with `take` until some arrive, waiting for refills.
@@ -288,7 +294,7 @@ impl<S: Store> Shared<S> {
             Step::Wait => {}
         }
         loop {
-            let mut notified = pin!(self.refilled.notified());
+            let mut notified = pin!(self.settled.notified());
             notified.as_mut().enable();
             match self.poll(&mut waited, &take) {
                 Step::Got(got) => return Ok(got),
@@ -298,18 +304,20 @@ impl<S: Store> Shared<S> {
         }
     }
 
-    /// Stops handing out IDs, waits for an in-flight refill, and pushes back every local ID and
-    /// `unused`.
+    /// Stops handing out IDs, waits for an in-flight refill and for another close's push, and
+    /// pushes back every local ID and `unused`. `Ok` means every ID the source held is pushed
+    /// back, by this close or by the one it waited for.
     pub(super) async fn close(&self, unused: &[IdRange]) -> Result<()> {
         let mut ranges = loop {
-            let mut notified = pin!(self.refilled.notified());
+            let mut notified = pin!(self.settled.notified());
             notified.as_mut().enable();
             let taken = {
                 let mut st = self.lock();
                 st.closed = true;
-                if st.refilling {
+                if st.refilling || st.pushing {
                     None
                 } else {
+                    st.pushing = true;
                     let mut ranges = st.current.ranges();
                     if let Some(next) = st.next.take() {
                         ranges.extend(next.ranges());
@@ -324,15 +332,20 @@ impl<S: Store> Shared<S> {
                 None => notified.await,
             }
         };
+        // Ended however the push goes (a panic included): the closes waiting for it look again.
+        let pushing = Pushing { shared: self };
         ranges.extend_from_slice(unused);
+        if ranges.is_empty() {
+            drop(pushing);
+            return self.lock().in_doubt.clone().map_or(Ok(()), Err);
+        }
         ranges.sort_unstable();
         let mut rest = IdSet::new(self.category.clone(), ranges);
         let count = rest.count_ids();
         let result = self.service.push_ids(&mut rest).await;
         if result.is_err() && rest.has_more_ids() {
-            // Nothing was pushed: keep the IDs so that another close can try again, together
-            // with those another close kept meanwhile (closes at once each take what is there
-            // and put back what they could not push).
+            // Nothing was pushed: keep the IDs so that another close (or the drop of the
+            // source) can try again.
             let mut st = self.lock();
             let mut kept = st.current.ranges();
             kept.extend(rest.ranges());
@@ -341,9 +354,24 @@ impl<S: Store> Shared<S> {
                 IdSet::new(self.category.clone(), kept),
                 self.options.refill_when_used,
             );
-        } else if result.is_ok() {
+        } else if let Err(err) = &result {
+            self.lock().in_doubt = Some(err.clone());
+        } else {
             tracing::debug!(category = %self.category, pushed = count, "ID source closed");
         }
+        drop(pushing);
         result
+    }
+}
+
+/// A close's push in flight; its drop ends it and wakes the closes waiting for it.
+struct Pushing<'a, S: Store> {
+    shared: &'a Shared<S>,
+}
+
+impl<S: Store> Drop for Pushing<'_, S> {
+    fn drop(&mut self) {
+        self.shared.lock().pushing = false;
+        self.shared.settled.notify_waiters();
     }
 }

@@ -1,4 +1,7 @@
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+
+use tokio::sync::Notify;
 
 use super::*;
 use crate::alloc::ServiceOptions;
@@ -245,4 +248,173 @@ fn a_refill_dropped_unfinished_does_not_hold_up_close() {
         free
     });
     assert_eq!(free, expected);
+}
+
+/// A memory store whose writes (`set`, `replace`: a take's or a push's) can be held at a gate
+/// or refused (nothing written), for the closes below.
+#[derive(Clone, Default)]
+struct Gated(Arc<GatedControl>);
+
+#[derive(Default)]
+struct GatedControl {
+    inner: crate::store::MemoryStore,
+    /// The next write waits for `release` (after notifying `held`).
+    hold: AtomicBool,
+    held: Notify,
+    release: Notify,
+    /// Writes are refused.
+    refuse: AtomicBool,
+}
+
+impl Gated {
+    async fn gate(&self) -> std::result::Result<(), crate::store::StoreError> {
+        if self.0.hold.swap(false, Ordering::SeqCst) {
+            self.0.held.notify_one();
+            self.0.release.notified().await;
+        }
+        if self.0.refuse.load(Ordering::SeqCst) {
+            return Err(crate::store::StoreError::Refused(
+                "refused by the test".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Store for Gated {
+    async fn get(
+        &self,
+        path: &str,
+    ) -> std::result::Result<crate::store::Versioned, crate::store::StoreError> {
+        self.0.inner.get(path).await
+    }
+    async fn create(
+        &self,
+        path: &str,
+        data: &[u8],
+    ) -> std::result::Result<(), crate::store::StoreError> {
+        self.0.inner.create(path, data).await
+    }
+    async fn set(
+        &self,
+        path: &str,
+        data: &[u8],
+        expected: i32,
+        planned: crate::store::ReadOn,
+    ) -> std::result::Result<i32, crate::store::StoreError> {
+        self.gate().await?;
+        self.0.inner.set(path, data, expected, planned).await
+    }
+    async fn replace(
+        &self,
+        path: &str,
+        data: &[u8],
+        expected: i32,
+        planned: crate::store::ReadOn,
+    ) -> std::result::Result<Option<i64>, crate::store::StoreError> {
+        self.gate().await?;
+        self.0.inner.replace(path, data, expected, planned).await
+    }
+    fn read_on(&self) -> crate::store::ReadOn {
+        self.0.inner.read_on()
+    }
+    async fn sync(&self, path: &str) -> std::result::Result<(), crate::store::StoreError> {
+        self.0.inner.sync(path).await
+    }
+    async fn children(
+        &self,
+        path: &str,
+    ) -> std::result::Result<Vec<String>, crate::store::StoreError> {
+        self.0.inner.children(path).await
+    }
+    async fn delete(
+        &self,
+        path: &str,
+        expected: i32,
+    ) -> std::result::Result<(), crate::store::StoreError> {
+        self.0.inner.delete(path, expected).await
+    }
+}
+
+/// A close while another one pushes waits for it: when the first push is refused (the IDs kept),
+/// the second tries them again and reports its own failure, not `Ok` with every ID unpushed.
+/// Dropped after those failed closes, the source pushes its IDs back in the background.
+#[tokio::test(flavor = "current_thread")]
+async fn a_close_during_a_failed_close_fails_too_and_the_drop_pushes_the_ids_back() {
+    let store = Gated::default();
+    let service = Arc::new(IdGeneratorService::with_store(
+        store.clone(),
+        ServiceOptions::default(),
+    ));
+    let category = IdCategory::new("/prefetch/gated").unwrap();
+    service
+        .create_category(&category, &crate::alloc::CategorySpec::new(1, 1_000_000))
+        .await
+        .unwrap();
+    let options = SourceOptions {
+        initial_batch: 100,
+        min_batch: 100,
+        max_batch: 100,
+        ..SourceOptions::default()
+    };
+    let source = Arc::new(
+        IdSource::open(Arc::clone(&service), category.clone(), options)
+            .await
+            .unwrap(),
+    );
+    for _ in 0..5 {
+        assert!(source.try_next().unwrap().is_some());
+    }
+    assert!(!source.stats().refilling, "guard: no refill due yet");
+
+    // The first close's push is held; a second close starts meanwhile.
+    store.0.hold.store(true, Ordering::SeqCst);
+    let first = tokio::spawn({
+        let source = Arc::clone(&source);
+        async move { source.close().await }
+    });
+    store.0.held.notified().await;
+    let second = tokio::spawn({
+        let source = Arc::clone(&source);
+        async move { source.close().await }
+    });
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    assert!(
+        !second.is_finished(),
+        "a close ended while another one's push was in flight: {:?}",
+        second.await
+    );
+    // The held push is refused: nothing written, the IDs stay with the source.
+    store.0.refuse.store(true, Ordering::SeqCst);
+    store.0.release.notify_one();
+    let first = first.await.unwrap();
+    let second = second.await.unwrap();
+    assert!(
+        matches!(first, Err(ZooidError::Store { .. })),
+        "guard: {first:?}"
+    );
+    assert!(
+        second.is_err(),
+        "the second close reported Ok with the IDs unpushed"
+    );
+    assert_eq!(source.stats().local, 95, "the failed closes kept the IDs");
+
+    // Writes accepted again: the source dropped after its failed closes pushes its IDs back.
+    store.0.refuse.store(false, Ordering::SeqCst);
+    drop(Arc::into_inner(source).expect("the only reference"));
+    let expected = 1_000_000 - 5;
+    let mut free = 0;
+    for _ in 0..500 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        free = service.pool_info(&category).await.unwrap().free_count;
+        if free == expected {
+            break;
+        }
+    }
+    assert_eq!(
+        free, expected,
+        "the source dropped after a failed close did not push its IDs back"
+    );
 }

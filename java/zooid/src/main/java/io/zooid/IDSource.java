@@ -101,7 +101,8 @@ public final class IDSource extends NativeResource implements AutoCloseable {
      * source. Closing again does nothing.
      *
      * <p>If the push fails, the IDs stay with the source, {@code next()} throws {@link
-     * IllegalStateException}, and close may be called again.
+     * IllegalStateException}, and close may be called again. A close returns normally only when
+     * every ID is back.
      */
     @Override
     public synchronized void close() throws IDGeneratorException {
