@@ -34,8 +34,9 @@ impl zooid_id_set {
         }
     }
 
-    /// The set, held until the guard drops. A panic while it was held left it whole: every
-    /// change of a set is one step (a take, a push's emptying).
+    /// The set, held until the guard drops. A panic while it was held left it consistent: every
+    /// change of a set is one step (a take; a push empties it before it sends anything, so a
+    /// push that panicked leaves nothing to push again).
     fn lock(&self) -> MutexGuard<'_, SetState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }

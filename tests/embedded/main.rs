@@ -2,3 +2,4 @@
 
 mod behaviour;
 mod blocking;
+mod panics;

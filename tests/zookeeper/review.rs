@@ -208,10 +208,12 @@ fn a_repair_starts_fresh_blocks_above_the_claimed_frontier() {
     });
 }
 
-/// Finding 2. The keeper's first durable ceiling of a block category is planned on the blocks
+/// Finding 2. The keeper's first durable ceiling of a block category was planned on the blocks
 /// claimed when it read; claims do not change the pool node's version, so claims landing
-/// between that read and the keeper's pool write hand out IDs the record does not cover (a wipe
-/// then reissues them). The keeper is held right after its durable write while a process takes.
+/// between that read and the keeper's pool write handed out IDs the record does not cover (a
+/// wipe then reissues them). The keeper is held right after its durable write while a process
+/// takes: the pool holds the provisional ceiling 0 by then, so the takes wait for the raise,
+/// and every ID handed out is at or below the record.
 #[test]
 fn the_first_ceiling_of_a_block_category_covers_claims_made_meanwhile() {
     support::init_tracing();
@@ -238,30 +240,46 @@ fn the_first_ceiling_of_a_block_category_covers_claims_made_meanwhile() {
                 .recv_timeout(Duration::from_secs(20))
                 .expect("the keeper made a first ceiling durable")
         });
-        // Held between its durable write and its pool write: takes go on.
+        // Held between its durable write and its pool write. The pool got the provisional
+        // ceiling 0 before anything was made durable, so no claim lands meanwhile: takes wait
+        // for the raise.
+        let held = svc.pool_info(&cat).await.unwrap();
+        assert_eq!(
+            held.ceiling,
+            Some(0),
+            "the provisional ceiling comes before the durable write"
+        );
         let mut seen = BTreeSet::new();
-        for _ in 0..10 {
-            let set = svc.take_ids(&cat, 500).await.unwrap();
-            no_duplicate(&mut seen, &set, "while the keeper is held");
+        let (sets, handed_out_while_held) = tokio::join!(
+            async {
+                let mut sets = Vec::new();
+                for _ in 0..10 {
+                    sets.push(svc.take_ids(&cat, 500).await.unwrap());
+                }
+                sets
+            },
+            async {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                let info = svc.pool_info(&cat).await.unwrap();
+                release_tx.send(()).unwrap();
+                info.high_water
+            }
+        );
+        assert_eq!(
+            handed_out_while_held, 0,
+            "blocks claimed while the keeper was between its durable write and its pool write"
+        );
+        for set in &sets {
+            no_duplicate(&mut seen, set, "after the keeper's release");
         }
-        let top = *seen.iter().max().unwrap();
-        release_tx.send(()).unwrap();
-        // The first ceiling the keeper wrote (it raises again at once when it finds no headroom,
-        // so its own line tells what the pool got first).
+        // The first real ceiling the keeper wrote, above the provisional 0.
         let raised = keeper
-            .wait("raised category=/review2/c ceiling none -> ", Duration::from_secs(20))
+            .wait(
+                "raised category=/review2/c ceiling 0 -> ",
+                Duration::from_secs(20),
+            )
             .await;
         eprintln!("{raised}");
-        let first: i64 = raised
-            .split("ceiling none -> ")
-            .nth(1)
-            .and_then(|rest| rest.split(' ').next())
-            .and_then(|c| c.parse().ok())
-            .expect("the first ceiling in the keeper's line");
-        assert!(
-            first >= top,
-            "the first durable ceiling {first} lies below ID {top}, handed out while the keeper wrote it"
-        );
         let durable = DurableStore::open(records.to_str().unwrap()).unwrap();
         // More takes under the keeper's ceiling.
         for _ in 0..4 {

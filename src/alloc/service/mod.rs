@@ -218,18 +218,24 @@ impl<S: Store> IdGeneratorService<S> {
     /// Nothing changes, and `ids` is kept, when an ID lies outside the category's bounds
     /// (`OutOfBounds`), is already free (`AlreadyFree`), or the pool would outgrow its size
     /// limit (`PoolFull`). On `OutcomeUnknown` the push is not repeated and `ids` is emptied.
+    ///
+    /// `ids` is emptied before anything is sent and given its IDs back only on an error that
+    /// proves nothing was written: a push that ends otherwise (a panic below it, its future
+    /// dropped) leaves nothing to push a second time, since a push sent twice can free IDs
+    /// another process took in between.
     pub async fn push_ids(&self, ids: &mut IdSet) -> Result<()> {
         let ranges = ids.ranges();
         if ranges.is_empty() {
             return Ok(());
         }
         let category = ids.category().clone();
+        let held = std::mem::replace(ids, IdSet::new(category.clone(), Vec::new()));
         let push = dispatch::push(&self.core, &category, &ranges);
         let result = self
             .observed(category.name(), "push", |r| count_of(r), push)
             .await;
-        if matches!(result, Ok(_) | Err(ZooidError::OutcomeUnknown { .. })) {
-            ids.clear();
+        if !matches!(result, Ok(_) | Err(ZooidError::OutcomeUnknown { .. })) {
+            *ids = held;
         }
         result.map(drop)
     }

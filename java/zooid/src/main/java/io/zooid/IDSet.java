@@ -170,8 +170,12 @@ public final class IDSet {
             if (rest.length > 0) {
                 try {
                     pusher.push(rest);
-                } catch (OutcomeUnknownException e) {
-                    consume();
+                } catch (IDGeneratorException e) {
+                    // A push in doubt, or one the native side panicked in (it may have been
+                    // sent), is never sent again: a second one could free IDs taken meanwhile.
+                    if (e instanceof OutcomeUnknownException || e.getCode() == ErrorCode.PANIC) {
+                        consume();
+                    }
                     throw e;
                 }
             }

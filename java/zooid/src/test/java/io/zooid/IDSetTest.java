@@ -72,6 +72,15 @@ class IDSetTest {
         assertEquals(10, failing.countIDs(), "a failed push keeps the IDs");
         failing.push(pushed::add);
         assertEquals(2, pushed.size());
+        // A push the native side panicked in may have been sent: never sent again.
+        IDSet panicked = new IDSet(CAT, new long[] {1, 10});
+        IDGeneratorException p = assertThrows(IDGeneratorException.class, () -> panicked.push(r -> {
+            throw new IDGeneratorException(ErrorCode.PANIC, "a panic in the push", "/c");
+        }));
+        assertEquals(ErrorCode.PANIC, p.getCode());
+        assertEquals(0, panicked.countIDs(), "a push that panicked left its IDs to push again");
+        assertThrows(IllegalStateException.class, () -> panicked.push(pushed::add));
+        assertEquals(2, pushed.size());
     }
 
     @Test
