@@ -154,12 +154,6 @@ impl IdSet {
     pub fn original_ranges(&self) -> &[IdRange] {
         &self.ranges
     }
-
-    /// Marks every remaining ID as used (after they were pushed back).
-    pub(crate) fn clear(&mut self) {
-        self.pos = self.ranges.len();
-        self.next = 0;
-    }
 }
 
 #[cfg(test)]

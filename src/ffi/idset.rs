@@ -54,6 +54,9 @@ impl zooid_id_set {
                 ),
             }));
         }
+        // Consumed before the push: one that panics (and may have been sent) leaves the set
+        // pushed, so a second push fails with `Closed` rather than reporting success.
+        state.pushed = true;
         let pushed = service.push_ids(&mut state.set);
         state.pushed = matches!(pushed, Ok(()) | Err(ZooidError::OutcomeUnknown { .. }));
         Ok(pushed?)

@@ -68,7 +68,8 @@ impl FileStore {
         };
         tokio::task::spawn_blocking(run)
             .await
-            .map_err(|e| StoreError::Refused(format!("file store task failed: {e}")))?
+            // A task that panicked may have stopped after its rename: not a refusal.
+            .map_err(|e| StoreError::Unknown(format!("file store task failed: {e}")))?
     }
 }
 
@@ -114,9 +115,13 @@ impl Nodes for FileNodes<'_> {
         file.write_all(&node.data).map_err(io_error)?;
         file.sync_all().map_err(io_error)?;
         fs::rename(&tmp, dir.join(NODE_FILE)).map_err(io_error)?;
-        File::open(&dir)
-            .and_then(|d| d.sync_all())
-            .map_err(io_error)
+        // The write has applied once renamed: a failure now is not a refusal (a caller told
+        // "nothing written" would send the same write again).
+        File::open(&dir).and_then(|d| d.sync_all()).map_err(|e| {
+            StoreError::Unknown(format!(
+                "file store: node {path} written, its directory not synced: {e}"
+            ))
+        })
     }
 
     fn remove(&mut self, path: &str) -> Result<(), StoreError> {

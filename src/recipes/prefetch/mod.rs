@@ -239,11 +239,12 @@ impl<S: Store> IdSource<S> {
 
 impl<S: Store> Drop for IdSource<S> {
     fn drop(&mut self) {
-        // Unclosed, or closed by a close whose push failed (it kept the IDs): either way the
-        // source still holds IDs, or a refill will bring some.
+        // Unclosed, or closed by a close whose push failed (it kept the IDs) or is still
+        // pushing (it may yet fail and keep them): the background close waits for that push and
+        // pushes what it kept.
         let (holding, closed) = {
             let st = self.shared.lock();
-            (st.local() > 0 || st.refilling, st.closed)
+            (st.local() > 0 || st.refilling || st.pushing, st.closed)
         };
         if holding {
             let what = if closed {

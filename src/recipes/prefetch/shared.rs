@@ -333,9 +333,13 @@ impl<S: Store> Shared<S> {
             }
         };
         // Ended however the push goes (a panic included): the closes waiting for it look again.
-        let pushing = Pushing { shared: self };
+        let mut pushing = Pushing {
+            shared: self,
+            finished: false,
+        };
         ranges.extend_from_slice(unused);
         if ranges.is_empty() {
+            pushing.finished = true;
             drop(pushing);
             return self.lock().in_doubt.clone().map_or(Ok(()), Err);
         }
@@ -359,19 +363,38 @@ impl<S: Store> Shared<S> {
         } else {
             tracing::debug!(category = %self.category, pushed = count, "ID source closed");
         }
+        pushing.finished = true;
         drop(pushing);
-        result
+        // An earlier close's push in doubt is not made good by this one.
+        match (result, self.lock().in_doubt.clone()) {
+            (Ok(()), Some(earlier)) => Err(earlier),
+            (result, _) => result,
+        }
     }
 }
 
-/// A close's push in flight; its drop ends it and wakes the closes waiting for it.
+/// A close's push in flight; its drop ends it and wakes the closes waiting for it. Dropped
+/// unfinished (the close's task dropped with its runtime, or a panic in the push), the push is
+/// in doubt: later closes say so rather than `Ok`.
 struct Pushing<'a, S: Store> {
     shared: &'a Shared<S>,
+    finished: bool,
 }
 
 impl<S: Store> Drop for Pushing<'_, S> {
     fn drop(&mut self) {
-        self.shared.lock().pushing = false;
+        let mut st = self.shared.lock();
+        st.pushing = false;
+        if !self.finished && st.in_doubt.is_none() {
+            st.in_doubt = Some(ZooidError::Closed {
+                what: format!(
+                    "the ID source of {}: a close stopped midway through its push, the IDs it \
+                     was pushing back may be leaked",
+                    self.shared.category
+                ),
+            });
+        }
+        drop(st);
         self.shared.settled.notify_waiters();
     }
 }

@@ -1,4 +1,4 @@
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -262,8 +262,10 @@ struct GatedControl {
     hold: AtomicBool,
     held: Notify,
     release: Notify,
-    /// Writes are refused.
-    refuse: AtomicBool,
+    /// This many writes are refused (`usize::MAX`: all).
+    refuse: AtomicUsize,
+    /// Writes panic.
+    panic: AtomicBool,
 }
 
 impl Gated {
@@ -272,7 +274,20 @@ impl Gated {
             self.0.held.notify_one();
             self.0.release.notified().await;
         }
-        if self.0.refuse.load(Ordering::SeqCst) {
+        assert!(
+            !self.0.panic.load(Ordering::SeqCst),
+            "the store panics on a write (the test's fault)"
+        );
+        let refused = self
+            .0
+            .refuse
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| match n {
+                0 => None,
+                usize::MAX => Some(usize::MAX),
+                n => Some(n - 1),
+            })
+            .is_ok();
+        if refused {
             return Err(crate::store::StoreError::Refused(
                 "refused by the test".into(),
             ));
@@ -387,7 +402,7 @@ async fn a_close_during_a_failed_close_fails_too_and_the_drop_pushes_the_ids_bac
         second.await
     );
     // The held push is refused: nothing written, the IDs stay with the source.
-    store.0.refuse.store(true, Ordering::SeqCst);
+    store.0.refuse.store(usize::MAX, Ordering::SeqCst);
     store.0.release.notify_one();
     let first = first.await.unwrap();
     let second = second.await.unwrap();
@@ -402,7 +417,7 @@ async fn a_close_during_a_failed_close_fails_too_and_the_drop_pushes_the_ids_bac
     assert_eq!(source.stats().local, 95, "the failed closes kept the IDs");
 
     // Writes accepted again: the source dropped after its failed closes pushes its IDs back.
-    store.0.refuse.store(false, Ordering::SeqCst);
+    store.0.refuse.store(0, Ordering::SeqCst);
     drop(Arc::into_inner(source).expect("the only reference"));
     let expected = 1_000_000 - 5;
     let mut free = 0;
@@ -416,5 +431,96 @@ async fn a_close_during_a_failed_close_fails_too_and_the_drop_pushes_the_ids_bac
     assert_eq!(
         free, expected,
         "the source dropped after a failed close did not push its IDs back"
+    );
+}
+
+/// A source over a [`Gated`] store with 100 IDs, 5 of them handed out.
+async fn gated_source() -> (Gated, Arc<IdGeneratorService<Gated>>, Arc<IdSource<Gated>>) {
+    let store = Gated::default();
+    let service = Arc::new(IdGeneratorService::with_store(
+        store.clone(),
+        ServiceOptions::default(),
+    ));
+    let category = IdCategory::new("/prefetch/gated").unwrap();
+    service
+        .create_category(&category, &crate::alloc::CategorySpec::new(1, 1_000_000))
+        .await
+        .unwrap();
+    let options = SourceOptions {
+        initial_batch: 100,
+        min_batch: 100,
+        max_batch: 100,
+        ..SourceOptions::default()
+    };
+    let source = Arc::new(
+        IdSource::open(Arc::clone(&service), category, options)
+            .await
+            .unwrap(),
+    );
+    for _ in 0..5 {
+        assert!(source.try_next().unwrap().is_some());
+    }
+    (store, service, source)
+}
+
+/// A close whose push panicked (it may have been sent) leaves the push in doubt: a later close
+/// says so, whether it finds nothing to push or pushes other IDs successfully, rather than `Ok`.
+#[tokio::test(flavor = "current_thread")]
+async fn a_close_after_one_that_stopped_midway_does_not_report_ok() {
+    let (store, _service, source) = gated_source().await;
+    let run = source.try_next_run(2).unwrap().expect("a run");
+    store.0.panic.store(true, Ordering::SeqCst);
+    let first = tokio::spawn({
+        let source = Arc::clone(&source);
+        async move { source.close().await }
+    })
+    .await;
+    assert!(
+        first.is_err_and(|e| e.is_panic()),
+        "guard: the push panicked"
+    );
+    store.0.panic.store(false, Ordering::SeqCst);
+    let again = source.close().await;
+    assert!(
+        matches!(again, Err(ZooidError::Closed { .. })),
+        "a close after one that stopped midway: {again:?}"
+    );
+    let returning = source.close_returning(&[run]).await;
+    assert!(
+        matches!(returning, Err(ZooidError::Closed { .. })),
+        "a close that pushed other IDs: {returning:?}"
+    );
+}
+
+/// A source dropped while a close pushes (its caller gave up on it) whose push then fails and
+/// keeps the IDs: the drop's background close waits for that push and pushes them back.
+#[tokio::test(flavor = "current_thread")]
+async fn a_source_dropped_while_its_close_pushes_gets_the_ids_back_if_that_push_fails() {
+    let (store, service, source) = gated_source().await;
+    let category = source.category().clone();
+    store.0.hold.store(true, Ordering::SeqCst);
+    {
+        let mut close = std::pin::pin!(source.close());
+        let polled =
+            std::future::poll_fn(|cx| std::task::Poll::Ready(close.as_mut().poll(cx))).await;
+        assert!(polled.is_pending(), "guard: the close's task is spawned");
+    }
+    store.0.held.notified().await;
+    drop(Arc::into_inner(source).expect("the only reference"));
+    // The held push is refused (nothing written, the IDs kept); the next write goes through.
+    store.0.refuse.store(1, Ordering::SeqCst);
+    store.0.release.notify_one();
+    let expected = 1_000_000 - 5;
+    let mut free = 0;
+    for _ in 0..500 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        free = service.pool_info(&category).await.unwrap().free_count;
+        if free == expected {
+            break;
+        }
+    }
+    assert_eq!(
+        free, expected,
+        "the IDs of a close that failed after its source was dropped stayed unpushed"
     );
 }

@@ -170,10 +170,15 @@ public final class IDSet {
             if (rest.length > 0) {
                 try {
                     pusher.push(rest);
-                } catch (IDGeneratorException e) {
-                    // A push in doubt, or one the native side panicked in (it may have been
-                    // sent), is never sent again: a second one could free IDs taken meanwhile.
-                    if (e instanceof OutcomeUnknownException || e.getCode() == ErrorCode.PANIC) {
+                } catch (Throwable e) {
+                    // Kept only when the native side said nothing was written. A push in doubt,
+                    // one the native side panicked in, or one that ended in anything but a
+                    // zooid error (it may have been sent) is never sent again: a second one
+                    // could free IDs taken meanwhile.
+                    boolean refused = e instanceof IDGeneratorException
+                            && !(e instanceof OutcomeUnknownException)
+                            && ((IDGeneratorException) e).getCode() != ErrorCode.PANIC;
+                    if (!refused) {
                         consume();
                     }
                     throw e;

@@ -80,6 +80,12 @@ class IDSetTest {
         assertEquals(ErrorCode.PANIC, p.getCode());
         assertEquals(0, panicked.countIDs(), "a push that panicked left its IDs to push again");
         assertThrows(IllegalStateException.class, () -> panicked.push(pushed::add));
+        // So is one that ended in anything but a zooid error.
+        IDSet odd = new IDSet(CAT, new long[] {1, 10});
+        assertThrows(IllegalStateException.class, () -> odd.push(r -> {
+            throw new IllegalStateException("not a zooid error");
+        }));
+        assertEquals(0, odd.countIDs(), "a push that ended oddly left its IDs to push again");
         assertEquals(2, pushed.size());
     }
 
