@@ -356,30 +356,8 @@ impl Store for Gated {
 /// Dropped after those failed closes, the source pushes its IDs back in the background.
 #[tokio::test(flavor = "current_thread")]
 async fn a_close_during_a_failed_close_fails_too_and_the_drop_pushes_the_ids_back() {
-    let store = Gated::default();
-    let service = Arc::new(IdGeneratorService::with_store(
-        store.clone(),
-        ServiceOptions::default(),
-    ));
-    let category = IdCategory::new("/prefetch/gated").unwrap();
-    service
-        .create_category(&category, &crate::alloc::CategorySpec::new(1, 1_000_000))
-        .await
-        .unwrap();
-    let options = SourceOptions {
-        initial_batch: 100,
-        min_batch: 100,
-        max_batch: 100,
-        ..SourceOptions::default()
-    };
-    let source = Arc::new(
-        IdSource::open(Arc::clone(&service), category.clone(), options)
-            .await
-            .unwrap(),
-    );
-    for _ in 0..5 {
-        assert!(source.try_next().unwrap().is_some());
-    }
+    let (store, service, source) = gated_source().await;
+    let category = source.category().clone();
     assert!(!source.stats().refilling, "guard: no refill due yet");
 
     // The first close's push is held; a second close starts meanwhile.

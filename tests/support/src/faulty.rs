@@ -22,6 +22,8 @@ pub enum Fault {
     OthersWriteThenLoseRequest(u32),
     /// Another client takes one ID first, so this write meets a version conflict.
     OtherWinsRace,
+    /// Apply the write, then panic (a bug below the caller, after its request went out).
+    PanicAfterApply,
 }
 
 /// Wraps a store; faults are consumed one per write (`set` or `replace`), in order.
@@ -144,6 +146,10 @@ impl<S: Store> FaultyStore<S> {
             Fault::OtherWinsRace => {
                 self.foreign_take(path).await;
                 return self.pass_on(path, write).await;
+            }
+            Fault::PanicAfterApply => {
+                self.pass_on(path, write).await?;
+                panic!("injected: a panic after the write applied");
             }
         }
         Err(StoreError::Unknown("injected: reply lost".into()))
