@@ -10,8 +10,9 @@ use super::state::{PoolIdentity, Slot, Strategy};
 use super::{holes, single};
 use crate::error::{Result, ZooidError};
 use crate::idset::IdCategory;
-use crate::range::{IdRange, RangeSet};
+use crate::range::{IdRange, InsertError, RangeSet};
 use crate::retry::Budget;
+use crate::stats::Recorder;
 use crate::store::Store;
 
 /// A take of up to `n` IDs that, at the category's ceiling, waits for the keeper to raise it
@@ -98,7 +99,7 @@ async fn take_held<S: Store>(
         match served {
             Ok(Taken::Ids(mut ids)) => {
                 taken.append(&mut ids);
-                return Ok(merged(category, taken));
+                return merged(&core.stats, category, taken);
             }
             Ok(Taken::Moved(ref mut ids)) => taken.append(ids),
             Err(_) => break,
@@ -109,7 +110,7 @@ async fn take_held<S: Store>(
         Err(ZooidError::Exhausted { .. } | ZooidError::ReservationExhausted { .. })
             if !taken.is_empty() =>
         {
-            Ok(merged(category, taken))
+            merged(&core.stats, category, taken)
         }
         Err(err) => {
             leak_taken(core, category, slot, taken).await;
@@ -203,19 +204,60 @@ async fn wait_for_raise<S: Store>(core: &Core<S>, category: &IdCategory, limit: 
 const LAYOUT_CHANGES: usize = 3;
 
 /// A take's ranges in ascending order, merged: holes and fresh blocks side by side make one.
-fn merged(category: &IdCategory, ranges: Vec<IdRange>) -> Vec<IdRange> {
+/// Ranges that overlap (the store handed one ID to two of this take's claims, which the
+/// protocol rules out) fail the take: nothing is handed out, the IDs are leaked (giving them
+/// back could free IDs another process holds).
+fn merged(stats: &Recorder, category: &IdCategory, ranges: Vec<IdRange>) -> Result<Vec<IdRange>> {
     let mut merged = RangeSet::new();
     match merged.insert_all(&ranges) {
-        Ok(()) => merged.ranges().to_vec(),
-        Err(overlap) => {
-            // Cannot happen (what a take gets is disjoint); say so loudly if it does.
+        Ok(()) => Ok(merged.ranges().to_vec()),
+        Err(InsertError::Overlap(overlap)) => {
+            stats.leaked(category.name(), count_of(&ranges));
             tracing::error!(
                 category = category.name(),
                 ?overlap,
                 ?ranges,
-                "a take's ranges overlap"
+                "a take's ranges overlap; none handed out"
             );
-            ranges
+            Err(ZooidError::WentBackwards {
+                what: format!("the store of category {}", category.name()),
+                reason: format!(
+                    "one take got IDs {overlap} from two claims (ranges {ranges:?}); none of its IDs \
+                     is handed out, they are leaked"
+                ),
+            })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn category() -> IdCategory {
+        IdCategory::new("/dispatch/did").unwrap()
+    }
+
+    #[test]
+    fn a_take_of_disjoint_ranges_is_merged_in_order() {
+        let stats = Recorder::default();
+        let ranges = vec![IdRange::new(11, 20).unwrap(), IdRange::new(1, 10).unwrap()];
+        let merged = merged(&stats, &category(), ranges).unwrap();
+        assert_eq!(merged, vec![IdRange::new(1, 20).unwrap()]);
+        assert_eq!(stats.snapshot().ids_leaked, 0);
+    }
+
+    /// An overlap within one take (the store handed an ID to two of its claims) fails the take
+    /// and hands nothing out; before, the overlapping ranges went to the caller as they were.
+    #[test]
+    fn a_take_whose_ranges_overlap_hands_nothing_out() {
+        let stats = Recorder::default();
+        let ranges = vec![IdRange::new(1, 10).unwrap(), IdRange::new(5, 20).unwrap()];
+        let err = merged(&stats, &category(), ranges).unwrap_err();
+        assert!(
+            matches!(&err, ZooidError::WentBackwards { reason, .. } if reason.contains("IDs 5:20")),
+            "{err}"
+        );
+        assert_eq!(stats.snapshot().ids_leaked, 26);
     }
 }

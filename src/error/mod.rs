@@ -213,7 +213,8 @@ pub enum ZooidError {
 
     /// Something moved backwards: a pool's version is older than one this process saw before
     /// (ZooKeeper restored from an older state), or a durable-record write would lower the
-    /// record or carries an older fencing token. Nothing was changed.
+    /// record or carries an older fencing token: nothing was changed. Or one take got the same
+    /// IDs from two of its claims: nothing was handed out, and its IDs are leaked.
     #[error("{what} went backwards: {reason}; refused")]
     WentBackwards { what: String, reason: String },
 }

@@ -24,9 +24,15 @@ pub enum Verdict {
     /// Any other answer of the servers (a node with children, a bad ACL or argument, over the
     /// size limit or quota, a failed authentication): nothing was done.
     Refused,
-    /// The session expired: the request did not apply on a live session.
+    /// The session expired: the request did not apply. The client reports it only for a
+    /// request never written, or one the servers answered with the session's end (their replies
+    /// come in order, so the requests written after it did not apply either); a request written
+    /// on a connection that broke gets [`Verdict::Unknown`] first. A caller may send it again on
+    /// a new session.
     Expired,
-    /// The client was closed under the request: it did not apply on a live session.
+    /// The client was closed under the request, or the request names a session generation
+    /// given up: it was never written (a closing client waits for the replies to everything it
+    /// wrote), so it did not apply.
     Closed,
     /// No answer (connection loss, no reply in time, I/O): it may or may not have applied.
     Unknown,
