@@ -74,7 +74,7 @@ impl DirRecords {
     pub fn read(&self, category: &str) -> Result<Option<Record>> {
         let path = self.dir.join(file_name(category));
         match fs::read(&path) {
-            Ok(data) => Record::parse(&path.display().to_string(), &data).map(Some),
+            Ok(data) => Record::parse_of(category, &path.display().to_string(), &data).map(Some),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(io_error(&path, e)),
         }
@@ -122,5 +122,47 @@ impl DirRecords {
             let _ = fs::remove_file(&temp);
         }
         written.map_err(|e| io_error(&path, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::durable::Fence;
+    use crate::range::IdRange;
+
+    fn record(category: &str, ceiling: i64) -> Record {
+        let fence = Fence {
+            generation: 1,
+            token: 7,
+        };
+        Record::new(category, IdRange::new(1, 1000).unwrap(), ceiling, fence)
+    }
+
+    /// Two categories whose names differ only in case share one file where the file system
+    /// folds case (here the file is copied, as a folding file system would show it): the read
+    /// of the second is refused naming both, and the record of the first is left as it is.
+    /// Before, the keeper of `/app/x` read `/App/x`'s record as its own.
+    #[test]
+    fn another_categorys_record_in_the_file_is_refused_and_left_as_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let records = DirRecords::open(dir.path()).unwrap();
+        records.write(&record("/App/x", 500)).unwrap();
+        let theirs = dir.path().join(file_name("/App/x"));
+        let ours = dir.path().join(file_name("/app/x"));
+        fs::copy(&theirs, &ours).unwrap();
+        let before = fs::read(&ours).unwrap();
+
+        let err = records.read("/app/x").unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("record of /App/x, not of /app/x"), "{text}");
+        let err = records.write(&record("/app/x", 600)).unwrap_err();
+        assert!(err.to_string().contains("not of /app/x"), "{err}");
+        assert_eq!(
+            fs::read(&ours).unwrap(),
+            before,
+            "the file was left as it is"
+        );
+        assert_eq!(records.read("/App/x").unwrap().unwrap().ceiling, 500);
     }
 }

@@ -180,6 +180,25 @@ impl Record {
         out
     }
 
+    /// Parses the record of `category`, stored as `name` (for the error): [`Record::parse`],
+    /// and refused when it is another category's record (a file system that folds case gives
+    /// `/App/x` and `/app/x` one file; a record copied by hand): it is left as it is.
+    pub fn parse_of(category: &str, name: &str, data: &[u8]) -> Result<Self> {
+        let record = Self::parse(name, data)?;
+        if record.category != category {
+            return Err(ZooidError::Store {
+                path: name.to_string(),
+                reason: format!(
+                    "durable record: it holds the record of {}, not of {category} (two categories \
+                     sharing one file, as on a file system that folds case, or a record copied \
+                     by hand); left as it is",
+                    record.category
+                ),
+            });
+        }
+        Ok(record)
+    }
+
     /// Parses a record named `name` (for the error), strictly: every line once, in order (the
     /// `blocks` line only for a category in block allocation).
     pub fn parse(name: &str, data: &[u8]) -> Result<Self> {

@@ -78,7 +78,7 @@ impl S3Records {
             version: got.meta.version.clone(),
         };
         let bytes = got.bytes().await.map_err(|e| self.error(&object, e))?;
-        let record = Record::parse(&format!("s3://{}/{object}", self.bucket), &bytes)?;
+        let record = Record::parse_of(category, &format!("s3://{}/{object}", self.bucket), &bytes)?;
         Ok(Some((record, version)))
     }
 
