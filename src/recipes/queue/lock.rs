@@ -1,6 +1,7 @@
 //! Taking an item: its lock node (`multi[check(item), create(lock)]`), a lost reply resolved by
 //! the lock's owner, orphan locks cleaned up; the listing of items with their holders.
 
+use super::stray::Look;
 use super::*;
 
 pub(super) enum TryClaim {
@@ -271,8 +272,8 @@ impl Inner {
     }
 
     /// A lock of ours that no claim holds (its create applied, or may still land: a request in
-    /// flight at a connection loss can apply later): look for it in the background for a while,
-    /// and release it if it shows up with our token.
+    /// flight at a connection loss can apply later): look for it in the background
+    /// ([`super::stray`]), and release it if it shows up with our token.
     fn resolve_stray_lock(
         self: &Arc<Self>,
         generation: u64,
@@ -287,29 +288,38 @@ impl Inner {
         handle.spawn(async move {
             let lock = format!("{}/locks/{name}", queue.path);
             let item = format!("{}/items/{name}", queue.path);
-            let until = Instant::now()
-                + queue.zk.request_limit().max(Duration::from_secs(1)) * STRAY_WATCH;
-            while Instant::now() < until && !queue.zk.is_gone_generation(generation) {
-                let found = queue.call(queue.zk.get(generation, &lock)).await;
-                if let Ok((found, _)) = &found {
-                    if lock_token(found) == Some(token.as_str()) {
-                        // Ours: read the item's version under it and release like a claim.
-                        if let Ok((data, stat)) = queue.call(queue.zk.get(generation, &item)).await {
-                            let held = Held {
-                                queue: queue.clone(),
-                                name: name.clone(),
-                                sequence: sequence_of(&name).unwrap_or(0),
-                                item_version: stat.version,
-                                generation,
-                                session_id,
-                            };
-                            tracing::info!(queue = %queue.path, item = %name, "releasing a lock whose create was in doubt");
-                            held.finish_in_background(super::claim::Finish::Release, data);
-                            return;
+            let look = || async {
+                if queue.call(queue.zk.sync(generation, &lock)).await.is_err() {
+                    return Look::Failed;
+                }
+                match queue.call(queue.zk.get(generation, &lock)).await {
+                    // Ours: read the item's version under it, to release it like a claim.
+                    Ok((found, _)) if lock_token(&found) == Some(token.as_str()) => {
+                        match queue.call(queue.zk.get(generation, &item)).await {
+                            Ok(read) => Look::Found(read),
+                            Err(_) => Look::Failed,
                         }
                     }
+                    // Another's lock: ours did not apply, and cannot while that one stands.
+                    Ok(_) => Look::Absent,
+                    Err(Failure {
+                        verdict: Verdict::NoNode,
+                        ..
+                    }) => Look::Absent,
+                    Err(_) => Look::Failed,
                 }
-                tokio::time::sleep(Duration::from_millis(250)).await;
+            };
+            if let Some((data, stat)) = super::stray::search(&queue, generation, look).await {
+                let held = Held {
+                    queue: queue.clone(),
+                    name: name.clone(),
+                    sequence: sequence_of(&name).unwrap_or(0),
+                    item_version: stat.version,
+                    generation,
+                    session_id,
+                };
+                tracing::info!(queue = %queue.path, item = %name, "releasing a lock whose create was in doubt");
+                held.finish_in_background(super::claim::Finish::Release, data);
             }
         });
     }
@@ -397,10 +407,6 @@ impl Drop for UnheldLock {
         );
     }
 }
-
-/// How long (in request limits, at least a second each) a lock create given up in doubt is
-/// looked for in the background.
-pub(super) const STRAY_WATCH: u32 = 4;
 
 /// A lock's data: `claim <token>` on the first line, the claimer's identity after it.
 fn lock_data(token: &str, identity: &str) -> Vec<u8> {

@@ -585,6 +585,7 @@ mod futures {
 mod claim;
 mod lock;
 mod put;
+mod stray;
 mod waiters;
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! other waiter watching only its predecessor (no herd).
 
 use super::lock::TryClaim;
+use super::stray::Look;
 use super::*;
 
 /// Where a waiter stands in the line.
@@ -330,24 +331,25 @@ impl Inner {
         });
     }
 
-    /// After a waiter create whose outcome stayed unknown: for a while, look for its node and
-    /// delete it if it shows up.
+    /// After a waiter create whose outcome stayed unknown: look for its node in the background
+    /// ([`super::stray`]) and delete it if it shows up.
     fn sweep_waiter(self: &Arc<Self>, generation: u64, marker: String) {
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             return;
         };
         let queue = self.clone();
         handle.spawn(async move {
-            let until = Instant::now()
-                + queue.zk.request_limit().max(Duration::from_secs(1)) * super::lock::STRAY_WATCH;
-            while Instant::now() < until && !queue.zk.is_gone_generation(generation) {
-                if let Ok(Some(name)) = queue.find_waiter(generation, &marker).await {
-                    let path = format!("{}/waiters/{name}", queue.path);
-                    tracing::info!(queue = %queue.path, waiter = %name, "deleting a waiter whose create was in doubt");
-                    queue.delete_waiter_in_background(generation, path);
-                    return;
+            let look = || async {
+                match queue.find_waiter(generation, &marker).await {
+                    Ok(Some(name)) => Look::Found(name),
+                    Ok(None) => Look::Absent,
+                    Err(_) => Look::Failed,
                 }
-                tokio::time::sleep(Duration::from_millis(250)).await;
+            };
+            if let Some(name) = super::stray::search(&queue, generation, look).await {
+                let path = format!("{}/waiters/{name}", queue.path);
+                tracing::info!(queue = %queue.path, waiter = %name, "deleting a waiter whose create was in doubt");
+                queue.delete_waiter_in_background(generation, path);
             }
         });
     }

@@ -220,6 +220,9 @@ impl ZooKeeper for Flaky {
         self.inner.catch_up()
     }
     fn served_get<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, (Vec<u8>, Stat)> {
+        if self.blocked(path) {
+            return lost();
+        }
         if let Some((lagging, copy)) = &self.behind {
             if lagging == path {
                 if let Some(old) = copy.lock().unwrap().clone() {
