@@ -107,6 +107,16 @@ pub(super) enum Finish {
     Release,
 }
 
+impl Finish {
+    /// The word for messages.
+    fn verb(self) -> &'static str {
+        match self {
+            Finish::Complete => "complete",
+            Finish::Release => "release",
+        }
+    }
+}
+
 impl Held {
     fn is_gone(&self) -> bool {
         self.queue.zk.is_gone_generation(self.generation)
@@ -190,9 +200,40 @@ impl Held {
                     if applied {
                         return Ok(());
                     }
-                    let err = failed.failure;
-                    return Err(self.lost(&format!("its lock is gone or not ours: {err}")));
+                    return Err(match (failed.index, failed.verdict()) {
+                        // The item gone or moved past V, or no lock of ours at version 0.
+                        (Some(0), _) | (Some(1), Verdict::NoNode | Verdict::BadVersion) => {
+                            let err = failed.failure;
+                            self.lost(&format!("its lock is gone or not ours: {err}"))
+                        }
+                        // The item refused our write (its ACL, a child made by hand) while the
+                        // lock is ours: hand the item back, and say what refused.
+                        (Some(2), _) => {
+                            self.hand_back(&item, &lock).await;
+                            q.zk_error_on(&item, how.verb(), failed.failure)
+                        }
+                        // The lock itself refused (its parent's ACL): it stays with the session.
+                        _ => q.zk_error_on(&lock, how.verb(), failed.failure),
+                    });
                 }
+            }
+        }
+    }
+
+    /// Deletes our lock alone, the item left as it is (its write was refused): sent once, as
+    /// a resend after a lost reply could delete the lock of whoever claims the item next (it is
+    /// still at V). Not done, the lock stays until the session ends.
+    async fn hand_back(&self, item: &str, lock: &str) {
+        let q = &self.queue;
+        q.stats.request();
+        let mut multi = Multi::new();
+        multi.check(item, self.item_version).delete(lock, Some(0));
+        match multi.commit(&*q.zk, self.generation).await {
+            Ok(_) => {
+                tracing::warn!(queue = %q.path, item = %self.name, "the item refused a complete or release; its lock was released, the item is handed out again")
+            }
+            Err(err) => {
+                tracing::error!(queue = %q.path, item = %self.name, %err, "the item refused a complete or release, and its lock could not be released: it stays until the session ends")
             }
         }
     }
@@ -245,11 +286,7 @@ impl Held {
         ZooidError::Timeout {
             what: format!(
                 "{} {}/items/{} (outcome unknown)",
-                if how == Finish::Complete {
-                    "complete"
-                } else {
-                    "release"
-                },
+                how.verb(),
                 self.queue.path,
                 self.name
             ),

@@ -476,6 +476,18 @@ impl Inner {
         Ok((names, watch))
     }
 
+    /// A refusal of a request on node `path` of the queue, as [`Inner::zk_error`] says it but
+    /// naming the node.
+    fn zk_error_on(&self, path: &str, what: &str, err: Failure) -> ZooidError {
+        match err.verdict {
+            Verdict::NotAuthorized => crate::zk::not_authorized(path, self.zk.options()),
+            _ => ZooidError::Store {
+                path: path.to_string(),
+                reason: format!("{what}: {err}"),
+            },
+        }
+    }
+
     fn zk_error(&self, what: &str, err: Failure) -> ZooidError {
         if err.verdict == Verdict::NotAuthorized {
             return crate::zk::not_authorized(&self.path, self.zk.options());

@@ -843,3 +843,50 @@ fn a_paused_head_of_the_line_delays_idle_consumers_only_until_its_session_ends()
     drop((producer, admin));
     rt.block_on(async move { drop(s) });
 }
+
+/// A release the item refuses (its ACL lets the consumer read it but not write it, a
+/// deployment whose producer and consumers have different identities): the release fails with
+/// `NotAuthorized` naming the item, and the item is handed back (its lock released), so that a
+/// consumer that may write it can have it. Before, the release said `SessionLost` ("its lock is
+/// gone or not ours") and left the lock on the consumer's live session: no one else could claim
+/// the item while it lived.
+#[test]
+fn a_release_the_item_refuses_names_it_and_hands_the_item_back() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let rt = runtime();
+    rt.block_on(async {
+        let s = session(&zk.connect_string(), 4000).await;
+        let q = WorkQueue::open(s.clone().into_zk(), "/acl/q", opts("consumer-a")).unwrap();
+        let name = q.put(b"job").await.unwrap();
+        let item = format!("/acl/q/items/{name}");
+        let admin = zookeeper_client::Client::connect(&zk.connect_string())
+            .await
+            .unwrap();
+        let read_only = [zookeeper_client::Acl::new(
+            zookeeper_client::Permission::READ,
+            zookeeper_client::AuthId::anyone(),
+        )];
+        admin.set_acl(&item, &read_only, None).await.unwrap();
+
+        let zero = Some(Duration::ZERO);
+        let claim = q.claim(zero).await.unwrap().expect("the item");
+        let err = claim.release().await.unwrap_err();
+        assert!(
+            matches!(&err, ZooidError::NotAuthorized { path, .. } if path == &item),
+            "{err}"
+        );
+        // Another consumer gets the item: its lock was released.
+        let s2 = session(&zk.connect_string(), 4000).await;
+        let b = WorkQueue::open(s2.clone().into_zk(), "/acl/q", opts("consumer-b")).unwrap();
+        let again = b
+            .claim(Some(Duration::from_secs(5)))
+            .await
+            .unwrap()
+            .expect("the item handed back, its lock released");
+        assert_eq!(again.data(), b"job");
+        // A complete needs only the parent's DELETE: it goes through.
+        again.complete().await.unwrap();
+        assert!(q.items().await.unwrap().is_empty());
+    });
+}
