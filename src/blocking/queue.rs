@@ -57,6 +57,11 @@ impl WorkQueue {
         self.inner.path()
     }
 
+    /// See [`AsyncQueue::options`].
+    pub fn options(&self) -> &QueueOptions {
+        self.inner.options()
+    }
+
     /// The async handle underneath.
     pub fn as_async(&self) -> &AsyncQueue {
         &self.inner

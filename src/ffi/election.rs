@@ -6,9 +6,9 @@ use std::ffi::c_char;
 use std::time::Duration;
 
 use super::service::zooid_service;
-use super::{arg_ref, arg_str, guard, guard_void, zooid_status, Failure, Out};
+use super::{arg_ref, arg_str, bytes_arg, guard, guard_void, zooid_status, Failure, Out};
 use crate::blocking::Election;
-use crate::recipes::election::{ElectionOptions, ElectionStatus};
+use crate::recipes::election::{ElectionOptions, ElectionStatus, MAX_DATA_BYTES};
 use crate::recipes::election::{LeaderState, PausePolicy};
 
 mod fenced;
@@ -100,25 +100,6 @@ pub struct zooid_election {
     inner: Election,
 }
 
-/// `len` bytes at `ptr`, which may be NULL only when `len` is 0.
-///
-/// # Safety
-/// A non-NULL `ptr` must be valid for `len` bytes of reads for `'a`.
-unsafe fn bytes_arg<'a>(
-    ptr: *const u8,
-    len: usize,
-    name: &'static str,
-) -> Result<&'a [u8], Failure> {
-    if len == 0 {
-        return Ok(&[]);
-    }
-    if ptr.is_null() {
-        return Err(Failure::Null(name));
-    }
-    // SAFETY: non-NULL and readable for `len` bytes by the caller's contract.
-    Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
-}
-
 /// The pause policy of a `zooid_pause_policy` number from C.
 fn pause_policy(value: u32) -> Result<PausePolicy, Failure> {
     match value {
@@ -179,7 +160,7 @@ pub unsafe extern "C" fn zooid_election_join(
         // SAFETY: forwarded from this function's contract.
         let name = unsafe { arg_str(name, "name") }?;
         // SAFETY: forwarded from this function's contract.
-        let data = unsafe { bytes_arg(data, data_len, "data") }?;
+        let data = unsafe { bytes_arg(data, data_len, "data", "candidate data", MAX_DATA_BYTES) }?;
         let out = Out::new(out_election, "out_election")?;
         let options = ElectionOptions {
             name: name.to_string(),

@@ -126,6 +126,39 @@ pub(crate) unsafe fn arg_str<'a>(
         .map_err(|e| Failure::Invalid(format!("{name} is not valid UTF-8: {e}")))
 }
 
+/// A byte-buffer argument: the `len` bytes at `ptr`, which may be NULL only when `len` is 0.
+/// A `len` over `limit` (what the call accepts of `what`) is refused as `TooLarge` before any
+/// byte is read: a length past the caller's buffer is never turned into a slice.
+///
+/// # Safety
+/// A non-NULL `ptr` must be valid for `len` bytes of reads for `'a` when `len <= limit`.
+pub(crate) unsafe fn bytes_arg<'a>(
+    ptr: *const u8,
+    len: usize,
+    name: &'static str,
+    what: &str,
+    limit: usize,
+) -> Result<&'a [u8], Failure> {
+    // No slice may be longer than isize::MAX bytes.
+    let limit = limit.min(isize::MAX as usize);
+    if len > limit {
+        return Err(Failure::Zooid(ZooidError::TooLarge {
+            what: format!("{what} ({name})"),
+            bytes: len,
+            limit,
+        }));
+    }
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if ptr.is_null() {
+        return Err(Failure::Null(name));
+    }
+    // SAFETY: non-NULL, at most isize::MAX bytes, and readable for `len` bytes by the
+    // caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
+}
+
 /// An out-parameter, checked up front so that it can be written once the work succeeded.
 pub(crate) struct Out<T>(*mut T);
 

@@ -4,7 +4,9 @@
 use std::ffi::c_char;
 
 use super::service::zooid_service;
-use super::{arg_mut, arg_ref, arg_str, copy_text, guard, guard_void, zooid_status, Failure, Out};
+use super::{
+    arg_mut, arg_ref, arg_str, bytes_arg, copy_text, guard, guard_void, zooid_status, Failure, Out,
+};
 use crate::blocking::{Claim, WorkQueue};
 use crate::error::ZooidError;
 use crate::marshal::{millis, positive_millis};
@@ -228,14 +230,9 @@ pub unsafe extern "C" fn zooid_queue_put(
     guard(|| {
         // SAFETY: forwarded from this function's contract.
         let queue = unsafe { arg_ref(queue, "queue") }?;
-        let data: &[u8] = if len == 0 {
-            &[]
-        } else if data.is_null() {
-            return Err(Failure::Null("data"));
-        } else {
-            // SAFETY: non-NULL and valid for `len` bytes by this function's contract.
-            unsafe { std::slice::from_raw_parts(data, len) }
-        };
+        let limit = queue.inner.options().max_item_bytes;
+        // SAFETY: forwarded from this function's contract.
+        let data = unsafe { bytes_arg(data, len, "data", "queue item", limit) }?;
         if name_buf.is_null() && name_len > 0 {
             return Err(Failure::Null("name_buf"));
         }

@@ -131,6 +131,10 @@ static void basic(const char *connect, const char *group) {
     static uint8_t big[64 * 1024 + 1];
     EXPECT_STATUS(ZOOID_STATUS_TOO_LARGE,
                   zooid_election_join(sa, group, "x", big, sizeof big, ZOOID_PAUSE_KEEP, &none));
+    /* A length past the buffer (here SIZE_MAX) is refused before a byte is read. */
+    EXPECT_STATUS(ZOOID_STATUS_TOO_LARGE,
+                  zooid_election_join(sa, group, "x", big, SIZE_MAX, ZOOID_PAUSE_KEEP, &none));
+    CHECK_LAST_ERROR_CONTAINS("candidate data (data)");
     CHECK(none == NULL);
 
     /* A joins first and leads. */
@@ -197,6 +201,10 @@ static void basic(const char *connect, const char *group) {
                   zooid_election_fenced_set_data(a, resource, (const uint8_t *)"x", 1, -1, false,
                                                  &version));
     CHECK_LAST_ERROR_CONTAINS("any_version");
+    EXPECT_STATUS(ZOOID_STATUS_TOO_LARGE,
+                  zooid_election_fenced_set_data(a, resource, (const uint8_t *)"x", SIZE_MAX, 1,
+                                                 false, &version));
+    CHECK_LAST_ERROR_CONTAINS("fenced write data (data)");
     EXPECT_STATUS(ZOOID_STATUS_STORE,
                   zooid_election_fenced_set_data(a, resource, (const uint8_t *)"x", 1, 0, false,
                                                  &version));

@@ -226,6 +226,10 @@ int main(int argc, char **argv) {
                                                                  NULL, 8, NULL));
     EXPECT_STATUS(ZOOID_STATUS_TOO_LARGE, put_text(queue, "seventeen bytes!!", a, sizeof a));
     CHECK_LAST_ERROR_CONTAINS("over its limit of 16");
+    /* A length past the buffer (here SIZE_MAX) is refused before a byte is read. */
+    EXPECT_STATUS(ZOOID_STATUS_TOO_LARGE,
+                  zooid_queue_put(queue, (const uint8_t *)"x", SIZE_MAX, NULL, 0, NULL));
+    CHECK_LAST_ERROR_CONTAINS("queue item (data)");
     CHECK_OK(put_text(queue, "alpha", a, sizeof a));
     CHECK_OK(put_text(queue, "sixteen bytes!!!", b, sizeof b));
     /* The name cut short like snprintf; the put itself happened. */

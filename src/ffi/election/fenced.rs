@@ -62,7 +62,7 @@ pub unsafe extern "C" fn zooid_election_fenced_set_data(
         // SAFETY: forwarded from this function's contract.
         let path = unsafe { arg_str(path, "path") }?;
         // SAFETY: forwarded from this function's contract.
-        let data = unsafe { bytes_arg(data, data_len, "data") }?;
+        let data = unsafe { bytes_arg(data, data_len, "data", "fenced write data", usize::MAX) }?;
         let version = expected_version(version, any_version)?;
         let op = FencedOp::SetData {
             path: path.to_string(),
@@ -107,7 +107,7 @@ pub unsafe extern "C" fn zooid_election_fenced_create(
         // SAFETY: forwarded from this function's contract.
         let path = unsafe { arg_str(path, "path") }?;
         // SAFETY: forwarded from this function's contract.
-        let data = unsafe { bytes_arg(data, data_len, "data") }?;
+        let data = unsafe { bytes_arg(data, data_len, "data", "fenced write data", usize::MAX) }?;
         fenced_one(
             election,
             FencedOp::Create {
