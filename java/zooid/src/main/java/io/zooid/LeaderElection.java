@@ -113,7 +113,20 @@ public final class LeaderElection extends NativeResource implements AutoCloseabl
         byte[] bytes = data == null ? new byte[0] : data;
         long handle = service.withHandle(
                 h -> ZooidNative.electionJoin(h, group, name, bytes, onPause == PausePolicy.STOP ? 1 : 0));
-        return new LeaderElection(handle, group, name, listener);
+        try {
+            return new LeaderElection(handle, group, name, listener);
+        } catch (Throwable e) {
+            // The listener's thread could not start ("unable to create native thread"): resign
+            // and free the candidacy rather than leave it in line, leading with no owner.
+            try {
+                ZooidNative.electionResign(handle);
+            } catch (IDGeneratorException resign) {
+                e.addSuppressed(resign);
+            } finally {
+                ZooidNative.electionFree(handle);
+            }
+            throw e;
+        }
     }
 
     /**

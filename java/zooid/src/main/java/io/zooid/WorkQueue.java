@@ -150,7 +150,9 @@ public final class WorkQueue extends NativeResource implements AutoCloseable {
                 this.item = ZooidNative.claimItem(handle);
                 this.sequence = ZooidNative.claimSequence(handle);
                 this.data = ZooidNative.claimData(handle);
-            } catch (RuntimeException | IDGeneratorException e) {
+            } catch (Throwable e) {
+                // Any failure (an OutOfMemoryError copying a 1 MB item too): release the claim
+                // rather than leave the item locked by no one.
                 closeOnce();
                 throw e;
             }
