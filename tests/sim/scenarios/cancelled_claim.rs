@@ -11,19 +11,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use zooid::zk::Zk;
-use zooid::{QueueOptions, WorkQueue};
+use zooid::WorkQueue;
 
 use crate::session::{Flaky, Gate};
-use crate::support::run_scenario;
+use crate::support::{queue_options as options, run_scenario};
 use crate::world::{Faults, SimSession, World};
-
-fn options(who: &str) -> QueueOptions {
-    QueueOptions {
-        identity: Some(who.into()),
-        op_timeout: Duration::from_secs(3),
-        ..QueueOptions::default()
-    }
-}
 
 /// P puts one item. A's claim creates its lock (the `multi` checking the item applies) and A's
 /// caller gives up on it (`tokio::time::timeout` around `claim(None)`) while the reply is on

@@ -12,19 +12,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use zooid::zk::Zk;
-use zooid::{QueueOptions, WorkQueue};
+use zooid::WorkQueue;
 
 use crate::session::{Flaky, Gate};
-use crate::support::run_scenario;
+use crate::support::{exists, queue_options as options, run_scenario};
 use crate::world::{Faults, SimSession, World};
-
-fn options(who: &str) -> QueueOptions {
-    QueueOptions {
-        identity: Some(who.into()),
-        op_timeout: Duration::from_secs(3),
-        ..QueueOptions::default()
-    }
-}
 
 /// P puts one item. A's claim creates its lock (the `multi` applies, its reply is lost) and
 /// every read of the lock fails, for a minute, on A's session that lives on: A's claim gives
@@ -97,8 +89,4 @@ fn a_lock_in_doubt_is_released_however_long_its_reads_fail() {
         assert!(p.items().await.expect("items").is_empty());
         drop(a);
     });
-}
-
-async fn exists(zk: &Zk, path: &str) -> bool {
-    crate::support::exists(zk, path).await
 }

@@ -23,6 +23,15 @@ pub fn options(hole_backoff_from_start: u32) -> ServiceOptions {
     }
 }
 
+/// A queue consumer's or producer's options: `who` in its locks, 3-second operations.
+pub fn queue_options(who: &str) -> zooid::QueueOptions {
+    zooid::QueueOptions {
+        identity: Some(who.into()),
+        op_timeout: Duration::from_secs(3),
+        ..zooid::QueueOptions::default()
+    }
+}
+
 /// A simulated world without random faults, a category of IDs `1..=last` in hole nodes of
 /// `unit` created through an admin session (`creator`), and a session of process 1 wrapped in
 /// [`Flaky`], its faults off: `fail` fails its reads of the holes' parent, `refuse_writes`
