@@ -188,6 +188,12 @@ enum zooid_status
    * Nothing was done.
    */
   ZOOID_STATUS_AUTH_FAILED = 27,
+  /**
+   * The call was made in a process forked (without `exec`) from the one where zooid started:
+   * zooid's threads and sessions stayed in the parent. Nothing was sent; the handles the
+   * child inherited are the parent's (freeing them in the child releases nothing).
+   */
+  ZOOID_STATUS_FORKED = 28,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L

@@ -9,21 +9,43 @@ use tokio::runtime::{Builder, Handle, Runtime};
 
 use crate::error::{Result, ZooidError};
 
-static RUNTIME: Lazy<std::result::Result<Runtime, String>> = Lazy::new(|| {
+/// The runtime and the process it was started in.
+static RUNTIME: Lazy<std::result::Result<(Runtime, u32), String>> = Lazy::new(|| {
     Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("zooid-runtime")
         .enable_all()
         .build()
+        .map(|runtime| (runtime, std::process::id()))
         .map_err(|e| e.to_string())
 });
 
 /// The shared runtime, created on first use.
+///
+/// In a process forked (without `exec`) after the runtime started, its threads are not there:
+/// every call would wait for them for ever, and the sessions they served belong to the parent.
+/// So a forked child gets [`ZooidError::Forked`] instead, whatever it calls (one check, here,
+/// where every blocking call and every binding passes).
 pub(crate) fn runtime() -> Result<&'static Runtime> {
-    RUNTIME.as_ref().map_err(|e| ZooidError::Store {
+    let (runtime, parent) = RUNTIME.as_ref().map_err(|e| ZooidError::Store {
         path: String::new(),
         reason: format!("cannot start the zooid runtime: {e}"),
-    })
+    })?;
+    let child = std::process::id();
+    if child != *parent {
+        return Err(ZooidError::Forked {
+            parent: *parent,
+            child,
+        });
+    }
+    Ok(runtime)
+}
+
+/// Whether this process was forked from the one that started zooid's runtime: what it inherited
+/// (sessions, services, recipe handles) is the parent's, and dropping it here must not send,
+/// spawn or wait for anything.
+pub(crate) fn in_forked_child() -> bool {
+    matches!(runtime(), Err(ZooidError::Forked { .. }))
 }
 
 /// Runs `future` to completion on the shared runtime, from a thread that is not a runtime thread.
@@ -82,13 +104,15 @@ impl<T> Drop for DropInRuntime<T> {
 }
 
 /// Drops `value` inside zooid's runtime context (see [`DropInRuntime`]); without a runtime (it
-/// failed to start) it is dropped on the calling thread.
+/// failed to start) it is dropped on the calling thread. In a forked child it is not dropped at
+/// all but leaked: it is the parent's (a close sent from here would end the parent's session).
 pub(crate) fn drop_in_runtime<T>(value: T) {
     match runtime() {
         Ok(rt) => {
             let _guard = rt.enter();
             drop(value);
         }
+        Err(ZooidError::Forked { .. }) => std::mem::forget(value),
         Err(_) => drop(value),
     }
 }

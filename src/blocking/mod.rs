@@ -65,6 +65,11 @@ impl Drop for IdGeneratorService {
     fn drop(&mut self) {
         // SAFETY: taken exactly once, here, and never used again.
         let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
+        if runtime::in_forked_child() {
+            // The parent's service: closing its session from here would end it for the parent.
+            std::mem::forget(inner);
+            return;
+        }
         let closing = Arc::into_inner(inner).and_then(|service| {
             let zk = service.zookeeper().cloned();
             drop_in_runtime(service);

@@ -91,6 +91,8 @@ kinds! {
     WentBackwards = 26, "went_backwards", exit 16, label "went_backwards";
     /// The ensemble refused the session's credentials.
     AuthFailed = 27, "auth_failed", exit 14, label "auth_failed";
+    /// The call was made in a process forked from the one that started zooid's runtime.
+    Forked = 28, "forked", exit 1, label "forked";
 }
 
 impl ErrorKind {
@@ -177,6 +179,10 @@ pub(crate) fn samples() -> Vec<super::ZooidError> {
             reason: s(),
         },
         E::RuntimeThread,
+        E::Forked {
+            parent: 1,
+            child: 2,
+        },
         E::NotLeader {
             group: s(),
             reason: s(),

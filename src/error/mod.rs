@@ -192,6 +192,13 @@ pub enum ZooidError {
     #[error("blocking zooid call made from an async runtime thread; use the async API there")]
     RuntimeThread,
 
+    /// The call was made in a child process forked after zooid's runtime started in its parent:
+    /// the runtime's threads, and the sessions they served, stayed in the parent. Nothing was
+    /// sent. Open zooid in the child only after an `exec`, or before zooid is first used in the
+    /// parent.
+    #[error("zooid call made in process {child}, forked from process {parent} after zooid started there; zooid's threads and sessions stay in the parent (use zooid in the child only after exec); nothing was sent")]
+    Forked { parent: u32, child: u32 },
+
     /// The ensemble refused the request because the node's ACL does not grant this client's
     /// identity the permission it needs; nothing was changed.
     #[error("not authorized on {path} as {identity}: the node's ACL does not grant this identity the permission (nothing was changed)")]
@@ -270,6 +277,7 @@ impl ZooidError {
             ZooidError::TooLarge { .. } => ErrorKind::TooLarge,
             ZooidError::Closed { .. } => ErrorKind::Closed,
             ZooidError::RuntimeThread => ErrorKind::RuntimeThread,
+            ZooidError::Forked { .. } => ErrorKind::Forked,
             ZooidError::NotAuthorized { .. } => ErrorKind::NotAuthorized,
             ZooidError::AuthFailed { .. } => ErrorKind::AuthFailed,
             ZooidError::ReservationExhausted { .. } => ErrorKind::ReservationExhausted,
@@ -304,7 +312,9 @@ impl ZooidError {
             ZooidError::QueueNotFound { queue } | ZooidError::QueueFull { queue, .. } => queue,
             ZooidError::NotLeader { group, .. } => group,
             ZooidError::AuthFailed { connect, .. } => connect,
-            ZooidError::InvalidArgument(_) | ZooidError::RuntimeThread => return None,
+            ZooidError::InvalidArgument(_)
+            | ZooidError::RuntimeThread
+            | ZooidError::Forked { .. } => return None,
         };
         Some(subject.as_str()).filter(|s| !s.is_empty())
     }

@@ -88,11 +88,15 @@ pub enum zooid_status {
     /// when the session was opened (the message names the identity, never a password).
     /// Nothing was done.
     ZOOID_STATUS_AUTH_FAILED = 27,
+    /// The call was made in a process forked (without `exec`) from the one where zooid started:
+    /// zooid's threads and sessions stayed in the parent. Nothing was sent; the handles the
+    /// child inherited are the parent's (freeing them in the child releases nothing).
+    ZOOID_STATUS_FORKED = 28,
 }
 
 impl zooid_status {
     /// Every status, in numeric order.
-    pub(crate) const ALL: [zooid_status; 28] = [
+    pub(crate) const ALL: [zooid_status; 29] = [
         Self::ZOOID_STATUS_OK,
         Self::ZOOID_STATUS_INVALID_ARGUMENT,
         Self::ZOOID_STATUS_EXHAUSTED,
@@ -121,6 +125,7 @@ impl zooid_status {
         Self::ZOOID_STATUS_RESERVATION_EXHAUSTED,
         Self::ZOOID_STATUS_WENT_BACKWARDS,
         Self::ZOOID_STATUS_AUTH_FAILED,
+        Self::ZOOID_STATUS_FORKED,
     ];
 
     /// The status for an error of the library: its kind's number.
@@ -177,6 +182,7 @@ impl zooid_status {
             Self::ZOOID_STATUS_RESERVATION_EXHAUSTED => "ZOOID_STATUS_RESERVATION_EXHAUSTED\0",
             Self::ZOOID_STATUS_WENT_BACKWARDS => "ZOOID_STATUS_WENT_BACKWARDS\0",
             Self::ZOOID_STATUS_AUTH_FAILED => "ZOOID_STATUS_AUTH_FAILED\0",
+            Self::ZOOID_STATUS_FORKED => "ZOOID_STATUS_FORKED\0",
         }
     }
 }

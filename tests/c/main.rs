@@ -5,6 +5,7 @@ mod abi;
 mod close;
 mod counter;
 mod election;
+mod fork;
 mod guide;
 mod in_doubt;
 mod layouts;

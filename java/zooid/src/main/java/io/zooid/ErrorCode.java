@@ -55,7 +55,9 @@ public enum ErrorCode {
     /** A pool or durable record went backwards ({@link WentBackwardsException}). */
     WENT_BACKWARDS(26),
     /** ZooKeeper refused the credentials when the session was opened ({@link AuthenticationFailedException}). */
-    AUTH_FAILED(27);
+    AUTH_FAILED(27),
+    /** A call made in a process forked from the one where zooid started (the JVM never forks). */
+    FORKED(28);
 
     private final int value;
 

@@ -38,6 +38,7 @@ class NativeErrorsTest {
             {ErrorCode.RESERVATION_EXHAUSTED, ReservationExhaustedException.class},
             {ErrorCode.WENT_BACKWARDS, WentBackwardsException.class},
             {ErrorCode.AUTH_FAILED, AuthenticationFailedException.class},
+            {ErrorCode.FORKED, IDGeneratorException.class},
         };
         Set<ErrorCode> seen = EnumSet.noneOf(ErrorCode.class);
         for (Object[] c : cases) {
@@ -91,6 +92,7 @@ class NativeErrorsTest {
         assertEquals(17, ErrorCode.PANIC.getValue());
         assertEquals(24, ErrorCode.NOT_AUTHORIZED.getValue());
         assertEquals(27, ErrorCode.AUTH_FAILED.getValue());
+        assertEquals(28, ErrorCode.FORKED.getValue());
         for (ErrorCode code : ErrorCode.values()) {
             assertEquals(code, ErrorCode.fromValue(code.getValue()));
         }
