@@ -214,10 +214,15 @@ impl<S: Store> Core<S> {
         // wipe (or a rollback) and a restore, the pool may be back at the version read with
         // other contents, and a switch planned on the old one must not apply to it.
         let read_on = zk.read_on();
-        // The pool and its holes are read at once (the listing is sent after the read, on the
-        // same session). A listing that does not match the pool costs a round, never an ID:
-        // the round's writes fail on a hole made or removed by another, or on the version.
-        let (node, listed) = tokio::join!(self.store.get(path), list_holes(zk, path));
+        // The pool first, its holes after it has been answered: the listing is then no older
+        // than the version planned on, so the holes listed include every one made by a
+        // migration planned on an older version (whose IDs a take may have handed out since),
+        // and the round deletes them. (Sent at once, the listing could be served first, on a
+        // fresh connection whose two `sync`s came back together: a round then switched the
+        // pool with such holes left, and their IDs were handed out again.) A listing that does
+        // not match the pool for another reason costs a round, never an ID: the round's writes
+        // fail on a hole made or removed by another, or on the version.
+        let node = self.store.get(path).await;
         let node = match node {
             Ok(node) => node,
             Err(StoreError::Unknown(why) | StoreError::Unavailable(why)) => {
@@ -258,7 +263,7 @@ impl<S: Store> Core<S> {
             });
         }
         let planned = plan(&pool, unit);
-        let listed = match listed? {
+        let listed = match list_holes(zk, path).await? {
             Some(listed) => listed,
             None => return Ok(Round::Again(LastFailure::Conflict)),
         };

@@ -19,6 +19,7 @@ mod migration;
 mod push_in_doubt;
 mod read_on_review;
 mod resurrected_generation;
+mod stale_listing;
 mod stray_lock;
 mod take_listing;
 mod wiped_engine;

@@ -104,6 +104,9 @@ pub struct Flaky {
     /// The first `get` of this node (after those its gate skips) is answered, then the process
     /// pauses at the gate before it sees the answer (a process paused after a read).
     pub pause_get: Option<(String, Arc<Gate>)>,
+    /// The first `get` of this node (after those its gate skips) pauses at the gate before it
+    /// is sent (a read whose `sync` is slow to come back), then goes on.
+    pub delay_get: Option<(String, Arc<Gate>)>,
     /// The first `multi` that checks this node's version applies; its reply is held at the
     /// gate, then delivered as it came (a process paused after it confirmed what it read).
     pub hold_check: Option<(String, Arc<Gate>)>,
@@ -139,6 +142,7 @@ impl Flaky {
             lose_set: None,
             behind: None,
             pause_get: None,
+            delay_get: None,
             hold_check: None,
             sets_sent: None,
             pause_write_under: None,
@@ -228,6 +232,15 @@ impl ZooKeeper for Flaky {
                 if let Some(old) = copy.lock().unwrap().clone() {
                     return async move { Ok(old) }.boxed();
                 }
+            }
+        }
+        if let Some((delayed, gate)) = &self.delay_get {
+            if delayed == path && gate.trips() {
+                return async move {
+                    gate.pause().await;
+                    self.inner.served_get(generation, path).await
+                }
+                .boxed();
             }
         }
         if let Some((paused, gate)) = &self.pause_get {
