@@ -21,8 +21,8 @@ pub enum Verdict {
     BadVersion,
     /// The node's ACL does not grant this client's identity the permission; nothing was done.
     NotAuthorized,
-    /// Any other answer of the servers (a node with children, a bad ACL or argument, over the
-    /// size limit or quota, a failed authentication): nothing was done.
+    /// Any other answer of the servers that proves nothing was done (a node with children, a
+    /// bad ACL or argument, over the quota, a failed authentication).
     Refused,
     /// The session expired: the request did not apply. The client reports it only for a
     /// request never written, or one the servers answered with the session's end (their replies
@@ -94,13 +94,16 @@ pub fn classify(err: &ZkError) -> Verdict {
         | ZkError::InvalidAcl
         | ZkError::NoChildrenForEphemerals
         | ZkError::BadArguments(_)
-        | ZkError::MarshallingError
         | ZkError::QuotaExceeded
         | ZkError::Unimplemented
         | ZkError::NotReadOnly => Verdict::Refused,
         ZkError::SessionExpired => Verdict::Expired,
         ZkError::ClientClosed => Verdict::Closed,
         ZkError::ConnectionEnded => Verdict::NotSent,
+        // The server's answer to an exception anywhere in its pipeline, including after it
+        // applied the transaction (building the reply: ZooKeeper's `FinalRequestProcessor`
+        // applies first, and maps any exception after to this code): no proof of anything.
+        ZkError::MarshallingError => Verdict::Unknown,
         _ => Verdict::Unknown,
     }
 }
@@ -192,16 +195,18 @@ mod tests {
             ZkError::NotEmpty,
             ZkError::AuthFailed,
             ZkError::InvalidAcl,
-            ZkError::MarshallingError,
             ZkError::QuotaExceeded,
         ];
         for err in &refused {
             assert_eq!(fate(err), Fate::Refused, "{err}");
         }
+        // A marshalling error is also the servers' answer to a failure after they applied the
+        // write (while making its reply).
         for err in [
             ZkError::ConnectionLoss,
             ZkError::Timeout,
             ZkError::Throttled,
+            ZkError::MarshallingError,
         ] {
             assert_eq!(fate(&err), Fate::Unknown, "{err}");
             assert!(!is_gone(&err));
