@@ -176,7 +176,10 @@ impl<S: Store> IdSource<S> {
     /// and dropping the source pushes them back in the background. A close while another one
     /// pushes waits for it and tries again what it could not push: `Ok` means every ID is back.
     /// A close after a successful one pushes nothing and returns `Ok`; after one whose push
-    /// ended in doubt (`OutcomeUnknown`), it returns that error again.
+    /// ended in doubt (`OutcomeUnknown`), it returns that error again. A refill whose take ended
+    /// in doubt (its IDs may have left the pool without reaching the source: they are leaked)
+    /// makes every close return that `OutcomeUnknown`, after it pushed everything else back,
+    /// even when later refills succeeded.
     ///
     /// The close runs to its end on the source's runtime even if this future is dropped (a
     /// timeout around it): the IDs are pushed back then, the outcome only logged.

@@ -33,8 +33,10 @@ pub(super) struct State {
     /// A close is pushing back what it took from the state: another close waits for its
     /// outcome before it looks (what it finds then is what the first could not push).
     pub(super) pushing: bool,
-    /// The error of a close whose push is in doubt (its IDs handed to the push, not kept):
-    /// a later close that finds nothing to push reports it, not `Ok`.
+    /// IDs the source may have lost, the first time it happened: a close's push in doubt (its
+    /// IDs handed to the push, not kept), or a refill's take in doubt (it may have taken IDs
+    /// from the pool that never reached the source). Every later close reports it, not `Ok`;
+    /// a later refill that succeeds does not clear it.
     pub(super) in_doubt: Option<ZooidError>,
     /// The last refill's error, kept for the caller that runs out, and when it happened.
     pub(super) failure: Option<(ZooidError, Instant)>,
@@ -107,6 +109,8 @@ pub(super) struct Shared<S: Store> {
 /// no close waits for it forever.
 struct RefillGuard<S: Store> {
     shared: Arc<Shared<S>>,
+    /// Set once the refill's take may have been sent (its task ran).
+    started: bool,
     /// Set once the refill has stored its batch or its error.
     ended: bool,
 }
@@ -134,6 +138,15 @@ impl<S: Store> Drop for RefillGuard<S> {
                 shared.category
             ),
         };
+        if self.started && st.in_doubt.is_none() {
+            st.in_doubt = Some(ZooidError::Closed {
+                what: format!(
+                    "the ID source of {}: a refill ended midway through its take, the IDs it \
+                     may have taken are leaked",
+                    shared.category
+                ),
+            });
+        }
         st.failure = Some((err, Instant::now()));
         drop(st);
         shared.settled.notify_waiters();
@@ -233,9 +246,11 @@ impl<S: Store> Shared<S> {
         // still drops the guard and ends the refill.
         let mut guard = RefillGuard {
             shared: Arc::clone(self),
+            started: false,
             ended: false,
         };
         self.runtime.spawn(async move {
+            guard.started = true;
             guard.shared.refill(n).await;
             guard.end();
         });
@@ -273,6 +288,11 @@ impl<S: Store> Shared<S> {
             }
             Err(failure) => {
                 st.stats.refill_failures += 1;
+                if matches!(failure.0, ZooidError::OutcomeUnknown { .. }) && st.in_doubt.is_none()
+                {
+                    // Its IDs, if taken, are leaked: the close says so, whatever comes after.
+                    st.in_doubt = Some(failure.0.clone());
+                }
                 st.failure = Some(failure);
             }
         }
@@ -306,7 +326,8 @@ impl<S: Store> Shared<S> {
 
     /// Stops handing out IDs, waits for an in-flight refill and for another close's push, and
     /// pushes back every local ID and `unused`. `Ok` means every ID the source held is pushed
-    /// back, by this close or by the one it waited for.
+    /// back, by this close or by the one it waited for, and no refill's take was in doubt;
+    /// otherwise the first doubt is the error (after the push).
     pub(super) async fn close(&self, unused: &[IdRange]) -> Result<()> {
         let mut ranges = loop {
             let mut notified = pin!(self.settled.notified());
@@ -359,7 +380,7 @@ impl<S: Store> Shared<S> {
                 self.options.refill_when_used,
             );
         } else if let Err(err) = &result {
-            self.lock().in_doubt = Some(err.clone());
+            self.lock().in_doubt.get_or_insert_with(|| err.clone());
         } else {
             tracing::debug!(category = %self.category, pushed = count, "ID source closed");
         }

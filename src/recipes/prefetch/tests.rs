@@ -266,6 +266,10 @@ struct GatedControl {
     refuse: AtomicUsize,
     /// Writes panic.
     panic: AtomicBool,
+    /// The next write applies and its reply is lost.
+    lose_reply: AtomicBool,
+    /// Reads fail as if the servers could not be reached.
+    fail_reads: AtomicBool,
 }
 
 impl Gated {
@@ -301,6 +305,11 @@ impl Store for Gated {
         &self,
         path: &str,
     ) -> std::result::Result<crate::store::Versioned, crate::store::StoreError> {
+        if self.0.fail_reads.load(Ordering::SeqCst) {
+            return Err(crate::store::StoreError::Unknown(
+                "reads fail (the test's fault)".into(),
+            ));
+        }
         self.0.inner.get(path).await
     }
     async fn create(
@@ -318,7 +327,13 @@ impl Store for Gated {
         planned: crate::store::ReadOn,
     ) -> std::result::Result<i32, crate::store::StoreError> {
         self.gate().await?;
-        self.0.inner.set(path, data, expected, planned).await
+        let set = self.0.inner.set(path, data, expected, planned).await;
+        if set.is_ok() && self.0.lose_reply.swap(false, Ordering::SeqCst) {
+            return Err(crate::store::StoreError::Unknown(
+                "reply lost (the test's fault)".into(),
+            ));
+        }
+        set
     }
     async fn replace(
         &self,
@@ -328,7 +343,13 @@ impl Store for Gated {
         planned: crate::store::ReadOn,
     ) -> std::result::Result<Option<i64>, crate::store::StoreError> {
         self.gate().await?;
-        self.0.inner.replace(path, data, expected, planned).await
+        let replaced = self.0.inner.replace(path, data, expected, planned).await;
+        if replaced.is_ok() && self.0.lose_reply.swap(false, Ordering::SeqCst) {
+            return Err(crate::store::StoreError::Unknown(
+                "reply lost (the test's fault)".into(),
+            ));
+        }
+        replaced
     }
     fn read_on(&self) -> crate::store::ReadOn {
         self.0.inner.read_on()
@@ -501,4 +522,44 @@ async fn a_source_dropped_while_its_close_pushes_gets_the_ids_back_if_that_push_
         free, expected,
         "the IDs of a close that failed after its source was dropped stayed unpushed"
     );
+}
+
+/// A refill whose take applied but could not be resolved (its reply lost, every read failing
+/// until the retry budget ran out) may have taken IDs that never reached the source: a close
+/// reports it, after pushing everything else back, even when a later refill succeeded.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_close_reports_a_refill_in_doubt_even_after_a_later_refill_succeeded() {
+    let (store, service, source) = gated_source().await;
+    let category = source.category().clone();
+    store.0.lose_reply.store(true, Ordering::SeqCst);
+    store.0.fail_reads.store(true, Ordering::SeqCst);
+    let mut handed = 5u64;
+    while !source.stats().refilling {
+        assert!(source.try_next().unwrap().is_some());
+        handed += 1;
+    }
+    while source.stats().refilling {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(source.stats().refill_failures, 1, "guard: the refill failed");
+    assert!(
+        !store.0.lose_reply.load(Ordering::SeqCst),
+        "guard: the refill's take applied and its reply was lost"
+    );
+    // Reads work again; a later refill succeeds (the source keeps handing out IDs past it).
+    store.0.fail_reads.store(false, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    while source.stats().refills == 0 {
+        assert!(source.next().await.is_ok());
+        handed += 1;
+        tokio::task::yield_now().await;
+    }
+    let closed = source.close().await;
+    assert!(
+        matches!(closed, Err(ZooidError::OutcomeUnknown { .. })),
+        "a close after a refill in doubt reported {closed:?}"
+    );
+    // Everything else went back: only the handed-out IDs and the lost take's batch are gone.
+    let free = service.pool_info(&category).await.unwrap().free_count;
+    assert_eq!(free, 1_000_000 - handed - 100, "handed out {handed}");
 }

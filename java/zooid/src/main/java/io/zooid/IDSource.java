@@ -103,6 +103,10 @@ public final class IDSource extends NativeResource implements AutoCloseable {
      * <p>If the push fails, the IDs stay with the source, {@code next()} throws {@link
      * IllegalStateException}, and close may be called again. A close returns normally only when
      * every ID is back.
+     *
+     * @throws OutcomeUnknownException if the push, or an earlier refill's take, ended in doubt:
+     *     the IDs concerned are leaked (never handed out), everything else is back, and the
+     *     source is closed
      */
     @Override
     public synchronized void close() throws IDGeneratorException {
@@ -111,10 +115,15 @@ public final class IDSource extends NativeResource implements AutoCloseable {
         }
         long[] unused = left > 0 ? new long[] {nextId, nextId + left - 1} : new long[0];
         left = 0; // handed to the native source, which keeps them if the push fails
-        withHandle(h -> {
-            ZooidNative.sourceClose(h, unused);
-            return null;
-        });
+        try {
+            withHandle(h -> {
+                ZooidNative.sourceClose(h, unused);
+                return null;
+            });
+        } catch (OutcomeUnknownException e) {
+            closeOnce(); // nothing left to push: another close would only report it again
+            throw e;
+        }
         closeOnce();
     }
 
