@@ -157,8 +157,8 @@ async fn work(
 }
 
 /// Resolves when the claim may be lost while its command runs: its session was given up, or it
-/// has been out of touch with the servers for half its timeout (`stop_acting`), after which
-/// the servers may expire it and hand the item to another worker.
+/// has been out of touch with the servers, or with their quorum, for half its timeout
+/// (`stop_acting`), after which the servers may expire it and hand the item to another worker.
 async fn claim_at_risk(claim: &Claim, zk: &Zk) -> std::time::Duration {
     let mut status = zk.subscribe();
     loop {

@@ -50,6 +50,7 @@ use super::options::{ConnectOptions, ServerVersion};
 use super::version::{open_client, probe_persistent_watches};
 use crate::error::{Result, ZooidError};
 
+mod lease;
 mod monitor;
 
 pub use super::status::{ConnectionState, SessionStatus};
@@ -85,6 +86,10 @@ struct Inner {
     confirmations: Mutex<HashMap<u64, watch::Receiver<Option<Verdict>>>>,
     /// Closed when the last [`Session`] handle is dropped: stops the confirmations.
     alive: watch::Receiver<()>,
+    /// The last confirmation through the quorum (src/zk/session/lease.rs).
+    lease: Mutex<lease::Lease>,
+    /// Woken when the lease is renewed.
+    lease_renewed: Arc<tokio::sync::Notify>,
 }
 
 /// The outcome of confirming a given-up generation's end: how, or why not.
@@ -136,6 +141,8 @@ impl Session {
                 ));
             }
         }
+        // The session's `createSession` is answered by the quorum: its lease starts here.
+        let started = Instant::now();
         let (client, server_version) =
             open_client(connect, options, options.server_version).await?;
         let status = SessionStatus {
@@ -165,10 +172,16 @@ impl Session {
             catch_up: super::catch_up::CatchUp::default(),
             confirmations: Mutex::new(HashMap::new()),
             alive: alive_rx.clone(),
+            lease: Mutex::new(lease::Lease {
+                generation: 1,
+                confirmed: started,
+            }),
+            lease_renewed: Arc::new(tokio::sync::Notify::new()),
         });
         metrics::gauge!("zooid_session_generation").set(1.0);
         publish_timeouts(&status);
-        tokio::spawn(monitor::monitor(Arc::downgrade(&inner), alive_rx));
+        tokio::spawn(monitor::monitor(Arc::downgrade(&inner), alive_rx.clone()));
+        tokio::spawn(lease::renew(Arc::downgrade(&inner), alive_rx));
         tracing::info!(session = %format_args!("{:#x}", status.session_id), timeout = ?status.timeout, requested = ?status.requested, %server_version, "ZooKeeper session opened");
         Ok(Session {
             inner,

@@ -53,9 +53,11 @@ pub struct SessionStatus {
     /// lead it), and a write bound to it ([`WriteOn`]) goes on that connection only.
     pub connection: u64,
     /// *Stop acting*: the local, early notion. `true` once the session has been `Suspended`
-    /// (no server) for [`SessionStatus::stop_acting_after`] (half the negotiated timeout),
-    /// and whenever it is `Lost` or `Closed`; `false` while `Connected` and early in a
-    /// suspension. Work done on the session's behalf (a leader's command, a worker starting
+    /// (no server) for [`SessionStatus::stop_acting_after`] (half the negotiated timeout), once
+    /// no `sync` the quorum answered was sent in the last half timeout (the session's lease,
+    /// renewed every sixth of it while connected: a follower cut off from the quorum keeps its
+    /// clients connected while the ensemble expires their sessions), and whenever it is `Lost`
+    /// or `Closed`. Work done on the session's behalf (a leader's command, a worker starting
     /// items) stops on it, well before the servers can have expired the session. It decides
     /// no write's fate: that is [`Session::confirm_gone`], the servers' word.
     pub stop_acting: bool,

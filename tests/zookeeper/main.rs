@@ -19,5 +19,6 @@ mod security;
 mod service;
 mod session;
 mod session_fate;
+mod session_lease;
 mod session_leader;
 mod version_move;

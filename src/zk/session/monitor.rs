@@ -14,12 +14,12 @@ impl Inner {
             .clone()
     }
 
-    /// Publishes `state` for `generation`; `stop_acting` counts only for `Suspended` (always
-    /// `false` when `Connected`, `true` when `Lost` or `Closed`).
+    /// Publishes `state` for `generation`; `stop_acting` counts for `Connected` (the lease ran
+    /// out) and `Suspended` (half a timeout without a server, or the lease), and is always
+    /// `true` when `Lost` or `Closed`.
     fn publish(&self, state: ConnectionState, generation: u64, client: &Client, stop_acting: bool) {
         let stop_acting = match state {
-            ConnectionState::Connected => false,
-            ConnectionState::Suspended => stop_acting,
+            ConnectionState::Connected | ConnectionState::Suspended => stop_acting,
             ConnectionState::Lost | ConnectionState::Closed => true,
         };
         // The client's own count of its connections, read now: never behind the state published
@@ -77,9 +77,12 @@ impl Inner {
             why,
             "ZooKeeper session lost; opening a new one"
         );
+        // The new session's `createSession` is answered by the quorum: its lease starts here.
+        let started = Instant::now();
         match open_client(&self.connect, &self.options, self.server_version).await {
             Ok((client, _)) => {
                 let generation = lost_generation + 1;
+                self.confirm(generation, started);
                 // Past every connection number published for the generations before.
                 let offset = (current.offset + current.client.connection())
                     .max(self.status.borrow().connection);
@@ -214,20 +217,34 @@ pub(super) async fn monitor(inner: std::sync::Weak<Inner>, mut alive: watch::Rec
                 state,
                 SessionState::SyncConnected | SessionState::ConnectedReadOnly
             );
-            if connected {
-                suspended_since = None;
-                strong.publish(ConnectionState::Connected, generation, &client, false);
-            } else {
-                let since = *suspended_since.get_or_insert_with(Instant::now);
-                let stop = Instant::now() >= since + client.session_timeout() / 2;
-                strong.publish(ConnectionState::Suspended, generation, &client, stop);
+            // Stop acting at the lease's end (src/zk/session/lease.rs), or half-way through a
+            // suspension, whichever comes first.
+            let lease_ends = strong
+                .lease()
+                .ends(generation, client.session_timeout())
+                .unwrap_or_else(Instant::now);
+            match connected {
+                true => suspended_since = None,
+                false => {
+                    suspended_since.get_or_insert_with(Instant::now);
+                }
             }
+            let halfway = suspended_since
+                .map(|since| since + client.session_timeout() / 2)
+                .unwrap_or(lease_ends);
+            let stop_at = lease_ends.min(halfway);
+            let stop = Instant::now() >= stop_at;
+            let published = match connected {
+                true => ConnectionState::Connected,
+                false => ConnectionState::Suspended,
+            };
+            strong.publish(published, generation, &client, stop);
+            let renewed = Arc::clone(&strong.lease_renewed);
             drop(strong);
             let deadline = suspended_since.map(|since| since + client.session_timeout());
-            // Wakes the loop once, to publish `stop_acting`, half-way through the suspension.
-            let stop_at = suspended_since
-                .map(|since| since + client.session_timeout() / 2)
-                .filter(|at| *at > Instant::now());
+            // Wakes the loop once, to publish `stop_acting`, at the lease's end or half-way
+            // through the suspension.
+            let stop_at = Some(stop_at).filter(|at| *at > Instant::now());
             tokio::select! {
                 biased;
                 changed = alive.changed() => {
@@ -242,6 +259,8 @@ pub(super) async fn monitor(inner: std::sync::Weak<Inner>, mut alive: watch::Rec
                     break Some("no server answered for the whole session timeout");
                 }
                 _ = sleep_until_opt(stop_at) => {}
+                // A `sync` renewed the lease: publish `stop_acting` again.
+                _ = renewed.notified() => {}
                 // A caller may have replaced the generation: re-check it.
                 _ = status_rx.changed() => {}
             }
@@ -269,7 +288,7 @@ pub(super) async fn monitor(inner: std::sync::Weak<Inner>, mut alive: watch::Rec
     }
 }
 
-async fn sleep_until_opt(deadline: Option<Instant>) {
+pub(super) async fn sleep_until_opt(deadline: Option<Instant>) {
     match deadline {
         Some(deadline) => tokio::time::sleep_until(deadline).await,
         None => std::future::pending().await,
