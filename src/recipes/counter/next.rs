@@ -21,7 +21,31 @@ impl Counter {
     /// retry policy, `ConnectionLost`/`Timeout`, and `OutcomeUnknown` when a lost write's fate
     /// could not be told: its values (in `ids`) are skipped, never handed out by anyone who
     /// follows this protocol.
+    ///
+    /// The call runs to its end even if this future is dropped (an async caller's timeout or
+    /// `select!`): a write sent is always resolved, and values reserved for a caller that gave
+    /// up are counted as skipped ([`CounterStats::skipped`]) and logged, never handed out.
     pub async fn next(&self, n: u64) -> Result<IdRange> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let this = self.clone();
+        tokio::spawn(async move {
+            let result = this.reserve(n).await;
+            if let Err(Ok(range)) = tx.send(result) {
+                this.state.lock().await.stats.skipped += range.len();
+                tracing::warn!(counter = %this.path, %range, "counter values reserved for a caller that gave up; skipped");
+            }
+        });
+        match rx.await {
+            Ok(result) => result,
+            // Only a runtime shutting down drops the task unfinished.
+            Err(_) => Err(ZooidError::Closed {
+                what: format!("the runtime of counter {}", self.path),
+            }),
+        }
+    }
+
+    /// [`Counter::next`], run by its own task.
+    async fn reserve(&self, n: u64) -> Result<IdRange> {
         if n == 0 {
             return Err(ZooidError::InvalidArgument(
                 "a counter reserves at least one value (n = 0)".into(),

@@ -11,6 +11,7 @@ mod session;
 mod support;
 
 mod cancelled_claim;
+mod cancelled_next;
 mod closes;
 mod first_ceiling;
 mod lagging_read;
