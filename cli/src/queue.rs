@@ -140,6 +140,9 @@ async fn work(
     command: &[String],
 ) -> zooid::Result<()> {
     let mut stop = Stop::new()?;
+    // `stop_acting` then also counts the quorum's confirmations (`claim_at_risk`): a server cut
+    // off from the quorum keeps the worker connected while the ensemble expires its session.
+    let _lease = zk.hold_lease().await?;
     let mut handled = 0u64;
     while max.is_none_or(|m| handled < m) {
         let claim = tokio::select! {

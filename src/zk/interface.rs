@@ -317,6 +317,14 @@ pub trait ZooKeeper: Send + Sync + 'static {
         deadline: Instant,
     ) -> BoxFuture<'_, std::result::Result<Confirmed, InDoubt>>;
 
+    /// Holds the session's lease through the quorum while the guard lives (see
+    /// [`Session::hold_lease`](super::Session::hold_lease)). Sessions without one (the
+    /// simulator's, whose `stop_acting` follows the connection alone) give a guard that holds
+    /// nothing.
+    fn hold_lease(&self) -> BoxFuture<'_, crate::error::Result<super::LeaseGuard>> {
+        async { Ok(super::LeaseGuard::none()) }.boxed()
+    }
+
     /// Resolves once the last handle of the session is dropped: a background task that must not
     /// keep the session open selects on it.
     fn ended(&self) -> BoxFuture<'static, ()>;

@@ -39,5 +39,5 @@ pub use interface::{
 pub use multi::{set_version, Multi};
 pub use options::{ConnectOptions, Sasl, ServerVersion, TlsFiles};
 pub use path::validate_path;
-pub use session::{ConnectionState, Session, SessionStatus};
+pub use session::{ConnectionState, LeaseGuard, Session, SessionStatus};
 pub use status::{ReadOn, WriteOn};

@@ -184,6 +184,10 @@ impl ZooKeeper for Session {
         Session::confirm_gone(self, generation, deadline).boxed()
     }
 
+    fn hold_lease(&self) -> BoxFuture<'_, Result<super::LeaseGuard>> {
+        Session::hold_lease(self).boxed()
+    }
+
     fn ended(&self) -> BoxFuture<'static, ()> {
         Session::ended(self).boxed()
     }

@@ -53,7 +53,7 @@ use crate::error::{Result, ZooidError};
 mod lease;
 mod monitor;
 
-pub use super::status::{ConnectionState, SessionStatus};
+pub use super::status::{ConnectionState, LeaseGuard, SessionStatus};
 
 /// The client of one generation.
 #[derive(Clone)]
@@ -86,10 +86,14 @@ struct Inner {
     confirmations: Mutex<HashMap<u64, watch::Receiver<Option<Verdict>>>>,
     /// Closed when the last [`Session`] handle is dropped: stops the confirmations.
     alive: watch::Receiver<()>,
-    /// The last confirmation through the quorum (src/zk/session/lease.rs).
+    /// The confirmations through the quorum (src/zk/session/lease.rs).
     lease: Mutex<lease::Lease>,
-    /// Woken when the lease is renewed.
+    /// How many [`LeaseGuard`]s are held: the lease is renewed while there is one.
+    lease_holders: std::sync::atomic::AtomicUsize,
+    /// Woken when the lease is renewed or a hold ends (the monitor looks again).
     lease_renewed: Arc<tokio::sync::Notify>,
+    /// Woken when a hold starts (the renewal starts).
+    renew_wake: Arc<tokio::sync::Notify>,
 }
 
 /// The outcome of confirming a given-up generation's end: how, or why not.
@@ -141,8 +145,6 @@ impl Session {
                 ));
             }
         }
-        // The session's `createSession` is answered by the quorum: its lease starts here.
-        let started = Instant::now();
         let (client, server_version) =
             open_client(connect, options, options.server_version).await?;
         let status = SessionStatus {
@@ -172,11 +174,10 @@ impl Session {
             catch_up: super::catch_up::CatchUp::default(),
             confirmations: Mutex::new(HashMap::new()),
             alive: alive_rx.clone(),
-            lease: Mutex::new(lease::Lease {
-                generation: 1,
-                confirmed: started,
-            }),
+            lease: Mutex::new(lease::Lease::of(1)),
+            lease_holders: std::sync::atomic::AtomicUsize::new(0),
             lease_renewed: Arc::new(tokio::sync::Notify::new()),
+            renew_wake: Arc::new(tokio::sync::Notify::new()),
         });
         metrics::gauge!("zooid_session_generation").set(1.0);
         publish_timeouts(&status);

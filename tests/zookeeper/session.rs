@@ -232,13 +232,10 @@ fn dropping_the_last_handle_closes_the_session() {
     });
 }
 
-/// "Stop acting" comes before the generation is given up: at the end of the session's lease
-/// (half a timeout after the send time of the last `sync` the quorum answered, renewed every
-/// sixth of it) or half-way through a suspension, whichever is first. The statuses of a client
-/// cut off from every server go Connected, then `stop_acting` no earlier than the lease allows
-/// (half a timeout after the cut, less one renewal period) and no later than half-way through
-/// the suspension, then Lost (`stop_acting` true) and, once healed, Connected in generation 2
-/// (`stop_acting` false).
+/// "Stop acting" comes half-way through a suspension, before the generation is given up: the
+/// statuses of a client cut off from every server go Connected, Suspended (`stop_acting`
+/// false), Suspended with `stop_acting` at least half the negotiated timeout later, then Lost
+/// (`stop_acting` true) and, once healed, Connected in generation 2 (`stop_acting` false).
 #[test]
 fn stop_acting_is_published_half_way_through_a_suspension_before_the_loss() {
     support::init_tracing();
@@ -252,9 +249,6 @@ fn stop_acting_is_published_half_way_through_a_suspension_before_the_loss() {
         assert!(!first.stop_acting, "a connected session acts: {first:?}");
         let half = first.stop_acting_after();
         assert_eq!(half, first.timeout / 2);
-        // Longer than the lease: the renewals keep the session acting.
-        tokio::time::sleep(half + Duration::from_millis(500)).await;
-        assert!(!session.status().stop_acting, "renewed, the session acts");
         let mut rx = session.subscribe();
         proxy.blackhole();
         // Every status, with when it was seen.
@@ -280,26 +274,22 @@ fn stop_acting_is_published_half_way_through_a_suspension_before_the_loss() {
             .iter()
             .find(|(_, s)| s.state == ConnectionState::Suspended)
             .expect("a Suspended status");
+        assert!(!suspended.1.stop_acting, "early in a suspension: {brief:?}");
         let stop = seen
             .iter()
             .find(|(_, s)| s.stop_acting)
             .expect("a status with stop_acting");
-        assert!(
-            stop.1.state != ConnectionState::Lost && stop.1.generation == 1,
+        assert_eq!(
+            (stop.1.state, stop.1.generation),
+            (ConnectionState::Suspended, 1),
             "stop acting comes before the loss: {brief:?}"
-        );
-        let renew = first.timeout / 6;
-        let after_cut = stop.0.duration_since(seen[0].0);
-        assert!(
-            after_cut + renew + Duration::from_millis(250) >= half,
-            "stop acting {after_cut:?} after the cut, before the lease could have ended: {brief:?}"
         );
         // Measured from when this test saw the suspension, which on a loaded machine is later
         // than when it began (the timer runs from then): a quarter second of slack for that.
-        let into_suspension = stop.0.saturating_duration_since(suspended.0);
+        let waited = stop.0.duration_since(suspended.0);
         assert!(
-            into_suspension <= half + Duration::from_millis(250),
-            "stop acting {into_suspension:?} into the suspension, after half the timeout {half:?}"
+            waited + Duration::from_millis(250) >= half,
+            "stop acting {waited:?} into the suspension, before half the timeout {half:?}"
         );
         let (lost_at, lost) = seen.last().copied().expect("statuses");
         assert_eq!(lost.state, ConnectionState::Lost, "{brief:?}");

@@ -1,5 +1,5 @@
-//! The session's lease through the quorum (src/zk/session/lease.rs): a client that stays
-//! connected to a follower cut off from the quorum (the follower answers its pings for
+//! The session's lease through the quorum (src/zk/session/lease.rs): a client holding it that
+//! stays connected to a follower cut off from the quorum (the follower answers its pings for
 //! `syncLimit` ticks) stops acting before the ensemble expires its session. Before the lease,
 //! `stop_acting` came only half a timeout after the follower dropped its clients, long after
 //! the expiry: a worker went on with an item the ensemble had handed to another.
@@ -22,8 +22,9 @@ fn a_session_on_a_follower_cut_off_from_the_quorum_stops_acting_before_it_expire
     runtime().block_on(async {
         let a = Session::connect(&ens.server_connect_string(f), &session_options(2000))
             .await
-            .unwrap()
-            .into_zk();
+            .unwrap();
+        let lease = a.hold_lease().await.expect("the quorum confirms A's session");
+        let a = a.into_zk();
         let observer = Session::connect(&ens.server_connect_string(g), &session_options(4000))
             .await
             .unwrap()
@@ -64,6 +65,7 @@ fn a_session_on_a_follower_cut_off_from_the_quorum_stops_acting_before_it_expire
         assert!(held > 0, "the relays held F's quorum traffic");
         assert_eq!(f_mode.as_deref(), Some("follower"), "F still serves clients");
         links.heal();
+        drop(lease);
         let (at, state) = stopped.expect("A never stopped acting while its session expired");
         assert!(
             at < gone,

@@ -39,6 +39,9 @@ impl Inner {
             stop_acting,
         };
         self.status.send_if_modified(|old| {
+            if !status.may_follow(old) {
+                return false;
+            }
             // Never backwards (a late status of a generation given up keeps the last number).
             status.connection = status.connection.max(old.connection);
             if *old == status {
@@ -77,12 +80,9 @@ impl Inner {
             why,
             "ZooKeeper session lost; opening a new one"
         );
-        // The new session's `createSession` is answered by the quorum: its lease starts here.
-        let started = Instant::now();
         match open_client(&self.connect, &self.options, self.server_version).await {
             Ok((client, _)) => {
                 let generation = lost_generation + 1;
-                self.confirm(generation, started);
                 // Past every connection number published for the generations before.
                 let offset = (current.offset + current.client.connection())
                     .max(self.status.borrow().connection);
@@ -97,7 +97,11 @@ impl Inner {
                     generation,
                     "ZooKeeper session renewed"
                 );
-                self.publish(ConnectionState::Connected, generation, &client, false);
+                // A held lease starts over in the new generation: stop acting until the
+                // quorum confirmed it (src/zk/session/lease.rs).
+                let stop =
+                    self.lease_ended(generation, client.session_timeout(), Instant::now());
+                self.publish(ConnectionState::Connected, generation, &client, stop);
                 publish_timeouts(&self.status.borrow());
                 metrics::gauge!("zooid_session_generation").set(generation as f64);
                 true
@@ -217,23 +221,22 @@ pub(super) async fn monitor(inner: std::sync::Weak<Inner>, mut alive: watch::Rec
                 state,
                 SessionState::SyncConnected | SessionState::ConnectedReadOnly
             );
-            // Stop acting at the lease's end (src/zk/session/lease.rs), or half-way through a
-            // suspension, whichever comes first.
-            let lease_ends = strong
-                .lease()
-                .ends(generation, client.session_timeout())
-                .unwrap_or_else(Instant::now);
+            // Stop acting half-way through a suspension, or at the end of a held lease
+            // (src/zk/session/lease.rs), whichever comes first.
+            let now = Instant::now();
             match connected {
                 true => suspended_since = None,
                 false => {
-                    suspended_since.get_or_insert_with(Instant::now);
+                    suspended_since.get_or_insert(now);
                 }
             }
-            let halfway = suspended_since
-                .map(|since| since + client.session_timeout() / 2)
-                .unwrap_or(lease_ends);
-            let stop_at = lease_ends.min(halfway);
-            let stop = Instant::now() >= stop_at;
+            let halfway = suspended_since.map(|since| since + client.session_timeout() / 2);
+            let lease_ends = strong.lease_ends(generation, client.session_timeout());
+            let stop_at = match (halfway, lease_ends) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let stop = stop_at.is_some_and(|at| now >= at);
             let published = match connected {
                 true => ConnectionState::Connected,
                 false => ConnectionState::Suspended,
@@ -244,7 +247,7 @@ pub(super) async fn monitor(inner: std::sync::Weak<Inner>, mut alive: watch::Rec
             let deadline = suspended_since.map(|since| since + client.session_timeout());
             // Wakes the loop once, to publish `stop_acting`, at the lease's end or half-way
             // through the suspension.
-            let stop_at = Some(stop_at).filter(|at| *at > Instant::now());
+            let stop_at = stop_at.filter(|at| *at > now);
             tokio::select! {
                 biased;
                 changed = alive.changed() => {
