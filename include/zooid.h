@@ -1194,7 +1194,10 @@ zooid_status zooid_id_set_take_range(struct zooid_id_set *set,
  * for a refill in flight). Later `zooid_id_source_next` calls fail with `ZOOID_STATUS_CLOSED`.
  * If the push fails (store errors), the IDs stay with the source and close may be called again
  * (freeing the source then pushes them back in the background). A close while another thread's
- * close pushes waits for it; `ZOOID_STATUS_OK` means every ID is back.
+ * close pushes waits for it; `ZOOID_STATUS_OK` means every ID is back. After a refill whose
+ * take ended in doubt, every close returns `ZOOID_STATUS_OUTCOME_UNKNOWN` once it pushed the
+ * rest back: the IDs that take may have claimed are leaked (`zooid_last_error_ranges` names
+ * them), never handed out.
  *
  * # Safety
  * `source` must be NULL or a live source.
