@@ -1,9 +1,12 @@
 //! The blocking facade over [`crate::recipes::queue`]: a work queue for threads that are not async (the C
 //! and JNI bindings sit on it).
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use crate::error::Result;
+use tokio::sync::watch;
+
+use crate::error::{Result, ZooidError};
 use crate::recipes::queue::{
     Claim as AsyncClaim, ItemInfo, QueueOptions, QueueStats, WorkQueue as AsyncQueue,
 };
@@ -17,6 +20,8 @@ use crate::zk::Zk;
 #[derive(Clone, Debug)]
 pub struct WorkQueue {
     inner: DropInRuntime<AsyncQueue>,
+    /// Set by [`WorkQueue::stop_claims`], shared by the clones.
+    claims_stopped: Arc<watch::Sender<bool>>,
 }
 
 impl WorkQueue {
@@ -26,6 +31,7 @@ impl WorkQueue {
     pub fn open(zk: Zk, path: &str, options: QueueOptions) -> Result<Self> {
         Ok(Self {
             inner: DropInRuntime::new(AsyncQueue::open(zk, path, options)?),
+            claims_stopped: Arc::new(watch::Sender::new(false)),
         })
     }
 
@@ -35,11 +41,31 @@ impl WorkQueue {
     }
 
     /// See [`AsyncQueue::claim`]: `None` when `timeout` ran out (`None` timeout: wait for ever).
+    /// [`ZooidError::Closed`] once [`Self::stop_claims`] was called, also for a claim waiting
+    /// then.
     pub fn claim(&self, timeout: Option<Duration>) -> Result<Option<Claim>> {
-        let claim = block_on(self.inner.claim(timeout))??;
+        let mut stopped = self.claims_stopped.subscribe();
+        let claim = block_on(async {
+            tokio::select! {
+                biased;
+                _ = stopped.wait_for(|stopped| *stopped) => Err(ZooidError::Closed {
+                    what: format!("work queue {}", self.inner.path()),
+                }),
+                // Dropped when stopped: a lock it made, or may still make, is released in the
+                // background (the async claim's rule).
+                claimed = self.inner.claim(timeout) => claimed,
+            }
+        })??;
         Ok(claim.map(|c| Claim {
             inner: DropInRuntime::new(Some(c)),
         }))
+    }
+
+    /// Ends the wait of every claim in progress through this handle and its clones, and
+    /// refuses later claims, with [`ZooidError::Closed`]: a binding's close, which must not wait
+    /// out a claim's timeout. Claims already handed out, puts and listings are unaffected.
+    pub fn stop_claims(&self) {
+        self.claims_stopped.send_replace(true);
     }
 
     /// See [`AsyncQueue::items`].

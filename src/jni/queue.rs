@@ -27,6 +27,10 @@ pub(super) const METHODS: &[NativeMethod] = &[
         error_policy = ThrowJava,
     },
     native_method! {
+        static fn queue_stop_claims(handle: jlong),
+        error_policy = ThrowJava,
+    },
+    native_method! {
         static fn queue_put(handle: jlong, data: jbyte[]) -> JString,
         error_policy = ThrowJava,
     },
@@ -85,6 +89,16 @@ fn queue_close<'local>(
     handle: jlong,
 ) -> Result<(), Failure> {
     handle::free::<WorkQueue>(handle);
+    Ok(())
+}
+
+/// Ends the claims waiting on the queue (its close, before the free waits for them).
+fn queue_stop_claims<'local>(
+    _env: &mut Env<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+) -> Result<(), Failure> {
+    handle::get::<WorkQueue>(handle)?.stop_claims();
     Ok(())
 }
 

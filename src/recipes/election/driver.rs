@@ -43,16 +43,24 @@ pub(super) struct Driver {
     pub(super) status: watch::Sender<ElectionStatus>,
     pub(super) lease: watch::Sender<Option<tokio::time::Instant>>,
     pub(super) close: watch::Receiver<bool>,
+    /// The marker of a candidacy that ended with a copy of its create unresolved, and the
+    /// session generation it was sent on: the next candidacy on that session goes on with it
+    /// ([`join`]).
+    pub(super) carried: Option<(u64, String)>,
 }
 
 impl Driver {
     pub(super) async fn run(mut self) {
         let mut backoff = Duration::from_millis(100);
         loop {
-            if self.closed() {
+            if self.closed() && self.carried.is_none() {
                 break;
             }
+            // Closed with a marker carried: its candidacy settles it first (join).
             let Some(connected) = self.wait_connected().await else {
+                if self.carried.is_some() {
+                    tracing::warn!(group = %self.group, "closed, disconnected, with a candidate create in doubt; a copy that lands makes a node that goes with the session");
+                }
                 break;
             };
             let generation = self.zk.generation();

@@ -270,6 +270,7 @@ impl Election {
             status: status_tx,
             lease: lease_tx,
             close: close_rx,
+            carried: None,
         };
         let handle = tokio::spawn(driver.run());
         Ok(Election {

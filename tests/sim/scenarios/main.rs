@@ -15,6 +15,7 @@ mod cancelled_next;
 mod closes;
 mod first_ceiling;
 mod lagging_read;
+mod late_candidate;
 mod lost_switch;
 mod migration;
 mod push_in_doubt;

@@ -124,6 +124,13 @@ pub struct Flaky {
     /// The first `multi` that sets this node pauses at the gate before it is sent (a process
     /// paused just before its pool write), then goes on the session generation it was given.
     pub pause_set: Option<(String, Arc<Gate>)>,
+    /// The first `multi` that creates a child of this parent is sent, its reply lost at once
+    /// (a connection loss), and it is served only when the gate is released (a request that
+    /// lands late, after the process resolved it as not yet applied).
+    pub late_under: Option<(String, Arc<Gate>)>,
+    /// While its flag is set, a `multi` with a create of a child of this parent is refused at
+    /// that op (`NotAuthorized`, nothing applied: an ACL being changed), and counted.
+    pub refuse_creates_under: Option<(String, Arc<AtomicBool>, Arc<AtomicUsize>)>,
 }
 
 impl Flaky {
@@ -148,6 +155,8 @@ impl Flaky {
             pause_write_under: None,
             hold_set: None,
             pause_set: None,
+            late_under: None,
+            refuse_creates_under: None,
         }
     }
 
@@ -447,6 +456,44 @@ impl ZooKeeper for Flaky {
                 return async move {
                     gate.pause().await;
                     self.inner.multi(on, ops).await
+                }
+                .boxed();
+            }
+        }
+        if let Some((parent, gate)) = &self.late_under {
+            let prefix = format!("{parent}/");
+            let creates = ops
+                .iter()
+                .any(|op| matches!(op, Op::Create { path, .. } if path.starts_with(&prefix)));
+            if creates && gate.trips() {
+                let inner = self.inner.clone();
+                let gate = gate.clone();
+                tokio::spawn(async move {
+                    gate.pause().await;
+                    let _ = inner.multi(on, ops).await; // Its outcome is the scenario's to check.
+                });
+                return async {
+                    Err(MultiFailed {
+                        index: None,
+                        failure: Failure::new(Verdict::Unknown, "injected: reply lost"),
+                    })
+                }
+                .boxed();
+            }
+        }
+        if let Some((parent, on_flag, refused)) = &self.refuse_creates_under {
+            let prefix = format!("{parent}/");
+            let index = ops
+                .iter()
+                .position(|op| matches!(op, Op::Create { path, .. } if path.starts_with(&prefix)));
+            if let Some(index) = index.filter(|_| on_flag.load(Ordering::SeqCst)) {
+                refused.fetch_add(1, Ordering::SeqCst);
+                return async move {
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    Err(MultiFailed {
+                        index: Some(index),
+                        failure: Failure::new(Verdict::NotAuthorized, "injected: refused"),
+                    })
                 }
                 .boxed();
             }

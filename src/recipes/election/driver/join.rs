@@ -1,6 +1,15 @@
 //! Joining the line: our candidate node is created exactly once, even when replies are lost
 //! (`multi[setData(group, unchanged, V), create(marker node)]`; after an unknown outcome the
 //! group node's version and the marker decide), then confirmed as ours and given its token.
+//!
+//! A marker is given up only once no copy sent with it can still apply: a candidacy that ends
+//! (a refusal, a retry) while a copy is unresolved hands its marker to the next candidacy of
+//! the same session, which looks for it among the children before it sends a copy of its own;
+//! a close in that state finds the node and deletes it, or moves the group node's version past
+//! every copy's (one bounded attempt). Without that, a copy landing after the candidacy gave up
+//! made a second node of our session that no driver tracks, ahead of ours. Not covered: a group
+//! node deleted and made again while a copy is on its way restarts its versions, so the copy
+//! can apply once the new node reaches the version it expected.
 
 use super::super::line::{candidates, group_epoch, parse_candidate, token};
 use super::super::line::{MARKER_PREFIX, SEQ_PREFIX};
@@ -21,13 +30,34 @@ impl Driver {
     /// docs): `multi[setData(group, unchanged, V), create(marker node)]`, and after an unknown
     /// outcome, the group node's version and the marker decide.
     pub(super) async fn candidacy(&mut self, generation: u64) -> Result<Node, Exit> {
-        let marker = format!("{:032x}", crate::random::random::<u128>());
+        let (marker, mut in_doubt) = match self.carried.take() {
+            Some((sent_on, marker)) if sent_on == generation => (marker, true),
+            _ => (format!("{:032x}", crate::random::random::<u128>()), false),
+        };
+        let joined = self.join_line(generation, &marker, &mut in_doubt).await;
+        if in_doubt && matches!(joined, Err(Exit::Retry(_))) {
+            self.carried = Some((generation, marker));
+        }
+        joined
+    }
+
+    /// [`Self::candidacy`] with `marker`; `in_doubt` says whether a copy sent with it may still
+    /// apply, and is kept up to date.
+    async fn join_line(
+        &mut self,
+        generation: u64,
+        marker: &str,
+        in_doubt: &mut bool,
+    ) -> Result<Node, Exit> {
         let prefix = format!("{}/{MARKER_PREFIX}{marker}{SEQ_PREFIX}", self.group);
         let create = Create::new(Mode::EphemeralSequential);
         'fresh: loop {
             if self.closed() {
-                // Nothing of this candidacy is unresolved here: every earlier copy of the multi
-                // expected a version the group node has left behind, and none made our node.
+                if *in_doubt {
+                    self.settle(generation, marker).await;
+                }
+                // Otherwise nothing of this candidacy is unresolved: every earlier copy of the
+                // multi expected a version the group node has left behind, and none made our node.
                 return Err(Exit::Closed);
             }
             let (data, stat) = match self.zk.get(generation, &self.group).await {
@@ -50,6 +80,21 @@ impl Driver {
                 }
             };
             let expected = stat.version;
+            if *in_doubt {
+                // A copy sent with this marker may have applied: it is ours if it did. One that
+                // has not yet expected a version no later than `expected`.
+                match self.find_marker(generation, marker).await {
+                    Ok(Some(path)) => return self.confirm(generation, &path).await,
+                    Ok(None) => {}
+                    Err(failure) if says_gone(&failure) => return Err(Exit::SessionGone),
+                    Err(_) => {
+                        if !self.recover(generation).await {
+                            return Err(Exit::SessionGone);
+                        }
+                        continue;
+                    }
+                }
+            }
             if expected < 0 || expected == i32::MAX {
                 return Err(Exit::Retry(format!(
                     "group node {} is at data version {expected}; recreate the group node",
@@ -94,6 +139,7 @@ impl Driver {
                     // already, and the multi was not sent).
                     (None, Verdict::Expired | Verdict::Closed) => return Err(Exit::SessionGone),
                     (None, _) => {
+                        *in_doubt = true;
                         tracing::info!(group = %self.group, %source, "candidate create: outcome unknown; resolving");
                     }
                 }
@@ -103,10 +149,18 @@ impl Driver {
                     if !self.wait_same_session(generation).await {
                         return Err(Exit::SessionGone);
                     }
-                    match self.resolve(generation, &marker, expected).await {
+                    match self.resolve(generation, marker, expected).await {
                         Ok(Resolved::Pending) => break, // resend the identical multi
                         Ok(Resolved::Found(path)) => return self.confirm(generation, &path).await,
-                        Ok(Resolved::Never) => continue 'fresh,
+                        Ok(Resolved::Never) => {
+                            *in_doubt = false;
+                            continue 'fresh;
+                        }
+                        // The group node is gone: made again, and the marker looked for, above.
+                        Err(Failure {
+                            verdict: Verdict::NoNode,
+                            ..
+                        }) => continue 'fresh,
                         Err(failure) if says_gone(&failure) => return Err(Exit::SessionGone),
                         Err(_) => {
                             if !self.recover(generation).await {
@@ -116,6 +170,61 @@ impl Driver {
                     }
                 }
             }
+        }
+    }
+
+    /// Our candidate node with `marker`, if one exists (after a `sync`).
+    async fn find_marker(
+        &self,
+        generation: u64,
+        marker: &str,
+    ) -> std::result::Result<Option<String>, Failure> {
+        self.zk.sync(generation, &self.group).await?;
+        let (children, _) = self.zk.children(generation, &self.group).await?;
+        Ok(candidates(&children)
+            .into_iter()
+            .find(|c| c.marker == marker)
+            .map(|c| format!("{}/{}", self.group, c.name)))
+    }
+
+    /// A close while a copy of our create may still apply: within [`Self::delete_bound`], finds
+    /// our node (and deletes it, or leaves it to the background task that deletes a node left
+    /// behind), or else moves the group node's version past every copy's (a `setData` of its
+    /// data unchanged at the version read), so that none ever applies. One attempt: a close
+    /// does not wait out a disconnection or a refusal; then a copy that lands after all makes a
+    /// node that goes with the session, and a warning says so.
+    async fn settle(&mut self, generation: u64, marker: &str) {
+        let deadline = Instant::now() + self.delete_bound();
+        let attempt = async {
+            let (data, stat) = self.zk.get(generation, &self.group).await?;
+            if let Some(path) = self.find_marker(generation, marker).await? {
+                return Ok(Some(path));
+            }
+            let mut fence = Multi::new();
+            fence.set(&self.group, &data, Some(stat.version));
+            match fence.commit(&*self.zk, generation).await {
+                Ok(_) => Ok(None),
+                // Moved since the read: a copy may have applied.
+                Err(failed) if failed.index.is_some() && failed.verdict() == Verdict::BadVersion => {
+                    match self.find_marker(generation, marker).await? {
+                        Some(path) => Ok(Some(path)),
+                        None => Err(failed.failure),
+                    }
+                }
+                Err(failed) => Err(failed.failure),
+            }
+        };
+        let settled = tokio::time::timeout_at(deadline, attempt).await;
+        match settled {
+            Ok(Ok(None)) => {}
+            Ok(Ok(Some(path))) => {
+                if !self.delete_node(generation, &path, Some(deadline)).await {
+                    self.leave_behind(generation, &path);
+                }
+            }
+            Ok(Err(failure)) if says_gone(&failure) => {} // The copies went with the session.
+            Ok(Err(failure)) => tracing::warn!(group = %self.group, %failure, "closed with a candidate create in doubt; a copy that lands makes a node that goes with the session"),
+            Err(_) => tracing::warn!(group = %self.group, "closed with a candidate create in doubt, unsettled in time; a copy that lands makes a node that goes with the session"),
         }
     }
 

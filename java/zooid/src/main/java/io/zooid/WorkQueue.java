@@ -85,11 +85,12 @@ public final class WorkQueue extends NativeResource implements AutoCloseable {
     /**
      * Claims the oldest unclaimed item, waiting up to {@code timeout} for one ({@code 0}: try once
      * without waiting). Returns null when none came in time. A queue that does not exist yet is
-     * created and waited on like an empty one: consumers may start before producers. The wait is not interruptible; use a
-     * bounded timeout.
+     * created and waited on like an empty one: consumers may start before producers. The wait is not
+     * interruptible, but {@link #close()} from another thread ends it.
      *
      * @throws IllegalArgumentException if {@code timeout} is negative
-     * @throws IllegalStateException if the queue is closed, or the session was closed while waiting
+     * @throws IllegalStateException if the queue is closed (also while waiting), or the session was
+     *     closed while waiting
      */
     public Claim claim(long timeout, TimeUnit unit) throws IDGeneratorException {
         Objects.requireNonNull(unit, "unit");
@@ -104,13 +105,19 @@ public final class WorkQueue extends NativeResource implements AutoCloseable {
     }
 
     /**
-     * Closes this handle on the queue (the queue and its items stay in ZooKeeper). Waits for calls
-     * in progress on other threads; later calls throw {@link IllegalStateException}. Claims made
-     * through it stay usable. Closing again does nothing.
+     * Closes this handle on the queue (the queue and its items stay in ZooKeeper). A claim waiting
+     * on another thread ends at once with {@link IllegalStateException} (a lock it made is
+     * released); other calls in progress are waited for; later calls throw {@link
+     * IllegalStateException}. Claims made through it stay usable. Closing again does nothing.
      */
     @Override
     public void close() {
         closeOnce();
+    }
+
+    @Override
+    void beforeFree(long handle) {
+        ZooidNative.queueStopClaims(handle);
     }
 
     @Override

@@ -66,6 +66,9 @@ final class ZooidNative {
 
     static native void queueClose(long queue);
 
+    /** Ends the claims waiting on queue {@code queue} with {@link IllegalStateException}, and later ones. */
+    static native void queueStopClaims(long queue);
+
     /** Returns the item's name. */
     static native String queuePut(long queue, byte[] data) throws IDGeneratorException;
 

@@ -362,4 +362,40 @@ class WorkQueueTest {
             }
         }
     }
+
+    /**
+     * Closing the queue ends a claim waiting on another thread: the claim throws
+     * {@link IllegalStateException} and the close returns, instead of waiting out the claim's
+     * 60-second timeout behind it. An item put afterwards is claimed by the next handle, so the
+     * stopped claim left no lock behind.
+     */
+    @Test
+    void closeEndsAClaimWaitingOnAnotherThread() throws Exception {
+        String path = freshQueue();
+        WorkQueue queue = WorkQueue.open(service, path);
+        ExecutorService pool = Executors.newSingleThreadExecutor();
+        try {
+            Future<WorkQueue.Claim> waiting = pool.submit(() -> queue.claim(60, TimeUnit.SECONDS));
+            Thread.sleep(500);
+            assertFalse(waiting.isDone(), "guard: the claim is waiting when the queue is closed");
+            long start = System.nanoTime();
+            queue.close();
+            long closeMillis = (System.nanoTime() - start) / 1_000_000;
+            java.util.concurrent.ExecutionException ended =
+                    assertThrows(java.util.concurrent.ExecutionException.class, () -> waiting.get(10, TimeUnit.SECONDS));
+            assertTrue(ended.getCause() instanceof IllegalStateException, "the waiting claim: " + ended.getCause());
+            assertTrue(closeMillis < 10_000, "close waited " + closeMillis + " ms behind the claim");
+            assertThrows(IllegalStateException.class, () -> queue.claim(0, TimeUnit.SECONDS));
+        } finally {
+            pool.shutdownNow();
+        }
+        try (WorkQueue again = WorkQueue.open(service, path)) {
+            String name = again.put(bytes("after the close"));
+            try (WorkQueue.Claim claim = again.claim(10, TimeUnit.SECONDS)) {
+                assertNotNull(claim, "the item put after the close is claimable");
+                assertEquals(name, claim.getItem());
+                claim.complete();
+            }
+        }
+    }
 }
