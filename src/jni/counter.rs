@@ -10,7 +10,7 @@ use jni::{native_method, Env, NativeMethod};
 
 use super::arrays::long_array;
 use super::convert::{invalid, string_arg};
-use super::errors::{Failure, ThrowJava};
+use super::errors::{Failure, ThrowJava, ThrowUnchecked};
 use super::handle::{self, into_handle};
 use super::service::service;
 use crate::blocking::Counter;
@@ -22,7 +22,7 @@ pub(super) const METHODS: &[NativeMethod] = &[
     },
     native_method! {
         static fn counter_close(handle: jlong),
-        error_policy = ThrowJava,
+        error_policy = ThrowUnchecked,
     },
     native_method! {
         static fn counter_init(handle: jlong, value: jlong),

@@ -10,21 +10,25 @@ use jni::{native_method, Env, NativeMethod};
 
 use super::arrays::long_array;
 use super::convert::ranges_from_java;
-use super::errors::{Failure, ThrowJava};
+use super::errors::{Failure, ThrowJava, ThrowUnchecked};
 use crate::idset::{IdCategory, IdSet};
 
 pub(super) const METHODS: &[NativeMethod] = &[
     native_method! {
         static fn version() -> JString,
-        error_policy = ThrowJava,
+        error_policy = ThrowUnchecked,
     },
     native_method! {
         static fn panic_for_test(),
         error_policy = ThrowJava,
     },
     native_method! {
+        static fn unchecked_panic_for_test(),
+        error_policy = ThrowUnchecked,
+    },
+    native_method! {
         static fn bench_take_ids(ranges: jlong[], count: jlong) -> jlong[],
-        error_policy = ThrowJava,
+        error_policy = ThrowUnchecked,
     },
 ];
 
@@ -40,6 +44,14 @@ fn version<'local>(
 /// aborting the JVM.
 fn panic_for_test<'local>(_env: &mut Env<'local>, _class: JClass<'local>) -> Result<(), Failure> {
     panic!("panic_for_test: deliberate panic to test the native boundary")
+}
+
+/// Panics on purpose under the policy of the methods Java declares without checked exceptions.
+fn unchecked_panic_for_test<'local>(
+    _env: &mut Env<'local>,
+    _class: JClass<'local>,
+) -> Result<(), Failure> {
+    panic!("unchecked_panic_for_test: deliberate panic to test the native boundary")
 }
 
 /// Takes up to `count` IDs one by one with [`IdSet::take_id`] from a set over `ranges` and

@@ -13,7 +13,7 @@ use jni::{native_method, Env, NativeMethod};
 
 use super::arrays::{long, long_array};
 use super::convert::{bytes_arg, invalid, string_arg};
-use super::errors::{Failure, ThrowJava};
+use super::errors::{Failure, ThrowJava, ThrowUnchecked};
 use super::handle::{self, into_handle};
 use super::service::service;
 use crate::blocking::Election;
@@ -35,7 +35,7 @@ pub(super) const METHODS: &[NativeMethod] = &[
     },
     native_method! {
         static fn election_status(handle: jlong) -> jlong[],
-        error_policy = ThrowJava,
+        error_policy = ThrowUnchecked,
     },
     native_method! {
         static fn election_wait_change(
@@ -73,7 +73,7 @@ pub(super) const METHODS: &[NativeMethod] = &[
     },
     native_method! {
         static fn election_free(handle: jlong),
-        error_policy = ThrowJava,
+        error_policy = ThrowUnchecked,
     },
     native_method! {
         static fn election_leader(service_handle: jlong, group: JString) -> jbyte[],

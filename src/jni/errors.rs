@@ -253,6 +253,53 @@ impl<T: Default> ErrorPolicy<T, Failure> for ThrowJava {
     }
 }
 
+/// The error policy of the native methods Java declares without `throws IDGeneratorException`
+/// (frees, closes, status reads): a failure or a panic becomes an unchecked exception,
+/// `NullPointerException` for a null argument and `IllegalStateException` otherwise, so no
+/// checked exception reaches a caller that was told none comes.
+#[derive(Debug, Default)]
+pub(crate) struct ThrowUnchecked;
+
+/// Throws the unchecked exception for `failure` (see [`ThrowUnchecked`]), unless one is pending.
+fn throw_unchecked(env: &mut Env<'_>, failure: &Failure) -> Result<(), JniError> {
+    if env.exception_check() {
+        return Ok(());
+    }
+    let described = Described::of_failure(failure);
+    let class = if described.code == code::NULL_ARGUMENT {
+        jni_str!("java/lang/NullPointerException")
+    } else {
+        jni_str!("java/lang/IllegalStateException")
+    };
+    match env.throw_new(class, jni::strings::JNIString::new(&described.message)) {
+        Ok(()) | Err(JniError::JavaException) => Ok(()),
+        Err(other) => Err(other),
+    }
+}
+
+impl<T: Default> ErrorPolicy<T, Failure> for ThrowUnchecked {
+    type Captures<'unowned_env_local: 'native_method, 'native_method> = ();
+
+    fn on_error<'unowned_env_local: 'native_method, 'native_method>(
+        env: &mut Env<'unowned_env_local>,
+        _cap: &mut Self::Captures<'unowned_env_local, 'native_method>,
+        err: Failure,
+    ) -> jni::errors::Result<T> {
+        throw_unchecked(env, &err)?;
+        Ok(T::default())
+    }
+
+    fn on_panic<'unowned_env_local: 'native_method, 'native_method>(
+        env: &mut Env<'unowned_env_local>,
+        _cap: &mut Self::Captures<'unowned_env_local, 'native_method>,
+        payload: Box<dyn Any + Send + 'static>,
+    ) -> jni::errors::Result<T> {
+        let message = format!("zooid native code panicked: {}", panic_message(payload));
+        throw_unchecked(env, &Failure::Panic(message))?;
+        Ok(T::default())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -283,6 +330,59 @@ mod tests {
         ] {
             assert!(!kinds.contains(&own), "{own} is a kind's number");
         }
+    }
+
+    /// Every native method's error policy matches its Java declaration: `ThrowJava` (which can
+    /// throw a checked `IDGeneratorException`) exactly where `ZooidNative` declares `throws`,
+    /// `ThrowUnchecked` elsewhere.
+    #[test]
+    fn every_native_method_throws_only_what_java_declares() {
+        let java = include_str!("../../java/zooid/src/main/java/io/zooid/ZooidNative.java");
+        let mut declared = std::collections::HashMap::new();
+        for decl in java.split("static native").skip(1) {
+            let decl = decl.split(';').next().unwrap_or_default();
+            let name = decl.split('(').next().unwrap_or_default();
+            let name = name.split_whitespace().last().unwrap_or_default().to_string();
+            declared.insert(name, decl.contains("throws"));
+        }
+        let sources = [
+            include_str!("counter.rs"),
+            include_str!("diagnostics.rs"),
+            include_str!("election.rs"),
+            include_str!("prefetch.rs"),
+            include_str!("queue.rs"),
+            include_str!("service.rs"),
+            include_str!("stats.rs"),
+        ];
+        let mut seen = 0;
+        for source in sources {
+            for method in source.split("static fn ").skip(1) {
+                let rust_name = method.split('(').next().unwrap_or_default();
+                let Some(policy) = method.split("error_policy = ").nth(1) else {
+                    continue;
+                };
+                let policy = policy.split(',').next().unwrap_or_default().trim();
+                let mut java_name = String::new();
+                let mut upper = false;
+                for c in rust_name.chars() {
+                    match c {
+                        '_' => upper = true,
+                        c if upper => {
+                            java_name.extend(c.to_uppercase());
+                            upper = false;
+                        }
+                        c => java_name.push(c),
+                    }
+                }
+                let Some(&throws) = declared.get(&java_name) else {
+                    panic!("{rust_name}: no ZooidNative.{java_name}");
+                };
+                let expected = if throws { "ThrowJava" } else { "ThrowUnchecked" };
+                assert_eq!(policy, expected, "{rust_name} (Java {java_name}, throws: {throws})");
+                seen += 1;
+            }
+        }
+        assert_eq!(seen, declared.len(), "every Java native has a Rust method");
     }
 
     #[test]

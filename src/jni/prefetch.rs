@@ -12,7 +12,7 @@ use jni::{native_method, Env, NativeMethod};
 
 use super::arrays::{long, long_array};
 use super::convert::{invalid, ranges_from_java, string_arg};
-use super::errors::{Failure, ThrowJava};
+use super::errors::{Failure, ThrowJava, ThrowUnchecked};
 use super::handle::{self, into_handle};
 use super::options::source_options;
 use super::service::service;
@@ -38,7 +38,7 @@ pub(super) const METHODS: &[NativeMethod] = &[
     },
     native_method! {
         static fn source_free(handle: jlong),
-        error_policy = ThrowJava,
+        error_policy = ThrowUnchecked,
     },
 ];
 

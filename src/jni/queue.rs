@@ -10,7 +10,7 @@ use jni::sys::{jboolean, jlong};
 use jni::{native_method, Env, NativeMethod};
 
 use super::convert::string_arg;
-use super::errors::{Failure, ThrowJava};
+use super::errors::{Failure, ThrowJava, ThrowUnchecked};
 use super::handle::{self, into_handle};
 use super::options::queue_options;
 use super::service::service;
@@ -24,11 +24,11 @@ pub(super) const METHODS: &[NativeMethod] = &[
     },
     native_method! {
         static fn queue_close(handle: jlong),
-        error_policy = ThrowJava,
+        error_policy = ThrowUnchecked,
     },
     native_method! {
         static fn queue_stop_claims(handle: jlong),
-        error_policy = ThrowJava,
+        error_policy = ThrowUnchecked,
     },
     native_method! {
         static fn queue_put(handle: jlong, data: jbyte[]) -> JString,
@@ -52,7 +52,7 @@ pub(super) const METHODS: &[NativeMethod] = &[
     },
     native_method! {
         static fn claim_is_lost(claim: jlong) -> jboolean,
-        error_policy = ThrowJava,
+        error_policy = ThrowUnchecked,
     },
     native_method! {
         static fn claim_complete(claim: jlong),
@@ -64,7 +64,7 @@ pub(super) const METHODS: &[NativeMethod] = &[
     },
     native_method! {
         static fn claim_free(claim: jlong),
-        error_policy = ThrowJava,
+        error_policy = ThrowUnchecked,
     },
 ];
 

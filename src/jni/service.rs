@@ -11,7 +11,7 @@ use jni::{native_method, Env, NativeMethod};
 
 use super::arrays::{long, long_array, ranges_to_java};
 use super::convert::{optional_string_arg, ranges_from_java, string_arg};
-use super::errors::{Failure, ThrowJava};
+use super::errors::{Failure, ThrowJava, ThrowUnchecked};
 use super::handle::{self, into_handle};
 use super::options::service_options;
 use super::undelivered;
@@ -28,7 +28,7 @@ pub(super) const METHODS: &[NativeMethod] = &[
     },
     native_method! {
         static fn close(handle: jlong),
-        error_policy = ThrowJava,
+        error_policy = ThrowUnchecked,
     },
     native_method! {
         static fn create_category(

@@ -99,13 +99,15 @@ impl<S: Store> OnZooKeeper<'_, S> {
                     }
                 }
                 Err(err) => {
-                    if index == 0 {
+                    let in_doubt = matches!(err, ZooidError::OutcomeUnknown { .. });
+                    if index == 0 && (!in_doubt || ranges.len() <= MAX_RANGES_PER_WRITE) {
+                        // Nothing written (the caller gets its IDs back), or all of it named.
                         return Err(err);
                     }
-                    // The first writes applied: the rest is reported leaked, never pushed
-                    // twice (the push is not repeated).
+                    // A part applied or may have: the failed part and every part not sent are
+                    // reported leaked, never pushed twice (the push is not repeated).
                     let rest = ranges[index * MAX_RANGES_PER_WRITE..].to_vec();
-                    tracing::error!(category = path, %err, ranges = rest.len(), "a push in parts failed after its first part; the rest is leaked");
+                    tracing::error!(category = path, %err, ranges = rest.len(), "a push in parts failed; the failed part and the parts not sent are leaked");
                     return Err(ZooidError::OutcomeUnknown {
                         category: path.to_string(),
                         op: crate::error::WriteOp::Push,

@@ -150,6 +150,9 @@ final class ZooidNative {
     /** Panics in Rust, to test that the panic becomes an exception (code PANIC). */
     static native void panicForTest() throws IDGeneratorException;
 
+    /** Panics in Rust in a method declared without checked exceptions: an IllegalStateException. */
+    static native void uncheckedPanicForTest();
+
     /**
      * Takes up to {@code count} IDs with the Rust {@code IdSet::take_id} over {@code ranges};
      * returns elapsed nanoseconds, IDs taken, and their wrapping sum.

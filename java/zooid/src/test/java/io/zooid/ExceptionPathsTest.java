@@ -252,4 +252,15 @@ class ExceptionPathsTest {
             assertEquals(1, service.takeIDs(cat, 1).takeID());
         }
     }
+
+    /**
+     * A panic in a native method Java declares without checked exceptions (a free, a close)
+     * becomes an {@link IllegalStateException}, never a checked exception the caller was told
+     * cannot come.
+     */
+    @Test
+    void aPanicWhereNoCheckedExceptionIsDeclaredIsUnchecked() {
+        IllegalStateException e = assertThrows(IllegalStateException.class, ZooidNative::uncheckedPanicForTest);
+        assertTrue(e.getMessage().contains("deliberate panic"), e.getMessage());
+    }
 }
