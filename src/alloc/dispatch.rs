@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use super::blocks::push::Pushed;
 use super::core::{count_of, Core, Taken};
 use super::state::{PoolIdentity, Slot, Strategy};
 use super::{holes, single};
@@ -158,6 +159,7 @@ pub(super) async fn push<S: Store>(
 ) -> Result<Vec<IdRange>> {
     let (mut slot, mut budget) = core.hold(category).await?;
     for _ in 0..LAYOUT_CHANGES {
+        let remembered = slot.cached.as_ref().map(|c| c.at);
         let state = core.current(category, &mut slot, &mut budget).await?;
         match state.strategy {
             Strategy::Single => {
@@ -167,9 +169,25 @@ pub(super) async fn push<S: Store>(
                 }
             }
             Strategy::Blocks(_) => {
+                let read_now = remembered != Some(state.at);
                 let on = core.on_zookeeper()?;
-                holes::push(&on, category, slot, &mut budget, ranges).await?;
-                return Ok(ranges.to_vec());
+                match holes::push(&on, category, slot, &mut budget, ranges).await? {
+                    Pushed::Done => return Ok(ranges.to_vec()),
+                    Pushed::AboveFrontier(range) if read_now => {
+                        return Err(ZooidError::AlreadyFree {
+                            category: category.name().to_string(),
+                            range,
+                        })
+                    }
+                    // Decided on a remembered pool (a move to a new block generation this
+                    // process has not heard of puts IDs claimed there above the old frontier):
+                    // nothing was written; read the pool and decide again on what it holds.
+                    Pushed::AboveFrontier(_) => {
+                        let (mut held, _) = core.hold(category).await?;
+                        held.forget();
+                        slot = held;
+                    }
+                }
             }
         }
     }

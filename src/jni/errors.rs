@@ -224,34 +224,11 @@ fn panic_message(payload: Box<dyn Any + Send + 'static>) -> String {
     text
 }
 
-/// The error policy of every native method: a [`Failure`] becomes the matching Java exception, a
-/// panic becomes an `IDGeneratorException` with code `PANIC`; the method then returns the
-/// default value (0, null), which Java never sees since an exception is pending.
+/// The error policy of the native methods Java declares with `throws IDGeneratorException`: a
+/// [`Failure`] becomes the matching Java exception, a panic an `IDGeneratorException` with code
+/// `PANIC`.
 #[derive(Debug, Default)]
 pub(crate) struct ThrowJava;
-
-impl<T: Default> ErrorPolicy<T, Failure> for ThrowJava {
-    type Captures<'unowned_env_local: 'native_method, 'native_method> = ();
-
-    fn on_error<'unowned_env_local: 'native_method, 'native_method>(
-        env: &mut Env<'unowned_env_local>,
-        _cap: &mut Self::Captures<'unowned_env_local, 'native_method>,
-        err: Failure,
-    ) -> jni::errors::Result<T> {
-        throw_failure(env, &err)?;
-        Ok(T::default())
-    }
-
-    fn on_panic<'unowned_env_local: 'native_method, 'native_method>(
-        env: &mut Env<'unowned_env_local>,
-        _cap: &mut Self::Captures<'unowned_env_local, 'native_method>,
-        payload: Box<dyn Any + Send + 'static>,
-    ) -> jni::errors::Result<T> {
-        let message = format!("zooid native code panicked: {}", panic_message(payload));
-        throw_failure(env, &Failure::Panic(message))?;
-        Ok(T::default())
-    }
-}
 
 /// The error policy of the native methods Java declares without `throws IDGeneratorException`
 /// (frees, closes, status reads): a failure or a panic becomes an unchecked exception,
@@ -277,28 +254,38 @@ fn throw_unchecked(env: &mut Env<'_>, failure: &Failure) -> Result<(), JniError>
     }
 }
 
-impl<T: Default> ErrorPolicy<T, Failure> for ThrowUnchecked {
-    type Captures<'unowned_env_local: 'native_method, 'native_method> = ();
+/// Implements [`ErrorPolicy`] for `$policy`: a [`Failure`] thrown by `$throw`, a panic as
+/// [`Failure::Panic`]; the method then returns the default value (0, null), which Java never
+/// sees since an exception is pending.
+macro_rules! throwing_policy {
+    ($policy:ty, $throw:path) => {
+        impl<T: Default> ErrorPolicy<T, Failure> for $policy {
+            type Captures<'unowned_env_local: 'native_method, 'native_method> = ();
 
-    fn on_error<'unowned_env_local: 'native_method, 'native_method>(
-        env: &mut Env<'unowned_env_local>,
-        _cap: &mut Self::Captures<'unowned_env_local, 'native_method>,
-        err: Failure,
-    ) -> jni::errors::Result<T> {
-        throw_unchecked(env, &err)?;
-        Ok(T::default())
-    }
+            fn on_error<'unowned_env_local: 'native_method, 'native_method>(
+                env: &mut Env<'unowned_env_local>,
+                _cap: &mut Self::Captures<'unowned_env_local, 'native_method>,
+                err: Failure,
+            ) -> jni::errors::Result<T> {
+                $throw(env, &err)?;
+                Ok(T::default())
+            }
 
-    fn on_panic<'unowned_env_local: 'native_method, 'native_method>(
-        env: &mut Env<'unowned_env_local>,
-        _cap: &mut Self::Captures<'unowned_env_local, 'native_method>,
-        payload: Box<dyn Any + Send + 'static>,
-    ) -> jni::errors::Result<T> {
-        let message = format!("zooid native code panicked: {}", panic_message(payload));
-        throw_unchecked(env, &Failure::Panic(message))?;
-        Ok(T::default())
-    }
+            fn on_panic<'unowned_env_local: 'native_method, 'native_method>(
+                env: &mut Env<'unowned_env_local>,
+                _cap: &mut Self::Captures<'unowned_env_local, 'native_method>,
+                payload: Box<dyn Any + Send + 'static>,
+            ) -> jni::errors::Result<T> {
+                let message = format!("zooid native code panicked: {}", panic_message(payload));
+                $throw(env, &Failure::Panic(message))?;
+                Ok(T::default())
+            }
+        }
+    };
 }
+
+throwing_policy!(ThrowJava, throw_failure);
+throwing_policy!(ThrowUnchecked, throw_unchecked);
 
 #[cfg(test)]
 mod tests {
@@ -342,7 +329,11 @@ mod tests {
         for decl in java.split("static native").skip(1) {
             let decl = decl.split(';').next().unwrap_or_default();
             let name = decl.split('(').next().unwrap_or_default();
-            let name = name.split_whitespace().last().unwrap_or_default().to_string();
+            let name = name
+                .split_whitespace()
+                .last()
+                .unwrap_or_default()
+                .to_string();
             declared.insert(name, decl.contains("throws"));
         }
         let sources = [
@@ -377,8 +368,15 @@ mod tests {
                 let Some(&throws) = declared.get(&java_name) else {
                     panic!("{rust_name}: no ZooidNative.{java_name}");
                 };
-                let expected = if throws { "ThrowJava" } else { "ThrowUnchecked" };
-                assert_eq!(policy, expected, "{rust_name} (Java {java_name}, throws: {throws})");
+                let expected = if throws {
+                    "ThrowJava"
+                } else {
+                    "ThrowUnchecked"
+                };
+                assert_eq!(
+                    policy, expected,
+                    "{rust_name} (Java {java_name}, throws: {throws})"
+                );
                 seen += 1;
             }
         }

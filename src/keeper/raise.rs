@@ -26,6 +26,21 @@ fn crash_point(point: &str) {
     }
 }
 
+/// Fails the evaluation once at `point`, when `ZOOID_KEEPER_FAIL_AT` names it (fault tests: a
+/// write that applied and reported an error).
+fn failure_point(point: &str) -> Result<()> {
+    static FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if std::env::var("ZOOID_KEEPER_FAIL_AT").as_deref() == Ok(point)
+        && !FAILED.swap(true, std::sync::atomic::Ordering::SeqCst)
+    {
+        return Err(ZooidError::Store {
+            path: point.to_string(),
+            reason: "injected failure after the write applied (ZOOID_KEEPER_FAIL_AT)".into(),
+        });
+    }
+    Ok(())
+}
+
 /// What the evaluation wrote, if anything.
 enum Wrote {
     Nothing,
@@ -277,12 +292,19 @@ impl Active<'_> {
                     None => crate::alloc::Layout::SingleNode,
                     Some(b) => crate::alloc::Layout::HoleNodes { unit: b.unit },
                 });
-            self.durable.write(&new).await?;
+            // Pending from before the write: one that applied but reported an error (a failed
+            // directory sync after the rename, a timeout after the PUT) is still ours to finish,
+            // not a rollback to repair. One that did not apply leaves a record without this
+            // ceiling, which `ours` requires.
             if let Some(t) = self.tracked.get_mut(path) {
-                t.last_durable = Some(Instant::now());
                 t.pending = repair
                     .is_none()
                     .then_some((ceiling, pool.version_at(version)));
+            }
+            self.durable.write(&new).await?;
+            failure_point("after-durable-write")?;
+            if let Some(t) = self.tracked.get_mut(path) {
+                t.last_durable = Some(Instant::now());
             }
             (self.options.report)(&format!(
                 "durable category={path} ceiling={ceiling} (fence {fence}); writing the pool"

@@ -990,3 +990,54 @@ fn a_keeper_refuses_a_format_3_pool_and_leaves_it_as_it_is() {
     k.stop();
     rt.block_on(async move { drop(svc) });
 }
+
+/// Review (keeper, 2026-11-30): a durable write that applied but reported an error (a failed
+/// directory sync after the rename, an S3 timeout after the PUT) left the record ahead of the
+/// pool with no raise pending, and the next evaluation took it for a rollback: a repair, with
+/// its leaked reserve, its epoch bump (every client's lost reply then unresolvable) and a false
+/// `REPAIR` alarm. The raise is pending from before its durable write now, and the next
+/// evaluation finishes it. On the old code: `REPAIR category=/df/c` and epoch 1.
+#[test]
+fn a_durable_write_that_applied_but_failed_is_finished_not_repaired() {
+    let zk = ZkServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records");
+    let connect = zk.connect_string();
+    runtime().block_on(async {
+        let durable = DurableStore::open(records.to_str().unwrap()).unwrap();
+        let svc = service(&connect, Duration::from_secs(15)).await;
+        let cat = IdCategory::new("/df/c").unwrap();
+        svc.create_category(
+            &cat,
+            &CategorySpec::new(1, i64::MAX).single_node().ceiling(0),
+        )
+        .await
+        .unwrap();
+        let k = keeper(
+            "df",
+            dir.path(),
+            &connect,
+            &records,
+            "/df",
+            100,
+            &[("ZOOID_KEEPER_FAIL_AT", "after-durable-write")],
+        );
+        tokio::task::block_in_place(|| k.wait_log("injected failure", Duration::from_secs(20)));
+        wait_ceiling(&svc, &cat, 1, Duration::from_secs(20)).await;
+        let record = durable.read(cat.name()).await.unwrap().unwrap();
+        wait_ceiling(&svc, &cat, record.ceiling, Duration::from_secs(20)).await;
+        let taken = ids(&svc.take_ids(&cat, 10).await.unwrap());
+        let info = svc.pool_info(&cat).await.unwrap();
+        let log = k.log();
+        assert!(
+            !log.contains("REPAIR") && info.epoch == 0,
+            "the keeper's own raise was taken for a rollback (epoch {}):\n{log}",
+            info.epoch
+        );
+        assert_eq!(taken.first(), Some(&1), "nothing leaked: {taken:?}");
+        eprintln!(
+            "applied-but-failed durable write: record {}, pool ceiling {:?}, epoch {}",
+            record.ceiling, info.ceiling, info.epoch
+        );
+    });
+}

@@ -11,6 +11,15 @@ use crate::idset::IdCategory;
 use crate::range::IdRange;
 use crate::store::Store;
 
+/// What became of a push to a pool in block allocation.
+pub(crate) enum Pushed {
+    /// Left as hole nodes.
+    Done,
+    /// Refused, nothing written: this range lies at or above the frontier of the generation the
+    /// push was checked against (free already, if that generation is still the pool's).
+    AboveFrontier(IdRange),
+}
+
 /// A push as checked against the pool as read: within the bounds; what is left to check.
 pub(crate) struct Checked {
     /// The blocks' layout, when the push reaches into its generation: IDs no block claimed yet
@@ -42,13 +51,14 @@ impl<S: Store> OnZooKeeper<'_, S> {
     }
 
     /// Leaves `ranges` (checked) under the pool as hole nodes, refusing IDs at or above the
-    /// blocks' frontier (`AlreadyFree`; a hole already there is refused by the holes' push).
+    /// blocks' frontier ([`Pushed::AboveFrontier`]; a hole already there is refused by the
+    /// holes' push, `AlreadyFree`).
     pub(crate) async fn push_blocks(
         &self,
         category: &IdCategory,
         ranges: &[IdRange],
         checked: Checked,
-    ) -> Result<()> {
+    ) -> Result<Pushed> {
         let path = category.name();
         let session = self.zk;
         let fresh_part = match checked.reaches {
@@ -73,11 +83,9 @@ impl<S: Store> OnZooKeeper<'_, S> {
             None => None,
         };
         if let Some(range) = fresh_part {
-            return Err(ZooidError::AlreadyFree {
-                category: path.to_string(),
-                range,
-            });
+            return Ok(Pushed::AboveFrontier(range));
         }
-        self.push_hole_nodes(path, ranges).await
+        self.push_hole_nodes(path, ranges).await?;
+        Ok(Pushed::Done)
     }
 }

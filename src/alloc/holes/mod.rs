@@ -56,6 +56,7 @@
 //! `multi`s and their lost replies), [`memory`] (what the strategy keeps of a category: the
 //! listing, the races), [`take`] and [`push`] (the service's side).
 
+use crate::alloc::blocks::push::Pushed;
 use crate::alloc::core::{OnZooKeeper, Taken};
 use crate::alloc::state::{Held, Slot};
 use crate::error::Result;
@@ -83,14 +84,15 @@ pub(crate) async fn take<S: Store>(
 }
 
 /// A push of `ranges` to a pool in format 4: checked against the pool as the slot holds it,
-/// then written as hole nodes without the slot (others take meanwhile).
+/// then written as hole nodes without the slot (others take meanwhile); IDs above the frontier
+/// of the generation checked against come back as [`Pushed::AboveFrontier`].
 pub(crate) async fn push<S: Store>(
     on: &OnZooKeeper<'_, S>,
     category: &IdCategory,
     mut slot: Held,
     budget: &mut Budget,
     ranges: &[IdRange],
-) -> Result<()> {
+) -> Result<Pushed> {
     let state = on.current(category, &mut slot, budget).await?;
     let checked = on.check_push(category, state, ranges)?;
     drop(slot);

@@ -18,6 +18,55 @@ use crate::session::{Flaky, Gate};
 use crate::support::run_scenario;
 use crate::world::{Faults, SimSession, World};
 
+/// A joined on a world of `seed`, its first candidate `multi` sent with its reply lost and the
+/// copy held back at the gate, its resend refused (checked); refusals are off again on return.
+struct InFlight {
+    world: World,
+    admin: Zk,
+    gate: Arc<Gate>,
+    a_zk: Zk,
+    a: Election,
+}
+
+async fn a_copy_in_flight(seed: u64) -> InFlight {
+    let world = World::new(seed, Faults::all().none(), false);
+    tokio::spawn(world.clone().drive());
+    let admin: Zk = SimSession::open(&world, 0, 0);
+    admin
+        .create_all(admin.generation(), "/election/g", None)
+        .await
+        .expect("group");
+    let gate = Gate::armed();
+    let refusing = Arc::new(AtomicBool::new(true));
+    let refused = Arc::new(AtomicUsize::new(0));
+    let mut a_zk = Flaky::over(SimSession::open(&world, 1, 1));
+    a_zk.late_under = Some(("/election/g".into(), gate.clone()));
+    a_zk.refuse_creates_under = Some(("/election/g".into(), refusing.clone(), refused.clone()));
+    let a_zk: Zk = Arc::new(a_zk);
+    let a = Election::join(&a_zk, "/election/g", ElectionOptions::new("A"))
+        .await
+        .expect("join");
+    gate.entered.notified().await;
+    for _ in 0..100 {
+        if refused.load(Ordering::SeqCst) > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    assert!(
+        refused.load(Ordering::SeqCst) > 0,
+        "guard: A's resend was refused"
+    );
+    refusing.store(false, Ordering::SeqCst);
+    InFlight {
+        world,
+        admin,
+        gate,
+        a_zk,
+        a,
+    }
+}
+
 /// A joins; its first candidate `multi` is sent and its reply lost, the copy held back; the
 /// resend is refused. The held copy then applies, before A's next candidacy. A must lead (it is
 /// alone), with exactly one candidate node. On the code before, A's next candidacy created a
@@ -26,39 +75,13 @@ use crate::world::{Faults, SimSession, World};
 #[test]
 fn a_candidate_create_in_doubt_is_not_abandoned_on_a_refusal() {
     run_scenario(async {
-        let world = World::new(45, Faults::all().none(), false);
-        tokio::spawn(world.clone().drive());
-        let admin: Zk = SimSession::open(&world, 0, 0);
-        admin
-            .create_all(admin.generation(), "/election/g", None)
-            .await
-            .expect("group");
-
-        let gate = Gate::armed();
-        let refusing = Arc::new(AtomicBool::new(true));
-        let refused = Arc::new(AtomicUsize::new(0));
-        let mut a_zk = Flaky::over(SimSession::open(&world, 1, 1));
-        a_zk.late_under = Some(("/election/g".into(), gate.clone()));
-        a_zk.refuse_creates_under =
-            Some(("/election/g".into(), refusing.clone(), refused.clone()));
-        let a_zk: Zk = Arc::new(a_zk);
-        let a = Election::join(&a_zk, "/election/g", ElectionOptions::new("A"))
-            .await
-            .expect("join");
-
-        // The first copy is on its way; the resend is refused.
-        gate.entered.notified().await;
-        for _ in 0..100 {
-            if refused.load(Ordering::SeqCst) > 0 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-        assert!(
-            refused.load(Ordering::SeqCst) > 0,
-            "guard: A's resend was refused"
-        );
-        refusing.store(false, Ordering::SeqCst);
+        let InFlight {
+            admin,
+            gate,
+            a_zk,
+            a,
+            ..
+        } = a_copy_in_flight(45).await;
         // The first copy lands, before A's next candidacy (its pause is 100 ms).
         gate.release.notify_one();
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -66,7 +89,11 @@ fn a_candidate_create_in_doubt_is_not_abandoned_on_a_refusal() {
             .children(admin.generation(), "/election/g")
             .await
             .expect("children");
-        assert_eq!(children.len(), 1, "guard: the late copy applied: {children:?}");
+        assert_eq!(
+            children.len(),
+            1,
+            "guard: the late copy applied: {children:?}"
+        );
 
         let led = a.await_leadership(Duration::from_secs(10)).await;
         let session = a_zk.status().session_id;
@@ -107,36 +134,13 @@ fn a_candidate_create_in_doubt_is_not_abandoned_on_a_refusal() {
 #[test]
 fn a_resign_settles_a_candidate_create_in_doubt() {
     run_scenario(async {
-        let world = World::new(46, Faults::all().none(), false);
-        tokio::spawn(world.clone().drive());
-        let admin: Zk = SimSession::open(&world, 0, 0);
-        admin
-            .create_all(admin.generation(), "/election/g", None)
-            .await
-            .expect("group");
-
-        let gate = Gate::armed();
-        let refusing = Arc::new(AtomicBool::new(true));
-        let refused = Arc::new(AtomicUsize::new(0));
-        let mut a_zk = Flaky::over(SimSession::open(&world, 1, 1));
-        a_zk.late_under = Some(("/election/g".into(), gate.clone()));
-        a_zk.refuse_creates_under =
-            Some(("/election/g".into(), refusing.clone(), refused.clone()));
-        let a_zk: Zk = Arc::new(a_zk);
-        let a = Election::join(&a_zk, "/election/g", ElectionOptions::new("A"))
-            .await
-            .expect("join");
-        gate.entered.notified().await;
-        for _ in 0..100 {
-            if refused.load(Ordering::SeqCst) > 0 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-        assert!(
-            refused.load(Ordering::SeqCst) > 0,
-            "guard: A's resend was refused"
-        );
+        let InFlight {
+            world,
+            admin,
+            gate,
+            a_zk,
+            a,
+        } = a_copy_in_flight(46).await;
         a.resign().await.expect("resign");
         assert!(
             !a_zk.is_gone_generation(a_zk.status().generation),

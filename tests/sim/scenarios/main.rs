@@ -20,6 +20,7 @@ mod lost_switch;
 mod migration;
 mod push_in_doubt;
 mod read_on_review;
+mod remembered_push;
 mod resurrected_generation;
 mod stale_listing;
 mod stray_lock;

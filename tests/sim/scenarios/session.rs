@@ -74,6 +74,9 @@ pub type OldCopy = std::sync::Mutex<Option<(Vec<u8>, Stat)>>;
 /// everything else goes to the simulated session as it is.
 pub struct Flaky {
     inner: Zk,
+    /// Itself, when made by [`Flaky::into_zk`]: its weak handles upgrade to it, so background
+    /// tasks (the pool watch) go through its faults too.
+    myself: std::sync::OnceLock<std::sync::Weak<Flaky>>,
     /// Reads of this path fail as a connection loss while the flag is set.
     pub fail_reads: Option<(String, Arc<AtomicBool>)>,
     /// While set, the servers refuse every `multi` and every `create` (not authorized, nothing
@@ -131,6 +134,9 @@ pub struct Flaky {
     /// While its flag is set, a `multi` with a create of a child of this parent is refused at
     /// that op (`NotAuthorized`, nothing applied: an ACL being changed), and counted.
     pub refuse_creates_under: Option<(String, Arc<AtomicBool>, Arc<AtomicUsize>)>,
+    /// Watches set on this node by `exists` never fire (a process that has not heard of a
+    /// change yet). Only for a session made by [`Flaky::into_zk`].
+    pub deaf_to: Option<String>,
 }
 
 impl Flaky {
@@ -138,6 +144,7 @@ impl Flaky {
     pub fn over(inner: Zk) -> Self {
         Self {
             inner,
+            myself: std::sync::OnceLock::new(),
             fail_reads: None,
             refuse_writes: Arc::new(AtomicBool::new(false)),
             pause_acl: None,
@@ -157,7 +164,16 @@ impl Flaky {
             pause_set: None,
             late_under: None,
             refuse_creates_under: None,
+            deaf_to: None,
         }
+    }
+
+    /// The session, its weak handles upgrading to itself (see `myself`).
+    pub fn into_zk(self) -> Zk {
+        Arc::new_cyclic(|me: &std::sync::Weak<Flaky>| {
+            let _ = self.myself.set(me.clone());
+            self
+        })
     }
 
     fn blocked(&self, path: &str) -> bool {
@@ -224,7 +240,13 @@ impl ZooKeeper for Flaky {
         self.inner.ended()
     }
     fn downgrade(&self) -> WeakZk {
-        self.inner.downgrade()
+        match self.myself.get() {
+            Some(me) => {
+                let me = me.clone();
+                WeakZk::new(move || me.upgrade().map(|flaky| flaky as Zk))
+            }
+            None => self.inner.downgrade(),
+        }
     }
     fn close(self: Arc<Self>) -> BoxFuture<'static, ()> {
         self.inner.clone().close()
@@ -320,6 +342,13 @@ impl ZooKeeper for Flaky {
         generation: u64,
         path: &'a str,
     ) -> Reply<'a, (Option<Stat>, Watch)> {
+        if self.deaf_to.as_deref() == Some(path) {
+            return async move {
+                let (stat, _) = self.inner.served_exists_watched(generation, path).await?;
+                Ok((stat, Watch::new(futures_util::future::pending().boxed())))
+            }
+            .boxed();
+        }
         self.inner.served_exists_watched(generation, path)
     }
     fn served_children_watched<'a>(
