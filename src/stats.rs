@@ -103,6 +103,9 @@ pub struct ServiceStats {
     /// IDs leaked by those unknown outcomes (takes: never handed out; pushes: not recycled), and
     /// by block give-backs that failed or whose outcome is unknown (never handed out).
     pub ids_leaked: u64,
+    /// Takes and pushes whose caller gave up (dropped the future) and that still run to their
+    /// end: their IDs go back, or are counted in `ids_leaked`, when they end.
+    pub abandoned_running: u64,
     /// Latency of takes and pushes.
     pub latency: LatencyHistogram,
     /// ZooKeeper sessions lost (expired, or unreachable for a whole session timeout) and
@@ -126,6 +129,7 @@ pub(crate) struct Recorder {
     retries: AtomicU64,
     lost: [AtomicU64; 3],
     ids_leaked: AtomicU64,
+    abandoned_running: AtomicU64,
     latency: [AtomicU64; LATENCY_BUCKETS_US.len() + 1],
     latency_count: AtomicU64,
     latency_sum_us: AtomicU64,
@@ -146,6 +150,7 @@ impl Default for Recorder {
             retries: AtomicU64::new(0),
             lost: Default::default(),
             ids_leaked: AtomicU64::new(0),
+            abandoned_running: AtomicU64::new(0),
             latency: Default::default(),
             latency_count: AtomicU64::new(0),
             latency_sum_us: AtomicU64::new(0),
@@ -251,6 +256,20 @@ impl Recorder {
     }
 
     /// A category's pool as just read or written (its figures, taken by the allocator).
+    /// `change` (1 or -1) operations whose caller gave up are running to their end.
+    pub(crate) fn abandoned(&self, change: i64) {
+        let running = if change >= 0 {
+            self.abandoned_running
+                .fetch_add(change.unsigned_abs(), Ordering::Relaxed)
+                + change.unsigned_abs()
+        } else {
+            self.abandoned_running
+                .fetch_sub(change.unsigned_abs(), Ordering::Relaxed)
+                .saturating_sub(change.unsigned_abs())
+        };
+        metrics::gauge!("zooid_abandoned_operations_running").set(running as f64);
+    }
+
     pub(crate) fn pool_seen(&self, stats: CategoryStats) {
         let category = stats.category.clone();
         metrics::gauge!("zooid_pool_free_ids", "category" => category.to_string())
@@ -288,6 +307,7 @@ impl Recorder {
             lost_not_applied: get(&self.lost[1]),
             lost_unknown: get(&self.lost[2]),
             ids_leaked: get(&self.ids_leaked),
+            abandoned_running: get(&self.abandoned_running),
             latency: LatencyHistogram {
                 counts: self.latency.iter().map(get).collect(),
                 count: get(&self.latency_count),

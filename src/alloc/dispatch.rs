@@ -158,6 +158,8 @@ pub(super) async fn push<S: Store>(
     ranges: &[IdRange],
 ) -> Result<Vec<IdRange>> {
     let (mut slot, mut budget) = core.hold(category).await?;
+    // Whether the pool was read after a `sync` in this push.
+    let mut synced = false;
     for _ in 0..LAYOUT_CHANGES {
         let remembered = slot.cached.as_ref().map(|c| c.at);
         let state = core.current(category, &mut slot, &mut budget).await?;
@@ -173,16 +175,26 @@ pub(super) async fn push<S: Store>(
                 let on = core.on_zookeeper()?;
                 match holes::push(&on, category, slot, &mut budget, ranges).await? {
                     Pushed::Done => return Ok(ranges.to_vec()),
-                    Pushed::AboveFrontier(range) if read_now => {
+                    Pushed::AboveFrontier(range) if read_now && synced => {
                         return Err(ZooidError::AlreadyFree {
                             category: category.name().to_string(),
                             range,
                         })
                     }
-                    // Decided on a remembered pool (a move to a new block generation this
-                    // process has not heard of puts IDs claimed there above the old frontier):
-                    // nothing was written; read the pool and decide again on what it holds.
+                    // Decided on a remembered pool, or on a read a server behind the leader
+                    // may have served (a move to a new block generation this process has not
+                    // heard of puts IDs claimed there above the old frontier): nothing was
+                    // written; catch the server up, read the pool and decide again.
                     Pushed::AboveFrontier(_) => {
+                        if read_now {
+                            core.store.sync(category.name()).await.map_err(|e| {
+                                ZooidError::ConnectionLost {
+                                    category: category.name().to_string(),
+                                    reason: format!("sync before deciding a push: {e}"),
+                                }
+                            })?;
+                            synced = true;
+                        }
                         let (mut held, _) = core.hold(category).await?;
                         held.forget();
                         slot = held;

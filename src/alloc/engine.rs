@@ -172,6 +172,8 @@ impl<S: Store> Core<S> {
         let mut conflicts = 0u32;
         // The version this process last wrote, when it yielded instead of writing on it.
         let mut mine = None;
+        // Whether the pool was read after a `sync` in this update (see `refusal_after_sync`).
+        let mut synced = false;
         let fair = self.options.fair_pacing;
         while budget.try_attempt() {
             tracing::Span::current().record("attempt", budget.attempts());
@@ -207,6 +209,17 @@ impl<S: Store> Core<S> {
                 }
                 // A remembered state may be stale: decide only on what the store holds now.
                 Err(_) if !current.fresh => continue,
+                Err(err) if !synced && refusal_after_sync(&err) => {
+                    // Read now, but perhaps from a server behind the leader: catch it up first.
+                    match self.store.sync(path).await {
+                        Ok(()) => synced = true,
+                        Err(e) => {
+                            failure = LastFailure::Unreachable(e.to_string());
+                            budget.backoff().await;
+                        }
+                    }
+                    continue;
+                }
                 Err(err) => {
                     slot.cached = Some(current);
                     return Err(err);
@@ -217,6 +230,12 @@ impl<S: Store> Core<S> {
                 if size > self.options.max_pool_bytes {
                     if !current.fresh {
                         continue; // Decide on what the store holds now, not on a remembered state.
+                    }
+                    if !synced {
+                        if self.store.sync(path).await.is_ok() {
+                            synced = true;
+                        }
+                        continue;
                     }
                     slot.cached = Some(current);
                     return Err(ZooidError::PoolFull {
@@ -608,4 +627,17 @@ enum Sent {
     Unreachable(String),
     /// Its reply was lost and it had not applied: plan again.
     NotApplied,
+}
+
+/// Whether a plan's refusal says something of the pool that another process's write, known to
+/// the caller outside ZooKeeper, may have changed: decided only on a read made after a `sync`, as
+/// a server behind the leader may not have applied that write yet (IDs another process took
+/// and handed over would look free: `AlreadyFree`; IDs pushed or a ceiling raised, absent).
+fn refusal_after_sync(err: &ZooidError) -> bool {
+    matches!(
+        err,
+        ZooidError::AlreadyFree { .. }
+            | ZooidError::Exhausted { .. }
+            | ZooidError::ReservationExhausted { .. }
+    )
 }

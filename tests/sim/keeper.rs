@@ -453,7 +453,11 @@ async fn one_incident(
     };
     world.poke();
     // The counter keeps no durable record: its values may come back after a wipe or rollback.
-    shared.counter_oracle().counted.clear();
+    {
+        let mut oracle = shared.counter_oracle();
+        oracle.counted.clear();
+        oracle.reset = true;
+    }
     let zk: Zk = SimSession::open(world, client, 0);
     let service = IdGeneratorService::on_zookeeper(zk.clone(), options.clone());
     let mut restored = false;

@@ -199,6 +199,9 @@ pub async fn run(seed: u64, config: &Config) -> Outcome {
     if w.queue {
         workload::queue::finish(&shared, drain.clone()).await;
     }
+    if w.counter {
+        workload::counter::finish(&shared, drain.clone()).await;
+    }
     let mut parts = vec![format!("{layout_name}: {crashes} crashes")];
     if w.ids {
         parts.push(ids::summary(&shared));

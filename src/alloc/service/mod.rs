@@ -1,23 +1,24 @@
 //! The facade: [`IdGeneratorService`], its constructors and its public operations, each run in
 //! its span and counted. The work is done by the allocator's other modules (src/alloc/mod.rs).
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use tracing::Instrument;
 
+mod to_end;
 mod undelivered;
 
 pub(crate) use undelivered::GivenBack;
 
 use super::core::{count_of, Core};
-use super::dispatch;
 use super::options::{Layout, PoolInfo, Restored, ServiceOptions};
 use super::spec::CategorySpec;
 use crate::error::{Result, ZooidError};
 use crate::format::MAX_TAKE;
 use crate::idset::{IdCategory, IdSet};
 use crate::range::IdRange;
-use crate::stats::{outcome_of, LostOutcome, ServiceStats};
+use crate::stats::{outcome_of, LostOutcome, Recorder, ServiceStats};
 use crate::store::{AnyStore, ConnectOptions, Store};
 use crate::zk::Zk;
 
@@ -27,8 +28,9 @@ use crate::zk::Zk;
 /// process (they would conflict on the node anyway), operations on different categories run in
 /// parallel, all over one store session.
 pub struct IdGeneratorService<S: Store = AnyStore> {
-    /// The allocator the facade asks (src/alloc/core.rs).
-    core: Core<S>,
+    /// The allocator the facade asks (src/alloc/core.rs), shared with the tasks its takes and
+    /// pushes run in (src/alloc/service/to_end.rs).
+    core: Arc<Core<S>>,
 }
 
 /// The span every service operation runs in: `category`, `op`, and, filled in as it goes, the
@@ -60,20 +62,18 @@ impl IdGeneratorService<AnyStore> {
     /// A service on an already open ZooKeeper session (a real one, or the simulation's), shared
     /// with the recipes.
     pub fn on_zookeeper(zk: Zk, options: ServiceOptions) -> Self {
-        let mut service = Self::with_store(
-            AnyStore::ZooKeeper(crate::store::ZkStore::on(zk.clone())),
-            options,
-        );
-        service.core.zk = Some(zk);
-        service
+        let store = AnyStore::ZooKeeper(crate::store::ZkStore::on(zk.clone()));
+        Self {
+            core: Arc::new(Core::new(store, Some(zk), options)),
+        }
     }
 
-    /// Closes the service: when no recipe shares its ZooKeeper session, the session is closed on
-    /// the servers and this resolves once they answered (dropping the service closes it too,
-    /// without waiting).
+    /// Closes the service: when no recipe shares its ZooKeeper session, and no take or push
+    /// whose caller gave up is still finishing, the session is closed on the servers and this
+    /// resolves once they answered (dropping the service closes it too, without waiting).
     pub async fn close(self) {
-        let Core { store, zk, .. } = self.core;
-        drop(store);
+        let zk = self.core.zk.clone();
+        drop(self);
         if let Some(zk) = zk {
             zk.close().await;
         }
@@ -86,12 +86,39 @@ impl IdGeneratorService<AnyStore> {
     }
 }
 
+/// Runs one operation in its span, and counts it in `stats` when it ends.
+async fn observe<T>(
+    stats: &Recorder,
+    category: &str,
+    op: &'static str,
+    moved: impl FnOnce(&T) -> u64,
+    operation: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    let span = op_span(category, op);
+    let started = Instant::now();
+    let result = operation.instrument(span.clone()).await;
+    // Every ID in doubt is counted here, once, whichever path gave it up: the IDs named
+    // and the bound of those that may have been claimed.
+    if let Err(ZooidError::OutcomeUnknown {
+        ids, leaked_within, ..
+    }) = &result
+    {
+        let leaked = count_of(ids) + leaked_within.as_ref().map_or(0, |b| b.at_most);
+        stats.lost_reply(category, LostOutcome::Unknown, leaked);
+    }
+    let outcome = outcome_of(result.as_ref().err());
+    span.record("outcome", outcome);
+    let ids = result.as_ref().map(moved).unwrap_or(0);
+    stats.op_done(category, op, outcome, ids, started.elapsed());
+    result
+}
+
 impl<S: Store> IdGeneratorService<S> {
     /// A service over an already opened store, holding single-node categories (a service on
     /// ZooKeeper is opened with [`IdGeneratorService::on_zookeeper`]).
     pub fn with_store(store: S, options: ServiceOptions) -> Self {
         Self {
-            core: Core::new(store, None, options),
+            core: Arc::new(Core::new(store, None, options)),
         }
     }
 
@@ -116,7 +143,7 @@ impl<S: Store> IdGeneratorService<S> {
         &self.core.store
     }
 
-    /// Runs one operation in its span, and counts it when it ends.
+    /// Runs one operation in its span, and counts it when it ends ([`observe`]).
     async fn observed<T>(
         &self,
         category: &str,
@@ -124,27 +151,7 @@ impl<S: Store> IdGeneratorService<S> {
         moved: impl FnOnce(&T) -> u64,
         operation: impl std::future::Future<Output = Result<T>>,
     ) -> Result<T> {
-        let span = op_span(category, op);
-        let started = Instant::now();
-        let result = operation.instrument(span.clone()).await;
-        // Every ID in doubt is counted here, once, whichever path gave it up: the IDs named
-        // and the bound of those that may have been claimed.
-        if let Err(ZooidError::OutcomeUnknown {
-            ids, leaked_within, ..
-        }) = &result
-        {
-            let leaked = count_of(ids) + leaked_within.as_ref().map_or(0, |b| b.at_most);
-            self.core
-                .stats
-                .lost_reply(category, LostOutcome::Unknown, leaked);
-        }
-        let outcome = outcome_of(result.as_ref().err());
-        span.record("outcome", outcome);
-        let ids = result.as_ref().map(moved).unwrap_or(0);
-        self.core
-            .stats
-            .op_done(category, op, outcome, ids, started.elapsed());
-        result
+        observe(&self.core.stats, category, op, moved, operation).await
     }
 
     /// Creates the category `category` as `spec` says: its bounds, all free, in its layout (the
@@ -200,16 +207,16 @@ impl<S: Store> IdGeneratorService<S> {
     ///
     /// Errors: `Exhausted` when none remain, `NotFound` for a missing category, `OutcomeUnknown`
     /// (naming the leaked IDs) when a lost reply could not be resolved.
+    ///
+    /// Runs to its end even if its future is dropped (see [`push_ids`](Self::push_ids)): the
+    /// IDs it took then go back to the pool.
     pub async fn take_ids(&self, category: &IdCategory, n: u64) -> Result<IdSet> {
         if n == 0 || n > MAX_TAKE {
             return Err(ZooidError::InvalidArgument(format!(
                 "take of {n} IDs: ask for 1..={MAX_TAKE}"
             )));
         }
-        let take = dispatch::take(&self.core, category, n);
-        let ranges = self
-            .observed(category.name(), "take", |r| count_of(r), take)
-            .await?;
+        let ranges = to_end::take(&self.core, category, n).await?;
         Ok(IdSet::new(category.clone(), ranges))
     }
 
@@ -220,9 +227,14 @@ impl<S: Store> IdGeneratorService<S> {
     /// limit (`PoolFull`). On `OutcomeUnknown` the push is not repeated and `ids` is emptied.
     ///
     /// `ids` is emptied before anything is sent and given its IDs back only on an error that
-    /// proves nothing was written: a push that ends otherwise (a panic below it, its future
-    /// dropped) leaves nothing to push a second time, since a push sent twice can free IDs
-    /// another process took in between.
+    /// proves nothing was written: a push that ends otherwise (a panic below it) leaves nothing
+    /// to push a second time, since a push sent twice can free IDs another process took in
+    /// between.
+    ///
+    /// Takes and pushes run to their end even if their future is dropped (an async caller's
+    /// timeout or `select!`): a write sent is always resolved; IDs taken for a caller that gave
+    /// up are pushed back, and IDs of a push refused after its caller gave up are reported
+    /// leaked (`ids_leaked`, logged), never lost silently.
     pub async fn push_ids(&self, ids: &mut IdSet) -> Result<()> {
         let ranges = ids.ranges();
         if ranges.is_empty() {
@@ -230,14 +242,11 @@ impl<S: Store> IdGeneratorService<S> {
         }
         let category = ids.category().clone();
         let held = std::mem::replace(ids, IdSet::new(category.clone(), Vec::new()));
-        let push = dispatch::push(&self.core, &category, &ranges);
-        let result = self
-            .observed(category.name(), "push", |r| count_of(r), push)
-            .await;
-        if !matches!(result, Ok(_) | Err(ZooidError::OutcomeUnknown { .. })) {
+        let (result, nothing_written) = to_end::push(&self.core, category, ranges).await;
+        if nothing_written {
             *ids = held;
         }
-        result.map(drop)
+        result
     }
 
     /// Raises the category's ceiling to `ceiling` (clamped to its bounds) with a versioned

@@ -26,6 +26,9 @@ impl Counter {
         // A mutant the simulator must find (tests/sim): a lost write taken as applied.
         #[cfg(zooid_mutant = "counter_lost_write_applied")]
         return Resolution::Applied;
+        // Another: a lost write taken as not applied (its values skipped unreported).
+        #[cfg(zooid_mutant = "counter_lost_write_not_applied")]
+        return Resolution::NotApplied;
         #[allow(unreachable_code)]
         let mut budget = Budget::start(self.policy);
         loop {

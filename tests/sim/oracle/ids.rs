@@ -28,6 +28,10 @@ pub struct Oracle {
     /// service counted leaked while the operation succeeded).
     pub anonymous: u64,
     pub in_flight: BTreeMap<usize, InFlight>,
+    /// Operations whose caller gave up, by process: the rest of each may still run (a take's IDs
+    /// pushed back, a push applied or refused), until the process settles at the end or
+    /// crashes.
+    pub given_up: BTreeMap<usize, Vec<InFlight>>,
     /// IDs of a push still in flight that another process was handed (so the push applied),
     /// by pusher.
     pub transferred: BTreeSet<(i64, usize)>,
@@ -38,6 +42,7 @@ pub struct Oracle {
     pub takes: u64,
     pub pushes: u64,
     pub unknown: u64,
+    pub abandoned: u64,
 }
 
 pub fn ids_of(ranges: &[IdRange]) -> Vec<i64> {
@@ -161,22 +166,55 @@ impl Oracle {
         }
     }
 
-    /// Process `p` crashed with `in_flight` cut short: its IDs are handed out for good.
-    pub fn crashed(&mut self, p: usize) {
-        match self.in_flight.remove(&p) {
-            Some(InFlight::Take(n)) => {
-                self.anonymous += n.div_ceil(self.unit.max(1)) * self.unit.max(1)
-            }
-            Some(InFlight::Push(ids)) => {
-                for id in ids {
-                    if self.transferred.remove(&(id, p)) {
-                        continue;
-                    }
-                    self.held.remove(&id);
-                    self.doubt.insert(id);
+    /// Process `p`'s caller gave up on the operation in flight. A push's IDs are no longer
+    /// the caller's: the push goes on, and they end up free (pushed) or counted leaked (refused),
+    /// not merely in doubt.
+    pub fn gave_up(&mut self, p: usize) {
+        let Some(op) = self.in_flight.remove(&p) else {
+            return;
+        };
+        self.abandoned += 1;
+        if let InFlight::Push(ids) = &op {
+            for id in ids {
+                if self.transferred.remove(&(*id, p)) {
+                    continue; // Applied: another process holds it now.
+                }
+                if self.held.get(id) == Some(&p) {
+                    self.held.remove(id);
                 }
             }
-            None => {}
+        }
+        self.given_up.entry(p).or_default().push(op);
+    }
+
+    /// Process `p` crashed with `in_flight` cut short, and what its callers gave up on with
+    /// it: their IDs are handed out for good.
+    pub fn crashed(&mut self, p: usize) {
+        let cut_short = self
+            .in_flight
+            .remove(&p)
+            .into_iter()
+            .chain(self.given_up.remove(&p).unwrap_or_default());
+        for op in cut_short {
+            match op {
+                InFlight::Take(n) => {
+                    self.anonymous += n.div_ceil(self.unit.max(1)) * self.unit.max(1)
+                }
+                InFlight::Push(ids) => {
+                    for id in ids {
+                        if self.transferred.remove(&(id, p)) {
+                            continue;
+                        }
+                        match self.held.get(&id) {
+                            Some(holder) if *holder != p => {}
+                            _ => {
+                                self.held.remove(&id);
+                                self.doubt.insert(id);
+                            }
+                        }
+                    }
+                }
+            }
         }
         let mine: Vec<i64> = self
             .held

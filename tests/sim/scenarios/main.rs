@@ -12,8 +12,10 @@ mod support;
 
 mod cancelled_claim;
 mod cancelled_next;
+mod cancelled_take;
 mod closes;
 mod first_ceiling;
+mod lagging_push;
 mod lagging_read;
 mod late_candidate;
 mod lost_switch;

@@ -1,4 +1,5 @@
-//! The CAS counter (`zooid::Counter`) on each process's session: no value returned twice.
+//! The CAS counter (`zooid::Counter`) on each process's session: no value returned twice, none
+//! skipped unreported (oracle/counter.rs).
 
 use std::time::Duration;
 
@@ -34,21 +35,46 @@ pub async fn process(shared: &Shared, p: usize, zk: Zk) {
             );
             (n, pause)
         };
+        shared.counter_oracle().in_flight.insert(p, n);
         let result = counter.next(n).await;
         shared.log(format!(
             "p{p} counter next {n} -> {:?}",
             result.as_ref().map_err(|e| e.kind())
         ));
-        if let Ok(range) = result {
-            let values: Vec<i64> = (range.start()..=range.end()).collect();
-            shared.counter_oracle().counted(p, &values);
+        {
+            let mut oracle = shared.counter_oracle();
+            oracle.in_flight.remove(&p);
+            match &result {
+                Ok(range) => {
+                    let values: Vec<i64> = (range.start()..=range.end()).collect();
+                    oracle.counted(p, &values);
+                }
+                Err(err) => oracle.failed(err),
+            }
         }
         shared.check_step(p);
         tokio::time::sleep(pause).await;
     }
 }
 
+/// After the quiet phase: every value up to the counter's is accounted for.
+pub async fn finish(shared: &Shared, drain: Zk) {
+    let counter = zooid::Counter::new(drain, COUNTER).expect("a valid counter path");
+    match counter.get().await {
+        Ok(last) => shared.counter_oracle().check_conserved(last),
+        Err(err) => shared
+            .counter_oracle()
+            .violations
+            .push(format!("the counter could not be read in the quiet phase: {err}")),
+    }
+}
+
 pub fn summary(shared: &Shared) -> String {
     let o = shared.counter_oracle();
-    format!("{} counter values in {} nexts", o.counted.len(), o.nexts)
+    format!(
+        "{} counter values in {} nexts, {} skipped",
+        o.counted.len(),
+        o.nexts,
+        o.skipped.len()
+    )
 }

@@ -106,17 +106,27 @@ impl Setup {
     }
 }
 
-/// One process's takes and pushes, until told to stop.
+/// One process's takes and pushes, until told to stop. Now and then its caller gives up on a
+/// take or a push before it ends (an async caller's own timeout): the operation goes on without
+/// it (src/alloc/service/to_end.rs), and what it took or was pushing must end up free or
+/// counted leaked.
 pub async fn process(shared: &Shared, p: usize, zk: Zk) {
     let service = IdGeneratorService::on_zookeeper(zk, options());
     let category = shared.ids.category.clone();
     let mut mine: Vec<i64> = Vec::new();
+    // The service's `ids_leaked` already told the oracle.
+    let mut accounted = 0;
     while !shared.stopping() {
-        let (migrate, push, n) = {
+        let (migrate, push, n, give_up) = {
             let mut state = shared.world.lock();
             let migrate = shared.ids.migrates && state.rng.random_bool(0.02);
             let push = !mine.is_empty() && state.rng.random_bool(0.4);
-            (migrate, push, state.rng.random_range(1..=4u64))
+            let n = state.rng.random_range(1..=4u64);
+            let give_up = state
+                .rng
+                .random_bool(GIVE_UP)
+                .then(|| Duration::from_millis(state.rng.random_range(0..200)));
+            (migrate, push, n, give_up)
         };
         if migrate {
             // Hands out nothing: the free IDs of the single node become holes and fresh blocks.
@@ -134,9 +144,17 @@ pub async fn process(shared: &Shared, p: usize, zk: Zk) {
                 .ids_oracle()
                 .in_flight
                 .insert(p, InFlight::Push(ids.clone()));
-            let leaked_before = service.stats().ids_leaked;
-            let result = service.push_ids(&mut set).await;
-            let leaked = service.stats().ids_leaked - leaked_before;
+            let result = given_up_after(give_up, service.push_ids(&mut set)).await;
+            let leaked = new_leaks(&service, &mut accounted);
+            let Some(result) = result else {
+                shared.log(format!("p{p} push {ids:?} -> given up by its caller"));
+                let mut oracle = shared.ids_oracle();
+                oracle.gave_up(p);
+                oracle.leaked(leaked, None);
+                drop(oracle);
+                shared.check_step(p);
+                continue;
+            };
             shared.log(format!(
                 "p{p} push {ids:?} -> {:?}",
                 result.as_ref().map_err(|e| e.kind())
@@ -155,9 +173,17 @@ pub async fn process(shared: &Shared, p: usize, zk: Zk) {
             }
         } else {
             shared.ids_oracle().in_flight.insert(p, InFlight::Take(n));
-            let leaked_before = service.stats().ids_leaked;
-            let result = service.take_ids(&category, n).await;
-            let leaked = service.stats().ids_leaked - leaked_before;
+            let result = given_up_after(give_up, service.take_ids(&category, n)).await;
+            let leaked = new_leaks(&service, &mut accounted);
+            let Some(result) = result else {
+                shared.log(format!("p{p} take {n} -> given up by its caller"));
+                let mut oracle = shared.ids_oracle();
+                oracle.gave_up(p);
+                oracle.leaked(leaked, None);
+                drop(oracle);
+                shared.check_step(p);
+                continue;
+            };
             let ids = result.as_ref().map(|set| ids_of(&set.ranges())).ok();
             shared.log(format!(
                 "p{p} take {n} -> {:?}",
@@ -180,6 +206,40 @@ pub async fn process(shared: &Shared, p: usize, zk: Zk) {
         shared.check_step(p);
         tokio::time::sleep(pause(shared, 40)).await;
     }
+    // What operations given up by their caller still do ends in the quiet phase: their IDs
+    // are free then, or counted leaked.
+    if shared.ids_oracle().given_up.contains_key(&p) {
+        while service.stats().abandoned_running > 0 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let leaked = new_leaks(&service, &mut accounted);
+        shared.log(format!("p{p} settled: {leaked} more IDs counted leaked"));
+        let mut oracle = shared.ids_oracle();
+        oracle.leaked(leaked, None);
+        oracle.given_up.remove(&p);
+    }
+}
+
+/// How often a caller gives up on its take or push.
+const GIVE_UP: f64 = 0.08;
+
+/// `operation`, given up after `after` when set (the caller's own timeout): `None` then.
+async fn given_up_after<T>(
+    after: Option<Duration>,
+    operation: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    match after {
+        Some(after) => tokio::time::timeout(after, operation).await.ok(),
+        None => Some(operation.await),
+    }
+}
+
+/// The IDs `service` counted leaked since `accounted` (which moves on).
+fn new_leaks(service: &IdGeneratorService, accounted: &mut u64) -> u64 {
+    let now = service.stats().ids_leaked;
+    let new = now - *accounted;
+    *accounted = now;
+    new
 }
 
 /// The step check: no held ID is free (in the single node's free list, or in a hole node).
@@ -261,10 +321,11 @@ pub async fn finish(shared: &Shared, drain: Zk) {
 pub fn summary(shared: &Shared) -> String {
     let o = shared.ids_oracle();
     format!(
-        "{} takes, {} pushes, {} unknown, {} doubt, bound {}",
+        "{} takes, {} pushes, {} unknown, {} given up, {} doubt, bound {}",
         o.takes,
         o.pushes,
         o.unknown,
+        o.abandoned,
         o.doubt.len(),
         o.anonymous
     )

@@ -161,6 +161,7 @@ impl Shared {
     /// Process `p` crashed with whatever it had in flight.
     pub fn crashed(&self, p: usize) {
         self.ids_oracle().crashed(p);
+        self.counter_oracle().crashed(p);
         self.queue_oracle().crashed(p);
         self.election_oracle().unregister(p);
     }

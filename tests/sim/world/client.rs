@@ -75,6 +75,9 @@ impl SimSession {
         let generation = on.generation;
         let limit = self.request_limit();
         let mut ended = false;
+        if self.crashed() {
+            return dead();
+        }
         let rx = {
             let mut state = self.world.lock();
             let current = state
@@ -129,6 +132,21 @@ impl SimSession {
         }
         .boxed()
     }
+}
+
+impl SimSession {
+    /// Whether this client's process crashed. Its tasks are gone in a real process; here a
+    /// task it spawned (an operation its caller had given up, a counter's `next`) may still be
+    /// polled, and must neither reach the servers nor draw from the seed's random numbers.
+    fn crashed(&self) -> bool {
+        let state = self.world.lock();
+        state.clients.get(&self.client).is_some_and(|c| c.crashed)
+    }
+}
+
+/// What a crashed process's request or confirmation comes to: nothing, ever.
+fn dead<T: Send + 'static>() -> BoxFuture<'static, T> {
+    std::future::pending().boxed()
 }
 
 async fn report_lost(world: &World, client: usize, generation: u64, why: &str) {
@@ -242,6 +260,9 @@ impl ZooKeeper for SimSession {
         generation: u64,
         deadline: Instant,
     ) -> BoxFuture<'_, std::result::Result<Confirmed, InDoubt>> {
+        if self.crashed() {
+            return dead();
+        }
         async move {
             if !self.is_gone_generation(generation) {
                 return Err(InDoubt::Live { generation });

@@ -1,0 +1,161 @@
+//! Takes and pushes run to their end whatever their caller does. Each runs in its caller's
+//! future ([`ToEnd`]); if that future is dropped before the operation ended (an async caller's
+//! timeout, a `select!`), the rest of the operation goes on in a task of its own, which
+//! finishes the write it sent and resolves a lost reply. What that task then has no caller for
+//! is never lost silently: IDs it took are pushed back, or reported leaked when they cannot
+//! be; IDs of a push that did not apply are reported leaked (nobody holds them any more).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use super::{observe, IdGeneratorService};
+use crate::alloc::core::{count_of, Core};
+use crate::alloc::dispatch;
+use crate::error::{Result, ZooidError};
+use crate::idset::{IdCategory, IdSet};
+use crate::range::IdRange;
+use crate::store::Store;
+
+type Boxed<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// An operation that runs while its caller polls it and, dropped before it ended, goes on in a
+/// task of its own, handing its output to `orphaned` at the end; counted in
+/// [`ServiceStats::abandoned_running`](crate::stats::ServiceStats::abandoned_running) meanwhile.
+pub(super) struct ToEnd<S: Store, T: Send + 'static> {
+    /// `None` once it ended.
+    rest: Option<Rest<S, T>>,
+}
+
+/// What an operation still to end holds.
+struct Rest<S: Store, T> {
+    work: Boxed<T>,
+    /// What to do with its output without a caller.
+    orphaned: Box<dyn FnOnce(T) -> Boxed<()> + Send>,
+    /// The allocator whose figures count it.
+    core: Arc<Core<S>>,
+}
+
+impl<S: Store, T: Send + 'static> ToEnd<S, T> {
+    fn new<W, O, OF>(core: &Arc<Core<S>>, work: W, orphaned: O) -> Self
+    where
+        W: Future<Output = T> + Send + 'static,
+        O: FnOnce(T) -> OF + Send + 'static,
+        OF: Future<Output = ()> + Send + 'static,
+    {
+        Self {
+            rest: Some(Rest {
+                work: Box::pin(work),
+                orphaned: Box::new(move |output| Box::pin(orphaned(output))),
+                core: Arc::clone(core),
+            }),
+        }
+    }
+}
+
+impl<S: Store, T: Send + 'static> Future for ToEnd<S, T> {
+    type Output = T;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        let Some(rest) = self.rest.as_mut() else {
+            return Poll::Pending; // Polled after it ended: as a fused future, nothing more.
+        };
+        let output = std::task::ready!(rest.work.as_mut().poll(cx));
+        // Ended: what the work held (the allocator, the session) goes now, before the caller
+        // sees the output, so that a close right after finds the session unshared.
+        self.rest = None;
+        Poll::Ready(output)
+    }
+}
+
+impl<S: Store, T: Send + 'static> Drop for ToEnd<S, T> {
+    fn drop(&mut self) {
+        let Some(Rest {
+            work,
+            orphaned,
+            core,
+        }) = self.rest.take()
+        else {
+            return;
+        };
+        // A panic under the work leaves it unable to go on; a runtime shutting down (no
+        // current handle) runs nothing more.
+        if std::thread::panicking() {
+            return;
+        }
+        // A mutant the simulator must find (tests/sim): the rest of the operation dropped.
+        #[cfg(zooid_mutant = "given_up_dropped")]
+        return;
+        #[allow(unreachable_code)]
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            core.stats.abandoned(1);
+            runtime.spawn(async move {
+                orphaned(work.await).await;
+                core.stats.abandoned(-1);
+            });
+        }
+    }
+}
+
+/// A take of `n` IDs of `category` ([`dispatch::take`], observed); IDs it took for a caller
+/// that gave up are pushed back.
+pub(super) fn take<S: Store>(
+    core: &Arc<Core<S>>,
+    category: &IdCategory,
+    n: u64,
+) -> ToEnd<S, Result<Vec<IdRange>>> {
+    let (working, category) = (Arc::clone(core), category.clone());
+    let service = IdGeneratorService {
+        core: Arc::clone(core),
+    };
+    let given_back = category.clone();
+    ToEnd::new(
+        core,
+        async move {
+            let take = dispatch::take(&working, &category, n);
+            observe(&working.stats, category.name(), "take", |r| count_of(r), take).await
+        },
+        move |taken| async move {
+            if let Ok(ranges) = taken {
+                service
+                    .give_back_undelivered(IdSet::new(given_back, ranges))
+                    .await;
+            }
+        },
+    )
+}
+
+/// A push of `ranges` of `category` ([`dispatch::push`], observed): its result, and whether it
+/// proves that nothing was written (the caller keeps its IDs then; for a caller that gave up,
+/// they are reported leaked).
+pub(super) fn push<S: Store>(
+    core: &Arc<Core<S>>,
+    category: IdCategory,
+    ranges: Vec<IdRange>,
+) -> ToEnd<S, (Result<()>, bool)> {
+    let working = Arc::clone(core);
+    let service = IdGeneratorService {
+        core: Arc::clone(core),
+    };
+    let (leaked_category, leaked_ranges) = (category.clone(), ranges.clone());
+    ToEnd::new(
+        core,
+        async move {
+            let push = dispatch::push(&working, &category, &ranges);
+            let result = observe(&working.stats, category.name(), "push", |r| count_of(r), push)
+                .await
+                .map(drop);
+            let nothing_written =
+                !matches!(result, Ok(()) | Err(ZooidError::OutcomeUnknown { .. }));
+            (result, nothing_written)
+        },
+        move |pushed| async move {
+            // The caller gave up, and its IDs went with it: held by no one now. (The IDs of an
+            // `OutcomeUnknown` are counted where it is observed.)
+            if let (Err(err), true) = pushed {
+                service.leaked_undelivered(&leaked_category, &leaked_ranges, err);
+            }
+        },
+    )
+}
