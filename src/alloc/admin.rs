@@ -40,6 +40,8 @@ impl<S: Store> Core<S> {
         let (token, bytes) = self.first_version(&mut pool, bounds.len());
         let mut budget = Budget::start(self.options.retry);
         let mut failure = LastFailure::None;
+        // Whether an attempt's reply was lost: it may have made the node.
+        let mut in_doubt = false;
         while budget.try_attempt() {
             tracing::Span::current().record("attempt", budget.attempts());
             let created = match acl {
@@ -50,13 +52,15 @@ impl<S: Store> Core<S> {
                 Ok(()) => {}
                 Err(StoreError::NodeExists) => {
                     // Ours, if an earlier attempt of this call applied before its reply was lost.
-                    if !self.created_by(path, token, &mut budget).await? {
-                        return Err(ZooidError::CategoryExists {
-                            category: path.to_string(),
-                        });
-                    }
+                    self.created_by(path, token, in_doubt, &mut budget).await?;
                 }
-                Err(StoreError::Unknown(why) | StoreError::Unavailable(why)) => {
+                Err(StoreError::Unknown(why)) => {
+                    in_doubt = true;
+                    failure = LastFailure::Unreachable(why);
+                    budget.backoff().await;
+                    continue;
+                }
+                Err(StoreError::Unavailable(why)) => {
                     failure = LastFailure::Unreachable(why);
                     budget.backoff().await;
                     continue;
@@ -70,7 +74,7 @@ impl<S: Store> Core<S> {
             tracing::info!(category = path, %bounds, "category created");
             return Ok(());
         }
-        Err(self.budget_error(category, &budget, failure))
+        Err(self.create_failed(category, &budget, failure, in_doubt))
     }
 
     /// Creates a category in block allocation with hole nodes (format 4, see
@@ -100,6 +104,8 @@ impl<S: Store> Core<S> {
         let parent = sequence_parent(path, 0);
         let mut budget = Budget::start(self.options.retry);
         let mut failure = LastFailure::None;
+        // Whether an attempt's reply was lost: it may have made the nodes.
+        let mut in_doubt = false;
         while budget.try_attempt() {
             tracing::Span::current().record("attempt", budget.attempts());
             let generation = zk.generation();
@@ -131,11 +137,7 @@ impl<S: Store> Core<S> {
             match err.verdict {
                 Verdict::NodeExists => {
                     // Ours, if an earlier attempt applied before its reply was lost.
-                    if !self.created_by(path, token, &mut budget).await? {
-                        return Err(ZooidError::CategoryExists {
-                            category: path.to_string(),
-                        });
-                    }
+                    self.created_by(path, token, in_doubt, &mut budget).await?;
                     self.remember_created(category, pool).await;
                     tracing::info!(category = path, %bounds, unit, "category created (block allocation)");
                     return Ok(());
@@ -151,12 +153,29 @@ impl<S: Store> Core<S> {
                 }
                 // (`NotSent` only for a write bound to a connection, which this is not.)
                 Verdict::Expired | Verdict::Closed | Verdict::Unknown | Verdict::NotSent => {
+                    in_doubt |= err.verdict == Verdict::Unknown;
                     failure = LastFailure::Unreachable(err.to_string());
                     budget.backoff().await;
                 }
             }
         }
-        Err(self.budget_error(category, &budget, failure))
+        Err(self.create_failed(category, &budget, failure, in_doubt))
+    }
+
+    /// A create that ran out of attempts: `OutcomeUnknown` when a lost reply may have made the
+    /// category (the caller cannot tell, and a create sent again would find it there), else
+    /// what the last failure says.
+    fn create_failed(
+        &self,
+        category: &IdCategory,
+        budget: &Budget,
+        failure: LastFailure,
+        in_doubt: bool,
+    ) -> ZooidError {
+        if in_doubt {
+            return create_in_doubt(category.name());
+        }
+        self.budget_error(category, budget, failure)
     }
 
     /// Logs a new pool's creation in it; returns the creation's token and the node's content.
@@ -188,11 +207,29 @@ impl<S: Store> Core<S> {
         slot.lock().await.cached = Some(Cached::new(0, Some(created), read_on, pool, false));
     }
 
-    /// Whether pool `path` was created by the write with `token`.
-    async fn created_by(&self, path: &str, token: OpToken, budget: &mut Budget) -> Result<bool> {
+    /// Ok when pool `path`, found there by a create, was made by the create with `token` (an
+    /// earlier attempt whose reply was lost); `CategoryExists` when another create made it;
+    /// `OutcomeUnknown` when the pool's log no longer holds its creation and an attempt of ours
+    /// may have applied (`in_doubt`).
+    async fn created_by(
+        &self,
+        path: &str,
+        token: OpToken,
+        in_doubt: bool,
+        budget: &mut Budget,
+    ) -> Result<()> {
+        let exists = || ZooidError::CategoryExists {
+            category: path.to_string(),
+        };
         let node = self.read(path, budget).await?;
-        Ok(Pool::parse(path, &node.data)
-            .is_ok_and(|pool| pool.op_at(0).is_some_and(|op| op.token == token)))
+        let Ok(pool) = Pool::parse(path, &node.data) else {
+            return Err(exists()); // Not a node this library writes: not ours.
+        };
+        match pool.op_at(0) {
+            Some(op) if op.token == token => Ok(()),
+            None if in_doubt => Err(create_in_doubt(path)),
+            _ => Err(exists()),
+        }
     }
 
     /// See [`restore_category`](Self::restore_category); `unit`: the block size of a category
@@ -238,10 +275,14 @@ impl<S: Store> Core<S> {
                     return Ok(Restored::Created);
                 }
                 Err(StoreError::NodeExists) => {
-                    if self.created_by(path, token, &mut budget).await? {
-                        return Ok(Restored::Created);
-                    }
-                    return self.repair_pool(category, ceiling, epoch).await;
+                    // Ours (an attempt whose reply was lost), or a pool to repair.
+                    return match self.created_by(path, token, false, &mut budget).await {
+                        Ok(()) => Ok(Restored::Created),
+                        Err(ZooidError::CategoryExists { .. }) => {
+                            self.repair_pool(category, ceiling, epoch).await
+                        }
+                        Err(err) => Err(err),
+                    };
                 }
                 Err(StoreError::Unknown(_) | StoreError::Unavailable(_)) => {
                     budget.backoff().await;
@@ -494,4 +535,14 @@ fn category_bounds(first: i64, last: i64) -> Result<IdRange> {
                 "category bounds {first}..={last}: need 1 <= first <= last"
             ))
         })
+}
+
+/// The error of a create that may have applied: the category may or may not exist now.
+fn create_in_doubt(path: &str) -> ZooidError {
+    ZooidError::OutcomeUnknown {
+        category: path.to_string(),
+        op: crate::error::WriteOp::Create,
+        ids: Vec::new(),
+        leaked_within: None,
+    }
 }

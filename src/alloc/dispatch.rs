@@ -290,4 +290,32 @@ mod tests {
         );
         assert_eq!(stats.snapshot().ids_leaked, 26);
     }
+
+    /// A refusal is decided after a `sync`, and the plan after it belongs to the attempt that
+    /// refused: with one attempt allowed, an exhausted pool still says `Exhausted` and a push of
+    /// free IDs `AlreadyFree` (before, the re-plan took a second attempt: `Timeout`).
+    #[tokio::test]
+    async fn a_refusal_with_one_attempt_allowed_is_the_refusal() {
+        let options = crate::alloc::ServiceOptions {
+            retry: crate::retry::RetryPolicy {
+                max_attempts: 1,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let connect = crate::zk::ConnectOptions::default();
+        let service = crate::IdGeneratorService::connect("mem:", &connect, options)
+            .await
+            .unwrap();
+        let category = category();
+        let spec = crate::alloc::CategorySpec::new(1, 10);
+        service.create_category(&category, &spec).await.unwrap();
+        let mut all = service.take_ids(&category, 10).await.unwrap();
+        let more = service.take_ids(&category, 1).await;
+        assert!(matches!(more, Err(ZooidError::Exhausted { .. })), "{more:?}");
+        service.push_ids(&mut all).await.unwrap();
+        let mut again = crate::IdSet::new(category.clone(), vec![IdRange::new(1, 1).unwrap()]);
+        let twice = service.push_ids(&mut again).await;
+        assert!(matches!(twice, Err(ZooidError::AlreadyFree { .. })), "{twice:?}");
+    }
 }

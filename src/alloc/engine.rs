@@ -174,13 +174,17 @@ impl<S: Store> Core<S> {
         let mut mine = None;
         // Whether the pool was read after a `sync` in this update (see `refusal_after_sync`).
         let mut synced = false;
+        // A re-plan on a fresh read (after a refusal on a remembered state, or after that `sync`)
+        // is part of the attempt that refused, so that a refusal on the last attempt (or with
+        // one attempt allowed) still comes back as the refusal.
+        let mut replan = false;
         let fair = self.options.fair_pacing;
-        while budget.try_attempt() {
+        while std::mem::take(&mut replan) || budget.try_attempt() {
             tracing::Span::current().record("attempt", budget.attempts());
             // Every attempt, not only the first: a state kept across a backoff (after an
             // unreachable store) may be of a session or connection that ended meanwhile.
             self.forget_stale(slot);
-            if fair && budget.attempts() == 1 && slot.pace.contended() {
+            if fair && budget.attempts() == 1 && !synced && slot.pace.contended() {
                 // Contended: yield to the others first, then plan on what the store holds after
                 // the wait rather than on the version this process last wrote (src/pace.rs).
                 budget
@@ -207,17 +211,16 @@ impl<S: Store> Core<S> {
                     slot.cached = Some(current);
                     return Ok(Step::Kept);
                 }
-                // A remembered state may be stale: decide only on what the store holds now.
-                Err(_) if !current.fresh => continue,
+                // A remembered state may be stale: decide only on what the store holds now, in
+                // the same attempt (the state is gone from the slot: the next plan is on a read).
+                Err(_) if !current.fresh => {
+                    replan = true;
+                    continue;
+                }
                 Err(err) if !synced && refusal_after_sync(&err) => {
                     // Read now, but perhaps from a server behind the leader: catch it up first.
-                    match self.store.sync(path).await {
-                        Ok(()) => synced = true,
-                        Err(e) => {
-                            failure = LastFailure::Unreachable(e.to_string());
-                            budget.backoff().await;
-                        }
-                    }
+                    self.sync_to_decide(path, budget, &mut synced, &mut replan, &mut failure)
+                        .await;
                     continue;
                 }
                 Err(err) => {
@@ -229,12 +232,13 @@ impl<S: Store> Core<S> {
                 let size = self.projected_size(&prepared.next, prepared.bytes.len());
                 if size > self.options.max_pool_bytes {
                     if !current.fresh {
-                        continue; // Decide on what the store holds now, not on a remembered state.
+                        // Decide on what the store holds now, not on a remembered state.
+                        replan = true;
+                        continue;
                     }
                     if !synced {
-                        if self.store.sync(path).await.is_ok() {
-                            synced = true;
-                        }
+                        self.sync_to_decide(path, budget, &mut synced, &mut replan, &mut failure)
+                            .await;
                         continue;
                     }
                     slot.cached = Some(current);
@@ -272,6 +276,25 @@ impl<S: Store> Core<S> {
             }
         }
         Err(self.budget_error(category, budget, failure))
+    }
+
+    /// Catches the server up (`sync`) before a refusal is decided: on success the same attempt
+    /// reads and plans again (`replan`); on failure the next attempt does, after a backoff.
+    async fn sync_to_decide(
+        &self,
+        path: &str,
+        budget: &mut Budget,
+        synced: &mut bool,
+        replan: &mut bool,
+        failure: &mut LastFailure,
+    ) {
+        match self.store.sync(path).await {
+            Ok(()) => (*synced, *replan) = (true, true),
+            Err(e) => {
+                *failure = LastFailure::Unreachable(e.to_string());
+                budget.backoff().await;
+            }
+        }
     }
 
     /// How long a remembered state is planned on ([`Cached::REMEMBER_FOR`]); not at all when

@@ -162,7 +162,8 @@ impl<S: Store> IdGeneratorService<S> {
     /// [`validate`](CategorySpec::validate) or asks for a block layout on an embedded store
     /// (`mem:`, `file:`); with `Store` for an ACL there (they have no ACLs); with
     /// `CategoryExists` when the node is already there: an existing pool is never reset, since
-    /// that would hand out its IDs again.
+    /// that would hand out its IDs again; with `OutcomeUnknown` when a create whose reply was
+    /// lost may have made the category and that cannot be told.
     pub async fn create_category(&self, category: &IdCategory, spec: &CategorySpec) -> Result<()> {
         let create = async {
             spec.validate()?;

@@ -79,8 +79,8 @@ impl<S: Store, T: Send + 'static> Drop for ToEnd<S, T> {
         else {
             return;
         };
-        // A panic under the work leaves it unable to go on; a runtime shutting down (no
-        // current handle) runs nothing more.
+        // A panic under the work leaves it unable to go on; dropped outside a runtime, nothing
+        // can run it.
         if std::thread::panicking() {
             return;
         }
@@ -89,11 +89,41 @@ impl<S: Store, T: Send + 'static> Drop for ToEnd<S, T> {
         return;
         #[allow(unreachable_code)]
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            core.stats.abandoned(1);
+            let mut running = Running::start(core);
             runtime.spawn(async move {
                 orphaned(work.await).await;
-                core.stats.abandoned(-1);
+                running.end();
             });
+        }
+    }
+}
+
+/// One operation whose caller gave up, counted in `abandoned_running` while its task lives.
+struct Running<S: Store> {
+    core: Arc<Core<S>>,
+    ended: bool,
+}
+
+impl<S: Store> Running<S> {
+    fn start(core: Arc<Core<S>>) -> Self {
+        core.stats.abandoned(1);
+        Self { core, ended: false }
+    }
+
+    /// It ran to its end.
+    fn end(&mut self) {
+        self.ended = true;
+    }
+}
+
+impl<S: Store> Drop for Running<S> {
+    /// Also when its task is dropped unfinished (a runtime shutting down, a panic under it):
+    /// said then, as what the operation took or was pushing may be lost with it, as with a task
+    /// that dies.
+    fn drop(&mut self) {
+        self.core.stats.abandoned(-1);
+        if !self.ended {
+            tracing::error!("a take or push whose caller gave up was stopped before its end (its runtime shut down, or it panicked): IDs it took or was pushing may be lost unreported");
         }
     }
 }

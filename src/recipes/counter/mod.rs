@@ -138,7 +138,9 @@ impl Counter {
     /// Errors: `CategoryExists` when the node is already there (it is left untouched),
     /// the store errors. A create whose reply was lost is retried; if the node is then found at
     /// version 0 holding exactly `value`, it is taken as ours (it is indistinguishable from, and
-    /// equivalent to, the node our lost create would have made).
+    /// equivalent to, the node our lost create would have made). When that cannot be told (the
+    /// attempts ran out after a lost reply, or the node was written since), `OutcomeUnknown`: the
+    /// counter may or may not exist.
     pub async fn init(&self, value: i64) -> Result<()> {
         self.init_with_acl(value, None).await
     }
@@ -159,7 +161,12 @@ impl Counter {
         let mut lost = false;
         loop {
             if !budget.try_attempt() {
-                return Err(self.unreachable(&budget, "init"));
+                // A create whose reply was lost may have made the node.
+                return Err(if lost {
+                    self.init_in_doubt()
+                } else {
+                    self.unreachable(&budget, "init")
+                });
             }
             let generation = self.zk.generation();
             if let Some(parent) = parent(&self.path) {
@@ -189,10 +196,13 @@ impl Counter {
                         // Our lost create may be the one that made it: a node still at
                         // version 0 holding exactly our value is indistinguishable from ours,
                         // and equivalent to it, so take it as created.
-                        if let Ok((found, stat)) = self.zk.get(generation, &self.path).await {
-                            if stat.version == 0 && found == data {
-                                return Ok(());
+                        match self.zk.get(generation, &self.path).await {
+                            Ok((found, stat)) if stat.version == 0 && found == data => {
+                                return Ok(())
                             }
+                            Ok((_, stat)) if stat.version == 0 => {}
+                            // Written since (ours, then `next`s, or another's): cannot tell.
+                            _ => return Err(self.init_in_doubt()),
                         }
                     }
                     return Err(ZooidError::CategoryExists {
@@ -208,6 +218,16 @@ impl Counter {
                     return Err(self.store_error(&failure));
                 }
             }
+        }
+    }
+
+    /// The error of an `init` whose create may have applied: the counter may or may not exist.
+    fn init_in_doubt(&self) -> ZooidError {
+        ZooidError::OutcomeUnknown {
+            category: self.path.clone(),
+            op: crate::error::WriteOp::Create,
+            ids: Vec::new(),
+            leaked_within: None,
         }
     }
 

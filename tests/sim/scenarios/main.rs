@@ -18,6 +18,7 @@ mod first_ceiling;
 mod lagging_push;
 mod lagging_read;
 mod late_candidate;
+mod lost_create;
 mod lost_switch;
 mod migration;
 mod push_in_doubt;
