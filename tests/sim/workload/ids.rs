@@ -147,12 +147,7 @@ pub async fn process(shared: &Shared, p: usize, zk: Zk) {
             let result = given_up_after(give_up, service.push_ids(&mut set)).await;
             let leaked = new_leaks(&service, &mut accounted);
             let Some(result) = result else {
-                shared.log(format!("p{p} push {ids:?} -> given up by its caller"));
-                let mut oracle = shared.ids_oracle();
-                oracle.gave_up(p);
-                oracle.leaked(leaked, None);
-                drop(oracle);
-                shared.check_step(p);
+                gave_up(shared, p, format!("push {ids:?}"), leaked);
                 continue;
             };
             shared.log(format!(
@@ -176,12 +171,7 @@ pub async fn process(shared: &Shared, p: usize, zk: Zk) {
             let result = given_up_after(give_up, service.take_ids(&category, n)).await;
             let leaked = new_leaks(&service, &mut accounted);
             let Some(result) = result else {
-                shared.log(format!("p{p} take {n} -> given up by its caller"));
-                let mut oracle = shared.ids_oracle();
-                oracle.gave_up(p);
-                oracle.leaked(leaked, None);
-                drop(oracle);
-                shared.check_step(p);
+                gave_up(shared, p, format!("take {n}"), leaked);
                 continue;
             };
             let ids = result.as_ref().map(|set| ids_of(&set.ranges())).ok();
@@ -222,6 +212,17 @@ pub async fn process(shared: &Shared, p: usize, zk: Zk) {
 
 /// How often a caller gives up on its take or push.
 const GIVE_UP: f64 = 0.08;
+
+/// Process `p`'s caller gave up on `what`; `leaked`: what its service counted leaked since.
+fn gave_up(shared: &Shared, p: usize, what: String, leaked: u64) {
+    shared.log(format!("p{p} {what} -> given up by its caller"));
+    {
+        let mut oracle = shared.ids_oracle();
+        oracle.gave_up(p);
+        oracle.leaked(leaked, None);
+    }
+    shared.check_step(p);
+}
 
 /// `operation`, given up after `after` when set (the caller's own timeout): `None` then.
 async fn given_up_after<T>(
