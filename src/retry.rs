@@ -8,9 +8,11 @@ use tokio::time::Instant;
 pub struct RetryPolicy {
     /// Most write attempts one operation makes.
     pub max_attempts: u32,
-    /// Time after which an operation starts no new attempt. A request already in flight may
-    /// add up to a session timeout, and a write whose reply was lost gets up to one more
-    /// deadline to find out whether it applied (rather than leak its IDs sooner).
+    /// Time after which an operation starts no new attempt, counted from its call (a wait
+    /// behind this process's other operations on the category included) through every phase
+    /// of it. A request already in flight may add up to a session timeout; a write whose reply
+    /// was lost gets up to one more deadline to find out whether it applied, and IDs a take
+    /// claimed but does not hand out one more to go back (rather than be leaked sooner).
     pub deadline: Duration,
     /// First backoff ceiling; doubles per retry.
     pub base_delay: Duration,
@@ -39,11 +41,27 @@ pub(crate) struct Budget {
 
 impl Budget {
     pub(crate) fn start(policy: RetryPolicy) -> Self {
+        Self::since(policy, Instant::now())
+    }
+
+    /// A budget for an operation that started at `started`: its deadline counts from then.
+    pub(crate) fn since(policy: RetryPolicy, started: Instant) -> Self {
         Self {
             policy,
-            started: Instant::now(),
+            started,
             attempts: 0,
         }
+    }
+
+    /// When the operation this budget serves started.
+    pub(crate) fn started(&self) -> Instant {
+        self.started
+    }
+
+    /// A budget of its own, a whole deadline from now, to find out whether a write whose reply
+    /// was lost applied (rather than leak its IDs sooner): see [`RetryPolicy::deadline`].
+    pub(crate) fn to_resolve(&self) -> Self {
+        Self::start(self.policy)
     }
 
     /// Counts an attempt; false when the attempts or the deadline are used up.

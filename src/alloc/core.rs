@@ -8,6 +8,7 @@ use super::options::ServiceOptions;
 use super::state::Categories;
 use crate::error::{Result, ZooidError};
 use crate::range::IdRange;
+use crate::retry::Budget;
 use crate::stats::Recorder;
 use crate::store::{AnyStore, Store};
 use crate::zk::Zk;
@@ -42,7 +43,11 @@ impl<S: Store> Core<S> {
     /// operations on it: the one place that refuses them on an embedded store.
     pub(super) fn on_zookeeper(&self) -> Result<OnZooKeeper<'_, S>> {
         match self.zk.as_ref() {
-            Some(zk) => Ok(OnZooKeeper { core: self, zk }),
+            Some(zk) => Ok(OnZooKeeper {
+                core: self,
+                zk,
+                started: None,
+            }),
             None => Err(needs_zookeeper()),
         }
     }
@@ -62,6 +67,52 @@ pub(crate) struct OnZooKeeper<'a, S: Store> {
     core: &'a Core<S>,
     /// The session every request of the strategy is sent on.
     pub(super) zk: &'a Zk,
+    /// When the take or push these requests serve started ([`Self::serving`]): every phase's
+    /// [`budget`](Self::budget) counts its deadline from then, so no attempt starts past the
+    /// operation's deadline, however many phases it has (a read of the pool, a listing, a
+    /// claim, a push). `None` (the admin operations): each phase has a deadline of its own.
+    started: Option<tokio::time::Instant>,
+}
+
+impl<'a, S: Store> OnZooKeeper<'a, S> {
+    /// These requests serve the take or push whose budget is `operation`.
+    pub(crate) fn serving(self, operation: &Budget) -> Self {
+        Self {
+            started: Some(operation.started()),
+            ..self
+        }
+    }
+
+    /// The same session for work of its own, with a deadline from now: giving back IDs a take
+    /// claimed and will not hand out, which would be leaked if it were cut short.
+    pub(crate) fn afresh(&self) -> OnZooKeeper<'a, S> {
+        OnZooKeeper {
+            core: self.core,
+            zk: self.zk,
+            started: Some(tokio::time::Instant::now()),
+        }
+    }
+
+    /// A budget with the deadline of the operation served (attempts of its own).
+    pub(crate) fn budget(&self) -> Budget {
+        match self.started {
+            Some(started) => Budget::since(self.options.retry, started),
+            None => Budget::start(self.options.retry),
+        }
+    }
+
+    /// The [`budget`](Self::budget) for the next phase of the operation served on category
+    /// `path`, which starts no phase past its deadline: `Timeout` then, before any request.
+    pub(crate) fn next_phase(&self, path: &str) -> Result<Budget> {
+        let budget = self.budget();
+        if budget.expired() {
+            return Err(ZooidError::Timeout {
+                what: path.to_string(),
+                after: budget.elapsed(),
+            });
+        }
+        Ok(budget)
+    }
 }
 
 impl<S: Store> Deref for OnZooKeeper<'_, S> {

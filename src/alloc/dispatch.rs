@@ -3,6 +3,7 @@
 //! pool's layout: the single node (src/alloc/single.rs) or hole nodes with fresh blocks
 //! (format 4: src/alloc/holes/, src/alloc/blocks/). No other module chooses a strategy.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::blocks::push::Pushed;
@@ -17,15 +18,17 @@ use crate::stats::Recorder;
 use crate::store::Store;
 
 /// A take of up to `n` IDs that, at the category's ceiling, waits for the keeper to raise it
-/// (up to [`ceiling_wait`](super::ServiceOptions::ceiling_wait)).
+/// (up to [`ceiling_wait`](super::ServiceOptions::ceiling_wait)). Once `gone` is set (its caller
+/// gave up), it takes nothing more: no IDs, when it had not held the category's slot yet.
 pub(super) async fn take<S: Store>(
     core: &Core<S>,
     category: &IdCategory,
     n: u64,
+    gone: &AtomicBool,
 ) -> Result<Vec<IdRange>> {
     let started = tokio::time::Instant::now();
     loop {
-        match take_once(core, category, n).await {
+        match take_once(core, category, n, gone).await {
             Err(ZooidError::ReservationExhausted { ceiling, .. }) => {
                 let waited = started.elapsed();
                 let Some(left) = core.options.ceiling_wait.checked_sub(waited) else {
@@ -54,8 +57,14 @@ async fn take_once<S: Store>(
     core: &Core<S>,
     category: &IdCategory,
     n: u64,
+    gone: &AtomicBool,
 ) -> Result<Vec<IdRange>> {
     let (mut slot, budget) = core.hold(category).await?;
+    // Its caller gave up while it waited (behind this process's other operations on the
+    // category, or for the keeper): IDs taken now would be for nobody, and go back at once.
+    if gone.load(Ordering::Acquire) {
+        return Ok(Vec::new());
+    }
     // Left set if this future is dropped mid-write, or the take ends in doubt.
     slot.in_doubt = true;
     slot.taken_from = None;
@@ -91,7 +100,7 @@ async fn take_held<S: Store>(
             Ok(strategy) => match strategy {
                 Strategy::Single => single::take(core, category, slot, &mut budget, wanted).await,
                 Strategy::Blocks(_) => match core.on_zookeeper() {
-                    Ok(on) => holes::take(&on, category, slot, wanted).await,
+                    Ok(on) => holes::take(&on.serving(&budget), category, slot, wanted).await,
                     Err(err) => Err(err),
                 },
             },
@@ -172,7 +181,7 @@ pub(super) async fn push<S: Store>(
             }
             Strategy::Blocks(_) => {
                 let read_now = remembered != Some(state.at);
-                let on = core.on_zookeeper()?;
+                let on = core.on_zookeeper()?.serving(&budget);
                 match holes::push(&on, category, slot, &mut budget, ranges).await? {
                     Pushed::Done => return Ok(ranges.to_vec()),
                     Pushed::AboveFrontier(range) if read_now && synced => {

@@ -97,7 +97,7 @@ impl Doubt {
 
 /// Claims `count` consecutive blocks of `blocks.generation` under pool `path`, if the pool is
 /// still at `version` as read on the session generation and connection `planned`; resolves a
-/// lost reply within `budget`. The claim is sent once, and only bound to the session and
+/// lost reply within a deadline of its own. The claim is sent once, and only bound to the session and
 /// connection it was planned on (`Multi::commit_on`): after a session ended, a reconnection, or
 /// a lost reply found not applied, the caller reads the pool and plans again (a pool restored
 /// after ZooKeeper lost its data may sit at the same version with another base).
@@ -222,8 +222,10 @@ struct Lookup<'a> {
 /// decide. No node found means "not applied" only while no child of the generation was ever
 /// deleted (its child version equals its number of children): a generation being retired
 /// loses its children before its node, and the claim's fate cannot be told then. Not confirmed
-/// within the budget: unknown (the blocks, if claimed, stay unused).
-async fn resolve(zk: &Zk, generation: u64, lookup: &Lookup<'_>, budget: &mut Budget) -> Resolved {
+/// within a deadline of its own ([`Budget::to_resolve`]): unknown (the blocks, if claimed, stay
+/// unused).
+async fn resolve(zk: &Zk, generation: u64, lookup: &Lookup<'_>, operation: &Budget) -> Resolved {
+    let mut budget = operation.to_resolve();
     let mut confirmed = false;
     loop {
         if budget.expired() {

@@ -45,7 +45,7 @@ impl<S: Store> OnZooKeeper<'_, S> {
         mut holes: Vec<IdRange>,
         n: u64,
     ) -> Result<Taken> {
-        let mut replans = Budget::start(self.options.retry);
+        let mut replans = self.budget();
         loop {
             let wanted = n - count_of(&holes);
             if wanted == 0 {
@@ -99,7 +99,7 @@ impl<S: Store> OnZooKeeper<'_, S> {
         if replans.attempts() > 1 {
             replans.backoff().await;
         }
-        let mut budget = Budget::start(self.options.retry);
+        let mut budget = self.next_phase(category.name())?;
         Ok(self.current(category, slot, &mut budget).await?.strategy)
     }
 
@@ -122,7 +122,7 @@ impl<S: Store> OnZooKeeper<'_, S> {
             .await?;
         let count = n.div_ceil(layout.unit).clamp(1, MAX_BLOCKS_PER_TAKE);
         let count = u32::try_from(count).unwrap_or(1);
-        let mut budget = Budget::start(self.options.retry);
+        let mut budget = self.next_phase(path)?;
         let claimed = claims::claim(session, path, version, &layout, count, planned, &mut budget);
         let first = match claimed.await? {
             Claim::Granted { first } => first,
@@ -244,11 +244,13 @@ impl<S: Store> OnZooKeeper<'_, S> {
         // claimed in) is open, checked in the push's own `multi`: a restore or a repair since
         // starts a generation whose fresh blocks may be these very IDs (a block claimed above
         // the ceiling), and a push of them then would hand them out twice.
+        // A deadline of its own: the take's may be spent, and IDs not given back are leaked.
+        let on = self.afresh();
         let state = match slot.cached.as_ref() {
             Some(state) => Ok((PoolIdentity::of(state), state.pool.blocks())),
             None => {
-                let mut budget = Budget::start(self.options.retry);
-                match self.read(category.name(), &mut budget).await {
+                let mut budget = on.budget();
+                match on.read(category.name(), &mut budget).await {
                     Ok(node) => Pool::parse(category.name(), &node.data).map(|pool| {
                         let identity = PoolIdentity {
                             epoch: pool.epoch(),
@@ -272,7 +274,7 @@ impl<S: Store> OnZooKeeper<'_, S> {
                 )))
             }
             Ok((_, Some(blocks))) => {
-                self.push_holes_held(category.name(), slot, &ranges, Some(blocks.generation))
+                on.push_holes_held(category.name(), slot, &ranges, Some(blocks.generation))
                     .await
             }
             Ok((_, None)) => Err(ZooidError::InvalidArgument(format!(
@@ -320,7 +322,7 @@ impl<S: Store> OnZooKeeper<'_, S> {
             Err(err) => return Err(err),
         };
         let generation = layout.generation;
-        let mut budget = Budget::start(self.options.retry);
+        let mut budget = self.next_phase(path)?;
         let plan = |pool: &Pool, strategy| next_generation(pool, strategy, generation, next);
         let step = self
             .update(category, slot, &mut budget, OpKind::Blocks, true, plan)

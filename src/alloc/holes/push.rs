@@ -6,7 +6,6 @@ use crate::alloc::core::OnZooKeeper;
 use crate::alloc::state::Slot;
 use crate::error::{Result, ZooidError};
 use crate::range::IdRange;
-use crate::retry::Budget;
 use crate::store::Store;
 
 /// The most ranges one push writes in one `multi` (a create each, about 75 bytes).
@@ -16,10 +15,17 @@ impl<S: Store> OnZooKeeper<'_, S> {
     /// Leaves `ranges` under pool `path` as hole nodes. Refused as `AlreadyFree` when one of
     /// them overlaps a hole this process knows ([`super::listing::known`]) that is still there
     /// when listed again after a `sync`, or is a hole already (the create fails). A push reads
-    /// nothing before its write.
+    /// nothing before its write. Waits for the category's slot within the operation's deadline
+    /// (`Timeout`, nothing written).
     pub(crate) async fn push_hole_nodes(&self, path: &str, ranges: &[IdRange]) -> Result<()> {
         let slot = self.categories.slot(path);
-        let mut slot = slot.lock().await;
+        let budget = self.budget();
+        let Ok(mut slot) = tokio::time::timeout(budget.remaining(), slot.lock()).await else {
+            return Err(ZooidError::Timeout {
+                what: path.to_string(),
+                after: budget.elapsed(),
+            });
+        };
         self.push_holes_held(path, &mut slot, ranges, None).await
     }
 
@@ -34,7 +40,7 @@ impl<S: Store> OnZooKeeper<'_, S> {
         claimed_in: Option<u64>,
     ) -> Result<()> {
         let zk = self.zk;
-        let mut budget = Budget::start(self.options.retry);
+        let mut budget = self.next_phase(path)?;
         super::listing::known(
             zk,
             path,
@@ -54,7 +60,7 @@ impl<S: Store> OnZooKeeper<'_, S> {
         };
         let mut overlap = overlapping(super::listing::holes_of(&memory::of(slot).listing));
         if overlap.is_some() {
-            let mut budget = Budget::start(self.options.retry);
+            let mut budget = self.next_phase(path)?;
             super::listing::sync(zk, path, &mut budget).await?;
             let mut listing =
                 super::listing::list(zk, path, super::listing::Watch::Set, &mut budget).await?;
@@ -76,7 +82,7 @@ impl<S: Store> OnZooKeeper<'_, S> {
         }
         // A `multi` of a few thousand creates outgrows ZooKeeper's request limit (1 MB): a push
         // of more ranges goes in writes of MAX_RANGES_PER_WRITE, checked whole above first.
-        let mut budget = Budget::start(self.options.retry);
+        let mut budget = self.next_phase(path)?;
         for (index, part) in ranges.chunks(MAX_RANGES_PER_WRITE).enumerate() {
             // The holes' incarnation the push is planned on (its listing's): a lost reply is
             // resolved only there.

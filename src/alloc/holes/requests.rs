@@ -72,8 +72,8 @@ enum Outcome {
 /// holes. The claim checks that the generation is still open (its sequence parent at data
 /// version 0): a repair seals it before it gives up the holes at or below its record, so no
 /// take planned before can delete one of them and create its remainder under a name the
-/// repair did not list. A lost reply is resolved (see [`resolve`]); not within `budget`:
-/// `OutcomeUnknown` naming `handed`, which stay unused.
+/// repair did not list. A lost reply is resolved (see [`resolve`]), within a deadline of its own;
+/// not then: `OutcomeUnknown` naming `handed`, which stay unused.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn claim(
     zk: &Zk,
@@ -180,7 +180,7 @@ pub(crate) async fn claim(
 /// blocks may be handed out again as fresh ones of a later generation, and the push fails
 /// (`InvalidArgument`, the caller reports them leaked). A push carries no receipt: a lost reply
 /// is resolved by its hole nodes (see [`Write::resolve`]), `OutcomeUnknown` when they are not
-/// all there or not within `budget` (the push is not repeated).
+/// all there or not within a deadline of their own (the push is not repeated).
 pub(crate) async fn push(
     zk: &Zk,
     path: &str,
@@ -350,14 +350,16 @@ impl<'a> Write<'a> {
     /// Then a take's `receipt` holds its token exactly when it applied, while its session lives
     /// (only its author writes it). Otherwise the witnesses tell when they are all there (a take
     /// did not apply, a push did): a push's hole that is not there may never have been created,
-    /// or may have been created and taken since, so the outcome is unknown.
+    /// or may have been created and taken since, so the outcome is unknown. Within a deadline of
+    /// its own ([`Budget::to_resolve`]), however much of the `operation`'s is left.
     async fn resolve(
         &self,
         zk: &Zk,
         generation: u64,
         receipt: Option<&Marked>,
-        budget: &mut Budget,
+        operation: &Budget,
     ) -> Outcome {
+        let mut budget = operation.to_resolve();
         let mut confirmed = false;
         loop {
             if budget.expired() {

@@ -11,7 +11,6 @@ use crate::alloc::state::{Slot, Strategy};
 use crate::error::{Result, ZooidError};
 use crate::idset::IdCategory;
 use crate::range::IdRange;
-use crate::retry::Budget;
 use crate::store::Store;
 use tokio::time::Instant;
 
@@ -188,7 +187,7 @@ impl<S: Store> OnZooKeeper<'_, S> {
         for _ in 0..END_ATTEMPTS {
             // The pool as it is now, when a claim dropped it (it moved on, or its generation
             // was sealed or unnumbered and the claim saw to it).
-            let mut budget = Budget::start(self.options.retry);
+            let mut budget = self.next_phase(path)?;
             if self.current(category, slot, &mut budget).await?.strategy == Strategy::Single {
                 return Ok(Some(Taken::Moved(Vec::new())));
             }
@@ -292,7 +291,7 @@ impl<S: Store> OnZooKeeper<'_, S> {
     /// ([`listing::refresh`]).
     async fn refresh_holes(&self, path: &str, slot: &mut Slot, trust: Trust) -> Result<Seen> {
         let session = self.zk;
-        let mut budget = Budget::start(self.options.retry);
+        let mut budget = self.next_phase(path)?;
         listing::refresh(
             session,
             path,
@@ -330,7 +329,7 @@ impl<S: Store> OnZooKeeper<'_, S> {
             return Ok(Attempt::Missed);
         };
         let previous = self.categories.take_marker(path);
-        let mut budget = Budget::start(self.options.retry);
+        let mut budget = self.next_phase(path)?;
         let claimed = requests::claim(
             session,
             path,

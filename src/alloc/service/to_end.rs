@@ -7,6 +7,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -26,6 +27,8 @@ type Boxed<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 pub(super) struct ToEnd<S: Store, T: Send + 'static> {
     /// `None` once it ended.
     rest: Option<Rest<S, T>>,
+    /// Set when it is dropped before it ended: its caller gave up.
+    gone: Arc<AtomicBool>,
 }
 
 /// What an operation still to end holds.
@@ -38,18 +41,22 @@ struct Rest<S: Store, T> {
 }
 
 impl<S: Store, T: Send + 'static> ToEnd<S, T> {
-    fn new<W, O, OF>(core: &Arc<Core<S>>, work: W, orphaned: O) -> Self
+    /// The operation `work` makes, given the flag that says its caller gave up.
+    fn new<W, WF, O, OF>(core: &Arc<Core<S>>, work: W, orphaned: O) -> Self
     where
-        W: Future<Output = T> + Send + 'static,
+        W: FnOnce(Arc<AtomicBool>) -> WF,
+        WF: Future<Output = T> + Send + 'static,
         O: FnOnce(T) -> OF + Send + 'static,
         OF: Future<Output = ()> + Send + 'static,
     {
+        let gone = Arc::new(AtomicBool::new(false));
         Self {
             rest: Some(Rest {
-                work: Box::pin(work),
+                work: Box::pin(work(Arc::clone(&gone))),
                 orphaned: Box::new(move |output| Box::pin(orphaned(output))),
                 core: Arc::clone(core),
             }),
+            gone,
         }
     }
 }
@@ -79,6 +86,7 @@ impl<S: Store, T: Send + 'static> Drop for ToEnd<S, T> {
         else {
             return;
         };
+        self.gone.store(true, Ordering::Release);
         // A panic under the work leaves it unable to go on; dropped outside a runtime, nothing
         // can run it.
         if std::thread::panicking() {
@@ -129,7 +137,7 @@ impl<S: Store> Drop for Running<S> {
 }
 
 /// A take of `n` IDs of `category` ([`dispatch::take`], observed); IDs it took for a caller
-/// that gave up are pushed back.
+/// that gave up are pushed back. Given up before it held the category's slot, it takes nothing.
 pub(super) fn take<S: Store>(
     core: &Arc<Core<S>>,
     category: &IdCategory,
@@ -142,8 +150,8 @@ pub(super) fn take<S: Store>(
     let given_back = category.clone();
     ToEnd::new(
         core,
-        async move {
-            let take = dispatch::take(&working, &category, n);
+        |gone| async move {
+            let take = dispatch::take(&working, &category, n, &gone);
             observe(&working.stats, category.name(), "take", |r| count_of(r), take).await
         },
         move |taken| async move {
@@ -171,7 +179,8 @@ pub(super) fn push<S: Store>(
     let (leaked_category, leaked_ranges) = (category.clone(), ranges.clone());
     ToEnd::new(
         core,
-        async move {
+        // A push whose caller gave up goes on: it frees IDs nobody holds any more.
+        |_| async move {
             let push = dispatch::push(&working, &category, &ranges);
             let result = observe(&working.stats, category.name(), "push", |r| count_of(r), push)
                 .await

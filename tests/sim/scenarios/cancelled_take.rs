@@ -127,3 +127,43 @@ fn a_push_dropped_before_its_write_loses_no_id() {
         accounted(&category, &creator, &a).await;
     });
 }
+
+/// A take whose caller gave up while it waited for the category's slot (behind another take of
+/// the process) takes nothing: before, it went on to claim a block for nobody and pushed it
+/// back, two writes and a hole for each caller's timeout. On the code before: `high water 20`.
+#[test]
+fn a_take_given_up_before_it_held_the_slot_writes_nothing() {
+    run_scenario(async {
+        let gate = Gate::armed();
+        let (category, creator, a) = category_and_flaky(
+            "/ids/given-up-waiting",
+            Layout::HoleNodes { unit: 10 },
+            |flaky, path| flaky.hold_claim = Some((sequence_parent(path, 0), gate.clone())),
+        )
+        .await;
+        let first = a.take_ids(&category, 10);
+        tokio::pin!(first);
+        tokio::select! {
+            result = &mut first => panic!("guard: the first claim was held, yet the take returned {result:?}"),
+            _ = gate.entered.notified() => {}
+        }
+        {
+            let second = a.take_ids(&category, 10);
+            tokio::pin!(second);
+            let waited = tokio::time::timeout(Duration::from_millis(100), &mut second).await;
+            assert!(waited.is_err(), "guard: the second take waited for the slot: {waited:?}");
+        }
+        gate.release.notify_one();
+        let held = first.await.expect("the first take");
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let info = creator.pool_info(&category).await.expect("info");
+        assert_eq!(
+            info.high_water, 10,
+            "only the first take claimed a block (high water {})",
+            info.high_water
+        );
+        assert_eq!(a.stats().abandoned_running, 0, "the given-up take ended");
+        let drained = drain(&creator, &category, 10).await;
+        assert_eq!(drained + held.count_ids(), 100, "every ID free or held");
+    });
+}

@@ -14,6 +14,7 @@ mod cancelled_claim;
 mod cancelled_next;
 mod cancelled_take;
 mod closes;
+mod deadline;
 mod first_ceiling;
 mod lagging_push;
 mod lagging_read;

@@ -359,6 +359,16 @@ impl ZooKeeper for Flaky {
         if self.blocked(path) {
             return lost();
         }
+        if let Some((paused, gate)) = &self.pause_listing {
+            if paused == path && gate.trips() {
+                return async move {
+                    let listed = self.inner.served_children_watched(generation, path).await;
+                    gate.pause().await;
+                    listed
+                }
+                .boxed();
+            }
+        }
         self.inner.served_children_watched(generation, path)
     }
     fn watch_tree<'a>(&'a self, generation: u64, path: &'a str) -> Reply<'a, TreeWatch> {
