@@ -204,7 +204,8 @@ pub(super) async fn push<S: Store>(
                             })?;
                             synced = true;
                         }
-                        let (mut held, _) = core.hold(category).await?;
+                        let within = Budget::since(core.options.retry, budget.started());
+                        let (mut held, _) = core.hold_within(category, within).await?;
                         held.forget();
                         slot = held;
                     }
@@ -223,7 +224,11 @@ pub(super) async fn push<S: Store>(
 /// raising the ceiling), then forgets the cached state so the next attempt reads afresh.
 async fn wait_for_raise<S: Store>(core: &Core<S>, category: &IdCategory, limit: Duration) {
     let slot = core.categories.slot(category.name());
-    let seen = slot.lock().await.cached.take().map(|state| state.version);
+    let Ok(mut held) = tokio::time::timeout(limit, slot.lock()).await else {
+        return;
+    };
+    let seen = held.cached.take().map(|state| state.version);
+    drop(held);
     let Some(seen) = seen else { return };
     tracing::debug!(
         category = category.name(),

@@ -63,7 +63,16 @@ impl<S: Store> Core<S> {
     /// Holds `category`'s slot for one operation; the budget returned counts from the call,
     /// including the wait behind this process's other operations on the category.
     pub(crate) async fn hold(&self, category: &IdCategory) -> Result<(Held, Budget)> {
-        let budget = Budget::start(self.options.retry);
+        self.hold_within(category, Budget::start(self.options.retry))
+            .await
+    }
+
+    /// [`hold`](Self::hold) for an operation under way, within its `budget`.
+    pub(crate) async fn hold_within(
+        &self,
+        category: &IdCategory,
+        budget: Budget,
+    ) -> Result<(Held, Budget)> {
         let slot = self.categories.slot(category.name());
         match tokio::time::timeout(budget.remaining(), slot.lock_owned()).await {
             Ok(mut held) => {

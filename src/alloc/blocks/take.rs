@@ -89,6 +89,8 @@ impl<S: Store> OnZooKeeper<'_, S> {
         slot: &mut Slot,
         replans: &mut Budget,
     ) -> Result<Strategy> {
+        // Past the deadline, `Timeout`: not the re-plans' count (`Contention`).
+        self.next_phase(category.name())?;
         if !replans.try_attempt() {
             return Err(ZooidError::Contention {
                 category: category.name().to_string(),
@@ -311,6 +313,9 @@ impl<S: Store> OnZooKeeper<'_, S> {
         let session = self.zk;
         // A missing sequence parent: the move that created the pool's current generation
         // stopped before creating it; `sealed_next_block` finds nothing and the move is done.
+        // Not begun past the operation's deadline: a generation sealed and left so would refuse
+        // the give-back of the take's leftover IDs.
+        self.next_phase(path)?;
         generations::seal(session, path, layout).await?;
         let next = match generations::sealed_next_block(session, path, layout).await {
             Ok(next) => next,

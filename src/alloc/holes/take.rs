@@ -70,7 +70,10 @@ impl<S: Store> OnZooKeeper<'_, S> {
             let memory = memory::of(slot);
             memory.listing.is_none() && memory.races.quiet(Instant::now())
         };
-        let seen = self.refresh_holes(path, slot, Trust::Allowed).await?;
+        let seen = match self.refresh_holes(path, slot, Trust::Allowed).await {
+            Ok(seen) => seen,
+            Err(err) => return served_short(path, taken, err),
+        };
         let (Some(top), Some(unit)) = (top_of(slot), unit_of(slot)) else {
             return self
                 .take_blocks(category, slot, std::mem::take(taken), n)
@@ -87,7 +90,9 @@ impl<S: Store> OnZooKeeper<'_, S> {
                 .is_some_and(|listing| listing.all_own_since(&choice.nodes))
         };
         if seen == Seen::Trusted && choice.as_ref().is_some_and(|c| !known_since(c, slot)) {
-            self.refresh_holes(path, slot, Trust::Exact).await?;
+            if let Err(err) = self.refresh_holes(path, slot, Trust::Exact).await {
+                return served_short(path, taken, err);
+            }
             choice = self.choose_holes(slot, wanted, top, unit, None);
         }
         let mut attempt = self.claim_holes(category, slot, choice).await;
@@ -396,6 +401,17 @@ impl<S: Store> OnZooKeeper<'_, S> {
             }
         }
     }
+}
+
+/// A take whose listing of the holes failed (a read: nothing changed), its deadline passed or
+/// ZooKeeper unreachable: the fresh IDs it got already are handed out, served short, rather
+/// than given back under the same conditions; with none, the error.
+fn served_short(path: &str, taken: &mut Vec<IdRange>, err: ZooidError) -> Result<Taken> {
+    if taken.is_empty() {
+        return Err(err);
+    }
+    tracing::warn!(category = path, %err, "listing the holes failed; the take is served short");
+    Ok(Taken::Ids(std::mem::take(taken)))
 }
 
 /// What one attempt to claim holes came to.

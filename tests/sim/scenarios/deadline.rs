@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
-use zooid::format::holes_parent;
+use zooid::format::{holes_parent, sequence_parent};
 use zooid::zk::Zk;
 use zooid::{
     CategorySpec, IdCategory, IdGeneratorService, Layout, RetryPolicy, ServiceOptions, ZooidError,
@@ -28,30 +28,46 @@ const LISTING_HELD: Duration = Duration::from_millis(1_500);
 /// A hole-node pool made by service B, and service A (deadline [`DEADLINE`]) whose first
 /// listing of the holes is answered only after [`LISTING_HELD`].
 async fn slow_listing(path: &str) -> (IdCategory, IdGeneratorService, IdGeneratorService, Arc<Gate>) {
+    let gate = Gate::armed();
+    let (category, b, a) = with_faults(path, 1_000_000, 0, |flaky| {
+        flaky.pause_listing = Some((holes_parent(path), gate.clone()));
+    })
+    .await;
+    (category, b, a, gate)
+}
+
+/// A hole-node pool `1..=last` (blocks of 10) made by service B, and service A (deadline
+/// [`DEADLINE`], `hole_backoff_from_start`) with `faults` on its session.
+async fn with_faults(
+    path: &str,
+    last: i64,
+    hole_backoff_from_start: u32,
+    faults: impl FnOnce(&mut Flaky),
+) -> (IdCategory, IdGeneratorService, IdGeneratorService) {
     let world = World::new(53, Faults::all().none(), false);
     tokio::spawn(world.clone().drive());
     let admin: Zk = SimSession::open(&world, 0, 0);
     let category = IdCategory::new(path).unwrap();
     let b = IdGeneratorService::on_zookeeper(admin, ServiceOptions::default());
-    let spec = CategorySpec::new(1, 1_000_000).layout(Layout::HoleNodes { unit: 10 });
+    let spec = CategorySpec::new(1, last).layout(Layout::HoleNodes { unit: 10 });
     b.create_category(&category, &spec).await.expect("create");
-    let gate = Gate::armed();
     let mut flaky = Flaky::over(SimSession::open(&world, 1, 1));
-    flaky.pause_listing = Some((holes_parent(path), gate.clone()));
+    faults(&mut flaky);
     let options = ServiceOptions {
         retry: RetryPolicy {
             deadline: DEADLINE,
             ..RetryPolicy::default()
         },
+        hole_backoff_from_start,
         ..ServiceOptions::default()
     };
     let a = IdGeneratorService::on_zookeeper(Arc::new(flaky), options);
-    (category, b, a, gate)
+    (category, b, a)
 }
 
-/// Runs `operation` while the held listing is let go after [`LISTING_HELD`]; its result and
-/// how long it took.
-async fn with_listing_held<T>(
+/// Runs `operation`, letting the request held at `gate` go [`LISTING_HELD`] after it got
+/// there; its result and how long it took.
+async fn with_gate_held<T>(
     gate: &Gate,
     operation: impl std::future::Future<Output = T>,
 ) -> (T, Duration) {
@@ -75,7 +91,7 @@ fn a_push_starts_no_write_past_its_deadline() {
         let (category, b, a, gate) = slow_listing(path).await;
         let mut handed = b.take_ids(&category, 10).await.expect("B take");
         let range = handed.ranges()[0];
-        let (pushed, took) = with_listing_held(&gate, a.push_ids(&mut handed)).await;
+        let (pushed, took) = with_gate_held(&gate, a.push_ids(&mut handed)).await;
         assert!(took >= LISTING_HELD, "guard: the listing was held ({took:?})");
         assert!(
             matches!(pushed, Err(ZooidError::Timeout { .. })),
@@ -102,7 +118,7 @@ fn a_take_starts_no_claim_past_its_deadline() {
         let path = "/ids/deadline-take";
         let (category, b, a, gate) = slow_listing(path).await;
         let before = b.pool_info(&category).await.expect("info");
-        let (taken, took) = with_listing_held(&gate, a.take_ids(&category, 10)).await;
+        let (taken, took) = with_gate_held(&gate, a.take_ids(&category, 10)).await;
         assert!(took >= LISTING_HELD, "guard: the listing was held ({took:?})");
         assert!(
             matches!(taken, Err(ZooidError::Timeout { .. })),
@@ -117,5 +133,27 @@ fn a_take_starts_no_claim_past_its_deadline() {
         assert_eq!(a.stats().ids_leaked, 0, "nothing leaked");
         let got = a.take_ids(&category, 10).await.expect("the take again");
         assert_eq!(got.ranges().iter().map(|r| r.len()).sum::<u64>(), 10);
+    });
+}
+
+/// Review of the change above: a take that got fresh blocks first (it leaves the holes to
+/// others after races lost) and passed its deadline before its listing of the holes gave those
+/// IDs back and failed, where the give-back meets the same slow ZooKeeper (and a failed one
+/// leaks them). A listing is a read: the take is now served short. On the code before:
+/// `Err(Timeout { .. })`.
+#[test]
+fn a_take_past_its_deadline_after_fresh_blocks_is_served_short() {
+    run_scenario(async {
+        let path = "/ids/deadline-short";
+        let gate = Gate::armed();
+        let (category, _b, a) = with_faults(path, 100, 10, |flaky| {
+            flaky.hold_claim = Some((sequence_parent(path, 0), gate.clone()));
+        })
+        .await;
+        let (taken, took) = with_gate_held(&gate, a.take_ids(&category, 200)).await;
+        assert!(took >= LISTING_HELD, "guard: the claim was held ({took:?})");
+        let taken = taken.expect("a take that got fresh IDs before its deadline passed");
+        assert_eq!(taken.count_ids(), 100, "the whole pool, served short: {taken:?}");
+        assert_eq!(a.stats().ids_leaked, 0, "nothing leaked");
     });
 }
