@@ -458,6 +458,38 @@ impl Rig {
         n
     }
 
+    /// Whether some worker thread has an operation in flight now: the last line of its ops
+    /// file is the operation's begin (`> op START`).
+    pub fn an_operation_in_flight(&self) -> bool {
+        use std::io::{Read, Seek, SeekFrom};
+        fs::read_dir(self.dir()).unwrap().flatten().any(|entry| {
+            if !entry.file_name().to_string_lossy().ends_with(".ops") {
+                return false;
+            }
+            let Ok(mut file) = fs::File::open(entry.path()) else {
+                return false;
+            };
+            let len = file.metadata().map_or(0, |m| m.len());
+            let mut tail = String::new();
+            let _ = file.seek(SeekFrom::Start(len.saturating_sub(256)));
+            let _ = file.read_to_string(&mut tail);
+            tail.lines().last().is_some_and(|l| l.starts_with("> "))
+        })
+    }
+
+    /// Waits (up to `limit`) until some worker has an operation in flight, so that a fault
+    /// injected right after meets one; returns whether one was.
+    pub fn wait_for_an_operation_in_flight(&self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        while !self.an_operation_in_flight() {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        true
+    }
+
     /// Waits until `n` more operations of workers named `prefix*` succeeded; returns whether
     /// they did within `timeout`.
     pub fn wait_ops(&self, prefix: &str, since: u128, n: u64, timeout: Duration) -> bool {

@@ -145,6 +145,12 @@ pub fn wipe_mid_burst(name: &str, cfg: Config, kill_keeper: bool) {
         keepers[active].kill();
         rig.record_fault("active keeper SIGKILL");
     }
+    // Mid-burst: while an operation is in flight (the workers may be between operations, in a
+    // pause after an error, for a while at the ceiling the killed keeper no longer raises).
+    assert!(
+        rig.wait_for_an_operation_in_flight(Duration::from_secs(10)),
+        "guard: no operation began within 10 s before the wipe"
+    );
     let wipe_ms = unix_ms();
     for i in 0..3 {
         rig.zk.wipe(i);
