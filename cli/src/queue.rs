@@ -200,16 +200,36 @@ async fn run_one(
     grace: Duration,
     stop: &mut Stop,
 ) -> zooid::Result<bool> {
-    let mut child = match tokio::process::Command::new(&command[0])
-        .args(&command[1..])
+    let mut cmd = tokio::process::Command::new(&command[0]);
+    cmd.args(&command[1..])
         .env("ZOOID_QUEUE_ITEM", claim.item())
         .stdin(Stdio::piped())
         // Its own process group: a terminal's Ctrl-C reaches the worker only, which lets the
         // command finish; past the grace period the whole group is killed.
         .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
-    {
+        .kill_on_drop(true);
+    // It dies with the worker (SIGKILL when the thread that started it ends: this one, the
+    // thread `block_on` runs the worker on, which ends only with the process). Otherwise a
+    // worker killed mid-item leaves it running while, once the worker's session expired,
+    // another worker runs a second command on the same item.
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        let parent = libc::getpid();
+        cmd.pre_exec(move || {
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            );
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+    let mut child = match cmd.spawn() {
         Ok(child) => child,
         Err(e) => {
             // Hand the item back before reporting that the command cannot run.

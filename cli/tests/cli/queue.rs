@@ -342,3 +342,52 @@ fn a_worker_out_of_touch_stops_its_command_within_the_session_timeout() {
          handed to another worker"
     );
 }
+
+/// Review (queue recipe, 2026-11-30): a worker SIGKILLed (or OOM-killed) while its command ran
+/// left the command running in its own process group; once the worker's session expired,
+/// another worker claimed the same item and ran a second command on it while the first still
+/// ran. The command now dies with its worker (`PR_SET_PDEATHSIG`, as `zooid elect` does). On the
+/// code before: `the command outlived its SIGKILLed worker`.
+#[test]
+fn a_worker_killed_takes_its_command_with_it() {
+    let zk = ZkServer::start();
+    let c = zk.connect_string();
+    let q = "/cli/killed";
+    let dir = tempfile::tempdir().unwrap();
+    ok(zooid(&c, &["queue", "put", q, "item"]));
+    let pid_file = dir.path().join("command.pid");
+    // `exec`: the pid written is the command's own, which then sleeps.
+    let script = format!("echo $$ > {}; exec sleep 60", pid_file.display());
+    let mut worker = Command::new(env!("CARGO_BIN_EXE_zooid"))
+        .args(["--connect", &c, "queue", "work", q, "--identity", "doomed"])
+        .args(["--", "sh", "-c", &script])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let read_pid = || {
+        std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|s| s.trim().parse::<i32>().ok())
+    };
+    assert!(
+        support::wait_until(Duration::from_secs(20), || read_pid().is_some()),
+        "guard: the command started"
+    );
+    let command = read_pid().unwrap();
+    let alive = |pid: i32| {
+        // A process reparented and not reaped yet is a zombie: dead.
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| stat.rsplit(')').next().map(|rest| rest.trim().to_string()))
+            .is_some_and(|rest| !rest.starts_with('Z') && !rest.starts_with('X'))
+    };
+    assert!(alive(command), "guard: the command runs");
+    worker.kill().unwrap();
+    worker.wait().unwrap();
+    let died = support::wait_until(Duration::from_secs(5), || !alive(command));
+    if !died {
+        // SAFETY: kill(2) on a process this test started (through the worker).
+        unsafe { libc::kill(command, libc::SIGKILL) };
+    }
+    assert!(died, "the command outlived its SIGKILLed worker");
+}
