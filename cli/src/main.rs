@@ -1,6 +1,7 @@
 //! `zooid`: the operator CLI. Creates categories, takes and pushes IDs, shows pools, runs work
 //! queues; one module per group of commands.
 
+mod child;
 mod counter;
 mod durable;
 mod elect;

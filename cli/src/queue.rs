@@ -215,19 +215,7 @@ async fn run_one(
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
         let parent = libc::getpid();
-        cmd.pre_exec(move || {
-            libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            );
-            if libc::getppid() != parent {
-                libc::_exit(1);
-            }
-            Ok(())
-        });
+        cmd.pre_exec(move || crate::child::die_with(parent));
     }
     let mut child = match cmd.spawn() {
         Ok(child) => child,

@@ -538,17 +538,7 @@ fn spawn(
             for sig in IGNORED {
                 libc::signal(sig, libc::SIG_DFL);
             }
-            libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            );
-            if libc::getppid() != parent {
-                libc::_exit(1);
-            }
-            Ok(())
+            crate::child::die_with(parent)
         });
     }
     cmd.spawn()

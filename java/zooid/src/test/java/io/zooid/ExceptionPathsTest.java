@@ -148,20 +148,24 @@ class ExceptionPathsTest {
         }
     }
 
-    /** A remembered single node, which a take plans on before it reads afresh. */
+    /**
+     * A remembered single node, which a take plans on before it reads afresh: a refusal
+     * ("exhausted") is decided only on a fresh read, and the plan on that read belongs to the
+     * attempt that refused, so even with one attempt allowed the take is served (it was
+     * {@code TIMEOUT} when the re-plan cost a second attempt).
+     */
     @Test
-    void budgetSpentBeforeAnyWriteIsTimeout() throws Exception {
+    void aRefusalOnARememberedPoolIsDecidedOnAFreshReadWithinTheAttempt() throws Exception {
         IDGeneratorOptions oneAttempt = new IDGeneratorOptions().maxAttempts(1);
         try (IDGeneratorService a = IDGeneratorService.open(zk.connectString(), oneAttempt);
                 IDGeneratorService b = IDGeneratorService.open(zk.connectString())) {
             a.createCategory(cat, CategorySpec.of(1, 10).layout(Layout.SINGLE_NODE, 0));
             IDSet all = a.takeIDs(cat, 10); // a remembers an empty pool
             b.pushIDs(all); // the store has IDs again; a does not know
-            // a's remembered pool says "exhausted", which it may not report without reading afresh,
-            // and its single attempt is spent.
-            OperationTimeoutException e = assertThrows(OperationTimeoutException.class, () -> a.takeIDs(cat, 1));
-            assertEquals(ErrorCode.TIMEOUT, e.getCode());
             assertEquals(1, a.takeIDs(cat, 1).takeID());
+            a.takeIDs(cat, 9);
+            IDsExhaustedException e = assertThrows(IDsExhaustedException.class, () -> a.takeIDs(cat, 1));
+            assertEquals(ErrorCode.EXHAUSTED, e.getCode());
         }
     }
 
