@@ -43,6 +43,8 @@ pub struct Oracle {
     pub pushes: u64,
     pub unknown: u64,
     pub abandoned: u64,
+    /// Operations that failed `Timeout` (their deadline passed: the even processes' is short).
+    pub timeouts: u64,
 }
 
 pub fn ids_of(ranges: &[IdRange]) -> Vec<i64> {
@@ -114,6 +116,7 @@ impl Oracle {
                 }
                 self.anonymous += leaked_within.map_or(0, |b| b.at_most);
             }
+            ZooidError::Timeout { .. } => self.timeouts += 1,
             ZooidError::AlreadyFree { range, .. } => {
                 let mine = ids_of(&[*range])
                     .iter()

@@ -111,7 +111,7 @@ impl Setup {
 /// it (src/alloc/service/to_end.rs), and what it took or was pushing must end up free or
 /// counted leaked.
 pub async fn process(shared: &Shared, p: usize, zk: Zk) {
-    let service = IdGeneratorService::on_zookeeper(zk, options());
+    let service = IdGeneratorService::on_zookeeper(zk, super::options_for(p));
     let category = shared.ids.category.clone();
     let mut mine: Vec<i64> = Vec::new();
     // The service's `ids_leaked` already told the oracle.
@@ -322,10 +322,11 @@ pub async fn finish(shared: &Shared, drain: Zk) {
 pub fn summary(shared: &Shared) -> String {
     let o = shared.ids_oracle();
     format!(
-        "{} takes, {} pushes, {} unknown, {} given up, {} doubt, bound {}",
+        "{} takes, {} pushes, {} unknown, {} timeouts, {} given up, {} doubt, bound {}",
         o.takes,
         o.pushes,
         o.unknown,
+        o.timeouts,
         o.abandoned,
         o.doubt.len(),
         o.anonymous

@@ -57,6 +57,21 @@ pub fn options() -> ServiceOptions {
     }
 }
 
+/// [`options`] for ID process `p`: the even ones with a deadline shorter than the session
+/// timeout, so that seeds explore operations whose deadline passes between their phases (a
+/// listing, then the claim: `Timeout`, or a take served short) as well as those that outlast
+/// every fault.
+pub fn options_for(p: usize) -> ServiceOptions {
+    let mut options = options();
+    if p.is_multiple_of(2) {
+        options.retry.deadline = SHORT_DEADLINE;
+    }
+    options
+}
+
+/// The deadline of the even ID processes.
+pub const SHORT_DEADLINE: Duration = Duration::from_secs(3);
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
