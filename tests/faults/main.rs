@@ -512,6 +512,96 @@ fn quorum_lost(name: &str, blocks: Option<u64>) {
     }
 }
 
+/// `syncLimit` for the cut-off rows: 40 ticks (10 s), past the workers' 3-second session
+/// timeout, so the cut-off follower keeps its clients (answering their pings itself) after the
+/// ensemble expired their sessions.
+const LONG_SYNC_LIMIT: &[(&str, &str)] = &[("syncLimit", "40")];
+
+/// Fault 11: A follower cut off from the quorum while its clients stay connected to it.
+#[test]
+fn f11a_follower_cut_off() {
+    follower_cut_off(
+        "11a follower cut off from the quorum, its clients connected",
+        Config::default(),
+    );
+}
+
+/// Cuts a follower with clients on it off from the quorum and election links (held, not
+/// closed) for longer than its `syncLimit`: it answers its clients' pings and reads, its writes
+/// and `sync`s wait at the cut, the ensemble expires the sessions on it, and the rest of the
+/// ensemble carries on. Then heals the links: the follower rejoins and the workload carries on.
+fn follower_cut_off(name: &str, cfg: Config) {
+    let _serial = serial();
+    let session = cfg.session_timeout;
+    let mut rig = Rig::start(
+        name,
+        Config {
+            quorum_links: Some(LONG_SYNC_LIMIT),
+            ..cfg
+        },
+    );
+    rig.warm_up();
+    let leader = rig.zk.leader().expect("a leader");
+    let follower = (0..3).find(|&i| i != leader).unwrap();
+    rig.ensure_clients_on(follower);
+    assert!(
+        rig.wait_for_an_operation_in_flight(Duration::from_secs(10)),
+        "guard: no operation was in flight at the cut"
+    );
+    let cut_at = unix_ms();
+    rig.links().isolate(follower);
+    rig.record_fault("follower cut off from the quorum, clients connected");
+    // The others carry on meanwhile.
+    rig.assert_progress(20, "the follower was cut off");
+    // Guards: the follower's quorum traffic was held, and it still served its clients: they
+    // leave it when their own requests go unanswered (zooid gives a request up after the
+    // session timeout), or when it drops them past its syncLimit.
+    let connected_at_cut = rig.proxies[follower].open_connections();
+    let mut left_after = None;
+    while unix_ms() - cut_at < 12_000 {
+        if rig.proxies[follower].open_connections() == 0 {
+            left_after = Some(unix_ms() - cut_at);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        rig.links().held(follower) > 0,
+        "guard: the relays held none of the follower's quorum traffic"
+    );
+    std::thread::sleep(Duration::from_secs(12).saturating_sub(Duration::from_millis(
+        (unix_ms() - cut_at) as u64,
+    )));
+    rig.links().heal();
+    let healed_at = unix_ms();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !matches!(rig.zk.mode(follower).as_deref(), Some("follower" | "leader")) {
+        assert!(
+            Instant::now() < deadline,
+            "the cut-off server did not rejoin:\n{}",
+            rig.zk.status_report(20)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    rig.assert_progress(20, "the follower was healed");
+    rig.run_for(secs(1.0));
+    let a = rig.finish();
+    let failed = a
+        .records
+        .iter()
+        .filter(|r| r.outcome != "ok" && r.end_ms >= cut_at && r.end_ms <= healed_at + 5_000)
+        .count();
+    eprintln!(
+        "[{name}] {connected_at_cut} clients on the follower at the cut, all gone after \
+         {left_after:?} ms (session timeout {session:?}); {failed} operations failed during the cut"
+    );
+    assert!(
+        failed >= 1,
+        "guard: no operation failed while the follower was cut off (none ran through it)"
+    );
+    rig.assert_guarantees(&a, AMBIGUOUS);
+}
+
 /// Fault 7: Every server SIGKILLed at once, then restarted from its data.
 #[test]
 fn f7_all_servers_killed_and_restarted() {
@@ -635,6 +725,15 @@ fn f9i_holes_quorum_lost() {
     quorum_lost(
         "9i hole nodes: quorum lost (2 of 3 servers down)",
         Some(100),
+    );
+}
+
+/// Format 4: a follower cut off from the quorum while its clients stay connected to it.
+#[test]
+fn f11b_holes_follower_cut_off() {
+    follower_cut_off(
+        "11b hole nodes: follower cut off from the quorum, its clients connected",
+        holes(),
     );
 }
 

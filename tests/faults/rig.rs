@@ -22,7 +22,7 @@ use zooid::{ConnectOptions, IdCategory, IdRange, RetryPolicy, ServiceOptions};
 
 use crate::check::{analyse, Analysis, Inputs, Ivs};
 use zooid_test_support::zookeeper::wait_threads;
-use zooid_test_support::{FaultProxy, RequestMatch, ZkEnsemble};
+use zooid_test_support::{FaultProxy, QuorumLinks, RequestMatch, ZkEnsemble};
 
 /// Runs the tests of this file one at a time, whatever `--test-threads` says: each starts
 /// three JVMs and several client processes on a small machine.
@@ -82,6 +82,10 @@ pub struct Config {
     /// ceiling of 0 for them to raise, and the workers ride out a wipe of ZooKeeper (the
     /// category missing until `zooid restore`, the ceiling not raised in time).
     pub kept: bool,
+    /// Start the ensemble with a relay on every quorum and election link
+    /// ([`ZkEnsemble::start_with_links`]) and these extra `zoo.cfg` lines, so that a test can cut
+    /// one server off its quorum while its clients stay connected to it ([`Rig::links`]).
+    pub quorum_links: Option<&'static [(&'static str, &'static str)]>,
 }
 
 impl Default for Config {
@@ -95,6 +99,7 @@ impl Default for Config {
             op_deadline: Duration::from_secs(5),
             blocks: None,
             kept: false,
+            quorum_links: None,
         }
     }
 }
@@ -174,6 +179,8 @@ pub struct Rig {
     // Dropped in this order: workers (by `Drop for Rig`), admin, proxies, the ensemble.
     admin: Option<IdGeneratorService>,
     pub proxies: Vec<FaultProxy>,
+    /// The ensemble's quorum links, with [`Config::quorum_links`].
+    links: Option<QuorumLinks>,
     pub zk: ZkEnsemble,
     pub category: IdCategory,
     #[allow(dead_code)] // The category's bounds as created; the checks read them from the pool.
@@ -198,7 +205,13 @@ impl Rig {
         let started = Instant::now();
         let bin = faultload_binary();
         assert!(bin.is_file());
-        let zk = ZkEnsemble::start(3);
+        let (zk, links) = match cfg.quorum_links {
+            Some(extra) => {
+                let (zk, links) = ZkEnsemble::start_with_links(3, extra);
+                (zk, Some(links))
+            }
+            None => (ZkEnsemble::start(3), None),
+        };
         let proxies: Vec<FaultProxy> = (0..zk.len())
             .map(|i| FaultProxy::start(zk.server_addr(i)))
             .collect();
@@ -243,6 +256,7 @@ impl Rig {
             cfg: cfg.clone(),
             admin: Some(admin),
             proxies,
+            links,
             zk,
             category,
             bounds,
@@ -264,6 +278,14 @@ impl Rig {
             rig.started.elapsed()
         );
         rig
+    }
+
+    /// The ensemble's quorum links; the rig must have been started with
+    /// [`Config::quorum_links`].
+    pub fn links(&self) -> &QuorumLinks {
+        self.links
+            .as_ref()
+            .expect("the rig was started with Config::quorum_links")
     }
 
     /// The proxies' addresses: what the workers connect to.
