@@ -11,8 +11,11 @@ pub struct RetryPolicy {
     /// Time after which an operation starts no new attempt, counted from its call (a wait
     /// behind this process's other operations on the category included) through every phase
     /// of it. A request already in flight may add up to a session timeout; a write whose reply
-    /// was lost gets up to one more deadline to find out whether it applied, and IDs a take
-    /// claimed but does not hand out one more to go back (rather than be leaked sooner).
+    /// was lost gets up to one more deadline to find out whether it applied, a move to a new
+    /// block generation already begun one more to end, and IDs a take claimed but does not hand
+    /// out one more to go back (rather than be leaked sooner). A take at the category's ceiling
+    /// waits up to `ServiceOptions::ceiling_wait` for a raise, and its attempt after the raise
+    /// has a deadline of its own.
     pub deadline: Duration,
     /// First backoff ceiling; doubles per retry.
     pub base_delay: Duration,

@@ -137,3 +137,25 @@ pub(crate) enum Taken {
 pub(super) fn count_of(ranges: &[IdRange]) -> u64 {
     ranges.iter().map(IdRange::len).sum()
 }
+
+/// What a take that got `taken` and then failed with `err` (not `OutcomeUnknown`: nothing of it
+/// is in doubt) hands out: the IDs it got, served short, rather than giving them back under the
+/// conditions that stopped it (its deadline passed, ZooKeeper unreachable, fewer remain). With
+/// none, the error. One rule for every way a take ends short (of format 4, or across a change
+/// of layout).
+pub(crate) fn served_short(
+    path: &str,
+    taken: Vec<IdRange>,
+    err: ZooidError,
+) -> Result<Vec<IdRange>> {
+    if taken.is_empty() {
+        return Err(err);
+    }
+    if !matches!(
+        err,
+        ZooidError::Exhausted { .. } | ZooidError::ReservationExhausted { .. }
+    ) {
+        tracing::warn!(category = path, %err, served = count_of(&taken), "the take is served short");
+    }
+    Ok(taken)
+}

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::blocks::push::Pushed;
-use super::core::{count_of, Core, Taken};
+use super::core::{count_of, served_short, Core, Taken};
 use super::state::{PoolIdentity, Slot, Strategy};
 use super::{holes, single};
 use crate::error::{Result, ZooidError};
@@ -116,16 +116,14 @@ async fn take_held<S: Store>(
         }
     }
     match served {
-        // Taken before the layout changed, and the new layout has no more: handed out.
-        Err(ZooidError::Exhausted { .. } | ZooidError::ReservationExhausted { .. })
-            if !taken.is_empty() =>
-        {
-            merged(&core.stats, category, taken)
-        }
-        Err(err) => {
+        Err(err @ ZooidError::OutcomeUnknown { .. }) => {
             leak_taken(core, category, slot, taken).await;
             Err(err)
         }
+        // Taken before the layout changed, and the new layout gave no more with nothing in
+        // doubt: handed out.
+        Err(err) => served_short(category.name(), taken, err)
+            .and_then(|taken| merged(&core.stats, category, taken)),
         Ok(_) => {
             leak_taken(core, category, slot, taken).await;
             Err(ZooidError::Contention {
@@ -137,7 +135,7 @@ async fn take_held<S: Store>(
     }
 }
 
-/// IDs a take got before it failed: given back as holes where the pool is still in block
+/// IDs a take got before its outcome became unknown: given back as holes where the pool is still in block
 /// allocation, reported leaked otherwise ([`give_back`](super::core::OnZooKeeper::give_back)).
 async fn leak_taken<S: Store>(
     core: &Core<S>,

@@ -175,7 +175,8 @@ pub unsafe extern "C" fn zooid_service_migrate_category(
 }
 
 /// Takes up to `n` (1 to 2^31 - 1) of the lowest free IDs of `category` (fewer when fewer
-/// remain) and writes a new ID set holding them to `*out_set`; the caller owns the set.
+/// remain, or when a take that got some could not get the rest with nothing in doubt) and
+/// writes a new ID set holding them to `*out_set`; the caller owns the set.
 ///
 /// Errors: `ZOOID_STATUS_EXHAUSTED` when none remain, `ZOOID_STATUS_NOT_FOUND` for a missing
 /// category, `ZOOID_STATUS_CORRUPT_POOL`, `ZOOID_STATUS_CONTENTION`,

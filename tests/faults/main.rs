@@ -569,13 +569,16 @@ fn follower_cut_off(name: &str, cfg: Config) {
         rig.links().held(follower) > 0,
         "guard: the relays held none of the follower's quorum traffic"
     );
-    std::thread::sleep(Duration::from_secs(12).saturating_sub(Duration::from_millis(
-        (unix_ms() - cut_at) as u64,
-    )));
+    std::thread::sleep(
+        Duration::from_secs(12).saturating_sub(Duration::from_millis((unix_ms() - cut_at) as u64)),
+    );
     rig.links().heal();
     let healed_at = unix_ms();
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !matches!(rig.zk.mode(follower).as_deref(), Some("follower" | "leader")) {
+    while !matches!(
+        rig.zk.mode(follower).as_deref(),
+        Some("follower" | "leader")
+    ) {
         assert!(
             Instant::now() < deadline,
             "the cut-off server did not rejoin:\n{}",

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::claims::{self, Claim};
 use super::generations;
 use super::{MAX_BLOCKS_PER_TAKE, ROTATE_AT};
-use crate::alloc::core::{count_of, OnZooKeeper, Taken};
+use crate::alloc::core::{count_of, served_short, OnZooKeeper, Taken};
 use crate::alloc::engine::{Plan, Step};
 use crate::alloc::state::{PoolIdentity, Slot, Strategy};
 use crate::error::{Result, ZooidError};
@@ -36,8 +36,8 @@ enum Claimed {
 impl<S: Store> OnZooKeeper<'_, S> {
     /// Completes a take of `n` IDs that took `holes`: fresh blocks for the rest. While the pool
     /// changes under the claims, the take reads it again and claims on that. Holes taken are
-    /// handed out even when no block can be claimed any more (at the ceiling or the end); on
-    /// any other failure they go back.
+    /// handed out when no block can be claimed ([`served_short`]); they go back only when the
+    /// claim's outcome is unknown, whose error names what may be lost.
     pub(crate) async fn take_blocks(
         &self,
         category: &IdCategory,
@@ -65,18 +65,15 @@ impl<S: Store> OnZooKeeper<'_, S> {
                 Err(err) => err,
             };
             return match failed {
-                // Fewer remain (at the ceiling, or at the end): hand out the holes taken.
-                ZooidError::ReservationExhausted { .. } | ZooidError::Exhausted { .. }
-                    if !holes.is_empty() =>
-                {
-                    Ok(Taken::Ids(holes))
-                }
-                err => {
+                // IDs in doubt must be reported: the holes taken go back.
+                err @ ZooidError::OutcomeUnknown { .. } => {
                     if !holes.is_empty() {
                         self.give_back(category, slot, holes).await;
                     }
                     Err(err)
                 }
+                // Nothing in doubt: the holes taken are handed out ([`served_short`]).
+                err => served_short(category.name(), holes, err).map(Taken::Ids),
             };
         }
     }
@@ -327,7 +324,9 @@ impl<S: Store> OnZooKeeper<'_, S> {
             Err(err) => return Err(err),
         };
         let generation = layout.generation;
-        let mut budget = self.next_phase(path)?;
+        // Sealed: the move goes on to its end with a deadline of its own (a generation sealed
+        // and left so refuses every claim and give-back until a process finishes the move).
+        let mut budget = self.afresh().budget();
         let plan = |pool: &Pool, strategy| next_generation(pool, strategy, generation, next);
         let step = self
             .update(category, slot, &mut budget, OpKind::Blocks, true, plan)

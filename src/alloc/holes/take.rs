@@ -6,7 +6,7 @@ use super::choice;
 use super::listing::{self, Seen, Trust};
 use super::memory;
 use super::requests::{self, Claimed};
-use crate::alloc::core::{count_of, OnZooKeeper, Taken};
+use crate::alloc::core::{count_of, served_short, OnZooKeeper, Taken};
 use crate::alloc::state::{Slot, Strategy};
 use crate::error::{Result, ZooidError};
 use crate::idset::IdCategory;
@@ -16,8 +16,9 @@ use tokio::time::Instant;
 
 impl<S: Store> OnZooKeeper<'_, S> {
     /// A take of `n` IDs: holes first, as many as leave whole blocks to claim
-    /// ([`choice::hole_amount`]), then fresh blocks. On any error, the IDs the take already got
-    /// go back ([`Self::give_back`], which reports them leaked when they cannot): one rule for
+    /// ([`choice::hole_amount`]), then fresh blocks. On an error, the IDs the take already got
+    /// are handed out ([`served_short`]), unless the error is `OutcomeUnknown`: then they go
+    /// back ([`Self::give_back`], which reports them leaked when they cannot). One rule for
     /// every way out of [`Self::take_holes_into`].
     pub(crate) async fn take_hole_nodes(
         &self,
@@ -26,11 +27,16 @@ impl<S: Store> OnZooKeeper<'_, S> {
         n: u64,
     ) -> Result<Taken> {
         let mut taken = Vec::new();
-        let result = self.take_holes_into(category, slot, n, &mut taken).await;
-        if result.is_err() && !taken.is_empty() {
-            self.give_back(category, slot, taken).await;
+        match self.take_holes_into(category, slot, n, &mut taken).await {
+            Err(err @ ZooidError::OutcomeUnknown { .. }) => {
+                if !taken.is_empty() {
+                    self.give_back(category, slot, taken).await;
+                }
+                Err(err)
+            }
+            Err(err) => served_short(category.name(), taken, err).map(Taken::Ids),
+            result => result,
         }
-        result
     }
 
     /// The take of [`Self::take_hole_nodes`]. `taken` holds what it got and has not handed on
@@ -72,7 +78,7 @@ impl<S: Store> OnZooKeeper<'_, S> {
         };
         let seen = match self.refresh_holes(path, slot, Trust::Allowed).await {
             Ok(seen) => seen,
-            Err(err) => return served_short(path, taken, err),
+            Err(err) => return served_short(path, std::mem::take(taken), err).map(Taken::Ids),
         };
         let (Some(top), Some(unit)) = (top_of(slot), unit_of(slot)) else {
             return self
@@ -91,7 +97,7 @@ impl<S: Store> OnZooKeeper<'_, S> {
         };
         if seen == Seen::Trusted && choice.as_ref().is_some_and(|c| !known_since(c, slot)) {
             if let Err(err) = self.refresh_holes(path, slot, Trust::Exact).await {
-                return served_short(path, taken, err);
+                return served_short(path, std::mem::take(taken), err).map(Taken::Ids);
             }
             choice = self.choose_holes(slot, wanted, top, unit, None);
         }
@@ -333,8 +339,9 @@ impl<S: Store> OnZooKeeper<'_, S> {
         let Some(blocks) = state.pool.blocks() else {
             return Ok(Attempt::Missed);
         };
-        let previous = self.categories.take_marker(path);
+        // Before the receipt is taken out: past the deadline, the next take still has it.
         let mut budget = self.next_phase(path)?;
+        let previous = self.categories.take_marker(path);
         let claimed = requests::claim(
             session,
             path,
@@ -401,17 +408,6 @@ impl<S: Store> OnZooKeeper<'_, S> {
             }
         }
     }
-}
-
-/// A take whose listing of the holes failed (a read: nothing changed), its deadline passed or
-/// ZooKeeper unreachable: the fresh IDs it got already are handed out, served short, rather
-/// than given back under the same conditions; with none, the error.
-fn served_short(path: &str, taken: &mut Vec<IdRange>, err: ZooidError) -> Result<Taken> {
-    if taken.is_empty() {
-        return Err(err);
-    }
-    tracing::warn!(category = path, %err, "listing the holes failed; the take is served short");
-    Ok(Taken::Ids(std::mem::take(taken)))
 }
 
 /// What one attempt to claim holes came to.

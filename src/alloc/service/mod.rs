@@ -204,7 +204,9 @@ impl<S: Store> IdGeneratorService<S> {
         }
     }
 
-    /// Takes up to `n` of the lowest free IDs of `category` (fewer when fewer remain).
+    /// Takes up to `n` of the lowest free IDs of `category`: fewer when fewer remain, or when a
+    /// take that got some could not get the rest (its deadline passed, ZooKeeper unreachable)
+    /// with nothing in doubt.
     ///
     /// Errors: `Exhausted` when none remain, `NotFound` for a missing category, `OutcomeUnknown`
     /// (naming the leaked IDs) when a lost reply could not be resolved.

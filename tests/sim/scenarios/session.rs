@@ -42,6 +42,18 @@ impl Gate {
         })
     }
 
+    /// A gate that lets every matching request through until [`Gate::arm`]ed.
+    pub fn disarmed() -> Arc<Self> {
+        let gate = Self::after(0);
+        gate.armed.store(false, Ordering::SeqCst);
+        gate
+    }
+
+    /// From now on, pauses the next matching request.
+    pub fn arm(&self) {
+        self.armed.store(true, Ordering::SeqCst);
+    }
+
     /// True once, for the first matching request after the skipped ones.
     fn trips(&self) -> bool {
         let skipped = self

@@ -198,7 +198,8 @@ public final class IDGeneratorService extends NativeResource implements AutoClos
 
     /**
      * Takes up to {@code numIDs} of the lowest free IDs of {@code category}: fewer when fewer
-     * remain.
+     * remain, or when a take that got some could not get the rest (its deadline passed,
+     * ZooKeeper unreachable) with nothing in doubt.
      *
      * @throws IllegalArgumentException if {@code numIDs < 1}
      * @throws IDsExhaustedException if no free IDs remain
