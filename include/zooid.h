@@ -1124,8 +1124,9 @@ zooid_status zooid_id_set_count(const struct zooid_id_set *set, uint64_t *out_co
  * back (they are lost to the category): push them with `zooid_service_push_ids` first.
  *
  * # Safety
- * `set` must be NULL or an ID set from `zooid_service_take_ids` not yet freed; it must not be
- * used afterwards.
+ * `set` must be NULL or an ID set from `zooid_service_take_ids` not yet freed, not in use by a
+ * call on another thread (sets may be shared between threads, their frees may not); it must
+ * not be used afterwards.
  */
 void zooid_id_set_free(struct zooid_id_set *set);
 
@@ -1741,7 +1742,8 @@ zooid_status zooid_service_stats(const struct zooid_service *service, struct zoo
 
 /**
  * Takes up to `n` (1 to 2^31 - 1) of the lowest free IDs of `category` (fewer when fewer
- * remain) and writes a new ID set holding them to `*out_set`; the caller owns the set.
+ * remain, or when a take that got some could not get the rest with nothing in doubt) and
+ * writes a new ID set holding them to `*out_set`; the caller owns the set.
  *
  * Errors: `ZOOID_STATUS_EXHAUSTED` when none remain, `ZOOID_STATUS_NOT_FOUND` for a missing
  * category, `ZOOID_STATUS_CORRUPT_POOL`, `ZOOID_STATUS_CONTENTION`,

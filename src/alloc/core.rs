@@ -148,6 +148,10 @@ pub(crate) fn served_short(
     taken: Vec<IdRange>,
     err: ZooidError,
 ) -> Result<Vec<IdRange>> {
+    debug_assert!(
+        !matches!(err, ZooidError::OutcomeUnknown { .. }),
+        "served short on an outcome unknown: {err}"
+    );
     if taken.is_empty() {
         return Err(err);
     }

@@ -220,8 +220,9 @@ pub unsafe extern "C" fn zooid_id_set_category(
 /// back (they are lost to the category): push them with `zooid_service_push_ids` first.
 ///
 /// # Safety
-/// `set` must be NULL or an ID set from `zooid_service_take_ids` not yet freed; it must not be
-/// used afterwards.
+/// `set` must be NULL or an ID set from `zooid_service_take_ids` not yet freed, not in use by a
+/// call on another thread (sets may be shared between threads, their frees may not); it must
+/// not be used afterwards.
 #[no_mangle]
 pub unsafe extern "C" fn zooid_id_set_free(set: *mut zooid_id_set) {
     guard_void(|| {

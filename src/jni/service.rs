@@ -57,7 +57,7 @@ pub(super) const METHODS: &[NativeMethod] = &[
         error_policy = ThrowJava,
     },
     native_method! {
-        static fn push_ids(handle: jlong, category: JString, ranges: jlong[]),
+        static fn push_ids(handle: jlong, category: JString, ranges: jlong[], kept: jlong[]),
         error_policy = ThrowJava,
     },
     native_method! {
@@ -175,17 +175,28 @@ fn take_ids<'local>(
     })
 }
 
+/// A push of `ranges`. When it fails with nothing written (the core gave the set its IDs back),
+/// `kept[0]` is set to 1 before the exception is built: Java keeps its IDs on that word alone,
+/// which needs no allocation here, so it holds when building the exception fails (a full heap).
 fn push_ids<'local>(
     env: &mut Env<'local>,
     _class: JClass<'local>,
     handle: jlong,
     category: JString<'local>,
     ranges: JLongArray<'local>,
+    kept: JLongArray<'local>,
 ) -> Result<(), Failure> {
     let category = category_arg(env, &category)?;
     let ranges = ranges_from_java(env, &ranges)?;
+    if kept.is_null() {
+        return Err(Failure::NullArgument("kept".into()));
+    }
     let mut ids = IdSet::new(category, ranges);
-    Ok(service(handle)?.push_ids(&mut ids)?)
+    let pushed = service(handle)?.push_ids(&mut ids);
+    if pushed.is_err() && ids.has_more_ids() {
+        kept.set_region(env, 0, &[1])?;
+    }
+    Ok(pushed?)
 }
 
 fn pool_info<'local>(

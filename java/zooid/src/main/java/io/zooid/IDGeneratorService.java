@@ -229,10 +229,11 @@ public final class IDGeneratorService extends NativeResource implements AutoClos
      * it too).
      *
      * <p>The set is held for the whole push: another thread's {@link IDSet#takeID()} waits, then
-     * finds it empty. When the push fails, nothing was changed and {@code ids} keeps its IDs (the
-     * push may be retried), except on {@link OutcomeUnknownException}, after which the push is not
-     * repeated and {@code ids} is emptied and consumed (its IDs may or may not be free again; they
-     * are never handed out twice).
+     * finds it empty. When the push fails having written nothing, {@code ids} keeps its IDs (the
+     * push may be retried), whatever was thrown (also an {@link OutOfMemoryError} while the
+     * exception was built). When it may have written (an {@link OutcomeUnknownException}, a panic
+     * in the native library), the push is not repeated and {@code ids} is emptied and consumed
+     * (its IDs may or may not be free again; they are never handed out twice).
      *
      * @throws IllegalStateException if {@code ids} was already pushed back (nothing is pushed
      *     again), or the service is closed
@@ -243,7 +244,7 @@ public final class IDGeneratorService extends NativeResource implements AutoClos
     public void pushIDs(IDSet ids) throws IDGeneratorException {
         Objects.requireNonNull(ids, "ids");
         withHandle(h -> {
-            ids.push(ranges -> ZooidNative.pushIds(h, ids.getCategory().getName(), ranges));
+            ids.push((ranges, kept) -> ZooidNative.pushIds(h, ids.getCategory().getName(), ranges, kept));
             return null;
         });
     }

@@ -45,9 +45,12 @@ public final class IDSet {
      */
     private volatile int state;
 
-    /** Pushes a set's unused IDs, given as start/end pairs. */
+    /**
+     * Pushes a set's unused IDs, given as start/end pairs; when the push fails with nothing
+     * written, sets {@code kept[0]} to 1 before it throws.
+     */
     interface Pusher {
-        void push(long[] ranges) throws IDGeneratorException;
+        void push(long[] ranges, long[] kept) throws IDGeneratorException;
     }
 
     /**
@@ -153,8 +156,11 @@ public final class IDSet {
 
     /**
      * Pushes the unused IDs with {@code pusher}, holding the set meanwhile, and consumes the set
-     * when the push applied (or its outcome is unknown); pushes nothing when none remain (and
-     * consumes the set too). A failed push leaves the set as it was, to be pushed again.
+     * unless the pusher said nothing was written; pushes nothing when none remain (and consumes
+     * the set too). A push that wrote nothing leaves the set as it was, to be pushed again,
+     * whatever it threw (also an {@link OutOfMemoryError} while its exception was built); one
+     * that wrote nothing yet returned (its exception could not be thrown) throws
+     * {@link IDGeneratorException} {@link ErrorCode#OTHER}.
      *
      * @throws IllegalStateException if the set was already pushed back: its IDs are not pushed
      *     again, since others may hold them by now
@@ -168,20 +174,26 @@ public final class IDSet {
             }
             long[] rest = rest();
             if (rest.length > 0) {
+                // Allocated before the push: the native side says "nothing written" in it
+                // without allocating, so the answer survives a full heap.
+                long[] kept = new long[1];
                 try {
-                    pusher.push(rest);
+                    pusher.push(rest, kept);
                 } catch (Throwable e) {
                     // Kept only when the native side said nothing was written. A push in doubt,
-                    // one the native side panicked in, or one that ended in anything but a
-                    // zooid error (it may have been sent) is never sent again: a second one
-                    // could free IDs taken meanwhile.
-                    boolean refused = e instanceof IDGeneratorException
-                            && !(e instanceof OutcomeUnknownException)
-                            && ((IDGeneratorException) e).getCode() != ErrorCode.PANIC;
-                    if (!refused) {
+                    // one the native side panicked in, or one that ended before it could say
+                    // (it may have been sent) is never sent again: a second one could free IDs
+                    // taken meanwhile.
+                    if (kept[0] != 1) {
                         consume();
                     }
                     throw e;
+                }
+                if (kept[0] == 1) {
+                    throw new IDGeneratorException(ErrorCode.OTHER,
+                            "the push of " + category + " wrote nothing and its error could not be"
+                                    + " reported; the set keeps its IDs",
+                            category.getName());
                 }
             }
             consume();

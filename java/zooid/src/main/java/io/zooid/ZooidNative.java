@@ -41,7 +41,12 @@ final class ZooidNative {
 
     static native long[] takeIds(long handle, String category, int count) throws IDGeneratorException;
 
-    static native void pushIds(long handle, String category, long[] ranges) throws IDGeneratorException;
+    /**
+     * Pushes {@code ranges}; when the push fails with nothing written, sets {@code kept[0]} to 1
+     * before it throws (the only word Java may keep its IDs on).
+     */
+    static native void pushIds(long handle, String category, long[] ranges, long[] kept)
+            throws IDGeneratorException;
 
     /** bounds start, bounds end, version, bytes, legacy (0/1), free count, free pairs... */
     static native long[] poolInfo(long handle, String category) throws IDGeneratorException;

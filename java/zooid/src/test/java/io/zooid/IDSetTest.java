@@ -58,31 +58,48 @@ class IDSetTest {
         IDSet set = new IDSet(CAT, new long[] {1, 100});
         set.takeID();
         List<long[]> pushed = new ArrayList<>();
-        set.push(pushed::add);
+        IDSet.Pusher recorder = (r, kept) -> pushed.add(r);
+        set.push(recorder);
         assertEquals("[2, 100]", java.util.Arrays.toString(pushed.get(0)));
         assertFalse(set.hasMoreIDs());
         assertEquals(0, set.countIDs());
-        IllegalStateException e = assertThrows(IllegalStateException.class, () -> set.push(pushed::add));
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> set.push(recorder));
         assertTrue(e.getMessage().contains("already pushed back") && e.getMessage().contains("/c"), e.getMessage());
         assertEquals(1, pushed.size(), "a consumed set is not pushed again");
+        // The native side said nothing was written: the set keeps its IDs.
         IDSet failing = new IDSet(CAT, new long[] {1, 10});
-        assertThrows(PoolFullException.class, () -> failing.push(r -> {
+        assertThrows(PoolFullException.class, () -> failing.push((r, kept) -> {
+            kept[0] = 1;
             throw new PoolFullException("full", "/c");
         }));
         assertEquals(10, failing.countIDs(), "a failed push keeps the IDs");
-        failing.push(pushed::add);
+        failing.push(recorder);
         assertEquals(2, pushed.size());
+        // Also when what is thrown is not the zooid error (the heap was full as it was built).
+        IDSet full = new IDSet(CAT, new long[] {1, 10});
+        assertThrows(OutOfMemoryError.class, () -> full.push((r, kept) -> {
+            kept[0] = 1;
+            throw new OutOfMemoryError("while the exception was built");
+        }));
+        assertEquals(10, full.countIDs(), "a push that wrote nothing keeps its IDs whatever was thrown");
+        // Nothing written, nothing thrown (the exception could not be built): an error, IDs kept.
+        IDSet unsaid = new IDSet(CAT, new long[] {1, 10});
+        IDGeneratorException u = assertThrows(IDGeneratorException.class, () -> unsaid.push((r, kept) -> {
+            kept[0] = 1;
+        }));
+        assertEquals(ErrorCode.OTHER, u.getCode());
+        assertEquals(10, unsaid.countIDs(), "a push that wrote nothing and returned keeps its IDs");
         // A push the native side panicked in may have been sent: never sent again.
         IDSet panicked = new IDSet(CAT, new long[] {1, 10});
-        IDGeneratorException p = assertThrows(IDGeneratorException.class, () -> panicked.push(r -> {
+        IDGeneratorException p = assertThrows(IDGeneratorException.class, () -> panicked.push((r, kept) -> {
             throw new IDGeneratorException(ErrorCode.PANIC, "a panic in the push", "/c");
         }));
         assertEquals(ErrorCode.PANIC, p.getCode());
         assertEquals(0, panicked.countIDs(), "a push that panicked left its IDs to push again");
-        assertThrows(IllegalStateException.class, () -> panicked.push(pushed::add));
-        // So is one that ended in anything but a zooid error.
+        assertThrows(IllegalStateException.class, () -> panicked.push(recorder));
+        // So is one that ended in anything else without saying nothing was written.
         IDSet odd = new IDSet(CAT, new long[] {1, 10});
-        assertThrows(IllegalStateException.class, () -> odd.push(r -> {
+        assertThrows(IllegalStateException.class, () -> odd.push((r, kept) -> {
             throw new IllegalStateException("not a zooid error");
         }));
         assertEquals(0, odd.countIDs(), "a push that ended oddly left its IDs to push again");
