@@ -2,6 +2,7 @@
 
 use std::future::Future;
 use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::ops::{Deref, DerefMut};
 
 use once_cell::sync::Lazy;
@@ -9,8 +10,19 @@ use tokio::runtime::{Builder, Handle, Runtime};
 
 use crate::error::{Result, ZooidError};
 
+/// Set in a process forked (without `exec`) from one that started zooid's runtime, by a
+/// `pthread_atfork` child handler: one load tells every fast path (an ID from a prefetched batch,
+/// any C call) that what it would hand out is the parent's too.
+static FORKED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn mark_forked() {
+    FORKED.store(true, Ordering::Relaxed);
+}
+
 /// The runtime and the process it was started in.
 static RUNTIME: Lazy<std::result::Result<(Runtime, u32), String>> = Lazy::new(|| {
+    // SAFETY: registers a handler that only stores to an atomic (async-signal-safe), once.
+    unsafe { libc::pthread_atfork(None, None, Some(mark_forked)) };
     Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("zooid-runtime")
@@ -39,6 +51,20 @@ pub(crate) fn runtime() -> Result<&'static Runtime> {
         });
     }
     Ok(runtime)
+}
+
+/// `Forked` in a process forked from the one that started zooid's runtime, without touching the
+/// runtime: for the paths that hand out what the parent holds too (IDs a prefetching source
+/// took, a C call on anything inherited), which must refuse in the child before they look.
+#[inline(always)]
+pub(crate) fn refuse_in_forked_child() -> Result<()> {
+    if !FORKED.load(Ordering::Relaxed) {
+        return Ok(());
+    }
+    Err(ZooidError::Forked {
+        parent: RUNTIME.as_ref().map_or(0, |(_, parent)| *parent),
+        child: std::process::id(),
+    })
 }
 
 /// Whether this process was forked from the one that started zooid's runtime: what it inherited

@@ -60,9 +60,14 @@ impl From<ZooidError> for Failure {
 
 /// Runs an export's body, turning its error or panic into a status and this thread's last
 /// error. On success it touches nothing but the body's own out-parameters, so the fast paths
-/// (taking an ID) stay free of allocation and locks.
+/// (taking an ID) stay free of allocation and locks. In a process forked from the one that
+/// started zooid, every export it guards is `ZOOID_STATUS_FORKED` before its body runs: what
+/// the child inherited (a set's IDs, a source's prefetched batch) is the parent's too.
 #[inline(always)]
 pub(crate) fn guard(body: impl FnOnce() -> Result<(), Failure>) -> zooid_status {
+    if let Err(forked) = crate::runtime::refuse_in_forked_child() {
+        return error::record(Failure::Zooid(forked));
+    }
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => zooid_status::ZOOID_STATUS_OK,
         Ok(Err(failure)) => error::record(failure),

@@ -90,7 +90,9 @@ pub enum zooid_status {
     ZOOID_STATUS_AUTH_FAILED = 27,
     /// The call was made in a process forked (without `exec`) from the one where zooid started:
     /// zooid's threads and sessions stayed in the parent. Nothing was sent; the handles the
-    /// child inherited are the parent's (freeing them in the child releases nothing).
+    /// child inherited are the parent's (freeing them in the child releases nothing). Every call
+    /// but the frees and the last-error readers returns it, also those that send nothing: an ID
+    /// from an inherited set or prefetching source is the parent's too.
     ZOOID_STATUS_FORKED = 28,
 }
 

@@ -207,6 +207,11 @@ impl<S: Store> Shared<S> {
         waited: &mut bool,
         take: impl FnOnce(&mut State) -> Option<T>,
     ) -> Step<T> {
+        // Before the lock (a parent's thread may have held it at the fork): the batches are the
+        // parent's, which hands them out too.
+        if let Err(forked) = crate::runtime::refuse_in_forked_child() {
+            return Step::Fail(forked);
+        }
         let mut st = self.lock();
         if st.closed {
             return Step::Fail(self.closed_error());
