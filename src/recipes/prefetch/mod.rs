@@ -188,7 +188,9 @@ impl<S: Store> IdSource<S> {
     }
 
     /// [`IdSource::close`], also pushing back `unused`: IDs this source handed out that the
-    /// caller did not use (such as the rest of a run from [`IdSource::next_run`]).
+    /// caller did not use (such as the rest of a run from [`IdSource::next_run`]). A close whose
+    /// push wrote nothing keeps them with the source's own; calling it again with the same
+    /// `unused` pushes each ID once.
     pub async fn close_returning(&self, unused: &[IdRange]) -> Result<()> {
         // A task of its own: a close dropped midway would leave the source closed with its IDs
         // neither pushed nor held (dropped while waiting for the refill) or its push in doubt.

@@ -13,7 +13,7 @@ use super::options::{SourceOptions, SourceStats, BATCH_HISTORY};
 use crate::alloc::IdGeneratorService;
 use crate::error::{Result, ZooidError};
 use crate::idset::{IdCategory, IdSet};
-use crate::range::IdRange;
+use crate::range::{IdRange, RangeSet};
 use crate::store::Store;
 
 /// The mutable part of a source, behind one short-lived mutex.
@@ -334,7 +334,7 @@ impl<S: Store> Shared<S> {
     /// back, by this close or by the one it waited for, and no refill's take was in doubt;
     /// otherwise the first doubt is the error (after the push).
     pub(super) async fn close(&self, unused: &[IdRange]) -> Result<()> {
-        let mut ranges = loop {
+        let ranges = loop {
             let mut notified = pin!(self.settled.notified());
             notified.as_mut().enable();
             let taken = {
@@ -363,13 +363,14 @@ impl<S: Store> Shared<S> {
             shared: self,
             finished: false,
         };
-        ranges.extend_from_slice(unused);
+        // Each ID once: a close retried with the same `unused` after one whose push wrote
+        // nothing finds them among the IDs that push kept.
+        let ranges = union(ranges.into_iter().chain(unused.iter().copied()));
         if ranges.is_empty() {
             pushing.finished = true;
             drop(pushing);
             return self.lock().in_doubt.clone().map_or(Ok(()), Err);
         }
-        ranges.sort_unstable();
         let mut rest = IdSet::new(self.category.clone(), ranges);
         let count = rest.count_ids();
         let result = self.service.push_ids(&mut rest).await;
@@ -423,4 +424,15 @@ impl<S: Store> Drop for Pushing<'_, S> {
         drop(st);
         self.shared.settled.notify_waiters();
     }
+}
+
+/// The IDs of `ranges`, each once, as ascending disjoint ranges.
+fn union(ranges: impl IntoIterator<Item = IdRange>) -> Vec<IdRange> {
+    let mut union = RangeSet::new();
+    for range in ranges {
+        let new = RangeSet::from_range(range).without(union.ranges());
+        let inserted = union.insert_all(new.ranges());
+        debug_assert!(inserted.is_ok(), "disjoint by construction");
+    }
+    union.ranges().to_vec()
 }

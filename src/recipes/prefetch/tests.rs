@@ -491,6 +491,27 @@ async fn a_close_after_one_that_stopped_midway_does_not_report_ok() {
     );
 }
 
+/// Review (the prefetching source): a close whose push wrote nothing keeps the IDs, those of
+/// `unused` too; a close retried with the same `unused` pushed them twice in one set, which
+/// every layout refuses (`AlreadyFree`), so no later close could ever push them. On the code
+/// before: `Err(AlreadyFree { .. })`.
+#[tokio::test(flavor = "current_thread")]
+async fn a_close_retried_with_the_same_unused_ids_pushes_each_once() {
+    let (store, service, source) = gated_source().await;
+    let category = source.category().clone();
+    let run = source.try_next_run(3).unwrap().expect("a run");
+    store.0.refuse.store(1, Ordering::SeqCst);
+    let refused = source.close_returning(&[run]).await;
+    assert!(refused.is_err(), "guard: the first close's push was refused: {refused:?}");
+    let again = source.close_returning(&[run]).await;
+    assert!(again.is_ok(), "a close retried with the same unused IDs: {again:?}");
+    assert_eq!(
+        service.pool_info(&category).await.unwrap().free_count,
+        1_000_000 - 5,
+        "every ID but the 5 handed out (and kept) is free"
+    );
+}
+
 /// A source dropped while a close pushes (its caller gave up on it) whose push then fails and
 /// keeps the IDs: the drop's background close waits for that push and pushes them back.
 #[tokio::test(flavor = "current_thread")]
