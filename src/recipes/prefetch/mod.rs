@@ -27,7 +27,7 @@ use tokio::runtime::Handle;
 use tokio::sync::Notify;
 
 use crate::alloc::IdGeneratorService;
-use crate::error::{Result, ZooidError};
+use crate::error::{Result, WriteOp, ZooidError};
 use crate::idset::{IdCategory, IdSet};
 use crate::range::IdRange;
 use crate::store::{AnyStore, Store};
@@ -212,12 +212,11 @@ impl<S: Store> IdSource<S> {
             // Only a runtime shutting down drops a task unfinished. Never started: nothing was
             // taken from the state, close here. Stopped midway: its push may be in doubt.
             Err(_) if !ran.load(Ordering::Relaxed) => self.shared.close(unused).await,
-            Err(_) => Err(ZooidError::Closed {
-                what: format!(
-                    "the runtime of the ID source of {}: its close stopped midway, the IDs it \
-                     was pushing back may be leaked",
-                    self.shared.category
-                ),
+            Err(_) => Err(ZooidError::OutcomeUnknown {
+                category: self.shared.category.name().to_string(),
+                op: WriteOp::Push,
+                ids: unused.to_vec(),
+                leaked_within: None,
             }),
         }
     }

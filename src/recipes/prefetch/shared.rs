@@ -11,7 +11,7 @@ use tokio::sync::Notify;
 
 use super::options::{SourceOptions, SourceStats, BATCH_HISTORY};
 use crate::alloc::IdGeneratorService;
-use crate::error::{Result, ZooidError};
+use crate::error::{Result, WriteOp, ZooidError};
 use crate::idset::{IdCategory, IdSet};
 use crate::range::{IdRange, RangeSet};
 use crate::store::Store;
@@ -138,13 +138,13 @@ impl<S: Store> Drop for RefillGuard<S> {
                 shared.category
             ),
         };
+        // Ended midway through its take: what it may have taken is unknown (none named).
         if self.started && st.in_doubt.is_none() {
-            st.in_doubt = Some(ZooidError::Closed {
-                what: format!(
-                    "the ID source of {}: a refill ended midway through its take, the IDs it \
-                     may have taken are leaked",
-                    shared.category
-                ),
+            st.in_doubt = Some(ZooidError::OutcomeUnknown {
+                category: shared.category.name().to_string(),
+                op: WriteOp::Take,
+                ids: Vec::new(),
+                leaked_within: None,
             });
         }
         st.failure = Some((err, Instant::now()));
@@ -362,6 +362,7 @@ impl<S: Store> Shared<S> {
         let mut pushing = Pushing {
             shared: self,
             finished: false,
+            ranges: Vec::new(),
         };
         // Each ID once: a close retried with the same `unused` after one whose push wrote
         // nothing finds them among the IDs that push kept.
@@ -371,6 +372,7 @@ impl<S: Store> Shared<S> {
             drop(pushing);
             return self.lock().in_doubt.clone().map_or(Ok(()), Err);
         }
+        pushing.ranges.clone_from(&ranges);
         let mut rest = IdSet::new(self.category.clone(), ranges);
         let count = rest.count_ids();
         let result = self.service.push_ids(&mut rest).await;
@@ -406,6 +408,8 @@ impl<S: Store> Shared<S> {
 struct Pushing<'a, S: Store> {
     shared: &'a Shared<S>,
     finished: bool,
+    /// What the push sends, named in the doubt.
+    ranges: Vec<IdRange>,
 }
 
 impl<S: Store> Drop for Pushing<'_, S> {
@@ -413,12 +417,11 @@ impl<S: Store> Drop for Pushing<'_, S> {
         let mut st = self.shared.lock();
         st.pushing = false;
         if !self.finished && st.in_doubt.is_none() {
-            st.in_doubt = Some(ZooidError::Closed {
-                what: format!(
-                    "the ID source of {}: a close stopped midway through its push, the IDs it \
-                     was pushing back may be leaked",
-                    self.shared.category
-                ),
+            st.in_doubt = Some(ZooidError::OutcomeUnknown {
+                category: self.shared.category.name().to_string(),
+                op: WriteOp::Push,
+                ids: std::mem::take(&mut self.ranges),
+                leaked_within: None,
             });
         }
         drop(st);

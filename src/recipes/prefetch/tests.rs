@@ -5,6 +5,7 @@ use tokio::sync::Notify;
 
 use super::*;
 use crate::alloc::ServiceOptions;
+use crate::error::WriteOp;
 
 async fn memory_source(options: SourceOptions) -> (Arc<IdGeneratorService>, IdSource) {
     let service = Arc::new(
@@ -479,14 +480,16 @@ async fn a_close_after_one_that_stopped_midway_does_not_report_ok() {
         "guard: the push panicked"
     );
     store.0.panic.store(false, Ordering::SeqCst);
+    // In doubt, naming what the push sent (Java closes its source on that kind; a `Closed`
+    // left it unclosable, its session open: the review of the prefetching source).
     let again = source.close().await;
     assert!(
-        matches!(again, Err(ZooidError::Closed { .. })),
+        matches!(&again, Err(ZooidError::OutcomeUnknown { op: WriteOp::Push, ids, .. }) if !ids.is_empty()),
         "a close after one that stopped midway: {again:?}"
     );
     let returning = source.close_returning(&[run]).await;
     assert!(
-        matches!(returning, Err(ZooidError::Closed { .. })),
+        matches!(returning, Err(ZooidError::OutcomeUnknown { .. })),
         "a close that pushed other IDs: {returning:?}"
     );
 }
