@@ -77,9 +77,9 @@ public final class PushUnderFullHeapWorkload {
         List<Object> filler = new ArrayList<>(1 << 16);
         Throwable thrown = null;
         try {
-            fill(filler, CHUNK);
-            fill(filler, 1024);
-            fill(filler, 0);
+            FullHeap.fill(filler, CHUNK);
+            FullHeap.fill(filler, 1024);
+            FullHeap.fill(filler, 0);
             // Free the last small objects: the room the push has.
             for (int i = 0; i < slack && !filler.isEmpty(); i++) {
                 filler.set(filler.size() - 1 - i, null);
@@ -93,16 +93,5 @@ public final class PushUnderFullHeapWorkload {
             filler.clear();
         }
         return thrown;
-    }
-
-    /** Adds arrays of {@code size} bytes until the heap has no room for one more. */
-    private static void fill(List<Object> filler, int size) {
-        try {
-            while (true) {
-                filler.add(new byte[size]);
-            }
-        } catch (OutOfMemoryError full) {
-            // Full for this size.
-        }
     }
 }

@@ -42,20 +42,9 @@ public final class UndeliveredTakeWorkload {
             IDSet taken = null;
             List<byte[]> filler = new ArrayList<>();
             try {
-                try {
-                    while (true) {
-                        filler.add(new byte[CHUNK]);
-                    }
-                } catch (OutOfMemoryError full) {
-                    // The heap is full (but for gaps smaller than a chunk).
-                }
-                try {
-                    while (true) {
-                        filler.add(new byte[1024]);
-                    }
-                } catch (OutOfMemoryError full) {
-                    // And the gaps too.
-                }
+                // The heap full, then its gaps smaller than a chunk too.
+                FullHeap.fill(filler, CHUNK);
+                FullHeap.fill(filler, 1024);
                 int freed = 0;
                 for (int i = 0; i < filler.size() && freed < SLACK_CHUNKS; i++) {
                     if (filler.get(i).length == CHUNK) {
