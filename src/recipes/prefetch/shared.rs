@@ -13,7 +13,7 @@ use super::options::{SourceOptions, SourceStats, BATCH_HISTORY};
 use crate::alloc::IdGeneratorService;
 use crate::error::{Result, WriteOp, ZooidError};
 use crate::idset::{IdCategory, IdSet};
-use crate::range::{IdRange, RangeSet};
+use crate::range::IdRange;
 use crate::store::Store;
 
 /// The mutable part of a source, behind one short-lived mutex.
@@ -429,13 +429,44 @@ impl<S: Store> Drop for Pushing<'_, S> {
     }
 }
 
-/// The IDs of `ranges`, each once, as ascending disjoint ranges.
+/// The IDs of `ranges`, each once, as ascending disjoint ranges (overlapping and adjacent
+/// ones merged).
 fn union(ranges: impl IntoIterator<Item = IdRange>) -> Vec<IdRange> {
-    let mut union = RangeSet::new();
-    for range in ranges {
-        let new = RangeSet::from_range(range).without(union.ranges());
-        let inserted = union.insert_all(new.ranges());
-        debug_assert!(inserted.is_ok(), "disjoint by construction");
+    let mut sorted: Vec<IdRange> = ranges.into_iter().collect();
+    sorted.sort_unstable();
+    let mut merged: Vec<IdRange> = Vec::with_capacity(sorted.len());
+    for range in sorted {
+        let joined = merged
+            .last()
+            .filter(|last| range.start() <= last.end().saturating_add(1))
+            .and_then(|last| IdRange::new(last.start(), last.end().max(range.end())));
+        match joined {
+            Some(joined) => {
+                if let Some(last) = merged.last_mut() {
+                    *last = joined;
+                }
+            }
+            None => merged.push(range),
+        }
     }
-    union.ranges().to_vec()
+    merged
+}
+
+#[cfg(test)]
+mod union_tests {
+    use super::*;
+
+    fn r(start: i64, end: i64) -> IdRange {
+        IdRange::new(start, end).unwrap()
+    }
+
+    #[test]
+    fn overlapping_adjacent_and_apart_ranges_count_each_id_once() {
+        assert_eq!(
+            union([r(6, 100), r(6, 8), r(1, 2), r(3, 4), r(90, 120), r(200, 200)]),
+            [r(1, 4), r(6, 120), r(200, 200)]
+        );
+        assert_eq!(union([r(5, 9), r(1, 6)]), [r(1, 9)], "a partial overlap");
+        assert!(union([]).is_empty());
+    }
 }
