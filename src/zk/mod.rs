@@ -14,6 +14,7 @@ pub mod acl;
 pub mod catch_up;
 pub mod classify;
 mod connect;
+pub(crate) mod ephemeral;
 pub mod fate;
 pub mod interface;
 #[cfg(feature = "kerberos")]

@@ -375,6 +375,89 @@ fn lost_replies_are_resolved_on_the_same_session() {
     });
 }
 
+/// The markers under a counter node, listed by a client of its own.
+async fn markers(connect: &str, path: &str) -> Vec<String> {
+    let client = raw(connect).await;
+    client
+        .list_children(path)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|name| name.starts_with(MARKER_PREFIX))
+        .collect()
+}
+
+/// A handle opened for one `next` and dropped, over and over on one long session (the Java and
+/// C pattern `counter(path)`, `next`, `close`), leaves no marker behind: each handle's marker went
+/// with the handle, not with the session.
+#[test]
+fn handles_opened_and_dropped_on_one_session_leave_no_markers() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let rt = runtime();
+    let path = "/counter/handles/c";
+    rt.block_on(async {
+        let session = Session::connect(&zk.connect_string(), &session_options(4000))
+            .await
+            .unwrap();
+        let zk_handle = session.clone().into_zk();
+        Counter::new(zk_handle.clone(), path).unwrap().init(0).await.unwrap();
+        for i in 0..50_i64 {
+            let counter = Counter::new(zk_handle.clone(), path).unwrap();
+            assert_eq!(counter.next(1).await.unwrap(), IdRange::single(i + 1));
+            // The handle is dropped here.
+        }
+        let mut left = markers(&zk.connect_string(), path).await;
+        for _ in 0..50 {
+            if left.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            left = markers(&zk.connect_string(), path).await;
+        }
+        assert!(
+            left.is_empty(),
+            "{} markers stayed after 50 handles were dropped, on a session still open",
+            left.len()
+        );
+        // A handle still open keeps its marker (its next write deletes it).
+        let kept = Counter::new(zk_handle.clone(), path).unwrap();
+        assert_eq!(kept.next(1).await.unwrap(), IdRange::single(51));
+        assert_eq!(markers(&zk.connect_string(), path).await.len(), 1);
+        drop(session);
+    });
+}
+
+/// The counter deleted and made again at a higher value (a wipe and a restore) between a
+/// handle's writes: the handle's next write is planned on the restored node, never written on
+/// the old one's version.
+#[test]
+fn a_handle_writes_the_restored_counter_only_after_reading_it() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let rt = runtime();
+    let path = "/counter/restored/c";
+    rt.block_on(async {
+        let session = Session::connect(&zk.connect_string(), &session_options(4000))
+            .await
+            .unwrap();
+        let counter = Counter::new(session.clone().into_zk(), path).unwrap();
+        counter.init(1000).await.unwrap();
+        assert_eq!(counter.next(10).await.unwrap(), IdRange::new(1001, 1010).unwrap());
+        let client = raw(&zk.connect_string()).await;
+        for marker in markers(&zk.connect_string(), path).await {
+            client.delete(&format!("{path}/{marker}"), None).await.unwrap();
+        }
+        client.delete(path, None).await.unwrap();
+        let acl = zookeeper_client::CreateMode::Persistent
+            .with_acls(zookeeper_client::Acls::anyone_all());
+        client.create(path, &2000_i64.to_be_bytes(), &acl).await.unwrap();
+        assert_eq!(counter.next(10).await.unwrap(), IdRange::new(2001, 2010).unwrap());
+        assert_eq!(read_raw(&zk.connect_string(), path).await, 2010);
+        drop(session);
+    });
+}
+
 /// Bad input: nothing is written, and the errors are typed.
 #[test]
 fn bad_input_is_refused_and_nothing_is_written() {

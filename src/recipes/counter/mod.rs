@@ -9,8 +9,12 @@
 //!
 //! 1. `setData(counter, last + n, expected version V)`;
 //! 2. `create(counter/_zc_<128-bit random token>, EPHEMERAL)`, a marker only this write makes;
-//! 3. `delete` of this counter handle's previous marker, if it made one in the same session
-//!    (so each handle keeps at most one marker alive).
+//! 3. `delete` of this counter handle's previous marker: its last write's, or the *anchor* it
+//!    makes before its first read on a session (so each handle keeps at most one marker alive).
+//!
+//! The marker deleted ties the write to the node that was read: a node deleted and made again (a
+//! wipe and a restore) starts over at version 0, but without the handle's marker, so a write
+//! planned on the old node fails there instead of applying to the new one.
 //!
 //! When the reply is lost, the counter syncs and reads the node on the same session:
 //! - version still `V`: nothing moved it, so the identical `multi` is sent again. Both copies
@@ -42,6 +46,7 @@ use crate::error::{Result, ZooidError};
 use crate::retry::{Budget, RetryPolicy};
 use crate::zk::{Acl, Create, Failure, Fate, Verdict, Zk, ZooKeeperExt};
 
+mod anchor;
 mod format;
 mod next;
 mod resolve;
@@ -73,11 +78,27 @@ pub struct CounterStats {
 }
 
 /// What a handle remembers between calls: its live marker and its counts.
-#[derive(Debug, Default)]
 struct State {
-    /// The marker of this handle's last applied write, and the session generation that made it.
+    /// The marker of this handle's last applied write (or its anchor before its first), and the
+    /// session generation that made it.
     marker: Option<(String, u64)>,
     stats: CounterStats,
+    /// The session the marker is on, to delete it when the last clone of the handle goes.
+    zk: Zk,
+}
+
+impl Drop for State {
+    /// The handle's last clone is gone: its marker would stay until the session ends (one per
+    /// handle, piling up under the counter on a long session), so it is deleted. No write can be
+    /// in flight: a `next` holds a clone until it ends.
+    fn drop(&mut self) {
+        if crate::runtime::refuse_in_forked_child().is_err() {
+            return; // the parent's session: nothing is sent from here
+        }
+        if let Some((marker, generation)) = self.marker.take() {
+            crate::zk::ephemeral::delete_in_background(&self.zk, generation, marker);
+        }
+    }
 }
 
 /// A CAS counter at one znode, on a ZooKeeper session (a [`Zk`], usually the process's shared
@@ -109,11 +130,16 @@ impl Counter {
     /// A counter at `path` on `zk` whose compare-and-set retries follow `policy`.
     pub fn with_policy(zk: Zk, path: &str, policy: RetryPolicy) -> Result<Self> {
         validate_path(path)?;
+        let state = State {
+            marker: None,
+            stats: CounterStats::default(),
+            zk: zk.clone(),
+        };
         Ok(Self {
             zk,
             path: path.to_string(),
             policy,
-            state: Arc::default(),
+            state: Arc::new(tokio::sync::Mutex::new(state)),
         })
     }
 

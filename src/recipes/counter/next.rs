@@ -1,10 +1,12 @@
-//! `next(n)`: read the counter, then one write `multi` (the versioned `setData`, this write's
-//! marker, the delete of the handle's previous marker) on the session generation of the read.
+//! `next(n)`: an anchor under the node if the handle has no marker on this session, then a read
+//! of the counter, then one write `multi` (the versioned `setData`, this write's marker, the
+//! delete of the handle's previous marker or anchor) on the session generation of the read.
 
+use super::anchor::{new_marker, Anchor};
 use super::format::plan;
 use super::resolve::Resolution;
 use super::write::{Write, WriteError};
-use super::{decode, encode, retryable, Counter, CounterStats, MARKER_PREFIX};
+use super::{decode, encode, retryable, Counter, CounterStats};
 use crate::error::{Result, ZooidError};
 use crate::range::IdRange;
 use crate::retry::Budget;
@@ -63,6 +65,28 @@ impl Counter {
         let mut last_failure = String::new();
         while budget.try_attempt() {
             let generation = self.zk.generation();
+            // The handle's marker on the node, made before the read: the write deletes it, so
+            // it applies only to the node read, not to one made again since (a wipe and a
+            // restore start a node over at version 0).
+            let previous = match &state.marker {
+                Some((marker, made_in)) if *made_in == generation => marker.clone(),
+                _ => match self.anchor(generation).await {
+                    Anchor::Made(anchor) => {
+                        state.marker = Some((anchor.clone(), generation));
+                        anchor
+                    }
+                    Anchor::NoNode => return Err(self.not_found()),
+                    Anchor::Refused(failure) => return Err(self.store_error(&failure)),
+                    Anchor::Lost(anchor, failure) => {
+                        // It may have been made: tried as the previous marker, it is deleted
+                        // if it was, and fails the write as stale if not.
+                        state.marker = Some((anchor, generation));
+                        last_failure = failure.message;
+                        budget.backoff().await;
+                        continue;
+                    }
+                },
+            };
             // Read the current value and version.
             let (data, stat) = match self.zk.get(generation, &self.path).await {
                 Ok(read) => read,
@@ -89,20 +113,12 @@ impl Counter {
                     version,
                 });
             }
-            let previous = match &state.marker {
-                Some((marker, made_in)) if *made_in == generation => Some(marker.clone()),
-                _ => None,
-            };
-            let marker = format!(
-                "{}/{MARKER_PREFIX}{:032x}",
-                self.path,
-                crate::random::random::<u128>()
-            );
+            let marker = new_marker(&self.path);
             let write = Write {
                 value: encode(range.end()),
                 version,
                 marker: &marker,
-                previous: previous.as_deref(),
+                previous: &previous,
                 marker_data: range.to_string(),
             };
             let outcome = match self.send(generation, &write).await {
@@ -136,8 +152,12 @@ impl Counter {
                     continue;
                 }
                 Resolution::Unknown(why) => {
-                    // Any marker of ours went with the session (or its fate is as unknown).
+                    // Whichever of the two markers is there (the write's, if it applied; else
+                    // the previous one) would stay until the session ends: delete both.
                     state.marker = None;
+                    for stale in [marker, previous] {
+                        crate::zk::ephemeral::delete_in_background(&self.zk, generation, stale);
+                    }
                     state.stats.skipped += range.len();
                     tracing::error!(counter = %self.path, %why, range = %range, "counter write outcome unknown; values skipped");
                     return Err(ZooidError::OutcomeUnknown {

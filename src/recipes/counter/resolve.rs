@@ -66,8 +66,10 @@ impl Counter {
                             return Resolution::Unknown("the counter node was deleted".into())
                         }
                         Err(WriteError::StaleMarker) => {
-                            // The version is V, so our first copy did not apply, and this one
-                            // did not either (a multi applies whole or not at all).
+                            // This copy did not apply (a multi applies whole or not at all). The
+                            // first did not either, or it applied to a node since deleted and
+                            // made again (which took our previous marker with it): its values
+                            // are on no node now. Retried from a fresh read either way.
                             return Resolution::NotApplied;
                         }
                         Err(WriteError::Lost(_)) => budget.backoff().await,

@@ -1,5 +1,6 @@
 //! One write of the counter: its `multi` (the versioned `setData`, the write's marker, the delete
-//! of the handle's previous marker), kept to be sent again unchanged, and what its failure says.
+//! of the handle's previous marker or anchor), kept to be sent again unchanged, and what its
+//! failure says.
 
 use super::Counter;
 use crate::zk::{Create, Failure, Fate, Multi, Verdict};
@@ -9,7 +10,9 @@ pub(super) struct Write<'a> {
     pub(super) value: [u8; 8],
     pub(super) version: i32,
     pub(super) marker: &'a str,
-    pub(super) previous: Option<&'a str>,
+    /// The handle's marker made under the node before the read this write was planned on: the
+    /// write applies only to that node, not to one made again since.
+    pub(super) previous: &'a str,
     pub(super) marker_data: String,
 }
 
@@ -19,7 +22,8 @@ pub(super) enum WriteError {
     Conflict,
     /// The counter node is gone.
     NoNode,
-    /// The previous marker was not there (deleted by hand); forget it and try again.
+    /// The previous marker was not there: the node was made again since (a wipe and a restore),
+    /// or the marker was deleted by hand. Forget it and try again.
     StaleMarker,
     /// The reply was lost: the write may or may not have applied.
     Lost(String),
@@ -42,10 +46,8 @@ impl Counter {
                 write.marker,
                 write.marker_data.as_bytes(),
                 &Create::ephemeral(),
-            );
-        if let Some(previous) = write.previous {
-            multi.delete(previous, Some(0));
-        }
+            )
+            .delete(write.previous, Some(0));
         let failed = match multi.commit(&*self.zk, generation).await {
             Ok(_) => return Ok(()),
             Err(failed) => failed,

@@ -171,48 +171,10 @@ impl Drop for Inner {
     }
 }
 
-/// Deletes a put guard the handle no longer uses, in the background (best effort): a guard on a
-/// given-up session goes with it, and without a runtime nothing is done. Deleting also makes a
-/// copy of a put still in flight on the guard fail.
+/// Deletes a put guard the handle no longer uses, in the background (best effort). Deleting
+/// also makes a copy of a put still in flight on the guard fail.
 fn delete_guard_in_background(zk: &Zk, guard: Guard) {
-    if zk.is_gone_generation(guard.generation) {
-        return; // it goes with its session
-    }
-    let Ok(handle) = tokio::runtime::Handle::try_current() else {
-        return;
-    };
-    // The task never holds the session (a `WeakZk`, upgraded only to send each delete, whose
-    // reply it then awaits without a handle): closing the session (the service freed right
-    // after the queue) closes it, and the guard goes with it.
-    let ended = zk.ended();
-    let weak = zk.downgrade();
-    handle.spawn(async move {
-        let delete = async {
-            let mut backoff = Duration::from_millis(50);
-            for _ in 0..20 {
-                let Some(zk) = weak.upgrade() else {
-                    return; // the session ended: the guard went with it
-                };
-                // Bounded by the request limit; refused unsent once the generation is given up.
-                let reply = zk.delete_now(guard.generation, &guard.path, None);
-                drop(zk);
-                match reply.await {
-                    Ok(()) => return,
-                    // Gone, or not ours to delete, or its session given up.
-                    Err(e) if e.verdict.fate() != Fate::Unknown => return,
-                    Err(_) => {
-                        tokio::time::sleep(backoff).await;
-                        backoff = (backoff * 2).min(Duration::from_secs(1));
-                    }
-                }
-            }
-        };
-        tokio::select! {
-            biased;
-            () = delete => {}
-            () = ended => {}
-        }
-    });
+    crate::zk::ephemeral::delete_in_background(zk, guard.generation, guard.path);
 }
 
 /// A handle on one work queue, over the process's shared session ([`Zk`]). Cheap to clone; clones

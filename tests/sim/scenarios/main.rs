@@ -29,6 +29,7 @@ mod resurrected_generation;
 mod stale_listing;
 mod stray_lock;
 mod take_listing;
+mod wiped_counter;
 mod wiped_engine;
 mod wiped_keeper;
 mod wiped_migration;
