@@ -370,15 +370,33 @@ static void expire(const char *proxied, const char *direct, const char *group) {
            (long long)token_a2);
 }
 
+/* The lowest candidate of `group` was written by another client with a NUL byte in its name: the
+ * leader cannot be returned as C strings, and that is the node's fault (CORRUPT_POOL naming it),
+ * not the caller's (INVALID_ARGUMENT). */
+static void foreign(const char *connect, const char *group) {
+    const zooid_service *s = open_service(connect, 6000);
+    zooid_leader_info *info = (zooid_leader_info *)1;
+    EXPECT_STATUS(ZOOID_STATUS_CORRUPT_POOL, zooid_election_leader(s, group, &info));
+    CHECK(info == (zooid_leader_info *)1);
+    CHECK_LAST_ERROR_CONTAINS("NUL byte");
+    CHECK_LAST_ERROR_CONTAINS(group);
+    zooid_service_free(s);
+    printf("foreign OK\n");
+}
+
 int main(int argc, char **argv) {
     if (argc == 4 && strcmp(argv[1], "basic") == 0) {
         basic(argv[2], argv[3]);
+        return 0;
+    }
+    if (argc == 4 && strcmp(argv[1], "foreign") == 0) {
+        foreign(argv[2], argv[3]);
         return 0;
     }
     if (argc == 5 && strcmp(argv[1], "expire") == 0) {
         expire(argv[2], argv[3], argv[4]);
         return 0;
     }
-    fprintf(stderr, "usage: %s basic CONNECT GROUP | expire PROXIED DIRECT GROUP\n", argv[0]);
+    fprintf(stderr, "usage: %s basic CONNECT GROUP | foreign CONNECT GROUP | expire PROXIED DIRECT GROUP\n", argv[0]);
     return 2;
 }

@@ -46,6 +46,27 @@ fn two_candidates_hand_over_and_fence_from_c() {
     }
 }
 
+/// A candidate node written by another client with a NUL byte in its name: the C call says the
+/// node is corrupt (naming it), not that the caller's arguments were wrong.
+#[test]
+fn a_foreign_candidate_with_a_nul_byte_is_a_corrupt_node_from_c() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let connect = zk.connect_string();
+    let group = "/c-election/foreign/group";
+    support::runtime().block_on(async {
+        let client = zookeeper_client::Client::connect(&connect).await.unwrap();
+        let options = zookeeper_client::CreateMode::Persistent
+            .with_acls(zookeeper_client::Acls::anyone_all());
+        client.mkdir(group, &options).await.unwrap();
+        let node = format!("{group}/_c_{:032x}-n_0000000001", 7);
+        client.create(&node, b"a\0b\ndata", &options).await.unwrap();
+    });
+    let out = run_ok(Command::new(program(Link::Shared)).args(["foreign", &connect, group]));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("foreign OK"), "{stdout}");
+}
+
 /// A reads ZooKeeper through the proxy; the test blackholes it past A's 2 s session, so A's
 /// session expires on the server and A's own timer declares it lost.
 #[test]

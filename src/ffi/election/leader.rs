@@ -39,8 +39,17 @@ unsafe impl Send for zooid_leader_info {}
 // SAFETY: as above; reads only.
 unsafe impl Sync for zooid_leader_info {}
 
-fn text(value: String, what: &str) -> Result<CString, Failure> {
-    CString::new(value).map_err(|_| Failure::Invalid(format!("{what} contains a NUL byte")))
+/// `value`, read from the candidate node `node`, as a C string: one with a NUL byte (written by
+/// another client; zooid's candidates cannot have one) is the node's fault, not the caller's.
+fn text(value: String, what: &str, node: &str) -> Result<CString, Failure> {
+    CString::new(value).map_err(|err| {
+        Failure::Zooid(crate::error::ZooidError::CorruptPool {
+            path: node.to_string(),
+            line: 1,
+            content: String::from_utf8_lossy(&err.into_vec()).escape_debug().to_string(),
+            reason: format!("{what} contains a NUL byte, which a C string cannot carry"),
+        })
+    })
 }
 
 impl LeaderInfoBox {
@@ -53,9 +62,9 @@ impl LeaderInfoBox {
                 token: info.token,
                 node: std::ptr::null(),
             },
-            name: text(info.name, "the leader's name")?,
+            name: text(info.name, "the leader's name", &info.node)?,
             data: info.data,
-            node: text(info.node, "the leader's node path")?,
+            node: text(info.node.clone(), "the leader's node path", &info.node)?,
         });
         boxed.public.name = boxed.name.as_ptr();
         boxed.public.node = boxed.node.as_ptr();
@@ -73,7 +82,8 @@ impl LeaderInfoBox {
 /// or does not exist.
 ///
 /// Errors: `ZOOID_STATUS_INVALID_ARGUMENT` (bad group path, or an embedded store),
-/// `ZOOID_STATUS_CONNECTION_LOST`, `ZOOID_STATUS_TIMEOUT`, `ZOOID_STATUS_STORE`.
+/// `ZOOID_STATUS_CORRUPT_POOL` (the leader's node, written by another client, holds a name with a
+/// NUL byte), `ZOOID_STATUS_CONNECTION_LOST`, `ZOOID_STATUS_TIMEOUT`, `ZOOID_STATUS_STORE`.
 ///
 /// # Safety
 /// `service` must be NULL or a live service reference; `group` NULL or a NUL-terminated string;

@@ -1,4 +1,4 @@
-//! Fenced writes: `multi(check(own candidate node, version 0), ops...)`, applied only while
+//! Fenced writes: `multi(check(own candidate node, any version), ops...)`, applied only while
 //! this candidate leads on a live session.
 
 use super::*;
@@ -46,8 +46,8 @@ impl FencedOp {
 }
 
 impl Election {
-    /// Runs `ops` as one ZooKeeper `multi` whose first op checks our own candidate node (version
-    /// 0), so they apply only while we still lead on a live session. Returns one result per op.
+    /// Runs `ops` as one ZooKeeper `multi` whose first op checks that our own candidate node
+    /// exists (any version), so they apply only while we still lead on a live session. Returns one result per op.
     ///
     /// Errors: `NotLeader` when we do not lead (refused locally when we are Inactive, or Paused
     /// under [`PausePolicy::Stop`]; refused by ZooKeeper when our node is gone or our session
@@ -84,6 +84,10 @@ impl Election {
         let Some(leading) = leading else {
             return Err(not_leader("this candidate does not lead"));
         };
+        if status.state == LeaderState::Inactive {
+            // Leading, but not confirmed yet (the second confirmation makes it Active).
+            return Err(not_leader("this candidate does not lead yet"));
+        }
         if self.policy == PausePolicy::Stop && status.state != LeaderState::Active {
             return Err(not_leader(
                 "paused, and the stop policy ends a paused leadership",
@@ -104,7 +108,9 @@ impl Election {
         }
         let create = Create::persistent();
         let mut multi = Multi::new();
-        multi.check(&leading.node, 0);
+        // Any version: the node's existence is what proves the leadership (an operator's
+        // `setData` on it must not block the leader's writes).
+        multi.check(&leading.node, -1);
         for op in ops {
             match op {
                 FencedOp::Create { path, data } => multi.create(path, data, &create),

@@ -238,8 +238,63 @@ fn join_lead_fence_resign_and_drop() {
         eprintln!(
             "FIGURES basic: tokens {t0:#x} -> {t1:#x} -> {t2:#x}; one notification per change"
         );
+        // An operator's `setData` on the leader's candidate node (nobody watches the last in
+        // line) does not block its writes: the fence is the node's existence.
+        let node = c2.status().node.expect("the leader's node");
+        s[0].set(s[0].generation().into(), &node, b"touched", None)
+            .await
+            .unwrap();
+        assert_eq!(
+            c2.fenced(&[set("c2")]).await.unwrap(),
+            vec![FencedResult::Set { version: 3 }]
+        );
         c2.resign().await.unwrap();
         assert_eq!(children(&s[0], group).await.len(), 0);
+    });
+}
+
+/// A candidate that leads but whose leadership is not confirmed yet (Inactive, before its second
+/// confirmation makes it Active) is refused a fenced write under either pause policy, as
+/// `fenced`'s contract says; the keep policy let it through.
+#[test]
+fn a_fenced_write_before_the_leadership_is_confirmed_is_refused() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let rt = runtime();
+    rt.block_on(async {
+        for (group, policy) in [("/el/early-keep", PausePolicy::Keep), ("/el/early-stop", PausePolicy::Stop)] {
+            let s = session(&zk.connect_string(), 6000).await;
+            let resource = format!("{group}-resource");
+            s.create_all(s.generation(), &resource, None).await.unwrap();
+            let c = Election::join(&s, group, opts("early", policy)).await.unwrap();
+            let set = FencedOp::SetData {
+                path: resource.clone(),
+                data: b"early".to_vec(),
+                version: None,
+            };
+            let (mut inactive_tries, mut written_inactive) = (0, 0);
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while c.state() != LeaderState::Active {
+                assert!(Instant::now() < deadline, "guard: never Active");
+                let before = c.state();
+                let result = c.fenced(std::slice::from_ref(&set)).await;
+                if before == LeaderState::Inactive && c.state() == LeaderState::Inactive {
+                    inactive_tries += 1;
+                    if result.is_ok() {
+                        written_inactive += 1;
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            assert!(inactive_tries >= 5, "guard: only {inactive_tries} tries while Inactive");
+            assert_eq!(
+                written_inactive, 0,
+                "{policy:?}: {written_inactive} of {inactive_tries} fenced writes applied while \
+                 the candidate was Inactive"
+            );
+            assert!(c.fenced(std::slice::from_ref(&set)).await.is_ok(), "Active: written");
+            c.resign().await.unwrap();
+        }
     });
 }
 
