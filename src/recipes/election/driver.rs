@@ -2,7 +2,7 @@
 //! [`join`]), watches only its predecessor, leads ([`lead`]), follows the session's state and
 //! deletes its node when done ([`leave`]).
 
-use super::line::{candidates, token};
+use super::line::{candidates, token, MARKER_PREFIX, SEQ_PREFIX};
 use super::*;
 
 use tokio::time::Instant;
@@ -30,6 +30,26 @@ enum Exit {
     Rejoin { delete: bool },
     /// Something refused us; try again after a pause.
     Retry(String),
+}
+
+/// What a closed candidacy left behind.
+pub(super) enum Left {
+    /// Our node, whose delete gave up.
+    Node(String),
+    /// Copies of our create, made with `marker`, that may still apply (or have): settled by
+    /// [`leave::settle_once`].
+    InDoubt { group: String, marker: String },
+}
+
+impl std::fmt::Display for Left {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Left::Node(path) => f.write_str(path),
+            Left::InDoubt { group, marker } => {
+                write!(f, "{group}/{MARKER_PREFIX}{marker}{SEQ_PREFIX}* (a create in doubt)")
+            }
+        }
+    }
 }
 
 /// The background task that runs one candidacy after another until closed.
@@ -86,7 +106,7 @@ impl Driver {
                                 exit
                             } else {
                                 // Only a closed candidacy gives up on it (resign's bound).
-                                self.leave_behind(generation, &node.path);
+                                self.leave_behind(generation, Left::Node(node.path.clone()));
                                 Exit::Closed
                             }
                         }
@@ -197,11 +217,47 @@ impl Driver {
             )
     }
 
-    /// After an error that is not "session gone": waits for the session to be usable again and
-    /// pauses briefly (so a persistent refusal does not spin). False when the session is gone.
-    async fn recover(&mut self, generation: u64) -> bool {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        self.wait_same_session(generation).await
+    /// [`Self::wait_same_session`] that a close ends too: `Err(Exit::Closed)` once closed (a
+    /// retry loop must not keep a resigned candidacy, and its node, waiting on a session that
+    /// does not come back, or on a request that keeps failing), `Err(Exit::SessionGone)` when
+    /// the session is gone.
+    async fn wait_usable(&mut self, generation: u64) -> Result<(), Exit> {
+        loop {
+            if self.closed() {
+                return Err(Exit::Closed);
+            }
+            let status = *self.sess_rx.borrow_and_update();
+            if status.generation != generation
+                || matches!(
+                    status.state,
+                    ConnectionState::Lost | ConnectionState::Closed
+                )
+            {
+                return Err(Exit::SessionGone);
+            }
+            if status.state == ConnectionState::Connected {
+                return Ok(());
+            }
+            tokio::select! {
+                biased;
+                changed = self.sess_rx.changed() => if changed.is_err() {
+                    return Err(Exit::SessionGone);
+                },
+                _ = self.close.changed() => {}
+            }
+        }
+    }
+
+    /// After an error that is not "session gone": pauses briefly (so a persistent refusal does
+    /// not spin) and waits for the session to be usable again, as [`Self::wait_usable`]: every
+    /// retry loop of the driver passes here, so each one ends on a close.
+    async fn recover(&mut self, generation: u64) -> Result<(), Exit> {
+        tokio::select! {
+            biased;
+            _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+            _ = self.close.changed() => {}
+        }
+        self.wait_usable(generation).await
     }
 
     /// Waits in line (watching only the predecessor), then leads, until the candidacy ends.
@@ -213,8 +269,8 @@ impl Driver {
             if self.session_gone(generation) {
                 return Exit::SessionGone;
             }
-            if !self.wait_same_session(generation).await {
-                return Exit::SessionGone;
+            if let Err(exit) = self.wait_usable(generation).await {
+                return exit;
             }
             let children = match self.zk.children(generation, &self.group).await {
                 Ok((children, _)) => children,
@@ -224,8 +280,8 @@ impl Driver {
                 }) => return Exit::Rejoin { delete: false },
                 Err(failure) if says_gone(&failure) => return Exit::SessionGone,
                 Err(_) => {
-                    if !self.recover(generation).await {
-                        return Exit::SessionGone;
+                    if let Err(exit) = self.recover(generation).await {
+                        return exit;
                     }
                     continue;
                 }
@@ -255,8 +311,8 @@ impl Driver {
                 }) => continue,
                 Err(failure) if says_gone(&failure) => return Exit::SessionGone,
                 Err(_) => {
-                    if !self.recover(generation).await {
-                        return Exit::SessionGone;
+                    if let Err(exit) = self.recover(generation).await {
+                        return exit;
                     }
                     continue;
                 }

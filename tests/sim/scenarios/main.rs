@@ -28,6 +28,7 @@ mod remembered_push;
 mod resurrected_generation;
 mod stale_listing;
 mod stray_lock;
+mod stuck_resign;
 mod take_listing;
 mod wiped_counter;
 mod wiped_engine;

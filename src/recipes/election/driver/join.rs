@@ -73,10 +73,11 @@ impl Driver {
                 }
                 Err(failure) if says_gone(&failure) => return Err(Exit::SessionGone),
                 Err(_) => {
-                    if !self.recover(generation).await {
-                        return Err(Exit::SessionGone);
+                    // Closed: the top of the loop settles what may be in doubt.
+                    match self.recover(generation).await {
+                        Ok(()) | Err(Exit::Closed) => continue,
+                        Err(exit) => return Err(exit),
                     }
-                    continue;
                 }
             };
             let expected = stat.version;
@@ -87,12 +88,10 @@ impl Driver {
                     Ok(Some(path)) => return self.confirm(generation, &path).await,
                     Ok(None) => {}
                     Err(failure) if says_gone(&failure) => return Err(Exit::SessionGone),
-                    Err(_) => {
-                        if !self.recover(generation).await {
-                            return Err(Exit::SessionGone);
-                        }
-                        continue;
-                    }
+                    Err(_) => match self.recover(generation).await {
+                        Ok(()) | Err(Exit::Closed) => continue,
+                        Err(exit) => return Err(exit),
+                    },
                 }
             }
             if expected < 0 || expected == i32::MAX {
@@ -146,8 +145,11 @@ impl Driver {
                 // Resolve: sync, then the group node's version says whether the copies expecting
                 // `expected` can still apply.
                 loop {
-                    if !self.wait_same_session(generation).await {
-                        return Err(Exit::SessionGone);
+                    match self.wait_usable(generation).await {
+                        Ok(()) => {}
+                        // The top of the loop settles the copies in doubt.
+                        Err(Exit::Closed) => continue 'fresh,
+                        Err(exit) => return Err(exit),
                     }
                     match self.resolve(generation, marker, expected).await {
                         Ok(Resolved::Pending) => break, // resend the identical multi
@@ -162,11 +164,11 @@ impl Driver {
                             ..
                         }) => continue 'fresh,
                         Err(failure) if says_gone(&failure) => return Err(Exit::SessionGone),
-                        Err(_) => {
-                            if !self.recover(generation).await {
-                                return Err(Exit::SessionGone);
-                            }
-                        }
+                        Err(_) => match self.recover(generation).await {
+                            Ok(()) => {}
+                            Err(Exit::Closed) => continue 'fresh,
+                            Err(exit) => return Err(exit),
+                        },
                     }
                 }
             }
@@ -179,52 +181,35 @@ impl Driver {
         generation: u64,
         marker: &str,
     ) -> std::result::Result<Option<String>, Failure> {
-        self.zk.sync(generation, &self.group).await?;
-        let (children, _) = self.zk.children(generation, &self.group).await?;
-        Ok(candidates(&children)
-            .into_iter()
-            .find(|c| c.marker == marker)
-            .map(|c| format!("{}/{}", self.group, c.name)))
+        leave::marker_node(&self.zk, generation, &self.group, marker).await
     }
 
     /// A close while a copy of our create may still apply: within [`Self::delete_bound`], finds
     /// our node (and deletes it, or leaves it to the background task that deletes a node left
     /// behind), or else moves the group node's version past every copy's (a `setData` of its
-    /// data unchanged at the version read), so that none ever applies. One attempt: a close
-    /// does not wait out a disconnection or a refusal; then a copy that lands after all makes a
-    /// node that goes with the session, and a warning says so.
+    /// data unchanged at the version read), so that none ever applies ([`leave::settle_once`]). When
+    /// that cannot be done in time (a disconnection, reads that keep failing), the same attempt
+    /// goes on in the background until it succeeds or the session is gone, and `resign` reports
+    /// it: a copy that applied would head the line, and nobody else would lead.
     async fn settle(&mut self, generation: u64, marker: &str) {
         let deadline = Instant::now() + self.delete_bound();
-        let attempt = async {
-            let (data, stat) = self.zk.get(generation, &self.group).await?;
-            if let Some(path) = self.find_marker(generation, marker).await? {
-                return Ok(Some(path));
-            }
-            let mut fence = Multi::new();
-            fence.set(&self.group, &data, Some(stat.version));
-            match fence.commit(&*self.zk, generation).await {
-                Ok(_) => Ok(None),
-                // Moved since the read: a copy may have applied.
-                Err(failed) if failed.index.is_some() && failed.verdict() == Verdict::BadVersion => {
-                    match self.find_marker(generation, marker).await? {
-                        Some(path) => Ok(Some(path)),
-                        None => Err(failed.failure),
-                    }
-                }
-                Err(failed) => Err(failed.failure),
-            }
-        };
+        let attempt = leave::settle_once(&self.zk, generation, &self.group, marker);
         let settled = tokio::time::timeout_at(deadline, attempt).await;
         match settled {
             Ok(Ok(None)) => {}
             Ok(Ok(Some(path))) => {
                 if !self.delete_node(generation, &path, Some(deadline)).await {
-                    self.leave_behind(generation, &path);
+                    self.leave_behind(generation, Left::Node(path));
                 }
             }
             Ok(Err(failure)) if says_gone(&failure) => {} // The copies went with the session.
-            Ok(Err(failure)) => tracing::warn!(group = %self.group, %failure, "closed with a candidate create in doubt; a copy that lands makes a node that goes with the session"),
-            Err(_) => tracing::warn!(group = %self.group, "closed with a candidate create in doubt, unsettled in time; a copy that lands makes a node that goes with the session"),
+            Ok(Err(_)) | Err(_) => self.leave_behind(
+                generation,
+                Left::InDoubt {
+                    group: self.group.clone(),
+                    marker: marker.to_string(),
+                },
+            ),
         }
     }
 
@@ -265,11 +250,19 @@ impl Driver {
                     ..
                 }) => return Err(Exit::Rejoin { delete: false }),
                 Err(failure) if says_gone(&failure) => return Err(Exit::SessionGone),
-                Err(_) => {
-                    if !self.recover(generation).await {
-                        return Err(Exit::SessionGone);
+                Err(_) => match self.recover(generation).await {
+                    Ok(()) => {}
+                    Err(Exit::Closed) => {
+                        // Closed before our node was confirmed: it is ours (its marker), so it
+                        // is deleted as a closed candidacy's is.
+                        let deadline = Instant::now() + self.delete_bound();
+                        if !self.delete_node(generation, path, Some(deadline)).await {
+                            self.leave_behind(generation, Left::Node(path.to_string()));
+                        }
+                        return Err(Exit::Closed);
                     }
-                }
+                    Err(exit) => return Err(exit),
+                },
             }
         }
     }
@@ -318,11 +311,7 @@ impl Driver {
                     ..
                 }) => return Err(Exit::Rejoin { delete: false }),
                 Err(failure) if says_gone(&failure) => return Err(Exit::SessionGone),
-                Err(_) => {
-                    if !self.recover(generation).await {
-                        return Err(Exit::SessionGone);
-                    }
-                }
+                Err(_) => self.recover(generation).await?,
             }
         }
     }

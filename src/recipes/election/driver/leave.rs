@@ -1,6 +1,8 @@
-//! Leaving the line: our node is deleted (idempotent, retried while the session lives), and a
-//! closed candidacy whose delete gave up leaves it to a background task.
+//! Leaving the line: our node is deleted (idempotent, retried while the session lives); a
+//! closed candidacy whose delete gave up, or whose create is still in doubt, leaves the rest to a
+//! background task.
 
+use super::super::line::candidates;
 use super::*;
 use crate::zk::WeakZk;
 
@@ -73,19 +75,20 @@ impl Driver {
         }
     }
 
-    /// Leaves our node to a background task that deletes it (a closed candidacy's delete gave
-    /// up): [`Election::resign`] reports it until it is gone.
-    pub(super) fn leave_behind(&self, generation: u64, path: &str) {
+    /// Leaves what a closed candidacy could not clean up in time to a background task
+    /// ([`clean_left`]): [`Election::resign`] reports it until it is done.
+    pub(super) fn leave_behind(&self, generation: u64, left: Left) {
+        let what = left.to_string();
         tracing::warn!(
             group = %self.group,
-            path,
-            "could not delete the candidate node in time; it may still be there, and while it is, nobody else leads: deleting it in the background until it is gone or its session ends"
+            left = %what,
+            "could not clean up the candidacy in time; a candidate node may still be there, and while it is, nobody else leads: cleaning up in the background until done or its session ends"
         );
-        lock(&self.shared).left = Some(path.to_string());
-        tokio::spawn(clean_left_node(
+        lock(&self.shared).left = Some(what);
+        tokio::spawn(clean_left(
             self.zk.downgrade(),
             generation,
-            path.to_string(),
+            left,
             self.shared.clone(),
         ));
     }
@@ -96,16 +99,18 @@ fn far_future() -> Instant {
     Instant::now() + Duration::from_secs(86400 * 365 * 30)
 }
 
-/// Deletes a candidate node left behind by a delete that gave up, for as long as it takes:
-/// until it is gone, or its session is (given up by the session layer, or closed because the
-/// application dropped its last handle: the node goes with it). It holds no session handle
-/// between attempts, so it never keeps the session, and the node, alive by itself.
-async fn clean_left_node(
+/// Cleans up what a closed candidacy left behind ([`Left`]), for as long as it takes: deletes
+/// the node, or settles the copies in doubt and deletes the node one made, until done or the
+/// session is gone (given up by the session layer, or closed because the application dropped
+/// its last handle: its nodes go with it). It holds no session handle between attempts, so it
+/// never keeps the session, and the node, alive by itself.
+async fn clean_left(
     session: WeakZk,
     generation: u64,
-    path: String,
+    mut left: Left,
     shared: Arc<Mutex<Shared>>,
 ) {
+    let what = left.to_string();
     let mut pause = Duration::from_millis(100);
     let mut failures: u64 = 0;
     let how = loop {
@@ -121,24 +126,75 @@ async fn clean_left_node(
             continue;
         }
         // A request of a given-up generation is not sent: `Closed`, its session is gone.
-        match zk.delete(generation, &path, None).await {
-            Ok(()) => break "deleted",
+        let attempt = match &left {
+            Left::Node(path) => zk.delete(generation, path, None).await.map(|()| None),
+            Left::InDoubt { group, marker } => {
+                settle_once(&zk, generation, group, marker).await
+            }
+        };
+        match attempt {
+            Ok(None) => break "done",
+            // A copy applied: its node is the one to delete now.
+            Ok(Some(path)) => left = Left::Node(path),
             Err(Failure {
                 verdict: Verdict::NoNode,
                 ..
-            }) => break "found gone",
+            }) if matches!(left, Left::Node(_)) => break "found gone",
             Err(failure) if says_gone(&failure) => break "its session is gone",
             Err(err) => {
                 failures += 1;
                 if failures.is_power_of_two() {
-                    tracing::warn!(%err, path, failures, "deleting a left-behind candidate node failed again; still trying");
+                    tracing::warn!(%err, left = %left, failures, "cleaning up after a closed candidacy failed again; still trying");
                 }
             }
         }
     };
-    tracing::info!(path, how, "the left-behind candidate node is gone");
+    tracing::info!(left = %what, how, "cleaned up after a closed candidacy");
     let mut shared = lock(&shared);
-    if shared.left.as_deref() == Some(path.as_str()) {
+    if shared.left.as_deref() == Some(what.as_str()) {
         shared.left = None;
     }
+}
+
+/// One attempt to settle the copies of a candidate create in doubt, made with `marker`: our node
+/// if one applied (`Some`), else `None` once the group node's version has moved past every
+/// copy's (a `setData` of its data unchanged at the version read), so that none ever applies.
+pub(super) async fn settle_once(
+    zk: &Zk,
+    generation: u64,
+    group: &str,
+    marker: &str,
+) -> std::result::Result<Option<String>, Failure> {
+    let (data, stat) = zk.get(generation, group).await?;
+    if let Some(path) = marker_node(zk, generation, group, marker).await? {
+        return Ok(Some(path));
+    }
+    let mut fence = Multi::new();
+    fence.set(group, &data, Some(stat.version));
+    match fence.commit(&**zk, generation).await {
+        Ok(_) => Ok(None),
+        // Moved since the read: a copy may have applied.
+        Err(failed) if failed.index.is_some() && failed.verdict() == Verdict::BadVersion => {
+            match marker_node(zk, generation, group, marker).await? {
+                Some(path) => Ok(Some(path)),
+                None => Err(failed.failure),
+            }
+        }
+        Err(failed) => Err(failed.failure),
+    }
+}
+
+/// The candidate node of `group` made with `marker`, if one exists (after a `sync`).
+pub(super) async fn marker_node(
+    zk: &Zk,
+    generation: u64,
+    group: &str,
+    marker: &str,
+) -> std::result::Result<Option<String>, Failure> {
+    zk.sync(generation, group).await?;
+    let (children, _) = zk.children(generation, group).await?;
+    Ok(candidates(&children)
+        .into_iter()
+        .find(|c| c.marker == marker)
+        .map(|c| format!("{group}/{}", c.name)))
 }
