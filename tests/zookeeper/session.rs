@@ -9,7 +9,7 @@ use zooid_test_support as support;
 
 use std::time::{Duration, Instant};
 
-use support::{runtime, session_options, FaultProxy, ZkServer};
+use support::{runtime, session_options, FaultProxy, ZkEnsemble, ZkServer};
 use tokio::sync::watch;
 use zooid::{
     ConnectionState, IdCategory, IdGeneratorService, ServiceOptions, Session, SessionStatus,
@@ -440,5 +440,72 @@ fn a_reconnection_forgets_the_remembered_pool() {
             "the first take after a reconnection reads the pool again"
         );
         assert_eq!(ids.ranges()[0].start(), 41, "lowest first, no ID twice");
+    });
+}
+
+/// A reconnection to a server with a lower `maxSessionTimeout` renegotiates the session's
+/// timeout lower, and the ensemble expires the session by the new one: the session layer reports
+/// the new value, and a leader's lease shrinks with it. The client kept the first negotiated
+/// value (the larger of it and the connection timeout), so a lease outlived the session.
+#[test]
+fn a_timeout_renegotiated_lower_on_reconnection_is_the_one_counted() {
+    support::init_tracing();
+    let zk = ZkEnsemble::start(3);
+    zk.wait_for_quorum(Duration::from_secs(60));
+    // Server 2 grants at most 4 s.
+    zk.configure(2, &[("maxSessionTimeout", "4000")]);
+    zk.restart(2);
+    zk.wait_for_quorum(Duration::from_secs(60));
+    let proxy = FaultProxy::start(zk.server_addr(0));
+    let rt = runtime();
+    rt.block_on(async {
+        let session = Session::connect(&proxy.connect_string(), &session_options(20_000))
+            .await
+            .unwrap();
+        let mut rx = session.subscribe();
+        assert_eq!(rx.borrow().timeout, Duration::from_secs(20), "guard: 20 s at first");
+        let zk_handle = session.clone().into_zk();
+        let mut options = zooid::ElectionOptions::new("a");
+        options.on_pause = zooid::PausePolicy::Keep;
+        let a = zooid::Election::join(&zk_handle, "/renegotiated/g", options)
+            .await
+            .unwrap();
+        a.await_leadership(Duration::from_secs(30)).await.unwrap();
+        let before = a.lease_remaining().expect("a lease while Active");
+        assert!(before > Duration::from_secs(4), "guard: a lease of the 20 s session: {before:?}");
+
+        // The same session moves to server 2.
+        proxy.set_upstream(zk.server_addr(2));
+        proxy.close_all();
+        let seen = record_until(&mut rx, Duration::from_secs(30), |s| {
+            s.state == ConnectionState::Connected && s.connection >= 2
+        })
+        .await;
+        let now = *seen.last().unwrap();
+        assert_eq!(
+            (now.state, now.generation),
+            (ConnectionState::Connected, 1),
+            "guard: the same session reconnected: {seen:?}"
+        );
+        assert_eq!(
+            now.timeout,
+            Duration::from_secs(4),
+            "the session timeout after reconnecting to a server that grants 4 s"
+        );
+        // The lease counts the new timeout: at most half of 4 s from a confirmation already sent.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            match a.lease_remaining() {
+                Some(left) if left <= Duration::from_secs(2) => break,
+                left => {
+                    assert!(
+                        Instant::now() < deadline,
+                        "the leader's lease still counts the old timeout: {left:?} left"
+                    );
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+        a.resign().await.unwrap();
     });
 }

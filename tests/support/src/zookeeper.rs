@@ -1209,6 +1209,17 @@ impl ZkEnsemble {
         nodes[i].spawn();
     }
 
+    /// Adds `extra_config` lines to server `i`'s `zoo.cfg` (after the others, so they override
+    /// them): they take effect at its next [`ZkEnsemble::restart`].
+    pub fn configure(&self, i: usize, extra_config: &[(&str, &str)]) {
+        self.check_index(i);
+        let mut nodes = self.nodes();
+        for (k, v) in extra_config {
+            nodes[i].extra_config.push((k.to_string(), v.to_string()));
+        }
+        nodes[i].write_config();
+    }
+
     /// Kills server `i` and deletes its data (snapshots and transaction logs), keeping `myid`.
     /// A later [`ZkEnsemble::restart`] brings it back empty; it then syncs from the leader.
     pub fn wipe(&self, i: usize) {

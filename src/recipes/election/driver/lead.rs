@@ -37,7 +37,13 @@ impl Driver {
                 }
             });
         };
-        let timing = LeaseTiming::of(self.sess_rx.borrow().timeout);
+        // The session timeout the lease counts: the smallest the servers negotiated during the
+        // term (a reconnection to a server with a lower maximum renegotiates it lower, and the
+        // ensemble expires the session by the new one).
+        let mut counted = self.sess_rx.borrow().timeout;
+        let mut timing = LeaseTiming::of(counted);
+        // The send time the current lease counts from.
+        let mut lease_from: Option<Instant> = None;
         // Until when the quorum confirmed us; `None` before the second confirmation.
         let mut lease: Option<Instant> = None;
         // The send time of the last answered confirmation.
@@ -59,6 +65,16 @@ impl Driver {
             let status = *self.sess_rx.borrow_and_update();
             if self.session_gone(generation) {
                 return Exit::SessionGone;
+            }
+            if status.timeout < counted {
+                // Renegotiated lower: the lease already granted shrinks with it.
+                counted = status.timeout;
+                timing = LeaseTiming::of(counted);
+                if let (Some(from), Some(_)) = (lease_from, lease) {
+                    let until = from + timing.lease;
+                    lease = Some(until);
+                    self.lease.send_replace(Some(until));
+                }
             }
             let connected = status.state == ConnectionState::Connected;
             let now = Instant::now();
@@ -140,6 +156,7 @@ impl Driver {
                             // before that send time plus a whole session timeout. The lease
                             // counts from there.
                             if let Some(previous) = last_sent.replace(sent) {
+                                lease_from = Some(previous);
                                 let until = previous + timing.lease;
                                 lease = Some(until);
                                 self.lease.send_replace(Some(until));

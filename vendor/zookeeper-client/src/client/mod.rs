@@ -233,6 +233,9 @@ pub struct Client {
     // this handle is bound to, if any (`Client::bound_to`).
     connections: Arc<AtomicU64>,
     bound: Option<u64>,
+    // zooid patch: the session timeout the servers negotiated on the current (or last)
+    // connection, in milliseconds (0 before the first), written by the session task.
+    negotiated: Arc<AtomicU64>,
 }
 
 impl Client {
@@ -257,6 +260,7 @@ impl Client {
         state_watcher: StateWatcher,
         spawner: Spawner,
         connections: Arc<AtomicU64>,
+        negotiated: Arc<AtomicU64>,
     ) -> Client {
         Client {
             chroot,
@@ -268,6 +272,7 @@ impl Client {
             spawner,
             connections,
             bound: None,
+            negotiated,
         }
     }
 
@@ -316,7 +321,15 @@ impl Client {
 
     /// Negotiated session timeout.
     pub fn session_timeout(&self) -> Duration {
-        self.session_timeout
+        // zooid patch: the timeout the servers negotiated on the current (or last) connection,
+        // as its connect response said. A reconnection to a server with other bounds
+        // renegotiates it, and the value this handle was built with is the session task's timer,
+        // the larger of the first negotiated one and the connection timeout. A lease must count
+        // the servers' value.
+        match self.negotiated.load(Ordering::Acquire) {
+            0 => self.session_timeout,
+            ms => Duration::from_millis(ms),
+        }
     }
 
     /// Latest session state.
@@ -1821,6 +1834,7 @@ impl Connector {
         let session_info = session.session.clone();
         let session_timeout = session.session_timeout;
         let connections = session.connections();
+        let negotiated = session.negotiated();
         let mut state_watcher = StateWatcher::new(session.subscribe_state());
         // Consume all state changes so far.
         state_watcher.state();
@@ -1836,6 +1850,7 @@ impl Connector {
             state_watcher,
             self.spawner.clone(),
             connections,
+            negotiated,
         );
         Ok(client)
     }

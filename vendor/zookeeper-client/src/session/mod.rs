@@ -160,6 +160,7 @@ impl Builder {
             state_sender,
             watch_manager,
             connections: Arc::new(AtomicU64::new(0)),
+            negotiated: Arc::new(AtomicU64::new(0)),
         };
         let timeout = if self.session_timeout.is_zero() { DEFAULT_SESSION_TIMEOUT } else { self.session_timeout };
         session.reset_timeout(timeout);
@@ -202,6 +203,11 @@ pub struct Session {
     /// when a connection is established and before anything is taken from the request queue on
     /// it.
     connections: Arc<AtomicU64>,
+
+    /// zooid patch: the session timeout the servers negotiated in the last connect response, in
+    /// milliseconds (`Client::session_timeout`): a reconnection renegotiates it. Written only by
+    /// this task, before the connection is reported connected.
+    negotiated: Arc<AtomicU64>,
 }
 
 impl Session {
@@ -229,6 +235,11 @@ impl Session {
     /// zooid patch: the connection counter the client reads (`Client::connection`).
     pub fn connections(&self) -> Arc<AtomicU64> {
         self.connections.clone()
+    }
+
+    /// zooid patch: the negotiated timeout the client reads (`Client::session_timeout`).
+    pub fn negotiated(&self) -> Arc<AtomicU64> {
+        self.negotiated.clone()
     }
 
     #[instrument(name = "serve", skip_all, fields(session = display(self.session.id)))]
@@ -486,6 +497,9 @@ impl Session {
         self.session.password.clear();
         self.session.password.extend_from_slice(response.password);
         self.session.readonly = response.readonly;
+        // zooid patch: published for `Client::session_timeout` before the connection is
+        // reported connected.
+        self.negotiated.store(response.session_timeout.max(1) as u64, Ordering::Release);
         self.reset_timeout(Duration::from_millis(response.session_timeout as u64));
         self.complete_connect();
         Ok(())
