@@ -273,8 +273,9 @@ enum Command {
         /// Serve Prometheus metrics over HTTP on HOST:PORT (e.g. 127.0.0.1:9464).
         #[arg(long, value_name = "HOST:PORT")]
         metrics_addr: Option<SocketAddr>,
-        /// Do not run anything: raise GROUP's epoch to the current second (or one past it) and
-        /// print it, so every later leader's token is above every token handed out before.
+        /// Do not run anything: raise GROUP's epoch to the current second (waiting up to 5 s
+        /// for the clock to pass an epoch raised a moment ago) and print it, so every later
+        /// leader's token is above every token handed out before.
         /// Run it for every group after restoring ZooKeeper from a snapshot (zooid restore).
         #[arg(long)]
         bump_epoch: bool,

@@ -6,7 +6,9 @@ use super::line::{group_epoch, EPOCH_KEY, MAX_EPOCH};
 use super::*;
 
 /// Raises the epoch of `group` (created when missing) to the current second of the local
-/// clock, or one past its current epoch when that is later, and returns the new epoch. Every
+/// clock, and returns the new epoch. An epoch at or past the current second (a bump a moment
+/// ago) is waited out first, up to 5 s: an epoch ahead of the clock would give a group node made
+/// again before the clock got there lower tokens. One further ahead is refused (`Store`). Every
 /// candidate that becomes leader afterwards gets a token above every token of an epoch up to the
 /// new one minus one, i.e. above every token handed out before this second (the clock
 /// assumption: the clock that runs this is not behind the servers' clocks of the lost history).
@@ -19,10 +21,6 @@ pub async fn bump_epoch(zk: &Zk, group: &str) -> Result<i64> {
     validate_group(group)?;
     let group = group.trim_end_matches('/');
     ensure_group(zk, group).await?;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
     let mut target: Option<i64> = None;
     for _ in 0..16 {
         let generation = zk.generation();
@@ -34,7 +32,35 @@ pub async fn bump_epoch(zk: &Zk, group: &str) -> Result<i64> {
             .await
             .map_err(|failure| crate::zk::to_zooid(&failure, group, zk.options()))?;
         let current = group_epoch(&data, stat.ctime);
-        let wanted = *target.get_or_insert_with(|| now.max(current + 1).min(MAX_EPOCH));
+        let wanted = match target {
+            Some(wanted) => wanted,
+            None => {
+                let now_ms = unix_millis();
+                let next_second_ms = current.saturating_add(1).saturating_mul(1000);
+                if now_ms < next_second_ms {
+                    // An epoch at or past this second (a bump a moment ago, or a raise by
+                    // hand): one past it would be ahead of the clock, and a group node made
+                    // again before the clock got there would have a lower epoch, its tokens
+                    // below ours. Wait until the clock passes it; refuse one far ahead.
+                    let ahead = Duration::from_millis((next_second_ms - now_ms) as u64);
+                    if ahead > MAX_AHEAD {
+                        return Err(ZooidError::Store {
+                            path: group.to_string(),
+                            reason: format!(
+                                "the group's epoch {current} is {:.0} s ahead of this host's \
+                                 clock; raising it further would let a group node made again \
+                                 before then give lower tokens: raise it once the clock has \
+                                 passed it (or check this host's clock)",
+                                ahead.as_secs_f64()
+                            ),
+                        });
+                    }
+                    tokio::time::sleep(ahead).await;
+                    continue;
+                }
+                *target.insert((now_ms / 1000).min(MAX_EPOCH))
+            }
+        };
         if current >= wanted {
             return Ok(current);
         }
@@ -71,6 +97,18 @@ pub async fn bump_epoch(zk: &Zk, group: &str) -> Result<i64> {
         path: group.to_string(),
         reason: "the group node kept changing while its epoch was raised".into(),
     })
+}
+
+/// How far ahead of this host's clock a group's epoch may be for [`bump_epoch`] to wait for the
+/// clock to pass it rather than refuse.
+const MAX_AHEAD: Duration = Duration::from_secs(5);
+
+/// This host's wall clock in milliseconds since the Unix epoch (0 before it).
+fn unix_millis() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }
 
 /// `data` with its `zooid-epoch=` lines replaced by one carrying `epoch`.

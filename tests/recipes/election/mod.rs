@@ -298,6 +298,45 @@ fn a_fenced_write_before_the_leadership_is_confirmed_is_refused() {
     });
 }
 
+/// Two bumps of a group's epoch in the same second: the second waits for the clock instead of
+/// writing an epoch ahead of it (a group node made again before the clock got there would have
+/// given lower tokens); an epoch raised by hand far ahead is refused, the node left as it was.
+#[test]
+fn bump_epoch_never_writes_an_epoch_ahead_of_the_clock() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let rt = runtime();
+    let unix_now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64
+    };
+    rt.block_on(async {
+        let s = session(&zk.connect_string(), 6000).await;
+        let group = "/el/bumped";
+        let first = zooid::election::bump_epoch(&s, group).await.unwrap();
+        let second = zooid::election::bump_epoch(&s, group).await.unwrap();
+        let now = unix_now();
+        assert!(second > first, "{second} after {first}");
+        assert!(
+            second <= now,
+            "the second bump wrote epoch {second}, ahead of the clock's second {now}"
+        );
+
+        let ahead = format!("owner=ops\nzooid-epoch={}\n", now + 3600);
+        s.set(s.generation().into(), group, ahead.as_bytes(), None)
+            .await
+            .unwrap();
+        let refused = zooid::election::bump_epoch(&s, group).await;
+        assert!(
+            matches!(&refused, Err(ZooidError::Store { reason, .. }) if reason.contains("ahead")),
+            "{refused:?}"
+        );
+        assert_eq!(read(&s, group).await.0, ahead.as_bytes(), "left as it was");
+    });
+}
+
 async fn futures_sessions(connect: &str, n: usize) -> Vec<Zk> {
     let mut out = Vec::new();
     for _ in 0..n {
