@@ -510,6 +510,16 @@ fn bad_input_is_refused_and_nothing_is_written() {
         ));
         let (data, stat) = client.get_data("/counter/bad/text").await.unwrap();
         assert_eq!((data.as_slice(), stat.version), (&b"1:100\n"[..], 0));
+        // Nor does it keep a child there (the anchor a first `next` makes before its read).
+        let mut children = client.list_children("/counter/bad/text").await.unwrap();
+        for _ in 0..50 {
+            if children.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            children = client.list_children("/counter/bad/text").await.unwrap();
+        }
+        assert!(children.is_empty(), "children left under a node that is not a counter: {children:?}");
 
         // init on an existing node leaves it untouched.
         assert!(matches!(

@@ -46,7 +46,10 @@ fn text(value: String, what: &str, node: &str) -> Result<CString, Failure> {
         Failure::Zooid(crate::error::ZooidError::CorruptPool {
             path: node.to_string(),
             line: 1,
-            content: String::from_utf8_lossy(&err.into_vec()).escape_debug().to_string(),
+            content: String::from_utf8_lossy(&err.into_vec())
+                .escape_debug()
+                .take(64)
+                .collect(),
             reason: format!("{what} contains a NUL byte, which a C string cannot carry"),
         })
     })

@@ -12,7 +12,8 @@ pub(super) enum Anchor {
     NoNode,
     /// Refused (nothing made).
     Refused(Failure),
-    /// The reply was lost: the anchor at this path may or may not have been made.
+    /// The reply was lost: the anchor at this path may or may not have been made, and may still
+    /// be, later (so it cannot be used).
     Lost(String, Failure),
 }
 

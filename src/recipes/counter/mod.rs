@@ -22,10 +22,12 @@
 //!   sent on the dropped connection may still be applied after this lookup): the late copy then
 //!   fails on the version, and the resend's own failure leads back here with a version past `V`.
 //! - version past `V`: the write that moved `V` to `V + 1` is fixed forever. Our marker exists
-//!   exactly when that write was ours, since only our `multi` creates it and only our session's
-//!   end (or our next write) deletes it. The lookup names the write's own session generation,
-//!   and a request of a given-up generation is not sent, so a session that expired (or was
-//!   replaced) meanwhile makes the lookup fail rather than find "no marker".
+//!   exactly when that write was ours, since only our `multi` creates it, and nothing of ours
+//!   deletes it while the lookup runs (our next write, the handle's drop and a skipped write's
+//!   cleanup all come after it; a wipe takes it with the node: then no value is handed out). The
+//!   lookup names the write's own session generation, and a request of a given-up generation is
+//!   not sent, so a session that expired (or was replaced) meanwhile makes the lookup fail
+//!   rather than find "no marker".
 //! - the session was lost (expired, or replaced by the session layer): the marker is gone either
 //!   way. The counter waits for the servers' word that the session can no longer write
 //!   ([`ZooKeeper::confirm_gone`](crate::zk::ZooKeeper::confirm_gone)) and reads the node on the current session: still at `V`, the
@@ -173,7 +175,8 @@ impl Counter {
 
     /// [`init`](Self::init) with the ACL `acl` on the counter node (`None`: the session's
     /// default, see [`crate::zk::acl`]); missing parents get the default. Clients the ACL does not
-    /// grant read and write get `NotAuthorized` from `next`, and nothing changes.
+    /// grant read, write, create and delete (the markers under the node) get `NotAuthorized` from
+    /// `next`, and nothing changes.
     pub async fn init_with_acl(&self, value: i64, acl: Option<&[Acl]>) -> Result<()> {
         if let Some(acl) = acl {
             crate::zk::acl::check_acl_list(acl)?;

@@ -78,9 +78,10 @@ impl Counter {
                     Anchor::NoNode => return Err(self.not_found()),
                     Anchor::Refused(failure) => return Err(self.store_error(&failure)),
                     Anchor::Lost(anchor, failure) => {
-                        // It may have been made: tried as the previous marker, it is deleted
-                        // if it was, and fails the write as stale if not.
-                        state.marker = Some((anchor, generation));
+                        // Not used: a create whose reply was lost may still land, later, under
+                        // a node made again after our read, where it would tie our write to
+                        // the wrong node. Deleted (best effort) and replaced by a new one.
+                        crate::zk::ephemeral::delete_in_background(&self.zk, generation, anchor);
                         last_failure = failure.message;
                         budget.backoff().await;
                         continue;
@@ -103,7 +104,16 @@ impl Counter {
                     return Err(self.store_error(&failure));
                 }
             };
-            let last = decode(&self.path, &data)?;
+            let last = match decode(&self.path, &data) {
+                Ok(last) => last,
+                Err(corrupt) => {
+                    // Not a counter: the node keeps no child of ours either.
+                    if let Some((marker, made_in)) = state.marker.take() {
+                        crate::zk::ephemeral::delete_in_background(&self.zk, made_in, marker);
+                    }
+                    return Err(corrupt);
+                }
+            };
             let range = plan(&self.path, last, n)?;
             let version = stat.version;
             if version < 0 || version == i32::MAX {

@@ -78,8 +78,11 @@ impl Driver {
             }
             // Closed with a marker carried: its candidacy settles it first (join).
             let Some(connected) = self.wait_connected().await else {
-                if self.carried.is_some() {
-                    tracing::warn!(group = %self.group, "closed, disconnected, with a candidate create in doubt; a copy that lands makes a node that goes with the session");
+                if let Some((generation, marker)) = self.carried.take() {
+                    // Closed while disconnected: settled in the background once connected
+                    // again (a copy that applied would head the line), or gone with the session.
+                    let group = self.group.clone();
+                    self.leave_behind(generation, Left::InDoubt { group, marker });
                 }
                 break;
             };

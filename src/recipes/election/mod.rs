@@ -196,8 +196,9 @@ pub struct LeaderInfo {
 struct Shared {
     /// Our leadership, when we hold one: the node and its session generation.
     leading: Option<Leading>,
-    /// Our candidate node whose delete gave up when the candidacy closed: it may still be
-    /// there. A background task keeps deleting it and clears this once it is gone.
+    /// What the candidacy could not clean up when it closed, described (our candidate node
+    /// whose delete gave up, or `GROUP/_c_<marker>-n_* (a create in doubt)`): a node of ours may
+    /// still be there. A background task goes on with it and clears this once done.
     left: Option<String>,
 }
 
@@ -405,11 +406,13 @@ impl Election {
     /// (bounded by twice the session timeout). The status ends Inactive with `closed`, also
     /// when it fails. Harmless when repeated.
     ///
-    /// Errors: `Store` (its `path` is the candidate node) when the node could not be deleted
-    /// within the bound: it may still be there, and while it is, it heads the line (nobody
-    /// else leads). A background task keeps deleting it until it is gone, or its session is
-    /// (the session layer gave it up, or the application dropped its last handle on the
-    /// session); calling `resign` again returns `Ok` once that happened.
+    /// Errors: `Store` when the candidacy could not be cleaned up within the bound: its `path`
+    /// is the candidate node (its delete gave up), or `GROUP/_c_<marker>-n_* (a create in
+    /// doubt)` when the create of our node was still unresolved. A node of ours may still be
+    /// there, and while it is, it heads the line (nobody else leads). A background task goes
+    /// on with it until done, or its session is gone (the session layer gave it up, or the
+    /// application dropped its last handle on the session); calling `resign` again returns
+    /// `Ok` once that happened.
     pub async fn resign(&self) -> Result<()> {
         let _ = self.close.send(true);
         let driver = lock(&self.driver).take();
@@ -423,7 +426,7 @@ impl Election {
             None => Ok(()),
             Some(path) => Err(ZooidError::Store {
                 path,
-                reason: "resign could not delete the candidate node in time; it may still be there and still head the line; it is being deleted in the background until it is gone or its session is".into(),
+                reason: "resign could not clean up the candidacy in time: a candidate node of ours may still be there and head the line; the cleanup goes on in the background until done or its session is gone".into(),
             }),
         }
     }

@@ -143,6 +143,10 @@ pub struct Flaky {
     /// (a connection loss), and it is served only when the gate is released (a request that
     /// lands late, after the process resolved it as not yet applied).
     pub late_under: Option<(String, Arc<Gate>)>,
+    /// The first `create` (not in a `multi`) of a child of this parent is sent, its reply lost
+    /// at once (a connection loss), and it is served only when the gate is released (a create
+    /// that lands late).
+    pub late_create_under: Option<(String, Arc<Gate>)>,
     /// While its flag is set, a `multi` with a create of a child of this parent is refused at
     /// that op (`NotAuthorized`, nothing applied: an ACL being changed), and counted.
     pub refuse_creates_under: Option<(String, Arc<AtomicBool>, Arc<AtomicUsize>)>,
@@ -175,6 +179,7 @@ impl Flaky {
             hold_set: None,
             pause_set: None,
             late_under: None,
+            late_create_under: None,
             refuse_creates_under: None,
             deaf_to: None,
         }
@@ -430,6 +435,20 @@ impl ZooKeeper for Flaky {
                     Err(Failure::new(Verdict::Unknown, "injected: reply lost"))
                 }
                 .boxed();
+            }
+        }
+        if let Some((parent, gate)) = &self.late_create_under {
+            if path.starts_with(&format!("{parent}/")) && gate.trips() {
+                let inner = self.inner.clone();
+                let gate = gate.clone();
+                let (path, data, create) = (path.to_string(), data.to_vec(), create.clone());
+                tokio::spawn(async move {
+                    gate.pause().await;
+                    // Its outcome is the scenario's to check.
+                    let _ = inner.create(generation, &path, &data, &create).await;
+                });
+                return async { Err(Failure::new(Verdict::Unknown, "injected: reply lost")) }
+                    .boxed();
             }
         }
         self.inner.create(generation, path, data, create)

@@ -78,3 +78,53 @@ fn a_resign_while_a_create_in_doubt_cannot_be_resolved_returns_and_cleans_up() {
         drop(a_zk);
     });
 }
+
+/// As above, and the group node is deleted (A's node with it) while A's cleanup waits for its
+/// reads: with no group node no copy can apply, so the cleanup ends and a second resign is `Ok`.
+/// Before, the cleanup of a create in doubt took the group's `NoNode` for a failure and tried
+/// again for as long as the session lived.
+#[test]
+fn the_cleanup_of_a_create_in_doubt_ends_when_the_group_is_gone() {
+    run_scenario(async {
+        let world = World::new(71, Faults::all().none(), false);
+        tokio::spawn(world.clone().drive());
+        let admin: Zk = SimSession::open(&world, 0, 0);
+        admin
+            .create_all(admin.generation(), "/election/g", None)
+            .await
+            .expect("group");
+        let gate = Gate::armed();
+        let failing = Arc::new(AtomicBool::new(false));
+        let mut a_zk = Flaky::over(SimSession::open(&world, 1, 1));
+        a_zk.hold_claim = Some(("/election/g".into(), gate.clone()));
+        a_zk.fail_reads = Some(("/election/g".into(), failing.clone()));
+        let a_zk: Zk = Arc::new(a_zk);
+        let a = Election::join(&a_zk, "/election/g", ElectionOptions::new("A"))
+            .await
+            .expect("join");
+        gate.entered.notified().await;
+        failing.store(true, Ordering::SeqCst);
+        gate.release.notify_one();
+        let first = tokio::time::timeout(Duration::from_secs(60), a.resign())
+            .await
+            .expect("resign returns");
+        assert!(
+            matches!(&first, Err(ZooidError::Store { .. })),
+            "guard: the cleanup was left to the background: {first:?}"
+        );
+        let generation = admin.generation();
+        let (children, _) = admin.children(generation, "/election/g").await.expect("children");
+        for child in children {
+            admin
+                .delete(generation, &format!("/election/g/{child}"), None)
+                .await
+                .expect("delete A's node");
+        }
+        admin.delete(generation, "/election/g", None).await.expect("delete the group");
+        failing.store(false, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let second = a.resign().await;
+        assert!(second.is_ok(), "the cleanup never ended: {second:?}");
+        drop(a_zk);
+    });
+}

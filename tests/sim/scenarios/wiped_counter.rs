@@ -135,3 +135,62 @@ fn a_lost_next_resent_across_a_wipe_does_not_write_the_restored_counter() {
         assert!(next.start() > 2000, "after H, the counter handed out {next}");
     });
 }
+
+/// H's anchor create loses its reply and lands late: after H read the node, the node is wiped
+/// and restored at 2000 (version 0), and only then the anchor lands, under the restored node. H's
+/// write deletes its anchor: it must not find it there and apply to the restored node (a reply
+/// lost does not say the anchor was made under the node H read).
+#[test]
+fn an_anchor_that_lands_late_under_a_restored_counter_does_not_let_a_write_through() {
+    run_scenario(async {
+        let world = World::new(67, Faults::all().none(), false);
+        tokio::spawn(world.clone().drive());
+        let admin: Zk = SimSession::open(&world, 0, 0);
+        let path = "/wiped-counter";
+        Counter::new(admin.clone(), path)
+            .expect("counter")
+            .init(1000)
+            .await
+            .expect("init");
+
+        let anchor = Gate::armed();
+        let read = Gate::armed();
+        let mut h_zk = Flaky::over(SimSession::open(&world, 1, 1));
+        h_zk.late_create_under = Some((path.to_string(), anchor.clone()));
+        h_zk.pause_get = Some((path.to_string(), read.clone()));
+        let h = Counter::new(Arc::new(h_zk), path).expect("counter");
+        let h_next = tokio::spawn({
+            let h = h.clone();
+            async move { h.next(10).await }
+        });
+        anchor.entered.notified().await;
+        read.entered.notified().await;
+        wipe_and_restore(&admin, path, 2000).await;
+        anchor.release.notify_one();
+        // The late anchor lands under the restored node before H goes on.
+        let mut landed = false;
+        for _ in 0..100 {
+            let (children, _) = admin.children(admin.generation(), path).await.expect("list");
+            if !children.is_empty() {
+                landed = true;
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        assert!(landed, "guard: the late anchor landed under the restored node");
+        read.release.notify_one();
+        let got = h_next.await.expect("join");
+        println!("H: {got:?}");
+
+        let admin_counter = Counter::new(admin.clone(), path).expect("counter");
+        let value = admin_counter.get().await.expect("get");
+        assert!(
+            value >= 2000,
+            "a write planned on the wiped counter, its late anchor under the restored one, took \
+             it back to {value} (H got {got:?})"
+        );
+        if let Ok(range) = got {
+            assert!(range.start() > 2000, "H was handed {range}");
+        }
+    });
+}

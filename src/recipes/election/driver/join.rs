@@ -203,6 +203,11 @@ impl Driver {
                 }
             }
             Ok(Err(failure)) if says_gone(&failure) => {} // The copies went with the session.
+            // No group node: no copy can apply (they set its data at a version).
+            Ok(Err(Failure {
+                verdict: Verdict::NoNode,
+                ..
+            })) => {}
             Ok(Err(_)) | Err(_) => self.leave_behind(
                 generation,
                 Left::InDoubt {

@@ -8,7 +8,7 @@ use crate::zk::WeakZk;
 
 impl Driver {
     /// How long a closed candidacy (resign, drop) tries to delete its node before it leaves it
-    /// to [`clean_left_node`]: twice the request limit.
+    /// to [`clean_left`]: twice the request limit.
     pub(super) fn delete_bound(&self) -> Duration {
         2 * self.zk.request_limit()
     }
@@ -136,10 +136,12 @@ async fn clean_left(
             Ok(None) => break "done",
             // A copy applied: its node is the one to delete now.
             Ok(Some(path)) => left = Left::Node(path),
+            // The node gone; or, for copies in doubt, the group node (they set its data at a
+            // version, so none can apply).
             Err(Failure {
                 verdict: Verdict::NoNode,
                 ..
-            }) if matches!(left, Left::Node(_)) => break "found gone",
+            }) => break "found gone",
             Err(failure) if says_gone(&failure) => break "its session is gone",
             Err(err) => {
                 failures += 1;
