@@ -2,6 +2,8 @@
 //! of the counter, then one write `multi` (the versioned `setData`, this write's marker, the
 //! delete of the handle's previous marker or anchor) on the session generation of the read.
 
+use std::sync::{Arc, Mutex, MutexGuard};
+
 use super::anchor::{new_marker, Anchor};
 use super::format::plan;
 use super::resolve::Resolution;
@@ -11,6 +13,11 @@ use crate::error::{Result, ZooidError};
 use crate::range::IdRange;
 use crate::retry::Budget;
 use crate::zk::{Failure, Verdict, ZooKeeperExt};
+
+/// Locks `mutex`, taking the value of a poisoned one (it is only replaced whole).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 impl Counter {
     /// Reserves the `n` values after the counter's current value and returns them
@@ -26,28 +33,46 @@ impl Counter {
     ///
     /// The call runs to its end even if this future is dropped (an async caller's timeout or
     /// `select!`): a write sent is always resolved, and values reserved for a caller that gave
-    /// up are counted as skipped ([`CounterStats::skipped`]) and logged, never handed out.
+    /// up are counted as skipped ([`CounterStats::skipped`]) and logged, never handed out. If
+    /// the call's task ends unfinished (its runtime shut down) with a write unresolved, the
+    /// caller gets `OutcomeUnknown` with that write's values; with none, `Closed`.
     pub async fn next(&self, n: u64) -> Result<IdRange> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let this = self.clone();
+        let in_flight = Arc::new(Mutex::new(None));
+        let sent = in_flight.clone();
         tokio::spawn(async move {
-            let result = this.reserve(n).await;
+            let result = this.reserve(n, &sent).await;
             if let Err(Ok(range)) = tx.send(result) {
-                this.state.lock().await.stats.skipped += range.len();
+                let mut state = this.state.lock().await;
+                state.stats.skipped = state.stats.skipped.saturating_add(range.len());
                 tracing::warn!(counter = %this.path, %range, "counter values reserved for a caller that gave up; skipped");
             }
         });
         match rx.await {
             Ok(result) => result,
-            // Only a runtime shutting down drops the task unfinished.
-            Err(_) => Err(ZooidError::Closed {
-                what: format!("the runtime of counter {}", self.path),
+            // The task ended without a word: its runtime shut down (or it panicked). A write it
+            // sent and had not settled may have applied: its values are skipped.
+            Err(_) => Err(match *lock(&in_flight) {
+                Some(range) => {
+                    tracing::error!(counter = %self.path, %range, "the counter's task ended with its write unresolved; values skipped");
+                    ZooidError::OutcomeUnknown {
+                        category: self.path.clone(),
+                        op: crate::error::WriteOp::Next,
+                        ids: vec![range],
+                        leaked_within: None,
+                    }
+                }
+                None => ZooidError::Closed {
+                    what: format!("the runtime of counter {}", self.path),
+                },
             }),
         }
     }
 
-    /// [`Counter::next`], run by its own task.
-    async fn reserve(&self, n: u64) -> Result<IdRange> {
+    /// [`Counter::next`], run by its own task; `in_flight` holds the range of a write sent and
+    /// not yet settled, for a caller whose task ends unfinished.
+    async fn reserve(&self, n: u64, in_flight: &Mutex<Option<IdRange>>) -> Result<IdRange> {
         if n == 0 {
             return Err(ZooidError::InvalidArgument(
                 "a counter reserves at least one value (n = 0)".into(),
@@ -64,6 +89,8 @@ impl Counter {
         let mut conflicted = false;
         let mut last_failure = String::new();
         while budget.try_attempt() {
+            // The last attempt's write, if any, is settled: not applied.
+            *lock(in_flight) = None;
             let generation = self.zk.generation();
             // The handle's marker on the node, made before the read: the write deletes it, so
             // it applies only to the node read, not to one made again since (a wipe and a
@@ -131,6 +158,7 @@ impl Counter {
                 previous: &previous,
                 marker_data: range.to_string(),
             };
+            *lock(in_flight) = Some(range);
             let outcome = match self.send(generation, &write).await {
                 Ok(()) => Resolution::Applied,
                 Err(WriteError::Conflict) => {
@@ -168,7 +196,7 @@ impl Counter {
                     for stale in [marker, previous] {
                         crate::zk::ephemeral::delete_in_background(&self.zk, generation, stale);
                     }
-                    state.stats.skipped += range.len();
+                    state.stats.skipped = state.stats.skipped.saturating_add(range.len());
                     tracing::error!(counter = %self.path, %why, range = %range, "counter write outcome unknown; values skipped");
                     return Err(ZooidError::OutcomeUnknown {
                         category: self.path.clone(),

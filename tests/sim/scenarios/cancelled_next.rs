@@ -7,8 +7,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use zooid::Counter;
 use zooid::zk::Zk;
+use zooid::{Counter, ZooidError};
 
 use crate::session::{Flaky, Gate};
 use crate::support::run_scenario;
@@ -54,5 +54,61 @@ fn a_next_dropped_after_its_write_applied_counts_its_values_as_skipped() {
         // A's handle goes on: its next values follow.
         let after = a.next(5).await.expect("next");
         assert_eq!((after.start(), after.end()), (11, 15));
+    });
+}
+
+/// A `next` whose task ends unfinished (its runtime shut down) after its write `multi` applied,
+/// its reply held: the caller, on another runtime, gets `OutcomeUnknown` naming the values the
+/// write may have taken, not `Closed` (which says nothing about a write, and which Java maps to
+/// an `IllegalStateException`).
+#[test]
+fn a_next_whose_task_ends_with_its_write_unresolved_reports_its_values() {
+    run_scenario(async {
+        let world = World::new(73, Faults::all().none(), false);
+        tokio::spawn(world.clone().drive());
+        let admin: Zk = SimSession::open(&world, 0, 0);
+        Counter::new(admin.clone(), "/counter")
+            .expect("counter")
+            .init(0)
+            .await
+            .expect("init");
+        let gate = Gate::armed();
+        let mut a_zk = Flaky::over(SimSession::open(&world, 1, 1));
+        a_zk.hold_claim = Some(("/counter".to_string(), gate.clone()));
+        let a = Counter::new(Arc::new(a_zk), "/counter").expect("counter");
+
+        // The `next`'s task is spawned on a runtime of its own (the first poll, in its context).
+        let tasks = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let mut next = Box::pin(a.next(10));
+        {
+            let _in = tasks.enter();
+            assert!(
+                futures_util::poll!(next.as_mut()).is_pending(),
+                "guard: the write is held"
+            );
+        }
+        gate.entered.notified().await;
+        // Shut down and wait for it (from a thread of its own: a runtime is not dropped inside
+        // another's context): the task is dropped unfinished.
+        std::thread::spawn(move || drop(tasks))
+            .join()
+            .expect("the task's runtime shut down");
+        let result = tokio::time::timeout(Duration::from_secs(10), next)
+            .await
+            .expect("the caller hears of its task's end");
+        println!("next: {result:?}");
+        let b = Counter::new(admin.clone(), "/counter").expect("counter");
+        assert_eq!(b.get().await.expect("get"), 10, "guard: the write applied");
+        match result {
+            Err(ZooidError::OutcomeUnknown { ids, .. }) => {
+                assert_eq!(ids.len(), 1);
+                assert_eq!((ids[0].start(), ids[0].end()), (1, 10));
+            }
+            other => panic!("expected OutcomeUnknown naming 1..=10, got {other:?}"),
+        }
     });
 }
