@@ -870,7 +870,7 @@ zooid_status zooid_counter_init(const struct zooid_counter *counter, int64_t val
  * `ZOOID_STATUS_CORRUPT_POOL` (the node is not 8 bytes; it is never overwritten),
  * `ZOOID_STATUS_CONTENTION`, `ZOOID_STATUS_CONNECTION_LOST`, `ZOOID_STATUS_TIMEOUT`.
  * `ZOOID_STATUS_OUTCOME_UNKNOWN`: a lost reply could not be resolved; the values named by
- * `zooid_last_error_ranges` are skipped (never handed out).
+ * `zooid_last_error_ranges` are skipped (not handed out by this call).
  *
  * # Safety
  * `counter` must be NULL or a live counter; `out_first` and `out_last` NULL or valid for a
@@ -1024,7 +1024,8 @@ zooid_status zooid_election_join(const struct zooid_service *service,
  * or does not exist.
  *
  * Errors: `ZOOID_STATUS_INVALID_ARGUMENT` (bad group path, or an embedded store),
- * `ZOOID_STATUS_CONNECTION_LOST`, `ZOOID_STATUS_TIMEOUT`, `ZOOID_STATUS_STORE`.
+ * `ZOOID_STATUS_CORRUPT_POOL` (the leader's node, written by another client, holds a name with a
+ * NUL byte), `ZOOID_STATUS_CONNECTION_LOST`, `ZOOID_STATUS_TIMEOUT`, `ZOOID_STATUS_STORE`.
  *
  * # Safety
  * `service` must be NULL or a live service reference; `group` NULL or a NUL-terminated string;

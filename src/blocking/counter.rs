@@ -55,6 +55,14 @@ impl Counter {
         block_on(self.inner.stats())
     }
 
+    /// Counts `range`, which this handle's `next` handed out but its caller never received (a
+    /// binding could not build the result), as skipped, and logs it.
+    pub(crate) fn skip_undelivered(&self, range: IdRange) {
+        if let Err(err) = block_on(self.inner.skip_undelivered(range)) {
+            tracing::error!(counter = %self.path(), %range, %err, "counter values never received; skipped (not counted)");
+        }
+    }
+
     /// The counter's node path.
     pub fn path(&self) -> &str {
         self.inner.path()

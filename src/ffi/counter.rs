@@ -76,7 +76,7 @@ pub unsafe extern "C" fn zooid_counter_init(
 /// `ZOOID_STATUS_CORRUPT_POOL` (the node is not 8 bytes; it is never overwritten),
 /// `ZOOID_STATUS_CONTENTION`, `ZOOID_STATUS_CONNECTION_LOST`, `ZOOID_STATUS_TIMEOUT`.
 /// `ZOOID_STATUS_OUTCOME_UNKNOWN`: a lost reply could not be resolved; the values named by
-/// `zooid_last_error_ranges` are skipped (never handed out).
+/// `zooid_last_error_ranges` are skipped (not handed out by this call).
 ///
 /// # Safety
 /// `counter` must be NULL or a live counter; `out_first` and `out_last` NULL or valid for a

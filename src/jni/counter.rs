@@ -13,6 +13,7 @@ use super::convert::{invalid, string_arg};
 use super::errors::{Failure, ThrowJava, ThrowUnchecked};
 use super::handle::{self, into_handle};
 use super::service::service;
+use super::undelivered;
 use crate::blocking::Counter;
 
 pub(super) const METHODS: &[NativeMethod] = &[
@@ -76,8 +77,10 @@ fn counter_next<'local>(
         .ok()
         .filter(|&n| n > 0)
         .ok_or_else(|| invalid(format!("next({n}): ask for at least 1")))?;
-    let range = handle::get::<Counter>(handle)?.next(n)?;
-    Ok(long_array(env, &[range.start(), range.end()])?)
+    let counter = handle::get::<Counter>(handle)?;
+    let range = counter.next(n)?;
+    long_array(env, &[range.start(), range.end()])
+        .map_err(|err| Failure::Undelivered(Box::new(undelivered::skip(env, counter, range, err))))
 }
 
 fn counter_get<'local>(

@@ -1,43 +1,56 @@
-//! A take that succeeded in Rust whose IDs Java could not receive (building the `long[]` failed,
-//! such as an `OutOfMemoryError`): the IDs are pushed back through the same service, or reported
-//! leaked when that fails, and Java gets an exception saying which; they never vanish silently.
+//! A take or a counter's `next` that succeeded in Rust but whose result Java could not receive
+//! (building the `long[]` failed, such as an `OutOfMemoryError`): a take's IDs are pushed back
+//! through the same service, or reported leaked when that fails; a counter's values are skipped
+//! (the counter moved past them) and counted so. Java gets an exception saying which; they never
+//! vanish silently.
 
 use jni::errors::Error as JniError;
 use jni::Env;
 
 use crate::alloc::GivenBack;
-use crate::blocking::IdGeneratorService;
+use crate::blocking::{Counter, IdGeneratorService};
 use crate::idset::IdSet;
+use crate::range::IdRange;
 
-/// What a take handed out that Java never received, and what became of it.
+/// What a take or a `next` handed out that Java never received, and what became of it.
 #[derive(Debug)]
 pub(crate) struct Undelivered {
-    /// The category taken from.
+    /// The category taken from, or the counter's path.
     pub(crate) category: String,
-    /// How many IDs the take handed out.
-    pub(crate) count: u64,
+    /// What was handed out: "take of 10 IDs", "counter next of 1..=10".
+    pub(crate) what: String,
     /// Why Java could not receive them: the failed JNI call and the Java exception it left.
     pub(crate) cause: String,
-    /// Pushed back, or leaked.
-    pub(crate) fate: GivenBack,
+    /// Where they are now.
+    pub(crate) fate: Fate,
+}
+
+/// Where undelivered IDs or values are.
+#[derive(Debug)]
+pub(crate) enum Fate {
+    /// A take's IDs: pushed back, or leaked.
+    Take(GivenBack),
+    /// A counter's values: skipped (counted in the counter's `skipped`, the range logged).
+    Skipped,
 }
 
 impl Undelivered {
-    /// The exception's message: the take, why Java did not get it, and where the IDs are.
+    /// The exception's message: what succeeded, why Java did not get it, and where it is.
     pub(crate) fn message(&self) -> String {
         let Self {
             category,
-            count,
+            what,
             cause,
             ..
         } = self;
-        let head = format!(
-            "take of {count} IDs of {category} succeeded but Java could not receive them ({cause})"
-        );
+        let head = format!("{what} of {category} succeeded but Java could not receive it ({cause})");
         match &self.fate {
-            GivenBack::Returned => format!("{head}; they were pushed back"),
-            GivenBack::Leaked(err) => format!(
-                "{head}; pushing them back failed ({err}): they are leaked (never handed out; counted in idsLeaked, ranges in the log)"
+            Fate::Take(GivenBack::Returned) => format!("{head}; the IDs were pushed back"),
+            Fate::Take(GivenBack::Leaked(err)) => format!(
+                "{head}; pushing the IDs back failed ({err}): they are leaked (never handed out; counted in idsLeaked, ranges in the log)"
+            ),
+            Fate::Skipped => format!(
+                "{head}; the counter moved past the values: they are skipped (never handed out; counted as skipped, the range in the log)"
             ),
         }
     }
@@ -52,21 +65,46 @@ pub(super) fn give_back(
     ids: IdSet,
     err: JniError,
 ) -> Undelivered {
-    let mut cause = match std::error::Error::source(&err) {
+    let cause = cause(env, err);
+    let category = ids.category().name().to_string();
+    let what = format!("take of {} IDs", ids.count_ids());
+    let fate = Fate::Take(service.give_back_undelivered(ids));
+    Undelivered {
+        category,
+        what,
+        cause,
+        fate,
+    }
+}
+
+/// Skips `range`, which `counter`'s `next` handed out but Java never received because `err` (a
+/// JNI call) failed: counted as skipped and logged. Clears the Java exception the call left
+/// pending, so that the caller's failure replaces it.
+pub(super) fn skip(
+    env: &mut Env<'_>,
+    counter: &Counter,
+    range: IdRange,
+    err: JniError,
+) -> Undelivered {
+    let cause = cause(env, err);
+    counter.skip_undelivered(range);
+    Undelivered {
+        category: counter.path().to_string(),
+        what: format!("counter next of {range}"),
+        cause,
+        fate: Fate::Skipped,
+    }
+}
+
+/// What made a JNI call fail: its error and the Java exception it left pending (cleared).
+fn cause(env: &mut Env<'_>, err: JniError) -> String {
+    let cause = match std::error::Error::source(&err) {
         Some(why) => format!("{err}: {why}"),
         None => err.to_string(),
     };
-    if let Some(thrown) = pending_exception(env) {
-        cause = format!("{cause}; {thrown}");
-    }
-    let category = ids.category().name().to_string();
-    let count = ids.count_ids();
-    let fate = service.give_back_undelivered(ids);
-    Undelivered {
-        category,
-        count,
-        cause,
-        fate,
+    match pending_exception(env) {
+        Some(thrown) => format!("{cause}; {thrown}"),
+        None => cause,
     }
 }
 

@@ -160,6 +160,14 @@ impl Counter {
         self.state.lock().await.stats
     }
 
+    /// Counts `range`, which `next` handed out but its caller never received (a binding could not
+    /// build the result), as skipped, and logs it.
+    pub(crate) async fn skip_undelivered(&self, range: crate::range::IdRange) {
+        let mut state = self.state.lock().await;
+        state.stats.skipped = state.stats.skipped.saturating_add(range.len());
+        tracing::error!(counter = %self.path, %range, "counter values handed out but never received by the caller; skipped");
+    }
+
     /// Creates the counter node (and missing parents) holding `value`, the last value handed
     /// out: the first `next(1)` returns `value + 1`.
     ///

@@ -28,8 +28,8 @@ impl Counter {
     /// `i64::MAX`, `Exhausted` at `i64::MAX`, `NotFound`, `CorruptPool` (not 8 bytes; the node
     /// is never overwritten), `VersionWrap`, `Contention` when version conflicts outlast the
     /// retry policy, `ConnectionLost`/`Timeout`, and `OutcomeUnknown` when a lost write's fate
-    /// could not be told: its values (in `ids`) are skipped, never handed out by anyone who
-    /// follows this protocol.
+    /// could not be told: its values (in `ids`) are skipped, not handed out by this call (if the
+    /// write in fact never applied, a later call may hand them out; docs/RECIPES.md, "Limit").
     ///
     /// The call runs to its end even if this future is dropped (an async caller's timeout or
     /// `select!`): a write sent is always resolved, and values reserved for a caller that gave

@@ -14,8 +14,12 @@ package io.zooid;
  *
  * <p>A value is handed out only when the write that reserved it is known to have applied. When a
  * write's reply is lost and its outcome cannot be told (the ZooKeeper session was lost too),
- * {@link #next} throws {@link OutcomeUnknownException} naming the skipped values: they are
- * never handed out.
+ * {@link #next} throws {@link OutcomeUnknownException} naming the skipped values: this call does
+ * not hand them out (if the write in fact never applied, a later call may).
+ *
+ * <p>Each open counter keeps one small ephemeral marker under the node, deleted when it is
+ * closed; its first {@code next} costs one more write (see docs/RECIPES.md): keep a counter open
+ * for many calls rather than opening one per call.
  *
  * <p>Opened from a service ({@link IDGeneratorService#counter(String)}) on the service's
  * ZooKeeper session, which it keeps open until it is closed. Thread-safe; calls through one
@@ -63,7 +67,8 @@ public final class Counter extends NativeResource implements AutoCloseable {
      * @throws CategoryNotFoundException if the node does not exist
      * @throws CorruptPoolException if the node does not hold 8 bytes (it is never overwritten)
      * @throws OutcomeUnknownException if a lost reply could not be resolved; its values
-     *     ({@link OutcomeUnknownException#getLeakedIDs()}) are skipped, never handed out
+     *     ({@link OutcomeUnknownException#getLeakedIDs()}) are skipped: not handed out by this
+     *     call
      * @throws ContentionException if version conflicts outlasted the retry budget
      * @throws ConnectionLostException if ZooKeeper was unreachable; nothing was reserved
      */

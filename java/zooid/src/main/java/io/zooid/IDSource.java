@@ -27,7 +27,10 @@ package io.zooid;
  * <p>Thread-safe: threads may share a source ({@code next()} is a short synchronized section).
  * {@link #close()} pushes back every ID not handed out; a second close does nothing, and
  * {@code next()} after close throws {@link IllegalStateException}. The source keeps the service's
- * ZooKeeper session open until it is closed, even if the service is closed first.
+ * ZooKeeper session open until it is closed, even if the service is closed first. A source that
+ * is never closed is never freed (there is no finalizer): its batches are not pushed back, so
+ * those IDs are lost (never handed out) and the session stays open until the process ends.
+ * Close it, as above.
  */
 public final class IDSource extends NativeResource implements AutoCloseable {
     private final IDCategory category;
