@@ -14,24 +14,30 @@ use crate::session::{Flaky, Gate};
 use crate::support::run_scenario;
 use crate::world::{Faults, SimSession, World};
 
+/// A world of `seed` with a counter at 0, its admin session, and A's counter on a session whose
+/// first write `multi` under the counter applies with its reply held at the gate, then lost.
+async fn a_write_held(seed: u64) -> (Zk, Arc<Gate>, Counter) {
+    let world = World::new(seed, Faults::all().none(), false);
+    tokio::spawn(world.clone().drive());
+    let admin: Zk = SimSession::open(&world, 0, 0);
+    Counter::new(admin.clone(), "/counter")
+        .expect("counter")
+        .init(0)
+        .await
+        .expect("init");
+    let gate = Gate::armed();
+    let mut a_zk = Flaky::over(SimSession::open(&world, 1, 1));
+    a_zk.hold_claim = Some(("/counter".to_string(), gate.clone()));
+    let a = Counter::new(Arc::new(a_zk), "/counter").expect("counter");
+    (admin, gate, a)
+}
+
 #[test]
 fn a_next_dropped_after_its_write_applied_counts_its_values_as_skipped() {
     run_scenario(async {
-        let world = World::new(47, Faults::all().none(), false);
-        tokio::spawn(world.clone().drive());
-        let admin: Zk = SimSession::open(&world, 0, 0);
-        Counter::new(admin.clone(), "/counter")
-            .expect("counter")
-            .init(0)
-            .await
-            .expect("init");
-
         // A's write `multi` (it creates its marker under the counter) applies; its reply is
         // held, then lost.
-        let gate = Gate::armed();
-        let mut a_zk = Flaky::over(SimSession::open(&world, 1, 1));
-        a_zk.hold_claim = Some(("/counter".to_string(), gate.clone()));
-        let a = Counter::new(Arc::new(a_zk), "/counter").expect("counter");
+        let (admin, gate, a) = a_write_held(47).await;
         {
             let next = a.next(10);
             tokio::pin!(next);
@@ -64,18 +70,7 @@ fn a_next_dropped_after_its_write_applied_counts_its_values_as_skipped() {
 #[test]
 fn a_next_whose_task_ends_with_its_write_unresolved_reports_its_values() {
     run_scenario(async {
-        let world = World::new(73, Faults::all().none(), false);
-        tokio::spawn(world.clone().drive());
-        let admin: Zk = SimSession::open(&world, 0, 0);
-        Counter::new(admin.clone(), "/counter")
-            .expect("counter")
-            .init(0)
-            .await
-            .expect("init");
-        let gate = Gate::armed();
-        let mut a_zk = Flaky::over(SimSession::open(&world, 1, 1));
-        a_zk.hold_claim = Some(("/counter".to_string(), gate.clone()));
-        let a = Counter::new(Arc::new(a_zk), "/counter").expect("counter");
+        let (admin, gate, a) = a_write_held(73).await;
 
         // The `next`'s task is spawned on a runtime of its own (the first poll, in its context).
         let tasks = tokio::runtime::Builder::new_multi_thread()

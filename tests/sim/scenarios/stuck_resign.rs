@@ -17,31 +17,58 @@ use crate::session::{Flaky, Gate};
 use crate::support::run_scenario;
 use crate::world::{Faults, SimSession, World};
 
+/// A joined on a world of `seed`: its candidate `multi` applied, its reply lost, and from then
+/// on its reads of the group node fail (`failing` set).
+struct InDoubt {
+    world: World,
+    admin: Zk,
+    failing: Arc<AtomicBool>,
+    a_zk: Zk,
+    a: Election,
+}
+
+async fn a_create_in_doubt(seed: u64) -> InDoubt {
+    let world = World::new(seed, Faults::all().none(), false);
+    tokio::spawn(world.clone().drive());
+    let admin: Zk = SimSession::open(&world, 0, 0);
+    admin
+        .create_all(admin.generation(), "/election/g", None)
+        .await
+        .expect("group");
+    let gate = Gate::armed();
+    let failing = Arc::new(AtomicBool::new(false));
+    let mut a_zk = Flaky::over(SimSession::open(&world, 1, 1));
+    a_zk.hold_claim = Some(("/election/g".into(), gate.clone()));
+    a_zk.fail_reads = Some(("/election/g".into(), failing.clone()));
+    let a_zk: Zk = Arc::new(a_zk);
+    let a = Election::join(&a_zk, "/election/g", ElectionOptions::new("A"))
+        .await
+        .expect("join");
+    gate.entered.notified().await;
+    failing.store(true, Ordering::SeqCst);
+    gate.release.notify_one();
+    InDoubt {
+        world,
+        admin,
+        failing,
+        a_zk,
+        a,
+    }
+}
+
 /// A's candidate `multi` applies and its reply is lost; from then on A's reads of the group node
 /// fail. A resigns: the call returns (reporting the cleanup it left to the background), and once
 /// the reads work again A's node goes, so B leads.
 #[test]
 fn a_resign_while_a_create_in_doubt_cannot_be_resolved_returns_and_cleans_up() {
     run_scenario(async {
-        let world = World::new(61, Faults::all().none(), false);
-        tokio::spawn(world.clone().drive());
-        let admin: Zk = SimSession::open(&world, 0, 0);
-        admin
-            .create_all(admin.generation(), "/election/g", None)
-            .await
-            .expect("group");
-        let gate = Gate::armed();
-        let failing = Arc::new(AtomicBool::new(false));
-        let mut a_zk = Flaky::over(SimSession::open(&world, 1, 1));
-        a_zk.hold_claim = Some(("/election/g".into(), gate.clone()));
-        a_zk.fail_reads = Some(("/election/g".into(), failing.clone()));
-        let a_zk: Zk = Arc::new(a_zk);
-        let a = Election::join(&a_zk, "/election/g", ElectionOptions::new("A"))
-            .await
-            .expect("join");
-        gate.entered.notified().await;
-        failing.store(true, Ordering::SeqCst);
-        gate.release.notify_one();
+        let InDoubt {
+            world,
+            admin,
+            failing,
+            a_zk,
+            a,
+        } = a_create_in_doubt(61).await;
         tokio::time::sleep(Duration::from_secs(2)).await;
         let (children, _) = admin
             .children(admin.generation(), "/election/g")
@@ -86,25 +113,13 @@ fn a_resign_while_a_create_in_doubt_cannot_be_resolved_returns_and_cleans_up() {
 #[test]
 fn the_cleanup_of_a_create_in_doubt_ends_when_the_group_is_gone() {
     run_scenario(async {
-        let world = World::new(71, Faults::all().none(), false);
-        tokio::spawn(world.clone().drive());
-        let admin: Zk = SimSession::open(&world, 0, 0);
-        admin
-            .create_all(admin.generation(), "/election/g", None)
-            .await
-            .expect("group");
-        let gate = Gate::armed();
-        let failing = Arc::new(AtomicBool::new(false));
-        let mut a_zk = Flaky::over(SimSession::open(&world, 1, 1));
-        a_zk.hold_claim = Some(("/election/g".into(), gate.clone()));
-        a_zk.fail_reads = Some(("/election/g".into(), failing.clone()));
-        let a_zk: Zk = Arc::new(a_zk);
-        let a = Election::join(&a_zk, "/election/g", ElectionOptions::new("A"))
-            .await
-            .expect("join");
-        gate.entered.notified().await;
-        failing.store(true, Ordering::SeqCst);
-        gate.release.notify_one();
+        let InDoubt {
+            admin,
+            failing,
+            a_zk,
+            a,
+            ..
+        } = a_create_in_doubt(71).await;
         let first = tokio::time::timeout(Duration::from_secs(60), a.resign())
             .await
             .expect("resign returns");

@@ -15,6 +15,20 @@ use crate::session::{Flaky, Gate};
 use crate::support::run_scenario;
 use crate::world::{Faults, SimSession, World};
 
+/// A world of `seed` with its admin session and a counter at 1000 (version 0).
+async fn counter_at_1000(seed: u64) -> (World, Zk, &'static str) {
+    let world = World::new(seed, Faults::all().none(), false);
+    tokio::spawn(world.clone().drive());
+    let admin: Zk = SimSession::open(&world, 0, 0);
+    let path = "/wiped-counter";
+    Counter::new(admin.clone(), path)
+        .expect("counter")
+        .init(1000)
+        .await
+        .expect("init");
+    (world, admin, path)
+}
+
 /// Deletes the counter at `path` with its children (the markers) and makes it again holding
 /// `value`, as an operator's wipe and safe restore (above what was handed out) would.
 async fn wipe_and_restore(admin: &Zk, path: &str, value: i64) {
@@ -43,15 +57,7 @@ async fn wipe_and_restore(admin: &Zk, path: &str, value: i64) {
 #[test]
 fn a_next_paused_after_its_read_across_a_wipe_does_not_write_the_restored_counter() {
     run_scenario(async {
-        let world = World::new(53, Faults::all().none(), false);
-        tokio::spawn(world.clone().drive());
-        let admin: Zk = SimSession::open(&world, 0, 0);
-        let path = "/wiped-counter";
-        Counter::new(admin.clone(), path)
-            .expect("counter")
-            .init(1000)
-            .await
-            .expect("init");
+        let (world, admin, path) = counter_at_1000(53).await;
 
         let gate = Gate::armed();
         let mut h_zk = Flaky::over(SimSession::open(&world, 1, 1));
@@ -89,15 +95,7 @@ fn a_next_paused_after_its_read_across_a_wipe_does_not_write_the_restored_counte
 #[test]
 fn a_lost_next_resent_across_a_wipe_does_not_write_the_restored_counter() {
     run_scenario(async {
-        let world = World::new(59, Faults::all().none(), false);
-        tokio::spawn(world.clone().drive());
-        let admin: Zk = SimSession::open(&world, 0, 0);
-        let path = "/wiped-counter";
-        Counter::new(admin.clone(), path)
-            .expect("counter")
-            .init(1000)
-            .await
-            .expect("init");
+        let (world, admin, path) = counter_at_1000(59).await;
 
         let gate = Gate::armed();
         let mut h_zk = Flaky::over(SimSession::open(&world, 1, 1));
@@ -143,15 +141,7 @@ fn a_lost_next_resent_across_a_wipe_does_not_write_the_restored_counter() {
 #[test]
 fn an_anchor_that_lands_late_under_a_restored_counter_does_not_let_a_write_through() {
     run_scenario(async {
-        let world = World::new(67, Faults::all().none(), false);
-        tokio::spawn(world.clone().drive());
-        let admin: Zk = SimSession::open(&world, 0, 0);
-        let path = "/wiped-counter";
-        Counter::new(admin.clone(), path)
-            .expect("counter")
-            .init(1000)
-            .await
-            .expect("init");
+        let (world, admin, path) = counter_at_1000(67).await;
 
         let anchor = Gate::armed();
         let read = Gate::armed();
