@@ -87,7 +87,9 @@ impl DirRecords {
             let entry = entry.map_err(|e| io_error(&self.dir, e))?;
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
-            if !name.ends_with(SUFFIX) || name.starts_with('.') {
+            // Temporary files end in `.tmp` and the lock is `.lock`; a name starting with `.` is
+            // a record too (the category `/.x`).
+            if !name.ends_with(SUFFIX) {
                 continue;
             }
             let path = entry.path();
@@ -137,6 +139,37 @@ mod tests {
             token: 7,
         };
         Record::new(category, IdRange::new(1, 1000).unwrap(), ceiling, fence)
+    }
+
+    /// A record's file is found again, by its category and by the listing, for every path a
+    /// category can have: spaces and U+00A0 kept in the name, and a leading `.` (the listing
+    /// skipped every name starting with `.`, so `/.x` was never restored).
+    #[test]
+    fn every_categorys_file_is_read_and_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        let records = DirRecords::open(dir.path()).unwrap();
+        let categories = ["/app/my ids", "/\u{a0}x", "/.x", "/a/.b c"];
+        for (i, category) in categories.iter().enumerate() {
+            records.write(&record(category, 100 + i as i64)).unwrap();
+        }
+        assert!(dir.path().join("app%2Fmy ids.record").exists());
+        for (i, category) in categories.iter().enumerate() {
+            let read = records.read(category).unwrap().expect("a record");
+            assert_eq!(
+                (read.category.as_str(), read.ceiling),
+                (*category, 100 + i as i64)
+            );
+        }
+        let mut listed: Vec<String> = records
+            .list()
+            .unwrap()
+            .into_iter()
+            .map(|r| r.category)
+            .collect();
+        let mut expected: Vec<String> = categories.iter().map(|c| c.to_string()).collect();
+        listed.sort();
+        expected.sort();
+        assert_eq!(listed, expected);
     }
 
     /// Two categories whose names differ only in case share one file where the file system

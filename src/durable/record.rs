@@ -200,7 +200,8 @@ impl Record {
     }
 
     /// Parses a record named `name` (for the error), strictly: every line once, in order (the
-    /// `blocks` line only for a category in block allocation).
+    /// `blocks` line only for a category in block allocation). The category is the rest of its
+    /// line, verbatim, and any path a category can have ([`IdCategory::new`](crate::IdCategory::new)).
     pub fn parse(name: &str, data: &[u8]) -> Result<Self> {
         let corrupt = |line: usize, content: &str, reason: &str| ZooidError::CorruptPool {
             path: name.to_string(),
@@ -253,9 +254,15 @@ impl Record {
         if fields[0].2 != RECORD_VERSION.to_string() {
             return Err(corrupt(1, fields[0].1, "unsupported record version"));
         }
+        // The rest of the line, verbatim: exactly the paths a category can have (a ZooKeeper
+        // path holds no newline or other control character, so it ends the line).
         let category = fields[1].2.to_string();
-        if !category.starts_with('/') || category.contains(char::is_whitespace) {
-            return Err(corrupt(2, fields[1].1, "bad category path"));
+        if let Err(err) = crate::idset::IdCategory::new(category.as_str()) {
+            return Err(corrupt(
+                2,
+                fields[1].1,
+                &format!("bad category path ({err})"),
+            ));
         }
         let (l, raw, word) = fields[2];
         let (first, last) = word
@@ -469,6 +476,69 @@ mod tests {
                     assert!(reason.contains(why), "{reason} for {bad}")
                 }
                 other => panic!("{other:?} for {bad}"),
+            }
+        }
+    }
+
+    /// The category line holds every path a category can have ([`crate::IdCategory::new`], the
+    /// ZooKeeper path rule), verbatim: spaces, U+00A0 and other separators included, which
+    /// rendered before and were refused as a "bad category path" when read back, so the keeper,
+    /// `zooid restore` and `zooid dump` failed on the category's record. A path the rule refuses
+    /// is refused here too.
+    #[test]
+    fn every_category_path_round_trips() {
+        for category in [
+            "/app/my ids",
+            "/\u{a0}x",
+            "/a ",
+            "/ a/ b",
+            "/x\u{2028}y",
+            "/.x",
+        ] {
+            crate::IdCategory::new(category).unwrap();
+            let r = Record {
+                category: category.into(),
+                ..record()
+            };
+            let text = r.render();
+            assert!(
+                text.contains(&format!("\ncategory {category}\n")),
+                "{text:?}"
+            );
+            assert_eq!(
+                Record::parse("r", text.as_bytes()).unwrap(),
+                r,
+                "{category:?}"
+            );
+            assert_eq!(
+                Record::parse_of(category, "r", text.as_bytes()).unwrap(),
+                r,
+                "{category:?}"
+            );
+        }
+        let good = record().render();
+        for bad in [
+            "x",
+            "/",
+            "/a/",
+            "/a//b",
+            "/a/./b",
+            "/a/..",
+            "/a\tb",
+            "/a\rb",
+            "/a\u{7f}",
+            "/a\u{85}",
+            "/x\u{e000}",
+            "/a\0b",
+        ] {
+            assert!(crate::IdCategory::new(bad).is_err(), "{bad:?}");
+            let text = good.replace("/eventpublish/idgen/did", bad);
+            match Record::parse("r", text.as_bytes()) {
+                Err(ZooidError::CorruptPool { reason, line, .. }) => {
+                    assert!(reason.contains("bad category path"), "{reason} for {bad:?}");
+                    assert_eq!(line, 2, "{bad:?}");
+                }
+                other => panic!("{other:?} for {bad:?}"),
             }
         }
     }

@@ -861,6 +861,49 @@ fn keeps_a_block_category_under_its_record(path: &str, layout: zooid::Layout) {
     });
 }
 
+/// A category whose path holds a space is kept like any other. The keeper reads its record
+/// back at every evaluation after the first, and that read refused the path as a "bad category
+/// path": raises stopped at the first ceiling, and takes waited there until they failed.
+#[test]
+fn a_keeper_keeps_a_category_whose_path_holds_a_space() {
+    let zk = ZkServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records");
+    let connect = zk.connect_string();
+    runtime().block_on(async {
+        let svc = service(&connect, Duration::from_secs(5)).await;
+        let cat = IdCategory::new("/kws/my ids").unwrap();
+        svc.create_category(&cat, &CategorySpec::new(1, i64::MAX / 2).ceiling(0))
+            .await
+            .unwrap();
+        let mut k = keeper("k", dir.path(), &connect, &records, "/kws", 100, &[]);
+        tokio::task::block_in_place(|| k.wait_log("joined", Duration::from_secs(20)));
+        // Ten times the reserve floor: raises after the first, each after reading the record.
+        let (mut taken, mut top) = (0, 0);
+        while taken < 1000 {
+            let set = match svc.take_ids(&cat, 50).await {
+                Ok(set) => set,
+                Err(err) => {
+                    let log = k.log();
+                    let lines: Vec<&str> = log.lines().collect();
+                    let tail = &lines[lines.len().saturating_sub(10)..];
+                    panic!("after {taken} IDs: {err}; the keeper's last lines: {tail:#?}")
+                }
+            };
+            top = top.max(ids(&set).into_iter().max().unwrap());
+            taken += set.count_ids();
+        }
+        k.kill();
+        let durable = DurableStore::open(records.to_str().unwrap()).unwrap();
+        let record = durable.read(cat.name()).await.unwrap().expect("a record");
+        assert!(
+            top <= record.ceiling,
+            "ID {top} above the record {}",
+            record.ceiling
+        );
+    });
+}
+
 /// `zooid restore` says loudly when a category comes back exhausted: its record's ceiling is
 /// its last ID (a keeper had reserved the whole rest), so no take succeeds after the restore.
 #[test]
