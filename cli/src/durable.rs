@@ -17,7 +17,9 @@ pub fn under_root(category: &str, root: &str) -> bool {
             .is_some_and(|rest| rest.starts_with('/'))
 }
 
-/// `zooid restore`: recreates every category under `root` from the durable record.
+/// `zooid restore`: recreates every category under `root` from the durable record. A record
+/// that cannot be read is named on stderr and left as it is, whatever `root` (its category is
+/// not known), and the others are restored; the command then fails, counting both.
 pub fn restore(
     connect: &str,
     options: &ConnectOptions,
@@ -29,8 +31,12 @@ pub fn restore(
     // The durable store's clients live on the runtime, like everything async here.
     block_on(async {
         let store = DurableStore::open(location)?;
+        let listing = store.list().await?;
+        for err in &listing.unreadable {
+            eprintln!("zooid: restore: skipped a record that could not be read: {err}");
+        }
         let mut failures = 0;
-        for record in store.list().await? {
+        for record in listing.records {
             if !under_root(&record.category, root) {
                 continue;
             }
@@ -52,10 +58,17 @@ pub fn restore(
                 }
             }
         }
+        let mut reasons = Vec::new();
         if failures > 0 {
+            reasons.push(format!("{failures} categories could not be restored"));
+        }
+        if let Some(unreadable) = unreadable(&listing.unreadable) {
+            reasons.push(unreadable);
+        }
+        if !reasons.is_empty() {
             return Err(ZooidError::Store {
                 path: location.to_string(),
-                reason: format!("{failures} categories could not be restored"),
+                reason: reasons.join("; "),
             });
         }
         Ok(())
@@ -182,15 +195,35 @@ pub fn keeper(connect: &str, options: &ConnectOptions, args: KeeperArgs) -> zooi
     })?
 }
 
-/// `zooid dump`: the records, as stored, to stdout.
+/// `zooid dump`: the records, as stored, to stdout. A record that cannot be read is named on
+/// stderr and left as it is; the others are printed, and the command then fails.
 pub fn dump(location: &str) -> zooid::Result<()> {
     block_on(async {
         let store = DurableStore::open(location)?;
-        for record in store.list().await? {
+        let listing = store.list().await?;
+        for record in &listing.records {
             print!("{}", record.render());
         }
-        Ok(())
+        for err in &listing.unreadable {
+            eprintln!("zooid: dump: skipped a record that could not be read: {err}");
+        }
+        match unreadable(&listing.unreadable) {
+            Some(reason) => Err(ZooidError::Store {
+                path: location.to_string(),
+                reason,
+            }),
+            None => Ok(()),
+        }
     })?
+}
+
+/// What the summary of a command says of the records it could not read, if any.
+fn unreadable(errors: &[ZooidError]) -> Option<String> {
+    match errors.len() {
+        0 => None,
+        1 => Some("1 record could not be read (left as it is)".into()),
+        n => Some(format!("{n} records could not be read (left as they are)")),
+    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::record::Record;
-use super::{file_name, SUFFIX};
+use super::{file_name, Listing, SUFFIX};
 use crate::error::{Result, ZooidError};
 
 /// A directory holding durable records.
@@ -80,24 +80,34 @@ impl DirRecords {
         }
     }
 
-    /// Every record, sorted by category.
-    pub fn list(&self) -> Result<Vec<Record>> {
-        let mut records = Vec::new();
+    /// Every file whose name ends in `.record`, read as a record ([`Listing`]): one that
+    /// cannot be read or parsed is listed as unreadable, naming it, and left as it is. An error
+    /// only when the directory cannot be read.
+    pub fn list(&self) -> Result<Listing> {
+        let mut paths = Vec::new();
         for entry in fs::read_dir(&self.dir).map_err(|e| io_error(&self.dir, e))? {
             let entry = entry.map_err(|e| io_error(&self.dir, e))?;
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
             // Temporary files end in `.tmp` and the lock is `.lock`; a name starting with `.` is
             // a record too (the category `/.x`).
-            if !name.ends_with(SUFFIX) {
-                continue;
+            if entry
+                .file_name()
+                .as_encoded_bytes()
+                .ends_with(SUFFIX.as_bytes())
+            {
+                paths.push(entry.path());
             }
-            let path = entry.path();
-            let data = fs::read(&path).map_err(|e| io_error(&path, e))?;
-            records.push(Record::parse(&path.display().to_string(), &data)?);
         }
-        records.sort_by(|a, b| a.category.cmp(&b.category));
-        Ok(records)
+        paths.sort();
+        let mut listing = Listing::default();
+        for path in paths {
+            match fs::read(&path) {
+                Ok(data) => listing.push(Record::parse(&path.display().to_string(), &data)),
+                // Removed since the directory was read.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => listing.push(Err(io_error(&path, e))),
+            }
+        }
+        Ok(listing.sorted())
     }
 
     /// Writes `record` if it moves nothing backwards (see [`Record::check_succeeds`]), and makes
@@ -160,16 +170,43 @@ mod tests {
                 (*category, 100 + i as i64)
             );
         }
-        let mut listed: Vec<String> = records
-            .list()
-            .unwrap()
-            .into_iter()
-            .map(|r| r.category)
-            .collect();
+        let listing = records.list().unwrap();
+        assert!(listing.unreadable.is_empty(), "{:?}", listing.unreadable);
+        let mut listed: Vec<String> = listing.records.into_iter().map(|r| r.category).collect();
         let mut expected: Vec<String> = categories.iter().map(|c| c.to_string()).collect();
         listed.sort();
         expected.sort();
         assert_eq!(listed, expected);
+    }
+
+    /// A file that is not a record does not hide the others: it is listed as unreadable, named
+    /// with why, and left as it is; so is one that cannot be read (here a directory).
+    #[test]
+    fn an_unreadable_file_is_listed_apart_and_left_as_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let records = DirRecords::open(dir.path()).unwrap();
+        records.write(&record("/b", 200)).unwrap();
+        records.write(&record("/a", 100)).unwrap();
+        let garbage = dir.path().join("x.record");
+        fs::write(&garbage, "not a record\n").unwrap();
+        fs::create_dir(dir.path().join("y.record")).unwrap();
+
+        let listing = records.list().unwrap();
+        let listed: Vec<&str> = listing
+            .records
+            .iter()
+            .map(|r| r.category.as_str())
+            .collect();
+        assert_eq!(listed, ["/a", "/b"]);
+        match &listing.unreadable[..] {
+            [ZooidError::CorruptPool { path, reason, .. }, ZooidError::Store { path: y, .. }] => {
+                assert!(path.ends_with("/x.record"), "{path}");
+                assert!(reason.contains("expected 6 lines, found 1"), "{reason}");
+                assert!(y.ends_with("/y.record"), "{y}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(fs::read(&garbage).unwrap(), b"not a record\n");
     }
 
     /// Two categories whose names differ only in case share one file where the file system

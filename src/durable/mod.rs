@@ -15,7 +15,34 @@ pub use record::{now_ms, rfc3339_ms, Fence, Record, RECORD_VERSION};
 #[cfg(feature = "s3")]
 pub use s3::S3Records;
 
-use crate::error::Result;
+use crate::error::{Result, ZooidError};
+
+/// Every record a store holds, as [`DurableStore::list`] found them: one record that cannot be
+/// read does not hide the others.
+#[derive(Debug, Default)]
+pub struct Listing {
+    /// The records read, sorted by category.
+    pub records: Vec<Record>,
+    /// One error per record file or object that could not be read, naming it (its path, or
+    /// `s3://BUCKET/KEY`) and why: `CorruptPool` when its content is not a record, `Store` when
+    /// reading it failed. In the order of their names; the files and objects are left as they
+    /// are.
+    pub unreadable: Vec<ZooidError>,
+}
+
+impl Listing {
+    fn push(&mut self, read: Result<Record>) {
+        match read {
+            Ok(record) => self.records.push(record),
+            Err(err) => self.unreadable.push(err),
+        }
+    }
+
+    fn sorted(mut self) -> Self {
+        self.records.sort_by(|a, b| a.category.cmp(&b.category));
+        self
+    }
+}
 
 /// Suffix of record files and objects.
 pub(crate) const SUFFIX: &str = ".record";
@@ -64,7 +91,7 @@ impl DurableStore {
 
     #[cfg(not(feature = "s3"))]
     fn open_s3(location: &str) -> Result<Self> {
-        Err(crate::error::ZooidError::InvalidArgument(format!(
+        Err(ZooidError::InvalidArgument(format!(
             "{location}: this build of zooid has no S3 support (cargo feature `s3`); \
              use a directory, or a build with the feature (the zooid CLI has it)"
         )))
@@ -83,8 +110,9 @@ impl DurableStore {
         }
     }
 
-    /// Every record, sorted by category.
-    pub async fn list(&self) -> Result<Vec<Record>> {
+    /// Every record, and every record file or object that could not be read ([`Listing`]); an
+    /// error only when the listing itself failed.
+    pub async fn list(&self) -> Result<Listing> {
         match self {
             DurableStore::Dir(d) => {
                 let d = d.clone();
@@ -119,7 +147,7 @@ async fn blocking<T: Send + 'static>(
     }
     tokio::task::spawn_blocking(f)
         .await
-        .map_err(|e| crate::error::ZooidError::Store {
+        .map_err(|e| ZooidError::Store {
             path: "durable record".into(),
             reason: format!("I/O task failed: {e}"),
         })?

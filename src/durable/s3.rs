@@ -12,7 +12,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
 
 use super::record::Record;
-use super::{file_name, SUFFIX};
+use super::{file_name, Listing, SUFFIX};
 use crate::error::{Result, ZooidError};
 
 /// How many times a conditional write is retried after losing a race.
@@ -87,37 +87,39 @@ impl S3Records {
         Ok(self.read_tagged(category).await?.map(|(r, _)| r))
     }
 
-    /// Every record, sorted by category.
-    pub async fn list(&self) -> Result<Vec<Record>> {
+    /// Every object under the prefix whose key ends in `.record`, read as a record
+    /// ([`Listing`]): one that cannot be read or parsed is listed as unreadable, naming it, and
+    /// left as it is. An error only when the listing itself fails.
+    pub async fn list(&self) -> Result<Listing> {
         use futures_util::TryStreamExt as _;
         let prefix = (!self.prefix.is_empty()).then(|| ObjectPath::from(self.prefix.as_str()));
-        let metas: Vec<_> = self
+        let mut metas: Vec<_> = self
             .store
             .list(prefix.as_ref())
             .try_collect()
             .await
             .map_err(|e| self.error(&ObjectPath::from(self.prefix.as_str()), e))?;
-        let mut records = Vec::new();
+        metas.sort_by(|a, b| a.location.cmp(&b.location));
+        let mut listing = Listing::default();
         for meta in metas {
             if !meta.location.as_ref().ends_with(SUFFIX) {
                 continue;
             }
-            let got = self
-                .store
-                .get(&meta.location)
-                .await
-                .map_err(|e| self.error(&meta.location, e))?;
-            let bytes = got
-                .bytes()
-                .await
-                .map_err(|e| self.error(&meta.location, e))?;
-            records.push(Record::parse(
-                &format!("s3://{}/{}", self.bucket, meta.location),
-                &bytes,
-            )?);
+            let bytes = match self.store.get(&meta.location).await {
+                Ok(got) => got.bytes().await,
+                Err(e) => Err(e),
+            };
+            match bytes {
+                Ok(bytes) => listing.push(Record::parse(
+                    &format!("s3://{}/{}", self.bucket, meta.location),
+                    &bytes,
+                )),
+                // Deleted since the listing.
+                Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => listing.push(Err(self.error(&meta.location, e))),
+            }
         }
-        records.sort_by(|a, b| a.category.cmp(&b.category));
-        Ok(records)
+        Ok(listing.sorted())
     }
 
     /// Writes `record` if it moves nothing backwards, with a conditional write against the

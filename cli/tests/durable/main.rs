@@ -372,7 +372,7 @@ fn directory_records_only_move_up_under_concurrent_writers() {
     );
     // Two processes' view: a second handle on the directory sees the same record.
     let again = DirRecords::open(dir.path()).unwrap();
-    assert_eq!(again.list().unwrap().len(), 1);
+    assert_eq!(again.list().unwrap().records.len(), 1);
 }
 
 /// The S3 backend against a real S3-compatible server (moto): the server honours conditional
@@ -401,7 +401,7 @@ fn s3_records_use_conditional_writes_and_only_move_up() {
         );
         let store = Arc::new(DurableStore::open("s3://zooid-durable/records").unwrap());
         concurrent_writers_never_move_backwards(Arc::clone(&store), "/s3/cat").await;
-        assert_eq!(store.list().await.unwrap().len(), 1);
+        assert_eq!(store.list().await.unwrap().records.len(), 1);
         // The keys of paths with a space, U+00A0 or a leading `.`: each record is found again
         // by its category and by the listing.
         let others = ["/s3/my ids", "/s3/\u{a0}x", "/s3/.x"];
@@ -417,6 +417,7 @@ fn s3_records_use_conditional_writes_and_only_move_up() {
             .list()
             .await
             .unwrap()
+            .records
             .into_iter()
             .map(|r| r.category)
             .collect();
@@ -487,6 +488,41 @@ fn s3_records_use_conditional_writes_and_only_move_up() {
         .output()
         .unwrap());
     assert!(dump.contains("category /s3k/c\n"), "{dump}");
+
+    // An object that is not a record is named, left as it is, and hides no other record.
+    let garbage = b"not a record\n".to_vec();
+    runtime().block_on(async {
+        let raw = S3Records::open(location).unwrap();
+        raw.put_if("/x", garbage.clone(), None).await.unwrap();
+        let listing = raw.list().await.unwrap();
+        assert_eq!(listing.records.len(), 1);
+        let named = |e: &ZooidError| {
+            matches!(e, ZooidError::CorruptPool { path, .. } if path.ends_with("/keeper/x.record"))
+        };
+        assert!(
+            matches!(&listing.unreadable[..], [e] if named(e)),
+            "{:?}",
+            listing.unreadable
+        );
+    });
+    let (dump, err) = failed(
+        &Command::new(env!("CARGO_BIN_EXE_zooid"))
+            .args(["dump", "--durable", location])
+            .output()
+            .unwrap(),
+    );
+    assert!(dump.contains("category /s3k/c\n"), "{dump}");
+    assert!(err.contains("s3://zooid-durable/keeper/x.record"), "{err}");
+    let (restored, err) = failed(&zooid(&connect, &["restore", "--durable", location]));
+    assert!(restored.contains("kept     /s3k/c"), "{restored}");
+    assert!(err.contains("s3://zooid-durable/keeper/x.record"), "{err}");
+    runtime().block_on(async {
+        let raw = S3Records::open(location).unwrap();
+        // Still there, and still not a record.
+        assert!(raw.put_if("/x", b"other".to_vec(), None).await.is_err());
+        let listing = raw.list().await.unwrap();
+        assert_eq!(listing.unreadable.len(), 1);
+    });
 }
 
 fn zooid(connect: &str, args: &[&str]) -> Output {
@@ -578,6 +614,18 @@ fn cli_init_show_dump_restore() {
     );
 }
 
+fn failed(out: &Output) -> (String, String) {
+    assert!(
+        !out.status.success(),
+        "zooid succeeded: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// A category whose path holds a space or U+00A0 (ZooKeeper accepts both) is dumped and
 /// restored like any other: its record's category line is the path verbatim. Such a record was
 /// refused as a "bad category path" when read back, so `dump` and `restore` failed (and the
@@ -630,4 +678,67 @@ fn a_category_whose_path_holds_whitespace_is_dumped_and_restored() {
     // The bumped records read back too.
     let dump = ok(zooid(&connect, &["dump", "--durable", rec]));
     assert_eq!(dump.matches("fence 1 0\n").count(), 2, "{dump}");
+}
+
+/// One record that cannot be read does not stop the others: `zooid restore` restores every
+/// good category, names the bad file on stderr and exits non-zero; `zooid dump` prints the good
+/// records and does the same; the bad file is left as it is. The first unreadable record
+/// failed both commands before anything was restored or printed.
+#[test]
+fn an_unreadable_record_is_reported_and_the_others_restored() {
+    let zk = ZkServer::start();
+    let connect = zk.connect_string();
+    let records = tempfile::tempdir().unwrap();
+    let rec = records.path().to_str().unwrap();
+    let store = DirRecords::open(rec).unwrap();
+    let fence = Fence {
+        generation: 0,
+        token: 7,
+    };
+    for (cat, ceiling) in [("/bad/a", 20), ("/bad/b", 30)] {
+        store
+            .write(&Record::new(cat, r(1, 1000), ceiling, fence))
+            .unwrap();
+    }
+    let garbage = records.path().join("x.record");
+    std::fs::write(&garbage, "not a record\n").unwrap();
+
+    let (dump, err) = failed(&zooid(&connect, &["dump", "--durable", rec]));
+    assert!(
+        dump.contains("category /bad/a\n"),
+        "stdout {dump:?}, stderr {err:?}"
+    );
+    assert!(
+        dump.contains("category /bad/b\n"),
+        "stdout {dump:?}, stderr {err:?}"
+    );
+    assert_eq!(
+        err.lines().filter(|l| l.contains("x.record")).count(),
+        1,
+        "{err}"
+    );
+
+    let (restored, err) = failed(&zooid(&connect, &["restore", "--durable", rec]));
+    assert!(
+        restored.contains("restored /bad/a bounds 1:1000 ceiling 20 epoch 1"),
+        "stdout {restored:?}, stderr {err:?}"
+    );
+    assert!(
+        restored.contains("restored /bad/b bounds 1:1000 ceiling 30 epoch 1"),
+        "{restored}"
+    );
+    assert_eq!(
+        err.lines().filter(|l| l.contains("x.record")).count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("1 record could not be read"), "{err}");
+    for (cat, ceiling) in [("/bad/a", 20), ("/bad/b", 30)] {
+        let show = ok(zooid(&connect, &["show", cat]));
+        assert!(
+            show.contains(&format!("ceiling:    {ceiling} (epoch 1)")),
+            "{show}"
+        );
+    }
+    assert_eq!(std::fs::read(&garbage).unwrap(), b"not a record\n");
 }
