@@ -13,8 +13,8 @@
 //!   take is one `create` of a sequential node under `--path` (its number names the batch), a
 //!   push one `delete` of it. Nothing is recycled; no two processes write the same node.
 //! - `raw-multi`: the same with zooid's shapes of a fresh take and a push (src/alloc/blocks/,
-//!   src/alloc/holes/) on the raw client: a take is `multi[check(pool), check(zooid-blocks-0,
-//!   0), create(sequential)]`, a push `create(hole)`, with zooid's node names; no reads, no
+//!   src/alloc/holes/) on the raw client: a take is `multi[check(zooid-blocks-0, 0),
+//!   create(sequential)]`, a push `create(hole)`, with zooid's node names; no reads, no
 //!   listing, no choice. It separates what the protocol's writes cost the server from what
 //!   zooid's client adds. `ZOOID_RAW_MULTI` varies the shapes ([`Shape`]).
 //! - `raw-kept`: `raw` keeping what it writes: a take is the same sequential `create`, a push a
@@ -453,7 +453,8 @@ impl MultiShape {
 }
 
 /// Which ops `raw-multi` sends: zooid's by default, others from `ZOOID_RAW_MULTI` (a
-/// comma-separated list: `no-pool-check`, `no-parent-check` leave a take's check out,
+/// comma-separated list: `pool-check` adds the check of the pool node a take made before
+/// claims stopped checking it, `no-parent-check` leaves the take's check of its generation out,
 /// `push-receipt` sends a push as the protocol did before pushes dropped their receipt,
 /// `multi[create(hole), setData(receipt)]`), to measure what each op costs the servers.
 struct Shape {
@@ -465,14 +466,14 @@ struct Shape {
 impl Shape {
     fn from_env() -> Result<Shape, String> {
         let mut shape = Shape {
-            pool_check: true,
+            pool_check: false,
             parent_check: true,
             push_receipt: false,
         };
         let list = std::env::var("ZOOID_RAW_MULTI").unwrap_or_default();
         for item in list.split(',').filter(|i| !i.is_empty()) {
             match item {
-                "no-pool-check" => shape.pool_check = false,
+                "pool-check" => shape.pool_check = true,
                 "no-parent-check" => shape.parent_check = false,
                 "push-receipt" => shape.push_receipt = true,
                 other => return Err(format!("ZOOID_RAW_MULTI: unknown item {other:?}")),

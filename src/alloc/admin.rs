@@ -441,36 +441,94 @@ impl<S: Store> Core<S> {
     }
 
     /// Raises the ceiling with a versioned write (see [`raise_ceiling`](Self::raise_ceiling)).
+    /// A pool in block allocation without a ceiling gets its first one only once its generation
+    /// is sealed: claims and takes of holes check that their generation is open, not the pool
+    /// node, so none planned without a ceiling applies after it.
     pub(super) async fn raise(&self, category: &IdCategory, ceiling: i64) -> Result<()> {
         let name = category.name();
         let (mut slot, mut budget) = self.hold(category).await?;
-        let plan = |pool: &Pool, _| {
-            let target = ceiling.min(pool.bounds().end());
-            if let Some(current) = pool.ceiling().filter(|&c| c > target) {
-                return Err(ZooidError::WentBackwards {
-                    what: format!("ceiling of {name}"),
-                    reason: format!("raising it to {target} would lower it from {current}"),
-                });
+        loop {
+            slot.forget();
+            // The generation sealed for this attempt (a first ceiling of a block pool).
+            let sealed: Option<u64> = match self.zk.as_ref() {
+                Some(session) => {
+                    let read_on = self.read_on();
+                    let node = self.read(name, &mut budget).await?;
+                    let pool = Pool::parse(name, &node.data)?;
+                    match pool.blocks() {
+                        #[cfg(not(zooid_mutant = "first_ceiling_unsealed"))]
+                        Some(layout) if pool.ceiling().is_none() => {
+                            let frontier = super::blocks::repair::sealed_frontier(
+                                session,
+                                name,
+                                &layout,
+                                node.version,
+                                read_on,
+                            )
+                            .await?;
+                            if frontier.is_none() {
+                                // The pool moved on: read it again.
+                                if !budget.try_attempt() {
+                                    return Err(self.budget_error(
+                                        category,
+                                        &budget,
+                                        LastFailure::Conflict,
+                                    ));
+                                }
+                                continue;
+                            }
+                            Some(layout.generation)
+                        }
+                        _ => None,
+                    }
+                }
+                None => None,
+            };
+            let moved_on = Cell::new(false);
+            let plan = |pool: &Pool, _| {
+                let target = ceiling.min(pool.bounds().end());
+                if let Some(current) = pool.ceiling().filter(|&c| c > target) {
+                    return Err(ZooidError::WentBackwards {
+                        what: format!("ceiling of {name}"),
+                        reason: format!("raising it to {target} would lower it from {current}"),
+                    });
+                }
+                #[cfg(not(zooid_mutant = "first_ceiling_unsealed"))]
+                if let (Some(layout), None) = (pool.blocks(), pool.ceiling()) {
+                    if sealed != Some(layout.generation) {
+                        // Not the generation sealed (moved on, or a first ceiling not
+                        // planned): seal again.
+                        moved_on.set(true);
+                        return Ok(Plan::Keep);
+                    }
+                }
+                let mut next = pool.clone();
+                let raised = target.abs_diff(pool.ceiling().unwrap_or(target));
+                next.set_ceiling(Some(target));
+                Ok(Plan::Write {
+                    next,
+                    moved: Vec::new(),
+                    count: raised,
+                })
+            };
+            let step = self
+                .update(
+                    category,
+                    &mut slot,
+                    &mut budget,
+                    OpKind::Ceiling,
+                    true,
+                    plan,
+                )
+                .await?;
+            if matches!(step, Step::Kept) && moved_on.get() {
+                if !budget.try_attempt() {
+                    return Err(self.budget_error(category, &budget, LastFailure::Conflict));
+                }
+                continue;
             }
-            let mut next = pool.clone();
-            let raised = target.abs_diff(pool.ceiling().unwrap_or(target));
-            next.set_ceiling(Some(target));
-            Ok(Plan::Write {
-                next,
-                moved: Vec::new(),
-                count: raised,
-            })
-        };
-        self.update(
-            category,
-            &mut slot,
-            &mut budget,
-            OpKind::Ceiling,
-            true,
-            plan,
-        )
-        .await?;
-        Ok(())
+            return Ok(());
+        }
     }
 }
 

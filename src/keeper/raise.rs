@@ -7,11 +7,11 @@
 use tokio::time::Instant;
 
 use super::Active;
-use crate::alloc::blocks::generations;
+use crate::alloc::blocks::{generations, repair};
 use crate::alloc::fenced::{self, Change, Planned};
 use crate::durable::{Fence, Record};
 use crate::error::{Result, ZooidError};
-use crate::format::Pool;
+use crate::format::{sequence_parent, Pool};
 use crate::recipes::election::FencedOp;
 use crate::zk::{Failure, ReadOn, Verdict, ZooKeeperExt};
 
@@ -213,10 +213,12 @@ impl Active<'_> {
 
     /// The first ceiling of a pool without one: a fenced write, at the version read, of ceiling
     /// 0 (nothing more is handed out, as from a category created with `--ceiling 0`), with no
-    /// durable record. A claim of fresh blocks planned before it fails its check of the pool
-    /// version, and none after it hands out anything, so the next evaluation (at once) finds a
-    /// ceiling without a record and makes durable, first, a ceiling above everything handed
-    /// out (`high_water` as read then, which no take can pass any more).
+    /// durable record. In block allocation the pool's generation is sealed first and the write
+    /// checks that it still is: claims of fresh blocks and takes of holes check that their
+    /// generation is open, not the pool node, so none planned before it applies after it, and
+    /// none after it hands out anything. The next evaluation (at once) finds a ceiling without
+    /// a record and makes durable, first, a ceiling above everything handed out (`high_water`
+    /// as read then, which no take can pass any more).
     async fn provisional(
         &mut self,
         path: &str,
@@ -243,11 +245,23 @@ impl Active<'_> {
             Planned::Write(write) => write,
             Planned::Again { .. } => return Ok(Wrote::Conflict),
         };
-        let ops = [FencedOp::SetData {
+        let mut ops = vec![FencedOp::SetData {
             path: path.to_string(),
             data: write.data.clone(),
             version: Some(write.version),
         }];
+        #[cfg(not(zooid_mutant = "first_ceiling_unsealed"))]
+        if let Some(layout) = pool.blocks() {
+            let sealed = repair::sealed_frontier(self.zk, path, &layout, version, read_on).await?;
+            if sealed.is_none() {
+                return Ok(Wrote::Conflict); // The pool moved on: read it again.
+            }
+            // Sealed once: `generations::seal` writes it at data version 0.
+            ops.push(FencedOp::Check {
+                path: sequence_parent(path, layout.generation),
+                version: 1,
+            });
+        }
         if !self.zk.still_on(read_on) {
             return Ok(Wrote::Conflict);
         }

@@ -75,8 +75,9 @@ impl Blocks {
     }
 }
 
-/// The claim `multi` of one block: `check(P, version)`, `check(P/zooid-blocks-G, 0)`,
-/// `create(P/zooid-blocks-G/TOKEN-, PERSISTENT_SEQUENTIAL)`.
+/// The claim `multi` of one block: `check(P/zooid-blocks-G, 0)`,
+/// `create(P/zooid-blocks-G/TOKEN-, PERSISTENT_SEQUENTIAL)`. It does not check the pool node:
+/// every pool write that narrows what a claim may hand out seals the generation first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Claim {
     pub incarnation: u8,
@@ -103,9 +104,6 @@ pub enum Claimed {
 impl Claim {
     /// Applies the `multi` (all or nothing).
     pub fn apply(&self, zk: &mut Zk, rotate_at: u8) -> Claimed {
-        if zk.version != self.version {
-            return Claimed::Changed;
-        }
         let Some(b) = zk.blocks.as_mut() else {
             return Claimed::Missing;
         };
@@ -178,8 +176,8 @@ impl Push {
     }
 }
 
-/// A take of holes: `check(P, version)`, `check(P/zooid-blocks-G, 0)` (its generation still
-/// open), `delete(P/zooid-holes/h-...)` for each, `create(P/zooid-returned/m-TOKEN,
+/// A take of holes: `check(P/zooid-blocks-G, 0)` (its generation still open, which every pool
+/// write that narrows the take's ceiling closes first), `delete(P/zooid-holes/h-...)` for each, `create(P/zooid-returned/m-TOKEN,
 /// EPHEMERAL)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct HoleTake {
@@ -208,9 +206,6 @@ impl HoleTake {
     pub fn apply(&self, zk: &mut Zk) -> Taken {
         if zk.incarnation != self.incarnation {
             return Taken::Missing;
-        }
-        if zk.version != self.version {
-            return Taken::Changed;
         }
         let Some(b) = zk.blocks.as_mut() else {
             return Taken::Missing;

@@ -57,9 +57,10 @@ pub enum Kind {
     Raise { fence: u8 },
     /// The fix of finding 2: a pool without a ceiling first gets, by the fenced write at the
     /// version read and with no durable record yet, the ceiling `high water as read`. It hands
-    /// out nothing new, and it fails every claim planned before it (they check the pool
-    /// version); the next evaluation makes durable a ceiling at or above the frontier it then
-    /// reads, which no claim can pass any more.
+    /// out nothing new; in block allocation its generation is sealed first, so every claim and
+    /// take of holes planned before it fails (they check that their generation is open, not
+    /// the pool version); the next evaluation makes durable a ceiling at or above the frontier
+    /// it then reads, which no claim can pass any more.
     Provisional,
     /// Remove the free IDs at or below `recorded`, epoch `generation`, new ceiling; in block
     /// allocation, move fresh blocks to a new generation from `max(base, recorded + 1,
@@ -122,6 +123,9 @@ impl ZooidModel {
             None if matches!(cfg.bug, Bug::FirstCeilingLags | Bug::FirstCeilingRereads) => Some(
                 Phase::Durable(plan((hw + reserve).max(recorded.unwrap_or(0)), raise)),
             ),
+            None if zk.blocks.is_some() && cfg.bug != Bug::FirstCeilingUnsealed => {
+                Some(Phase::Seal(plan(hw, Kind::Provisional)))
+            }
             None => Some(Phase::Pool(plan(hw, Kind::Provisional))),
             Some(c) => {
                 let unrecorded = recorded.is_none_or(|r| r < c);
@@ -149,7 +153,8 @@ impl ZooidModel {
     }
 
     /// Repair in block allocation: seals the generation (claims fail from now on), reads its
-    /// final frontier; the new ceiling covers it.
+    /// final frontier; the new ceiling covers it. The first ceiling: seals the generation, then
+    /// writes the pool.
     pub fn keeper_seal(&self, st: &mut State) {
         let Phase::Seal(mut plan) = st.keeper.phase else {
             return;
@@ -163,6 +168,10 @@ impl ZooidModel {
         };
         let generation = usize::from(b.generation);
         b.generations[generation].sealed = true;
+        if plan.kind == Kind::Provisional {
+            st.keeper.phase = Phase::Pool(plan);
+            return;
+        }
         let frontier = b.frontier();
         if let Kind::Repair { frontier: f, .. } = &mut plan.kind {
             *f = frontier;

@@ -183,6 +183,17 @@ fn finding_2_first_ceiling_lag_is_found() {
     );
 }
 
+/// Claims and takes of holes do not check the pool node: a first ceiling written without
+/// sealing the generation lets those planned before it hand out IDs above it.
+#[test]
+fn first_ceiling_without_a_seal_is_found() {
+    finds(
+        blocks_first_ceiling(),
+        Bug::FirstCeilingUnsealed,
+        &[BELOW_RECORD, NO_DUPLICATE],
+    );
+}
+
 /// Re-reading the frontier after the first durable write does not fix finding 2: the pool has no
 /// ceiling until the fenced write, so claims pass the record in between.
 #[test]

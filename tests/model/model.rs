@@ -29,6 +29,10 @@ pub enum Bug {
     /// record again while it moved past it) before the fenced write at the version read: the
     /// pool still has no ceiling, so claims go on handing out IDs above the record meanwhile.
     FirstCeilingRereads,
+    /// The first ceiling of a pool in block allocation written without sealing its generation
+    /// first: claims and takes of holes do not check the pool node, so those planned before it
+    /// still hand out IDs above it.
+    FirstCeilingUnsealed,
     /// A push in doubt whose holes are not all there once its fate is decided, taken as not
     /// applied and sent again: the rule of a push that wrote a receipt, wrong without one (a
     /// take may have taken the holes it created).

@@ -406,10 +406,10 @@ fn an_interrupted_generation_move_does_not_stall_the_category() {
     runtime().block_on(async {
         let svc = open(&connect, Duration::from_secs(8)).await;
         let cat = IdCategory::new("/review3b/c").unwrap();
-        svc.create_category(&cat, &CategorySpec::new(1, 1_000_000).blocks(100))
-            .await
-            .unwrap();
-        svc.raise_ceiling(&cat, 1000).await.unwrap();
+        // Created with its ceiling: a first ceiling raised onto a block pool seals its
+        // generation, and the take below would move it on.
+        let spec = CategorySpec::new(1, 1_000_000).blocks(100).ceiling(1000);
+        svc.create_category(&cat, &spec).await.unwrap();
         let mut seen = BTreeSet::new();
         let set = svc.take_ids(&cat, 1000).await.unwrap();
         no_duplicate(&mut seen, &set, "before the move");

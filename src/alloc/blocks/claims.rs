@@ -18,8 +18,7 @@ use crate::zk::{
 pub(crate) enum Claim {
     /// The take owns blocks `first..first + count` of the generation.
     Granted { first: i64 },
-    /// The pool node changed since the version planned on, or the claim was not applied on the
-    /// session it was planned on (which ended, or whose lost reply was found not applied): plan
+    /// The claim was not applied on the session it was planned on (which ended, or whose lost reply was found not applied): plan
     /// again, on the pool as it is now. A plan never crosses a session.
     Changed,
     /// The generation is sealed: move on to the next one, then try again.
@@ -95,9 +94,11 @@ impl Doubt {
     }
 }
 
-/// Claims `count` consecutive blocks of `blocks.generation` under pool `path`, if the pool is
-/// still at `version` as read on the session generation and connection `planned`; resolves a
-/// lost reply within a deadline of its own. The claim is sent once, and only bound to the session and
+/// Claims `count` consecutive blocks of `blocks.generation` under pool `path`, if that
+/// generation is still open, on the session generation and connection `planned` the pool was
+/// read on; resolves a lost reply within a deadline of its own. The pool node is not checked:
+/// every pool write that narrows what a claim may hand out (a first ceiling, a repair, a move)
+/// seals the generation first, so a claim planned on the pool before such a write fails. The claim is sent once, and only bound to the session and
 /// connection it was planned on (`Multi::commit_on`): after a session ended, a reconnection, or
 /// a lost reply found not applied, the caller reads the pool and plans again (a pool restored
 /// after ZooKeeper lost its data may sit at the same version with another base).
@@ -105,7 +106,6 @@ impl Doubt {
 pub(crate) async fn claim(
     zk: &Zk,
     path: &str,
-    version: i32,
     blocks: &Blocks,
     count: u32,
     planned: ReadOn,
@@ -121,9 +121,7 @@ pub(crate) async fn claim(
     }
     let options = Create::new(Mode::PersistentSequential);
     let mut multi = Multi::new();
-    // Op 0 checks the pool node, op 1 the generation's node.
-    multi.check(path, version);
-    let gate = multi.len();
+    // Op 0 checks that the generation is open.
     multi.check(&parent, 0);
     for _ in 0..count {
         multi.create(&name, &[], &options);
@@ -134,12 +132,7 @@ pub(crate) async fn claim(
     };
     let verdict = failed.verdict();
     match (failed.index, verdict) {
-        (Some(0), Verdict::BadVersion) => Ok(Claim::Changed),
-        (Some(0), Verdict::NoNode) => Err(ZooidError::NotFound {
-            category: path.to_string(),
-        }),
-        (Some(i), Verdict::BadVersion | Verdict::NoNode) if i < gate => Ok(Claim::Changed),
-        (Some(i), Verdict::BadVersion) if i == gate => Ok(Claim::Sealed),
+        (Some(0), Verdict::BadVersion) => Ok(Claim::Sealed),
         (Some(_), Verdict::NoNode) => Ok(Claim::Missing),
         // Not sent: the client reconnected since the pool was read. Plan again on a new read.
         (_, Verdict::NotSent) => Ok(Claim::Changed),
@@ -149,7 +142,7 @@ pub(crate) async fn claim(
         (_, Verdict::Expired | Verdict::Closed) => Ok(Claim::Changed),
         #[cfg(zooid_mutant = "claim_resent_across_restore")]
         (_, Verdict::Expired | Verdict::Closed) => {
-            mutant_resend(zk, path, version, blocks, count, budget).await
+            mutant_resend(zk, path, blocks, count, budget).await
         }
         (_, Verdict::Unknown) => {
             let err = &failed.failure;
@@ -167,7 +160,7 @@ pub(crate) async fn claim(
                 Resolved::NotApplied => Ok(Claim::Changed),
                 #[cfg(zooid_mutant = "claim_resent_across_restore")]
                 Resolved::NotApplied => {
-                    mutant_resend(zk, path, version, blocks, count, budget).await
+                    mutant_resend(zk, path, blocks, count, budget).await
                 }
                 Resolved::Unknown(doubt) => Ok(Claim::Unknown(doubt)),
             }
@@ -182,7 +175,6 @@ pub(crate) async fn claim(
 fn mutant_resend<'a>(
     zk: &'a Zk,
     path: &'a str,
-    version: i32,
     blocks: &'a Blocks,
     count: u32,
     budget: &'a mut Budget,
@@ -192,7 +184,7 @@ fn mutant_resend<'a>(
             return Ok(Claim::Changed);
         }
         budget.backoff().await;
-        claim(zk, path, version, blocks, count, zk.read_on(), budget).await
+        claim(zk, path, blocks, count, zk.read_on(), budget).await
     })
 }
 

@@ -5,18 +5,20 @@
 //! blocks of `unit` IDs, and a take claims fresh blocks by creating sequential nodes:
 //!
 //! ```text
-//! multi[ check(P, version V),                 the pool as planned on (ceiling, generation)
-//!        check(P/zooid-blocks-G, version 0),  the generation is not sealed
+//! multi[ check(P/zooid-blocks-G, version 0),  the generation is not sealed
 //!        create(P/zooid-blocks-G/<token>-, PERSISTENT_SEQUENTIAL) x m ]
 //! ```
+//!
+//! The pool node is not checked: every pool write that narrows what a claim planned before it
+//! may hand out (a first ceiling, a repair, a move to the next generation) seals the generation
+//! first, and a ceiling raised meanwhile only lets through more than the claim hands out.
 //!
 //! ZooKeeper numbers the children of `zooid-blocks-G` from its child version, and a `multi`
 //! applies as one transaction, so the `m` creates get `m` consecutive numbers that no other
 //! create ever gets: block `s` is `base + s * unit ..= base + (s + 1) * unit - 1`. Claims do not
-//! conflict with each other (only a write of the pool node itself, a generation move or a
-//! ceiling, fails the claims planned on the version before), so contending processes do not
-//! retry, the server serves them in arrival order, and each take is one transaction whatever
-//! the contention (docs/DESIGN.md).
+//! conflict with each other (only a seal of their generation fails them), so contending
+//! processes do not retry, the server serves them in arrival order, and each take is one
+//! transaction whatever the contention (docs/DESIGN.md).
 //!
 //! - **Lost reply.** The created names start with the take's random token: after a `sync`, the
 //!   token among the children says whether the take applied and which numbers it got. The nodes

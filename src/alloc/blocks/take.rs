@@ -114,7 +114,7 @@ impl<S: Store> OnZooKeeper<'_, S> {
         let Strategy::Blocks(layout) = state.strategy else {
             return Ok(Claimed::Replan);
         };
-        let (version, planned) = (state.version, state.read_on);
+        let planned = state.read_on;
         let (last, ceiling) = (state.pool.bounds().end(), state.pool.ceiling());
         let top = ceiling.unwrap_or(last).min(last);
         self.check_frontier(path, &layout, last, top, ceiling)
@@ -122,7 +122,7 @@ impl<S: Store> OnZooKeeper<'_, S> {
         let count = n.div_ceil(layout.unit).clamp(1, MAX_BLOCKS_PER_TAKE);
         let count = u32::try_from(count).unwrap_or(1);
         let mut budget = self.next_phase(path)?;
-        let claimed = claims::claim(session, path, version, &layout, count, planned, &mut budget);
+        let claimed = claims::claim(session, path, &layout, count, planned, &mut budget);
         let first = match claimed.await? {
             Claim::Granted { first } => first,
             Claim::Changed => {

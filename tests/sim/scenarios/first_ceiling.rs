@@ -11,8 +11,8 @@
 //! block scenario handed IDs 37..=46 out twice, the single-node one 37..=46 too.
 //!
 //! Fixed: a pool without a ceiling first gets, by the fenced write at the version read, the
-//! provisional ceiling 0 and no record (nothing more is handed out; a claim planned before it
-//! fails its version check); the next evaluation finds a ceiling without a record and makes
+//! provisional ceiling 0 and no record (nothing more is handed out; in block allocation the
+//! generation is sealed first, so a claim planned before it fails); the next evaluation finds a ceiling without a record and makes
 //! durable, first, a ceiling above the high water it reads then (the model's
 //! `Kind::Provisional`, tests/model/keeper.rs). No record ever exists below what a pool without
 //! a ceiling can hand out.
@@ -526,4 +526,133 @@ fn a_repair_of_a_pool_without_a_ceiling_writes_no_record_before_the_pool_has_one
         wipe_restore_and_check(&world, &records, &category, bounds, &p_ids).await;
         keeper.abort();
     });
+}
+
+/// Who gives the pool its first ceiling.
+#[derive(Clone, Copy, Debug)]
+enum FirstCeiling {
+    /// The keeper: the provisional ceiling, then a durable one above the high water.
+    Keeper,
+    /// The operator: `raise_ceiling` to 30.
+    Operator,
+}
+
+/// A claim of fresh blocks planned on the pool before its first ceiling and sent after it.
+/// Claims check that their generation is open, not the pool node, so whoever writes a first
+/// ceiling seals the generation first (src/keeper/raise.rs `provisional`, src/alloc/admin.rs
+/// `raise`). Q plans a take of 40 IDs on the pool without a ceiling (high water 20) and pauses
+/// just before its claim is sent; the first ceiling lands (K: the provisional one, then 36 made
+/// durable and raised to; the operator: 30); Q's claim goes out then. Without the seal (the
+/// mutant `first_ceiling_unsealed`) it lands in the generation Q planned on and hands out IDs
+/// above the ceiling (above K's durable record, which the restored pool hands out again after a
+/// wipe). With it, the claim meets the sealed generation, Q finishes the move and plans again
+/// under the ceiling.
+#[test]
+fn a_claim_planned_before_the_first_ceiling_does_not_land_after_it() {
+    run_scenario(claim_across_the_first_ceiling(61, FirstCeiling::Keeper));
+    run_scenario(claim_across_the_first_ceiling(67, FirstCeiling::Operator));
+}
+
+async fn claim_across_the_first_ceiling(seed: u64, by: FirstCeiling) {
+    {
+        let world = World::new(seed, Faults::all().none(), false);
+        tokio::spawn(world.clone().drive());
+        let admin: Zk = SimSession::open(&world, 0, 0);
+        let category = IdCategory::new("/ids/first").unwrap();
+        let path = category.name().to_string();
+        let bounds = IdRange::new(1, 1000).unwrap();
+        let creator = IdGeneratorService::on_zookeeper(admin.clone(), ServiceOptions::default());
+        let spec = CategorySpec::new(1, 1000).layout(Layout::HoleNodes { unit: 4 });
+        creator
+            .create_category(&category, &spec)
+            .await
+            .expect("create");
+        let p = IdGeneratorService::on_zookeeper(SimSession::open(&world, 2, 2), p_options());
+        let mut held: Vec<IdRange> = Vec::new();
+        for _ in 0..2 {
+            let set = p.take_ids(&category, 10).await.expect("P take");
+            held.extend(set.ranges().to_vec());
+        }
+        let old = creator.pool_info(&category).await.expect("info");
+        assert_eq!(old.ceiling, None, "guard: the pool has no ceiling");
+        let generation = old.blocks.expect("guard: block allocation").generation;
+
+        // Q plans its take on the pool without a ceiling and pauses before its claim is sent.
+        let q_gate = Gate::armed();
+        let mut q_zk = Flaky::over(SimSession::open(&world, 3, 3));
+        q_zk.pause_write_under = Some((
+            zooid::format::sequence_parent(&path, generation),
+            q_gate.clone(),
+        ));
+        let q = Arc::new(IdGeneratorService::on_zookeeper(q_zk.into_zk(), p_options()));
+        let q_take = tokio::spawn({
+            let (q, category) = (q.clone(), category.clone());
+            async move { q.take_ids(&category, 40).await }
+        });
+        q_gate.entered.notified().await;
+
+        // The first ceiling lands while Q's claim waits.
+        let dir = RecordDir::new(&format!("claim-in-flight-{seed}"));
+        let records = DirRecords::open(&dir.0).expect("durable store");
+        let (keeper, ceiling) = match by {
+            FirstCeiling::Keeper => {
+                let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+                let (keeper, stop) =
+                    start_keeper(SimSession::open(&world, 1, 1), &records, &lines);
+                for _ in 0..300 {
+                    if contains(&lines, "raised category=") {
+                        break;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+                assert!(
+                    contains(&lines, &format!("provisional category={path}")),
+                    "guard: K wrote the provisional ceiling"
+                );
+                assert!(
+                    contains(&lines, "raised category="),
+                    "guard: K raised the pool"
+                );
+                let record = records.read(&path).expect("read");
+                (Some((keeper, stop)), record.expect("guard: a record").ceiling)
+            }
+            FirstCeiling::Operator => {
+                creator.raise_ceiling(&category, 30).await.expect("raise");
+                (None, 30)
+            }
+        };
+        assert!(
+            !q_take.is_finished(),
+            "guard: Q's claim was still waiting when K's ceiling landed"
+        );
+
+        // Q's claim goes out now.
+        q_gate.release.notify_one();
+        let q_ids = match q_take.await.expect("Q's task") {
+            Ok(set) => set.ranges().to_vec(),
+            Err(err) => {
+                println!("Q: {err}");
+                Vec::new()
+            }
+        };
+        let now = creator.pool_info(&category).await.expect("info");
+        println!(
+            "first ceiling {ceiling} ({by:?}); Q got {q_ids:?}; pool ceiling {:?}, generation {:?} (planned on {generation})",
+            now.ceiling,
+            now.blocks.map(|b| b.generation)
+        );
+        let above: Vec<i64> = ids_of(&q_ids)
+            .into_iter()
+            .filter(|&id| id > ceiling)
+            .collect();
+        assert!(
+            above.is_empty(),
+            "Q's claim planned before the first ceiling ({by:?}) handed out {above:?}, above its {ceiling}"
+        );
+        held.extend(q_ids);
+        if let Some((keeper, _stop)) = keeper {
+            wipe_restore_and_check(&world, &records, &category, bounds, &held).await;
+            keeper.abort();
+        }
+    }
 }
