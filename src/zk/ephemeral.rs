@@ -6,8 +6,9 @@ use std::time::Duration;
 use super::{Fate, Zk};
 
 /// Deletes the ephemeral node `path`, made on the session of `generation`, in the background
-/// (best effort, up to 20 tries): a node of a given-up session goes with it, and without a
-/// runtime nothing is done (the node stays until its session ends).
+/// (best effort, up to 20 tries), on the runtime the session lives on (wherever the handle was
+/// dropped): a node of a given-up session goes with it, and a session naming no runtime, called
+/// outside one, gets nothing done (the node stays until its session ends).
 ///
 /// The task never holds the session (a [`WeakZk`](super::WeakZk), upgraded only to send each
 /// delete, whose reply it then awaits without a handle): closing the session right after the
@@ -16,12 +17,9 @@ pub(crate) fn delete_in_background(zk: &Zk, generation: u64, path: String) {
     if zk.is_gone_generation(generation) {
         return; // it goes with its session
     }
-    let Ok(handle) = tokio::runtime::Handle::try_current() else {
-        return;
-    };
     let ended = zk.ended();
     let weak = zk.downgrade();
-    handle.spawn(async move {
+    super::interface::spawn_background(&**zk, async move {
         let delete = async {
             let mut backoff = Duration::from_millis(50);
             for _ in 0..20 {

@@ -332,6 +332,15 @@ pub trait ZooKeeper: Send + Sync + 'static {
     /// A handle that does not keep the session open (for background tasks).
     fn downgrade(&self) -> WeakZk;
 
+    /// The tokio runtime the session lives on, where background work of a handle dropped
+    /// anywhere (a plain thread, a runtime of the caller's that shuts down first) is spawned
+    /// ([`spawn_background`]), so that it runs while the session does. The default is the
+    /// calling thread's runtime, if any: for sessions that run on their caller's runtime (the
+    /// simulator's).
+    fn runtime(&self) -> Option<tokio::runtime::Handle> {
+        tokio::runtime::Handle::try_current().ok()
+    }
+
     /// Releases this handle; when it is the last one, closes the session and resolves once the
     /// servers answered the close (its ephemeral nodes are gone).
     fn close(self: Arc<Self>) -> BoxFuture<'static, ()>;
@@ -549,6 +558,21 @@ async fn caught_up<Z: ZooKeeper + ?Sized>(
 }
 
 impl<Z: ZooKeeper + ?Sized> ZooKeeperExt for Z {}
+
+/// Spawns `task` on the runtime `zk`'s session lives on ([`ZooKeeper::runtime`]), wherever this
+/// is called from: the background cleanup of a handle dropped on a plain thread or in another
+/// runtime. `false` when the session names no runtime and none is current (nothing is spawned).
+pub(crate) fn spawn_background(
+    zk: &(impl ZooKeeper + ?Sized),
+    task: impl std::future::Future<Output = ()> + Send + 'static,
+) -> bool {
+    let Some(runtime) = zk.runtime() else {
+        return false;
+    };
+    // On a runtime already shut down the task is dropped unrun (its session went with it).
+    drop(runtime.spawn(task));
+    true
+}
 
 /// Conveniences on every [`ZooKeeper`].
 pub trait ZooKeeperExt: ZooKeeper {

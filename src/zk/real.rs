@@ -192,6 +192,10 @@ impl ZooKeeper for Session {
         Session::ended(self).boxed()
     }
 
+    fn runtime(&self) -> Option<tokio::runtime::Handle> {
+        Some(Session::runtime(self).clone())
+    }
+
     fn downgrade(&self) -> super::interface::WeakZk {
         let weak = Session::downgrade(self);
         super::interface::WeakZk::new(move || {

@@ -94,6 +94,9 @@ struct Inner {
     lease_renewed: Arc<tokio::sync::Notify>,
     /// Woken when a hold starts (the renewal starts).
     renew_wake: Arc<tokio::sync::Notify>,
+    /// The runtime the session was opened on: its client's tasks and the monitor run there,
+    /// and so does the background cleanup of handles dropped elsewhere.
+    runtime: tokio::runtime::Handle,
 }
 
 /// The outcome of confirming a given-up generation's end: how, or why not.
@@ -147,6 +150,11 @@ impl Session {
         }
         let (client, server_version) =
             open_client(connect, options, options.server_version).await?;
+        // There is one: the client was just opened on it.
+        let runtime = tokio::runtime::Handle::try_current().map_err(|err| ZooidError::Store {
+            path: String::new(),
+            reason: format!("a ZooKeeper session needs a tokio runtime: {err}"),
+        })?;
         let status = SessionStatus {
             state: ConnectionState::Connected,
             generation: 1,
@@ -178,6 +186,7 @@ impl Session {
             lease_holders: std::sync::atomic::AtomicUsize::new(0),
             lease_renewed: Arc::new(tokio::sync::Notify::new()),
             renew_wake: Arc::new(tokio::sync::Notify::new()),
+            runtime,
         });
         metrics::gauge!("zooid_session_generation").set(1.0);
         publish_timeouts(&status);
@@ -198,6 +207,11 @@ impl Session {
     /// The options the session was opened with.
     pub fn options(&self) -> &ConnectOptions {
         &self.inner.options
+    }
+
+    /// The tokio runtime the session was opened on, where its client's tasks run.
+    pub fn runtime(&self) -> &tokio::runtime::Handle {
+        &self.inner.runtime
     }
 
     /// The servers' release the session's requests suit: [`ServerVersion::V3_4`] or

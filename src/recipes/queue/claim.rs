@@ -295,13 +295,11 @@ impl Held {
     }
 
     /// Completes or releases in the background, resending until done or the session is gone
-    /// (which releases the lock too).
+    /// (which releases the lock too). Runs on the session's runtime, wherever the claim was
+    /// dropped (a plain thread, a runtime of the caller's that shuts down first).
     pub(super) fn finish_in_background(self, how: Finish, data: Vec<u8>) {
-        let Ok(handle) = tokio::runtime::Handle::try_current() else {
-            // Without a runtime the lock stays until the session ends, which releases it too.
-            return;
-        };
-        handle.spawn(async move {
+        let zk = self.queue.zk.clone();
+        crate::zk::interface::spawn_background(&*zk, async move {
             if let Err(e) = self.finish(how, &data, None).await {
                 tracing::debug!(queue = %self.queue.path, item = %self.name, ?how, "background {how:?}: {e}");
             }

@@ -3,6 +3,7 @@
 
 use super::stray::Look;
 use super::*;
+use crate::zk::interface::spawn_background;
 
 pub(super) enum TryClaim {
     Claimed(Box<Claim>),
@@ -281,11 +282,8 @@ impl Inner {
         name: String,
         token: String,
     ) {
-        let Ok(handle) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
         let queue = self.clone();
-        handle.spawn(async move {
+        spawn_background(&*self.zk, async move {
             let lock = format!("{}/locks/{name}", queue.path);
             let item = format!("{}/items/{name}", queue.path);
             let look = || async {

@@ -4,6 +4,7 @@
 use super::lock::TryClaim;
 use super::stray::Look;
 use super::*;
+use crate::zk::interface::spawn_background;
 
 /// Where a waiter stands in the line.
 enum Position {
@@ -316,13 +317,9 @@ impl Inner {
 
     /// Deletes a waiter node in the background, retrying until it is gone or its session is.
     fn delete_waiter_in_background(self: &Arc<Self>, generation: u64, path: String) {
-        let Ok(handle) = tokio::runtime::Handle::try_current() else {
-            // Without a runtime the node stays until the session ends; the line does not wait
-            // for it (waiters behind look at the queue now and then).
-            return;
-        };
         let queue = self.clone();
-        handle.spawn(async move {
+        // On the session's runtime, wherever the waiter was dropped.
+        spawn_background(&*self.zk, async move {
             let mut backoff = Duration::from_millis(50);
             while !queue.delete_waiter_once(generation, &path).await {
                 tokio::time::sleep(backoff).await;
@@ -334,11 +331,8 @@ impl Inner {
     /// After a waiter create whose outcome stayed unknown: look for its node in the background
     /// ([`super::stray`]) and delete it if it shows up.
     fn sweep_waiter(self: &Arc<Self>, generation: u64, marker: String) {
-        let Ok(handle) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
         let queue = self.clone();
-        handle.spawn(async move {
+        spawn_background(&*self.zk, async move {
             let look = || async {
                 match queue.find_waiter(generation, &marker).await {
                     Ok(Some(name)) => Look::Found(name),

@@ -8,6 +8,7 @@
 
 use zooid_test_support as support;
 
+mod drop_anywhere;
 mod faults;
 mod finish_in_doubt;
 mod load;
