@@ -31,7 +31,13 @@ impl Inner {
                 limit: self.options.max_item_bytes,
             });
         }
-        let mut slot = self.guard.lock().await;
+        // From the call on: the wait for the handle's guard counts too, so k puts through one
+        // handle each end within `op_timeout`, not the k-th after k of them.
+        let deadline = Instant::now() + self.options.op_timeout;
+        let Ok(mut slot) = tokio::time::timeout_at(deadline, self.guard.lock()).await else {
+            // Never had the guard: nothing was sent.
+            return Err(self.put_timeout());
+        };
         // Out of the handle for the whole put: dropped with the put's future, it is retired.
         let mut held = PutGuard {
             queue: self,
@@ -40,7 +46,7 @@ impl Inner {
         // An earlier attempt of this put that may still apply.
         let mut in_doubt: Option<InDoubt> = None;
         let outcome = self
-            .put_until_decided(data, &mut held.guard, &mut in_doubt)
+            .put_until_decided(data, &mut held.guard, &mut in_doubt, deadline)
             .await;
         // A mutant the simulator must find (tests/sim): the guard goes back after a put in
         // doubt too, its version one a copy still in flight may yet move, so the next put can
@@ -56,28 +62,25 @@ impl Inner {
         outcome
     }
 
-    /// Retries put attempts until the put is decided or its deadline passes. `guard` is the
-    /// guard the put writes through (taken out of the handle); `in_doubt` is `Some` while an
-    /// attempt's outcome is unknown.
+    /// Retries put attempts until the put is decided or `deadline` (the put's call plus
+    /// `op_timeout`) passes. `guard` is the guard the put writes through (taken out of the
+    /// handle); `in_doubt` is `Some` while an attempt's outcome is unknown.
     async fn put_until_decided(
         &self,
         data: &[u8],
         guard: &mut Option<Guard>,
         in_doubt: &mut Option<InDoubt>,
+        deadline: Instant,
     ) -> Result<String> {
         let marker = random_marker();
         let item_prefix = format!("{}/items/i-{marker}-", self.path);
-        let deadline = Instant::now() + self.options.op_timeout;
         let mut backoff = Duration::from_millis(20);
         loop {
             if Instant::now() >= deadline {
                 if in_doubt.is_some() {
                     return Err(self.put_in_doubt());
                 }
-                return Err(ZooidError::Timeout {
-                    what: format!("put to queue {}", self.path),
-                    after: self.options.op_timeout,
-                });
+                return Err(self.put_timeout());
             }
             // The live generation and its session's id, read together.
             let status = self.zk.status();
@@ -100,11 +103,19 @@ impl Inner {
                 Ok(Some(name)) => return Ok(name),
                 Ok(None) => backoff = Duration::from_millis(20),
                 Err(PutStop::Fail(err)) => return Err(err),
+                // Never past the deadline: the loop's check above then ends the put.
                 Err(PutStop::Transient) => {
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_millis(500));
+                    sleep_or_deadline(&mut backoff, Some(deadline)).await;
                 }
             }
+        }
+    }
+
+    /// A put that ran out of time with nothing sent (or nothing in doubt).
+    fn put_timeout(&self) -> ZooidError {
+        ZooidError::Timeout {
+            what: format!("put to queue {}", self.path),
+            after: self.options.op_timeout,
         }
     }
 

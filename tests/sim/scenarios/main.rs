@@ -23,6 +23,7 @@ mod lost_create;
 mod lost_switch;
 mod migration;
 mod push_in_doubt;
+mod queued_puts;
 mod read_on_review;
 mod remembered_push;
 mod resurrected_generation;
