@@ -74,8 +74,12 @@ public final class WorkQueue extends NativeResource implements AutoCloseable {
      *
      * @throws TooLargeException if {@code data} is over the queue's item size limit; nothing was added
      * @throws QueueFullException if the queue holds its maximum number of items; nothing was added
-     * @throws OperationTimeoutException if no server answered within the operation timeout; the
-     *     item may or may not have been added
+     * @throws OperationTimeoutException if nothing was sent within the operation timeout (counted
+     *     from the call, the wait for this handle's turn among concurrent puts included); nothing
+     *     was added
+     * @throws OutcomeUnknownException if a request of the put may have reached the servers and its
+     *     fate could not be told within the operation timeout; the item may or may not have been
+     *     added ({@link OutcomeUnknownException#getOperation()} is {@code "put"}, no IDs)
      */
     public String put(byte[] data) throws IDGeneratorException {
         Objects.requireNonNull(data, "data");
@@ -201,7 +205,8 @@ public final class WorkQueue extends NativeResource implements AutoCloseable {
          * @throws SessionLostException if the claim was lost with its session; nothing was done,
          *     and the item is or will be handed out again
          * @throws OperationTimeoutException if no server answered within the operation timeout
-         *     (outcome unknown)
+         *     (outcome unknown; while the session lives the complete goes on in the background
+         *     until done)
          * @throws IllegalStateException if the claim is already finished
          */
         public void complete() throws IDGeneratorException {
@@ -217,6 +222,8 @@ public final class WorkQueue extends NativeResource implements AutoCloseable {
          *
          * @throws SessionLostException if the claim was lost with its session (its lock is gone
          *     already)
+         * @throws OperationTimeoutException if no server answered within the operation timeout
+         *     (while the session lives the release goes on in the background until done)
          * @throws IllegalStateException if the claim is already finished
          */
         public void release() throws IDGeneratorException {
