@@ -104,7 +104,7 @@ public final class WorkQueue extends NativeResource implements AutoCloseable {
         long millis = unit.toMillis(timeout);
         return withHandle(h -> {
             long claim = ZooidNative.queueClaim(h, millis);
-            return claim == 0 ? null : new Claim(claim, path);
+            return claim == 0 ? null : Claim.wrap(claim, path);
         });
     }
 
@@ -154,17 +154,30 @@ public final class WorkQueue extends NativeResource implements AutoCloseable {
         private final long sequence;
         private final byte[] data;
 
-        Claim(long handle, String queue) throws IDGeneratorException {
+        private Claim(long handle, String queue, String item, long sequence, byte[] data) {
             super(handle);
             this.queue = queue;
+            this.item = item;
+            this.sequence = sequence;
+            this.data = data;
+        }
+
+        /**
+         * The claim behind the native {@code handle}, which it takes over: either the returned
+         * object owns the handle, or the handle is freed (the item released in the background)
+         * and what was thrown is rethrown. Any failure counts, an {@link OutOfMemoryError} above
+         * all: copying a 1 MB item, or allocating the claim object itself (its fields included)
+         * in a full heap. Left unfreed, the handle would keep the item locked by no one while the
+         * session lives. The catch allocates nothing.
+         */
+        static Claim wrap(long handle, String queue) throws IDGeneratorException {
             try {
-                this.item = ZooidNative.claimItem(handle);
-                this.sequence = ZooidNative.claimSequence(handle);
-                this.data = ZooidNative.claimData(handle);
+                String item = ZooidNative.claimItem(handle);
+                long sequence = ZooidNative.claimSequence(handle);
+                byte[] data = ZooidNative.claimData(handle);
+                return new Claim(handle, queue, item, sequence, data);
             } catch (Throwable e) {
-                // Any failure (an OutOfMemoryError copying a 1 MB item too): release the claim
-                // rather than leave the item locked by no one.
-                closeOnce();
+                ZooidNative.claimFree(handle);
                 throw e;
             }
         }
