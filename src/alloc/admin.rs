@@ -442,8 +442,8 @@ impl<S: Store> Core<S> {
 
     /// Raises the ceiling with a versioned write (see [`raise_ceiling`](Self::raise_ceiling)).
     /// A pool in block allocation without a ceiling gets its first one only once its generation
-    /// is sealed: claims and takes of holes check that their generation is open, not the pool
-    /// node, so none planned without a ceiling applies after it.
+    /// is sealed: claims of fresh blocks check that their generation is open, not the pool node,
+    /// so none planned without a ceiling applies after it.
     pub(super) async fn raise(&self, category: &IdCategory, ceiling: i64) -> Result<()> {
         let name = category.name();
         let (mut slot, mut budget) = self.hold(category).await?;

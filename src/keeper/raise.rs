@@ -214,9 +214,9 @@ impl Active<'_> {
     /// The first ceiling of a pool without one: a fenced write, at the version read, of ceiling
     /// 0 (nothing more is handed out, as from a category created with `--ceiling 0`), with no
     /// durable record. In block allocation the pool's generation is sealed first and the write
-    /// checks that it still is: claims of fresh blocks and takes of holes check that their
-    /// generation is open, not the pool node, so none planned before it applies after it, and
-    /// none after it hands out anything. The next evaluation (at once) finds a ceiling without
+    /// checks that it still is: claims of fresh blocks check that their generation is open, not
+    /// the pool node, so none planned before it applies after it, and none after it hands out
+    /// anything. The next evaluation (at once) finds a ceiling without
     /// a record and makes durable, first, a ceiling above everything handed out (`high_water`
     /// as read then, which no take can pass any more).
     async fn provisional(

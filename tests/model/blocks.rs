@@ -176,8 +176,8 @@ impl Push {
     }
 }
 
-/// A take of holes: `check(P/zooid-blocks-G, 0)` (its generation still open, which every pool
-/// write that narrows the take's ceiling closes first), `delete(P/zooid-holes/h-...)` for each, `create(P/zooid-returned/m-TOKEN,
+/// A take of holes: `check(P, version)`, `check(P/zooid-blocks-G, 0)` (its generation still
+/// open), `delete(P/zooid-holes/h-...)` for each, `create(P/zooid-returned/m-TOKEN,
 /// EPHEMERAL)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct HoleTake {
@@ -206,6 +206,9 @@ impl HoleTake {
     pub fn apply(&self, zk: &mut Zk) -> Taken {
         if zk.incarnation != self.incarnation {
             return Taken::Missing;
+        }
+        if zk.version != self.version {
+            return Taken::Changed;
         }
         let Some(b) = zk.blocks.as_mut() else {
             return Taken::Missing;

@@ -57,9 +57,9 @@ pub enum Kind {
     Raise { fence: u8 },
     /// The fix of finding 2: a pool without a ceiling first gets, by the fenced write at the
     /// version read and with no durable record yet, the ceiling `high water as read`. It hands
-    /// out nothing new; in block allocation its generation is sealed first, so every claim and
-    /// take of holes planned before it fails (they check that their generation is open, not
-    /// the pool version); the next evaluation makes durable a ceiling at or above the frontier
+    /// out nothing new; in block allocation its generation is sealed first, so every claim
+    /// planned before it fails (claims check that their generation is open, not the pool
+    /// version); the next evaluation makes durable a ceiling at or above the frontier
     /// it then reads, which no claim can pass any more.
     Provisional,
     /// Remove the free IDs at or below `recorded`, epoch `generation`, new ceiling; in block

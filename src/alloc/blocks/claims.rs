@@ -98,7 +98,8 @@ impl Doubt {
 /// generation is still open, on the session generation and connection `planned` the pool was
 /// read on; resolves a lost reply within a deadline of its own. The pool node is not checked:
 /// every pool write that narrows what a claim may hand out (a first ceiling, a repair, a move)
-/// seals the generation first, so a claim planned on the pool before such a write fails. The claim is sent once, and only bound to the session and
+/// seals the generation first, so a claim planned on the pool before such a write fails (a take
+/// of holes, sent again on a new session, checks the pool node too). The claim is sent once, and only bound to the session and
 /// connection it was planned on (`Multi::commit_on`): after a session ended, a reconnection, or
 /// a lost reply found not applied, the caller reads the pool and plans again (a pool restored
 /// after ZooKeeper lost its data may sit at the same version with another base).

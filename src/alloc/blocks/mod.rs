@@ -9,9 +9,10 @@
 //!        create(P/zooid-blocks-G/<token>-, PERSISTENT_SEQUENTIAL) x m ]
 //! ```
 //!
-//! The pool node is not checked: every pool write that narrows what a claim planned before it
-//! may hand out (a first ceiling, a repair, a move to the next generation) seals the generation
-//! first, and a ceiling raised meanwhile only lets through more than the claim hands out.
+//! The pool node is not checked: the claim is sent only on the session and connection the pool
+//! was read on, every pool write that narrows what a claim planned before it may hand out (a
+//! first ceiling, a repair, a move to the next generation) seals the generation first, and a
+//! ceiling raised meanwhile only lets through more than the claim hands out.
 //!
 //! ZooKeeper numbers the children of `zooid-blocks-G` from its child version, and a `multi`
 //! applies as one transaction, so the `m` creates get `m` consecutive numbers that no other

@@ -9,7 +9,8 @@
 //!
 //! ```text
 //! push:  create(P/zooid-holes/h-START-END)                   one range; a multi of them for more
-//! take:  multi[ check(P/zooid-blocks-G, version 0),           the generation is open
+//! take:  multi[ check(P, version V),                          the pool as planned on
+//!               check(P/zooid-blocks-G, version 0),           the generation is open
 //!               delete(P/zooid-holes/h-...) x holes chosen,
 //!               create(P/zooid-holes/h-...) x what is left of them,
 //!               setData(P/zooid-returned/m-NAME, TOKEN) ]     the author's receipt

@@ -25,6 +25,9 @@ pub(crate) enum Claimed {
     /// Another take deleted one of the holes first, or a node for the rest exists already:
     /// nothing changed.
     Raced,
+    /// The pool node moved on from the version planned on (a ceiling, a new generation):
+    /// nothing changed.
+    Changed,
     /// The generation planned on is sealed (a move to the next one, or a repair, under way):
     /// nothing changed; the take finishes the move, or waits for the repair, and plans again.
     Sealed,
@@ -64,18 +67,21 @@ enum Outcome {
     Unknown(String),
 }
 
-/// Claims the holes `nodes` (names under `zooid-holes`) for a take on pool `path` planned in
-/// block generation `block_generation`, creating `remainder` again as holes. The claim checks
-/// that the generation is still open (its sequence parent at data version 0), not the pool
-/// node: a repair seals it before it gives up the holes at or below its record, so no take
-/// planned before can delete one of them and create its remainder under a name the repair did
-/// not list; a first ceiling seals it before it is written, so no take planned without it
-/// hands out holes above it. A lost reply is resolved (see [`resolve`]), within a deadline of its own;
+/// Claims the holes `nodes` (names under `zooid-holes`) for a take on pool `path` planned at
+/// pool version `version` in block generation `block_generation`, creating `remainder` again as
+/// holes. The claim checks that the generation is still open (its sequence parent at data
+/// version 0): a repair seals it before it gives up the holes at or below its record, so no
+/// take planned before can delete one of them and create its remainder under a name the
+/// repair did not list. Unlike a claim of fresh blocks it also checks the pool node: it is not
+/// bound to the connection it was planned on (it is sent again on a new session), and after a
+/// rollback of ZooKeeper the version is what stops a take planned on the newer pool from
+/// taking, from the rolled-back one, a hole another process took since the snapshot. A lost reply is resolved (see [`resolve`]), within a deadline of its own;
 /// not then: `OutcomeUnknown` naming `handed`, which stay unused.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn claim(
     zk: &Zk,
     path: &str,
+    version: i32,
     block_generation: u64,
     nodes: &[String],
     remainder: &[IdRange],
@@ -97,6 +103,7 @@ pub(crate) async fn claim(
         let generation = zk.generation();
         let persistent = Create::persistent();
         let mut multi = Multi::new();
+        multi.check(path, version);
         multi.check(&sequence_parent(path, block_generation), 0);
         for node in &deleted {
             multi.delete(node, None);
@@ -114,11 +121,17 @@ pub(crate) async fn claim(
             Err(failed) => failed,
         };
         let verdict = failed.verdict();
-        let holes_end = 1 + deleted.len() + created.len();
+        let holes_end = 2 + deleted.len() + created.len();
         match (failed.index, verdict) {
-            (Some(0), Verdict::BadVersion) => return Ok(Claimed::Sealed),
-            // No sequence parent (or no category: its repair finds out).
-            (Some(0), Verdict::NoNode) => return Ok(Claimed::Unnumbered),
+            // The pool moved on: plan again on the pool as it is.
+            (Some(0), Verdict::BadVersion) => return Ok(Claimed::Changed),
+            (Some(1), Verdict::BadVersion) => return Ok(Claimed::Sealed),
+            (Some(1), Verdict::NoNode) => return Ok(Claimed::Unnumbered),
+            (Some(0), Verdict::NoNode) => {
+                return Err(ZooidError::NotFound {
+                    category: path.to_string(),
+                })
+            }
             (Some(i), Verdict::NoNode | Verdict::NodeExists) if i < holes_end => {
                 return Ok(Claimed::Raced)
             }

@@ -345,6 +345,7 @@ impl<S: Store> OnZooKeeper<'_, S> {
         let claimed = requests::claim(
             session,
             path,
+            state.version,
             blocks.generation,
             &choice.nodes,
             &choice.remainder,
@@ -386,6 +387,7 @@ impl<S: Store> OnZooKeeper<'_, S> {
                         }
                         return Ok(Attempt::Raced(choice.nodes));
                     }
+                    Claimed::Changed => slot.cached = None,
                     // Finish what stands in the way, so that the next look finds a generation
                     // open (a repair under way completes by itself); then plan again.
                     Claimed::Sealed => {
