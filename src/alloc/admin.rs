@@ -314,48 +314,28 @@ impl<S: Store> Core<S> {
             // The pool is read again, and the holes given up below listed again by the next take.
             slot.forget();
             // The generation sealed for this attempt and its final frontier (block pools).
-            let sealed = match self.zk.as_ref() {
-                Some(session) => {
-                    // Before the read: a missing sequence parent is created only on the
-                    // session and connection the version was read on.
-                    let read_on = self.read_on();
-                    let node = self.read(path, &mut budget).await?;
-                    let pool = Pool::parse(path, &node.data)?;
-                    match pool.blocks() {
-                        Some(layout) if pool.ceiling().is_none_or(|c| c < ceiling) => {
-                            // Sealed first (a missing sequence parent created at the version
-                            // read, then sealed): no claim and no hole take planned before can
-                            // apply any more (each checks that its generation is open), so the
-                            // frontier is final and the listing the holes are given up from is
-                            // the last word on them.
-                            let sealed = super::blocks::repair::sealed_frontier(
-                                session,
-                                path,
-                                &layout,
-                                node.version,
-                                read_on,
-                            )
-                            .await?;
-                            let Some(frontier) = sealed else {
-                                // The pool moved on: read it again.
-                                if !budget.try_attempt() {
-                                    return Err(self.budget_error(
-                                        category,
-                                        &budget,
-                                        LastFailure::Conflict,
-                                    ));
-                                }
-                                continue;
-                            };
-                            holes_removed +=
-                                super::blocks::repair::give_up_holes(session, path, ceiling)
-                                    .await?;
-                            Some((layout.generation, frontier))
-                        }
-                        _ => None,
+            // Sealed first (a missing sequence parent created at the version read, then
+            // sealed): no claim and no hole take planned before can apply any more (each checks
+            // that its generation is open), so the frontier is final and the listing the holes
+            // are given up from is the last word on them.
+            let sealed = match self
+                .seal_for_attempt(category, &mut budget, |pool| {
+                    pool.ceiling().is_none_or(|c| c < ceiling)
+                })
+                .await?
+            {
+                Sealing::MovedOn => continue,
+                Sealing::NotNeeded => None,
+                Sealing::Sealed {
+                    generation,
+                    frontier,
+                } => {
+                    if let Some(session) = self.zk.as_ref() {
+                        holes_removed +=
+                            super::blocks::repair::give_up_holes(session, path, ceiling).await?;
                     }
+                    Some((generation, frontier))
                 }
-                None => None,
             };
             let moved_on = Cell::new(false);
             let plan = |pool: &Pool, _| {
@@ -450,39 +430,14 @@ impl<S: Store> Core<S> {
         loop {
             slot.forget();
             // The generation sealed for this attempt (a first ceiling of a block pool).
-            let sealed: Option<u64> = match self.zk.as_ref() {
-                Some(session) => {
-                    let read_on = self.read_on();
-                    let node = self.read(name, &mut budget).await?;
-                    let pool = Pool::parse(name, &node.data)?;
-                    match pool.blocks() {
-                        #[cfg(not(zooid_mutant = "first_ceiling_unsealed"))]
-                        Some(layout) if pool.ceiling().is_none() => {
-                            let frontier = super::blocks::repair::sealed_frontier(
-                                session,
-                                name,
-                                &layout,
-                                node.version,
-                                read_on,
-                            )
-                            .await?;
-                            if frontier.is_none() {
-                                // The pool moved on: read it again.
-                                if !budget.try_attempt() {
-                                    return Err(self.budget_error(
-                                        category,
-                                        &budget,
-                                        LastFailure::Conflict,
-                                    ));
-                                }
-                                continue;
-                            }
-                            Some(layout.generation)
-                        }
-                        _ => None,
-                    }
-                }
-                None => None,
+            #[cfg(not(zooid_mutant = "first_ceiling_unsealed"))]
+            let first = |pool: &Pool| pool.ceiling().is_none();
+            #[cfg(zooid_mutant = "first_ceiling_unsealed")]
+            let first = |_: &Pool| false;
+            let sealed = match self.seal_for_attempt(category, &mut budget, first).await? {
+                Sealing::MovedOn => continue,
+                Sealing::NotNeeded => None,
+                Sealing::Sealed { generation, .. } => Some(generation),
             };
             let moved_on = Cell::new(false);
             let plan = |pool: &Pool, _| {
@@ -528,6 +483,58 @@ impl<S: Store> Core<S> {
                 continue;
             }
             return Ok(());
+        }
+    }
+}
+
+/// What sealing a block pool's generation for one attempt of an operator's write came to.
+enum Sealing {
+    /// Not a pool in block allocation on ZooKeeper, or the write does not need it.
+    NotNeeded,
+    /// The pool moved on while its generation was sealed: read it again (an attempt counted).
+    MovedOn,
+    /// The generation the pool was read at is sealed: no claim planned before applies any
+    /// more, and its blocks end below `frontier`.
+    Sealed { generation: u64, frontier: i64 },
+}
+
+impl<S: Store> Core<S> {
+    /// Reads the pool and, when it is in block allocation and `needed` says so for it, seals
+    /// its generation (a missing sequence parent is created at the version read, then sealed:
+    /// only on the session and connection that version was read on). Past `budget` after the
+    /// pool moved on: the conflict error.
+    async fn seal_for_attempt(
+        &self,
+        category: &IdCategory,
+        budget: &mut Budget,
+        needed: impl Fn(&Pool) -> bool,
+    ) -> Result<Sealing> {
+        let Some(session) = self.zk.as_ref() else {
+            return Ok(Sealing::NotNeeded);
+        };
+        let path = category.name();
+        // Before the read: the parent is created only on the connection the version was read on.
+        let read_on = self.read_on();
+        let node = self.read(path, budget).await?;
+        let pool = Pool::parse(path, &node.data)?;
+        let Some(layout) = pool.blocks().filter(|_| needed(&pool)) else {
+            return Ok(Sealing::NotNeeded);
+        };
+        let sealed = super::blocks::repair::sealed_frontier(
+            session,
+            path,
+            &layout,
+            node.version,
+            read_on,
+        )
+        .await?;
+        match sealed {
+            Some(frontier) => Ok(Sealing::Sealed {
+                generation: layout.generation,
+                frontier,
+            }),
+            None if budget.try_attempt() => Ok(Sealing::MovedOn),
+            None => Err(self.budget_error(category, budget, LastFailure::Conflict)),
         }
     }
 }

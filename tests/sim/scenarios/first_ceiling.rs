@@ -25,7 +25,7 @@ use zooid::durable::{DirRecords, DurableStore, Record};
 use zooid::keeper::{KeeperOptions, Sizing};
 use zooid::range::IdRange;
 use zooid::zk::Zk;
-use zooid::{CategorySpec, IdCategory, IdGeneratorService, Layout, ServiceOptions};
+use zooid::{CategorySpec, IdCategory, IdGeneratorService, Layout, PoolInfo, ServiceOptions};
 
 use crate::session::{Flaky, Gate};
 use crate::support::{reopen, run_scenario, wipe};
@@ -124,14 +124,29 @@ fn start_keeper(
     (keeper, stop)
 }
 
-async fn scenario(seed: u64, layout: Layout, how: Keeper) {
+/// What every scenario here starts from: a world without faults, the category `/ids/first`
+/// (1..=1000, `layout`, no ceiling) made by an admin session, and P, a process of its own,
+/// which took 10 IDs twice.
+struct Start {
+    world: World,
+    creator: IdGeneratorService,
+    category: IdCategory,
+    path: String,
+    bounds: IdRange,
+    p: IdGeneratorService,
+    p_ids: Vec<IdRange>,
+    /// The pool after P's takes.
+    old: PoolInfo,
+}
+
+async fn start(seed: u64, layout: Layout) -> Start {
     let world = World::new(seed, Faults::all().none(), false);
     tokio::spawn(world.clone().drive());
     let admin: Zk = SimSession::open(&world, 0, 0);
     let category = IdCategory::new("/ids/first").unwrap();
     let path = category.name().to_string();
     let bounds = IdRange::new(1, 1000).unwrap();
-    let creator = IdGeneratorService::on_zookeeper(admin.clone(), ServiceOptions::default());
+    let creator = IdGeneratorService::on_zookeeper(admin, ServiceOptions::default());
     creator
         .create_category(&category, &CategorySpec::new(1, 1000).layout(layout))
         .await
@@ -143,11 +158,34 @@ async fn scenario(seed: u64, layout: Layout, how: Keeper) {
         p_ids.extend(set.ranges().to_vec());
     }
     let old = creator.pool_info(&category).await.expect("info");
+    assert_eq!(old.ceiling, None, "guard: the pool has no ceiling");
+    Start {
+        world,
+        creator,
+        category,
+        path,
+        bounds,
+        p,
+        p_ids,
+        old,
+    }
+}
+
+async fn scenario(seed: u64, layout: Layout, how: Keeper) {
+    let Start {
+        world,
+        creator,
+        category,
+        path,
+        bounds,
+        p,
+        mut p_ids,
+        old,
+    } = start(seed, layout).await;
     println!(
         "pool before the keeper: version {}, ceiling {:?}, blocks {:?}, high water {}; P holds {p_ids:?}",
         old.version, old.ceiling, old.blocks, old.high_water
     );
-    assert_eq!(old.ceiling, None, "guard: the pool has no ceiling");
     let blocks = matches!(layout, Layout::HoleNodes { .. });
     assert_eq!(old.blocks.is_some(), blocks, "guard: the layout");
 
@@ -442,28 +480,16 @@ fn a_first_ceiling_covers_what_was_handed_out_through_a_wipe() {
 #[test]
 fn a_repair_of_a_pool_without_a_ceiling_writes_no_record_before_the_pool_has_one() {
     run_scenario(async {
-        let world = World::new(59, Faults::all().none(), false);
-        tokio::spawn(world.clone().drive());
-        let admin: Zk = SimSession::open(&world, 0, 0);
-        let category = IdCategory::new("/ids/first").unwrap();
-        let path = category.name().to_string();
-        let bounds = IdRange::new(1, 1000).unwrap();
-        let creator = IdGeneratorService::on_zookeeper(admin.clone(), ServiceOptions::default());
-        creator
-            .create_category(
-                &category,
-                &CategorySpec::new(1, 1000).layout(Layout::SingleNode),
-            )
-            .await
-            .expect("create");
-        let p = IdGeneratorService::on_zookeeper(SimSession::open(&world, 2, 2), p_options());
-        let mut p_ids: Vec<IdRange> = Vec::new();
-        for _ in 0..2 {
-            let set = p.take_ids(&category, 10).await.expect("P take");
-            p_ids.extend(set.ranges().to_vec());
-        }
-        let old = creator.pool_info(&category).await.expect("info");
-        assert_eq!(old.ceiling, None, "guard: the pool has no ceiling");
+        let Start {
+            world,
+            creator,
+            category,
+            path,
+            bounds,
+            p,
+            mut p_ids,
+            old,
+        } = start(59, Layout::SingleNode).await;
         assert_eq!(old.high_water, 20, "guard: P took 1..=20");
         let dir = RecordDir::new("repair");
         let records = DirRecords::open(&dir.0).expect("durable store");
@@ -555,26 +581,16 @@ fn a_claim_planned_before_the_first_ceiling_does_not_land_after_it() {
 
 async fn claim_across_the_first_ceiling(seed: u64, by: FirstCeiling) {
     {
-        let world = World::new(seed, Faults::all().none(), false);
-        tokio::spawn(world.clone().drive());
-        let admin: Zk = SimSession::open(&world, 0, 0);
-        let category = IdCategory::new("/ids/first").unwrap();
-        let path = category.name().to_string();
-        let bounds = IdRange::new(1, 1000).unwrap();
-        let creator = IdGeneratorService::on_zookeeper(admin.clone(), ServiceOptions::default());
-        let spec = CategorySpec::new(1, 1000).layout(Layout::HoleNodes { unit: 4 });
-        creator
-            .create_category(&category, &spec)
-            .await
-            .expect("create");
-        let p = IdGeneratorService::on_zookeeper(SimSession::open(&world, 2, 2), p_options());
-        let mut held: Vec<IdRange> = Vec::new();
-        for _ in 0..2 {
-            let set = p.take_ids(&category, 10).await.expect("P take");
-            held.extend(set.ranges().to_vec());
-        }
-        let old = creator.pool_info(&category).await.expect("info");
-        assert_eq!(old.ceiling, None, "guard: the pool has no ceiling");
+        let Start {
+            world,
+            creator,
+            category,
+            path,
+            bounds,
+            p_ids: mut held,
+            old,
+            ..
+        } = start(seed, Layout::HoleNodes { unit: 4 }).await;
         let generation = old.blocks.expect("guard: block allocation").generation;
 
         // Q plans its take on the pool without a ceiling and pauses before its claim is sent.
