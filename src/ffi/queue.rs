@@ -212,9 +212,9 @@ pub unsafe extern "C" fn zooid_queue_open(
 /// `ZOOID_STATUS_QUEUE_FULL` when the queue holds its maximum number of items (nothing was
 /// added); `ZOOID_STATUS_OUTCOME_UNKNOWN` when a request of the put may have reached the servers
 /// and they did not confirm its fate within the operation timeout (the item may or may not have
-/// been added; no IDs are named); `ZOOID_STATUS_TIMEOUT` when nothing was sent within it (counted
-/// from the call, the wait for the handle's turn among concurrent puts included) and nothing was
-/// added; `ZOOID_STATUS_STORE`, `ZOOID_STATUS_CONNECTION_LOST`.
+/// been added; no IDs are named); `ZOOID_STATUS_TIMEOUT` when nothing was sent within it, or
+/// the put's turn among concurrent puts on the handle did not come within it, and nothing was
+/// added (a put returns within twice the operation timeout: its turn, then its requests); `ZOOID_STATUS_STORE`, `ZOOID_STATUS_CONNECTION_LOST`.
 ///
 /// # Safety
 /// `queue` must be NULL or a live queue; `data` valid for `len` bytes of reads; `name_buf` valid

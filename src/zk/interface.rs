@@ -561,11 +561,16 @@ impl<Z: ZooKeeper + ?Sized> ZooKeeperExt for Z {}
 
 /// Spawns `task` on the runtime `zk`'s session lives on ([`ZooKeeper::runtime`]), wherever this
 /// is called from: the background cleanup of a handle dropped on a plain thread or in another
-/// runtime. `false` when the session names no runtime and none is current (nothing is spawned).
+/// runtime. `false` when the session names no runtime and none is current, or in a process
+/// forked from the one that opened the session (the parent's runtime and session: nothing is
+/// spawned).
 pub(crate) fn spawn_background(
     zk: &(impl ZooKeeper + ?Sized),
     task: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> bool {
+    if crate::runtime::refuse_in_forked_child().is_err() {
+        return false;
+    }
     let Some(runtime) = zk.runtime() else {
         return false;
     };

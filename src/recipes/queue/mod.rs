@@ -373,9 +373,10 @@ impl WorkQueue {
     /// (`max_items` reached); in both cases nothing changed. [`ZooidError::OutcomeUnknown`]
     /// ([`crate::error::WriteOp::Put`]) when its fate could not be decided within `op_timeout`: the
     /// item may or may not have been added. [`ZooidError::Timeout`] when no server could be
-    /// reached for `op_timeout` before anything was sent. `op_timeout` runs from the call: puts
-    /// through one handle take turns, and the wait for its turn counts (a put whose turn did not
-    /// come in time is a `Timeout`, nothing sent).
+    /// reached for `op_timeout` before anything was sent. Puts through one handle take turns:
+    /// `op_timeout` bounds the wait for a put's turn (one whose turn did not come within it is a
+    /// `Timeout`, nothing sent), and from its turn on its requests get `op_timeout` of their
+    /// own, so a put returns within twice `op_timeout`.
     pub async fn put(&self, data: &[u8]) -> Result<String> {
         self.inner.put(data).await
     }

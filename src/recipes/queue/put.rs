@@ -31,13 +31,17 @@ impl Inner {
                 limit: self.options.max_item_bytes,
             });
         }
-        // From the call on: the wait for the handle's guard counts too, so k puts through one
-        // handle each end within `op_timeout`, not the k-th after k of them.
-        let deadline = Instant::now() + self.options.op_timeout;
-        let Ok(mut slot) = tokio::time::timeout_at(deadline, self.guard.lock()).await else {
-            // Never had the guard: nothing was sent.
+        // The wait for the handle's guard is bounded by `op_timeout` from the call, so k puts
+        // through one handle do not end after k of them; a put that never had the guard sent
+        // nothing.
+        let turn = Instant::now() + self.options.op_timeout;
+        let Ok(mut slot) = tokio::time::timeout_at(turn, self.guard.lock()).await else {
             return Err(self.put_timeout());
         };
+        // With the guard, the put's requests get `op_timeout` of their own: one that got its
+        // turn late would otherwise send with too little time left to learn its fate, and end
+        // in doubt on a healthy ensemble.
+        let deadline = Instant::now() + self.options.op_timeout;
         // Out of the handle for the whole put: dropped with the put's future, it is retired.
         let mut held = PutGuard {
             queue: self,

@@ -74,9 +74,9 @@ public final class WorkQueue extends NativeResource implements AutoCloseable {
      *
      * @throws TooLargeException if {@code data} is over the queue's item size limit; nothing was added
      * @throws QueueFullException if the queue holds its maximum number of items; nothing was added
-     * @throws OperationTimeoutException if nothing was sent within the operation timeout (counted
-     *     from the call, the wait for this handle's turn among concurrent puts included); nothing
-     *     was added
+     * @throws OperationTimeoutException if nothing was sent within the operation timeout, or this
+     *     put's turn among concurrent puts on the handle did not come within it; nothing was added
+     *     (a put returns within twice the timeout: its turn, then its requests)
      * @throws OutcomeUnknownException if a request of the put may have reached the servers and its
      *     fate could not be told within the operation timeout; the item may or may not have been
      *     added ({@link OutcomeUnknownException#getOperation()} is {@code "put"}, no IDs)
