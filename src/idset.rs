@@ -13,8 +13,11 @@ pub struct IdCategory {
 
 impl IdCategory {
     /// A category at `path`: absolute, no trailing `/`, no empty, `.` or `..` segments, no NUL,
-    /// and no character ZooKeeper refuses in a path ([`crate::zk::path::unsupported_char`]), on
-    /// every store, so that a category of an embedded store can live on ZooKeeper too.
+    /// no character ZooKeeper refuses in a path ([`crate::zk::path::unsupported_char`]), on
+    /// every store, so that a category of an embedded store can live on ZooKeeper too, and no
+    /// segment named as a node zooid keeps below a pool node
+    /// ([`crate::format::is_pool_child`]: `zooid-holes`, `zooid-blocks-N`, ...): a category
+    /// there would sit among another category's hole nodes or claims, and be read as one.
     pub fn new(path: impl Into<String>) -> Result<Self> {
         let path = path.into();
         let bad = |why: &str| {
@@ -39,6 +42,14 @@ impl IdCategory {
             .any(|seg| seg.is_empty() || seg == "." || seg == "..")
         {
             return bad("has an empty, '.' or '..' segment");
+        }
+        if let Some(seg) = path[1..]
+            .split('/')
+            .find(|seg| crate::format::is_pool_child(seg))
+        {
+            return bad(&format!(
+                "has the segment {seg:?}, a name zooid keeps for the nodes below a pool node"
+            ));
         }
         crate::zk::path::check_chars("category path", &path)?;
         Ok(Self { path })
@@ -179,6 +190,10 @@ mod tests {
             "/a\tb",
             "/a\u{e000}",
             "/a\u{1f600}",
+            "/a/zooid-holes/h-0000000000000000001-0000000000000001000",
+            "/a/zooid-blocks-0/x",
+            "/a/zooid-returned",
+            "/zooid-free-7/b",
         ] {
             let err = IdCategory::new(bad).unwrap_err();
             assert!(

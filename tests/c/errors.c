@@ -91,6 +91,11 @@ int main(int argc, char **argv) {
                   zooid_service_create_category(service, "no/leading/slash", spec));
     CHECK_LAST_ERROR_CONTAINS("must start with '/'");
     EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_service_create_category(service, "/", spec));
+    /* A path through the nodes zooid keeps below another category's pool node. */
+    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT,
+                  zooid_service_create_category(
+                      service, "/c/zooid-holes/h-0000000000000000001-0000000000000001000", spec));
+    CHECK_LAST_ERROR_CONTAINS("zooid-holes");
     zooid_category_spec_free(spec);
     CHECK_OK(create_default(service, category, 1, 1000000));
     EXPECT_STATUS(ZOOID_STATUS_CATEGORY_EXISTS, create_default(service, category, 1, 5));

@@ -1312,3 +1312,50 @@ fn a_take_racing_a_repair_leaves_no_hole_at_or_below_the_record() {
         );
     });
 }
+
+/// A category path through the nodes zooid keeps below another category's pool node (its hole
+/// nodes, its block claims, its receipts) is refused: a category created at a hole's name
+/// would be read as a free range of the category above it, and its IDs handed out again.
+#[test]
+fn a_category_inside_another_categorys_nodes_is_refused() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    runtime().block_on(async {
+        let svc = open(&zk.connect_string()).await;
+        let cat = IdCategory::new("/inner/did").unwrap();
+        svc.create_category(&cat, &CategorySpec::new(1, 1_000_000).blocks(1000))
+            .await
+            .unwrap();
+        let first = svc.take_ids(&cat, 2000).await.unwrap();
+        assert_eq!(first.ranges(), vec![r(1, 2000)]);
+        let hole = format!("/inner/did/zooid-holes/{}", zooid::format::hole_name(&r(1, 1000)));
+        for path in [
+            hole.as_str(),
+            "/inner/did/zooid-blocks-0/x",
+            "/inner/did/zooid-returned/x",
+            "/inner/did/zooid-holes",
+        ] {
+            match IdCategory::new(path) {
+                Err(ZooidError::InvalidArgument(why)) => {
+                    assert!(why.contains("zooid-"), "{path}: {why}")
+                }
+                Err(other) => panic!("{path}: expected InvalidArgument, got {other}"),
+                Ok(inner) => {
+                    // What the old rule let through: the category is created, and read as a
+                    // hole of the category above.
+                    let made = svc
+                        .create_category(&inner, &CategorySpec::new(1, 1000).single_node())
+                        .await;
+                    let fresh = open(&zk.connect_string()).await;
+                    let again = fresh.take_ids(&cat, 1000).await.unwrap();
+                    let overlap: Vec<IdRange> = again
+                        .ranges()
+                        .into_iter()
+                        .filter(|r| first.ranges().iter().any(|f| f.start() <= r.end() && r.start() <= f.end()))
+                        .collect();
+                    panic!("{path} was accepted as a category (create: {made:?}); the next take of {cat} handed out {overlap:?} again");
+                }
+            }
+        }
+    });
+}

@@ -55,8 +55,34 @@ public final class IDCategory {
             if (segment.isEmpty() || segment.equals(".") || segment.equals("..")) {
                 return "has an empty, '.' or '..' segment";
             }
+            if (isPoolChild(segment)) {
+                return "has the segment \"" + segment
+                        + "\", a name zooid keeps for the nodes below a pool node";
+            }
         }
         return null;
+    }
+
+    /**
+     * Whether {@code name} is one zooid keeps for the nodes below a pool node (hole nodes, block
+     * claims, receipts): a category there would be read as part of the category above it.
+     */
+    private static boolean isPoolChild(String name) {
+        return name.equals("zooid-holes") || name.equals("zooid-returned")
+                || isNumbered(name, "zooid-blocks-") || isNumbered(name, "zooid-free-");
+    }
+
+    private static boolean isNumbered(String name, String prefix) {
+        if (!name.startsWith(prefix) || name.length() == prefix.length()) {
+            return false;
+        }
+        for (int i = prefix.length(); i < name.length(); i++) {
+            char c = name.charAt(i);
+            if (c < '0' || c > '9') {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** The pool node's path, which is also the category's name. */

@@ -136,8 +136,11 @@ class IDSetTest {
         assertEquals(new IDCategory("/a/b"), new IDCategory("/a/b"));
         assertEquals(new IDCategory("/a/b").hashCode(), new IDCategory("/a/b").hashCode());
         assertEquals("/é/日本/a b", new IDCategory("/é/日本/a b").getName());
+        assertEquals("/a/zooid-blocks/zooid-blocks-x", new IDCategory("/a/zooid-blocks/zooid-blocks-x").getName());
         for (String bad : new String[] {"", "/", "a/b", "/a/", "/a//b", "/a/./b", "/a/../b", "/a\0",
-                "/a\tb", "/a\u007f", "/a\ue000", "/a\ufffd", "/emoji\ud83d\ude00", "/lone\ud800"}) {
+                "/a\tb", "/a\u007f", "/a\ue000", "/a\ufffd", "/emoji\ud83d\ude00", "/lone\ud800",
+                "/a/zooid-holes/h-0000000000000000001-0000000000000001000", "/a/zooid-blocks-0/x",
+                "/a/zooid-returned", "/zooid-free-7/b"}) {
             assertThrows(IllegalArgumentException.class, () -> new IDCategory(bad), bad);
         }
         assertThrows(NullPointerException.class, () -> new IDCategory(null));
