@@ -407,6 +407,13 @@ impl<S: Store> Core<S> {
             });
         }
         let version = current.pool.version_at(current.version) + 1;
+        if moves && version > crate::format::MAX_OFFSET {
+            // The fresh node could not say where its count goes on (nor could any reader).
+            return Err(ZooidError::VersionWrap {
+                path: path.to_string(),
+                version: current.version,
+            });
+        }
         if moves {
             next.set_offset(version);
         }

@@ -311,6 +311,14 @@ impl Record {
             generation: number((l, raw, generation))? as u64,
             token: number((l, raw, token))?,
         };
+        // The generation becomes a pool's epoch, once bumped by a restore or a repair.
+        if fence.generation >= crate::format::MAX_EPOCH {
+            return Err(corrupt(
+                l,
+                raw,
+                &format!("fence generation not below {}", crate::format::MAX_EPOCH),
+            ));
+        }
         let (l, raw, word) = fields[5];
         let (ms, human) = word
             .split_once(' ')
@@ -382,6 +390,20 @@ mod tests {
                 token: 4294967386,
             },
             written_ms: 1_795_322_592_123,
+        }
+    }
+
+    #[test]
+    fn a_fence_generation_with_no_room_for_a_new_history_is_refused() {
+        let mut far = record();
+        far.fence.generation = crate::format::MAX_EPOCH - 1;
+        assert_eq!(Record::parse("r", far.render().as_bytes()).unwrap(), far);
+        far.fence.generation = crate::format::MAX_EPOCH;
+        match Record::parse("r", far.render().as_bytes()) {
+            Err(ZooidError::CorruptPool { reason, .. }) => {
+                assert!(reason.contains("fence generation"), "{reason}")
+            }
+            other => panic!("expected CorruptPool, got {other:?}"),
         }
     }
 

@@ -432,6 +432,15 @@ impl Active<'_> {
             Err(other) => return Err(other),
         }
         let generation = record.fence.generation.max(pool.epoch()) + 1;
+        if generation > crate::format::MAX_EPOCH {
+            return Err(ZooidError::Store {
+                path: path.to_string(),
+                reason: format!(
+                    "a repair would raise the epoch to {generation}, above the highest a pool node may carry ({})",
+                    crate::format::MAX_EPOCH
+                ),
+            });
+        }
         // The free IDs it gives up are named before its first write (the hole nodes given up
         // while the move is planned, then the pool write): whatever happens after a write
         // leaves (its reply lost, this process killed before the REPAIR line), the leak is on

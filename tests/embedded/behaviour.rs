@@ -50,4 +50,6 @@ cases!(
     an_unmovable_pool_is_written_in_place,
     contention_is_bounded,
     free_list_resolves_past_the_log,
+    numbers_without_room_are_refused,
+    a_pool_keeps_its_epoch,
 );

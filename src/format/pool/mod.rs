@@ -81,6 +81,17 @@ pub struct Blocks {
 /// name and fails, instead of numbering blocks that its planner maps through the old base.
 pub const GENERATIONS_PER_EPOCH: u64 = 1 << 32;
 
+/// The highest `#offset` a pool node may carry: a pool version counted from it through a node's
+/// 2^31 data versions, plus one, still fits in 64 bits (a node above it is corrupt).
+pub const MAX_OFFSET: i64 = 1 << 62;
+
+/// The highest `#epoch` a pool node may carry: its generations, from
+/// `epoch * GENERATIONS_PER_EPOCH`, stay below [`MAX_GENERATION`] (a node above it is corrupt).
+pub const MAX_EPOCH: u64 = 1 << 30;
+
+/// The highest generation a `#blocks` line may name (a node above it is corrupt).
+pub const MAX_GENERATION: u64 = 1 << 63;
+
 impl Blocks {
     /// The first generation of a pool of epoch `epoch` ([`GENERATIONS_PER_EPOCH`]): where a
     /// restore, a repair or a migration starts block allocation.

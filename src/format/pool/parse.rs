@@ -5,7 +5,8 @@ use std::collections::VecDeque;
 
 use super::{Blocks, Pool};
 use super::{
-    FORMAT_VERSION, FORMAT_VERSION_HOLES, FORMAT_VERSION_RESERVED, FORMAT_VERSION_RETIRED, MAX_TAKE,
+    FORMAT_VERSION, FORMAT_VERSION_HOLES, FORMAT_VERSION_RESERVED, FORMAT_VERSION_RETIRED,
+    MAX_EPOCH, MAX_GENERATION, MAX_OFFSET, MAX_TAKE,
 };
 use crate::error::{Result, ZooidError};
 use crate::format::oplog::{OpKind, OpRecord, OpToken};
@@ -202,6 +203,9 @@ impl Parser<'_> {
         }
         let base = i64::try_from(base)
             .map_err(|_| self.corrupt(line_no, raw, "base out of the 64-bit range"))?;
+        if generation > MAX_GENERATION {
+            return Err(self.corrupt(line_no, raw, format!("generation above {MAX_GENERATION}")));
+        }
         if unit == 0 || unit > MAX_TAKE {
             return Err(self.corrupt(line_no, raw, format!("unit must be 1..={MAX_TAKE}")));
         }
@@ -252,12 +256,19 @@ impl Parser<'_> {
             if value < 0 {
                 return Err(self.corrupt(line_no, raw, "negative '#offset'"));
             }
+            if value > MAX_OFFSET {
+                return Err(self.corrupt(line_no, raw, format!("'#offset' above {MAX_OFFSET}")));
+            }
             h.offset = Some(value);
         } else {
             if h.epoch.is_some() {
                 return Err(self.corrupt(line_no, raw, "duplicate '#epoch'"));
             }
-            h.epoch = Some(self.one_number(words, line_no, raw)?);
+            let value: u64 = self.one_number(words, line_no, raw)?;
+            if value > MAX_EPOCH {
+                return Err(self.corrupt(line_no, raw, format!("'#epoch' above {MAX_EPOCH}")));
+            }
+            h.epoch = Some(value);
         }
         Ok(())
     }

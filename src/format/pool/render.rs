@@ -12,9 +12,10 @@ impl Pool {
         let ranges = self.free.range_count();
         let mut out = String::with_capacity(64 + 48 * (self.log.len() + ranges));
         // Writing to a String cannot fail.
-        // Format 2 exactly when there is a ceiling or an offset (a pool moved to a fresh node);
-        // the epoch exists only with one of them (restores and repairs always set a ceiling).
-        let reserved = self.ceiling.is_some() || self.offset > 0;
+        // Format 2 exactly when there is a ceiling, an offset (a pool moved to a fresh node) or
+        // an epoch; format 2 names a ceiling or an offset, so a pool with an epoch alone says
+        // `#offset 0`.
+        let reserved = self.ceiling.is_some() || self.offset > 0 || self.epoch > 0;
         let format = if self.blocks.is_some() {
             FORMAT_VERSION_HOLES
         } else if reserved {
@@ -33,7 +34,7 @@ impl Pool {
         if (reserved || self.blocks.is_some()) && self.epoch > 0 {
             let _ = writeln!(out, "#epoch {}", self.epoch);
         }
-        if self.offset > 0 {
+        if self.offset > 0 || (reserved && self.ceiling.is_none() && self.blocks.is_none()) {
             let _ = writeln!(out, "#offset {}", self.offset);
         }
         for op in &self.log {

@@ -439,3 +439,26 @@ fn each_epoch_numbers_its_generations_apart() {
     assert!(text.contains("#blocks 100 8589934592 10001\n"), "{text}");
     assert_eq!(Pool::parse("/p", text.as_bytes()).unwrap(), restored);
 }
+
+#[test]
+fn numbers_without_room_for_the_next_write_are_refused() {
+    let over = |header: &str| format!("#zooid 4\n#bounds 1:1000\n{header}\n");
+    let (line, why) = reason(&over(&format!("#blocks 10 {} 1", MAX_GENERATION + 1)));
+    assert_eq!(line, 3, "{why}");
+    assert!(why.contains("generation above"), "{why}");
+    assert!(Pool::parse("/p", over(&format!("#blocks 10 {MAX_GENERATION} 1")).as_bytes()).is_ok());
+    let two = |header: &str| format!("#zooid 2\n#bounds 1:1000\n{header}\n1:1000\n");
+    assert!(reason(&two(&format!("#offset {}", MAX_OFFSET + 1))).1.contains("above"));
+    assert!(Pool::parse("/p", two(&format!("#offset {MAX_OFFSET}")).as_bytes()).is_ok());
+    let epoch = |e: u64| format!("#zooid 2\n#bounds 1:1000\n#ceiling 10\n#epoch {e}\n1:1000\n");
+    assert!(reason(&epoch(MAX_EPOCH + 1)).1.contains("'#epoch' above"));
+    assert!(Pool::parse("/p", epoch(MAX_EPOCH).as_bytes()).is_ok());
+}
+
+#[test]
+fn an_epoch_alone_is_written_with_an_offset_of_zero() {
+    let pool = Pool::parse("/p", b"#zooid 2\n#bounds 1:1000\n#epoch 7\n#offset 0\n1:1000\n").unwrap();
+    let text = pool.render();
+    assert_eq!(text, "#zooid 2\n#bounds 1:1000\n#epoch 7\n#offset 0\n1:1000\n");
+    assert_eq!(Pool::parse("/p", text.as_bytes()).unwrap(), pool);
+}

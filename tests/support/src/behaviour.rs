@@ -249,6 +249,48 @@ pub async fn corrupt_pools_are_never_overwritten(ctx: &Ctx) {
     );
 }
 
+/// A node whose numbers leave no room for the next write (a pool version at the top of the
+/// 64-bit range, an epoch whose generations would not fit) is refused as corrupt, never written
+/// into a node nobody can read.
+pub async fn numbers_without_room_are_refused(ctx: &Ctx) {
+    let svc = ctx.service(ServiceOptions::default()).await;
+    for (name, node, bad_line) in [
+        ("offset", "#zooid 2\n#bounds 1:1000\n#offset 9223372036854775807\n1:1000\n", 3),
+        ("offset-near", "#zooid 2\n#bounds 1:1000\n#offset 9223372036854775000\n1:1000\n", 3),
+        ("epoch", "#zooid 2\n#bounds 1:1000\n#ceiling 1000\n#epoch 18446744073709551615\n1:1000\n", 4),
+    ] {
+        let cat = ctx.category(name);
+        svc.store().create(cat.name(), node.as_bytes()).await.unwrap();
+        match svc.take_ids(&cat, 1).await {
+            Err(ZooidError::CorruptPool { line, .. }) => assert_eq!(line, bad_line, "{name}"),
+            other => panic!("{name}: expected CorruptPool, got {other:?}"),
+        }
+        let after = svc.store().get(cat.name()).await.unwrap();
+        assert_eq!(
+            (String::from_utf8_lossy(&after.data).into_owned(), after.version),
+            (node.to_string(), 0),
+            "{name}: the node is untouched"
+        );
+    }
+}
+
+/// A pool in format 2 keeps its epoch across writes, whatever else it carries: a node with an
+/// epoch, an offset of 0 and no ceiling (what FORMAT.md allows) is written back with its epoch.
+pub async fn a_pool_keeps_its_epoch(ctx: &Ctx) {
+    let a = ctx.service(ServiceOptions::default()).await;
+    let b = ctx.service(ServiceOptions::default()).await;
+    let cat = ctx.category("epoch");
+    let node = "#zooid 2\n#bounds 1:1000\n#epoch 7\n#offset 0\n1:1000\n";
+    a.store().create(cat.name(), node.as_bytes()).await.unwrap();
+    a.take_ids(&cat, 1).await.unwrap();
+    let written = String::from_utf8(a.store().get(cat.name()).await.unwrap().data).unwrap();
+    assert!(written.contains("#epoch 7\n"), "the epoch was dropped: {written:?}");
+    b.take_ids(&cat, 1).await.unwrap();
+    a.take_ids(&cat, 1)
+        .await
+        .expect("a process that saw the pool before another's write takes again");
+}
+
 /// A seed-style node (only start:end lines) is used as it is and upgraded on the first write.
 pub async fn seed_style_nodes_work(ctx: &Ctx) {
     let svc = ctx.service(ServiceOptions::default()).await;
@@ -785,6 +827,8 @@ pub const CASES: &[&str] = &[
     "an_unmovable_pool_is_written_in_place",
     "contention_is_bounded",
     "free_list_resolves_past_the_log",
+    "numbers_without_room_are_refused",
+    "a_pool_keeps_its_epoch",
 ];
 
 /// Runs the case called `name`.
@@ -811,6 +855,8 @@ pub async fn run(name: &str, ctx: &Ctx) {
         "an_unmovable_pool_is_written_in_place" => an_unmovable_pool_is_written_in_place(ctx).await,
         "contention_is_bounded" => contention_is_bounded(ctx).await,
         "free_list_resolves_past_the_log" => free_list_resolves_past_the_log(ctx).await,
+        "numbers_without_room_are_refused" => numbers_without_room_are_refused(ctx).await,
+        "a_pool_keeps_its_epoch" => a_pool_keeps_its_epoch(ctx).await,
         other => panic!("no case {other}"),
     }
 }
