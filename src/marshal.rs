@@ -45,9 +45,33 @@ pub(crate) fn layout(number: u32, unit: u64) -> Result<Option<Layout>> {
     }
 }
 
+/// The layout a migration given as a number moves to: [`layout`]'s, with 0 (the store's
+/// default) meaning hole nodes in blocks of `unit` (0 meaning [`DEFAULT_BLOCK_SIZE`]), the only
+/// layout a pool migrates to.
+pub(crate) fn migration_target(number: u32, unit: u64) -> Result<Layout> {
+    Ok(layout(number, unit)?.unwrap_or(Layout::HoleNodes {
+        unit: if unit == 0 { DEFAULT_BLOCK_SIZE } else { unit },
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_migration_to_the_default_layout_keeps_its_unit() {
+        assert_eq!(
+            migration_target(0, 250).unwrap(),
+            Layout::HoleNodes { unit: 250 }
+        );
+        assert_eq!(
+            migration_target(0, 0).unwrap(),
+            Layout::HoleNodes {
+                unit: DEFAULT_BLOCK_SIZE
+            }
+        );
+        assert_eq!(migration_target(1, 0).unwrap(), Layout::SingleNode);
+    }
 
     #[test]
     fn layout_numbers_name_the_layouts_and_unit_zero_is_the_default_block_size() {

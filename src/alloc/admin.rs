@@ -414,6 +414,11 @@ impl<S: Store> Core<S> {
                     }
                     continue;
                 }
+                // Another writer raised the ceiling past the record meanwhile: the holes this
+                // repair gave up before are still its report's.
+                Step::Kept if holes_removed > 0 => Restored::Repaired {
+                    removed: holes_removed,
+                },
                 Step::Kept => Restored::Kept,
             };
             return Ok(outcome);
@@ -424,8 +429,14 @@ impl<S: Store> Core<S> {
     /// A pool in block allocation without a ceiling gets its first one only once its generation
     /// is sealed: claims of fresh blocks check that their generation is open, not the pool node,
     /// so none planned without a ceiling applies after it.
-    pub(super) async fn raise(&self, category: &IdCategory, ceiling: i64) -> Result<()> {
+    /// Returns the ceiling in force after it: `ceiling` clamped to the category's last ID.
+    pub(super) async fn raise(&self, category: &IdCategory, ceiling: i64) -> Result<i64> {
         let name = category.name();
+        if ceiling < 0 {
+            return Err(ZooidError::InvalidArgument(format!(
+                "ceiling {ceiling} of {name}: a ceiling is 0 or more"
+            )));
+        }
         let (mut slot, mut budget) = self.hold(category).await?;
         loop {
             slot.forget();
@@ -440,8 +451,10 @@ impl<S: Store> Core<S> {
                 Sealing::Sealed { generation, .. } => Some(generation),
             };
             let moved_on = Cell::new(false);
+            let in_force = Cell::new(ceiling);
             let plan = |pool: &Pool, _| {
                 let target = ceiling.min(pool.bounds().end());
+                in_force.set(target);
                 if let Some(current) = pool.ceiling().filter(|&c| c > target) {
                     return Err(ZooidError::WentBackwards {
                         what: format!("ceiling of {name}"),
@@ -482,7 +495,7 @@ impl<S: Store> Core<S> {
                 }
                 continue;
             }
-            return Ok(());
+            return Ok(in_force.get());
         }
     }
 }

@@ -107,7 +107,8 @@ pub enum Restored {
     /// The pool's ceiling was at or above the record's; it was left alone.
     Kept,
     /// The pool was behind the record; `removed` free IDs at or below the recorded ceiling were
-    /// removed and the ceiling raised.
+    /// removed and the ceiling raised (by this repair, or by another writer while it gave up
+    /// hole nodes).
     Repaired {
         /// How many free IDs were removed.
         removed: u64,

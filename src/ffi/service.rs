@@ -9,10 +9,9 @@ use super::options::zooid_options;
 use super::pool_info::zooid_pool_info;
 use super::spec::zooid_category_spec;
 use super::{arg_ref, arg_str, guard, guard_void, zooid_status, Failure, Out};
-use crate::alloc::{Layout, ServiceOptions};
+use crate::alloc::ServiceOptions;
 use crate::blocking::IdGeneratorService;
 use crate::idset::IdCategory;
-use crate::marshal::layout as layout_of;
 use crate::zk::ConnectOptions;
 
 /// An ID generator service: one session with a store (ZooKeeper, or an embedded store) that
@@ -164,7 +163,7 @@ pub unsafe extern "C" fn zooid_service_migrate_category(
         let service = unsafe { arg_ref(service, "service") }?;
         // SAFETY: forwarded from this function's contract.
         let category = unsafe { self::category(category) }?;
-        let layout = layout_of(layout, unit)?.unwrap_or(Layout::for_scale());
+        let layout = crate::marshal::migration_target(layout, unit)?;
         let migrated = service.inner.migrate_category(&category, layout)?;
         if !out_migrated.is_null() {
             // SAFETY: non-NULL and valid for a write by this function's contract.

@@ -127,12 +127,18 @@ fn create_category<'local>(
 
 /// A layout number of `io.zooid.Layout` (0: the store's default) and its block size.
 fn layout_arg(layout: jint, unit: jlong) -> Result<Option<Layout>, Failure> {
+    let (number, unit) = layout_numbers(layout, unit)?;
+    Ok(layout_of(number, unit)?)
+}
+
+/// A layout number and a block size from Java, as `marshal` takes them.
+fn layout_numbers(layout: jint, unit: jlong) -> Result<(u32, u64), Failure> {
     let number = u32::try_from(layout)
         .map_err(|_| ZooidError::InvalidArgument(format!("layout {layout} is not a layout")))?;
     let unit = u64::try_from(unit).map_err(|_| {
         ZooidError::InvalidArgument(format!("block size {unit}: need 0..=2147483647"))
     })?;
-    Ok(layout_of(number, unit)?)
+    Ok((number, unit))
 }
 
 fn migrate_category<'local>(
@@ -144,7 +150,8 @@ fn migrate_category<'local>(
     unit: jlong,
 ) -> Result<JLongArray<'local>, Failure> {
     let category = category_arg(env, &category)?;
-    let layout = layout_arg(layout, unit)?.unwrap_or(Layout::for_scale());
+    let (number, unit) = layout_numbers(layout, unit)?;
+    let layout = crate::marshal::migration_target(number, unit)?;
     // Read by io.zooid.Migration: moved (0/1), format before, format after, base (0 unless
     // moved).
     let values = match service(handle)?.migrate_category(&category, layout)? {

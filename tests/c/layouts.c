@@ -160,6 +160,11 @@ int main(int argc, char **argv) {
     EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT,
                   zooid_service_migrate_category(service, moved, 9, 0, NULL));
     CHECK_LAST_ERROR_CONTAINS("layout 9");
+    /* ZOOID_LAYOUT_DEFAULT is hole nodes in blocks of `unit`: its unit is checked like theirs. */
+    EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT,
+                  zooid_service_migrate_category(service, moved, ZOOID_LAYOUT_DEFAULT,
+                                                 (uint64_t)1 << 40, NULL));
+    CHECK_LAST_ERROR_CONTAINS("2147483647");
     zooid_migrated migrated;
     memset(&migrated, 0xAB, sizeof migrated);
     CHECK_OK(zooid_service_migrate_category(service, moved, ZOOID_LAYOUT_HOLE_NODES, 0,

@@ -52,4 +52,5 @@ cases!(
     free_list_resolves_past_the_log,
     numbers_without_room_are_refused,
     a_pool_keeps_its_epoch,
+    ceilings_are_checked,
 );

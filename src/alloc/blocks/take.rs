@@ -308,12 +308,17 @@ impl<S: Store> OnZooKeeper<'_, S> {
     ) -> Result<()> {
         let path = category.name();
         let session = self.zk;
-        // A missing sequence parent: the move that created the pool's current generation
-        // stopped before creating it; `sealed_next_block` finds nothing and the move is done.
         // Not begun past the operation's deadline: a generation sealed and left so would refuse
         // the give-back of the take's leftover IDs.
         self.next_phase(path)?;
-        generations::seal(session, path, layout).await?;
+        if !generations::seal(session, path, layout).await? {
+            // A missing sequence parent: the move that made the pool's current generation
+            // stopped before creating it (or the generation is retired). Nothing to move: read
+            // the pool again. Its blocks are never counted unsealed (a parent created since by a
+            // claimer would take claims after the count).
+            slot.cached = None;
+            return Ok(());
+        }
         let next = match generations::sealed_next_block(session, path, layout).await {
             Ok(next) => next,
             // Gone: the move is done (and the generation retired), or the pool was recreated.

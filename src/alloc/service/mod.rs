@@ -252,17 +252,16 @@ impl<S: Store> IdGeneratorService<S> {
         result
     }
 
-    /// Raises the category's ceiling to `ceiling` (clamped to its bounds) with a versioned
-    /// write; returns the ceiling now in force. A pool without a ceiling gets one, at the version
-    /// read: IDs handed out before are at or below it only if the caller made sure of it (the
-    /// keeper writes the durable record first). Never lowers a ceiling (`WentBackwards`).
+    /// Raises the category's ceiling to `ceiling` (clamped to the category's last ID) with a
+    /// versioned write; returns the ceiling now in force. A pool without a ceiling gets one, at
+    /// the version read: IDs handed out before are at or below it only if the caller made sure
+    /// of it (the keeper writes the durable record first). Never lowers a ceiling
+    /// (`WentBackwards`); a negative `ceiling` is `InvalidArgument`, with nothing written.
     ///
     /// This is the operator's and the tests' way; the keeper raises ceilings with fenced writes.
     pub async fn raise_ceiling(&self, category: &IdCategory, ceiling: i64) -> Result<i64> {
         let raise = self.core.raise(category, ceiling);
-        self.observed(category.name(), "raise", |_| 0, raise)
-            .await?;
-        Ok(self.pool_info(category).await?.ceiling.unwrap_or(ceiling))
+        self.observed(category.name(), "raise", |_| 0, raise).await
     }
 
     /// Recreates a category from its durable record after ZooKeeper lost its data: free IDs

@@ -291,6 +291,25 @@ pub async fn a_pool_keeps_its_epoch(ctx: &Ctx) {
         .expect("a process that saw the pool before another's write takes again");
 }
 
+/// A negative ceiling is refused with nothing written (it was clamped to a ceiling of 0, which
+/// stopped every take); a ceiling above the bounds is clamped to the last ID, and the call
+/// returns the ceiling in force.
+pub async fn ceilings_are_checked(ctx: &Ctx) {
+    let svc = ctx.service(ServiceOptions::default()).await;
+    let cat = ctx.category("ceiling");
+    svc.create_category(&cat, &CategorySpec::new(1, 1000)).await.unwrap();
+    let before = svc.store().get(cat.name()).await.unwrap();
+    match svc.raise_ceiling(&cat, -1).await {
+        Err(ZooidError::InvalidArgument(why)) => assert!(why.contains("-1"), "{why}"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    let after = svc.store().get(cat.name()).await.unwrap();
+    assert_eq!((after.data, after.version), (before.data, before.version));
+    assert_eq!(svc.raise_ceiling(&cat, 10).await.unwrap(), 10);
+    assert_eq!(svc.raise_ceiling(&cat, 5000).await.unwrap(), 1000);
+    assert_eq!(svc.take_ids(&cat, 3).await.unwrap().ranges(), vec![r(1, 3)]);
+}
+
 /// A seed-style node (only start:end lines) is used as it is and upgraded on the first write.
 pub async fn seed_style_nodes_work(ctx: &Ctx) {
     let svc = ctx.service(ServiceOptions::default()).await;
@@ -829,6 +848,7 @@ pub const CASES: &[&str] = &[
     "free_list_resolves_past_the_log",
     "numbers_without_room_are_refused",
     "a_pool_keeps_its_epoch",
+    "ceilings_are_checked",
 ];
 
 /// Runs the case called `name`.
@@ -857,6 +877,7 @@ pub async fn run(name: &str, ctx: &Ctx) {
         "free_list_resolves_past_the_log" => free_list_resolves_past_the_log(ctx).await,
         "numbers_without_room_are_refused" => numbers_without_room_are_refused(ctx).await,
         "a_pool_keeps_its_epoch" => a_pool_keeps_its_epoch(ctx).await,
+        "ceilings_are_checked" => ceilings_are_checked(ctx).await,
         other => panic!("no case {other}"),
     }
 }
