@@ -26,6 +26,12 @@ pub fn restore(
     location: &str,
     root: &str,
 ) -> zooid::Result<()> {
+    if !root.starts_with('/') {
+        return Err(ZooidError::InvalidArgument(format!(
+            "--root {root:?} must start with '/' (e.g. / or /eventpublish/idgen)"
+        )));
+    }
+    existing(location)?;
     let service = crate::ids::open(connect, options)?;
     let service = service.as_async();
     // The durable store's clients live on the runtime, like everything async here.
@@ -36,10 +42,12 @@ pub fn restore(
             eprintln!("zooid: restore: skipped a record that could not be read: {err}");
         }
         let mut failures = 0;
+        let mut matched = 0;
         for record in listing.records {
             if !under_root(&record.category, root) {
                 continue;
             }
+            matched += 1;
             match restore_one(service, &store, &record).await {
                 Ok(line) => {
                     println!("{line}");
@@ -57,6 +65,14 @@ pub fn restore(
                     eprintln!("zooid: restore {}: {err}", record.category);
                 }
             }
+        }
+        if matched == 0 && listing.unreadable.is_empty() {
+            // After a loss, restoring nothing is a wrong location or root far more often than
+            // an intent, and what follows it (creating the categories afresh) hands out IDs
+            // again.
+            return Err(ZooidError::InvalidArgument(format!(
+                "no durable record under {root} at {location}: nothing restored (check --durable and --root)"
+            )));
         }
         let mut reasons = Vec::new();
         if failures > 0 {
@@ -198,6 +214,7 @@ pub fn keeper(connect: &str, options: &ConnectOptions, args: KeeperArgs) -> zooi
 /// `zooid dump`: the records, as stored, to stdout. A record that cannot be read is named on
 /// stderr and left as it is; the others are printed, and the command then fails.
 pub fn dump(location: &str) -> zooid::Result<()> {
+    existing(location)?;
     block_on(async {
         let store = DurableStore::open(location)?;
         let listing = store.list().await?;
@@ -215,6 +232,17 @@ pub fn dump(location: &str) -> zooid::Result<()> {
             None => Ok(()),
         }
     })?
+}
+
+/// Refuses a durable location that is a directory not there: opening it would create it, and
+/// read it as holding no record (a mistyped `--durable` restored nothing, silently).
+fn existing(location: &str) -> zooid::Result<()> {
+    if location.starts_with("s3://") || std::path::Path::new(location).is_dir() {
+        return Ok(());
+    }
+    Err(ZooidError::InvalidArgument(format!(
+        "--durable {location}: no such directory"
+    )))
 }
 
 /// What the summary of a command says of the records it could not read, if any.

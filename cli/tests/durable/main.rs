@@ -604,14 +604,20 @@ fn cli_init_show_dump_restore() {
     assert!(again.contains("kept     /cli/did"), "{again}");
     let dump = ok(zooid(&new, &["dump", "--durable", rec]));
     assert!(dump.contains("fence 1 0\n"), "{dump}");
-    // A root elsewhere restores nothing.
-    assert_eq!(
-        ok(zooid(
-            &new,
-            &["restore", "--durable", rec, "--root", "/other"]
-        )),
-        ""
-    );
+    // A root elsewhere, a root without its leading '/', or a directory not there (a typo)
+    // restores nothing and says so, never a silent success an operator would take for a
+    // restore (and then create the categories afresh); the directory is not created.
+    let (out, err) = failed(&zooid(&new, &["restore", "--durable", rec, "--root", "/other"]));
+    assert_eq!(out, "");
+    assert!(err.contains("nothing restored"), "{err}");
+    let (_, err) = failed(&zooid(&new, &["restore", "--durable", rec, "--root", "cli"]));
+    assert!(err.contains("must start with '/'"), "{err}");
+    let typo = format!("{rec}-typo");
+    for command in ["restore", "dump"] {
+        let (_, err) = failed(&zooid(&new, &[command, "--durable", &typo]));
+        assert!(err.contains("no such directory"), "{command}: {err}");
+    }
+    assert!(!std::path::Path::new(&typo).exists(), "the mistyped directory was created");
 }
 
 fn failed(out: &Output) -> (String, String) {
