@@ -194,15 +194,23 @@ pub fn keeper(connect: &str, options: &ConnectOptions, args: KeeperArgs) -> zooi
             eprintln!("{} keeper: {line}", zooid::durable::rfc3339_ms(ms));
         });
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        let keeper = tokio::spawn(zooid::keeper::run(
+        let mut keeper = tokio::spawn(zooid::keeper::run(
             zk.clone(),
             durable,
             keeper_options,
             stop_rx,
         ));
-        stop.recv().await;
-        let _ = stop_tx.send(true);
-        let result = keeper.await.map_err(|e| ZooidError::Store {
+        // A keeper that ends by itself (it could not join its group, its election closed) ends
+        // the command with its error: a process that stays up keeping nothing is a keeper less
+        // that nobody sees missing.
+        let ended = tokio::select! {
+            _ = stop.recv() => {
+                let _ = stop_tx.send(true);
+                (&mut keeper).await
+            }
+            ended = &mut keeper => ended,
+        };
+        let result = ended.map_err(|e| ZooidError::Store {
             path: "keeper".into(),
             reason: e.to_string(),
         })?;

@@ -1084,3 +1084,35 @@ fn a_durable_write_that_applied_but_failed_is_finished_not_repaired() {
         );
     });
 }
+
+/// A keeper that cannot run (here its group is not a path, so it cannot join) ends the command
+/// with its error; it kept running, silent and keeping nothing, until signalled.
+#[test]
+fn a_keeper_that_cannot_join_its_group_exits_with_its_error() {
+    let zk = ZkServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_zooid"))
+        .args(["--connect", &zk.connect_string(), "keeper", "--durable"])
+        .arg(dir.path())
+        .args(["--root", "/k", "--group", "keepers"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the keeper that could not join its group still ran after 20 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(err.contains("keepers"), "{err}");
+}
