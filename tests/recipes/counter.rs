@@ -554,7 +554,7 @@ fn bad_input_is_refused_and_nothing_is_written() {
         assert_eq!(c.get().await.unwrap(), i64::MAX);
 
         // Bad paths.
-        for bad in ["", "/", "relative", "/trailing/"] {
+        for bad in ["", "/", "relative", "/trailing/", "/app/zooid-holes"] {
             assert!(matches!(
                 Counter::new(session.clone().into_zk(), bad),
                 Err(ZooidError::InvalidArgument(_))

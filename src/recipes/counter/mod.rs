@@ -123,8 +123,8 @@ impl std::fmt::Debug for Counter {
 }
 
 impl Counter {
-    /// A counter at `path` (an absolute znode path, not `/`) on `zk` with the default retry
-    /// policy.
+    /// A counter at `path` (an absolute znode path that is also a valid category path,
+    /// [`crate::IdCategory::new`]) on `zk` with the default retry policy.
     pub fn new(zk: Zk, path: &str) -> Result<Self> {
         Self::with_policy(zk, path, RetryPolicy::default())
     }
@@ -132,6 +132,9 @@ impl Counter {
     /// A counter at `path` on `zk` whose compare-and-set retries follow `policy`.
     pub fn with_policy(zk: Zk, path: &str, policy: RetryPolicy) -> Result<Self> {
         validate_path(path)?;
+        // Its values are named by its path as a category's are ([`crate::IdRange`]s of
+        // `OutcomeUnknown`, Java's `IDRange`): the same rule, checked before anything is written.
+        crate::idset::IdCategory::new(path)?;
         let state = State {
             marker: None,
             stats: CounterStats::default(),

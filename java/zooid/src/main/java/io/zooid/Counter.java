@@ -28,11 +28,14 @@ package io.zooid;
  */
 public final class Counter extends NativeResource implements AutoCloseable {
     private final String path;
+    /** What its values' {@link IDRange}s name: the path, as a category. */
+    private final IDCategory values;
 
     /** A counter over a native counter handle (from {@link IDGeneratorService#counter(String)}). */
-    Counter(long handle, String path) {
+    Counter(long handle, IDCategory values) {
         super(handle);
-        this.path = path;
+        this.path = values.getName();
+        this.values = values;
     }
 
     /** The counter's node path. */
@@ -77,7 +80,7 @@ public final class Counter extends NativeResource implements AutoCloseable {
             throw new IllegalArgumentException("next(" + n + "): ask for at least 1");
         }
         long[] range = withHandle(h -> ZooidNative.counterNext(h, n));
-        return new IDRange(new IDCategory(path), range[0], range[1]);
+        return new IDRange(values, range[0], range[1]);
     }
 
     /** {@code next(1).getStartID()}: one value. */

@@ -265,12 +265,15 @@ public final class IDGeneratorService extends NativeResource implements AutoClos
      * this service's retry options. The node need not exist yet ({@link Counter#init(long)}).
      * Close the counter when done; it keeps the session open until then.
      *
-     * @throws IllegalArgumentException if {@code path} is not an absolute node path, or the
+     * @throws IllegalArgumentException if {@code path} is not a valid category path ({@link
+     *     IDCategory}: its values are named by it), or the
      *     service runs on an embedded store ({@code mem:}, {@code file:}), which has no session
      */
     public Counter counter(String path) throws IDGeneratorException {
         Objects.requireNonNull(path, "path");
-        return withHandle(h -> new Counter(ZooidNative.counterOpen(h, path), path));
+        // Its values are IDRanges of a category named by the path: checked before the native open.
+        IDCategory values = new IDCategory(path);
+        return withHandle(h -> new Counter(ZooidNative.counterOpen(h, path), values));
     }
 
     /**

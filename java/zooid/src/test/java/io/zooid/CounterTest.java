@@ -129,6 +129,9 @@ class CounterTest {
             assertEquals(0, stat.getVersion(), "never overwritten");
 
             assertThrows(IllegalArgumentException.class, () -> service.counter("relative"));
+            // A path the values' IDCategory refuses is refused before anything is written (a
+            // next() wrote, then could not name its values).
+            assertThrows(IllegalArgumentException.class, () -> service.counter("/app/zooid-holes"));
             assertThrows(NullPointerException.class, () -> service.counter(null));
             Counter closed = service.counter(missing);
             closed.close();
