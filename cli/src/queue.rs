@@ -189,6 +189,20 @@ fn kill_group(child: &tokio::process::Child) {
     }
 }
 
+/// Says that `item`'s claim may be lost and sends its command's process group SIGTERM; the
+/// caller kills it `within` from now.
+fn stop_at_risk(child: &tokio::process::Child, item: &str, within: Duration) {
+    eprintln!(
+        "zooid: {item}: the claim may be lost (no contact with ZooKeeper): stopping the command within {within:?}"
+    );
+    if let Some(pid) = child.id() {
+        // SAFETY: kill(2) on the process group we created for the command.
+        unsafe {
+            libc::kill(-(pid as i32), libc::SIGTERM);
+        }
+    }
+}
+
 /// Runs COMMAND on one claimed item; returns whether a stop signal arrived. A command whose
 /// claim may be lost (see [`claim_at_risk`]) gets SIGTERM at once and SIGKILL within the grace
 /// period and an eighth of the session's timeout later, before the servers could hand the item
@@ -242,35 +256,38 @@ async fn run_one(
     let status = match status {
         Some(status) => Some(status),
         None => {
-            let grace = match at_risk {
+            let deadline = match at_risk {
                 Some(left) => {
-                    eprintln!(
-                        "zooid: {}: the claim may be lost (no contact with ZooKeeper): stopping the command within {:?}",
-                        claim.item(),
-                        grace.min(left)
-                    );
-                    if let Some(pid) = child.id() {
-                        // SAFETY: kill(2) on the process group we created for the command.
-                        unsafe {
-                            libc::kill(-(pid as i32), libc::SIGTERM);
-                        }
-                    }
-                    grace.min(left)
+                    stop_at_risk(&child, claim.item(), grace.min(left));
+                    tokio::time::Instant::now() + grace.min(left)
                 }
                 None => {
                     eprintln!(
                         "zooid: stopping: letting {} finish for up to {grace:?}",
                         claim.item()
                     );
-                    grace
+                    tokio::time::Instant::now() + grace
                 }
             };
-            match tokio::time::timeout(grace, child.wait()).await {
-                Ok(status) => Some(status),
-                Err(_) => {
-                    kill_group(&child);
-                    let _ = child.kill().await;
-                    None
+            // While a stopping worker lets its command finish, it still watches the claim: a
+            // grace period longer than the session could otherwise outlive the claim.
+            let mut deadline = std::pin::pin!(tokio::time::sleep_until(deadline));
+            let mut watching = at_risk.is_none();
+            loop {
+                tokio::select! {
+                    status = child.wait() => break Some(status),
+                    () = &mut deadline => {
+                        kill_group(&child);
+                        let _ = child.kill().await;
+                        break None;
+                    }
+                    left = claim_at_risk(&claim, zk), if watching => {
+                        watching = false;
+                        let now = tokio::time::Instant::now();
+                        let sooner = deadline.deadline().min(now + left);
+                        stop_at_risk(&child, claim.item(), sooner - now);
+                        deadline.as_mut().reset(sooner);
+                    }
                 }
             }
         }

@@ -277,9 +277,22 @@ fn concurrent_workers_started_first_process_every_item_once() {
 /// the command must be gone within the session timeout of the pause.
 #[test]
 fn a_worker_out_of_touch_stops_its_command_within_the_session_timeout() {
+    out_of_touch("/cli/out-of-touch", false);
+}
+
+/// The same for a worker told to stop (SIGTERM) before it lost touch: while it lets its command
+/// finish (a grace period of 30 s, longer than the session), it still watches its claim. It
+/// did not, and the command ran the whole grace period.
+#[test]
+fn a_stopping_worker_out_of_touch_stops_its_command_within_the_session_timeout() {
+    out_of_touch("/cli/out-of-touch-stopping", true);
+}
+
+/// A worker runs a command that ignores SIGTERM on an item of `q`; `stopping`: the worker is
+/// told to stop first; then the server is paused for 9 s (session timeout 4 s).
+fn out_of_touch(q: &str, stopping: bool) {
     let zk = ZkServer::start();
     let c = zk.connect_string();
-    let q = "/cli/out-of-touch";
     let dir = tempfile::tempdir().unwrap();
     ok(zooid(&c, &["queue", "put", q, "long"]));
     let (started, beats) = (dir.path().join("started"), dir.path().join("beats"));
@@ -300,6 +313,15 @@ fn a_worker_out_of_touch_stops_its_command_within_the_session_timeout() {
         std::fs::read_to_string(&started).is_ok_and(|s| s.ends_with('\n'))
     }));
     std::thread::sleep(Duration::from_millis(300));
+    if stopping {
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(worker.id() as i32, libc::SIGTERM) };
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(
+            matches!(worker.try_wait(), Ok(None)),
+            "guard: the stopping worker waits for its command"
+        );
+    }
     let paused_at = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
