@@ -246,7 +246,8 @@ enum Command {
     /// Run COMMAND only while this process leads GROUP (ZooKeeper only), with
     /// ZOOID_FENCING_TOKEN and ZOOID_LEADER_NAME exported. The command is stopped (SIGTERM to its
     /// process group, SIGKILL after the grace) when the leadership ends or its lease runs out,
-    /// by a guard process that does so even when zooid elect is stopped, and started again when
+    /// by a guard process that does so even when zooid elect is stopped (except under
+    /// --on-pause keep, which has no lease: see below), and started again when
     /// the leadership comes back. SIGTERM/SIGINT stop the command, resign and exit 0; when the
     /// command ends by itself, zooid elect resigns and exits with its code. The command dies
     /// with zooid elect.
@@ -260,7 +261,9 @@ enum Command {
         #[arg(long)]
         name: Option<String>,
         /// keep: a leader cut off from ZooKeeper keeps its command running until the session is
-        /// lost; stop: it stops the command at once and rejoins at the back of the line.
+        /// lost, as zooid elect sees it: if zooid elect itself is paused, the command runs on
+        /// past the session's end, beside the next leader's (at-least-one, RECIPES.md); stop:
+        /// it stops the command at once and rejoins at the back of the line.
         #[arg(long, default_value = "stop")]
         on_pause: String,
         /// Milliseconds between SIGTERM and SIGKILL when stopping the command; at most a
