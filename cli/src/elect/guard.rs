@@ -251,12 +251,17 @@ struct Running {
 type Pending = (i64, u64, u64);
 
 /// The terminal's stop signals and the others the guard ignores (the command gets them back).
-const IGNORED: [i32; 5] = [
+/// SIGTERM too: a stop sent to every process of the service (`systemctl stop`, a kill by the
+/// command line the guard shares with zooid elect) reaches zooid elect, which has the guard stop
+/// the command with its grace; a guard dead of it would have the command killed at once. The
+/// guard ends when zooid elect does (its orders pipe closes), or by SIGKILL.
+const IGNORED: [i32; 6] = [
     libc::SIGTSTP,
     libc::SIGTTIN,
     libc::SIGTTOU,
     libc::SIGHUP,
     libc::SIGINT,
+    libc::SIGTERM,
 ];
 
 /// The guard's state between two wake-ups.

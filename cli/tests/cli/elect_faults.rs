@@ -738,3 +738,38 @@ fn zooid_leader_name(connect: &str, group: &str) -> Option<String> {
         .lines()
         .find_map(|l| l.strip_prefix("name=").map(str::to_string))
 }
+
+/// A stop sent to `zooid elect` and its guard at once (what `systemctl stop` does to every
+/// process of the service's control group, or a kill by name: the guard shows zooid elect's
+/// command line) stops the command with its grace period: the guard does not die of the
+/// SIGTERM, which killed the command at once (it dies with its guard) and left the exit code to
+/// a race.
+#[test]
+fn a_stop_sent_to_elect_and_its_guard_lets_the_command_finish() {
+    support::init_tracing();
+    let zk = ZkServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("beats");
+    let mut elect = Elect::start(dir.path(), &zk.connect_string(), "/faults/group-stop", "a", &out, false);
+    assert!(poll_until(Duration::from_secs(20), || elect.joined()
+        && elect.guard_pid().is_some()
+        && beating(&out, Duration::from_millis(200)).is_some()));
+    let guard = elect.guard_pid().unwrap();
+    kill(elect.pid(), libc::SIGTERM);
+    kill(guard, libc::SIGTERM);
+    let exited = poll_until(Duration::from_secs(10), || {
+        matches!(elect.child.try_wait(), Ok(Some(_)))
+    });
+    assert!(exited, "zooid elect did not exit after SIGTERM\n{}", elect.log_text());
+    let code = elect.child.wait().unwrap().code();
+    let termed = std::fs::read_to_string(&out)
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.starts_with("T,"));
+    assert!(
+        termed,
+        "the command never got its SIGTERM (killed at once: the guard {guard} died of the stop)\n{}",
+        elect.log_text()
+    );
+    assert_eq!(code, Some(0), "{}", elect.log_text());
+}
