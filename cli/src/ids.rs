@@ -125,21 +125,30 @@ pub fn take(
 ) -> zooid::Result<()> {
     let service = open(connect, options)?;
     let ids = service.take_ids(&IdCategory::new(category)?, n)?;
-    if json {
-        println!(
-            "{}",
+    let out = if json {
+        format!(
+            "{}\n",
             serde_json::json!({
                 "category": category,
                 "count": ids.count_ids(),
                 "ranges": ranges_json(&ids.ranges()),
             })
-        );
-        return Ok(());
-    }
-    for range in ids.ranges() {
-        println!("{range}");
-    }
-    Ok(())
+        )
+    } else {
+        ids.ranges().iter().map(|r| format!("{r}\n")).collect()
+    };
+    // The IDs are taken: if they cannot all be written (a closed pipe, a full disk), they are
+    // named as leaked, never pushed back (the reader may have used what it read).
+    let mut stdout = std::io::stdout().lock();
+    std::io::Write::write_all(&mut stdout, out.as_bytes())
+        .and_then(|()| std::io::Write::flush(&mut stdout))
+        .map_err(|e| zooid::ZooidError::Store {
+            path: "stdout".into(),
+            reason: format!(
+                "the IDs taken could not all be written ({e}); they are leaked, not handed out again: {}",
+                ids.ranges().iter().map(|r| r.to_string()).collect::<Vec<_>>().join(" ")
+            ),
+        })
 }
 
 fn ranges_json(ranges: &[IdRange]) -> serde_json::Value {

@@ -193,13 +193,27 @@ fn push_ids<'local>(
     ranges: JLongArray<'local>,
     kept: JLongArray<'local>,
 ) -> Result<(), Failure> {
-    let category = category_arg(env, &category)?;
-    let ranges = ranges_from_java(env, &ranges)?;
     if kept.is_null() {
         return Err(Failure::NullArgument("kept".into()));
     }
+    let prepared = category_arg(env, &category).and_then(|category| {
+        let ranges = ranges_from_java(env, &ranges)?;
+        Ok((category, ranges, service(handle)?))
+    });
+    let (category, ranges, service) = match prepared {
+        Ok(prepared) => prepared,
+        // Nothing was sent: the set keeps its IDs. Unless a JNI call failed with its exception
+        // pending (then no JNI call may follow): the set is dropped, its IDs leaked, never
+        // handed out twice.
+        Err(failure) => {
+            if !env.exception_check() {
+                kept.set_region(env, 0, &[1])?;
+            }
+            return Err(failure);
+        }
+    };
     let mut ids = IdSet::new(category, ranges);
-    let pushed = service(handle)?.push_ids(&mut ids);
+    let pushed = service.push_ids(&mut ids);
     if pushed.is_err() && ids.has_more_ids() {
         kept.set_region(env, 0, &[1])?;
     }

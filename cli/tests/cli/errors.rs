@@ -227,3 +227,26 @@ fn each_failure_is_one_clear_line_with_its_exit_code() {
     let info: serde_json::Value = serde_json::from_slice(&plain.stdout).unwrap();
     assert_eq!(info["free_ids"], 1000, "{info}");
 }
+
+/// A take whose IDs cannot be written to stdout (the reader closed the pipe) names them as
+/// leaked and exits with a documented code; it panicked (exit 101) and said nothing of them.
+#[test]
+fn a_take_whose_output_cannot_be_written_names_its_ids_leaked() {
+    let zk = ZkServer::start();
+    let connect = zk.connect_string();
+    assert!(zooid(&connect, &["init", "/closed-pipe"]).status.success());
+    let (read, write) = std::io::pipe().unwrap();
+    drop(read);
+    let out = Command::new(env!("CARGO_BIN_EXE_zooid"))
+        .env_remove("ZOOID_AUTH")
+        .args(["--connect", &connect, "take", "/closed-pipe", "10"])
+        .stdout(write)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("run zooid");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(101), "a panic: {err}");
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("leaked") && err.contains("1:10"), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+}
