@@ -79,14 +79,21 @@ public final class IDGeneratorService extends NativeResource implements AutoClos
         Objects.requireNonNull(connect, "connect");
         Objects.requireNonNull(options, "options");
         long handle = ZooidNative.open(connect, options);
-        IDGeneratorService service = new IDGeneratorService(handle, connect);
+        IDGeneratorService service;
+        try {
+            service = new IDGeneratorService(handle, connect);
+        } catch (Throwable e) {
+            // Not built (a full heap): the native service, and its session, are closed here.
+            ZooidNative.close(handle);
+            throw e;
+        }
         if (options.jmxEnabled()) {
             String name = options.jmxName() != null
                     ? options.jmxName()
                     : connect + "#" + SERVICES.incrementAndGet();
             try {
                 service.registerMBean(name);
-            } catch (RuntimeException e) {
+            } catch (Throwable e) {
                 service.close();
                 throw e;
             }
@@ -273,7 +280,15 @@ public final class IDGeneratorService extends NativeResource implements AutoClos
         Objects.requireNonNull(path, "path");
         // Its values are IDRanges of a category named by the path: checked before the native open.
         IDCategory values = new IDCategory(path);
-        return withHandle(h -> new Counter(ZooidNative.counterOpen(h, path), values));
+        return withHandle(h -> {
+            long counter = ZooidNative.counterOpen(h, path);
+            try {
+                return new Counter(counter, values);
+            } catch (Throwable e) {
+                ZooidNative.counterClose(counter);
+                throw e;
+            }
+        });
     }
 
     /**
@@ -297,7 +312,16 @@ public final class IDGeneratorService extends NativeResource implements AutoClos
     public IDSource openSource(IDCategory category, IDSourceOptions options) throws IDGeneratorException {
         Objects.requireNonNull(category, "category");
         Objects.requireNonNull(options, "options");
-        return withHandle(h -> new IDSource(ZooidNative.sourceOpen(h, category.getName(), options), category, options));
+        return withHandle(h -> {
+            long source = ZooidNative.sourceOpen(h, category.getName(), options);
+            try {
+                return new IDSource(source, category, options);
+            } catch (Throwable e) {
+                // Not built (a full heap): freed here, which gives its IDs back.
+                ZooidNative.sourceFree(source);
+                throw e;
+            }
+        });
     }
 
     /**

@@ -89,21 +89,27 @@ abstract class NativeResource {
     }
 
     /**
-     * Closes once: {@link #beforeFree}, then {@link #free} under the write lock. Returns whether
-     * this call closed it (false when it was closed already).
+     * Closes once: {@link #beforeFree}, then {@link #free} under the write lock (also when
+     * {@code beforeFree} threw). Returns whether this call closed it (false when it was closed
+     * already).
      */
     final boolean closeOnce() {
         if (!closed.compareAndSet(false, true)) {
             return false;
         }
-        beforeFree(handle);
-        Lock exclusive = lock.writeLock();
-        exclusive.lock();
         try {
-            freed = true;
-            free(handle);
+            beforeFree(handle);
         } finally {
-            exclusive.unlock();
+            // Also when beforeFree threw (a full heap, a JMX failure): the handle is freed, as
+            // the close cannot be retried.
+            Lock exclusive = lock.writeLock();
+            exclusive.lock();
+            try {
+                freed = true;
+                free(handle);
+            } finally {
+                exclusive.unlock();
+            }
         }
         return true;
     }

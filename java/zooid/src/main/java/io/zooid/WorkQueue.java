@@ -59,7 +59,12 @@ public final class WorkQueue extends NativeResource implements AutoCloseable {
         Objects.requireNonNull(path, "path");
         Objects.requireNonNull(options, "options");
         long handle = service.withHandle(h -> ZooidNative.queueOpen(h, path, options));
-        return new WorkQueue(handle, path);
+        try {
+            return new WorkQueue(handle, path);
+        } catch (Throwable e) {
+            ZooidNative.queueClose(handle);
+            throw e;
+        }
     }
 
     /** The queue's path. */
