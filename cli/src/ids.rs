@@ -137,8 +137,13 @@ pub fn take(
     } else {
         ids.ranges().iter().map(|r| format!("{r}\n")).collect()
     };
-    // The IDs are taken: if they cannot all be written (a closed pipe, a full disk), they are
-    // named as leaked, never pushed back (the reader may have used what it read).
+    write_taken(&out, &ids.ranges())
+}
+
+/// Writes `out`, the report of `ranges` taken from the pool, to stdout. If it cannot all be
+/// written (a closed pipe, a full disk), the IDs are named as leaked, never pushed back (the
+/// reader may have used what it read).
+pub fn write_taken(out: &str, ranges: &[IdRange]) -> zooid::Result<()> {
     let mut stdout = std::io::stdout().lock();
     std::io::Write::write_all(&mut stdout, out.as_bytes())
         .and_then(|()| std::io::Write::flush(&mut stdout))
@@ -146,7 +151,7 @@ pub fn take(
             path: "stdout".into(),
             reason: format!(
                 "the IDs taken could not all be written ({e}); they are leaked, not handed out again: {}",
-                ids.ranges().iter().map(|r| r.to_string()).collect::<Vec<_>>().join(" ")
+                ranges.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(" ")
             ),
         })
 }

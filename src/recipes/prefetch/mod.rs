@@ -80,6 +80,7 @@ impl<S: Store> IdSource<S> {
             next: None,
             refilling: false,
             pushing: false,
+            pushed: false,
             in_doubt: None,
             failure: None,
             closed: false,
@@ -189,8 +190,10 @@ impl<S: Store> IdSource<S> {
 
     /// [`IdSource::close`], also pushing back `unused`: IDs this source handed out that the
     /// caller did not use (such as the rest of a run from [`IdSource::next_run`]). A close whose
-    /// push wrote nothing keeps them with the source's own; calling it again with the same
-    /// `unused` pushes each ID once.
+    /// push wrote nothing keeps them with the source's own (unless the pool refused them as
+    /// free already or outside the category: then the caller's IDs are not kept, and the error
+    /// names them); calling it again with the same `unused` pushes each ID once. After a close
+    /// whose push went through (or ended in doubt), `unused` is not pushed again.
     pub async fn close_returning(&self, unused: &[IdRange]) -> Result<()> {
         // A task of its own: a close dropped midway would leave the source closed with its IDs
         // neither pushed nor held (dropped while waiting for the refill) or its push in doubt.

@@ -38,6 +38,10 @@ pub(super) struct State {
     /// from the pool that never reached the source). Every later close reports it, not `Ok`;
     /// a later refill that succeeds does not clear it.
     pub(super) in_doubt: Option<ZooidError>,
+    /// A close's push ended having written (every ID back, or in doubt): the source holds
+    /// nothing more, and a later close pushes nothing, not even its `unused`, which that push
+    /// already sent (pushed again, they could free IDs another process took since).
+    pub(super) pushed: bool,
     /// The last refill's error, kept for the caller that runs out, and when it happened.
     pub(super) failure: Option<(ZooidError, Instant)>,
     pub(super) closed: bool,
@@ -342,6 +346,8 @@ impl<S: Store> Shared<S> {
                 st.closed = true;
                 if st.refilling || st.pushing {
                     None
+                } else if st.pushed {
+                    Some(None)
                 } else {
                     st.pushing = true;
                     let mut ranges = st.current.ranges();
@@ -350,11 +356,17 @@ impl<S: Store> Shared<S> {
                     }
                     st.current = IdSet::new(self.category.clone(), Vec::new());
                     st.left = 0;
-                    Some(ranges)
+                    Some(Some(ranges))
                 }
             };
             match taken {
-                Some(ranges) => break ranges,
+                Some(Some(ranges)) => break ranges,
+                Some(None) => {
+                    if !unused.is_empty() {
+                        tracing::warn!(category = %self.category, ?unused, "a close after the source's IDs went back: its unused IDs are not pushed again");
+                    }
+                    return self.lock().in_doubt.clone().map_or(Ok(()), Err);
+                }
                 None => notified.await,
             }
         };
@@ -366,7 +378,8 @@ impl<S: Store> Shared<S> {
         };
         // Each ID once: a close retried with the same `unused` after one whose push wrote
         // nothing finds them among the IDs that push kept.
-        let ranges = union(ranges.into_iter().chain(unused.iter().copied()));
+        let own = ranges;
+        let ranges = union(own.iter().copied().chain(unused.iter().copied()));
         if ranges.is_empty() {
             pushing.finished = true;
             drop(pushing);
@@ -378,18 +391,26 @@ impl<S: Store> Shared<S> {
         let result = self.service.push_ids(&mut rest).await;
         if result.is_err() && rest.has_more_ids() {
             // Nothing was pushed: keep the IDs so that another close (or the drop of the
-            // source) can try again.
+            // source) can try again; but not IDs the pool refused as not the caller's (free
+            // already, or outside the category): pushed later they could free what another
+            // process took since. The source's own IDs are its to push.
+            let refused = matches!(
+                result,
+                Err(ZooidError::AlreadyFree { .. } | ZooidError::OutOfBounds { .. })
+            );
+            let kept = if refused { own } else { rest.ranges() };
             let mut st = self.lock();
-            let mut kept = st.current.ranges();
-            kept.extend(rest.ranges());
-            kept.sort_unstable();
+            let kept = union(st.current.ranges().into_iter().chain(kept));
             st.install(
                 IdSet::new(self.category.clone(), kept),
                 self.options.refill_when_used,
             );
         } else if let Err(err) = &result {
-            self.lock().in_doubt.get_or_insert_with(|| err.clone());
+            let mut st = self.lock();
+            st.pushed = true;
+            st.in_doubt.get_or_insert_with(|| err.clone());
         } else {
+            self.lock().pushed = true;
             tracing::debug!(category = %self.category, pushed = count, "ID source closed");
         }
         pushing.finished = true;
@@ -416,6 +437,9 @@ impl<S: Store> Drop for Pushing<'_, S> {
     fn drop(&mut self) {
         let mut st = self.shared.lock();
         st.pushing = false;
+        if !self.finished {
+            st.pushed = true;
+        }
         if !self.finished && st.in_doubt.is_none() {
             st.in_doubt = Some(ZooidError::OutcomeUnknown {
                 category: self.shared.category.name().to_string(),

@@ -587,3 +587,74 @@ async fn a_close_reports_a_refill_in_doubt_even_after_a_later_refill_succeeded()
     let free = service.pool_info(&category).await.unwrap().free_count;
     assert_eq!(free, 1_000_000 - handed - 100, "handed out {handed}");
 }
+
+/// Waits (up to 5 s) for `category`'s free count to reach `expected`, and returns the last one
+/// seen: a dropped source pushes back in the background.
+async fn free_count_settles<S: Store>(
+    service: &IdGeneratorService<S>,
+    category: &IdCategory,
+    expected: u64,
+) -> u64 {
+    let mut free = 0;
+    for _ in 0..500 {
+        free = service.pool_info(category).await.unwrap().free_count;
+        if free == expected {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    free
+}
+
+/// A close after a successful one pushes nothing, its `unused` included: pushed again, a run
+/// the first close gave back would be freed under the taker that got it since.
+#[tokio::test(flavor = "current_thread")]
+async fn a_close_after_a_successful_one_pushes_nothing_even_its_unused() {
+    let (_store, service, source) = gated_source().await;
+    let category = source.category().clone();
+    let run = source.try_next_run(3).unwrap().expect("a run");
+    source.close_returning(&[run]).await.unwrap();
+    let other = service.take_ids(&category, 3).await.unwrap();
+    assert_eq!(other.ranges(), vec![run], "guard: another taker holds the run");
+    let before = service.pool_info(&category).await.unwrap().free_count;
+
+    let again = source.close_returning(&[run]).await;
+    assert!(again.is_ok(), "a close after a successful one: {again:?}");
+    // A close refused because the run is free must not leave it with the source either.
+    let free = service.pool_info(&category).await.unwrap().free_count;
+    assert_eq!(free, before, "the second close freed the run another taker holds");
+    drop(Arc::into_inner(source).expect("the only reference"));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let free = service.pool_info(&category).await.unwrap().free_count;
+    assert_eq!(free, before, "the dropped source freed IDs another taker holds");
+}
+
+/// `unused` that the pool refuses (an ID already free) is not kept with the source: its drop
+/// would push it later, when another taker may hold it. The source's own IDs are kept and go
+/// back with the drop.
+#[tokio::test(flavor = "current_thread")]
+async fn unused_refused_as_already_free_is_not_kept_for_the_drop_to_push() {
+    let (_store, service, source) = gated_source().await;
+    let category = source.category().clone();
+    // IDs the source never held, free in the pool (it took the lowest 100).
+    let stray = IdRange::new(500_000, 500_002).unwrap();
+    let refused = source.close_returning(&[stray]).await;
+    assert!(
+        matches!(refused, Err(ZooidError::AlreadyFree { .. })),
+        "guard: {refused:?}"
+    );
+    let stray_taker = service.take_ids(&category, 500_002 - 100).await.unwrap();
+    assert!(
+        stray_taker.ranges().iter().any(|r| r.contains(500_000)),
+        "guard: another taker holds the stray IDs"
+    );
+    let before = service.pool_info(&category).await.unwrap().free_count;
+    drop(Arc::into_inner(source).expect("the only reference"));
+    // The drop pushes the source's own 95 back, and nothing more.
+    let free = free_count_settles(&service, &category, before + 95).await;
+    assert_eq!(
+        free,
+        before + 95,
+        "the dropped source pushed back more (or less) than its own 95 IDs"
+    );
+}
