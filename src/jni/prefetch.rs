@@ -77,6 +77,11 @@ fn source_next_run<'local>(
     if out.is_null() {
         return Err(Failure::NullArgument("out".into()));
     }
+    // Checked before the run leaves the source: a run that cannot be written back is lost.
+    let len = out.len(env)?;
+    if len < 2 {
+        return Err(invalid(format!("out: an array of {len} longs; a run needs 2")));
+    }
     let run = source(handle)?.next_run(count(max, "run length")?)?;
     out.set_region(env, 0, &[run.start(), run.end()])?;
     Ok(())

@@ -98,6 +98,23 @@ class IDSourceTest {
         }
     }
 
+    /** A run the native side could not write back (an array too short) is refused before it is taken. */
+    @Test
+    void aRunThatCannotBeWrittenBackIsNotTaken() throws Exception {
+        IDCategory cat = freshCategory();
+        try (IDGeneratorService service = IDGeneratorService.open(zk.connectString())) {
+            service.createCategory(cat, CategorySpec.of(1, LAST));
+            IDSource source = service.openSource(cat, new IDSourceOptions().chunk(16));
+            assertThrows(IllegalArgumentException.class, () -> source.withHandle(h -> {
+                ZooidNative.sourceNextRun(h, 16, new long[1]);
+                return null;
+            }));
+            assertEquals(1, source.next(), "the run refused was taken from the source");
+            source.close();
+            assertEquals(LAST - 1, service.getPoolInfo(cat).countFreeIDs());
+        }
+    }
+
     @Test
     void misuseAndMissingCategories() throws Exception {
         try (IDGeneratorService service = IDGeneratorService.open(zk.connectString())) {
