@@ -1720,8 +1720,11 @@ zooid_status zooid_service_pool_info(const struct zooid_service *service,
  * empty. Pushing a consumed set again fails with `ZOOID_STATUS_CLOSED` (the message names its
  * category) and changes nothing, so the same IDs are never pushed twice.
  *
- * Errors: `ZOOID_STATUS_OUT_OF_BOUNDS`, `ZOOID_STATUS_ALREADY_FREE`, `ZOOID_STATUS_POOL_FULL`
- * and the store errors leave both the pool and `set` unchanged, so the push may be retried;
+ * Errors: `ZOOID_STATUS_INVALID_ARGUMENT` when `set` was taken from another store (another
+ * ensemble or chroot, directory, memory store: pushed into a category of the same name there,
+ * its IDs would be handed out twice), `ZOOID_STATUS_OUT_OF_BOUNDS`,
+ * `ZOOID_STATUS_ALREADY_FREE`, `ZOOID_STATUS_POOL_FULL` and the store errors leave both the
+ * pool and `set` unchanged, so the push may be retried;
  * after `ZOOID_STATUS_OUTCOME_UNKNOWN` the push is not repeated and `set` is emptied and
  * consumed.
  *

@@ -1,6 +1,7 @@
 //! ID categories and the sets of IDs handed to callers.
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::error::{Result, ZooidError};
 use crate::range::IdRange;
@@ -78,10 +79,14 @@ pub struct IdSet {
     pos: usize,
     /// The next ID to hand out, inside `ranges[pos]` when `pos < ranges.len()`.
     next: i64,
+    /// The store a take got the IDs from ([`Store::origin`](crate::store::Store::origin)): a
+    /// push through a service on another store is refused. `None` for a set built from ranges.
+    origin: Option<Arc<str>>,
 }
 
 impl IdSet {
-    /// A set over `ranges` (ascending, disjoint) of `category`.
+    /// A set over `ranges` (ascending, disjoint) of `category`. It names no store: a push
+    /// through any service sends its IDs (the caller vouches that they came from its store).
     pub fn new(category: IdCategory, ranges: Vec<IdRange>) -> Self {
         let next = ranges.first().map_or(0, IdRange::start);
         Self {
@@ -89,7 +94,25 @@ impl IdSet {
             ranges,
             pos: 0,
             next,
+            origin: None,
         }
+    }
+
+    /// A set a take got from the store `origin`.
+    pub(crate) fn taken_from(
+        category: IdCategory,
+        ranges: Vec<IdRange>,
+        origin: Option<Arc<str>>,
+    ) -> Self {
+        Self {
+            origin,
+            ..Self::new(category, ranges)
+        }
+    }
+
+    /// The store the IDs were taken from, when a take made the set.
+    pub(crate) fn origin(&self) -> Option<&Arc<str>> {
+        self.origin.as_ref()
     }
 
     /// The category the IDs belong to.

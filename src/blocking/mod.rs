@@ -120,6 +120,12 @@ impl IdGeneratorService {
         block_on(self.inner.push_ids(ids))?
     }
 
+    /// Which store the service's IDs come from ([`Store::origin`](crate::store::Store::origin)),
+    /// for a binding that keeps a set's IDs on its own side and pushes them back here.
+    pub(crate) fn origin(&self) -> Option<std::sync::Arc<str>> {
+        crate::store::Store::origin(self.inner.store())
+    }
+
     /// See [`AsyncService::give_back_undelivered`]: for a binding that took `ids` but could not
     /// hand them to its caller.
     pub(crate) fn give_back_undelivered(&self, ids: IdSet) -> GivenBack {

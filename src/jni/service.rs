@@ -57,7 +57,17 @@ pub(super) const METHODS: &[NativeMethod] = &[
         error_policy = ThrowJava,
     },
     native_method! {
-        static fn push_ids(handle: jlong, category: JString, ranges: jlong[], kept: jlong[]),
+        static fn push_ids(
+            handle: jlong,
+            category: JString,
+            origin: JString,
+            ranges: jlong[],
+            kept: jlong[]
+        ),
+        error_policy = ThrowJava,
+    },
+    native_method! {
+        static fn origin(handle: jlong) -> JString,
         error_policy = ThrowJava,
     },
     native_method! {
@@ -190,6 +200,7 @@ fn push_ids<'local>(
     _class: JClass<'local>,
     handle: jlong,
     category: JString<'local>,
+    origin: JString<'local>,
     ranges: JLongArray<'local>,
     kept: JLongArray<'local>,
 ) -> Result<(), Failure> {
@@ -197,10 +208,11 @@ fn push_ids<'local>(
         return Err(Failure::NullArgument("kept".into()));
     }
     let prepared = category_arg(env, &category).and_then(|category| {
+        let origin = optional_string_arg(env, &origin)?;
         let ranges = ranges_from_java(env, &ranges)?;
-        Ok((category, ranges, service(handle)?))
+        Ok((category, origin, ranges, service(handle)?))
     });
-    let (category, ranges, service) = match prepared {
+    let (category, origin, ranges, service) = match prepared {
         Ok(prepared) => prepared,
         // Nothing was sent: the set keeps its IDs. Unless a JNI call failed with its exception
         // pending (then no JNI call may follow): the set is dropped, its IDs leaked, never
@@ -212,12 +224,26 @@ fn push_ids<'local>(
             return Err(failure);
         }
     };
-    let mut ids = IdSet::new(category, ranges);
+    // The set names the store it was taken from: a push through a service on another is refused.
+    let mut ids = IdSet::taken_from(category, ranges, origin.map(Into::into));
     let pushed = service.push_ids(&mut ids);
     if pushed.is_err() && ids.has_more_ids() {
         kept.set_region(env, 0, &[1])?;
     }
     Ok(pushed?)
+}
+
+/// The store the service's IDs come from (null when it cannot say), kept by each Java `IDSet`
+/// it takes and passed back with its push.
+fn origin<'local>(
+    env: &mut Env<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+) -> Result<JString<'local>, Failure> {
+    Ok(match service(handle)?.origin() {
+        Some(origin) => JString::from_str(env, &*origin)?,
+        None => JString::null(),
+    })
 }
 
 fn pool_info<'local>(

@@ -20,6 +20,8 @@ const HEADER: &str = "zooid-node ";
 #[derive(Clone, Debug)]
 pub struct FileStore {
     root: Arc<PathBuf>,
+    /// `file:` and the directory's canonical path.
+    origin: Arc<str>,
 }
 
 struct FileNodes<'a> {
@@ -39,8 +41,10 @@ impl FileStore {
             path: root.display().to_string(),
             reason: format!("cannot create the store directory: {e}"),
         })?;
+        let canonical = fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
         Ok(Self {
             root: Arc::new(root.to_path_buf()),
+            origin: format!("file:{}", canonical.display()).into(),
         })
     }
 
@@ -146,6 +150,9 @@ impl Nodes for FileNodes<'_> {
 }
 
 impl Store for FileStore {
+    fn origin(&self) -> Option<Arc<str>> {
+        Some(Arc::clone(&self.origin))
+    }
     async fn get(&self, path: &str) -> Result<Versioned, StoreError> {
         let path = path.to_string();
         self.locked(move |nodes| local::get(nodes, &path)).await

@@ -1,6 +1,7 @@
 //! The in-memory store: one process, no persistence; for tests and single-process use.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use once_cell::sync::Lazy;
@@ -9,9 +10,21 @@ use super::local::{self, Nodes};
 use super::{ReadOn, Store, StoreError, Versioned};
 
 /// Nodes in process memory. Clones share the same nodes.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct MemoryStore {
     nodes: Arc<Mutex<MemoryNodes>>,
+    /// `mem:#N`, N counting the stores the process made (an address could be reused).
+    origin: Arc<str>,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        static MADE: AtomicU64 = AtomicU64::new(0);
+        Self {
+            nodes: Arc::default(),
+            origin: format!("mem:#{}", MADE.fetch_add(1, Ordering::Relaxed)).into(),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -70,6 +83,9 @@ impl Nodes for MemoryNodes {
 }
 
 impl Store for MemoryStore {
+    fn origin(&self) -> Option<Arc<str>> {
+        Some(Arc::clone(&self.origin))
+    }
     async fn get(&self, path: &str) -> Result<Versioned, StoreError> {
         local::get(&*self.lock(), path)
     }

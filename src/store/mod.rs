@@ -9,6 +9,7 @@ mod memory;
 mod zookeeper;
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use file::FileStore;
@@ -95,6 +96,13 @@ impl std::fmt::Display for StoreError {
 
 /// A store of versioned nodes addressed by ZooKeeper-style paths.
 pub trait Store: Send + Sync + 'static {
+    /// Which store this is, as far as the process can tell: IDs taken from it go back only to
+    /// a store with the same origin (a push through a service on another store is refused).
+    /// `None` (the default) for a store that cannot say; its sets are not checked.
+    fn origin(&self) -> Option<Arc<str>> {
+        None
+    }
+
     /// Reads a node.
     fn get(&self, path: &str) -> impl Future<Output = Result<Versioned, StoreError>> + Send;
 
@@ -241,6 +249,13 @@ macro_rules! dispatch {
 }
 
 impl Store for AnyStore {
+    fn origin(&self) -> Option<Arc<str>> {
+        match self {
+            AnyStore::ZooKeeper(s) => s.origin(),
+            AnyStore::Memory(s) => s.origin(),
+            AnyStore::File(s) => s.origin(),
+        }
+    }
     async fn get(&self, path: &str) -> Result<Versioned, StoreError> {
         dispatch!(self, s => s.get(path))
     }

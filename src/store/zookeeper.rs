@@ -2,6 +2,7 @@
 //! ZooKeeper interface ([`Zk`]), on the process's shared session; disconnects are ridden out
 //! within the session, and a lost session is replaced by the session layer.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::{ReadOn, Store, StoreError, Versioned};
@@ -14,6 +15,21 @@ use crate::zk::{
 #[derive(Clone)]
 pub struct ZkStore {
     zk: Zk,
+    /// `zk:`, the ensemble's hosts in order and the chroot ([`origin_of`]).
+    origin: Arc<str>,
+}
+
+/// A ZooKeeper store's origin from its connect string: the same hosts in any order, and the
+/// same chroot, are the same store.
+fn origin_of(connect: &str) -> Arc<str> {
+    let (hosts, chroot) = match connect.find('/') {
+        Some(at) => connect.split_at(at),
+        None => (connect, ""),
+    };
+    let mut hosts: Vec<&str> = hosts.split(',').map(str::trim).filter(|h| !h.is_empty()).collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    format!("zk:{}{}", hosts.join(","), chroot.trim_end_matches('/')).into()
 }
 
 impl std::fmt::Debug for ZkStore {
@@ -35,7 +51,8 @@ impl ZkStore {
 
     /// A store over an already open session (shared with the recipes).
     pub fn on(zk: Zk) -> Self {
-        Self { zk }
+        let origin = origin_of(zk.connect_string());
+        Self { zk, origin }
     }
 
     /// The session the store uses.
@@ -111,6 +128,9 @@ impl StoreError {
 }
 
 impl Store for ZkStore {
+    fn origin(&self) -> Option<Arc<str>> {
+        Some(Arc::clone(&self.origin))
+    }
     async fn get(&self, path: &str) -> Result<Versioned, StoreError> {
         self.call(false, self.zk.get(self.gen(), path))
             .await

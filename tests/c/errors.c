@@ -182,6 +182,23 @@ int main(int argc, char **argv) {
     EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_service_push_ids(service, NULL));
     zooid_id_set_free(first);
 
+    /* A set taken from one store is refused by a service on another, where a category of the
+     * same name hands out the same IDs: pushed there, they would be handed out twice. */
+    if (strncmp(argv[1], "mem:", 4) == 0) {
+        const zooid_service *other = NULL;
+        CHECK_OK(zooid_service_open("mem:", NULL, &other));
+        CHECK_OK(create_default(other, category, 1, 1000000));
+        zooid_id_set *theirs = NULL, *ours = NULL;
+        CHECK_OK(zooid_service_take_ids(other, category, 100000, &theirs)); /* 1..100000 there */
+        CHECK_OK(zooid_service_take_ids(service, category, 3, &ours)); /* among them here */
+        EXPECT_STATUS(ZOOID_STATUS_INVALID_ARGUMENT, zooid_service_push_ids(other, ours));
+        CHECK_LAST_ERROR_CONTAINS("another store");
+        CHECK_OK(zooid_service_push_ids(service, ours)); /* kept, and back where it came from */
+        zooid_id_set_free(ours);
+        zooid_id_set_free(theirs);
+        zooid_service_free(other);
+    }
+
     /* A buffer too small for the ranges: nothing is written. */
     zooid_id_set *gappy = NULL;
     CHECK_OK(zooid_service_take_ids(service, category, 10, &gappy));

@@ -2,4 +2,5 @@
 
 mod behaviour;
 mod blocking;
+mod origin;
 mod panics;

@@ -220,12 +220,18 @@ impl<S: Store> IdGeneratorService<S> {
             )));
         }
         let ranges = to_end::take(&self.core, category, n).await?;
-        Ok(IdSet::new(category.clone(), ranges))
+        Ok(IdSet::taken_from(
+            category.clone(),
+            ranges,
+            self.core.store.origin(),
+        ))
     }
 
     /// Returns the unused IDs of `ids` to their category and empties `ids`.
     ///
-    /// Nothing changes, and `ids` is kept, when an ID lies outside the category's bounds
+    /// Nothing changes, and `ids` is kept, when `ids` was taken from another store (another
+    /// ensemble or chroot, directory or memory store: `InvalidArgument`), when an ID lies
+    /// outside the category's bounds
     /// (`OutOfBounds`), is already free (`AlreadyFree`), or the pool would outgrow its size
     /// limit (`PoolFull`). On `OutcomeUnknown` the push is not repeated and `ids` is emptied.
     ///
@@ -244,6 +250,16 @@ impl<S: Store> IdGeneratorService<S> {
             return Ok(());
         }
         let category = ids.category().clone();
+        // Pushed into another store's pool of the same name, they would be freed where that
+        // store may have handed them out.
+        if let (Some(taken), Some(here)) = (ids.origin(), self.core.store.origin()) {
+            if *taken != here {
+                return Err(ZooidError::InvalidArgument(format!(
+                    "the IDs of {category} were taken from another store ({taken}) than this \
+                     service's ({here}): push them through a service on that store"
+                )));
+            }
+        }
         let held = std::mem::replace(ids, IdSet::new(category.clone(), Vec::new()));
         let (result, nothing_written) = to_end::push(&self.core, category, ranges).await;
         if nothing_written {

@@ -157,6 +157,9 @@ impl<S: Store> FaultyStore<S> {
 }
 
 impl<S: Store> Store for FaultyStore<S> {
+    fn origin(&self) -> Option<std::sync::Arc<str>> {
+        self.inner.origin()
+    }
     async fn get(&self, path: &str) -> Result<Versioned, StoreError> {
         let mut node = self.inner.get(path).await?;
         if let Some(v) = *self.report_version.lock().unwrap() {

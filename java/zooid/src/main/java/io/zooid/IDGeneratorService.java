@@ -41,14 +41,17 @@ import javax.management.ObjectName;
  */
 public final class IDGeneratorService extends NativeResource implements AutoCloseable {
     private final String connect;
+    /** The store the service's IDs come from ({@link ZooidNative#origin}), or null. */
+    private final String origin;
     /** The MBean registered for this service, or null. */
     private volatile ObjectName mbeanName;
 
     private static final AtomicLong SERVICES = new AtomicLong();
 
-    private IDGeneratorService(long handle, String connect) {
+    private IDGeneratorService(long handle, String connect) throws IDGeneratorException {
         super(handle);
         this.connect = connect;
+        this.origin = ZooidNative.origin(handle);
     }
 
     /**
@@ -227,7 +230,7 @@ public final class IDGeneratorService extends NativeResource implements AutoClos
         if (numIDs < 1) {
             throw new IllegalArgumentException("take of " + numIDs + " IDs: ask for at least 1");
         }
-        return withHandle(h -> new IDSet(category, ZooidNative.takeIds(h, category.getName(), numIDs)));
+        return withHandle(h -> new IDSet(category, ZooidNative.takeIds(h, category.getName(), numIDs), origin));
     }
 
     /**
@@ -244,6 +247,9 @@ public final class IDGeneratorService extends NativeResource implements AutoClos
      *
      * @throws IllegalStateException if {@code ids} was already pushed back (nothing is pushed
      *     again), or the service is closed
+     * @throws IllegalArgumentException if {@code ids} was taken through a service on another store
+     *     (another ensemble or chroot, directory or memory store; nothing is pushed, the set keeps
+     *     its IDs)
      * @throws IDsOutOfBoundsException if an ID lies outside the category's bounds
      * @throws IDsAlreadyFreeException if an ID is already free (a double push)
      * @throws PoolFullException if the pool would grow past its size limit
@@ -251,7 +257,8 @@ public final class IDGeneratorService extends NativeResource implements AutoClos
     public void pushIDs(IDSet ids) throws IDGeneratorException {
         Objects.requireNonNull(ids, "ids");
         withHandle(h -> {
-            ids.push((ranges, kept) -> ZooidNative.pushIds(h, ids.getCategory().getName(), ranges, kept));
+            ids.push((ranges, kept) ->
+                    ZooidNative.pushIds(h, ids.getCategory().getName(), ids.origin(), ranges, kept));
             return null;
         });
     }

@@ -30,6 +30,8 @@ public final class IDSet {
             AtomicIntegerFieldUpdater.newUpdater(IDSet.class, "state");
 
     private final IDCategory category;
+    /** The store a take got the IDs from, or null (not checked). */
+    private final String origin;
     /** start/end pairs, ascending and disjoint. */
     private final long[] ranges;
     /** Index (in pairs * 2) of the range the next ID comes from. */
@@ -58,6 +60,15 @@ public final class IDSet {
      * ascending and disjoint.
      */
     IDSet(IDCategory category, long[] ranges) {
+        this(category, ranges, null);
+    }
+
+    /**
+     * A set a take got from the store {@code origin} (null: not checked); a push through a service
+     * on another store is refused.
+     */
+    IDSet(IDCategory category, long[] ranges, String origin) {
+        this.origin = origin;
         this.category = Objects.requireNonNull(category, "category");
         this.ranges = Objects.requireNonNull(ranges, "ranges");
         if (ranges.length % 2 != 0) {
@@ -75,6 +86,11 @@ public final class IDSet {
     /** The category the IDs belong to. */
     public IDCategory getCategory() {
         return category;
+    }
+
+    /** The store the IDs were taken from, or null. */
+    String origin() {
+        return origin;
     }
 
     /**

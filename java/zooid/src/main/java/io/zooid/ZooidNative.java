@@ -45,8 +45,15 @@ final class ZooidNative {
      * Pushes {@code ranges}; when the push fails with nothing written, sets {@code kept[0]} to 1
      * before it throws (the only word Java may keep its IDs on).
      */
-    static native void pushIds(long handle, String category, long[] ranges, long[] kept)
+    static native void pushIds(long handle, String category, String origin, long[] ranges, long[] kept)
             throws IDGeneratorException;
+
+    /**
+     * The store the service's IDs come from, or null when it cannot say: each {@link IDSet} a take
+     * makes keeps it, and its push passes it back (a push through a service on another store is
+     * refused).
+     */
+    static native String origin(long handle) throws IDGeneratorException;
 
     /** bounds start, bounds end, version, bytes, legacy (0/1), free count, free pairs... */
     static native long[] poolInfo(long handle, String category) throws IDGeneratorException;

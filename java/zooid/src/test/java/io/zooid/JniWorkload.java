@@ -30,9 +30,9 @@ public final class JniWorkload {
             expect(IllegalArgumentException.class, () -> IDGeneratorService.open(""));
             expect(IllegalArgumentException.class, () -> ZooidNative.takeIds(0, "relative", 1));
             expect(IllegalStateException.class, () -> ZooidNative.takeIds(0, "/x", 1));
-            expect(NullPointerException.class, () -> ZooidNative.pushIds(0, null, null, new long[1]));
-            expect(NullPointerException.class, () -> ZooidNative.pushIds(0, "/x", null, new long[1]));
-            expect(NullPointerException.class, () -> ZooidNative.pushIds(0, "/x", new long[] {1, 1}, null));
+            expect(NullPointerException.class, () -> ZooidNative.pushIds(0, null, null, null, new long[1]));
+            expect(NullPointerException.class, () -> ZooidNative.pushIds(0, "/x", null, null, new long[1]));
+            expect(NullPointerException.class, () -> ZooidNative.pushIds(0, "/x", null, new long[] {1, 1}, null));
             service.getPoolInfo(cat);
             ZooidNative.benchTakeIds(new long[] {1, 1000}, 1000);
         }
