@@ -437,9 +437,11 @@ fn already_free_is_decided_on_fresh_data() {
         }
         assert_eq!(a.take_ids(&cat, 1).await.unwrap().ranges(), vec![r(1, 1)]);
         proxy.mute_replies();
-        let mut taken = b.take_ids(&cat, 49).await.unwrap();
+        let taken = b.take_ids(&cat, 49).await.unwrap();
         assert_eq!(taken.ranges(), vec![r(2, 50)], "B takes the pushed IDs");
-        // B's holder gives them back through A.
+        // B's holder gives them back through A, which reaches the same ensemble by another
+        // address (its proxy): the set is built from the ranges, vouched for by the caller.
+        let mut taken = IdSet::new(cat.clone(), taken.ranges());
         let pusher = {
             let a = std::sync::Arc::clone(&a);
             tokio::spawn(async move { a.push_ids(&mut taken).await })

@@ -230,7 +230,9 @@ impl<S: Store> IdGeneratorService<S> {
     /// Returns the unused IDs of `ids` to their category and empties `ids`.
     ///
     /// Nothing changes, and `ids` is kept, when `ids` was taken from another store (another
-    /// ensemble or chroot, directory or memory store: `InvalidArgument`), when an ID lies
+    /// ensemble or chroot, directory or memory store: `InvalidArgument`; an ensemble reached by
+    /// another connect string counts as another store, and a set rebuilt with [`IdSet::new`]
+    /// from its ranges goes anywhere, vouched for by its caller), when an ID lies
     /// outside the category's bounds
     /// (`OutOfBounds`), is already free (`AlreadyFree`), or the pool would outgrow its size
     /// limit (`PoolFull`). On `OutcomeUnknown` the push is not repeated and `ids` is emptied.
