@@ -10,13 +10,14 @@
  * - Invalid arguments (NULL pointers, strings that are not UTF-8, n == 0) give
  *   `ZOOID_STATUS_INVALID_ARGUMENT`, never a crash; no panic crosses the boundary.
  * - Handles are opaque. `zooid_service` is reference counted and thread-safe: share one between
- *   threads. `zooid_id_set`, `zooid_options` and `zooid_pool_info` are single-owner; an ID set
- *   or options must be used by one thread at a time. A work queue (`zooid_queue`) is
+ *   threads. `zooid_id_set`, `zooid_options` and `zooid_pool_info` are single-owner; threads may
+ *   share an ID set (its calls are serialized: a take from it waits for a push in flight);
+ *   options are used by one thread at a time. A work queue (`zooid_queue`) is
  *   single-owner and thread-safe; a claim (`zooid_claim`) and `zooid_queue_options` are
  *   single-owner, used by one thread at a time. Every `_free` accepts NULL.
  * - Strings are NUL-terminated UTF-8.
  *
- * Taking an ID (`zooid_id_set_take_id`) is local: no I/O, no allocation, no lock.
+ * Taking an ID (`zooid_id_set_take_id`) is local: no I/O, no allocation, one uncontended lock.
  */
 
 #ifndef ZOOID_H
@@ -105,7 +106,9 @@ enum zooid_status
   /**
    * A write's reply was lost and whether it applied could not be determined. A take's IDs
    * are leaked (never handed out to anyone); a push is not repeated. The IDs concerned are
-   * available from `zooid_last_error_ranges`.
+   * available from `zooid_last_error_ranges`; a take of fresh blocks that may have claimed
+   * a block it never learned the number of names the bound (at most N IDs within a range)
+   * only in the message, with no ranges.
    */
   ZOOID_STATUS_OUTCOME_UNKNOWN = 10,
   /**
@@ -179,7 +182,8 @@ enum zooid_status
   /**
    * A pool's version went backwards compared with what this process saw (ZooKeeper restored
    * from an older state), or a durable-record write would move the record backwards.
-   * Nothing was changed.
+   * Nothing was handed out; a take whose claims overlapped (a store restored under it)
+   * leaked the IDs it claimed, which the message names.
    */
   ZOOID_STATUS_WENT_BACKWARDS = 26,
   /**

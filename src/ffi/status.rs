@@ -40,7 +40,9 @@ pub enum zooid_status {
     ZOOID_STATUS_CONTENTION = 9,
     /// A write's reply was lost and whether it applied could not be determined. A take's IDs
     /// are leaked (never handed out to anyone); a push is not repeated. The IDs concerned are
-    /// available from `zooid_last_error_ranges`.
+    /// available from `zooid_last_error_ranges`; a take of fresh blocks that may have claimed
+    /// a block it never learned the number of names the bound (at most N IDs within a range)
+    /// only in the message, with no ranges.
     ZOOID_STATUS_OUTCOME_UNKNOWN = 10,
     /// The store could not be reached before the deadline. Nothing was changed.
     ZOOID_STATUS_CONNECTION_LOST = 11,
@@ -82,7 +84,8 @@ pub enum zooid_status {
     ZOOID_STATUS_RESERVATION_EXHAUSTED = 25,
     /// A pool's version went backwards compared with what this process saw (ZooKeeper restored
     /// from an older state), or a durable-record write would move the record backwards.
-    /// Nothing was changed.
+    /// Nothing was handed out; a take whose claims overlapped (a store restored under it)
+    /// leaked the IDs it claimed, which the message names.
     ZOOID_STATUS_WENT_BACKWARDS = 26,
     /// The ensemble refused the credentials (a wrong password, an unknown user or principal)
     /// when the session was opened (the message names the identity, never a password).
